@@ -1,0 +1,109 @@
+//! Arrays: an int32 count (classic) or unsigned varint count + 1 (compact), then the elements.
+
+use bytes::{BufMut, Bytes};
+
+use crate::error::{DecodeError, DecodeErrorKind, EncodeError};
+use crate::length::{len32_size, read_len32, write_len32};
+
+/// Reads an array that may be null, decoding each element with `elem`. The count is checked
+/// against the bytes remaining before the vector is allocated.
+#[inline]
+pub fn read_nullable_array<T>(
+    buf: &mut Bytes,
+    compact: bool,
+    mut elem: impl FnMut(&mut Bytes) -> Result<T, DecodeError>,
+) -> Result<Option<Vec<T>>, DecodeError> {
+    let Some(n) = read_len32(buf, compact)? else {
+        return Ok(None);
+    };
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        match elem(buf) {
+            Ok(v) => out.push(v),
+            Err(e) => return Err(e.index(i)),
+        }
+    }
+    Ok(Some(out))
+}
+
+/// Reads an array that must not be null.
+#[inline]
+pub fn read_array<T>(
+    buf: &mut Bytes,
+    compact: bool,
+    elem: impl FnMut(&mut Bytes) -> Result<T, DecodeError>,
+) -> Result<Vec<T>, DecodeError> {
+    match read_nullable_array(buf, compact, elem)? {
+        Some(v) => Ok(v),
+        None => Err(DecodeError::new(DecodeErrorKind::UnexpectedNull, bytes::Buf::remaining(buf))),
+    }
+}
+
+/// Writes an array (or null), encoding each element with `elem`.
+#[inline]
+pub fn write_nullable_array<B: BufMut, T>(
+    buf: &mut B,
+    items: Option<&[T]>,
+    compact: bool,
+    mut elem: impl FnMut(&mut B, &T) -> Result<(), EncodeError>,
+) -> Result<(), EncodeError> {
+    write_len32(buf, items.map(<[T]>::len), compact)?;
+    for (i, item) in items.unwrap_or_default().iter().enumerate() {
+        elem(buf, item).map_err(|e| e.index(i))?;
+    }
+    Ok(())
+}
+
+/// Writes an array.
+#[inline]
+pub fn write_array<B: BufMut, T>(
+    buf: &mut B,
+    items: &[T],
+    compact: bool,
+    elem: impl FnMut(&mut B, &T) -> Result<(), EncodeError>,
+) -> Result<(), EncodeError> {
+    write_nullable_array(buf, Some(items), compact, elem)
+}
+
+/// Encoded size of an array (or null) whose elements have the sizes `elem` gives.
+#[inline]
+pub fn array_len<T>(items: Option<&[T]>, compact: bool, elem: impl Fn(&T) -> usize) -> usize {
+    let prefix = len32_size(items.map(<[T]>::len), compact);
+    prefix + items.unwrap_or_default().iter().map(elem).sum::<usize>()
+}
+
+/// Encoded size of an array (or null) of fixed-size elements.
+#[inline]
+pub fn fixed_array_len<T>(items: Option<&[T]>, compact: bool, elem_size: usize) -> usize {
+    let n = items.map(<[T]>::len);
+    len32_size(n, compact) + n.unwrap_or(0) * elem_size
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::primitive::{read_i32, write_i32};
+
+    #[test]
+    fn round_trip_and_index_in_errors() {
+        let mut out = Vec::new();
+        write_array(&mut out, &[1i32, 2, 3], true, |b, v| {
+            write_i32(b, *v);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(out.len(), fixed_array_len(Some(&[1i32, 2, 3][..]), true, 4));
+        let v = read_array(&mut Bytes::from(out.clone()), true, read_i32).unwrap();
+        assert_eq!(v, [1, 2, 3]);
+        out.truncate(out.len() - 1);
+        let err = read_array(&mut Bytes::from(out), true, read_i32).unwrap_err();
+        assert_eq!(err.path_string(), "[2]");
+    }
+
+    #[test]
+    fn huge_count_fails_before_allocating() {
+        let mut b = Bytes::from_static(&[0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
+        let err = read_array(&mut b, false, read_i32).unwrap_err();
+        assert!(matches!(err.kind(), DecodeErrorKind::LengthExceedsRemaining { .. }));
+    }
+}

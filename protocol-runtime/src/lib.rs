@@ -1,0 +1,27 @@
+//! Runtime for kafka-wire: the wire primitives, traits and errors the generated Kafka messages
+//! are built on. It holds no generated code.
+//!
+//! Everything decodes from [`bytes::Bytes`] without copying and encodes into any
+//! [`bytes::BufMut`]. No input can make a decoder panic or allocate more than the input
+//! justifies: every length and count is checked against the bytes remaining first.
+#![warn(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing))]
+
+pub mod array;
+pub mod error;
+pub mod length;
+pub mod message;
+pub mod primitive;
+pub mod string;
+pub mod tagged;
+pub mod uuid;
+pub mod varint;
+pub mod version;
+
+pub use bytes::{Buf, BufMut, Bytes, BytesMut};
+pub use bytestring::ByteString;
+pub use error::{DecodeContext, DecodeError, DecodeErrorKind, EncodeContext, EncodeError, EncodeErrorKind, PathSegment};
+pub use message::{Decode, Encode, Message, Request};
+pub use tagged::{RawTaggedField, UnknownTaggedFields};
+pub use uuid::Uuid;
+pub use version::VersionRange;

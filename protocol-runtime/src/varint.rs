@@ -1,0 +1,205 @@
+//! Variable-length integers: unsigned LEB128 varints (as used for compact lengths and tags) and
+//! zigzag-encoded signed varints/varlongs (as used inside record batches).
+//!
+//! Like Kafka, non-minimal encodings are accepted; encodings longer than the type's maximum
+//! width (5 bytes for 32 bits, 10 for 64), or whose last byte carries bits beyond the type, are
+//! rejected as [`DecodeErrorKind::VarintTooLong`].
+
+use bytes::{Buf, BufMut, Bytes};
+
+use crate::error::{DecodeError, DecodeErrorKind};
+
+#[cold]
+fn too_long(buf: &Bytes) -> DecodeError {
+    DecodeError::new(DecodeErrorKind::VarintTooLong, buf.remaining())
+}
+
+#[cold]
+fn truncated(buf: &Bytes, needed: usize) -> DecodeError {
+    let available = buf.remaining();
+    DecodeError::new(DecodeErrorKind::UnexpectedEnd { needed, available }, available)
+}
+
+#[inline]
+fn read_uleb(buf: &mut Bytes, bits: u32) -> Result<u64, DecodeError> {
+    // Fast path: one byte, the common case for lengths and tag counts.
+    if let Some(&b) = buf.chunk().first() {
+        if b & 0x80 == 0 {
+            buf.advance(1);
+            return Ok(u64::from(b));
+        }
+    }
+    let mut value = 0u64;
+    let mut shift = 0u32;
+    loop {
+        let Some(&b) = buf.chunk().first() else {
+            return Err(truncated(buf, 1));
+        };
+        let payload = u64::from(b & 0x7f);
+        // Bits of this byte that would land beyond the type's width make it too long.
+        if shift >= bits || (shift > 0 && bits - shift < 7 && payload >> (bits - shift) != 0) {
+            return Err(too_long(buf));
+        }
+        buf.advance(1);
+        value |= payload << shift;
+        if b & 0x80 == 0 {
+            return Ok(value);
+        }
+        shift += 7;
+    }
+}
+
+/// Reads an unsigned 32-bit varint.
+#[inline]
+pub fn read_unsigned_varint(buf: &mut Bytes) -> Result<u32, DecodeError> {
+    // read_uleb never returns more than 32 bits here.
+    read_uleb(buf, 32).map(|v| v as u32)
+}
+
+/// Reads an unsigned 64-bit varlong.
+#[inline]
+pub fn read_unsigned_varlong(buf: &mut Bytes) -> Result<u64, DecodeError> {
+    read_uleb(buf, 64)
+}
+
+/// Reads a zigzag-encoded signed 32-bit varint.
+#[inline]
+pub fn read_varint(buf: &mut Bytes) -> Result<i32, DecodeError> {
+    let v = read_unsigned_varint(buf)?;
+    Ok(((v >> 1) as i32) ^ -((v & 1) as i32))
+}
+
+/// Reads a zigzag-encoded signed 64-bit varlong.
+#[inline]
+pub fn read_varlong(buf: &mut Bytes) -> Result<i64, DecodeError> {
+    let v = read_unsigned_varlong(buf)?;
+    Ok(((v >> 1) as i64) ^ -((v & 1) as i64))
+}
+
+/// Writes an unsigned 32-bit varint.
+#[inline]
+pub fn write_unsigned_varint<B: BufMut>(buf: &mut B, v: u32) {
+    write_unsigned_varlong(buf, u64::from(v))
+}
+
+/// Writes an unsigned 64-bit varlong.
+#[inline]
+pub fn write_unsigned_varlong<B: BufMut>(buf: &mut B, mut v: u64) {
+    if v < 0x80 {
+        buf.put_u8(v as u8);
+        return;
+    }
+    let mut tmp = [0u8; 10];
+    let mut n = 0;
+    for slot in tmp.iter_mut() {
+        n += 1;
+        if v < 0x80 {
+            *slot = v as u8;
+            break;
+        }
+        *slot = (v as u8 & 0x7f) | 0x80;
+        v >>= 7;
+    }
+    buf.put_slice(&tmp[..n]);
+}
+
+/// Writes a zigzag-encoded signed 32-bit varint.
+#[inline]
+pub fn write_varint<B: BufMut>(buf: &mut B, v: i32) {
+    write_unsigned_varint(buf, ((v << 1) ^ (v >> 31)) as u32)
+}
+
+/// Writes a zigzag-encoded signed 64-bit varlong.
+#[inline]
+pub fn write_varlong<B: BufMut>(buf: &mut B, v: i64) {
+    write_unsigned_varlong(buf, ((v << 1) ^ (v >> 63)) as u64)
+}
+
+/// Bytes an unsigned varint takes.
+#[inline]
+pub const fn unsigned_varint_len(v: u32) -> usize {
+    unsigned_varlong_len(v as u64)
+}
+
+/// Bytes an unsigned varlong takes.
+#[inline]
+pub const fn unsigned_varlong_len(v: u64) -> usize {
+    // One byte per started group of 7 bits, at least one.
+    let bits = 64 - (v | 1).leading_zeros() as usize;
+    bits.div_ceil(7)
+}
+
+/// Bytes a zigzag varint takes.
+#[inline]
+pub const fn varint_len(v: i32) -> usize {
+    unsigned_varint_len(((v << 1) ^ (v >> 31)) as u32)
+}
+
+/// Bytes a zigzag varlong takes.
+#[inline]
+pub const fn varlong_len(v: i64) -> usize {
+    unsigned_varlong_len(((v << 1) ^ (v >> 63)) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enc_u(v: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_unsigned_varlong(&mut out, v);
+        out
+    }
+
+    #[test]
+    fn unsigned_known_encodings() {
+        // From the protobuf/Kafka varint definition: 300 = 0xac 0x02.
+        assert_eq!(enc_u(0), [0x00]);
+        assert_eq!(enc_u(127), [0x7f]);
+        assert_eq!(enc_u(128), [0x80, 0x01]);
+        assert_eq!(enc_u(300), [0xac, 0x02]);
+        assert_eq!(enc_u(u32::MAX as u64), [0xff, 0xff, 0xff, 0xff, 0x0f]);
+        for v in [0u64, 1, 127, 128, 16383, 16384, u32::MAX as u64, u64::MAX] {
+            assert_eq!(enc_u(v).len(), unsigned_varlong_len(v), "{v}");
+        }
+    }
+
+    #[test]
+    fn zigzag_known_encodings() {
+        let mut out = Vec::new();
+        for v in [0, -1, 1, -2, 2147483647, -2147483648] {
+            write_varint(&mut out, v);
+        }
+        assert_eq!(
+            out,
+            [0x00, 0x01, 0x02, 0x03, 0xfe, 0xff, 0xff, 0xff, 0x0f, 0xff, 0xff, 0xff, 0xff, 0x0f]
+        );
+        let mut b = Bytes::from(out);
+        for v in [0, -1, 1, -2, 2147483647, -2147483648] {
+            assert_eq!(read_varint(&mut b).unwrap(), v);
+        }
+        assert_eq!(varlong_len(i64::MIN), 10);
+        let mut out = Vec::new();
+        write_varlong(&mut out, i64::MIN);
+        assert_eq!(read_varlong(&mut Bytes::from(out)).unwrap(), i64::MIN);
+    }
+
+    #[test]
+    fn rejects_overlong_and_truncated() {
+        let mut six = Bytes::from_static(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x00]);
+        assert_eq!(read_unsigned_varint(&mut six).unwrap_err().kind(), &DecodeErrorKind::VarintTooLong);
+        // Fifth byte with bits beyond 32.
+        let mut over = Bytes::from_static(&[0xff, 0xff, 0xff, 0xff, 0x1f]);
+        assert_eq!(read_unsigned_varint(&mut over).unwrap_err().kind(), &DecodeErrorKind::VarintTooLong);
+        let mut eleven = Bytes::from_static(&[0xff; 11]);
+        assert_eq!(read_unsigned_varlong(&mut eleven).unwrap_err().kind(), &DecodeErrorKind::VarintTooLong);
+        let mut cut = Bytes::from_static(&[0x80, 0x80]);
+        assert!(matches!(
+            read_unsigned_varint(&mut cut).unwrap_err().kind(),
+            DecodeErrorKind::UnexpectedEnd { .. }
+        ));
+        // Non-minimal but within width is accepted, as Kafka does.
+        let mut padded = Bytes::from_static(&[0x81, 0x00]);
+        assert_eq!(read_unsigned_varint(&mut padded).unwrap(), 1);
+    }
+}
