@@ -1,1 +1,39 @@
-//! placeholder
+//! kafka-wire: the Apache Kafka wire protocol, generated from Kafka's own message specs.
+//!
+//! Every api key and every valid version, requests and responses, headers and data structs:
+//! each message is a plain struct with the union of its fields across versions, and encodes or
+//! decodes at any valid version exactly as Apache Kafka's generated Java code does.
+//!
+//! ```
+//! use kafka_wire::messages::{MetadataRequest, metadata_request::MetadataRequestTopic};
+//! use kafka_wire::{Decode, Encode, Message};
+//!
+//! let request = MetadataRequest {
+//!     topics: Some(vec![MetadataRequestTopic { name: Some("orders".into()), ..Default::default() }]),
+//!     ..Default::default()
+//! };
+//! let bytes = request.to_bytes(12)?;
+//! let back = MetadataRequest::decode(&mut bytes.clone(), 12)?;
+//! assert_eq!(back, request);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![warn(missing_docs)]
+
+pub use kafka_wire_runtime as runtime;
+pub use kafka_wire_runtime::{
+    ApiInfo, ByteString, Bytes, BytesMut, Decode, DecodeError, DecodeErrorKind, Encode, EncodeError, EncodeErrorKind,
+    Message, RawTaggedField, Request, UnknownTaggedFields, Uuid, VersionRange,
+};
+
+/// Every generated message, one module per spec, plus the [`ApiKey`](messages::ApiKey) table
+/// and the [`RequestKind`](messages::RequestKind) / [`ResponseKind`](messages::ResponseKind)
+/// dispatch enums.
+#[allow(clippy::all, missing_docs)]
+pub mod messages {
+    include!(concat!(env!("OUT_DIR"), "/messages.rs"));
+}
+
+pub use messages::{ApiKey, RequestKind, ResponseKind};
+
+/// The directory of Kafka specs this build was generated from.
+pub const SPEC_DIR: &str = env!("KAFKA_WIRE_SPEC_DIR");

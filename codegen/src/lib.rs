@@ -1,1 +1,57 @@
+//! kafka-wire-codegen: reads Apache Kafka's JSON message specs and generates Rust types with
+//! versioned encode/decode for every api, built on `kafka-wire-runtime`.
+//!
+//! Three stages, each its own module: [`spec`] mirrors the JSON files, [`model`] lowers them into
+//! a validated model (checking the invariants Kafka's own generator checks), and [`emit`] turns
+//! the model into formatted Rust files.
+//!
+//! ```no_run
+//! let files = kafka_wire_codegen::generate_dir("specs/kafka-3.9.0".as_ref(), "out".as_ref())?;
+//! # Ok::<(), kafka_wire_codegen::Error>(())
+//! ```
+//!
+//! The generated index (`messages.rs`) `include!`s the other files from `OUT_DIR`, so the
+//! output is meant for a build script; the crate that includes it must depend on
+//! `kafka-wire-runtime`.
+#![warn(missing_docs)]
 
+pub mod emit;
+pub mod error;
+pub mod model;
+pub mod spec;
+pub mod version;
+
+use std::path::{Path, PathBuf};
+
+pub use emit::{GeneratedFile, INDEX_FILE};
+pub use error::Error;
+pub use model::Model;
+
+/// Parses and validates every spec in `dir`.
+pub fn load_model(dir: &Path) -> Result<Model, Error> {
+    let specs = spec::load_dir(dir)?;
+    model::lower(&specs)
+}
+
+/// Generates the code for the specs in `spec_dir` without writing it.
+pub fn generate(spec_dir: &Path) -> Result<Vec<GeneratedFile>, Error> {
+    emit::generate(&load_model(spec_dir)?)
+}
+
+/// Generates the code for the specs in `spec_dir` into `out_dir`, writing only files whose
+/// content changed (so that dependent builds are not invalidated needlessly). Returns the
+/// paths of all generated files; the index is [`INDEX_FILE`].
+pub fn generate_dir(spec_dir: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, Error> {
+    let files = generate(spec_dir)?;
+    std::fs::create_dir_all(out_dir).map_err(|source| Error::Io { path: out_dir.to_path_buf(), source })?;
+    let mut paths = Vec::with_capacity(files.len());
+    for f in files {
+        let path = out_dir.join(&f.name);
+        let unchanged = std::fs::read_to_string(&path).is_ok_and(|old| old == f.content);
+        if !unchanged {
+            std::fs::write(&path, &f.content).map_err(|source| Error::Io { path: path.clone(), source })?;
+        }
+        paths.push(path);
+    }
+    Ok(paths)
+}

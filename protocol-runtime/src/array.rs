@@ -65,16 +65,30 @@ pub fn write_array<B: BufMut, T>(
     write_nullable_array(buf, Some(items), compact, elem)
 }
 
-/// Encoded size of an array (or null) whose elements have the sizes `elem` gives.
+/// Encoded size of an array whose elements have the sizes `elem` gives.
 #[inline]
-pub fn array_len<T>(items: Option<&[T]>, compact: bool, elem: impl Fn(&T) -> usize) -> usize {
-    let prefix = len32_size(items.map(<[T]>::len), compact);
-    prefix + items.unwrap_or_default().iter().map(elem).sum::<usize>()
+pub fn array_len<T>(items: &[T], compact: bool, elem: impl Fn(&T) -> usize) -> usize {
+    len32_size(Some(items.len()), compact) + items.iter().map(elem).sum::<usize>()
 }
 
-/// Encoded size of an array (or null) of fixed-size elements.
+/// Encoded size of an array or null whose elements have the sizes `elem` gives.
 #[inline]
-pub fn fixed_array_len<T>(items: Option<&[T]>, compact: bool, elem_size: usize) -> usize {
+pub fn nullable_array_len<T>(items: Option<&[T]>, compact: bool, elem: impl Fn(&T) -> usize) -> usize {
+    match items {
+        Some(items) => array_len(items, compact, elem),
+        None => len32_size(None, compact),
+    }
+}
+
+/// Encoded size of an array of fixed-size elements.
+#[inline]
+pub fn fixed_array_len<T>(items: &[T], compact: bool, elem_size: usize) -> usize {
+    len32_size(Some(items.len()), compact) + items.len() * elem_size
+}
+
+/// Encoded size of an array or null of fixed-size elements.
+#[inline]
+pub fn nullable_fixed_array_len<T>(items: Option<&[T]>, compact: bool, elem_size: usize) -> usize {
     let n = items.map(<[T]>::len);
     len32_size(n, compact) + n.unwrap_or(0) * elem_size
 }
@@ -92,7 +106,7 @@ mod tests {
             Ok(())
         })
         .unwrap();
-        assert_eq!(out.len(), fixed_array_len(Some(&[1i32, 2, 3][..]), true, 4));
+        assert_eq!(out.len(), fixed_array_len(&[1i32, 2, 3], true, 4));
         let v = read_array(&mut Bytes::from(out.clone()), true, read_i32).unwrap();
         assert_eq!(v, [1, 2, 3]);
         out.truncate(out.len() - 1);

@@ -7,17 +7,20 @@
 #![warn(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing))]
 
+pub mod api;
 pub mod array;
 pub mod error;
 pub mod length;
 pub mod message;
 pub mod primitive;
+pub mod records;
 pub mod string;
 pub mod tagged;
 pub mod uuid;
 pub mod varint;
 pub mod version;
 
+pub use api::ApiInfo;
 pub use bytes::{Buf, BufMut, Bytes, BytesMut};
 pub use bytestring::ByteString;
 pub use error::{DecodeContext, DecodeError, DecodeErrorKind, EncodeContext, EncodeError, EncodeErrorKind, PathSegment};

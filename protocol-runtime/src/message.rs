@@ -2,7 +2,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::error::{DecodeError, EncodeError};
+use crate::error::{DecodeError, DecodeErrorKind, EncodeError, EncodeErrorKind};
 use crate::version::VersionRange;
 
 /// Writes a value at a protocol version.
@@ -53,4 +53,80 @@ pub trait Request: Message {
     const API_KEY: i16;
     /// The response type.
     type Response: Message;
+}
+
+/// Decodes a top-level message: checks the version, then names the message, version and offset
+/// in any error. Used by generated code.
+#[inline]
+pub fn decode_message<T: Message>(
+    buf: &mut Bytes,
+    version: i16,
+    fields: impl FnOnce(&mut Bytes, i16) -> Result<T, DecodeError>,
+) -> Result<T, DecodeError> {
+    let total = bytes::Buf::remaining(buf);
+    if !T::VERSIONS.contains(version) {
+        return Err(DecodeError::new(DecodeErrorKind::UnsupportedVersion { version }, total)
+            .in_message(T::NAME, version, total));
+    }
+    fields(buf, version).map_err(|e| e.in_message(T::NAME, version, total))
+}
+
+/// Encodes a top-level message: checks the version, then names the message and version in any
+/// error. Used by generated code.
+#[inline]
+pub fn encode_message<T: Message, B: BufMut>(
+    buf: &mut B,
+    version: i16,
+    fields: impl FnOnce(&mut B, i16) -> Result<(), EncodeError>,
+) -> Result<(), EncodeError> {
+    if !T::VERSIONS.contains(version) {
+        return Err(EncodeError::new(EncodeErrorKind::UnsupportedVersion).in_message(T::NAME, version));
+    }
+    fields(buf, version).map_err(|e| e.in_message(T::NAME, version))
+}
+
+/// Reads a nullable struct: an int8 marker (negative for null), then the struct.
+#[inline]
+pub fn read_nullable_struct<T>(
+    buf: &mut Bytes,
+    read: impl FnOnce(&mut Bytes) -> Result<T, DecodeError>,
+) -> Result<Option<T>, DecodeError> {
+    if crate::primitive::read_i8(buf)? < 0 {
+        Ok(None)
+    } else {
+        read(buf).map(Some)
+    }
+}
+
+/// Writes a nullable struct: -1 for null, else 1 and the struct.
+#[inline]
+pub fn write_nullable_struct<T: Encode, B: BufMut>(buf: &mut B, value: Option<&T>, version: i16) -> Result<(), EncodeError> {
+    match value {
+        None => {
+            buf.put_i8(-1);
+            Ok(())
+        }
+        Some(v) => {
+            buf.put_i8(1);
+            v.encode(buf, version)
+        }
+    }
+}
+
+/// Encoded size of a nullable struct.
+#[inline]
+pub fn nullable_struct_len<T: Encode>(value: Option<&T>, version: i16) -> usize {
+    1 + value.map_or(0, |v| v.encoded_len(version))
+}
+
+/// The error for a non-default value in a version that lacks its (non-ignorable) field.
+#[cold]
+pub fn non_default() -> EncodeError {
+    EncodeError::new(EncodeErrorKind::NonDefaultInVersion)
+}
+
+/// The error for null in a version in which the field is not nullable.
+#[cold]
+pub fn null_in_non_nullable() -> EncodeError {
+    EncodeError::new(EncodeErrorKind::NullInNonNullableVersion)
 }

@@ -1,0 +1,253 @@
+//! The index file: one module per spec, the `ApiKey` table, header version rules and the
+//! request/response dispatch enums.
+
+use heck::ToSnakeCase;
+use proc_macro2::{Literal, TokenStream};
+use quote::{format_ident, quote};
+
+use super::structs::range_tokens;
+use crate::model::{Api, Model};
+
+/// The module name of a message.
+pub fn module_name(message: &str) -> String {
+    message.to_snake_case()
+}
+
+/// Emits the index. `file_of(name)` gives the file a module's code is in.
+pub fn emit_index(model: &Model) -> TokenStream {
+    let modules = model.messages.iter().map(|m| {
+        let module = format_ident!("{}", module_name(&m.name));
+        let ty = format_ident!("{}", m.name);
+        let file = format!("/{}.rs", module_name(&m.name));
+        let doc = format!("`{}`, generated from `{}`.", m.name, m.file);
+        quote! {
+            #[doc = #doc]
+            pub mod #module {
+                include!(concat!(env!("OUT_DIR"), #file));
+            }
+            pub use #module::#ty;
+        }
+    });
+    let api_key = emit_api_key(model);
+    let dispatch_req = emit_dispatch(model, true);
+    let dispatch_resp = emit_dispatch(model, false);
+    quote! {
+        #(#modules)*
+        #api_key
+        #dispatch_req
+        #dispatch_resp
+    }
+}
+
+fn variant(api: &Api) -> proc_macro2::Ident {
+    format_ident!("{}", api.name)
+}
+
+fn emit_api_key(model: &Model) -> TokenStream {
+    let variants = model.apis.iter().map(|a| {
+        let v = variant(a);
+        let key = Literal::i16_unsuffixed(a.key);
+        let doc = format!("{} (key {}), versions {}.", a.name, a.key, a.valid);
+        quote! {
+            #[doc = #doc]
+            #v = #key,
+        }
+    });
+    let all = model.apis.iter().map(variant);
+    let from = model.apis.iter().map(|a| {
+        let v = variant(a);
+        let key = Literal::i16_unsuffixed(a.key);
+        quote!(#key => Some(ApiKey::#v),)
+    });
+    let infos = model.apis.iter().map(|a| {
+        let v = variant(a);
+        let key = Literal::i16_unsuffixed(a.key);
+        let name = &a.name;
+        let valid = range_tokens(a.valid);
+        let flexible = range_tokens(a.flexible);
+        let deprecated = range_tokens(a.deprecated);
+        let unstable = a.latest_unstable;
+        let listeners = &a.listeners;
+        quote! {
+            ApiKey::#v => &rt::ApiInfo {
+                key: #key,
+                name: #name,
+                valid: #valid,
+                flexible: #flexible,
+                deprecated: #deprecated,
+                latest_version_unstable: #unstable,
+                listeners: &[#(#listeners),*],
+            },
+        }
+    });
+    // Kafka's ApiMessageType hard-codes these two exceptions to the header version rules.
+    let has = |n: &str| model.apis.iter().any(|a| a.name == n);
+    let controlled_shutdown = has("ControlledShutdown").then(|| quote!(ApiKey::ControlledShutdown if version == 0 => 0,));
+    let api_versions = has("ApiVersions").then(|| quote!(ApiKey::ApiVersions => 0,));
+    let count = model.apis.len();
+    quote! {
+        /// Every api key of the spec set, with what its spec says about it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[repr(i16)]
+        pub enum ApiKey {
+            #(#variants)*
+        }
+
+        impl ApiKey {
+            /// Every api key, in key order.
+            pub const ALL: [ApiKey; #count] = [#(ApiKey::#all),*];
+
+            /// The api key with this number, if this build knows it.
+            pub const fn from_i16(key: i16) -> Option<ApiKey> {
+                match key {
+                    #(#from)*
+                    _ => None,
+                }
+            }
+
+            /// The numeric key.
+            pub const fn key(self) -> i16 {
+                self as i16
+            }
+
+            /// What the spec says about this api: versions, flexibility, deprecation, listeners.
+            pub const fn info(self) -> &'static rt::ApiInfo {
+                match self {
+                    #(#infos)*
+                }
+            }
+
+            /// The api name (`Produce`).
+            pub const fn name(self) -> &'static str {
+                self.info().name
+            }
+
+            /// The versions to use and advertise by default: the valid versions without an
+            /// unstable newest one. See [`rt::ApiInfo::versions`] to opt in to unstable ones.
+            pub const fn stable_versions(self) -> rt::VersionRange {
+                self.info().stable_versions()
+            }
+
+            /// The request header version Kafka uses for this api at `version`.
+            pub const fn request_header_version(self, version: i16) -> i16 {
+                match self {
+                    #controlled_shutdown
+                    _ if self.info().flexible.contains(version) => 2,
+                    _ => 1,
+                }
+            }
+
+            /// The response header version Kafka uses for this api at `version`.
+            pub const fn response_header_version(self, version: i16) -> i16 {
+                match self {
+                    #api_versions
+                    _ if self.info().flexible.contains(version) => 1,
+                    _ => 0,
+                }
+            }
+        }
+
+        impl TryFrom<i16> for ApiKey {
+            type Error = i16;
+
+            fn try_from(key: i16) -> Result<Self, i16> {
+                ApiKey::from_i16(key).ok_or(key)
+            }
+        }
+
+        impl From<ApiKey> for i16 {
+            fn from(key: ApiKey) -> i16 {
+                key as i16
+            }
+        }
+    }
+}
+
+fn emit_dispatch(model: &Model, request: bool) -> TokenStream {
+    let (enum_name, kind_word) = if request { ("RequestKind", "request") } else { ("ResponseKind", "response") };
+    let enum_ident = format_ident!("{}", enum_name);
+    let pairs: Vec<_> = model
+        .apis
+        .iter()
+        .filter_map(|a| {
+            let idx = if request { a.request } else { a.response }?;
+            let m = model.messages.get(idx)?;
+            Some((variant(a), format_ident!("{}", m.name)))
+        })
+        .collect();
+    let variants = pairs.iter().map(|(v, t)| {
+        let doc = format!("A `{t}`.");
+        quote! {
+            #[doc = #doc]
+            #v(#t),
+        }
+    });
+    let decode = pairs.iter().map(|(v, t)| quote!(Some(ApiKey::#v) => <#t as rt::Decode>::decode(buf, version).map(Self::#v),));
+    let encode = pairs.iter().map(|(v, _)| quote!(Self::#v(m) => rt::Encode::encode(m, buf, version),));
+    let len = pairs.iter().map(|(v, _)| quote!(Self::#v(m) => rt::Encode::encoded_len(m, version),));
+    let key = pairs.iter().map(|(v, _)| quote!(Self::#v(_) => ApiKey::#v,));
+    let froms = pairs.iter().map(|(v, t)| {
+        quote! {
+            impl From<#t> for #enum_ident {
+                fn from(m: #t) -> Self {
+                    Self::#v(m)
+                }
+            }
+        }
+    });
+    // Api keys whose versions were all removed have no body type.
+    let removed = (pairs.len() < model.apis.len()).then(|| {
+        quote! {
+            Some(_) => {
+                let left = rt::Buf::remaining(buf);
+                Err(rt::DecodeError::new(rt::DecodeErrorKind::UnsupportedVersion { version }, left))
+            }
+        }
+    });
+    let doc = format!("Any {kind_word} body, for decoding by api key and version.");
+    let decode_doc = format!("Decodes the {kind_word} body of `api_key` at `version`.");
+    quote! {
+        #[doc = #doc]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum #enum_ident {
+            #(#variants)*
+        }
+
+        impl #enum_ident {
+            #[doc = #decode_doc]
+            pub fn decode(api_key: i16, version: i16, buf: &mut rt::Bytes) -> Result<Self, rt::DecodeError> {
+                match ApiKey::from_i16(api_key) {
+                    #(#decode)*
+                    #removed
+                    None => {
+                        let left = rt::Buf::remaining(buf);
+                        Err(rt::DecodeError::new(rt::DecodeErrorKind::UnknownApiKey(api_key), left))
+                    }
+                }
+            }
+
+            /// Encodes the body at `version`.
+            pub fn encode<B: rt::BufMut>(&self, buf: &mut B, version: i16) -> Result<(), rt::EncodeError> {
+                match self {
+                    #(#encode)*
+                }
+            }
+
+            /// The exact encoded size at `version`.
+            pub fn encoded_len(&self, version: i16) -> usize {
+                match self {
+                    #(#len)*
+                }
+            }
+
+            /// The api key.
+            pub fn api_key(&self) -> ApiKey {
+                match self {
+                    #(#key)*
+                }
+            }
+        }
+
+        #(#froms)*
+    }
+}

@@ -1,0 +1,839 @@
+//! One struct: its declaration, `Default`, and the encode / decode / `encoded_len` bodies.
+//!
+//! Every body is one function for all versions. Each field is guarded by the version
+//! conditional of the versions it exists in, computed against the versions still possible at
+//! that point, so checks the version already decided are not emitted (see [`cond`]).
+
+use proc_macro2::{Literal, TokenStream};
+use quote::quote;
+
+use super::cond::{cond, Cond};
+use super::types::{default_expr, differs_from_default, field_ident, field_type, struct_ident};
+use crate::model::{DefaultValue, Field, FieldType, Message, Struct};
+use crate::version::VersionRange;
+
+/// Emits a struct and its trait impls. `top` is true for the message body itself.
+pub fn emit_struct(msg: &Message, s: &Struct, top: bool) -> TokenStream {
+    let name = struct_ident(&s.name);
+    let doc = struct_doc(msg, s, top);
+    let fields = s.fields.iter().map(|f| {
+        let id = field_ident(&f.name);
+        let ty = field_type(f);
+        let doc = doc_attrs(&field_doc(f));
+        quote! {
+            #doc
+            pub #id: #ty,
+        }
+    });
+    let unknown_decl = s.has_tagged_section().then(|| {
+        quote! {
+            /// Tagged fields this build does not know, kept so they are written back unchanged.
+            pub unknown_tagged_fields: rt::UnknownTaggedFields,
+        }
+    });
+    let defaults = s.fields.iter().map(|f| {
+        let id = field_ident(&f.name);
+        let d = default_expr(f);
+        quote!(#id: #d,)
+    });
+    let unknown_default = s.has_tagged_section().then(|| quote!(unknown_tagged_fields: rt::UnknownTaggedFields::default(),));
+
+    let g = Gen { s };
+    let decode = g.decode_body();
+    let encode = g.encode_body();
+    let len = g.len_body();
+    let version_param = |body: &TokenStream| {
+        if uses_ident(body, "version") {
+            quote!(version)
+        } else {
+            quote!(_version)
+        }
+    };
+    let (dv, ev, lv) = (version_param(&decode), version_param(&encode), version_param(&len));
+
+    let impls = if top {
+        let fq = Literal::string(&msg.name);
+        let valid = range_tokens(msg.valid);
+        let flexible = range_tokens(msg.flexible);
+        quote! {
+            impl #name {
+                fn decode_fields(buf: &mut rt::Bytes, #dv: i16) -> Result<Self, rt::DecodeError> {
+                    #decode
+                }
+
+                fn encode_fields<B: rt::BufMut>(&self, buf: &mut B, #ev: i16) -> Result<(), rt::EncodeError> {
+                    #encode
+                }
+            }
+
+            impl rt::Decode for #name {
+                fn decode(buf: &mut rt::Bytes, version: i16) -> Result<Self, rt::DecodeError> {
+                    rt::message::decode_message(buf, version, Self::decode_fields)
+                }
+            }
+
+            impl rt::Encode for #name {
+                fn encode<B: rt::BufMut>(&self, buf: &mut B, version: i16) -> Result<(), rt::EncodeError> {
+                    rt::message::encode_message::<Self, B>(buf, version, |buf, version| self.encode_fields(buf, version))
+                }
+
+                fn encoded_len(&self, #lv: i16) -> usize {
+                    #len
+                }
+            }
+
+            impl rt::Message for #name {
+                const NAME: &'static str = #fq;
+                const VERSIONS: rt::VersionRange = #valid;
+                const FLEXIBLE_VERSIONS: rt::VersionRange = #flexible;
+            }
+        }
+    } else {
+        quote! {
+            impl rt::Decode for #name {
+                fn decode(buf: &mut rt::Bytes, #dv: i16) -> Result<Self, rt::DecodeError> {
+                    #decode
+                }
+            }
+
+            impl rt::Encode for #name {
+                fn encode<B: rt::BufMut>(&self, buf: &mut B, #ev: i16) -> Result<(), rt::EncodeError> {
+                    #encode
+                }
+
+                fn encoded_len(&self, #lv: i16) -> usize {
+                    #len
+                }
+            }
+        }
+    };
+
+    let doc = doc_attrs(&doc);
+    quote! {
+        #doc
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct #name {
+            #(#fields)*
+            #unknown_decl
+        }
+
+        impl Default for #name {
+            fn default() -> Self {
+                Self {
+                    #(#defaults)*
+                    #unknown_default
+                }
+            }
+        }
+
+        #impls
+    }
+}
+
+/// One `#[doc]` attribute per line, so the formatter writes `///` comments.
+pub fn doc_attrs(text: &str) -> TokenStream {
+    text.lines()
+        .map(|line| {
+            let line = if line.is_empty() { String::new() } else { format!(" {line}") };
+            quote!(#[doc = #line])
+        })
+        .collect()
+}
+
+/// A `rt::VersionRange` literal.
+pub fn range_tokens(r: VersionRange) -> TokenStream {
+    if r.is_empty() {
+        return quote!(rt::VersionRange::NONE);
+    }
+    let (lo, hi) = (Literal::i16_unsuffixed(r.lo), Literal::i16_unsuffixed(r.hi));
+    // A struct literal, not a `const fn` call, so that `&ApiInfo { .. }` is promoted to 'static.
+    quote!(rt::VersionRange { lo: #lo, hi: #hi })
+}
+
+fn struct_doc(msg: &Message, s: &Struct, top: bool) -> String {
+    let mut doc = String::new();
+    if top {
+        doc.push_str(&format!("{}", msg.name));
+        if let Some(k) = msg.api_key {
+            doc.push_str(&format!(" (api key {k})"));
+        }
+        doc.push_str(&format!(", versions {}", msg.valid));
+        if msg.latest_unstable {
+            doc.push_str(&format!(" (v{} unstable)", msg.valid.hi));
+        }
+        doc.push_str(&format!(", flexible {}", msg.flexible));
+        if !msg.deprecated.is_empty() {
+            doc.push_str(&format!(", deprecated {}", msg.deprecated));
+        }
+        doc.push('.');
+        if !msg.listeners.is_empty() {
+            doc.push_str(&format!("\n\nListeners: {}.", msg.listeners.join(", ")));
+        }
+    } else {
+        doc.push_str(if s.about.is_empty() { &s.name } else { &s.about });
+        doc.push_str(&format!("\n\nUsed in versions {}.", s.reach));
+    }
+    doc
+}
+
+fn field_doc(f: &Field) -> String {
+    let mut doc = if f.about.is_empty() { f.name.clone() } else { f.about.clone() };
+    let mut facts = vec![format!("versions {}", f.versions)];
+    if !f.nullable.is_empty() {
+        facts.push(format!("nullable {}", f.nullable));
+    }
+    if let Some(tag) = f.tag {
+        facts.push(format!("tagged (tag {tag}) {}", f.tagged));
+    }
+    match &f.default {
+        DefaultValue::Natural => {}
+        DefaultValue::Null => facts.push("default null".into()),
+        DefaultValue::Bool(b) => facts.push(format!("default {b}")),
+        DefaultValue::Int(v) => facts.push(format!("default {v}")),
+        DefaultValue::Float(v) => facts.push(format!("default {v}")),
+        DefaultValue::Str(s) => facts.push(format!("default \"{s}\"")),
+    }
+    if f.ignorable {
+        facts.push("ignorable".into());
+    }
+    if let Some(e) = &f.entity_type {
+        facts.push(format!("entity {e}"));
+    }
+    if f.map_key {
+        facts.push("map key".into());
+    }
+    doc.push_str(&format!("\n\nSpec: `{}`: {}.", f.name, facts.join("; ")));
+    doc
+}
+
+struct Gen<'a> {
+    s: &'a Struct,
+}
+
+impl Gen<'_> {
+    fn reach(&self) -> VersionRange {
+        self.s.reach
+    }
+
+    /// `let flexible = ...;` when `body` uses it.
+    fn flexible_decl(&self, body: &TokenStream) -> TokenStream {
+        match cond(self.s.flexible, self.reach()) {
+            Cond::Expr(t) if uses_ident(body, "flexible") => quote!(let flexible = #t;),
+            _ => TokenStream::new(),
+        }
+    }
+
+    /// The compact argument for a field within `p`.
+    fn compact(&self, f: &Field, p: VersionRange) -> TokenStream {
+        match cond(f.compact, p) {
+            Cond::Always => quote!(true),
+            Cond::Never => quote!(false),
+            // Within `p`, compact versions equal the struct's flexible versions unless the field
+            // overrides them (RequestHeader.ClientId).
+            Cond::Expr(t) => {
+                if f.compact.intersect(&self.reach()) == self.s.flexible {
+                    quote!(flexible)
+                } else {
+                    t
+                }
+            }
+        }
+    }
+
+    fn flexible_cond(&self) -> Cond {
+        cond(self.s.flexible, self.reach())
+    }
+
+    // ---- decode ----
+
+    fn decode_body(&self) -> TokenStream {
+        let mut lets = Vec::new();
+        let mut arms = Vec::new();
+        for f in &self.s.fields {
+            let id = local_ident(f);
+            let name = &f.name;
+            let default = default_expr(f);
+            let regular = match cond(f.regular, self.reach()) {
+                Cond::Always => {
+                    let read = paren(self.read_field(f, f.regular.intersect(&self.reach())));
+                    quote!(#read.field(#name)?)
+                }
+                Cond::Never => default.clone(),
+                Cond::Expr(c) => {
+                    let read = paren(self.read_field(f, f.regular.intersect(&self.reach())));
+                    quote!(if #c { #read.field(#name)? } else { #default })
+                }
+            };
+            let tagged_here = f.tag.is_some() && !f.tagged.intersect(&self.reach()).is_empty();
+            if tagged_here {
+                lets.push(quote!(let mut #id = #regular;));
+                arms.push(self.tagged_arm(f));
+            } else {
+                lets.push(quote!(let #id = #regular;));
+            }
+        }
+        let inits: Vec<_> = self
+            .s
+            .fields
+            .iter()
+            .map(|f| {
+                let (id, local) = (field_ident(&f.name), local_ident(f));
+                if id == local {
+                    quote!(#id)
+                } else {
+                    quote!(#id: #local)
+                }
+            })
+            .collect();
+        let tagged = if self.s.has_tagged_section() {
+            let read = if arms.is_empty() {
+                quote!(rt::tagged::read_tagged_fields(buf, &mut unknown_tagged_fields, |_, _| Ok(false))?;)
+            } else {
+                quote! {
+                    rt::tagged::read_tagged_fields(buf, &mut unknown_tagged_fields, |tag, buf| match tag {
+                        #(#arms)*
+                        _ => Ok(false),
+                    })?;
+                }
+            };
+            let read = match self.flexible_cond() {
+                Cond::Expr(c) => quote!(if #c { #read }),
+                _ => read,
+            };
+            quote! {
+                let mut unknown_tagged_fields = rt::UnknownTaggedFields::default();
+                #read
+            }
+        } else {
+            TokenStream::new()
+        };
+        let unknown = self.s.has_tagged_section().then(|| quote!(unknown_tagged_fields,));
+        let body = quote!(#(#lets)* #tagged);
+        let flex = self.flexible_decl(&body);
+        quote! {
+            #flex
+            #body
+            Ok(Self { #(#inits,)* #unknown })
+        }
+    }
+
+    fn tagged_arm(&self, f: &Field) -> TokenStream {
+        let id = local_ident(f);
+        let name = &f.name;
+        let tag = f.tag.unwrap_or_default();
+        let tag_lit = Literal::u32_unsuffixed(tag);
+        let possible = self.s.flexible;
+        let t = f.tagged.intersect(&possible);
+        let check = match cond(f.tagged, possible) {
+            Cond::Always => TokenStream::new(),
+            Cond::Never => quote!(return Err(rt::tagged::tag_not_valid(#tag_lit, version, buf));),
+            Cond::Expr(c) => quote! {
+                if !(#c) {
+                    return Err(rt::tagged::tag_not_valid(#tag_lit, version, buf));
+                }
+            },
+        };
+        let read = self.read_field(f, t);
+        quote! {
+            #tag_lit => {
+                #check
+                #id = rt::tagged::read_known(#tag_lit, buf, |buf| #read).field(#name)?;
+                Ok(true)
+            }
+        }
+    }
+
+    /// An expression of type `Result<FieldType, DecodeError>` reading `f` at versions `p`.
+    fn read_field(&self, f: &Field, p: VersionRange) -> TokenStream {
+        if !f.is_option() {
+            return self.read_value(f, &f.ty, p);
+        }
+        match cond(f.nullable, p) {
+            Cond::Always => self.read_nullable(f, p),
+            Cond::Never => {
+                let r = self.read_value(f, &f.ty, p);
+                quote!(#r.map(Some))
+            }
+            Cond::Expr(c) => {
+                let yes = self.read_nullable(f, p.intersect(&f.nullable));
+                let no = self.read_value(f, &f.ty, p.subtract(&f.nullable));
+                quote!(if #c { #yes } else { #no.map(Some) })
+            }
+        }
+    }
+
+    fn read_nullable(&self, f: &Field, p: VersionRange) -> TokenStream {
+        let c = self.compact(f, p);
+        match &f.ty {
+            FieldType::String => quote!(rt::string::read_nullable_string(buf, #c)),
+            FieldType::Bytes | FieldType::Records => quote!(rt::string::read_nullable_bytes(buf, #c)),
+            FieldType::Array(inner) => {
+                let elem = self.read_elem(f, inner, p);
+                quote!(rt::array::read_nullable_array(buf, #c, #elem))
+            }
+            FieldType::Struct(n) => {
+                let n = struct_ident(n);
+                quote!(rt::message::read_nullable_struct(buf, |buf| <#n as rt::Decode>::decode(buf, version)))
+            }
+            // Lowering only allows the types above to be nullable.
+            other => self.read_value(f, other, p),
+        }
+    }
+
+    fn read_value(&self, f: &Field, ty: &FieldType, p: VersionRange) -> TokenStream {
+        let c = self.compact(f, p);
+        match ty {
+            FieldType::String => quote!(rt::string::read_string(buf, #c)),
+            FieldType::Bytes | FieldType::Records => quote!(rt::string::read_bytes(buf, #c)),
+            FieldType::Array(inner) => {
+                let elem = self.read_elem(f, inner, p);
+                quote!(rt::array::read_array(buf, #c, #elem))
+            }
+            FieldType::Struct(n) => {
+                let n = struct_ident(n);
+                quote!(<#n as rt::Decode>::decode(buf, version))
+            }
+            fixed => {
+                let func = read_fixed_fn(fixed);
+                quote!(#func(buf))
+            }
+        }
+    }
+
+    /// A function or closure reading one array element.
+    fn read_elem(&self, f: &Field, ty: &FieldType, p: VersionRange) -> TokenStream {
+        match ty {
+            FieldType::String | FieldType::Bytes | FieldType::Struct(_) => {
+                let r = self.read_value(f, ty, p);
+                quote!(|buf| #r)
+            }
+            fixed => read_fixed_fn(fixed),
+        }
+    }
+
+    // ---- encode ----
+
+    fn encode_body(&self) -> TokenStream {
+        let mut stmts = Vec::new();
+        for f in &self.s.fields {
+            let write = |p: VersionRange| self.write_field(f, p).stmt(&f.name);
+            let absent = self.absent_check(f);
+            let stmt = match cond(f.regular, self.reach()) {
+                Cond::Always => write(f.regular.intersect(&self.reach())),
+                Cond::Never => absent.unwrap_or_default(),
+                Cond::Expr(c) => {
+                    let w = write(f.regular.intersect(&self.reach()));
+                    match absent {
+                        Some(a) => quote!(if #c { #w } else { #a }),
+                        None => quote!(if #c { #w }),
+                    }
+                }
+            };
+            stmts.push(stmt);
+        }
+        let tagged = self.encode_tagged();
+        let body = quote!(#(#stmts)* #tagged);
+        let flex = self.flexible_decl(&body);
+        quote! {
+            #flex
+            #body
+            Ok(())
+        }
+    }
+
+    /// The check for a field absent at this version: a non-default value is an error unless the
+    /// field is ignorable.
+    fn absent_check(&self, f: &Field) -> Option<TokenStream> {
+        if f.ignorable {
+            return None;
+        }
+        let id = field_ident(&f.name);
+        let name = &f.name;
+        let differs = differs_from_default(f, &quote!(self.#id));
+        let err = quote!(return Err(rt::message::non_default().field(#name)););
+        match cond(f.versions, self.reach()) {
+            Cond::Always => None,
+            Cond::Never => Some(quote!(if #differs { #err })),
+            Cond::Expr(c) => Some(quote!(if !(#c) && #differs { #err })),
+        }
+    }
+
+    fn tagged_fields(&self) -> Vec<&Field> {
+        let mut v: Vec<_> = self
+            .s
+            .fields
+            .iter()
+            .filter(|f| f.tag.is_some() && !f.tagged.intersect(&self.reach()).is_empty())
+            .collect();
+        v.sort_by_key(|f| f.tag);
+        v
+    }
+
+    fn encode_tagged(&self) -> TokenStream {
+        if !self.s.has_tagged_section() {
+            return TokenStream::new();
+        }
+        let known = self.tagged_fields();
+        let write = if known.is_empty() {
+            quote!(rt::tagged::write_unknown_only(buf, &self.unknown_tagged_fields);)
+        } else {
+            let mut flags = Vec::new();
+            let mut writes = Vec::new();
+            for f in &known {
+                let id = field_ident(&f.name);
+                let flag = quote::format_ident!("write_{}", id.to_string().trim_start_matches("r#"));
+                let name = &f.name;
+                let tag = Literal::u32_unsuffixed(f.tag.unwrap_or_default());
+                let t = f.tagged.intersect(&self.s.flexible);
+                let differs = differs_from_default(f, &quote!(self.#id));
+                let present = match cond(f.tagged, self.s.flexible) {
+                    Cond::Always => differs,
+                    Cond::Never => quote!(false),
+                    Cond::Expr(c) => quote!(#c && #differs),
+                };
+                flags.push(quote! {
+                    let #flag = #present;
+                    count += usize::from(#flag);
+                });
+                let len = self.len_field(f, t);
+                let w = self.write_field(f, t).stmt(name);
+                writes.push(quote! {
+                    raw.write_before(buf, #tag);
+                    if #flag {
+                        rt::tagged::write_field_header(buf, #tag, #len);
+                        #w
+                    }
+                });
+            }
+            quote! {
+                let mut count = self.unknown_tagged_fields.len();
+                #(#flags)*
+                rt::varint::write_unsigned_varint(buf, count as u32);
+                let mut raw = self.unknown_tagged_fields.writer();
+                #(#writes)*
+                raw.finish(buf);
+            }
+        };
+        match self.flexible_cond() {
+            Cond::Always => write,
+            _ => quote! {
+                if flexible {
+                    #write
+                } else {
+                    self.unknown_tagged_fields.check_not_flexible()?;
+                }
+            },
+        }
+    }
+
+    /// Writes `f` at versions `p`.
+    fn write_field(&self, f: &Field, p: VersionRange) -> Write {
+        let id = field_ident(&f.name);
+        if !f.is_option() {
+            return self.write_value(f, &f.ty, p, &Val::Place(quote!(self.#id)));
+        }
+        let some = |p: VersionRange| {
+            let w = self.write_value(f, &f.ty, p, &Val::Ref(quote!(v))).expr();
+            quote! {
+                match &self.#id {
+                    Some(v) => #w,
+                    None => Err(rt::message::null_in_non_nullable()),
+                }
+            }
+        };
+        Write::Fallible(match cond(f.nullable, p) {
+            Cond::Always => self.write_nullable(f, p),
+            Cond::Never => some(p),
+            Cond::Expr(c) => {
+                let yes = self.write_nullable(f, p.intersect(&f.nullable));
+                let no = some(p.subtract(&f.nullable));
+                quote!(if #c { #yes } else { #no })
+            }
+        })
+    }
+
+    /// A `Result<(), EncodeError>` expression writing a nullable field in nullable versions.
+    fn write_nullable(&self, f: &Field, p: VersionRange) -> TokenStream {
+        let id = field_ident(&f.name);
+        let c = self.compact(f, p);
+        match &f.ty {
+            FieldType::String => quote!(rt::string::write_nullable_string(buf, self.#id.as_deref(), #c)),
+            FieldType::Bytes | FieldType::Records => quote!(rt::string::write_nullable_bytes(buf, self.#id.as_deref(), #c)),
+            FieldType::Array(inner) => {
+                let elem = self.write_elem(f, inner, p);
+                quote!(rt::array::write_nullable_array(buf, self.#id.as_deref(), #c, #elem))
+            }
+            FieldType::Struct(_) => quote!(rt::message::write_nullable_struct(buf, self.#id.as_ref(), version)),
+            other => self.write_value(f, other, p, &Val::Place(quote!(self.#id))).expr(),
+        }
+    }
+
+    /// Writes the value `v`.
+    fn write_value(&self, f: &Field, ty: &FieldType, p: VersionRange, v: &Val) -> Write {
+        let c = self.compact(f, p);
+        let r = v.by_ref();
+        match ty {
+            FieldType::String => Write::Fallible(quote!(rt::string::write_string(buf, #r, #c))),
+            FieldType::Bytes | FieldType::Records => Write::Fallible(quote!(rt::string::write_bytes(buf, #r, #c))),
+            FieldType::Array(inner) => {
+                let elem = self.write_elem(f, inner, p);
+                Write::Fallible(quote!(rt::array::write_array(buf, #r, #c, #elem)))
+            }
+            FieldType::Struct(_) => Write::Fallible(quote!(rt::Encode::encode(#r, buf, version))),
+            FieldType::Uuid => Write::Stmt(quote!(rt::uuid::write_uuid(buf, #r);)),
+            fixed => {
+                let func = write_fixed_fn(fixed);
+                let val = v.by_value();
+                Write::Stmt(quote!(#func(buf, #val);))
+            }
+        }
+    }
+
+    fn write_elem(&self, f: &Field, ty: &FieldType, p: VersionRange) -> TokenStream {
+        match self.write_value(f, ty, p, &Val::Ref(quote!(v))) {
+            Write::Stmt(s) => quote!(|buf, v| {
+                #s
+                Ok(())
+            }),
+            Write::Fallible(e) => quote!(|buf, v| #e),
+        }
+    }
+
+    // ---- encoded_len ----
+
+    fn len_body(&self) -> TokenStream {
+        let mut terms = Vec::new();
+        for f in &self.s.fields {
+            match cond(f.regular, self.reach()) {
+                Cond::Always => {
+                    let l = self.len_field(f, f.regular.intersect(&self.reach()));
+                    terms.push(quote!(len += #l;));
+                }
+                Cond::Never => {}
+                Cond::Expr(c) => {
+                    let l = self.len_field(f, f.regular.intersect(&self.reach()));
+                    terms.push(quote!(if #c { len += #l; }));
+                }
+            }
+        }
+        let tagged = if self.s.has_tagged_section() {
+            let mut known = Vec::new();
+            for f in self.tagged_fields() {
+                let id = field_ident(&f.name);
+                let tag = Literal::u32_unsuffixed(f.tag.unwrap_or_default());
+                let t = f.tagged.intersect(&self.s.flexible);
+                let differs = differs_from_default(f, &quote!(self.#id));
+                let present = match cond(f.tagged, self.s.flexible) {
+                    Cond::Always => differs,
+                    Cond::Never => quote!(false),
+                    Cond::Expr(c) => quote!(#c && #differs),
+                };
+                let l = self.len_field(f, t);
+                known.push(quote! {
+                    if #present {
+                        count += 1;
+                        fields += rt::tagged::field_len(#tag, #l);
+                    }
+                });
+            }
+            let body = if known.is_empty() {
+                quote!(len += rt::tagged::section_len(self.unknown_tagged_fields.len(), self.unknown_tagged_fields.fields_len());)
+            } else {
+                quote! {
+                    let mut count = self.unknown_tagged_fields.len();
+                    let mut fields = self.unknown_tagged_fields.fields_len();
+                    #(#known)*
+                    len += rt::tagged::section_len(count, fields);
+                }
+            };
+            match self.flexible_cond() {
+                Cond::Always => body,
+                _ => quote!(if flexible { #body }),
+            }
+        } else {
+            TokenStream::new()
+        };
+        let body = quote!(#(#terms)* #tagged);
+        let flex = self.flexible_decl(&body);
+        quote! {
+            #flex
+            let mut len = 0usize;
+            #body
+            len
+        }
+    }
+
+    /// A `usize` expression: the size of `f` at versions `p`.
+    fn len_field(&self, f: &Field, p: VersionRange) -> TokenStream {
+        let id = field_ident(&f.name);
+        if !f.is_option() {
+            return self.len_value(f, &f.ty, p, &quote!(&self.#id));
+        }
+        let some = |p: VersionRange| {
+            let l = self.len_value(f, &f.ty, p, &quote!(v));
+            quote!(self.#id.as_ref().map_or(0, |v| #l))
+        };
+        match cond(f.nullable, p) {
+            Cond::Always => self.len_nullable(f, p),
+            Cond::Never => some(p),
+            Cond::Expr(c) => {
+                let yes = self.len_nullable(f, p.intersect(&f.nullable));
+                let no = some(p.subtract(&f.nullable));
+                quote!(if #c { #yes } else { #no })
+            }
+        }
+    }
+
+    fn len_nullable(&self, f: &Field, p: VersionRange) -> TokenStream {
+        let id = field_ident(&f.name);
+        let c = self.compact(f, p);
+        match &f.ty {
+            FieldType::String => quote!(rt::string::nullable_string_len(self.#id.as_deref(), #c)),
+            FieldType::Bytes | FieldType::Records => quote!(rt::string::nullable_bytes_len(self.#id.as_deref(), #c)),
+            FieldType::Array(inner) => match inner.fixed_size() {
+                Some(size) => quote!(rt::array::nullable_fixed_array_len(self.#id.as_deref(), #c, #size)),
+                None => {
+                    let l = self.len_value(f, inner, p, &quote!(v));
+                    quote!(rt::array::nullable_array_len(self.#id.as_deref(), #c, |v| #l))
+                }
+            },
+            FieldType::Struct(_) => quote!(rt::message::nullable_struct_len(self.#id.as_ref(), version)),
+            other => self.len_value(f, other, p, &quote!(&self.#id)),
+        }
+    }
+
+    /// Size of `v` (an expression of type `&T`).
+    fn len_value(&self, f: &Field, ty: &FieldType, p: VersionRange, v: &TokenStream) -> TokenStream {
+        let c = self.compact(f, p);
+        match ty {
+            FieldType::String => quote!(rt::string::string_len(#v, #c)),
+            FieldType::Bytes | FieldType::Records => quote!(rt::string::bytes_len(#v, #c)),
+            FieldType::Array(inner) => match inner.fixed_size() {
+                Some(size) => quote!(rt::array::fixed_array_len(#v, #c, #size)),
+                None => {
+                    let l = self.len_value(f, inner, p, &quote!(v));
+                    quote!(rt::array::array_len(#v, #c, |v| #l))
+                }
+            },
+            FieldType::Struct(_) => quote!(rt::Encode::encoded_len(#v, version)),
+            fixed => {
+                let size = fixed.fixed_size().unwrap_or_default();
+                quote!(#size)
+            }
+        }
+    }
+}
+
+/// The local a field is decoded into: its own name, unless that would shadow a name the
+/// decode body uses itself (Kafka has fields called `Version`).
+fn local_ident(f: &Field) -> proc_macro2::Ident {
+    let id = field_ident(&f.name);
+    if ["buf", "version", "flexible", "tag", "unknown_tagged_fields"].iter().any(|n| id == n) {
+        quote::format_ident!("{}_field", id)
+    } else {
+        id
+    }
+}
+
+/// Wraps an `if`/`match` expression in parentheses so a method call applies to all of it.
+fn paren(e: TokenStream) -> TokenStream {
+    match e.clone().into_iter().next() {
+        Some(proc_macro2::TokenTree::Ident(i)) if i == "if" || i == "match" => quote!((#e)),
+        _ => e,
+    }
+}
+
+/// True when `tokens` use the variable `name`. A field access (`self.name`) or a field
+/// initialiser (`name: value`) does not count.
+fn uses_ident(tokens: &TokenStream, name: &str) -> bool {
+    use proc_macro2::{Spacing, TokenTree};
+    let tokens: Vec<TokenTree> = tokens.clone().into_iter().collect();
+    tokens.iter().enumerate().any(|(i, t)| match t {
+        TokenTree::Ident(id) if id == name => {
+            let prev = i.checked_sub(1).and_then(|j| tokens.get(j));
+            let after_dot = matches!(prev, Some(TokenTree::Punct(p)) if p.as_char() == '.');
+            let before_colon = matches!(tokens.get(i + 1), Some(TokenTree::Punct(p)) if p.as_char() == ':' && p.spacing() == Spacing::Alone);
+            !after_dot && !before_colon
+        }
+        TokenTree::Group(g) => uses_ident(&g.stream(), name),
+        _ => false,
+    })
+}
+
+/// A value to write: a place (`self.x`) or a reference (`v`).
+enum Val {
+    Place(TokenStream),
+    Ref(TokenStream),
+}
+
+impl Val {
+    fn by_ref(&self) -> TokenStream {
+        match self {
+            Val::Place(p) => quote!(&#p),
+            Val::Ref(r) => r.clone(),
+        }
+    }
+
+    fn by_value(&self) -> TokenStream {
+        match self {
+            Val::Place(p) => p.clone(),
+            Val::Ref(r) => quote!(*#r),
+        }
+    }
+}
+
+/// Code that writes a value: a plain statement (fixed-size values cannot fail) or an
+/// expression of type `Result<(), EncodeError>`.
+enum Write {
+    Stmt(TokenStream),
+    Fallible(TokenStream),
+}
+
+impl Write {
+    /// As a statement inside a body, naming the field in errors.
+    fn stmt(self, name: &str) -> TokenStream {
+        match self {
+            Write::Stmt(s) => s,
+            Write::Fallible(e) => {
+                let e = paren(e);
+                quote!(#e.field(#name)?;)
+            }
+        }
+    }
+
+    /// As a `Result<(), EncodeError>` expression.
+    fn expr(self) -> TokenStream {
+        match self {
+            Write::Stmt(s) => quote!({
+                #s
+                Ok(())
+            }),
+            Write::Fallible(e) => e,
+        }
+    }
+}
+
+fn read_fixed_fn(ty: &FieldType) -> TokenStream {
+    match ty {
+        FieldType::Bool => quote!(rt::primitive::read_bool),
+        FieldType::Int8 => quote!(rt::primitive::read_i8),
+        FieldType::Int16 => quote!(rt::primitive::read_i16),
+        FieldType::Uint16 => quote!(rt::primitive::read_u16),
+        FieldType::Int32 => quote!(rt::primitive::read_i32),
+        FieldType::Int64 => quote!(rt::primitive::read_i64),
+        FieldType::Float64 => quote!(rt::primitive::read_f64),
+        _ => quote!(rt::uuid::read_uuid),
+    }
+}
+
+fn write_fixed_fn(ty: &FieldType) -> TokenStream {
+    match ty {
+        FieldType::Bool => quote!(rt::primitive::write_bool),
+        FieldType::Int8 => quote!(rt::primitive::write_i8),
+        FieldType::Int16 => quote!(rt::primitive::write_i16),
+        FieldType::Uint16 => quote!(rt::primitive::write_u16),
+        FieldType::Int32 => quote!(rt::primitive::write_i32),
+        FieldType::Int64 => quote!(rt::primitive::write_i64),
+        _ => quote!(rt::primitive::write_f64),
+    }
+}

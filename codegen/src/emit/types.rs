@@ -1,0 +1,120 @@
+//! Rust types, default values and default checks for spec fields.
+
+use heck::ToSnakeCase;
+use proc_macro2::{Ident, Literal, Span, TokenStream};
+use quote::{format_ident, quote};
+
+use crate::model::{DefaultValue, Field, FieldType};
+
+/// The Rust identifier of a field (`r#type` for keywords).
+pub fn field_ident(name: &str) -> Ident {
+    let snake = name.to_snake_case();
+    if syn::parse_str::<Ident>(&snake).is_ok() {
+        Ident::new(&snake, Span::call_site())
+    } else {
+        Ident::new_raw(&snake, Span::call_site())
+    }
+}
+
+/// The identifier of a struct.
+pub fn struct_ident(name: &str) -> Ident {
+    format_ident!("{}", name)
+}
+
+/// The Rust type of a value of `ty` (without the `Option` of nullable fields).
+pub fn base_type(ty: &FieldType) -> TokenStream {
+    match ty {
+        FieldType::Bool => quote!(bool),
+        FieldType::Int8 => quote!(i8),
+        FieldType::Int16 => quote!(i16),
+        FieldType::Uint16 => quote!(u16),
+        FieldType::Int32 => quote!(i32),
+        FieldType::Int64 => quote!(i64),
+        FieldType::Float64 => quote!(f64),
+        FieldType::Uuid => quote!(rt::Uuid),
+        FieldType::String => quote!(rt::ByteString),
+        FieldType::Bytes | FieldType::Records => quote!(rt::Bytes),
+        FieldType::Struct(n) => {
+            let n = struct_ident(n);
+            quote!(#n)
+        }
+        FieldType::Array(inner) => {
+            let inner = base_type(inner);
+            quote!(Vec<#inner>)
+        }
+    }
+}
+
+/// The Rust type of a field.
+pub fn field_type(f: &Field) -> TokenStream {
+    let base = base_type(&f.ty);
+    if f.is_option() {
+        quote!(Option<#base>)
+    } else {
+        base
+    }
+}
+
+fn natural(ty: &FieldType) -> TokenStream {
+    match ty {
+        FieldType::Bool => quote!(false),
+        FieldType::Int8 | FieldType::Int16 | FieldType::Uint16 | FieldType::Int32 | FieldType::Int64 => quote!(0),
+        FieldType::Float64 => quote!(0.0),
+        FieldType::Uuid => quote!(rt::Uuid::ZERO),
+        FieldType::String => quote!(rt::ByteString::new()),
+        FieldType::Bytes | FieldType::Records => quote!(rt::Bytes::new()),
+        FieldType::Struct(n) => {
+            let n = struct_ident(n);
+            quote!(#n::default())
+        }
+        FieldType::Array(_) => quote!(Vec::new()),
+    }
+}
+
+fn int_literal(v: i64) -> TokenStream {
+    if v == i64::MIN {
+        return quote!(i64::MIN);
+    }
+    let abs = Literal::i64_unsuffixed(v.abs());
+    if v < 0 {
+        quote!(-#abs)
+    } else {
+        quote!(#abs)
+    }
+}
+
+/// The field's default value as an expression of its Rust type.
+pub fn default_expr(f: &Field) -> TokenStream {
+    let value = match &f.default {
+        DefaultValue::Null => return quote!(None),
+        DefaultValue::Natural => natural(&f.ty),
+        DefaultValue::Bool(b) => quote!(#b),
+        DefaultValue::Int(v) => int_literal(*v),
+        DefaultValue::Float(v) => {
+            let l = Literal::f64_unsuffixed(*v);
+            quote!(#l)
+        }
+        DefaultValue::Str(s) => quote!(rt::ByteString::from_static(#s)),
+    };
+    if f.is_option() {
+        quote!(Some(#value))
+    } else {
+        value
+    }
+}
+
+/// A boolean expression: true when `value` (an expression of the field's type) differs from
+/// the default. Common cases avoid building the default.
+pub fn differs_from_default(f: &Field, value: &TokenStream) -> TokenStream {
+    match (&f.default, f.is_option(), &f.ty) {
+        (DefaultValue::Null, _, _) => quote!(#value.is_some()),
+        (DefaultValue::Natural, false, FieldType::String | FieldType::Bytes | FieldType::Records | FieldType::Array(_)) => {
+            quote!(!#value.is_empty())
+        }
+        (DefaultValue::Natural, false, FieldType::Bool) => quote!(#value),
+        _ => {
+            let d = default_expr(f);
+            quote!(#value != #d)
+        }
+    }
+}

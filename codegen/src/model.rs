@@ -1,0 +1,698 @@
+//! Stage 2: the validated model. Lowering checks every invariant Kafka's generator enforces,
+//! clamps open-ended ranges to the message's highest version, and precomputes per field the
+//! ranges emission needs (present, regular, tagged, nullable, compact), so that emission never
+//! validates and never fails.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::error::Error;
+use crate::spec::{FieldSpec, MessageSpec, StructSpec};
+use crate::version::VersionRange;
+
+/// What a message spec describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessageKind {
+    /// An api request.
+    Request,
+    /// An api response.
+    Response,
+    /// A request or response header.
+    Header,
+    /// A data structure carried inside other messages or records.
+    Data,
+}
+
+/// The whole spec set.
+#[derive(Debug, Clone)]
+pub struct Model {
+    /// Messages with at least one valid version, sorted by name.
+    pub messages: Vec<Message>,
+    /// Every api key, including those whose versions are all removed, sorted by key.
+    pub apis: Vec<Api>,
+}
+
+/// An api key and its request/response pair.
+#[derive(Debug, Clone)]
+pub struct Api {
+    /// The key.
+    pub key: i16,
+    /// The name without `Request` (`Produce`).
+    pub name: String,
+    /// Index in [`Model::messages`] of the request, when it has valid versions.
+    pub request: Option<usize>,
+    /// Index of the response.
+    pub response: Option<usize>,
+    /// Valid versions, the unstable one included.
+    pub valid: VersionRange,
+    /// Flexible versions (within `valid`).
+    pub flexible: VersionRange,
+    /// Deprecated versions.
+    pub deprecated: VersionRange,
+    /// Whether the highest valid version is unstable.
+    pub latest_unstable: bool,
+    /// Listeners.
+    pub listeners: Vec<String>,
+}
+
+/// A message with its structs.
+#[derive(Debug, Clone)]
+pub struct Message {
+    /// The spec file name.
+    pub file: String,
+    /// The message name.
+    pub name: String,
+    /// Request, response, header or data.
+    pub kind: MessageKind,
+    /// The api key of requests and responses.
+    pub api_key: Option<i16>,
+    /// Valid versions.
+    pub valid: VersionRange,
+    /// Flexible versions, clamped to `valid`.
+    pub flexible: VersionRange,
+    /// Deprecated versions.
+    pub deprecated: VersionRange,
+    /// Whether the highest valid version is unstable.
+    pub latest_unstable: bool,
+    /// Listeners.
+    pub listeners: Vec<String>,
+    /// The top-level struct first (named like the message), then nested and common structs.
+    pub structs: Vec<Struct>,
+}
+
+/// A struct: the message body, an inline struct or a common struct.
+#[derive(Debug, Clone)]
+pub struct Struct {
+    /// Its name.
+    pub name: String,
+    /// Documentation (the `about` of the field that defines it).
+    pub about: String,
+    /// Fields in wire order.
+    pub fields: Vec<Field>,
+    /// Versions in which the struct can be reached from the message.
+    pub reach: VersionRange,
+    /// Flexible versions within `reach`.
+    pub flexible: VersionRange,
+}
+
+impl Struct {
+    /// True when some reachable version is flexible, so the struct has a tagged section.
+    pub fn has_tagged_section(&self) -> bool {
+        !self.flexible.is_empty()
+    }
+}
+
+/// A field's type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FieldType {
+    /// `bool`
+    Bool,
+    /// `int8`
+    Int8,
+    /// `int16`
+    Int16,
+    /// `uint16`
+    Uint16,
+    /// `int32`
+    Int32,
+    /// `int64`
+    Int64,
+    /// `float64`
+    Float64,
+    /// `uuid`
+    Uuid,
+    /// `string`
+    String,
+    /// `bytes`
+    Bytes,
+    /// `records`
+    Records,
+    /// A struct, by name.
+    Struct(String),
+    /// `[]T`
+    Array(Box<FieldType>),
+}
+
+impl FieldType {
+    fn parse(text: &str) -> Option<FieldType> {
+        Some(match text {
+            "bool" => FieldType::Bool,
+            "int8" => FieldType::Int8,
+            "int16" => FieldType::Int16,
+            "uint16" => FieldType::Uint16,
+            "int32" => FieldType::Int32,
+            "int64" => FieldType::Int64,
+            "float64" => FieldType::Float64,
+            "uuid" => FieldType::Uuid,
+            "string" => FieldType::String,
+            "bytes" => FieldType::Bytes,
+            "records" => FieldType::Records,
+            _ => {
+                if let Some(inner) = text.strip_prefix("[]") {
+                    let inner = FieldType::parse(inner)?;
+                    if matches!(inner, FieldType::Array(_) | FieldType::Records) {
+                        return None;
+                    }
+                    return Some(FieldType::Array(Box::new(inner)));
+                }
+                let mut chars = text.chars();
+                let first = chars.next()?;
+                if !first.is_ascii_uppercase() || !chars.all(|c| c.is_ascii_alphanumeric()) {
+                    return None;
+                }
+                FieldType::Struct(text.to_string())
+            }
+        })
+    }
+
+    /// The struct this type names, directly or as array elements.
+    pub fn struct_name(&self) -> Option<&str> {
+        match self {
+            FieldType::Struct(n) => Some(n),
+            FieldType::Array(inner) => inner.struct_name(),
+            _ => None,
+        }
+    }
+
+    /// Whether Kafka allows the type to be nullable.
+    pub fn can_be_nullable(&self) -> bool {
+        matches!(
+            self,
+            FieldType::String | FieldType::Bytes | FieldType::Records | FieldType::Struct(_) | FieldType::Array(_)
+        )
+    }
+
+    /// Wire size of fixed-size types.
+    pub fn fixed_size(&self) -> Option<usize> {
+        Some(match self {
+            FieldType::Bool | FieldType::Int8 => 1,
+            FieldType::Int16 | FieldType::Uint16 => 2,
+            FieldType::Int32 => 4,
+            FieldType::Int64 | FieldType::Float64 => 8,
+            FieldType::Uuid => 16,
+            _ => return None,
+        })
+    }
+}
+
+/// A field's default value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DefaultValue {
+    /// The type's natural default: 0, false, empty, zero UUID, default struct.
+    Natural,
+    /// `"null"`.
+    Null,
+    /// A bool.
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+    /// A float.
+    Float(f64),
+    /// A string.
+    Str(String),
+}
+
+/// A field with its version ranges, all clamped to the message's valid versions.
+#[derive(Debug, Clone)]
+pub struct Field {
+    /// Spec name (PascalCase).
+    pub name: String,
+    /// Documentation.
+    pub about: String,
+    /// Type.
+    pub ty: FieldType,
+    /// Versions in which the field exists.
+    pub versions: VersionRange,
+    /// Versions in which it is written in place (versions minus tagged versions).
+    pub regular: VersionRange,
+    /// Versions in which it is a tagged field.
+    pub tagged: VersionRange,
+    /// The tag, for tagged fields.
+    pub tag: Option<u32>,
+    /// Versions in which it may be null (within `versions`).
+    pub nullable: VersionRange,
+    /// Versions in which strings/bytes/arrays use compact lengths.
+    pub compact: VersionRange,
+    /// Whether a non-default value in a version lacking the field is dropped silently.
+    pub ignorable: bool,
+    /// Default value.
+    pub default: DefaultValue,
+    /// Whether this is the map key of its struct's array.
+    pub map_key: bool,
+    /// The entity type, when given.
+    pub entity_type: Option<String>,
+}
+
+impl Field {
+    /// True when the Rust type is `Option<_>` (nullable in some version).
+    pub fn is_option(&self) -> bool {
+        !self.nullable.is_empty()
+    }
+}
+
+const RESERVED_STRUCT_NAMES: &[&str] =
+    &["Option", "Some", "None", "Vec", "Result", "Ok", "Err", "Default", "Self", "Box", "String"];
+
+/// Lowers and validates a spec set.
+pub fn lower(specs: &[(String, MessageSpec)]) -> Result<Model, Error> {
+    let mut messages = Vec::new();
+    let mut apis: BTreeMap<i16, Api> = BTreeMap::new();
+    let mut requests: BTreeMap<i16, String> = BTreeMap::new();
+    let mut responses: BTreeMap<i16, String> = BTreeMap::new();
+    let mut names = BTreeSet::new();
+
+    for (file, spec) in specs {
+        let msg = lower_message(file, spec)?;
+        if !names.insert(msg.name.clone()) {
+            return Err(Error::invalid(file, "", format!("message name {} is used by another spec", msg.name)));
+        }
+        if let Some(key) = msg.api_key {
+            let seen = match msg.kind {
+                MessageKind::Request => requests.insert(key, file.clone()),
+                _ => responses.insert(key, file.clone()),
+            };
+            if let Some(other) = seen {
+                return Err(Error::invalid(file, "", format!("api key {key} is also used by {other}")));
+            }
+            if msg.kind == MessageKind::Request {
+                apis.insert(
+                    key,
+                    Api {
+                        key,
+                        name: msg.name.trim_end_matches("Request").to_string(),
+                        request: None,
+                        response: None,
+                        valid: msg.valid,
+                        flexible: msg.flexible,
+                        deprecated: msg.deprecated,
+                        latest_unstable: msg.latest_unstable,
+                        listeners: msg.listeners.clone(),
+                    },
+                );
+            }
+        }
+        messages.push(msg);
+    }
+    for (key, file) in &requests {
+        if !responses.contains_key(key) {
+            return Err(Error::invalid(file, "", format!("no response spec has api key {key}")));
+        }
+    }
+    for (key, file) in &responses {
+        if !requests.contains_key(key) {
+            return Err(Error::invalid(file, "", format!("no request spec has api key {key}")));
+        }
+    }
+
+    // Messages without any valid version keep their api key but generate no types.
+    messages.retain(|m| !m.valid.is_empty());
+    messages.sort_by(|a, b| a.name.cmp(&b.name));
+    for (i, m) in messages.iter().enumerate() {
+        if let (Some(key), Some(api)) = (m.api_key, m.api_key.and_then(|k| apis.get_mut(&k))) {
+            let _ = key;
+            match m.kind {
+                MessageKind::Request => api.request = Some(i),
+                _ => api.response = Some(i),
+            }
+        }
+    }
+    for (file, spec) in specs {
+        if spec.kind == "response" {
+            if let Some(api) = spec.api_key.and_then(|k| apis.get(&k)) {
+                let valid = parse_range(file, "", "validVersions", &spec.valid_versions)?;
+                if valid.clamp_hi(i16::MAX) != api.valid && !(valid.is_empty() && api.valid.is_empty()) {
+                    return Err(Error::invalid(
+                        file,
+                        "",
+                        format!("validVersions {valid} differ from the request's {}", api.valid),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(Model { messages, apis: apis.into_values().collect() })
+}
+
+fn parse_range(file: &str, path: &str, what: &str, text: &str) -> Result<VersionRange, Error> {
+    VersionRange::parse(text).ok_or_else(|| Error::invalid(file, path, format!("invalid {what} \"{text}\"")))
+}
+
+fn lower_message(file: &str, spec: &MessageSpec) -> Result<Message, Error> {
+    let kind = match spec.kind.as_str() {
+        "request" => MessageKind::Request,
+        "response" => MessageKind::Response,
+        "header" => MessageKind::Header,
+        "data" => MessageKind::Data,
+        other => return Err(Error::invalid(file, "", format!("unknown message type \"{other}\""))),
+    };
+    let suffix = match kind {
+        MessageKind::Request => Some("Request"),
+        MessageKind::Response => Some("Response"),
+        _ => None,
+    };
+    if let Some(suffix) = suffix {
+        if !spec.name.ends_with(suffix) {
+            return Err(Error::invalid(file, "", format!("a {} name must end with {suffix}", spec.kind)));
+        }
+        match spec.api_key {
+            None => return Err(Error::invalid(file, "", "a request or response needs an apiKey")),
+            Some(k) if k < 0 => return Err(Error::invalid(file, "", format!("invalid apiKey {k}"))),
+            _ => {}
+        }
+    } else if spec.api_key.is_some() {
+        return Err(Error::invalid(file, "", format!("a {} spec cannot have an apiKey", spec.kind)));
+    }
+    check_struct_name(file, "", &spec.name)?;
+
+    let declared = parse_range(file, "", "validVersions", &spec.valid_versions)?;
+    if declared.is_open_ended() {
+        return Err(Error::invalid(file, "", "validVersions must be a closed range"));
+    }
+    let valid = declared;
+    let flexible_raw = match &spec.flexible_versions {
+        Some(t) => parse_range(file, "", "flexibleVersions", t)?,
+        // Releases before flexible versions existed (Kafka < 2.4) omit the key.
+        None => VersionRange::NONE,
+    };
+    if !flexible_raw.is_empty() && !flexible_raw.is_open_ended() {
+        return Err(Error::invalid(file, "", "flexibleVersions must be open-ended (N+) or none"));
+    }
+    let max = valid.hi;
+    let flexible = flexible_raw.clamp_hi(max).intersect(&valid);
+    let deprecated = match &spec.deprecated_versions {
+        Some(t) => parse_range(file, "", "deprecatedVersions", t)?.clamp_hi(max),
+        None => VersionRange::NONE,
+    };
+    let latest_unstable = spec.latest_version_unstable.unwrap_or(false);
+    if latest_unstable && kind != MessageKind::Request && kind != MessageKind::Response {
+        return Err(Error::invalid(file, "", "latestVersionUnstable is only for requests and responses"));
+    }
+
+    let ctx = Lowering {
+        file,
+        max,
+        flexible_raw,
+        flexible,
+        common: spec.common_structs.iter().map(|s| (s.name.clone(), s)).collect(),
+    };
+    let mut structs = Vec::new();
+    let mut defined = HashMap::new();
+    let top = ctx.lower_struct(&spec.name, "", &spec.fields, "", &mut structs, &mut defined)?;
+    structs.insert(0, top);
+    for common in &spec.common_structs {
+        let versions = parse_range(file, &common.name, "versions", &common.versions)?;
+        let _ = versions;
+        if defined.contains_key(&common.name) {
+            return Err(Error::invalid(file, &common.name, "struct is defined more than once"));
+        }
+        check_struct_name(file, &common.name, &common.name)?;
+        defined.insert(common.name.clone(), ());
+        let s = ctx.lower_struct(&common.name, "", &common.fields, &common.name, &mut structs, &mut defined)?;
+        structs.push(s);
+    }
+    // Every struct-typed field must name a struct of this message.
+    for s in &structs {
+        for f in &s.fields {
+            if let Some(n) = f.ty.struct_name() {
+                if !structs.iter().any(|t| t.name == n) {
+                    return Err(Error::invalid(file, &format!("{}.{}", s.name, f.name), format!("unknown struct type {n}")));
+                }
+            }
+        }
+    }
+    compute_reach(&mut structs, valid, flexible);
+    Ok(Message {
+        file: file.to_string(),
+        name: spec.name.clone(),
+        kind,
+        api_key: spec.api_key,
+        valid,
+        flexible,
+        deprecated,
+        latest_unstable,
+        listeners: spec.listeners.clone().unwrap_or_default(),
+        structs,
+    })
+}
+
+fn check_struct_name(file: &str, path: &str, name: &str) -> Result<(), Error> {
+    if RESERVED_STRUCT_NAMES.contains(&name) {
+        return Err(Error::invalid(file, path, format!("struct name {name} collides with a Rust name the generated code uses")));
+    }
+    Ok(())
+}
+
+/// Propagates the versions in which each struct is reachable, from the top-level struct down.
+fn compute_reach(structs: &mut [Struct], valid: VersionRange, flexible: VersionRange) {
+    let index: HashMap<String, usize> = structs.iter().enumerate().map(|(i, s)| (s.name.clone(), i)).collect();
+    let mut stack = vec![(0usize, valid)];
+    while let Some((i, reach)) = stack.pop() {
+        let Some(s) = structs.get_mut(i) else { continue };
+        let grown = s.reach.hull(&reach);
+        if grown == s.reach {
+            continue;
+        }
+        s.reach = grown;
+        s.flexible = flexible.intersect(&grown);
+        for f in &s.fields {
+            if let Some(child) = f.ty.struct_name().and_then(|n| index.get(n)) {
+                let r = grown.intersect(&f.versions);
+                if !r.is_empty() {
+                    stack.push((*child, r));
+                }
+            }
+        }
+    }
+}
+
+struct Lowering<'a> {
+    file: &'a str,
+    max: i16,
+    flexible_raw: VersionRange,
+    flexible: VersionRange,
+    common: HashMap<String, &'a StructSpec>,
+}
+
+impl Lowering<'_> {
+    fn err(&self, path: &str, msg: impl Into<String>) -> Error {
+        Error::invalid(self.file, path, msg)
+    }
+
+    fn lower_struct(
+        &self,
+        name: &str,
+        about: &str,
+        fields: &[FieldSpec],
+        path: &str,
+        out: &mut Vec<Struct>,
+        defined: &mut HashMap<String, ()>,
+    ) -> Result<Struct, Error> {
+        let mut lowered = Vec::new();
+        let mut tags = BTreeMap::new();
+        let mut field_names = BTreeSet::new();
+        for f in fields {
+            let fpath = if path.is_empty() { f.name.clone() } else { format!("{path}.{}", f.name) };
+            if !field_names.insert(f.name.to_ascii_lowercase()) {
+                return Err(self.err(&fpath, "duplicate field name"));
+            }
+            let field = self.lower_field(f, &fpath)?;
+            if let Some(tag) = field.tag {
+                if tags.insert(tag, f.name.clone()).is_some() {
+                    return Err(self.err(&fpath, format!("duplicate tag {tag}")));
+                }
+            }
+            if let Some(sub) = &f.fields {
+                let Some(sname) = field.ty.struct_name() else {
+                    return Err(self.err(&fpath, format!("type {} cannot have fields", f.ty)));
+                };
+                if self.common.contains_key(sname) {
+                    return Err(self.err(&fpath, format!("struct {sname} is defined both inline and in commonStructs")));
+                }
+                if defined.insert(sname.to_string(), ()).is_some() || sname == name {
+                    return Err(self.err(&fpath, format!("struct {sname} is defined more than once")));
+                }
+                check_struct_name(self.file, &fpath, sname)?;
+                let sub_path = if field.ty.struct_name().is_some() && matches!(field.ty, FieldType::Array(_)) {
+                    format!("{fpath}[]")
+                } else {
+                    fpath.clone()
+                };
+                let s = self.lower_struct(sname, &field.about, sub, &sub_path, out, defined)?;
+                out.push(s);
+            } else if let Some(sname) = field.ty.struct_name() {
+                if !self.common.contains_key(sname) {
+                    return Err(self.err(&fpath, format!("struct {sname} has no fields and is not in commonStructs")));
+                }
+            }
+            lowered.push(field);
+        }
+        // Kafka numbers tags contiguously from 0 within a struct.
+        for (expected, (tag, fname)) in tags.iter().enumerate() {
+            if *tag as usize != expected {
+                let fpath = if path.is_empty() { fname.clone() } else { format!("{path}.{fname}") };
+                return Err(self.err(&fpath, format!("tag {tag} leaves a gap: tags must be contiguous from 0")));
+            }
+        }
+        Ok(Struct {
+            name: name.to_string(),
+            about: about.to_string(),
+            fields: lowered,
+            reach: VersionRange::NONE,
+            flexible: VersionRange::NONE,
+        })
+    }
+
+    fn lower_field(&self, f: &FieldSpec, path: &str) -> Result<Field, Error> {
+        let ty = FieldType::parse(&f.ty).ok_or_else(|| self.err(path, format!("invalid type \"{}\"", f.ty)))?;
+        let Some(versions_text) = &f.versions else {
+            return Err(self.err(path, "versions must be given"));
+        };
+        let versions_raw = parse_range(self.file, path, "versions", versions_text)?;
+        let versions = versions_raw.clamp_hi(self.max);
+        let nullable_raw = match &f.nullable_versions {
+            Some(t) => parse_range(self.file, path, "nullableVersions", t)?,
+            None => VersionRange::NONE,
+        };
+        if !nullable_raw.is_empty() && !ty.can_be_nullable() {
+            return Err(self.err(path, format!("type {} cannot be nullable", f.ty)));
+        }
+        let nullable = nullable_raw.clamp_hi(self.max).intersect(&versions);
+
+        let tag = match &f.tag {
+            None => None,
+            Some(v) => {
+                let n = match v {
+                    serde_json::Value::Number(n) => n.as_i64(),
+                    serde_json::Value::String(s) => s.trim().parse::<i64>().ok(),
+                    _ => None,
+                };
+                match n {
+                    Some(n) if (0..=i64::from(i32::MAX)).contains(&n) => Some(n as u32),
+                    _ => return Err(self.err(path, format!("invalid tag {v}"))),
+                }
+            }
+        };
+        let tagged_raw = match &f.tagged_versions {
+            Some(t) => parse_range(self.file, path, "taggedVersions", t)?,
+            None => VersionRange::NONE,
+        };
+        match (tag, tagged_raw.is_empty()) {
+            (Some(t), true) => return Err(self.err(path, format!("tag {t} is given but taggedVersions is not"))),
+            (None, false) => return Err(self.err(path, "taggedVersions is given but tag is not")),
+            _ => {}
+        }
+        if !tagged_raw.is_empty() {
+            if !tagged_raw.is_open_ended() {
+                return Err(self.err(path, format!("taggedVersions {tagged_raw} must be open-ended (N+)")));
+            }
+            if !versions_raw.contains_range(&tagged_raw) {
+                return Err(self.err(path, format!("taggedVersions {tagged_raw} are not inside versions {versions_raw}")));
+            }
+            if !self.flexible_raw.contains_range(&tagged_raw) {
+                return Err(self.err(
+                    path,
+                    format!("taggedVersions {tagged_raw} are not inside the flexible versions {}", self.flexible_raw),
+                ));
+            }
+        }
+        let tagged = tagged_raw.clamp_hi(self.max).intersect(&versions);
+        let regular = versions.subtract(&tagged);
+
+        let compact = match &f.flexible_versions {
+            None => self.flexible,
+            Some(t) => {
+                if !matches!(ty, FieldType::String | FieldType::Bytes) {
+                    return Err(self.err(path, "only string and bytes fields can override flexibleVersions"));
+                }
+                let r = parse_range(self.file, path, "flexibleVersions", t)?;
+                if !r.is_empty() && !r.is_open_ended() {
+                    return Err(self.err(path, "flexibleVersions must be open-ended (N+) or none"));
+                }
+                r.clamp_hi(self.max)
+            }
+        };
+        if f.zero_copy.unwrap_or(false) && ty != FieldType::Bytes {
+            return Err(self.err(path, "only bytes fields can be zeroCopy"));
+        }
+        if f.map_key.unwrap_or(false) && matches!(ty, FieldType::Array(_) | FieldType::Struct(_)) {
+            return Err(self.err(path, "a mapKey cannot be an array or struct"));
+        }
+        let default = self.lower_default(f, &ty, versions_raw, nullable_raw, path)?;
+        Ok(Field {
+            name: f.name.clone(),
+            about: f.about.clone().unwrap_or_default(),
+            ty,
+            versions,
+            regular,
+            tagged,
+            tag,
+            nullable,
+            compact,
+            ignorable: f.ignorable.unwrap_or(false),
+            default,
+            map_key: f.map_key.unwrap_or(false),
+            entity_type: f.entity_type.clone(),
+        })
+    }
+
+    fn lower_default(
+        &self,
+        f: &FieldSpec,
+        ty: &FieldType,
+        versions: VersionRange,
+        nullable: VersionRange,
+        path: &str,
+    ) -> Result<DefaultValue, Error> {
+        let text = match &f.default {
+            None => return Ok(DefaultValue::Natural),
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(serde_json::Value::Number(n)) => n.to_string(),
+            Some(serde_json::Value::Bool(b)) => b.to_string(),
+            Some(other) => return Err(self.err(path, format!("invalid default {other}"))),
+        };
+        let bad = || self.err(path, format!("invalid default \"{text}\" for type {}", f.ty));
+        if text == "null" {
+            if !ty.can_be_nullable() {
+                return Err(bad());
+            }
+            if !nullable.contains_range(&versions) {
+                return Err(self.err(path, "null cannot be the default: not every version of the field is nullable"));
+            }
+            return Ok(DefaultValue::Null);
+        }
+        let int = |lo: i64, hi: i64| -> Result<DefaultValue, Error> {
+            let t = text.trim();
+            let (neg, body) = match t.strip_prefix('-') {
+                Some(rest) => (true, rest),
+                None => (false, t),
+            };
+            let parsed = match body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+                Some(hex) => i64::from_str_radix(hex, 16).ok(),
+                None => body.parse::<i64>().ok(),
+            };
+            match parsed.map(|v| if neg { -v } else { v }) {
+                Some(v) if (lo..=hi).contains(&v) => Ok(DefaultValue::Int(v)),
+                _ => Err(bad()),
+            }
+        };
+        match ty {
+            FieldType::Bool => match text.as_str() {
+                "true" => Ok(DefaultValue::Bool(true)),
+                "false" => Ok(DefaultValue::Bool(false)),
+                _ => Err(bad()),
+            },
+            FieldType::Int8 => int(i8::MIN.into(), i8::MAX.into()),
+            FieldType::Int16 => int(i16::MIN.into(), i16::MAX.into()),
+            FieldType::Uint16 => int(0, u16::MAX.into()),
+            FieldType::Int32 => int(i32::MIN.into(), i32::MAX.into()),
+            FieldType::Int64 => int(i64::MIN, i64::MAX),
+            FieldType::Float64 => text.trim().parse::<f64>().map(DefaultValue::Float).map_err(|_| bad()),
+            FieldType::String if text.is_empty() => Ok(DefaultValue::Natural),
+            FieldType::String => Ok(DefaultValue::Str(text)),
+            FieldType::Uuid | FieldType::Bytes | FieldType::Records | FieldType::Struct(_) if text.is_empty() => {
+                Ok(DefaultValue::Natural)
+            }
+            FieldType::Array(_) if text.is_empty() || text == "[]" => Ok(DefaultValue::Natural),
+            _ => Err(bad()),
+        }
+    }
+}

@@ -1,0 +1,399 @@
+//! Builders for producers: a magic 2 [`RecordBatchBuilder`] and a magic 0/1 [`LegacyBuilder`].
+
+use bytes::{BufMut, Bytes};
+
+use crate::error::EncodeError;
+
+use super::batch::{
+    ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE, ATTR_TRANSACTIONAL, BATCH_HEADER_SIZE, CRC_START,
+};
+use super::control::{ControlRecord, EndTxnMarker};
+use super::legacy::{encode_message, ATTR_TIMESTAMP_TYPE as LEGACY_ATTR_TIMESTAMP_TYPE};
+use super::record::{body_len, encode_record, Record};
+use super::{
+    compress, encode_invalid, Compression, TimestampType, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP,
+};
+
+fn check_record(r: &Record, prev: Option<i64>) -> Result<(), EncodeError> {
+    if let Some(prev) = prev {
+        if r.offset <= prev {
+            return Err(encode_invalid(format!(
+                "record offset {} does not follow the previous offset {prev}",
+                r.offset
+            )));
+        }
+    }
+    let too_big = |n: usize| n > i32::MAX as usize;
+    if r.key.as_ref().is_some_and(|k| too_big(k.len())) || r.value.as_ref().is_some_and(|v| too_big(v.len())) {
+        return Err(encode_invalid("record key or value is longer than an int32 length".to_string()));
+    }
+    Ok(())
+}
+
+/// Builds one magic 2 record batch: records appended in offset order, then [`build`] computes
+/// the offset and timestamp deltas, the counts, the base and max timestamps and the CRC-32C, and
+/// compresses the records with the chosen codec.
+///
+/// The base offset defaults to the first record's offset and the base timestamp to the first
+/// record's timestamp (or the delete horizon when one is set), as the Java producer does.
+///
+/// [`build`]: RecordBatchBuilder::build
+#[derive(Debug, Clone)]
+pub struct RecordBatchBuilder {
+    base_offset: Option<i64>,
+    partition_leader_epoch: i32,
+    compression: Compression,
+    timestamp_type: TimestampType,
+    transactional: bool,
+    control: bool,
+    delete_horizon: Option<i64>,
+    producer_id: i64,
+    producer_epoch: i16,
+    base_sequence: i32,
+    records: Vec<Record>,
+}
+
+impl Default for RecordBatchBuilder {
+    fn default() -> Self {
+        RecordBatchBuilder {
+            base_offset: None,
+            partition_leader_epoch: NO_PARTITION_LEADER_EPOCH,
+            compression: Compression::None,
+            timestamp_type: TimestampType::CreateTime,
+            transactional: false,
+            control: false,
+            delete_horizon: None,
+            producer_id: NO_PRODUCER_ID,
+            producer_epoch: NO_PRODUCER_EPOCH,
+            base_sequence: NO_SEQUENCE,
+            records: Vec::new(),
+        }
+    }
+}
+
+impl RecordBatchBuilder {
+    /// An empty, uncompressed, non-transactional batch from a non-idempotent producer.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the base offset (records' offsets must not be below it).
+    pub fn base_offset(mut self, base_offset: i64) -> Self {
+        self.base_offset = Some(base_offset);
+        self
+    }
+
+    /// Sets the compression codec.
+    pub fn compression(mut self, compression: Compression) -> Self {
+        self.compression = compression;
+        self
+    }
+
+    /// Sets the timestamp type.
+    pub fn timestamp_type(mut self, timestamp_type: TimestampType) -> Self {
+        self.timestamp_type = timestamp_type;
+        self
+    }
+
+    /// Sets the partition leader epoch (brokers stamp it; producers leave -1).
+    pub fn partition_leader_epoch(mut self, epoch: i32) -> Self {
+        self.partition_leader_epoch = epoch;
+        self
+    }
+
+    /// Sets the idempotent producer's id, epoch and the first record's sequence number.
+    pub fn producer(mut self, producer_id: i64, producer_epoch: i16, base_sequence: i32) -> Self {
+        self.producer_id = producer_id;
+        self.producer_epoch = producer_epoch;
+        self.base_sequence = base_sequence;
+        self
+    }
+
+    /// Marks the batch as part of a transaction.
+    pub fn transactional(mut self, transactional: bool) -> Self {
+        self.transactional = transactional;
+        self
+    }
+
+    /// Marks the batch as a control batch.
+    pub fn control(mut self, control: bool) -> Self {
+        self.control = control;
+        self
+    }
+
+    /// Sets a delete horizon (stored as the base timestamp, attribute bit 6).
+    pub fn delete_horizon(mut self, delete_horizon: i64) -> Self {
+        self.delete_horizon = Some(delete_horizon);
+        self
+    }
+
+    /// Appends a record. Offsets must increase, stay at or above the base offset and within an
+    /// int32 delta of it.
+    pub fn append(&mut self, record: Record) -> Result<(), EncodeError> {
+        check_record(&record, self.records.last().map(|r| r.offset))?;
+        let base = self.base_offset.or(self.records.first().map(|r| r.offset)).unwrap_or(record.offset);
+        let delta = record.offset.checked_sub(base);
+        if !delta.is_some_and(|d| (0..=i64::from(i32::MAX)).contains(&d)) {
+            return Err(encode_invalid(format!(
+                "record offset {} is not within an int32 delta above the base offset {base}",
+                record.offset
+            )));
+        }
+        self.records.push(record);
+        Ok(())
+    }
+
+    /// Appends a typed control record (the batch must be a control batch).
+    pub fn append_control(&mut self, offset: i64, timestamp: i64, control: &ControlRecord) -> Result<(), EncodeError> {
+        if !self.control {
+            return Err(encode_invalid("control records belong in a control batch".to_string()));
+        }
+        let (key, value) = control.to_key_value();
+        self.append(Record::new(offset, timestamp, Some(key), value))
+    }
+
+    /// Number of records appended.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether no record was appended.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// The records appended so far.
+    pub fn records(&self) -> &[Record] {
+        &self.records
+    }
+
+    fn attributes(&self) -> i16 {
+        let mut a = i16::from(self.compression.id());
+        if self.timestamp_type == TimestampType::LogAppendTime {
+            a |= ATTR_TIMESTAMP_TYPE;
+        }
+        if self.transactional {
+            a |= ATTR_TRANSACTIONAL;
+        }
+        if self.control {
+            a |= ATTR_CONTROL;
+        }
+        if self.delete_horizon.is_some() {
+            a |= ATTR_DELETE_HORIZON;
+        }
+        a
+    }
+
+    /// Encodes the batch.
+    pub fn build(&self) -> Result<Bytes, EncodeError> {
+        let mut out = Vec::new();
+        self.build_into(&mut out)?;
+        Ok(Bytes::from(out))
+    }
+
+    /// Encodes the batch, appending it to `out`.
+    pub fn build_into(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        self.write(&self.records, out)
+    }
+
+    /// Encodes `records` (instead of the appended ones) as one batch with this builder's
+    /// settings, appending it to `out`; for callers that keep their records and only borrow
+    /// them. The records are checked as [`RecordBatchBuilder::append`] checks them.
+    pub fn build_from(&self, records: &[Record], out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        let base = self.base_offset.or(records.first().map(|r| r.offset)).unwrap_or(0);
+        let mut prev = None;
+        for r in records {
+            check_record(r, prev)?;
+            if !r.offset.checked_sub(base).is_some_and(|d| (0..=i64::from(i32::MAX)).contains(&d)) {
+                return Err(encode_invalid(format!(
+                    "record offset {} is not within an int32 delta above the base offset {base}",
+                    r.offset
+                )));
+            }
+            prev = Some(r.offset);
+        }
+        self.write(records, out)
+    }
+
+    fn write(&self, records: &[Record], out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        let base_offset = self.base_offset.or(records.first().map(|r| r.offset)).unwrap_or(0);
+        let base_timestamp = self.delete_horizon.or(records.first().map(|r| r.timestamp)).unwrap_or(NO_TIMESTAMP);
+        let max_timestamp = records.iter().map(|r| r.timestamp).max().unwrap_or(NO_TIMESTAMP);
+        let last_offset_delta = records.last().map_or(0, |r| r.offset.wrapping_sub(base_offset) as i32);
+        let count =
+            i32::try_from(records.len()).map_err(|_| encode_invalid("too many records for one batch".to_string()))?;
+
+        let start = out.len();
+        // Sizes first, so the uncompressed path writes once without growing.
+        let mut sizes = Vec::with_capacity(records.len());
+        let mut records_len = 0usize;
+        for r in records {
+            let od = r.offset.wrapping_sub(base_offset) as i32;
+            let td = r.timestamp.wrapping_sub(base_timestamp);
+            let body = body_len(r, od, td);
+            if body > i32::MAX as usize {
+                return Err(encode_invalid("record is too large".to_string()));
+            }
+            records_len += crate::varint::varint_len(body as i32) + body;
+            sizes.push((od, td, body));
+        }
+        let write_records = |buf: &mut Vec<u8>| {
+            for (r, &(od, td, body)) in records.iter().zip(&sizes) {
+                encode_record(buf, r, od, td, body);
+            }
+        };
+
+        out.reserve(BATCH_HEADER_SIZE + records_len);
+        out.put_i64(base_offset);
+        out.put_i32(0); // length, patched below
+        out.put_i32(self.partition_leader_epoch);
+        out.put_i8(2);
+        out.put_u32(0); // crc, patched below
+        out.put_i16(self.attributes());
+        out.put_i32(last_offset_delta);
+        out.put_i64(base_timestamp);
+        out.put_i64(max_timestamp);
+        out.put_i64(self.producer_id);
+        out.put_i16(self.producer_epoch);
+        out.put_i32(self.base_sequence);
+        out.put_i32(count);
+        if self.compression == Compression::None {
+            write_records(out);
+        } else {
+            let mut plain = Vec::with_capacity(records_len);
+            write_records(&mut plain);
+            compress(self.compression, &plain, out, 2)?;
+        }
+        let batch_len = out.len() - start - super::LOG_OVERHEAD;
+        let batch_len =
+            i32::try_from(batch_len).map_err(|_| encode_invalid(format!("record batch of {batch_len} bytes is too large")))?;
+        if let Some(slot) = out.get_mut(start + 8..start + 12) {
+            slot.copy_from_slice(&batch_len.to_be_bytes());
+        }
+        let crc = crc32c::crc32c(out.get(start + CRC_START..).unwrap_or_default());
+        if let Some(slot) = out.get_mut(start + 17..start + 21) {
+            slot.copy_from_slice(&crc.to_be_bytes());
+        }
+        Ok(())
+    }
+
+    /// A complete transaction marker batch: one commit or abort control record at `offset`.
+    pub fn end_txn_marker(
+        offset: i64,
+        timestamp: i64,
+        producer_id: i64,
+        producer_epoch: i16,
+        commit: bool,
+        coordinator_epoch: i32,
+    ) -> Result<Bytes, EncodeError> {
+        let marker = EndTxnMarker { version: 0, coordinator_epoch };
+        let record = if commit { ControlRecord::Commit(marker) } else { ControlRecord::Abort(marker) };
+        let mut b = RecordBatchBuilder::new()
+            .base_offset(offset)
+            .producer(producer_id, producer_epoch, NO_SEQUENCE)
+            .transactional(true)
+            .control(true);
+        b.append_control(offset, timestamp, &record)?;
+        b.build()
+    }
+}
+
+/// Builds a magic 0 or 1 message set: one message per record, or with a codec one compressed
+/// wrapper message around them (inner offsets relative for magic 1, absolute for magic 0; the
+/// wrapper's offset is the last record's, its timestamp the largest).
+#[derive(Debug, Clone)]
+pub struct LegacyBuilder {
+    magic: i8,
+    compression: Compression,
+    timestamp_type: TimestampType,
+    records: Vec<Record>,
+}
+
+impl LegacyBuilder {
+    /// A builder for `magic` 0 or 1.
+    pub fn new(magic: i8) -> Self {
+        LegacyBuilder { magic, compression: Compression::None, timestamp_type: TimestampType::CreateTime, records: Vec::new() }
+    }
+
+    /// Sets the codec (zstd is not allowed before magic 2).
+    pub fn compression(mut self, compression: Compression) -> Self {
+        self.compression = compression;
+        self
+    }
+
+    /// Sets the timestamp type (magic 1 only).
+    pub fn timestamp_type(mut self, timestamp_type: TimestampType) -> Self {
+        self.timestamp_type = timestamp_type;
+        self
+    }
+
+    /// Appends a record; offsets must increase, and headers are not allowed before magic 2.
+    pub fn append(&mut self, record: Record) -> Result<(), EncodeError> {
+        if !record.headers.is_empty() {
+            return Err(encode_invalid(format!("magic {} messages cannot carry headers", self.magic)));
+        }
+        check_record(&record, self.records.last().map(|r| r.offset))?;
+        self.records.push(record);
+        Ok(())
+    }
+
+    /// Number of records appended.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether no record was appended.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    fn ts_attr(&self) -> i8 {
+        if self.magic > 0 && self.timestamp_type == TimestampType::LogAppendTime {
+            LEGACY_ATTR_TIMESTAMP_TYPE
+        } else {
+            0
+        }
+    }
+
+    /// Encodes the message set.
+    pub fn build(&self) -> Result<Bytes, EncodeError> {
+        let mut out = Vec::new();
+        self.build_into(&mut out)?;
+        Ok(Bytes::from(out))
+    }
+
+    /// Encodes the message set, appending it to `out`.
+    pub fn build_into(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        if !(0..=1).contains(&self.magic) {
+            return Err(encode_invalid(format!("legacy magic must be 0 or 1, not {}", self.magic)));
+        }
+        if self.compression == Compression::Zstd {
+            return Err(encode_invalid("zstd needs magic 2".to_string()));
+        }
+        let attrs = self.ts_attr();
+        if self.compression == Compression::None {
+            for r in &self.records {
+                encode_message(out, r.offset, self.magic, attrs, r.timestamp, r.key.as_deref(), r.value.as_deref());
+            }
+            return Ok(());
+        }
+        let (Some(first), Some(last)) = (self.records.first(), self.records.last()) else {
+            return Ok(());
+        };
+        let mut inner = Vec::new();
+        for r in &self.records {
+            let offset = if self.magic == 0 { r.offset } else { r.offset.wrapping_sub(first.offset) };
+            encode_message(&mut inner, offset, self.magic, 0, r.timestamp, r.key.as_deref(), r.value.as_deref());
+        }
+        let mut compressed = Vec::new();
+        compress(self.compression, &inner, &mut compressed, self.magic)?;
+        if compressed.len() > i32::MAX as usize - 64 {
+            return Err(encode_invalid("compressed message set is too large".to_string()));
+        }
+        let max_ts = self.records.iter().map(|r| r.timestamp).max().unwrap_or(NO_TIMESTAMP);
+        let wrapper_attrs = attrs | self.compression.id() as i8;
+        encode_message(out, last.offset, self.magic, wrapper_attrs, max_ts, None, Some(&compressed));
+        Ok(())
+    }
+}
