@@ -383,8 +383,15 @@ fn lower_message(file: &str, spec: &MessageSpec) -> Result<Message, Error> {
         None => VersionRange::NONE,
     };
     let latest_unstable = spec.latest_version_unstable.unwrap_or(false);
-    if latest_unstable && kind != MessageKind::Request && kind != MessageKind::Response {
-        return Err(Error::invalid(file, "", "latestVersionUnstable is only for requests and responses"));
+    // Kafka's MessageSpec checks these only for messages with valid versions: a removed api keeps
+    // whatever it had. The response follows its request's stability, so only requests say it.
+    if !valid.is_empty() {
+        if latest_unstable && kind != MessageKind::Request {
+            return Err(Error::invalid(file, "", "latestVersionUnstable is only valid for requests"));
+        }
+        if spec.listeners.as_ref().is_some_and(|l| !l.is_empty()) && kind != MessageKind::Request {
+            return Err(Error::invalid(file, "", "listeners are only valid for requests"));
+        }
     }
 
     let ctx = Lowering {
@@ -395,12 +402,23 @@ fn lower_message(file: &str, spec: &MessageSpec) -> Result<Message, Error> {
         common: spec.common_structs.iter().map(|s| (s.name.clone(), s)).collect(),
     };
     let mut structs = Vec::new();
-    let mut defined = HashMap::new();
+    // The message's own struct takes its name too: no nested or common struct may reuse it.
+    let mut defined = HashMap::from([(spec.name.clone(), ())]);
     let top = ctx.lower_struct(&spec.name, "", &spec.fields, "", &mut structs, &mut defined)?;
     structs.insert(0, top);
     for common in &spec.common_structs {
-        let versions = parse_range(file, &common.name, "versions", &common.versions)?;
-        let _ = versions;
+        // Kafka's StructRegistry: a struct name is what a field's type names, so it must parse as one.
+        if !matches!(FieldType::parse(&common.name), Some(FieldType::Struct(_))) {
+            return Err(Error::invalid(
+                file,
+                &common.name,
+                "a struct name must start with an uppercase letter and hold only letters and digits",
+            ));
+        }
+        parse_range(file, &common.name, "versions", &common.versions)?;
+        if let Some(t) = &common.deprecated_versions {
+            parse_range(file, &common.name, "deprecatedVersions", t)?;
+        }
         if defined.contains_key(&common.name) {
             return Err(Error::invalid(file, &common.name, "struct is defined more than once"));
         }
@@ -434,6 +452,25 @@ fn lower_message(file: &str, spec: &MessageSpec) -> Result<Message, Error> {
     })
 }
 
+/// Kafka's `EntityType`: the known entity types and the type each names (array elements included).
+fn check_entity_type(ty: &FieldType, entity: &str) -> Result<(), String> {
+    let (base, base_name) = match entity {
+        "unknown" => return Ok(()),
+        "transactionalId" | "groupId" | "topicName" => (FieldType::String, "string"),
+        "producerId" => (FieldType::Int64, "int64"),
+        "brokerId" => (FieldType::Int32, "int32"),
+        other => return Err(format!("unknown entityType \"{other}\"")),
+    };
+    let elem = match ty {
+        FieldType::Array(inner) => inner.as_ref(),
+        other => other,
+    };
+    if *elem != base {
+        return Err(format!("entityType {entity} needs type {base_name} (or an array of it)"));
+    }
+    Ok(())
+}
+
 fn check_struct_name(file: &str, path: &str, name: &str) -> Result<(), Error> {
     if RESERVED_STRUCT_NAMES.contains(&name) {
         return Err(Error::invalid(file, path, format!("struct name {name} collides with a Rust name the generated code uses")));
@@ -461,6 +498,11 @@ fn compute_reach(structs: &mut [Struct], valid: VersionRange, flexible: VersionR
                 }
             }
         }
+    }
+    // A common struct no field reaches still gets code that works at every valid version.
+    for s in structs.iter_mut().filter(|s| s.reach.is_empty()) {
+        s.reach = valid;
+        s.flexible = flexible;
     }
 }
 
@@ -495,6 +537,10 @@ impl Lowering<'_> {
                 return Err(self.err(&fpath, "duplicate field name"));
             }
             let field = self.lower_field(f, &fpath)?;
+            // Kafka's MessageDataGenerator: the message itself is never an element of a keyed collection.
+            if field.map_key && path.is_empty() {
+                return Err(self.err(&fpath, "mapKey cannot be set on top-level fields"));
+            }
             if let Some(tag) = field.tag {
                 if tags.insert(tag, f.name.clone()).is_some() {
                     return Err(self.err(&fpath, format!("duplicate tag {tag}")));
@@ -542,11 +588,23 @@ impl Lowering<'_> {
     }
 
     fn lower_field(&self, f: &FieldSpec, path: &str) -> Result<Field, Error> {
+        // Kafka's FieldSpec accepts `[A-Za-z][A-Za-z0-9]*`; the name becomes a Rust identifier.
+        let mut chars = f.name.chars();
+        if !chars.next().is_some_and(|c| c.is_ascii_alphabetic()) || !chars.all(|c| c.is_ascii_alphanumeric()) {
+            let msg = format!("invalid field name \"{}\": use letters and digits, starting with a letter", f.name);
+            return Err(self.err(path, msg));
+        }
         let ty = FieldType::parse(&f.ty).ok_or_else(|| self.err(path, format!("invalid type \"{}\"", f.ty)))?;
-        let Some(versions_text) = &f.versions else {
-            return Err(self.err(path, "versions must be given"));
+        let tagged_raw = match &f.tagged_versions {
+            Some(t) => parse_range(self.file, path, "taggedVersions", t)?,
+            None => VersionRange::NONE,
         };
-        let versions_raw = parse_range(self.file, path, "versions", versions_text)?;
+        // Like Kafka's FieldSpec, a tagged-only field may leave out `versions`: they are its tagged versions.
+        let versions_raw = match &f.versions {
+            Some(t) => parse_range(self.file, path, "versions", t)?,
+            None if !tagged_raw.is_empty() => tagged_raw,
+            None => return Err(self.err(path, "versions must be given")),
+        };
         let versions = versions_raw.clamp_hi(self.max);
         let nullable_raw = match &f.nullable_versions {
             Some(t) => parse_range(self.file, path, "nullableVersions", t)?,
@@ -571,16 +629,26 @@ impl Lowering<'_> {
                 }
             }
         };
-        let tagged_raw = match &f.tagged_versions {
-            Some(t) => parse_range(self.file, path, "taggedVersions", t)?,
-            None => VersionRange::NONE,
-        };
         match (tag, tagged_raw.is_empty()) {
             (Some(t), true) => return Err(self.err(path, format!("tag {t} is given but taggedVersions is not"))),
             (None, false) => return Err(self.err(path, "taggedVersions is given but tag is not")),
             _ => {}
         }
         if !tagged_raw.is_empty() {
+            // Kafka's FieldSpec: a tagged field is absent, not keyed, when its struct lacks it.
+            if f.map_key.unwrap_or(false) {
+                return Err(self.err(path, "a tagged field cannot be a mapKey"));
+            }
+            // Kafka's FieldSpec: nullability may not change across the tagged versions, since the
+            // field's default (what "absent" decodes to) must be valid in every one of them.
+            let nullable_tagged = nullable_raw.intersect(&tagged_raw);
+            if !nullable_tagged.is_empty() && nullable_tagged != tagged_raw {
+                let msg = format!(
+                    "nullableVersions {nullable_raw} and taggedVersions {tagged_raw}: \
+                     either every tagged version is nullable or none is"
+                );
+                return Err(self.err(path, msg));
+            }
             if !tagged_raw.is_open_ended() {
                 return Err(self.err(path, format!("taggedVersions {tagged_raw} must be open-ended (N+)")));
             }
@@ -615,6 +683,9 @@ impl Lowering<'_> {
         }
         if f.map_key.unwrap_or(false) && matches!(ty, FieldType::Array(_) | FieldType::Struct(_)) {
             return Err(self.err(path, "a mapKey cannot be an array or struct"));
+        }
+        if let Some(entity) = &f.entity_type {
+            check_entity_type(&ty, entity).map_err(|m| self.err(path, m))?;
         }
         let default = self.lower_default(f, &ty, versions_raw, nullable_raw, path)?;
         Ok(Field {

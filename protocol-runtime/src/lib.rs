@@ -13,6 +13,7 @@ pub mod error;
 pub mod length;
 pub mod message;
 pub mod primitive;
+pub mod sample;
 pub mod records;
 pub mod string;
 pub mod tagged;

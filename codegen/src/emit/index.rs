@@ -31,8 +31,16 @@ pub fn emit_index(model: &Model) -> TokenStream {
     let api_key = emit_api_key(model);
     let dispatch_req = emit_dispatch(model, true);
     let dispatch_resp = emit_dispatch(model, false);
+    let all: Vec<_> = model.messages.iter().map(|m| format_ident!("{}", m.name)).collect();
     quote! {
         #(#modules)*
+
+        /// Calls `visitor` once per message type (requests, responses, headers, data).
+        #[cfg(feature = "sample")]
+        pub fn visit_messages<V: rt::sample::MessageVisitor>(visitor: &mut V) {
+            #(visitor.visit::<#all>();)*
+        }
+
         #api_key
         #dispatch_req
         #dispatch_resp

@@ -51,6 +51,7 @@ pub fn emit_struct(msg: &Message, s: &Struct, top: bool) -> TokenStream {
     };
     let (dv, ev, lv) = (version_param(&decode), version_param(&encode), version_param(&len));
 
+    let sample = g.sample_body();
     let impls = if top {
         let fq = Literal::string(&msg.name);
         let valid = range_tokens(msg.valid);
@@ -109,6 +110,7 @@ pub fn emit_struct(msg: &Message, s: &Struct, top: bool) -> TokenStream {
     };
 
     let doc = doc_attrs(&doc);
+    let sample_version = if uses_ident(&sample, "version") { quote!(version) } else { quote!(_version) };
     quote! {
         #doc
         #[derive(Debug, Clone, PartialEq)]
@@ -127,6 +129,13 @@ pub fn emit_struct(msg: &Message, s: &Struct, top: bool) -> TokenStream {
         }
 
         #impls
+
+        #[cfg(feature = "sample")]
+        impl rt::sample::Sample for #name {
+            fn sample(#sample_version: i16, rng: &mut rt::sample::SampleRng) -> Self {
+                #sample
+            }
+        }
     }
 }
 
@@ -596,6 +605,89 @@ impl Gen<'_> {
                 Ok(())
             }),
             Write::Fallible(e) => quote!(|buf, v| #e),
+        }
+    }
+
+    // ---- sample values (tests) ----
+
+    fn sample_body(&self) -> TokenStream {
+        let mut sets = Vec::new();
+        for f in &self.s.fields {
+            let id = field_ident(&f.name);
+            let p = f.versions.intersect(&self.reach());
+            let value = self.sample_field(f, p);
+            match cond(f.versions, self.reach()) {
+                Cond::Always => sets.push(quote!(value.#id = #value;)),
+                Cond::Never => {}
+                Cond::Expr(c) => sets.push(quote!(if #c { value.#id = #value; })),
+            }
+        }
+        if self.s.has_tagged_section() {
+            let first_free = Literal::u32_unsuffixed(self.tagged_fields().len() as u32);
+            let set = quote!(value.unknown_tagged_fields = rng.unknown_tagged_fields(#first_free););
+            sets.push(match self.flexible_cond() {
+                Cond::Expr(c) => quote!(if #c { #set }),
+                _ => set,
+            });
+        }
+        let mutable = if sets.is_empty() { quote!() } else { quote!(mut) };
+        quote! {
+            let #mutable value = Self::default();
+            #(#sets)*
+            value
+        }
+    }
+
+    fn sample_field(&self, f: &Field, p: VersionRange) -> TokenStream {
+        let inner = self.sample_value(f, &f.ty);
+        if !f.is_option() {
+            return inner;
+        }
+        // Null is a non-default value too, where the version allows it and the default is not null.
+        match (cond(f.nullable, p), &f.default) {
+            (Cond::Always, DefaultValue::Natural | DefaultValue::Str(_)) => {
+                quote!(if rng.one_in(4) { None } else { Some(#inner) })
+            }
+            _ => quote!(Some(#inner)),
+        }
+    }
+
+    fn sample_value(&self, f: &Field, ty: &FieldType) -> TokenStream {
+        let int_default = || match &f.default {
+            DefaultValue::Int(v) if matches!(ty, FieldType::Int8 | FieldType::Int16 | FieldType::Uint16 | FieldType::Int32 | FieldType::Int64) && *ty == f.ty => {
+                let abs = Literal::i64_unsuffixed(v.unsigned_abs() as i64);
+                if *v < 0 { quote!(-#abs) } else { quote!(#abs) }
+            }
+            _ => quote!(0),
+        };
+        match ty {
+            FieldType::Bool => match (&f.default, *ty == f.ty) {
+                (DefaultValue::Bool(true), true) => quote!(false),
+                _ => quote!(true),
+            },
+            FieldType::Int8 => { let d = int_default(); quote!(rng.i8_except(#d)) }
+            FieldType::Int16 => { let d = int_default(); quote!(rng.i16_except(#d)) }
+            FieldType::Uint16 => { let d = int_default(); quote!(rng.u16_except(#d)) }
+            FieldType::Int32 => { let d = int_default(); quote!(rng.i32_except(#d)) }
+            FieldType::Int64 => { let d = int_default(); quote!(rng.i64_except(#d)) }
+            FieldType::Float64 => match &f.default {
+                DefaultValue::Float(v) => { let l = Literal::f64_unsuffixed(*v); quote!(rng.f64_except(#l)) }
+                _ => quote!(rng.f64_except(0.0)),
+            },
+            FieldType::Uuid => quote!(rng.uuid()),
+            FieldType::String => match (&f.default, *ty == f.ty) {
+                (DefaultValue::Str(d), true) => quote!(rng.string_except(#d)),
+                _ => quote!(rng.string_except("")),
+            },
+            FieldType::Bytes | FieldType::Records => quote!(rng.bytes()),
+            FieldType::Struct(n) => {
+                let n = struct_ident(n);
+                quote!(<#n as rt::sample::Sample>::sample(version, rng))
+            }
+            FieldType::Array(inner) => {
+                let e = self.sample_value(f, inner);
+                quote!(rng.vec(|rng| #e))
+            }
         }
     }
 

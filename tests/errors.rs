@@ -1,0 +1,184 @@
+//! Each encode and decode error the protocol can raise, asserted with its context: message,
+//! version, field path and (for decoding) byte offset.
+
+use kafka_wire::messages::fetch_request::ReplicaState;
+use kafka_wire::messages::metadata_request::MetadataRequestTopic;
+use kafka_wire::messages::metadata_response::{MetadataResponsePartition, MetadataResponseTopic};
+use kafka_wire::messages::{FetchRequest, JoinGroupRequest, MetadataRequest, MetadataResponse, RequestHeader};
+use kafka_wire::{Bytes, Decode, DecodeErrorKind, EncodeErrorKind, Message, UnknownTaggedFields};
+
+fn path(e: &kafka_wire::EncodeError) -> String {
+    e.path()
+        .map(|s| match s {
+            kafka_wire::runtime::PathSegment::Field(f) => f.to_string(),
+            kafka_wire::runtime::PathSegment::Index(i) => format!("[{i}]"),
+        })
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+#[test]
+fn encode_unsupported_version() {
+    let err = MetadataRequest::default().to_bytes(13).unwrap_err();
+    assert_eq!(err.kind(), &EncodeErrorKind::UnsupportedVersion);
+    assert_eq!(err.to_string(), "failed to encode MetadataRequest v13: version is not supported");
+    let err = MetadataRequest::decode(&mut Bytes::new(), -1).unwrap_err();
+    assert_eq!(err.kind(), &DecodeErrorKind::UnsupportedVersion { version: -1 });
+}
+
+#[test]
+fn encode_non_default_value_of_a_field_the_version_lacks() {
+    // IncludeClusterAuthorizedOperations exists in v8-10 only and is not ignorable.
+    let req = MetadataRequest { include_cluster_authorized_operations: true, ..Default::default() };
+    assert!(req.to_bytes(10).is_ok());
+    let err = req.to_bytes(11).unwrap_err();
+    assert_eq!(err.kind(), &EncodeErrorKind::NonDefaultInVersion);
+    assert_eq!(path(&err), "IncludeClusterAuthorizedOperations");
+    assert_eq!(err.message(), Some("MetadataRequest"));
+    assert_eq!(err.version(), Some(11));
+
+    // A tagged struct (FetchRequest.ReplicaState, tag 1, v15+) that is not ignorable.
+    let fetch = FetchRequest { replica_state: ReplicaState { replica_id: 7, ..Default::default() }, ..Default::default() };
+    assert!(fetch.to_bytes(15).is_ok());
+    let err = fetch.to_bytes(14).unwrap_err();
+    assert_eq!(err.kind(), &EncodeErrorKind::NonDefaultInVersion);
+    assert_eq!(path(&err), "ReplicaState");
+
+    // AllowAutoTopicCreation (v4+, default true) is explicitly not ignorable.
+    let req = MetadataRequest { allow_auto_topic_creation: false, ..Default::default() };
+    assert_eq!(req.to_bytes(3).unwrap_err().kind(), &EncodeErrorKind::NonDefaultInVersion);
+
+    // Ignorable fields are dropped silently: JoinGroupRequest.RebalanceTimeoutMs (v1+) at v0.
+    let join = JoinGroupRequest { rebalance_timeout_ms: 5000, ..Default::default() };
+    let v0 = join.to_bytes(0).unwrap();
+    assert_eq!(JoinGroupRequest::decode(&mut v0.clone(), 0).unwrap().rebalance_timeout_ms, -1);
+}
+
+#[test]
+fn encode_null_in_a_non_nullable_version() {
+    // Topics is nullable from v1; at v0 null is not allowed.
+    let req = MetadataRequest { topics: None, ..Default::default() };
+    assert!(req.to_bytes(1).is_ok());
+    let err = req.to_bytes(0).unwrap_err();
+    assert_eq!(err.kind(), &EncodeErrorKind::NullInNonNullableVersion);
+    assert_eq!(path(&err), "Topics");
+
+    // A nested one: Topics[0].Name is nullable from v10 only.
+    let req = MetadataRequest {
+        topics: Some(vec![MetadataRequestTopic { name: None, ..Default::default() }]),
+        ..Default::default()
+    };
+    assert!(req.to_bytes(10).is_ok());
+    let err = req.to_bytes(9).unwrap_err();
+    assert_eq!(path(&err), "Topics.[0].Name");
+}
+
+#[test]
+fn encode_tagged_fields_in_a_non_flexible_version() {
+    let mut unknown = UnknownTaggedFields::default();
+    unknown.push(5, Bytes::from_static(b"x"));
+    let req = MetadataRequest { unknown_tagged_fields: unknown, ..Default::default() };
+    assert!(req.to_bytes(9).is_ok());
+    let err = req.to_bytes(8).unwrap_err();
+    assert_eq!(err.kind(), &EncodeErrorKind::TaggedFieldsInNonFlexibleVersion);
+}
+
+#[test]
+fn encode_string_too_long() {
+    let long: String = "x".repeat(40_000);
+    let req = MetadataRequest {
+        topics: Some(vec![MetadataRequestTopic { name: Some(long.into()), ..Default::default() }]),
+        ..Default::default()
+    };
+    let err = req.to_bytes(12).unwrap_err();
+    assert_eq!(err.kind(), &EncodeErrorKind::TooLong(40_000));
+    assert_eq!(path(&err), "Topics.[0].Name");
+}
+
+fn sample_response() -> MetadataResponse {
+    MetadataResponse {
+        topics: vec![MetadataResponseTopic {
+            name: Some("orders".into()),
+            partitions: vec![MetadataResponsePartition { replica_nodes: vec![1, 2, 3], ..Default::default() }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+#[test]
+fn decode_truncated_names_message_path_and_offset() {
+    let bytes = sample_response().to_bytes(12).unwrap();
+    // Cut inside the replica list of the first partition.
+    let cut = bytes.len() - 12;
+    let err = MetadataResponse::decode(&mut bytes.slice(..cut), 12).unwrap_err();
+    assert_eq!(err.message(), Some("MetadataResponse"));
+    assert_eq!(err.version(), Some(12));
+    assert!(err.path_string().starts_with("Topics[0].Partitions[0]."), "{}", err.path_string());
+    let offset = err.offset().unwrap();
+    assert!(offset <= cut, "offset {offset} beyond the input");
+    assert!(err.to_string().starts_with("failed to decode MetadataResponse v12 field Topics[0].Partitions[0]."), "{err}");
+}
+
+#[test]
+fn decode_null_in_a_non_nullable_version() {
+    // MetadataRequest v0: Topics is an int32-counted array, not nullable at v0.
+    let err = MetadataRequest::decode(&mut Bytes::from_static(&[0xff, 0xff, 0xff, 0xff]), 0).unwrap_err();
+    assert_eq!(err.kind(), &DecodeErrorKind::UnexpectedNull);
+    assert_eq!(err.path_string(), "Topics");
+    // At v1 the same bytes are a null array.
+    let req = MetadataRequest::decode(&mut Bytes::from_static(&[0xff, 0xff, 0xff, 0xff]), 1).unwrap();
+    assert_eq!(req.topics, None);
+}
+
+/// FetchRequest v12 with empty topics, ending in its top-level tagged section.
+fn fetch_v12_with_tags(tags: &[u8]) -> Bytes {
+    let plain = FetchRequest::default().to_bytes(12).unwrap();
+    assert_eq!(plain.last(), Some(&0), "empty tagged section last");
+    let mut v = plain[..plain.len() - 1].to_vec();
+    v.extend_from_slice(tags);
+    Bytes::from(v)
+}
+
+#[test]
+fn decode_known_tag_in_a_version_where_it_is_not_valid() {
+    // Tag 1 (ReplicaState) exists from v15; v12 is flexible but does not have it.
+    let bytes = fetch_v12_with_tags(&[1, 1, 0]);
+    let err = FetchRequest::decode(&mut bytes.clone(), 12).unwrap_err();
+    assert_eq!(err.kind(), &DecodeErrorKind::TagNotValidForVersion { tag: 1, version: 12 });
+}
+
+#[test]
+fn decode_tagged_field_whose_size_does_not_match() {
+    // Tag 0 (ClusterId, compact nullable string) declares 5 bytes but the string "ab" takes 3.
+    let bytes = fetch_v12_with_tags(&[1, 0, 5, 3, b'a', b'b', 0, 0]);
+    let err = FetchRequest::decode(&mut bytes.clone(), 12).unwrap_err();
+    assert_eq!(err.kind(), &DecodeErrorKind::TaggedFieldSizeMismatch { tag: 0, declared: 5, consumed: 3 });
+    assert_eq!(err.path_string(), "");
+    // And the right size decodes.
+    let ok = FetchRequest::decode(&mut fetch_v12_with_tags(&[1, 0, 3, 3, b'a', b'b']), 12).unwrap();
+    assert_eq!(ok.cluster_id.as_deref(), Some("ab"));
+}
+
+#[test]
+fn decode_invalid_utf8_and_overlong_varint() {
+    // RequestHeader v1: api key, version, correlation id, client id "\xc3\x28".
+    let bad = [0, 3, 0, 12, 0, 0, 0, 7, 0, 2, 0xc3, 0x28];
+    let err = RequestHeader::decode(&mut Bytes::copy_from_slice(&bad), 1).unwrap_err();
+    assert_eq!(err.kind(), &DecodeErrorKind::InvalidUtf8);
+    assert_eq!(err.path_string(), "ClientId");
+    assert_eq!(err.offset(), Some(10));
+    // RequestHeader v2 with a tagged section count that never ends.
+    let bad = [0, 3, 0, 12, 0, 0, 0, 7, 0xff, 0xff, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01];
+    let err = RequestHeader::decode(&mut Bytes::copy_from_slice(&bad), 2).unwrap_err();
+    assert_eq!(err.kind(), &DecodeErrorKind::VarintTooLong);
+}
+
+#[test]
+fn unknown_tagged_fields_survive_byte_for_byte() {
+    // RequestHeader v2, null client id, then two unknown tags (7 and 9) in wire order.
+    let wire = [0, 18, 0, 3, 0, 0, 0, 1, 0xff, 0xff, 2, 7, 1, 0xaa, 9, 2, 0xbb, 0xcc];
+    let header = RequestHeader::decode(&mut Bytes::copy_from_slice(&wire), 2).unwrap();
+    assert_eq!(header.unknown_tagged_fields.len(), 2);
+    assert_eq!(header.to_bytes(2).unwrap().as_ref(), &wire[..]);
+}
