@@ -19,9 +19,10 @@ fn path(e: &kafka_wire::EncodeError) -> String {
 
 #[test]
 fn encode_unsupported_version() {
-    let err = MetadataRequest::default().to_bytes(13).unwrap_err();
+    let past = MetadataRequest::VERSIONS.hi + 1;
+    let err = MetadataRequest::default().to_bytes(past).unwrap_err();
     assert_eq!(err.kind(), &EncodeErrorKind::UnsupportedVersion);
-    assert_eq!(err.to_string(), "failed to encode MetadataRequest v13: version is not supported");
+    assert_eq!(err.to_string(), format!("failed to encode MetadataRequest v{past}: version is not supported"));
     let err = MetadataRequest::decode(&mut Bytes::new(), -1).unwrap_err();
     assert_eq!(err.kind(), &DecodeErrorKind::UnsupportedVersion { version: -1 });
 }
@@ -48,7 +49,11 @@ fn encode_non_default_value_of_a_field_the_version_lacks() {
     let req = MetadataRequest { allow_auto_topic_creation: false, ..Default::default() };
     assert_eq!(req.to_bytes(3).unwrap_err().kind(), &EncodeErrorKind::NonDefaultInVersion);
 
-    // Ignorable fields are dropped silently: JoinGroupRequest.RebalanceTimeoutMs (v1+) at v0.
+    // Ignorable fields are dropped silently: JoinGroupRequest.RebalanceTimeoutMs (v1+) at v0
+    // (where the spec set still has v0).
+    if !JoinGroupRequest::VERSIONS.contains(0) {
+        return;
+    }
     let join = JoinGroupRequest { rebalance_timeout_ms: 5000, ..Default::default() };
     let v0 = join.to_bytes(0).unwrap();
     assert_eq!(JoinGroupRequest::decode(&mut v0.clone(), 0).unwrap().rebalance_timeout_ms, -1);

@@ -318,6 +318,16 @@ pub fn lower(specs: &[(String, MessageSpec)]) -> Result<Model, Error> {
     for (file, spec) in specs {
         if spec.kind == "response" {
             if let Some(api) = spec.api_key.and_then(|k| apis.get(&k)) {
+                // Emission pairs a request with its response by name (the `Request` trait's
+                // `Response` type), so the names must agree as well as the key.
+                let expected = format!("{}Response", api.name);
+                if spec.name != expected {
+                    return Err(Error::invalid(
+                        file,
+                        "",
+                        format!("the response to {}Request must be named {expected}", api.name),
+                    ));
+                }
                 let valid = parse_range(file, "", "validVersions", &spec.valid_versions)?;
                 if valid.clamp_hi(i16::MAX) != api.valid && !(valid.is_empty() && api.valid.is_empty()) {
                     return Err(Error::invalid(
@@ -746,11 +756,9 @@ impl Lowering<'_> {
             }
         };
         match ty {
-            FieldType::Bool => match text.as_str() {
-                "true" => Ok(DefaultValue::Bool(true)),
-                "false" => Ok(DefaultValue::Bool(false)),
-                _ => Err(bad()),
-            },
+            // Kafka's FieldSpec compares bool defaults ignoring case.
+            FieldType::Bool if text.eq_ignore_ascii_case("true") => Ok(DefaultValue::Bool(true)),
+            FieldType::Bool if text.eq_ignore_ascii_case("false") => Ok(DefaultValue::Bool(false)),
             FieldType::Int8 => int(i8::MIN.into(), i8::MAX.into()),
             FieldType::Int16 => int(i16::MIN.into(), i16::MAX.into()),
             FieldType::Uint16 => int(0, u16::MAX.into()),

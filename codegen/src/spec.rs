@@ -48,6 +48,8 @@ pub struct StructSpec {
     pub name: String,
     /// Versions of the struct.
     pub versions: String,
+    /// Deprecated versions (Kafka's `StructSpec` reads the key; nothing uses it yet).
+    pub deprecated_versions: Option<String>,
     /// Its fields.
     #[serde(default)]
     pub fields: Vec<FieldSpec>,

@@ -89,18 +89,11 @@ pub fn write_unsigned_varlong<B: BufMut>(buf: &mut B, mut v: u64) {
         buf.put_u8(v as u8);
         return;
     }
-    let mut tmp = [0u8; 10];
-    let mut n = 0;
-    for slot in tmp.iter_mut() {
-        n += 1;
-        if v < 0x80 {
-            *slot = v as u8;
-            break;
-        }
-        *slot = (v as u8 & 0x7f) | 0x80;
+    while v >= 0x80 {
+        buf.put_u8((v as u8 & 0x7f) | 0x80);
         v >>= 7;
     }
-    buf.put_slice(&tmp[..n]);
+    buf.put_u8(v as u8);
 }
 
 /// Writes a zigzag-encoded signed 32-bit varint.

@@ -265,6 +265,7 @@ impl RecordBatch {
             (self.timestamp_type() == TimestampType::LogAppendTime).then_some(self.max_timestamp);
         Ok(RecordIter {
             data,
+            pos: 0,
             left: count,
             base_offset: self.base_offset,
             base_timestamp: self.base_timestamp,
@@ -291,6 +292,7 @@ impl RecordBatch {
 #[derive(Debug, Clone)]
 pub struct RecordIter {
     data: Bytes,
+    pos: usize,
     left: usize,
     base_offset: i64,
     base_timestamp: i64,
@@ -316,17 +318,15 @@ impl Iterator for RecordIter {
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.left == 0 {
-            if self.failed || self.data.is_empty() {
+            let extra = self.data.len().saturating_sub(self.pos);
+            if self.failed || extra == 0 {
                 return None;
             }
             self.failed = true;
-            return Some(Err(invalid(
-                format!("{} bytes follow the last record of the batch", self.data.len()),
-                self.data.len(),
-            )));
+            return Some(Err(invalid(format!("{extra} bytes follow the last record of the batch"), extra)));
         }
         self.left -= 1;
-        match decode_record(&mut self.data, self.base_offset, self.base_timestamp, self.log_append_time) {
+        match decode_record(&self.data, &mut self.pos, self.base_offset, self.base_timestamp, self.log_append_time) {
             Ok(r) => Some(Ok(r)),
             Err(e) => {
                 self.left = 0;

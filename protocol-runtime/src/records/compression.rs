@@ -63,6 +63,7 @@ fn read_bounded<R: Read>(c: Compression, reader: R, hint: usize, limit: usize, i
 pub fn decompress(codec: Compression, data: &[u8], limit: usize, magic: i8) -> Result<Bytes, DecodeError> {
     let _ = magic;
     let hint = data.len().saturating_mul(4);
+    let _ = hint;
     match codec {
         Compression::None => {
             if data.len() > limit {

@@ -11,6 +11,7 @@ use crate::length::take;
 use crate::varint::{read_varint, varint_len, write_varint};
 
 use super::invalid;
+use super::record::{range_at, varint_at};
 
 /// One record header.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -119,38 +120,9 @@ impl Headers {
         self.iter().collect()
     }
 
-    /// Reads `count` headers from `buf`, checking their framing and keys, and keeps them in wire
-    /// form.
-    pub(crate) fn decode(buf: &mut Bytes, count: i32) -> Result<Headers, DecodeError> {
-        if count < 0 {
-            return Err(invalid(format!("invalid negative header count {count}"), buf.len()));
-        }
-        let count = count as usize;
-        // Each header takes at least two bytes (two varint lengths).
-        if count > buf.len() / 2 {
-            return Err(invalid(format!("header count {count} exceeds the {} bytes remaining", buf.len()), buf.len()));
-        }
-        if count == 0 {
-            return Ok(Headers::default());
-        }
-        let start = buf.clone();
-        for _ in 0..count {
-            let k = read_varint(buf)?;
-            if k < 0 {
-                return Err(invalid(format!("invalid negative header key length {k}"), buf.len()));
-            }
-            let remaining = buf.len();
-            let key = take(buf, k as usize)?;
-            if std::str::from_utf8(&key).is_err() {
-                return Err(invalid("header key is not valid UTF-8".to_string(), remaining));
-            }
-            let v = read_varint(buf)?;
-            if v >= 0 {
-                take(buf, v as usize)?;
-            }
-        }
-        let used = start.len() - buf.len();
-        Ok(Headers(Repr::Raw { count, bytes: start.slice(..used) }))
+    /// Headers already checked by [`validate_headers`], kept in wire form.
+    pub(crate) fn from_raw(count: usize, bytes: Bytes) -> Headers {
+        Headers(Repr::Raw { count, bytes })
     }
 
     pub(crate) fn encoded_len(&self) -> usize {
@@ -167,6 +139,37 @@ impl Headers {
             Repr::Owned(v) => v.iter().for_each(|h| h.encode(buf)),
         }
     }
+}
+
+/// Checks `count` headers in `b` at `pos` (lengths within the record, keys UTF-8) without
+/// allocating, moving past them; returns the count.
+#[inline]
+pub(crate) fn validate_headers(b: &[u8], pos: &mut usize, count: i32) -> Result<usize, DecodeError> {
+    let remaining = b.len().saturating_sub(*pos);
+    if count < 0 {
+        return Err(invalid(format!("invalid negative header count {count}"), remaining));
+    }
+    let count = count as usize;
+    // Each header takes at least two bytes (two varint lengths).
+    if count > remaining / 2 {
+        return Err(invalid(format!("header count {count} exceeds the {remaining} bytes remaining"), remaining));
+    }
+    for _ in 0..count {
+        let k = varint_at(b, pos)?;
+        if k < 0 {
+            return Err(invalid(format!("invalid negative header key length {k}"), b.len() - *pos));
+        }
+        let at = b.len() - *pos;
+        let key = range_at(b, pos, k as usize)?;
+        if b.get(key).map(std::str::from_utf8).and_then(Result::ok).is_none() {
+            return Err(invalid("header key is not valid UTF-8".to_string(), at));
+        }
+        let v = varint_at(b, pos)?;
+        if v >= 0 {
+            range_at(b, pos, v as usize)?;
+        }
+    }
+    Ok(count)
 }
 
 impl fmt::Debug for Headers {

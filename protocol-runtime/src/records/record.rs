@@ -13,12 +13,12 @@
 use bytes::{BufMut, Bytes};
 use bytestring::ByteString;
 
-use crate::error::DecodeError;
-use crate::length::take;
-use crate::primitive::read_i8;
-use crate::varint::{read_varint, read_varlong, varint_len, varlong_len, write_varint, write_varlong};
+use std::ops::Range;
 
-use super::header::{Header, Headers};
+use crate::error::{DecodeError, DecodeErrorKind};
+use crate::varint::{varint_len, varlong_len, write_varint, write_varlong};
+
+use super::header::{validate_headers, Header, Headers};
 use super::invalid;
 
 /// A record with absolute offset and timestamp, whatever the format it came from.
@@ -54,59 +54,121 @@ impl Record {
 /// length, value length and header count, one byte each.
 pub(crate) const MIN_RECORD_SIZE: usize = 7;
 
-#[inline]
-fn read_nullable(buf: &mut Bytes) -> Result<Option<Bytes>, DecodeError> {
-    let n = read_varint(buf)?;
+#[cold]
+fn short(needed: usize, b: &[u8], pos: usize) -> DecodeError {
+    let available = b.len().saturating_sub(pos);
+    DecodeError::new(DecodeErrorKind::UnexpectedEnd { needed, available }, available)
+}
+
+/// Reads an unsigned LEB128 value of at most `bits` bits from `b` at `pos`, with the same
+/// rules as [`crate::varint`] (non-minimal accepted, bits past the type rejected).
+#[inline(always)]
+pub(crate) fn uleb(b: &[u8], pos: &mut usize, bits: u32) -> Result<u64, DecodeError> {
+    if let Some(&byte) = b.get(*pos) {
+        if byte & 0x80 == 0 {
+            *pos += 1;
+            return Ok(u64::from(byte));
+        }
+    }
+    let mut value = 0u64;
+    let mut shift = 0u32;
+    loop {
+        let Some(&byte) = b.get(*pos) else {
+            return Err(short(1, b, *pos));
+        };
+        let payload = u64::from(byte & 0x7f);
+        if shift >= bits || (shift > 0 && bits - shift < 7 && payload >> (bits - shift) != 0) {
+            return Err(DecodeError::new(DecodeErrorKind::VarintTooLong, b.len().saturating_sub(*pos)));
+        }
+        *pos += 1;
+        value |= payload << shift;
+        if byte & 0x80 == 0 {
+            return Ok(value);
+        }
+        shift += 7;
+    }
+}
+
+/// Reads a zigzag varint from a slice.
+#[inline(always)]
+pub(crate) fn varint_at(b: &[u8], pos: &mut usize) -> Result<i32, DecodeError> {
+    let v = uleb(b, pos, 32)? as u32;
+    Ok(((v >> 1) as i32) ^ -((v & 1) as i32))
+}
+
+#[inline(always)]
+fn varlong_at(b: &[u8], pos: &mut usize) -> Result<i64, DecodeError> {
+    let v = uleb(b, pos, 64)?;
+    Ok(((v >> 1) as i64) ^ -((v & 1) as i64))
+}
+
+/// Checks that `len` bytes remain at `pos` and returns their range, moving past them.
+#[inline(always)]
+pub(crate) fn range_at(b: &[u8], pos: &mut usize, len: usize) -> Result<Range<usize>, DecodeError> {
+    let start = *pos;
+    let remaining = b.len().saturating_sub(start);
+    if len > remaining {
+        return Err(DecodeError::new(
+            DecodeErrorKind::LengthExceedsRemaining { length: len as u64, remaining },
+            remaining,
+        ));
+    }
+    *pos = start + len;
+    Ok(start..start + len)
+}
+
+#[inline(always)]
+fn nullable_at(b: &[u8], pos: &mut usize) -> Result<Option<Range<usize>>, DecodeError> {
+    let n = varint_at(b, pos)?;
     if n < 0 {
         // Kafka treats any negative length as null.
         return Ok(None);
     }
-    take(buf, n as usize).map(Some)
+    range_at(b, pos, n as usize).map(Some)
 }
 
-/// Reads one length-prefixed record from `buf`.
+/// Reads one length-prefixed record from `data` at `pos`. Keys, values and headers are slices of
+/// `data`; nothing else is allocated.
 #[inline]
 pub(crate) fn decode_record(
-    buf: &mut Bytes,
+    data: &Bytes,
+    pos: &mut usize,
     base_offset: i64,
     base_timestamp: i64,
     log_append_time: Option<i64>,
 ) -> Result<Record, DecodeError> {
-    let len = read_varint(buf)?;
+    let all: &[u8] = data;
+    let len = varint_at(all, pos)?;
     if len < 0 {
-        return Err(invalid(format!("invalid negative record length {len}"), buf.len()));
+        return Err(invalid(format!("invalid negative record length {len}"), all.len() - *pos));
     }
-    let trailing = buf.len().saturating_sub(len as usize);
-    let mut body = take(buf, len as usize)?;
-    decode_body(&mut body, base_offset, base_timestamp, log_append_time).map_err(|e| e.shift(trailing))
-}
-
-#[inline]
-fn decode_body(
-    body: &mut Bytes,
-    base_offset: i64,
-    base_timestamp: i64,
-    log_append_time: Option<i64>,
-) -> Result<Record, DecodeError> {
-    let _attributes = read_i8(body)?;
-    let ts_delta = read_varlong(body)?;
-    let offset_delta = read_varint(body)?;
-    let key = read_nullable(body)?;
-    let value = read_nullable(body)?;
-    let count = read_varint(body)?;
-    let headers = Headers::decode(body, count)?;
-    if !body.is_empty() {
-        return Err(invalid(
-            format!("record has {} bytes beyond its headers", body.len()),
-            body.len(),
-        ));
-    }
+    let body = range_at(all, pos, len as usize)?;
+    let trailing = all.len() - body.end;
+    // Parse within the record's own bytes, so no field can run into the next record.
+    let b = all.get(..body.end).unwrap_or_default();
+    let mut p = body.start;
+    let parsed = (|| {
+        let _attributes = b.get(p).ok_or_else(|| short(1, b, p))?;
+        p += 1;
+        let ts_delta = varlong_at(b, &mut p)?;
+        let offset_delta = varint_at(b, &mut p)?;
+        let key = nullable_at(b, &mut p)?;
+        let value = nullable_at(b, &mut p)?;
+        let count = varint_at(b, &mut p)?;
+        let headers_start = p;
+        let count = validate_headers(b, &mut p, count)?;
+        if p != b.len() {
+            return Err(invalid(format!("record has {} bytes beyond its headers", b.len() - p), b.len() - p));
+        }
+        Ok((ts_delta, offset_delta, key, value, count, headers_start..p))
+    })();
+    let (ts_delta, offset_delta, key, value, count, headers) = parsed.map_err(|e| e.shift(trailing))?;
     Ok(Record {
         offset: base_offset.wrapping_add(i64::from(offset_delta)),
         timestamp: log_append_time.unwrap_or_else(|| base_timestamp.wrapping_add(ts_delta)),
-        key,
-        value,
-        headers,
+        key: key.map(|r| data.slice(r)),
+        value: value.map(|r| data.slice(r)),
+        headers: if count == 0 { Headers::new() } else { Headers::from_raw(count, data.slice(headers)) },
     })
 }
 
