@@ -22,6 +22,9 @@
 //!   `"flexibleVersions": "none"`);
 //! - a response frame = int32 size + ResponseHeader + body. ResponseHeader v0 = correlation_id;
 //!   v1 (flexible responses) adds a tagged section; ApiVersionsResponse always uses v0.
+// The frames are written against Kafka 3.9.0's specs (the default set); other spec sets
+// change field types and drop versions, so this file only builds with 3.9.0.
+#![cfg(kafka_specs_3_9_0)]
 
 use kafka_wire::messages::{self as m, RequestHeader, ResponseHeader};
 use kafka_wire::{ApiKey, ByteString, Bytes, Decode, Message, UnknownTaggedFields, Uuid};

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Runs every test: the whole workspace against the default spec set (Kafka 3.9.0), then the
+# generated crate again against the Kafka trunk snapshot, as CI does.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+shared=../shared/message-specs
+cargo test --workspace
+
+if [ -d "$shared/kafka-trunk-2025-02-14" ]; then
+  echo "== again with KAFKA_WIRE_SPECS=$shared/kafka-trunk-2025-02-14"
+  KAFKA_WIRE_SPECS="$shared/kafka-trunk-2025-02-14" cargo test -p kafka-wire
+fi
