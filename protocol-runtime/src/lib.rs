@@ -10,6 +10,7 @@
 pub mod api;
 pub mod array;
 pub mod error;
+pub mod error_code;
 pub mod length;
 pub mod message;
 pub mod primitive;
@@ -22,6 +23,7 @@ pub mod varint;
 pub mod version;
 
 pub use api::ApiInfo;
+pub use error_code::ErrorCode;
 pub use bytes::{Buf, BufMut, Bytes, BytesMut};
 pub use bytestring::ByteString;
 pub use error::{DecodeContext, DecodeError, DecodeErrorKind, EncodeContext, EncodeError, EncodeErrorKind, PathSegment};
