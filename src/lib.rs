@@ -35,5 +35,13 @@ pub mod messages {
 
 pub use messages::{ApiKey, RequestKind, ResponseKind};
 
+pub mod header;
+pub mod negotiate;
+
+pub use kafka_wire_runtime::visit::{EntityField, EntityMut, EntityType, EntityValue, Keyed, KeyedSlice, Visit};
+pub use kafka_wire_runtime::ErrorCode;
+
+pub mod codec;
+
 /// The directory of Kafka specs this build was generated from.
 pub const SPEC_DIR: &str = env!("KAFKA_WIRE_SPEC_DIR");

@@ -16,7 +16,9 @@ pub fn read_nullable_array<T>(
     let Some(n) = read_len32(buf, compact)? else {
         return Ok(None);
     };
-    let mut out = Vec::with_capacity(n);
+    let remaining = bytes::Buf::remaining(buf);
+    crate::limits::charge_array(n, std::mem::size_of::<T>(), remaining)?;
+    let mut out = Vec::with_capacity(prealloc::<T>(n, remaining));
     for i in 0..n {
         match elem(buf) {
             Ok(v) => out.push(v),
@@ -24,6 +26,21 @@ pub fn read_nullable_array<T>(
         }
     }
     Ok(Some(out))
+}
+
+/// Bytes any array may reserve up front, whatever the input.
+const PREALLOC_FREE: usize = 64 << 10;
+
+/// Elements to reserve for an array claiming `n` with `remaining` bytes of input left. Every
+/// element takes at least a byte, so `n <= remaining`; but an element may be much larger in memory
+/// than on the wire, so a claim is only reserved in full up to four bytes of memory per byte of
+/// input left (or 64 KiB). Past that the vector grows as elements actually decode, which keeps a
+/// lying count from costing more memory than the input that backs it.
+#[inline]
+fn prealloc<T>(n: usize, remaining: usize) -> usize {
+    let size = std::mem::size_of::<T>().max(1);
+    let cap = remaining.saturating_mul(4).max(PREALLOC_FREE) / size;
+    n.min(cap)
 }
 
 /// Reads an array that must not be null.

@@ -87,6 +87,16 @@ pub enum DecodeErrorKind {
     UnknownApiKey(i16),
     /// A value is structurally invalid (records framing, checksums, limits).
     Invalid(String),
+    /// A length, count or size fits in the input but is over a bound of the
+    /// [`DecodeLimits`](crate::limits::DecodeLimits) in force.
+    LimitExceeded {
+        /// Which bound.
+        limit: crate::limits::Limit,
+        /// The value seen (for the allocation budget: the bytes it would have reached).
+        value: u64,
+        /// The bound.
+        max: u64,
+    },
 }
 
 impl fmt::Display for DecodeErrorKind {
@@ -115,6 +125,7 @@ impl fmt::Display for DecodeErrorKind {
             UnsupportedVersion { version } => write!(f, "version {version} is not supported"),
             UnknownApiKey(k) => write!(f, "unknown api key {k}"),
             Invalid(msg) => f.write_str(msg),
+            LimitExceeded { limit, value, max } => write!(f, "{value} exceeds the decode limit {limit} = {max}"),
         }
     }
 }

@@ -10,8 +10,11 @@
 pub mod api;
 pub mod array;
 pub mod error;
+#[cfg(feature = "serde")]
+pub mod json;
 pub mod error_code;
 pub mod length;
+pub mod limits;
 pub mod message;
 pub mod primitive;
 pub mod sample;
@@ -21,6 +24,7 @@ pub mod tagged;
 pub mod uuid;
 pub mod varint;
 pub mod version;
+pub mod visit;
 
 pub use api::ApiInfo;
 pub use error_code::ErrorCode;
@@ -28,6 +32,8 @@ pub use bytes::{Buf, BufMut, Bytes, BytesMut};
 pub use bytestring::ByteString;
 pub use error::{DecodeContext, DecodeError, DecodeErrorKind, EncodeContext, EncodeError, EncodeErrorKind, PathSegment};
 pub use message::{Decode, Encode, Message, Request};
+pub use limits::{decode_with_limits, DecodeLimits};
 pub use tagged::{RawTaggedField, UnknownTaggedFields};
 pub use uuid::Uuid;
 pub use version::VersionRange;
+pub use visit::{EntityType, Keyed, KeyedSlice, Visit};

@@ -68,7 +68,7 @@ pub fn decode_message<T: Message>(
         return Err(DecodeError::new(DecodeErrorKind::UnsupportedVersion { version }, total)
             .in_message(T::NAME, version, total));
     }
-    fields(buf, version).map_err(|e| e.in_message(T::NAME, version, total))
+    crate::limits::with_message_budget(|| fields(buf, version)).map_err(|e| e.in_message(T::NAME, version, total))
 }
 
 /// Encodes a top-level message: checks the version, then names the message and version in any

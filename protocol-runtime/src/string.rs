@@ -23,10 +23,8 @@ pub fn read_nullable_string(buf: &mut Bytes, compact: bool) -> Result<Option<Byt
     let Some(n) = read_len16(buf, compact)? else {
         return Ok(None);
     };
-    if n > MAX_STRING_LEN {
-        return Err(DecodeError::new(DecodeErrorKind::StringTooLong(n), bytes::Buf::remaining(buf)));
-    }
     let remaining = bytes::Buf::remaining(buf);
+    crate::limits::check_string_len(n, remaining)?;
     let raw = take(buf, n)?;
     // Report a bad string at its start.
     ByteString::try_from(raw).map(Some).map_err(|_| DecodeError::new(DecodeErrorKind::InvalidUtf8, remaining))
@@ -78,7 +76,10 @@ pub fn nullable_string_len(s: Option<&str>, compact: bool) -> usize {
 #[inline]
 pub fn read_nullable_bytes(buf: &mut Bytes, compact: bool) -> Result<Option<Bytes>, DecodeError> {
     match read_len32(buf, compact)? {
-        Some(n) => take(buf, n).map(Some),
+        Some(n) => {
+            crate::limits::check_bytes_len(n, bytes::Buf::remaining(buf))?;
+            take(buf, n).map(Some)
+        }
         None => Ok(None),
     }
 }

@@ -108,6 +108,8 @@ pub fn read_tagged_fields(
             remaining,
         ));
     }
+    // Charged as if every field were unknown and kept: the most the section can allocate.
+    crate::limits::charge_array(count as usize, std::mem::size_of::<RawTaggedField>(), buf.remaining())?;
     for _ in 0..count {
         let tag = read_unsigned_varint(buf)?;
         let size = read_unsigned_varint(buf)? as usize;

@@ -194,6 +194,7 @@ fn emit_dispatch(model: &Model, request: bool) -> TokenStream {
     let encode = pairs.iter().map(|(v, _)| quote!(Self::#v(m) => rt::Encode::encode(m, buf, version),));
     let len = pairs.iter().map(|(v, _)| quote!(Self::#v(m) => rt::Encode::encoded_len(m, version),));
     let key = pairs.iter().map(|(v, _)| quote!(Self::#v(_) => ApiKey::#v,));
+    let variant_names: Vec<_> = pairs.iter().map(|(v, _)| v.clone()).collect();
     let froms = pairs.iter().map(|(v, t)| {
         quote! {
             impl From<#t> for #enum_ident {
@@ -257,5 +258,25 @@ fn emit_dispatch(model: &Model, request: bool) -> TokenStream {
         }
 
         #(#froms)*
+
+        impl rt::visit::Visit for #enum_ident {
+            fn visit_entities(&self, f: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityValue<'_>)) {
+                match self {
+                    #(Self::#variant_names(m) => rt::visit::Visit::visit_entities(m, f),)*
+                }
+            }
+
+            fn visit_entities_mut(&mut self, f: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityMut<'_>)) {
+                match self {
+                    #(Self::#variant_names(m) => rt::visit::Visit::visit_entities_mut(m, f),)*
+                }
+            }
+
+            fn visit_error_codes(&self, f: &mut dyn FnMut(&'static str, rt::ErrorCode)) {
+                match self {
+                    #(Self::#variant_names(m) => rt::visit::Visit::visit_error_codes(m, f),)*
+                }
+            }
+        }
     }
 }

@@ -52,6 +52,7 @@ pub fn emit_struct(msg: &Message, s: &Struct, top: bool) -> TokenStream {
     let (dv, ev, lv) = (version_param(&decode), version_param(&encode), version_param(&len));
 
     let sample = g.sample_body();
+    let access = super::access::emit_access(s);
     let impls = if top {
         let fq = Literal::string(&msg.name);
         let valid = range_tokens(msg.valid);
@@ -110,6 +111,7 @@ pub fn emit_struct(msg: &Message, s: &Struct, top: bool) -> TokenStream {
     };
 
     let doc = doc_attrs(&doc);
+    let json = super::json::emit_struct_json(s, top);
     let sample_version = if uses_ident(&sample, "version") { quote!(version) } else { quote!(_version) };
     quote! {
         #doc
@@ -130,12 +132,16 @@ pub fn emit_struct(msg: &Message, s: &Struct, top: bool) -> TokenStream {
 
         #impls
 
+        #access
+
         #[cfg(feature = "sample")]
         impl rt::sample::Sample for #name {
             fn sample(#sample_version: i16, rng: &mut rt::sample::SampleRng) -> Self {
                 #sample
             }
         }
+
+        #json
     }
 }
 

@@ -194,6 +194,45 @@ impl rt::Message for SnapshotRequest {
     const VERSIONS: rt::VersionRange = rt::VersionRange { lo: 0, hi: 3 };
     const FLEXIBLE_VERSIONS: rt::VersionRange = rt::VersionRange { lo: 2, hi: 3 };
 }
+impl rt::visit::Visit for SnapshotRequest {
+    fn visit_entities(
+        &self,
+        f: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityValue<'_>),
+    ) {
+        if let Some(v) = &self.group_id {
+            f(
+                rt::visit::EntityField {
+                    kind: rt::visit::EntityType::GroupId,
+                    field: "GroupId",
+                },
+                rt::visit::EntityValue::Str(v),
+            );
+        }
+        for v in self.topics.iter() {
+            rt::visit::Visit::visit_entities(v, f);
+        }
+    }
+    fn visit_entities_mut(
+        &mut self,
+        f: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityMut<'_>),
+    ) {
+        f(
+            rt::visit::EntityField {
+                kind: rt::visit::EntityType::GroupId,
+                field: "GroupId",
+            },
+            rt::visit::EntityMut::NullableStr(&mut self.group_id),
+        );
+        for v in self.topics.iter_mut() {
+            rt::visit::Visit::visit_entities_mut(v, f);
+        }
+    }
+    fn visit_error_codes(&self, f: &mut dyn FnMut(&'static str, rt::ErrorCode)) {
+        for v in self.topics.iter() {
+            rt::visit::Visit::visit_error_codes(v, f);
+        }
+    }
+}
 #[cfg(feature = "sample")]
 impl rt::sample::Sample for SnapshotRequest {
     fn sample(version: i16, rng: &mut rt::sample::SampleRng) -> Self {
@@ -212,6 +251,139 @@ impl rt::sample::Sample for SnapshotRequest {
             value.unknown_tagged_fields = rng.unknown_tagged_fields(1);
         }
         value
+    }
+}
+#[cfg(feature = "serde")]
+impl rt::json::JsonMessage for SnapshotRequest {
+    fn to_json(&self, version: i16) -> Result<rt::json::Value, rt::json::JsonError> {
+        rt::json::message_to_json::<
+            Self,
+        >(
+            version,
+            || {
+                let mut obj = rt::json::Map::new();
+                obj.insert(
+                    "groupId".into(),
+                    rt::json::option_to_json(
+                        self.group_id.as_ref(),
+                        version >= 1,
+                        "groupId",
+                        version,
+                    )?,
+                );
+                obj.insert(
+                    "timeoutMs".into(),
+                    rt::json::field_to_json(&self.timeout_ms, "timeoutMs", version)?,
+                );
+                obj.insert(
+                    "topics".into(),
+                    rt::json::field_to_json(&self.topics, "topics", version)?,
+                );
+                if version >= 3 {
+                    obj.insert(
+                        "rack".into(),
+                        rt::json::field_to_json(&self.rack, "rack", version)?,
+                    );
+                }
+                if version >= 2 {
+                    if self.trace_id != -1 {
+                        obj.insert(
+                            "traceId".into(),
+                            rt::json::field_to_json(&self.trace_id, "traceId", version)?,
+                        );
+                    }
+                } else {
+                    if self.trace_id != -1 {
+                        return Err(rt::json::not_in_version("traceId"));
+                    }
+                }
+                rt::json::write_unknown_tagged(&mut obj, &self.unknown_tagged_fields);
+                Ok(rt::json::Value::Object(obj))
+            },
+        )
+    }
+    fn from_json(
+        value: &rt::json::Value,
+        version: i16,
+    ) -> Result<Self, rt::json::JsonError> {
+        rt::json::message_from_json::<
+            Self,
+        >(
+            version,
+            || {
+                let obj = rt::json::object(value)?;
+                rt::json::check_keys(
+                    obj,
+                    &[
+                        "groupId",
+                        "timeoutMs",
+                        "topics",
+                        "rack",
+                        "traceId",
+                        "_unknownTaggedFields",
+                    ],
+                )?;
+                Ok(Self {
+                    group_id: match obj.get("groupId") {
+                        Some(v) => {
+                            rt::json::option_from_json(
+                                v,
+                                version >= 1,
+                                "groupId",
+                                version,
+                            )?
+                        }
+                        None => return Err(rt::json::missing("groupId")),
+                    },
+                    timeout_ms: match obj.get("timeoutMs") {
+                        Some(v) => {
+                            rt::json::field_from_json::<i32>(v, "timeoutMs", version)?
+                        }
+                        None => return Err(rt::json::missing("timeoutMs")),
+                    },
+                    topics: match obj.get("topics") {
+                        Some(v) => {
+                            rt::json::field_from_json::<
+                                Vec<SnapshotTopic>,
+                            >(v, "topics", version)?
+                        }
+                        None => return Err(rt::json::missing("topics")),
+                    },
+                    rack: match obj.get("rack") {
+                        Some(v) => {
+                            if version >= 3 {
+                                rt::json::field_from_json::<
+                                    rt::ByteString,
+                                >(v, "rack", version)?
+                            } else {
+                                return Err(rt::json::not_in_version("rack"))
+                            }
+                        }
+                        None => {
+                            if version >= 3 {
+                                return Err(rt::json::missing("rack"))
+                            } else {
+                                rt::ByteString::from_static("none")
+                            }
+                        }
+                    },
+                    trace_id: match obj.get("traceId") {
+                        Some(v) => {
+                            if version >= 2 {
+                                rt::json::field_from_json::<i64>(v, "traceId", version)?
+                            } else {
+                                return Err(rt::json::not_in_version("traceId"))
+                            }
+                        }
+                        None => -1,
+                    },
+                    unknown_tagged_fields: rt::json::read_unknown_tagged(
+                        obj,
+                        version >= 2,
+                    )?,
+                })
+            },
+        )
     }
 }
 /// The partitions.
@@ -301,6 +473,32 @@ impl rt::Encode for SnapshotPartition {
         len
     }
 }
+impl rt::visit::Visit for SnapshotPartition {
+    fn visit_entities(
+        &self,
+        f: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityValue<'_>),
+    ) {
+        {
+            let v = &self.leader;
+            rt::visit::Visit::visit_entities(v, f);
+        }
+    }
+    fn visit_entities_mut(
+        &mut self,
+        f: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityMut<'_>),
+    ) {
+        {
+            let v = &mut self.leader;
+            rt::visit::Visit::visit_entities_mut(v, f);
+        }
+    }
+    fn visit_error_codes(&self, f: &mut dyn FnMut(&'static str, rt::ErrorCode)) {
+        {
+            let v = &self.leader;
+            rt::visit::Visit::visit_error_codes(v, f);
+        }
+    }
+}
 #[cfg(feature = "sample")]
 impl rt::sample::Sample for SnapshotPartition {
     fn sample(version: i16, rng: &mut rt::sample::SampleRng) -> Self {
@@ -313,6 +511,58 @@ impl rt::sample::Sample for SnapshotPartition {
             value.unknown_tagged_fields = rng.unknown_tagged_fields(0);
         }
         value
+    }
+}
+#[cfg(feature = "serde")]
+impl rt::json::JsonMessage for SnapshotPartition {
+    fn to_json(&self, version: i16) -> Result<rt::json::Value, rt::json::JsonError> {
+        let mut obj = rt::json::Map::new();
+        obj.insert(
+            "index".into(),
+            rt::json::field_to_json(&self.index, "index", version)?,
+        );
+        if version >= 1 {
+            obj.insert(
+                "leader".into(),
+                rt::json::field_to_json(&self.leader, "leader", version)?,
+            );
+        } else {
+            if self.leader != LeaderInfo::default() {
+                return Err(rt::json::not_in_version("leader"));
+            }
+        }
+        rt::json::write_unknown_tagged(&mut obj, &self.unknown_tagged_fields);
+        Ok(rt::json::Value::Object(obj))
+    }
+    fn from_json(
+        value: &rt::json::Value,
+        version: i16,
+    ) -> Result<Self, rt::json::JsonError> {
+        let obj = rt::json::object(value)?;
+        rt::json::check_keys(obj, &["index", "leader", "_unknownTaggedFields"])?;
+        Ok(Self {
+            index: match obj.get("index") {
+                Some(v) => rt::json::field_from_json::<i32>(v, "index", version)?,
+                None => return Err(rt::json::missing("index")),
+            },
+            leader: match obj.get("leader") {
+                Some(v) => {
+                    if version >= 1 {
+                        rt::json::field_from_json::<LeaderInfo>(v, "leader", version)?
+                    } else {
+                        return Err(rt::json::not_in_version("leader"))
+                    }
+                }
+                None => {
+                    if version >= 1 {
+                        return Err(rt::json::missing("leader"))
+                    } else {
+                        LeaderInfo::default()
+                    }
+                }
+            },
+            unknown_tagged_fields: rt::json::read_unknown_tagged(obj, version >= 2)?,
+        })
     }
 }
 /// The topics.
@@ -407,6 +657,56 @@ impl rt::Encode for SnapshotTopic {
         len
     }
 }
+impl rt::visit::Visit for SnapshotTopic {
+    fn visit_entities(
+        &self,
+        f: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityValue<'_>),
+    ) {
+        {
+            let v = &self.name;
+            f(
+                rt::visit::EntityField {
+                    kind: rt::visit::EntityType::TopicName,
+                    field: "Name",
+                },
+                rt::visit::EntityValue::Str(v),
+            );
+        }
+        for v in self.partitions.iter() {
+            rt::visit::Visit::visit_entities(v, f);
+        }
+    }
+    fn visit_entities_mut(
+        &mut self,
+        f: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityMut<'_>),
+    ) {
+        {
+            let v = &mut self.name;
+            f(
+                rt::visit::EntityField {
+                    kind: rt::visit::EntityType::TopicName,
+                    field: "Name",
+                },
+                rt::visit::EntityMut::Str(v),
+            );
+        }
+        for v in self.partitions.iter_mut() {
+            rt::visit::Visit::visit_entities_mut(v, f);
+        }
+    }
+    fn visit_error_codes(&self, f: &mut dyn FnMut(&'static str, rt::ErrorCode)) {
+        for v in self.partitions.iter() {
+            rt::visit::Visit::visit_error_codes(v, f);
+        }
+    }
+}
+///Keyed by `Name` (the spec's `mapKey` fields).
+impl rt::visit::Keyed for SnapshotTopic {
+    type Key<'a> = &'a str;
+    fn key(&self) -> Self::Key<'_> {
+        &*self.name
+    }
+}
 #[cfg(feature = "sample")]
 impl rt::sample::Sample for SnapshotTopic {
     fn sample(version: i16, rng: &mut rt::sample::SampleRng) -> Self {
@@ -418,6 +718,43 @@ impl rt::sample::Sample for SnapshotTopic {
             value.unknown_tagged_fields = rng.unknown_tagged_fields(0);
         }
         value
+    }
+}
+#[cfg(feature = "serde")]
+impl rt::json::JsonMessage for SnapshotTopic {
+    fn to_json(&self, version: i16) -> Result<rt::json::Value, rt::json::JsonError> {
+        let mut obj = rt::json::Map::new();
+        obj.insert("name".into(), rt::json::field_to_json(&self.name, "name", version)?);
+        obj.insert(
+            "partitions".into(),
+            rt::json::field_to_json(&self.partitions, "partitions", version)?,
+        );
+        rt::json::write_unknown_tagged(&mut obj, &self.unknown_tagged_fields);
+        Ok(rt::json::Value::Object(obj))
+    }
+    fn from_json(
+        value: &rt::json::Value,
+        version: i16,
+    ) -> Result<Self, rt::json::JsonError> {
+        let obj = rt::json::object(value)?;
+        rt::json::check_keys(obj, &["name", "partitions", "_unknownTaggedFields"])?;
+        Ok(Self {
+            name: match obj.get("name") {
+                Some(v) => {
+                    rt::json::field_from_json::<rt::ByteString>(v, "name", version)?
+                }
+                None => return Err(rt::json::missing("name")),
+            },
+            partitions: match obj.get("partitions") {
+                Some(v) => {
+                    rt::json::field_from_json::<
+                        Vec<SnapshotPartition>,
+                    >(v, "partitions", version)?
+                }
+                None => return Err(rt::json::missing("partitions")),
+            },
+            unknown_tagged_fields: rt::json::read_unknown_tagged(obj, version >= 2)?,
+        })
     }
 }
 /// LeaderInfo
@@ -495,6 +832,39 @@ impl rt::Encode for LeaderInfo {
         len
     }
 }
+impl rt::visit::Visit for LeaderInfo {
+    fn visit_entities(
+        &self,
+        f: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityValue<'_>),
+    ) {
+        {
+            let v = &self.leader_id;
+            f(
+                rt::visit::EntityField {
+                    kind: rt::visit::EntityType::BrokerId,
+                    field: "LeaderId",
+                },
+                rt::visit::EntityValue::Int32(*v),
+            );
+        }
+    }
+    fn visit_entities_mut(
+        &mut self,
+        f: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityMut<'_>),
+    ) {
+        {
+            let v = &mut self.leader_id;
+            f(
+                rt::visit::EntityField {
+                    kind: rt::visit::EntityType::BrokerId,
+                    field: "LeaderId",
+                },
+                rt::visit::EntityMut::Int32(v),
+            );
+        }
+    }
+    fn visit_error_codes(&self, _f: &mut dyn FnMut(&'static str, rt::ErrorCode)) {}
+}
 #[cfg(feature = "sample")]
 impl rt::sample::Sample for LeaderInfo {
     fn sample(version: i16, rng: &mut rt::sample::SampleRng) -> Self {
@@ -505,6 +875,40 @@ impl rt::sample::Sample for LeaderInfo {
             value.unknown_tagged_fields = rng.unknown_tagged_fields(0);
         }
         value
+    }
+}
+#[cfg(feature = "serde")]
+impl rt::json::JsonMessage for LeaderInfo {
+    fn to_json(&self, version: i16) -> Result<rt::json::Value, rt::json::JsonError> {
+        let mut obj = rt::json::Map::new();
+        obj.insert(
+            "leaderId".into(),
+            rt::json::field_to_json(&self.leader_id, "leaderId", version)?,
+        );
+        obj.insert(
+            "leaderEpoch".into(),
+            rt::json::field_to_json(&self.leader_epoch, "leaderEpoch", version)?,
+        );
+        rt::json::write_unknown_tagged(&mut obj, &self.unknown_tagged_fields);
+        Ok(rt::json::Value::Object(obj))
+    }
+    fn from_json(
+        value: &rt::json::Value,
+        version: i16,
+    ) -> Result<Self, rt::json::JsonError> {
+        let obj = rt::json::object(value)?;
+        rt::json::check_keys(obj, &["leaderId", "leaderEpoch", "_unknownTaggedFields"])?;
+        Ok(Self {
+            leader_id: match obj.get("leaderId") {
+                Some(v) => rt::json::field_from_json::<i32>(v, "leaderId", version)?,
+                None => return Err(rt::json::missing("leaderId")),
+            },
+            leader_epoch: match obj.get("leaderEpoch") {
+                Some(v) => rt::json::field_from_json::<i32>(v, "leaderEpoch", version)?,
+                None => return Err(rt::json::missing("leaderEpoch")),
+            },
+            unknown_tagged_fields: rt::json::read_unknown_tagged(obj, version >= 2)?,
+        })
     }
 }
 impl rt::Request for SnapshotRequest {

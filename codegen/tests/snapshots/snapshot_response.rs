@@ -91,6 +91,19 @@ impl rt::Message for SnapshotResponse {
     const VERSIONS: rt::VersionRange = rt::VersionRange { lo: 0, hi: 3 };
     const FLEXIBLE_VERSIONS: rt::VersionRange = rt::VersionRange { lo: 2, hi: 3 };
 }
+impl rt::visit::Visit for SnapshotResponse {
+    fn visit_entities(
+        &self,
+        _f: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityValue<'_>),
+    ) {}
+    fn visit_entities_mut(
+        &mut self,
+        _f: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityMut<'_>),
+    ) {}
+    fn visit_error_codes(&self, f: &mut dyn FnMut(&'static str, rt::ErrorCode)) {
+        f("ErrorCode", rt::ErrorCode(self.error_code));
+    }
+}
 #[cfg(feature = "sample")]
 impl rt::sample::Sample for SnapshotResponse {
     fn sample(version: i16, rng: &mut rt::sample::SampleRng) -> Self {
@@ -100,5 +113,50 @@ impl rt::sample::Sample for SnapshotResponse {
             value.unknown_tagged_fields = rng.unknown_tagged_fields(0);
         }
         value
+    }
+}
+#[cfg(feature = "serde")]
+impl rt::json::JsonMessage for SnapshotResponse {
+    fn to_json(&self, version: i16) -> Result<rt::json::Value, rt::json::JsonError> {
+        rt::json::message_to_json::<
+            Self,
+        >(
+            version,
+            || {
+                let mut obj = rt::json::Map::new();
+                obj.insert(
+                    "errorCode".into(),
+                    rt::json::field_to_json(&self.error_code, "errorCode", version)?,
+                );
+                rt::json::write_unknown_tagged(&mut obj, &self.unknown_tagged_fields);
+                Ok(rt::json::Value::Object(obj))
+            },
+        )
+    }
+    fn from_json(
+        value: &rt::json::Value,
+        version: i16,
+    ) -> Result<Self, rt::json::JsonError> {
+        rt::json::message_from_json::<
+            Self,
+        >(
+            version,
+            || {
+                let obj = rt::json::object(value)?;
+                rt::json::check_keys(obj, &["errorCode", "_unknownTaggedFields"])?;
+                Ok(Self {
+                    error_code: match obj.get("errorCode") {
+                        Some(v) => {
+                            rt::json::field_from_json::<i16>(v, "errorCode", version)?
+                        }
+                        None => return Err(rt::json::missing("errorCode")),
+                    },
+                    unknown_tagged_fields: rt::json::read_unknown_tagged(
+                        obj,
+                        version >= 2,
+                    )?,
+                })
+            },
+        )
     }
 }

@@ -36,8 +36,10 @@ fn disabled(c: Compression, remaining: usize) -> DecodeError {
 }
 
 #[cold]
-fn too_big(c: Compression, limit: usize, remaining: usize) -> DecodeError {
-    invalid(format!("{c} data inflates past the limit of {limit} bytes"), remaining)
+fn too_big(value: usize, limit: usize, remaining: usize) -> DecodeError {
+    // Reported as the decode limit it is: `value` is the size seen, or limit + 1 when inflating
+    // stopped at the limit.
+    crate::limits::exceeded(crate::limits::Limit::DecompressedSize, value, limit, remaining)
 }
 
 #[cold]
@@ -53,7 +55,7 @@ fn read_bounded<R: Read>(c: Compression, reader: R, hint: usize, limit: usize, i
     let mut bounded = reader.take(limit as u64 + 1);
     bounded.read_to_end(&mut out).map_err(|e| corrupt(c, e, input_len))?;
     if out.len() > limit {
-        return Err(too_big(c, limit, input_len));
+        return Err(too_big(out.len(), limit, input_len));
     }
     Ok(Bytes::from(out))
 }
@@ -67,7 +69,7 @@ pub fn decompress(codec: Compression, data: &[u8], limit: usize, magic: i8) -> R
     match codec {
         Compression::None => {
             if data.len() > limit {
-                return Err(too_big(codec, limit, data.len()));
+                return Err(too_big(data.len(), limit, data.len()));
             }
             Ok(Bytes::copy_from_slice(data))
         }
@@ -161,7 +163,7 @@ fn snappy_decompress(data: &[u8], limit: usize) -> Result<Bytes, DecodeError> {
     if !is_xerial {
         let n = snap::raw::decompress_len(data).map_err(|e| corrupt(c, e, data.len()))?;
         if n > limit {
-            return Err(too_big(c, limit, data.len()));
+            return Err(too_big(n, limit, data.len()));
         }
         return dec.decompress_vec(data).map(Bytes::from).map_err(|e| corrupt(c, e, data.len()));
     }
@@ -174,7 +176,7 @@ fn snappy_decompress(data: &[u8], limit: usize) -> Result<Bytes, DecodeError> {
         let block = tail.get(..len).ok_or_else(|| corrupt(c, "xerial block length exceeds the data", rest.len()))?;
         let n = snap::raw::decompress_len(block).map_err(|e| corrupt(c, e, rest.len()))?;
         if n > limit.saturating_sub(out.len()) {
-            return Err(too_big(c, limit, rest.len()));
+            return Err(too_big(out.len().saturating_add(n), limit, rest.len()));
         }
         let at = out.len();
         out.resize(at + n, 0);

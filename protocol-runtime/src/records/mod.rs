@@ -170,8 +170,12 @@ pub struct DecodeOptions {
 }
 
 impl Default for DecodeOptions {
+    /// CRC checks on, and the decompression bound of the [`DecodeLimits`](crate::limits::DecodeLimits)
+    /// in force on this thread ([`DEFAULT_MAX_DECOMPRESSED_SIZE`] outside any
+    /// [`decode_with_limits`](crate::limits::decode_with_limits) scope), so records decoded
+    /// inside a scope obey the same limits as the message that carried them.
     fn default() -> Self {
-        DecodeOptions { max_decompressed_size: DEFAULT_MAX_DECOMPRESSED_SIZE, verify_crc: true }
+        DecodeOptions { max_decompressed_size: crate::limits::current().max_decompressed_size, verify_crc: true }
     }
 }
 

@@ -1,0 +1,156 @@
+//! Generic access impls for each struct: entity visitors, error-code visitors
+//! (`rt::visit::Visit`) and `mapKey` lookups (`rt::visit::Keyed`).
+
+use proc_macro2::{Literal, TokenStream};
+use quote::quote;
+
+use super::types::{field_ident, struct_ident};
+use crate::model::{Field, FieldType, Struct};
+
+/// `impl Visit` (and `impl Keyed` when the struct has `mapKey` fields).
+pub fn emit_access(s: &Struct) -> TokenStream {
+    let name = struct_ident(&s.name);
+    let mut read = Vec::new();
+    let mut write = Vec::new();
+    let mut errors = Vec::new();
+    for f in &s.fields {
+        let id = field_ident(&f.name);
+        let fname = Literal::string(&f.name);
+        if let Some(kind) = f.entity_type.as_deref().and_then(entity_variant) {
+            let field = quote!(rt::visit::EntityField { kind: rt::visit::EntityType::#kind, field: #fname });
+            let (r, w) = entity_visits(f, &field);
+            read.push(r);
+            write.push(w);
+        }
+        if is_error_code(f) {
+            errors.push(quote!(f(#fname, rt::ErrorCode(self.#id));));
+        }
+        if f.ty.struct_name().is_some() {
+            read.push(each(f, false, quote!(rt::visit::Visit::visit_entities(v, f);)));
+            write.push(each(f, true, quote!(rt::visit::Visit::visit_entities_mut(v, f);)));
+            errors.push(each(f, false, quote!(rt::visit::Visit::visit_error_codes(v, f);)));
+        }
+    }
+    let param = |body: &Vec<TokenStream>| if body.is_empty() { quote!(_f) } else { quote!(f) };
+    let (pr, pw, pe) = (param(&read), param(&write), param(&errors));
+    let keyed = emit_keyed(s);
+    quote! {
+        impl rt::visit::Visit for #name {
+            fn visit_entities(&self, #pr: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityValue<'_>)) {
+                #(#read)*
+            }
+
+            fn visit_entities_mut(&mut self, #pw: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityMut<'_>)) {
+                #(#write)*
+            }
+
+            fn visit_error_codes(&self, #pe: &mut dyn FnMut(&'static str, rt::ErrorCode)) {
+                #(#errors)*
+            }
+        }
+
+        #keyed
+    }
+}
+
+fn entity_variant(entity: &str) -> Option<proc_macro2::Ident> {
+    let v = match entity {
+        "topicName" => "TopicName",
+        "groupId" => "GroupId",
+        "transactionalId" => "TransactionalId",
+        "producerId" => "ProducerId",
+        "brokerId" => "BrokerId",
+        _ => return None,
+    };
+    Some(quote::format_ident!("{}", v))
+}
+
+/// Kafka names its error-code fields `ErrorCode` or `...ErrorCode`, always int16.
+fn is_error_code(f: &Field) -> bool {
+    f.ty == FieldType::Int16 && f.name.ends_with("ErrorCode")
+}
+
+/// Runs `body` with `v` bound to each struct value of field `f` (a struct, an optional struct,
+/// an array or an optional array of structs).
+fn each(f: &Field, mutable: bool, body: TokenStream) -> TokenStream {
+    let id = field_ident(&f.name);
+    let (r, iter) = if mutable { (quote!(&mut), quote!(iter_mut)) } else { (quote!(&), quote!(iter)) };
+    match (&f.ty, f.is_option()) {
+        (FieldType::Array(_), false) => quote!(for v in self.#id.#iter() { #body }),
+        (FieldType::Array(_), true) => quote!(for v in self.#id.#iter().flatten() { #body }),
+        (_, false) => quote!({ let v = #r self.#id; #body }),
+        (_, true) => quote!(if let Some(v) = #r self.#id { #body }),
+    }
+}
+
+fn entity_visits(f: &Field, field: &TokenStream) -> (TokenStream, TokenStream) {
+    let id = field_ident(&f.name);
+    let elem = match &f.ty {
+        FieldType::Array(inner) => inner.as_ref(),
+        other => other,
+    };
+    let (value, value_mut) = match elem {
+        FieldType::String => (quote!(rt::visit::EntityValue::Str(v)), quote!(rt::visit::EntityMut::Str(v))),
+        FieldType::Int32 => (quote!(rt::visit::EntityValue::Int32(*v)), quote!(rt::visit::EntityMut::Int32(v))),
+        _ => (quote!(rt::visit::EntityValue::Int64(*v)), quote!(rt::visit::EntityMut::Int64(v))),
+    };
+    match (&f.ty, f.is_option()) {
+        (FieldType::Array(_), false) => (
+            quote!(for v in &self.#id { f(#field, #value); }),
+            quote!(for v in &mut self.#id { f(#field, #value_mut); }),
+        ),
+        (FieldType::Array(_), true) => (
+            quote!(for v in self.#id.iter().flatten() { f(#field, #value); }),
+            quote!(for v in self.#id.iter_mut().flatten() { f(#field, #value_mut); }),
+        ),
+        // A nullable string: read-only visits skip null; rewriting sees the Option.
+        (_, true) => (
+            quote!(if let Some(v) = &self.#id { f(#field, #value); }),
+            quote!(f(#field, rt::visit::EntityMut::NullableStr(&mut self.#id));),
+        ),
+        (_, false) => (
+            quote!({ let v = &self.#id; f(#field, #value); }),
+            quote!({ let v = &mut self.#id; f(#field, #value_mut); }),
+        ),
+    }
+}
+
+fn emit_keyed(s: &Struct) -> Option<TokenStream> {
+    let keys: Vec<&Field> = s.fields.iter().filter(|f| f.map_key).collect();
+    if keys.is_empty() {
+        return None;
+    }
+    let name = struct_ident(&s.name);
+    let parts: Vec<(TokenStream, TokenStream)> = keys
+        .iter()
+        .map(|f| {
+            let id = field_ident(&f.name);
+            match (&f.ty, f.is_option()) {
+                (FieldType::String, false) => (quote!(&'a str), quote!(&*self.#id)),
+                (FieldType::String, true) => (quote!(Option<&'a str>), quote!(self.#id.as_deref())),
+                (FieldType::Bytes | FieldType::Records, false) => (quote!(&'a [u8]), quote!(&*self.#id)),
+                (FieldType::Bytes | FieldType::Records, true) => (quote!(Option<&'a [u8]>), quote!(self.#id.as_deref())),
+                (ty, _) => (super::types::base_type(ty), quote!(self.#id)),
+            }
+        })
+        .collect();
+    let (types, exprs): (Vec<_>, Vec<_>) = parts.into_iter().unzip();
+    let (ty, expr) = match (types.as_slice(), exprs.as_slice()) {
+        ([ty], [expr]) => (ty.clone(), expr.clone()),
+        _ => (quote!((#(#types),*)), quote!((#(#exprs),*))),
+    };
+    let doc = format!(
+        "Keyed by {} (the spec's `mapKey` fields).",
+        keys.iter().map(|f| format!("`{}`", f.name)).collect::<Vec<_>>().join(", ")
+    );
+    Some(quote! {
+        #[doc = #doc]
+        impl rt::visit::Keyed for #name {
+            type Key<'a> = #ty;
+
+            fn key(&self) -> Self::Key<'_> {
+                #expr
+            }
+        }
+    })
+}

@@ -1,0 +1,157 @@
+//! What each fuzz target does with its input. Shared by the cargo-fuzz targets (fuzz/fuzz_targets)
+//! and by the root crate's `tests/fuzz_corpus.rs`, which replays the seeds and every saved crash
+//! through the same functions on stable Rust.
+//!
+//! Every function must return normally for any input: a panic is a bug, either a decoder that
+//! panics on hostile bytes or a broken invariant asserted here.
+
+use kafka_wire::messages::RequestHeader;
+use kafka_wire::runtime::limits::{split_frame, DecodeLimits};
+use kafka_wire::runtime::records::{Batch, Batches, DecodeOptions};
+use kafka_wire::{ApiKey, Bytes, BytesMut, Decode, DecodeError, RequestKind, ResponseKind};
+
+/// Limits for the targets: the defaults, but with frames and inflated batches small enough that a
+/// decompression bomb costs milliseconds, not seconds.
+pub const LIMITS: DecodeLimits =
+    DecodeLimits { max_frame_size: 1 << 20, max_decompressed_size: 1 << 20, ..DecodeLimits::DEFAULT };
+
+/// Picks an api key and version from the first two bytes: the first selects a key of
+/// [`ApiKey::ALL`]; the second a valid version when below 0x80, else any version (to reach the
+/// unsupported-version paths). Returns the rest as the body.
+pub fn select(data: &[u8]) -> Option<(ApiKey, i16, &[u8])> {
+    let ([k, v], rest) = data.split_first_chunk::<2>()?;
+    let key = *ApiKey::ALL.get(usize::from(*k) % ApiKey::ALL.len())?;
+    let valid = key.info().valid;
+    let version = if *v < 0x80 && !valid.is_empty() {
+        let span = i32::from(valid.hi) - i32::from(valid.lo) + 1;
+        i16::try_from(i32::from(valid.lo) + i32::from(*v) % span).ok()?
+    } else {
+        i16::from(*v as i8)
+    };
+    Some((key, version, rest))
+}
+
+/// The two bytes that make [`select`] pick `key` at `version` (a valid version).
+pub fn selector(key: ApiKey, version: i16) -> [u8; 2] {
+    let index = ApiKey::ALL.iter().position(|k| *k == key).unwrap_or(0);
+    [index as u8, (version - key.info().valid.lo) as u8]
+}
+
+/// Decodes any request body by (api key, version).
+pub fn decode_request(data: &[u8]) {
+    let Some((key, version, body)) = select(data) else { return };
+    LIMITS.scope(|| {
+        let _ = RequestKind::decode(key.key(), version, &mut Bytes::copy_from_slice(body));
+    });
+}
+
+/// Decodes any response body by (api key, version).
+pub fn decode_response(data: &[u8]) {
+    let Some((key, version, body)) = select(data) else { return };
+    LIMITS.scope(|| {
+        let _ = ResponseKind::decode(key.key(), version, &mut Bytes::copy_from_slice(body));
+    });
+}
+
+/// Splits the input into size-prefixed request frames as a broker reads a socket, and decodes
+/// each frame's header and body.
+pub fn decode_frame(data: &[u8]) {
+    LIMITS.scope(|| {
+        let mut buf = BytesMut::from(data);
+        while let Ok(Some(frame)) = split_frame(&mut buf) {
+            let _ = decode_request_frame(frame);
+        }
+    });
+}
+
+/// Decodes one request frame (without its size prefix): the header at the version Kafka uses for
+/// the api and version it names, then the body.
+pub fn decode_request_frame(mut frame: Bytes) -> Result<(RequestHeader, RequestKind), DecodeError> {
+    let (key, version) = match frame.first_chunk::<4>() {
+        Some([a, b, c, d]) => (i16::from_be_bytes([*a, *b]), i16::from_be_bytes([*c, *d])),
+        None => (-1, -1),
+    };
+    // Unknown keys get header v1 so their header still decodes; the body then fails.
+    let header_version = ApiKey::from_i16(key).map_or(1, |k| k.request_header_version(version));
+    let header = RequestHeader::decode(&mut frame, header_version)?;
+    assert_eq!((header.request_api_key, header.request_api_version), (key, version));
+    let body = RequestKind::decode(key, version, &mut frame)?;
+    Ok((header, body))
+}
+
+/// Walks a records field and decodes every record of every batch, whatever its codec. The first
+/// byte's low bit turns CRC checks on (off lets the fuzzer reach the codecs and record parsing).
+pub fn decode_records(data: &[u8]) {
+    let Some((flags, rest)) = data.split_first() else { return };
+    let options = DecodeOptions { verify_crc: flags & 1 == 1, ..LIMITS.record_options() };
+    for batch in Batches::with_options(Bytes::copy_from_slice(rest), options) {
+        let Ok(batch) = batch else { break };
+        match &batch {
+            Batch::V2(b) => {
+                if let Ok(records) = b.records_with(&options) {
+                    for record in records {
+                        let Ok(record) = record else { break };
+                        for header in record.headers.iter() {
+                            std::hint::black_box(header);
+                        }
+                    }
+                }
+                let _ = b.control_records();
+            }
+            Batch::Legacy(m) => {
+                let _ = m.records_with(&options);
+            }
+            Batch::Partial(_) => {}
+        }
+    }
+}
+
+macro_rules! differential {
+    ($kind:ty, $key:expr, $version:expr, $body:expr) => {{
+        let (key, version) = ($key, $version);
+        let Ok(first) = <$kind>::decode(key, version, &mut Bytes::copy_from_slice($body)) else { return };
+        let mut encoded = BytesMut::new();
+        if let Err(e) = first.encode(&mut encoded, version) {
+            panic!("decoded value does not encode back: {e}\n{first:?}");
+        }
+        assert_eq!(encoded.len(), first.encoded_len(version), "encoded_len disagrees with encode");
+        let mut again = encoded.clone().freeze();
+        let second = match <$kind>::decode(key, version, &mut again) {
+            Ok(v) => v,
+            Err(e) => panic!("re-encoded value does not decode: {e}\n{first:?}"),
+        };
+        assert!(again.is_empty(), "{} bytes left after decoding a re-encoded value", again.len());
+        // NaN float64 fields make a value unequal to itself; the bytes still have to agree.
+        #[allow(clippy::eq_op)]
+        if first == first {
+            assert_eq!(first, second, "decode -> encode -> decode changed the value");
+        }
+        let mut reencoded = BytesMut::new();
+        second.encode(&mut reencoded, version).expect("second encode");
+        assert_eq!(encoded, reencoded, "encoding is not stable");
+    }};
+}
+
+/// Differential check: a body that decodes must encode back (to exactly `encoded_len` bytes),
+/// decode again to an equal value using every byte, and re-encode identically. The first byte's
+/// low bit picks requests or responses; then [`select`].
+pub fn roundtrip(data: &[u8]) {
+    let Some((dir, rest)) = data.split_first() else { return };
+    let Some((key, version, body)) = select(rest) else { return };
+    LIMITS.scope(|| {
+        if dir & 1 == 0 {
+            differential!(RequestKind, key.key(), version, body)
+        } else {
+            differential!(ResponseKind, key.key(), version, body)
+        }
+    });
+}
+
+/// Every target by name, as `run.sh` and the corpus test know them.
+pub const TARGETS: [(&str, fn(&[u8])); 5] = [
+    ("decode_request", decode_request),
+    ("decode_response", decode_response),
+    ("decode_frame", decode_frame),
+    ("decode_records", decode_records),
+    ("roundtrip", roundtrip),
+];

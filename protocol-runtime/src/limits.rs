@@ -1,0 +1,317 @@
+//! Decode limits: bounds on what hostile input can make a decoder do, beyond the structural
+//! check that every length and count fits in the bytes that remain.
+//!
+//! [`DecodeLimits`] holds the bounds. Its [`Default`] is safe for a broker or proxy reading from
+//! anyone and still accepts any message Kafka itself would send. The limits in force are kept
+//! per thread: [`DecodeLimits::DEFAULT`] unless a caller runs its decoding inside
+//! [`decode_with_limits`] or [`DecodeLimits::scope`]. This keeps the public
+//! `Decode::decode(buf, version)` signature (and the generated code) free of an extra parameter,
+//! while the runtime's length, array, string and tagged-field readers each consult the limits with
+//! one thread-local load and one compare.
+//!
+//! ```
+//! use kafka_wire_runtime::limits::{decode_with_limits, DecodeLimits};
+//! use kafka_wire_runtime::{array, Bytes, DecodeErrorKind};
+//!
+//! // An array of 3 int32s is fine by default, but not when arrays may hold at most 2 elements.
+//! let wire = Bytes::from_static(&[0, 0, 0, 3, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3]);
+//! let read = |mut b: Bytes| array::read_array(&mut b, false, kafka_wire_runtime::primitive::read_i32);
+//! assert_eq!(read(wire.clone())?, [1, 2, 3]);
+//! let strict = DecodeLimits { max_array_len: 2, ..DecodeLimits::default() };
+//! let err = decode_with_limits(&strict, || read(wire)).unwrap_err();
+//! assert!(matches!(err.kind(), DecodeErrorKind::LimitExceeded { .. }));
+//! # Ok::<(), kafka_wire_runtime::DecodeError>(())
+//! ```
+
+use std::cell::Cell;
+use std::fmt;
+
+use bytes::{Buf, Bytes, BytesMut};
+
+use crate::error::{DecodeError, DecodeErrorKind};
+
+/// Bounds applied while decoding. Every field is an inclusive maximum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecodeLimits {
+    /// Largest frame (the size after the int32 size prefix) [`split_frame`] accepts. Default:
+    /// 100 MiB, Kafka's `socket.request.max.bytes`.
+    pub max_frame_size: usize,
+    /// Most elements one array (or one tagged-field section) may claim. Default: 4 Mi.
+    pub max_array_len: usize,
+    /// Longest string, in bytes. Default (and ceiling): 32767, Kafka's limit; a larger value is
+    /// treated as 32767.
+    pub max_string_len: usize,
+    /// Longest bytes field, records fields included. Default: 100 MiB.
+    pub max_bytes_len: usize,
+    /// Most bytes the decoded arrays of one top-level message may hold, counted as claimed
+    /// elements times their in-memory size before each array is allocated. Strings, bytes and
+    /// records are slices of the input and cost nothing here. Default: 64 MiB.
+    pub max_message_alloc: usize,
+    /// Largest size one compressed record batch may inflate to; the default
+    /// [`DecodeOptions`](crate::records::DecodeOptions) of the records module takes it from the
+    /// limits in force. Default: 64 MiB.
+    pub max_decompressed_size: usize,
+}
+
+impl DecodeLimits {
+    /// The defaults, usable in `const` context.
+    pub const DEFAULT: DecodeLimits = DecodeLimits {
+        max_frame_size: 100 << 20,
+        max_array_len: 4 << 20,
+        max_string_len: crate::string::MAX_STRING_LEN,
+        max_bytes_len: 100 << 20,
+        max_message_alloc: 64 << 20,
+        max_decompressed_size: crate::records::DEFAULT_MAX_DECOMPRESSED_SIZE,
+    };
+
+    /// No bound beyond the structural ones (lengths within the input, strings within Kafka's
+    /// 32767 bytes). For trusted input only.
+    pub const UNLIMITED: DecodeLimits = DecodeLimits {
+        max_frame_size: usize::MAX,
+        max_array_len: usize::MAX,
+        max_string_len: crate::string::MAX_STRING_LEN,
+        max_bytes_len: usize::MAX,
+        max_message_alloc: usize::MAX,
+        max_decompressed_size: usize::MAX,
+    };
+
+    /// Runs `f` with these limits in force on this thread, then restores the previous ones (also
+    /// if `f` panics).
+    pub fn scope<R>(&self, f: impl FnOnce() -> R) -> R {
+        decode_with_limits(self, f)
+    }
+
+    /// Decodes a `T` at `version` under these limits.
+    pub fn decode<T: crate::Decode>(&self, buf: &mut Bytes, version: i16) -> Result<T, DecodeError> {
+        self.scope(|| T::decode(buf, version))
+    }
+
+    /// Options for the records module carrying [`max_decompressed_size`](Self::max_decompressed_size).
+    pub fn record_options(&self) -> crate::records::DecodeOptions {
+        crate::records::DecodeOptions { max_decompressed_size: self.max_decompressed_size, verify_crc: true }
+    }
+
+    /// Checks a frame's int32 size prefix: not negative and at most
+    /// [`max_frame_size`](Self::max_frame_size).
+    pub fn check_frame_size(&self, size: i32) -> Result<usize, DecodeError> {
+        let Ok(n) = usize::try_from(size) else {
+            return Err(DecodeError::new(DecodeErrorKind::NegativeLength(i64::from(size)), 0));
+        };
+        if n > self.max_frame_size {
+            return Err(exceeded(Limit::FrameSize, n, self.max_frame_size, 0));
+        }
+        Ok(n)
+    }
+}
+
+impl Default for DecodeLimits {
+    fn default() -> Self {
+        DecodeLimits::DEFAULT
+    }
+}
+
+/// Which bound of [`DecodeLimits`] was exceeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Limit {
+    /// [`DecodeLimits::max_frame_size`].
+    FrameSize,
+    /// [`DecodeLimits::max_array_len`].
+    ArrayLen,
+    /// [`DecodeLimits::max_string_len`].
+    StringLen,
+    /// [`DecodeLimits::max_bytes_len`].
+    BytesLen,
+    /// [`DecodeLimits::max_message_alloc`].
+    MessageAlloc,
+    /// [`DecodeLimits::max_decompressed_size`].
+    DecompressedSize,
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Limit::FrameSize => "max_frame_size",
+            Limit::ArrayLen => "max_array_len",
+            Limit::StringLen => "max_string_len",
+            Limit::BytesLen => "max_bytes_len",
+            Limit::MessageAlloc => "max_message_alloc",
+            Limit::DecompressedSize => "max_decompressed_size",
+        })
+    }
+}
+
+/// The error for a value over a limit, raised with `remaining` bytes left.
+#[cold]
+pub fn exceeded(limit: Limit, value: usize, max: usize, remaining: usize) -> DecodeError {
+    DecodeError::new(DecodeErrorKind::LimitExceeded { limit, value: value as u64, max: max as u64 }, remaining)
+}
+
+thread_local! {
+    /// The limits in force on this thread.
+    static LIMITS: Cell<DecodeLimits> = const { Cell::new(DecodeLimits::DEFAULT) };
+    /// Bytes the arrays of the message being decoded may still claim.
+    static ALLOC_LEFT: Cell<usize> = const { Cell::new(DecodeLimits::DEFAULT.max_message_alloc) };
+}
+
+/// Runs `f` with `limits` in force for every decode on this thread, then restores the limits
+/// that were in force before (also if `f` panics). Scopes nest; the innermost wins.
+pub fn decode_with_limits<R>(limits: &DecodeLimits, f: impl FnOnce() -> R) -> R {
+    struct Restore(DecodeLimits, usize);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            LIMITS.with(|l| l.set(self.0));
+            ALLOC_LEFT.with(|a| a.set(self.1));
+        }
+    }
+    let previous = LIMITS.with(|l| l.replace(*limits));
+    let alloc = ALLOC_LEFT.with(|a| a.replace(limits.max_message_alloc));
+    let _restore = Restore(previous, alloc);
+    f()
+}
+
+/// The limits in force on this thread.
+#[inline]
+pub fn current() -> DecodeLimits {
+    LIMITS.with(Cell::get)
+}
+
+/// Runs the decoding of one top-level message with a fresh allocation budget, then gives the
+/// enclosing message (if any) its budget back. Used by [`decode_message`](crate::message::decode_message).
+#[inline]
+pub fn with_message_budget<R>(f: impl FnOnce() -> R) -> R {
+    let budget = LIMITS.with(|l| l.get().max_message_alloc);
+    let outer = ALLOC_LEFT.with(|a| a.replace(budget));
+    let r = f();
+    ALLOC_LEFT.with(|a| a.set(outer));
+    r
+}
+
+/// Checks an array (or tagged section) of `n` elements of `elem_size` bytes each against the
+/// element limit and the message's allocation budget, and charges the budget.
+#[inline]
+pub fn charge_array(n: usize, elem_size: usize, remaining: usize) -> Result<(), DecodeError> {
+    let max = LIMITS.with(|l| l.get().max_array_len);
+    if n > max {
+        return Err(exceeded(Limit::ArrayLen, n, max, remaining));
+    }
+    let bytes = n.saturating_mul(elem_size);
+    ALLOC_LEFT.with(|a| {
+        let left = a.get();
+        match left.checked_sub(bytes) {
+            Some(rest) => {
+                a.set(rest);
+                Ok(())
+            }
+            None => Err(over_budget(bytes, remaining)),
+        }
+    })
+}
+
+#[cold]
+fn over_budget(bytes: usize, remaining: usize) -> DecodeError {
+    let max = LIMITS.with(|l| l.get().max_message_alloc);
+    let used = max.saturating_sub(ALLOC_LEFT.with(Cell::get));
+    exceeded(Limit::MessageAlloc, used.saturating_add(bytes), max, remaining)
+}
+
+/// Checks a string length against [`DecodeLimits::max_string_len`] (and Kafka's 32767).
+#[inline]
+pub fn check_string_len(n: usize, remaining: usize) -> Result<(), DecodeError> {
+    let max = LIMITS.with(|l| l.get().max_string_len);
+    if n > max {
+        return Err(string_too_long(n, max, remaining));
+    }
+    Ok(())
+}
+
+#[cold]
+fn string_too_long(n: usize, max: usize, remaining: usize) -> DecodeError {
+    if n > crate::string::MAX_STRING_LEN {
+        DecodeError::new(DecodeErrorKind::StringTooLong(n), remaining)
+    } else {
+        exceeded(Limit::StringLen, n, max, remaining)
+    }
+}
+
+/// Checks a bytes length against [`DecodeLimits::max_bytes_len`].
+#[inline]
+pub fn check_bytes_len(n: usize, remaining: usize) -> Result<(), DecodeError> {
+    let max = LIMITS.with(|l| l.get().max_bytes_len);
+    if n > max {
+        return Err(exceeded(Limit::BytesLen, n, max, remaining));
+    }
+    Ok(())
+}
+
+/// Splits one size-prefixed frame off the front of `buf`, as read from a socket: `Ok(None)` when
+/// the frame is not complete yet, an error when its size is negative or over
+/// [`DecodeLimits::max_frame_size`] of the limits in force (checked as soon as the four size
+/// bytes arrive, before waiting for or buffering the rest).
+pub fn split_frame(buf: &mut BytesMut) -> Result<Option<Bytes>, DecodeError> {
+    let Some(prefix) = buf.first_chunk::<4>() else {
+        return Ok(None);
+    };
+    let size = current().check_frame_size(i32::from_be_bytes(*prefix))?;
+    if buf.len().saturating_sub(4) < size {
+        return Ok(None);
+    }
+    buf.advance(4);
+    Ok(Some(buf.split_to(size).freeze()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scopes_nest_and_restore() {
+        let a = DecodeLimits { max_array_len: 5, ..DecodeLimits::DEFAULT };
+        let b = DecodeLimits { max_array_len: 7, ..DecodeLimits::DEFAULT };
+        decode_with_limits(&a, || {
+            assert_eq!(current().max_array_len, 5);
+            b.scope(|| assert_eq!(current().max_array_len, 7));
+            assert_eq!(current().max_array_len, 5);
+        });
+        assert_eq!(current(), DecodeLimits::DEFAULT);
+        let caught = std::panic::catch_unwind(|| a.scope(|| panic!("inside")));
+        assert!(caught.is_err());
+        assert_eq!(current(), DecodeLimits::DEFAULT);
+    }
+
+    #[test]
+    fn budget_is_per_message_and_charged_before_allocating() {
+        let limits = DecodeLimits { max_message_alloc: 100, ..DecodeLimits::DEFAULT };
+        limits.scope(|| {
+            with_message_budget(|| {
+                assert!(charge_array(10, 8, 0).is_ok());
+                assert!(charge_array(2, 8, 0).is_ok());
+                let err = charge_array(1, 8, 3).unwrap_err();
+                assert_eq!(
+                    err.kind(),
+                    &DecodeErrorKind::LimitExceeded { limit: Limit::MessageAlloc, value: 104, max: 100 }
+                );
+            });
+            // The next message starts with the whole budget.
+            with_message_budget(|| assert!(charge_array(12, 8, 0).is_ok()));
+        });
+    }
+
+    #[test]
+    fn frames_checked_on_their_size_prefix() {
+        let limits = DecodeLimits { max_frame_size: 8, ..DecodeLimits::DEFAULT };
+        limits.scope(|| {
+            let mut buf = BytesMut::from(&[0, 0, 0, 3, 1, 2][..]);
+            assert_eq!(split_frame(&mut buf).unwrap(), None);
+            buf.extend_from_slice(&[3, 0, 0]);
+            assert_eq!(&split_frame(&mut buf).unwrap().unwrap()[..], [1, 2, 3]);
+            assert_eq!(&buf[..], [0, 0]);
+            // Nine bytes claimed: refused before they arrive.
+            let mut big = BytesMut::from(&[0, 0, 0, 9][..]);
+            let err = split_frame(&mut big).unwrap_err();
+            assert_eq!(err.kind(), &DecodeErrorKind::LimitExceeded { limit: Limit::FrameSize, value: 9, max: 8 });
+            let mut neg = BytesMut::from(&[0xff, 0xff, 0xff, 0xff][..]);
+            assert_eq!(split_frame(&mut neg).unwrap_err().kind(), &DecodeErrorKind::NegativeLength(-1));
+        });
+    }
+}

@@ -1,0 +1,154 @@
+//! The client side: requests out, responses in, matched by correlation id.
+
+use std::collections::HashMap;
+
+use bytes::BytesMut;
+
+use super::frame::{begin_frame, FrameDecoder};
+use super::CodecError;
+use crate::messages::{RequestHeader, ResponseHeader};
+use crate::{ApiKey, ByteString, Decode, DecodeError, DecodeErrorKind, Encode, RequestKind, ResponseKind};
+
+/// A request to send: its header (api key, version, correlation id, client id) and body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// The header; its api key must be the body's.
+    pub header: RequestHeader,
+    /// The body.
+    pub body: RequestKind,
+}
+
+impl Request {
+    /// A request of `api_key` at `version` with no client id.
+    pub fn new(api_key: ApiKey, version: i16, correlation_id: i32, body: RequestKind) -> Request {
+        let header = RequestHeader {
+            request_api_key: api_key.key(),
+            request_api_version: version,
+            correlation_id,
+            client_id: None,
+            ..Default::default()
+        };
+        Request { header, body }
+    }
+
+    /// Sets the client id.
+    pub fn with_client_id(mut self, client_id: impl Into<ByteString>) -> Request {
+        self.header.client_id = Some(client_id.into());
+        self
+    }
+
+    /// Whether the broker answers this request: all do except Produce with `acks = 0`.
+    pub fn expects_response(&self) -> bool {
+        !matches!(&self.body, RequestKind::Produce(p) if p.acks == 0)
+    }
+}
+
+/// A response as read off the wire, with the api and version of the request it answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResponseFrame {
+    /// The response header.
+    pub header: ResponseHeader,
+    /// The api of the request.
+    pub api_key: ApiKey,
+    /// The version the body was decoded at: the request's, except for an ApiVersions error
+    /// response, which brokers send at v0.
+    pub version: i16,
+    /// The body.
+    pub body: ResponseKind,
+}
+
+/// The client side of a connection: encodes [`Request`]s, decodes [`ResponseFrame`]s.
+///
+/// Remembers the api and version of every request sent that expects a response, until the
+/// response arrives, since that is what the response's header version and body depend on.
+#[derive(Debug, Clone, Default)]
+pub struct ClientCodec {
+    frames: FrameDecoder,
+    in_flight: HashMap<i32, (ApiKey, i16)>,
+}
+
+impl ClientCodec {
+    /// A codec accepting responses up to [`DEFAULT_MAX_FRAME_SIZE`](super::DEFAULT_MAX_FRAME_SIZE).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A codec accepting responses of at most `max_frame_size` bytes.
+    pub fn with_max_frame_size(max_frame_size: usize) -> Self {
+        ClientCodec { frames: FrameDecoder::new(max_frame_size), in_flight: HashMap::new() }
+    }
+
+    /// Requests sent and not yet answered.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Encodes `request` onto `dst` and, if it expects a response, remembers its correlation id.
+    /// On error `dst` is left as it was and nothing is remembered.
+    pub fn encode_request(&mut self, request: Request, dst: &mut BytesMut) -> Result<(), CodecError> {
+        let key = request.header.request_api_key;
+        let api_key = ApiKey::from_i16(key).ok_or(CodecError::UnknownApiKey(key))?;
+        let body_api = request.body.api_key();
+        if body_api != api_key {
+            return Err(CodecError::ApiKeyMismatch { header: api_key, body: body_api });
+        }
+        let version = request.header.request_api_version;
+        if !api_key.info().valid.contains(version) {
+            return Err(CodecError::UnsupportedVersion { api_key, version });
+        }
+        let correlation_id = request.header.correlation_id;
+        let expects_response = request.expects_response();
+        if expects_response && self.in_flight.contains_key(&correlation_id) {
+            return Err(CodecError::DuplicateCorrelationId(correlation_id));
+        }
+        let header_version = api_key.request_header_version(version);
+        let len = request.header.encoded_len(header_version) + request.body.encoded_len(version);
+        let start = dst.len();
+        let result = begin_frame(dst, len, i32::MAX as usize)
+            .and_then(|()| request.header.encode(dst, header_version).map_err(CodecError::Encode))
+            .and_then(|()| request.body.encode(dst, version).map_err(CodecError::Encode));
+        match result {
+            Ok(()) if expects_response => {
+                self.in_flight.insert(correlation_id, (api_key, version));
+                Ok(())
+            }
+            Ok(()) => Ok(()),
+            Err(e) => {
+                dst.truncate(start);
+                Err(e)
+            }
+        }
+    }
+
+    /// Takes the next response off `src`, or `None` if it has not all arrived.
+    pub fn decode_response(&mut self, src: &mut BytesMut) -> Result<Option<ResponseFrame>, CodecError> {
+        let Some(frame) = self.frames.decode(src)? else {
+            return Ok(None);
+        };
+        let mut frame = frame.freeze();
+        let Some(b) = frame.get(..4) else {
+            let available = frame.len();
+            return Err(CodecError::Header(DecodeError::new(
+                DecodeErrorKind::UnexpectedEnd { needed: 4, available },
+                available,
+            )));
+        };
+        let correlation_id = i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        let (api_key, version) =
+            self.in_flight.remove(&correlation_id).ok_or(CodecError::UnknownCorrelationId(correlation_id))?;
+        let header = ResponseHeader::decode(&mut frame, api_key.response_header_version(version))
+            .map_err(CodecError::Header)?;
+        let body = frame;
+        match ResponseKind::decode(api_key.key(), version, &mut body.clone()) {
+            Ok(decoded) => Ok(Some(ResponseFrame { header, api_key, version, body: decoded })),
+            // A broker that does not support the ApiVersions version asked for answers with an
+            // error at v0 (UNSUPPORTED_VERSION and its own range), as Kafka's clients expect.
+            Err(_) if api_key == ApiKey::ApiVersions && version != 0 => {
+                ResponseKind::decode(api_key.key(), 0, &mut body.clone())
+                    .map(|decoded| Some(ResponseFrame { header, api_key, version: 0, body: decoded }))
+                    .map_err(|source| CodecError::Body { api_key, version: 0, source })
+            }
+            Err(source) => Err(CodecError::Body { api_key, version, source }),
+        }
+    }
+}

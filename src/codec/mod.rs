@@ -1,0 +1,65 @@
+//! A connection codec: size-prefixed frames with request and response headers.
+//!
+//! Every Kafka frame is an int32 size followed by that many bytes: a request header and body
+//! (client to broker) or a response header and body (broker to client). The header version
+//! depends on the api and its version ([`ApiKey::request_header_version`],
+//! [`ApiKey::response_header_version`]) and a response does not say which request it answers
+//! except by correlation id, so each side of a connection needs a little state:
+//!
+//! - [`ServerCodec`] (broker side) reads [`RequestFrame`]s: the header, the api key and version
+//!   and the body as `Bytes`, decoded into a [`RequestKind`](crate::RequestKind) on demand; it
+//!   writes [`Response`]s with the header version their api and version call for.
+//! - [`ClientCodec`] (client side) writes [`Request`]s and remembers each correlation id's api
+//!   key and version, so that it can decode the matching [`ResponseFrame`].
+//!
+//! Both are sans-io: they read from and write to a `BytesMut`. With the `tokio` feature they also
+//! implement tokio-util's `Decoder` and `Encoder`, for use with `Framed`. Every frame is checked
+//! against a maximum size ([`DEFAULT_MAX_FRAME_SIZE`] unless configured) before anything is
+//! buffered for it, and every failure is a [`CodecError`].
+//!
+//! ```
+//! use kafka_wire::codec::{ClientCodec, Request, ServerCodec, Response};
+//! use kafka_wire::messages::{ApiVersionsRequest, ApiVersionsResponse};
+//! use kafka_wire::{ApiKey, BytesMut, ResponseKind};
+//!
+//! let (mut client, mut server) = (ClientCodec::new(), ServerCodec::new());
+//! let mut wire = BytesMut::new();
+//! let request = Request::new(ApiKey::ApiVersions, 3, 1, ApiVersionsRequest::default().into());
+//! client.encode_request(request, &mut wire)?;
+//!
+//! let frame = server.decode_request(&mut wire)?.expect("a whole frame");
+//! assert_eq!((frame.api_key()?, frame.version(), frame.correlation_id()), (ApiKey::ApiVersions, 3, 1));
+//! let response = Response::new(&frame, ApiVersionsResponse::default().into())?;
+//! server.encode_response(response, &mut wire)?;
+//!
+//! let response = client.decode_response(&mut wire)?.expect("a whole frame");
+//! assert!(matches!(response.body, ResponseKind::ApiVersions(_)));
+//! # Ok::<(), kafka_wire::codec::CodecError>(())
+//! ```
+
+mod client;
+mod error;
+mod frame;
+mod server;
+#[cfg(feature = "tokio")]
+mod tokio;
+
+pub use client::{ClientCodec, Request, ResponseFrame};
+pub use error::CodecError;
+pub use frame::{FrameDecoder, DEFAULT_MAX_FRAME_SIZE};
+pub use server::{RequestFrame, Response, ServerCodec};
+
+use crate::ApiKey;
+
+/// The request header version for `api` at `version`, also for versions newer than this build
+/// knows: Kafka's `flexibleVersions` are open-ended ("3+"), so a newer version of an api that
+/// is flexible at its newest known version is flexible too. That is how a broker reads the
+/// header of an ApiVersions request it does not support, to answer it.
+pub fn request_header_version(api: ApiKey, version: i16) -> i16 {
+    let info = api.info();
+    if version > info.valid.hi && !info.flexible.is_empty() && info.flexible.hi == info.valid.hi {
+        2
+    } else {
+        api.request_header_version(version)
+    }
+}

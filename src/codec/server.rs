@@ -1,0 +1,149 @@
+//! The broker side: requests in, responses out.
+
+use bytes::{Bytes, BytesMut};
+
+use super::frame::{begin_frame, FrameDecoder};
+use super::CodecError;
+use crate::messages::{RequestHeader, ResponseHeader};
+use crate::{ApiKey, Decode, Encode, RequestKind, ResponseKind};
+
+/// One request as read off the wire: its header, decoded, and its body, not yet decoded.
+///
+/// The header is read at the version [`request_header_version`](super::request_header_version)
+/// gives for its api key and version (v1 for an api key this build does not know), so a request
+/// of an unknown api or version still yields its correlation id and can be answered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestFrame {
+    /// The request header.
+    pub header: RequestHeader,
+    /// The version the header was read at.
+    pub header_version: i16,
+    /// The body: a slice of the frame, after the header.
+    pub body: Bytes,
+}
+
+impl RequestFrame {
+    /// Reads the header of a frame (without its size prefix); the rest is the body.
+    pub fn parse(mut frame: Bytes) -> Result<RequestFrame, CodecError> {
+        let (key, version) = match frame.get(..4) {
+            Some(b) => (i16::from_be_bytes([b[0], b[1]]), i16::from_be_bytes([b[2], b[3]])),
+            // Too short for a header: let the header decoder say what is missing.
+            None => (-1, -1),
+        };
+        let header_version = match ApiKey::from_i16(key) {
+            Some(api) => super::request_header_version(api, version),
+            None => 1,
+        };
+        let header = RequestHeader::decode(&mut frame, header_version).map_err(CodecError::Header)?;
+        Ok(RequestFrame { header, header_version, body: frame })
+    }
+
+    /// The api, or [`CodecError::UnknownApiKey`].
+    pub fn api_key(&self) -> Result<ApiKey, CodecError> {
+        ApiKey::from_i16(self.header.request_api_key).ok_or(CodecError::UnknownApiKey(self.header.request_api_key))
+    }
+
+    /// The request's api version.
+    pub fn version(&self) -> i16 {
+        self.header.request_api_version
+    }
+
+    /// The request's correlation id.
+    pub fn correlation_id(&self) -> i32 {
+        self.header.correlation_id
+    }
+
+    /// The client id, if the client sent one.
+    pub fn client_id(&self) -> Option<&str> {
+        self.header.client_id.as_deref()
+    }
+
+    /// Decodes the body: [`CodecError::UnknownApiKey`] or [`CodecError::UnsupportedVersion`]
+    /// when this build cannot, [`CodecError::Body`] when the bytes are malformed.
+    pub fn decode_body(&self) -> Result<RequestKind, CodecError> {
+        let api_key = self.api_key()?;
+        let version = self.version();
+        if !api_key.info().valid.contains(version) {
+            return Err(CodecError::UnsupportedVersion { api_key, version });
+        }
+        RequestKind::decode(api_key.key(), version, &mut self.body.clone())
+            .map_err(|source| CodecError::Body { api_key, version, source })
+    }
+}
+
+/// A response to send: the body, the api and version it is encoded at, and the correlation id
+/// of the request it answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// The correlation id of the request.
+    pub correlation_id: i32,
+    /// The api (must be the body's).
+    pub api_key: ApiKey,
+    /// The version to encode the body at, normally the request's.
+    pub version: i16,
+    /// The body.
+    pub body: ResponseKind,
+}
+
+impl Response {
+    /// A response to `request` at the request's version.
+    pub fn new(request: &RequestFrame, body: ResponseKind) -> Result<Response, CodecError> {
+        Ok(Response { correlation_id: request.correlation_id(), api_key: request.api_key()?, version: request.version(), body })
+    }
+
+    /// Encodes the frame (size, header, body) onto `dst`; on error `dst` is left as it was.
+    pub fn encode(&self, dst: &mut BytesMut, max_frame_size: usize) -> Result<(), CodecError> {
+        let body_api = self.body.api_key();
+        if body_api != self.api_key {
+            return Err(CodecError::ApiKeyMismatch { header: self.api_key, body: body_api });
+        }
+        if !self.api_key.info().valid.contains(self.version) {
+            return Err(CodecError::UnsupportedVersion { api_key: self.api_key, version: self.version });
+        }
+        let header_version = self.api_key.response_header_version(self.version);
+        let header = ResponseHeader { correlation_id: self.correlation_id, ..Default::default() };
+        let len = header.encoded_len(header_version) + self.body.encoded_len(self.version);
+        let start = dst.len();
+        let result = begin_frame(dst, len, max_frame_size)
+            .and_then(|()| header.encode(dst, header_version).map_err(CodecError::Encode))
+            .and_then(|()| self.body.encode(dst, self.version).map_err(CodecError::Encode));
+        if result.is_err() {
+            dst.truncate(start);
+        }
+        result
+    }
+}
+
+/// The broker side of a connection: decodes [`RequestFrame`]s, encodes [`Response`]s.
+#[derive(Debug, Clone, Default)]
+pub struct ServerCodec {
+    frames: FrameDecoder,
+}
+
+impl ServerCodec {
+    /// A codec accepting requests up to [`DEFAULT_MAX_FRAME_SIZE`](super::DEFAULT_MAX_FRAME_SIZE).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A codec accepting requests of at most `max_frame_size` bytes.
+    pub fn with_max_frame_size(max_frame_size: usize) -> Self {
+        ServerCodec { frames: FrameDecoder::new(max_frame_size) }
+    }
+
+    /// Takes the next request off `src`, or `None` if it has not all arrived. Only framing and
+    /// header errors are reported here; unknown apis and versions are reported by
+    /// [`RequestFrame::api_key`] and [`RequestFrame::decode_body`], so they can be answered.
+    pub fn decode_request(&mut self, src: &mut BytesMut) -> Result<Option<RequestFrame>, CodecError> {
+        match self.frames.decode(src)? {
+            Some(frame) => RequestFrame::parse(frame.freeze()).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Encodes `response` onto `dst`.
+    pub fn encode_response(&mut self, response: Response, dst: &mut BytesMut) -> Result<(), CodecError> {
+        // Responses are not bounded by what we accept; the int32 prefix is the only limit.
+        response.encode(dst, i32::MAX as usize)
+    }
+}

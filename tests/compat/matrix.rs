@@ -1,0 +1,227 @@
+//! The agreement matrix: one row per (message, version), rendered as markdown and compared
+//! with the committed `tests/compat/MATRIX*.md` (rewritten with `KAFKA_WIRE_UPDATE_MATRIX=1`).
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use super::exceptions::{Direction, Exception, EXCEPTIONS};
+
+/// What a message type is, for grouping rows.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    /// A request or response body of an api key.
+    Api { key: i16, request: bool },
+    /// Headers, consumer-protocol and KRaft record types.
+    Other,
+}
+
+/// The result for one (message, version, direction).
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    /// Identical bytes for every seed (direction a) or every built value (direction b).
+    Agrees { seeds: usize },
+    /// The first disagreement found, as evidence.
+    Differs { detail: String },
+    /// kafka-protocol does not know this version (or, `whole_message`, this message type).
+    OnlyKafkaWire { whole_message: bool },
+    /// kafka-wire does not know this version (or, `whole_message`, this message type).
+    OnlyKafkaProtocol { whole_message: bool },
+}
+
+/// One (message, version) of one direction.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub kind: Kind,
+    pub message: String,
+    pub version: i16,
+    pub outcome: Outcome,
+}
+
+/// Why a version or message is known to one crate only; checked against the version ranges
+/// so that a reason cannot be attached to a row it does not describe.
+fn only_reason(row: &Row, ranges: &BTreeMap<String, ((i16, i16), Option<(i16, i16)>)>) -> &'static str {
+    match row.outcome {
+        Outcome::OnlyKafkaWire { whole_message: true } => return "O1",
+        Outcome::OnlyKafkaProtocol { whole_message: true } => return "O3",
+        _ => {}
+    }
+    let Some(&(ours, theirs)) = ranges.get(&row.message) else { return "O?" };
+    match (&row.outcome, theirs) {
+        (Outcome::OnlyKafkaWire { .. }, Some((lo, _))) if row.version < lo => "O2",
+        (Outcome::OnlyKafkaProtocol { .. }, _) if row.version > ours.1 => "O4",
+        (Outcome::OnlyKafkaProtocol { .. }, _) if row.version < ours.0 => "O5",
+        _ => "O?",
+    }
+}
+
+/// The reasons behind the `O*` codes, each checked by hand against both spec sets.
+pub const ONLY_REASONS: &[(&str, &str)] = &[
+    ("O1", "Api key or message removed from Kafka 4.0 (KIP-500 ZooKeeper removal: LeaderAndIsr, StopReplica, \
+            UpdateMetadata, ControlledShutdown), so absent from kafka-protocol 0.18.0, which is generated from the \
+            Kafka 4.1.0 specs. kafka-wire generates it from the selected spec set."),
+    ("O2", "Version below kafka-protocol's lowest: Kafka 4.0 removed these old versions (KIP-896, the spec files' \
+            `validVersions` start higher in 4.x). Still valid in the selected spec set, so kafka-wire keeps them."),
+    ("O3", "Api key or message type added after the selected spec set (kafka-protocol follows Kafka 4.1.0)."),
+    ("O4", "Version added after the selected spec set (kafka-protocol follows Kafka 4.1.0); kafka-wire generates \
+            exactly the versions of its spec set."),
+    ("O5", "Version kafka-wire's spec set no longer has but kafka-protocol's 4.1.0 specs still list."),
+];
+
+/// The rendered cell and, for a disagreement, the exception that explains it.
+fn cell(
+    row: Option<&Row>,
+    direction: Direction,
+    ranges: &BTreeMap<String, ((i16, i16), Option<(i16, i16)>)>,
+    used: &mut BTreeMap<&'static str, Vec<String>>,
+    unexplained: &mut Vec<String>,
+) -> String {
+    let Some(row) = row else { return "–".into() };
+    match &row.outcome {
+        Outcome::Agrees { seeds } if direction == Direction::Forward => format!("agree ({seeds} seeds)"),
+        Outcome::Agrees { seeds } => format!("agree ({seeds} built)"),
+        Outcome::Differs { detail } => match find_exception(&row.message, row.version, direction) {
+            Some(e) => {
+                used.entry(e.id).or_default().push(format!("{} v{}: {detail}", row.message, row.version));
+                format!("**differs: {}**", e.id)
+            }
+            None => {
+                unexplained.push(format!("{:?} {} v{}: {detail}", direction, row.message, row.version));
+                "**UNEXPLAINED**".into()
+            }
+        },
+        Outcome::OnlyKafkaWire { .. } => format!("kafka-wire only ({})", only_reason(row, ranges)),
+        Outcome::OnlyKafkaProtocol { .. } => format!("kafka-protocol only ({})", only_reason(row, ranges)),
+    }
+}
+
+fn find_exception(message: &str, version: i16, direction: Direction) -> Option<&'static Exception> {
+    EXCEPTIONS.iter().find(|e| {
+        e.direction == direction && e.messages.contains(&message) && (e.versions.0..=e.versions.1).contains(&version)
+    })
+}
+
+/// The rendered matrix and what the test must fail on.
+pub struct Rendered {
+    pub markdown: String,
+    /// Disagreements no exception explains.
+    pub unexplained: Vec<String>,
+    /// Exceptions that matched no disagreement (stale explanations).
+    pub unused_exceptions: Vec<&'static str>,
+    /// Rows whose one-sided reason could not be determined.
+    pub unknown_reasons: Vec<String>,
+}
+
+/// Counts for the summary line of one direction.
+fn counts(rows: &[Row]) -> (usize, usize, usize, usize) {
+    let mut c = (0, 0, 0, 0);
+    for r in rows {
+        match r.outcome {
+            Outcome::Agrees { .. } => c.0 += 1,
+            Outcome::Differs { .. } => c.1 += 1,
+            Outcome::OnlyKafkaWire { .. } => c.2 += 1,
+            Outcome::OnlyKafkaProtocol { .. } => c.3 += 1,
+        }
+    }
+    c
+}
+
+pub fn render(
+    spec_set: &str,
+    forward: &[Row],
+    reverse: &[Row],
+    ranges: &BTreeMap<String, ((i16, i16), Option<(i16, i16)>)>,
+) -> Rendered {
+    let mut used: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
+    let mut unexplained = Vec::new();
+    let mut md = String::new();
+    let (fa, fd, fw, fp) = counts(forward);
+    let (ra, rd, _, _) = counts(reverse);
+    let _ = writeln!(md, "# Differential matrix: kafka-wire vs kafka-protocol 0.18.0 ({spec_set})\n");
+    let _ = writeln!(
+        md,
+        "Generated by `tests/compat_kafka_protocol.rs`; do not edit. Regenerate with\n\
+         `KAFKA_WIRE_UPDATE_MATRIX=1 cargo test --test compat_kafka_protocol` (add\n\
+         `KAFKA_WIRE_SPECS=../shared/message-specs/{spec_set}` for this spec set) and review the diff.\n\
+         Explanations live in `tests/compat/exceptions.rs`; the test fails on any disagreement without one,\n\
+         and on an explanation that no longer matches a disagreement.\n"
+    );
+    let _ = writeln!(
+        md,
+        "- **(a) kafka-wire → kafka-protocol**: for every seed in {:?}, kafka-wire's schema-driven sample \
+         (a non-default value in every field present at the version, plus unknown tagged fields where \
+         flexible) is encoded by kafka-wire, decoded by kafka-protocol (which must read every byte) and \
+         re-encoded by kafka-protocol (whose `compute_size` must match): the bytes must be identical.\n\
+         - **(b) kafka-protocol → kafka-wire**: values built with kafka-protocol's own types and builders \
+         (`tests/compat/built.rs`) are encoded by kafka-protocol, decoded by kafka-wire and re-encoded by \
+         kafka-wire: the bytes must be identical. `–` means no value is built for that cell.\n",
+        super::forward::SEEDS
+    );
+    let _ = writeln!(md, "## Summary\n");
+    let _ = writeln!(md, "| direction | agree | differ (explained) | kafka-wire only | kafka-protocol only |");
+    let _ = writeln!(md, "| --- | ---: | ---: | ---: | ---: |");
+    let _ = writeln!(md, "| (a) kafka-wire → kafka-protocol | {fa} | {fd} | {fw} | {fp} |");
+    let _ = writeln!(md, "| (b) kafka-protocol → kafka-wire | {ra} | {rd} | | |\n");
+    let _ = writeln!(md, "Counts are (message, version) pairs; a request and its response count separately.\n");
+
+    // Api bodies: one line per (key, version), request and response side by side.
+    let index = |rows: &[Row]| -> BTreeMap<(Kind, String, i16), Row> {
+        rows.iter().map(|r| ((r.kind.clone(), r.message.clone(), r.version), r.clone())).collect()
+    };
+    let (fwd, rev) = (index(forward), index(reverse));
+    let mut apis: BTreeMap<(i16, i16), (String, Option<String>, Option<String>)> = BTreeMap::new();
+    for r in forward {
+        if let Kind::Api { key, request } = r.kind {
+            let api = r.message.trim_end_matches("Request").trim_end_matches("Response").to_string();
+            let e = apis.entry((key, r.version)).or_insert((api, None, None));
+            if request { e.1 = Some(r.message.clone()) } else { e.2 = Some(r.message.clone()) }
+        }
+    }
+    let _ = writeln!(md, "## Api bodies\n");
+    let _ = writeln!(md, "| key | api | version | request (a) | response (a) | request (b) | response (b) |");
+    let _ = writeln!(md, "| ---: | --- | ---: | --- | --- | --- | --- |");
+    for ((key, version), (api, req, resp)) in &apis {
+        let mut cells = Vec::new();
+        for (map, dir) in [(&fwd, Direction::Forward), (&rev, Direction::Reverse)] {
+            for (name, request) in [(req, true), (resp, false)] {
+                let row = name.as_ref().and_then(|n| map.get(&(Kind::Api { key: *key, request }, n.clone(), *version)));
+                cells.push(cell(row, dir, ranges, &mut used, &mut unexplained));
+            }
+        }
+        let _ = writeln!(md, "| {key} | {api} | {version} | {} |", cells.join(" | "));
+    }
+
+    let _ = writeln!(md, "\n## Other message types\n");
+    let _ = writeln!(md, "| message | version | (a) | (b) |");
+    let _ = writeln!(md, "| --- | ---: | --- | --- |");
+    for r in forward.iter().filter(|r| r.kind == Kind::Other) {
+        let a = cell(Some(r), Direction::Forward, ranges, &mut used, &mut unexplained);
+        let b = cell(rev.get(&(Kind::Other, r.message.clone(), r.version)), Direction::Reverse, ranges, &mut used, &mut unexplained);
+        let _ = writeln!(md, "| {} | {} | {a} | {b} |", r.message, r.version);
+    }
+
+    let _ = writeln!(md, "\n## Known to one crate only\n");
+    for (code, why) in ONLY_REASONS {
+        let _ = writeln!(md, "- **{code}**: {}", why.split_whitespace().collect::<Vec<_>>().join(" "));
+    }
+    let unknown_reasons: Vec<String> = forward
+        .iter()
+        .filter(|r| matches!(r.outcome, Outcome::OnlyKafkaWire { .. } | Outcome::OnlyKafkaProtocol { .. }))
+        .filter(|r| only_reason(r, ranges) == "O?")
+        .map(|r| format!("{} v{}", r.message, r.version))
+        .collect();
+
+    let _ = writeln!(md, "\n## Explained disagreements\n");
+    if EXCEPTIONS.is_empty() {
+        let _ = writeln!(md, "None.");
+    }
+    for e in EXCEPTIONS {
+        let _ = writeln!(md, "### {}: {} ({:?}, v{}-v{})\n", e.id, e.messages.join(", "), e.direction, e.versions.0, e.versions.1);
+        let _ = writeln!(md, "Deviates from Kafka's Java code: **{}**.\n", e.deviates);
+        let _ = writeln!(md, "{}\n", e.explanation.split_whitespace().collect::<Vec<_>>().join(" "));
+        if let Some(evidence) = used.get(e.id) {
+            let _ = writeln!(md, "Observed ({} cells), first:\n\n```text\n{}\n```\n", evidence.len(), evidence[0]);
+        }
+    }
+    let unused_exceptions = EXCEPTIONS.iter().map(|e| e.id).filter(|id| !used.contains_key(id)).collect();
+    Rendered { markdown: md, unexplained, unused_exceptions, unknown_reasons }
+}

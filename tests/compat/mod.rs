@@ -1,0 +1,5 @@
+//! Differential tests against the `kafka-protocol` crate; see `tests/compat/MATRIX.md`.
+
+pub mod exceptions;
+pub mod forward;
+pub mod matrix;

@@ -1,0 +1,82 @@
+//! Differential tests against the `kafka-protocol` crate (=0.18.0), in both directions, for
+//! every (message, version) both crates know. The outcome of every cell, including versions
+//! only one crate knows, is rendered to `tests/compat/MATRIX.md` (per spec set) and compared
+//! with the committed file; `KAFKA_WIRE_UPDATE_MATRIX=1` rewrites it instead.
+
+mod compat;
+
+use std::path::PathBuf;
+
+use compat::forward::Forward;
+use compat::matrix::{self, Kind, Outcome, Row};
+
+/// The committed matrix for the spec set this crate was built from; `None` for a spec set
+/// without one (a custom `KAFKA_WIRE_SPECS`), which is still checked for disagreements.
+fn matrix_path() -> Option<(String, PathBuf)> {
+    let set = std::path::Path::new(kafka_wire::SPEC_DIR).file_name()?.to_str()?.to_string();
+    let file = match set.as_str() {
+        "kafka-3.9.0" => "MATRIX.md".to_string(),
+        "kafka-trunk-2025-02-14" => format!("MATRIX-{set}.md"),
+        _ => return None,
+    };
+    Some((set, PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/compat").join(file)))
+}
+
+#[test]
+fn differential_matrix() {
+    let mut forward = Forward::default();
+    kafka_wire::messages::visit_messages(&mut forward);
+    let mut rows = forward.rows;
+    // Api keys and message types only kafka-protocol has: listed, not skipped.
+    for key in kafka_protocol::messages::ApiKey::iter() {
+        if kafka_wire::ApiKey::from_i16(key as i16).is_none() {
+            let r = key.valid_versions();
+            for (suffix, request) in [("Request", true), ("Response", false)] {
+                for version in r.min..=r.max {
+                    rows.push(Row {
+                        kind: Kind::Api { key: key as i16, request },
+                        message: format!("{key:?}{suffix}"),
+                        version,
+                        outcome: Outcome::OnlyKafkaProtocol { whole_message: true },
+                    });
+                }
+            }
+        }
+    }
+    for name in compat::forward::KP_NON_API {
+        if !forward.visited.contains(name) {
+            rows.push(Row { kind: Kind::Other, message: name.to_string(), version: 0, outcome: Outcome::OnlyKafkaProtocol { whole_message: true } });
+        }
+    }
+    rows.sort_by(|a, b| (&a.kind, &a.message, a.version).cmp(&(&b.kind, &b.message, b.version)));
+    let ranges = forward.ranges;
+    let reverse: Vec<Row> = Vec::new();
+
+    let spec = matrix_path();
+    let set = spec.as_ref().map_or(kafka_wire::SPEC_DIR.to_string(), |(s, _)| s.clone());
+    let rendered = matrix::render(&set, &rows, &reverse, &ranges);
+    let mut problems = Vec::new();
+    if !rendered.unexplained.is_empty() {
+        problems.push(format!("{} unexplained disagreements:\n  {}", rendered.unexplained.len(), rendered.unexplained.join("\n  ")));
+    }
+    if !rendered.unused_exceptions.is_empty() {
+        problems.push(format!("explanations matching no disagreement: {:?}", rendered.unused_exceptions));
+    }
+    if !rendered.unknown_reasons.is_empty() {
+        problems.push(format!("one-sided cells without a reason: {:?}", rendered.unknown_reasons));
+    }
+    if let Some((_, path)) = &spec {
+        if std::env::var_os("KAFKA_WIRE_UPDATE_MATRIX").is_some_and(|v| v == "1") {
+            std::fs::write(path, &rendered.markdown).expect("write matrix");
+        } else {
+            let committed = std::fs::read_to_string(path).unwrap_or_default();
+            if committed != rendered.markdown {
+                problems.push(format!(
+                    "{} is stale; rerun with KAFKA_WIRE_UPDATE_MATRIX=1 and review the diff",
+                    path.display()
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}
