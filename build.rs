@@ -1,7 +1,8 @@
 //! Generates the Kafka message types from a directory of Kafka's JSON message specs.
 //!
 //! Where the specs come from, first match wins:
-//! 1. `KAFKA_WIRE_SPECS`: any directory of Kafka JSON specs;
+//! 1. `KAFKA_WIRE_SPECS`: any directory of Kafka JSON specs, or several releases' directories
+//!    separated by `:` (oldest first), merged into one set of types;
 //! 2. `message-specs/` in this package, if it holds `*.json` files;
 //! 3. `../shared/message-specs/kafka-3.9.0` next to the workspace.
 
@@ -13,23 +14,22 @@ fn has_json(dir: &Path) -> bool {
         .unwrap_or(false)
 }
 
-fn spec_dir(root: &Path) -> Result<PathBuf, String> {
-    if let Some(dir) = std::env::var_os("KAFKA_WIRE_SPECS") {
-        let dir = PathBuf::from(dir);
-        let dir = if dir.is_relative() { root.join(dir) } else { dir };
-        return if has_json(&dir) {
-            Ok(dir)
-        } else {
-            Err(format!("KAFKA_WIRE_SPECS={} holds no *.json spec files", dir.display()))
-        };
+fn spec_dirs(root: &Path) -> Result<Vec<PathBuf>, String> {
+    if let Some(dirs) = std::env::var_os("KAFKA_WIRE_SPECS") {
+        let dirs: Vec<PathBuf> =
+            std::env::split_paths(&dirs).map(|d| if d.is_relative() { root.join(d) } else { d }).collect();
+        if let Some(bad) = dirs.iter().find(|d| !has_json(d)) {
+            return Err(format!("KAFKA_WIRE_SPECS: {} holds no *.json spec files", bad.display()));
+        }
+        return if dirs.is_empty() { Err("KAFKA_WIRE_SPECS is empty".into()) } else { Ok(dirs) };
     }
     let local = root.join("message-specs");
     if has_json(&local) {
-        return Ok(local);
+        return Ok(vec![local]);
     }
     let shared = root.join("../shared/message-specs/kafka-3.9.0");
     if has_json(&shared) {
-        return Ok(shared);
+        return Ok(vec![shared]);
     }
     Err(format!(
         "no Kafka message specs found. Point KAFKA_WIRE_SPECS at a directory of Kafka's JSON specs \
@@ -48,23 +48,36 @@ fn main() {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default());
     // Watch the local folder too, so adding specs there switches to them.
     println!("cargo:rerun-if-changed={}", root.join("message-specs").display());
-    let dir = match spec_dir(&root) {
-        Ok(dir) => dir,
+    let dirs = match spec_dirs(&root) {
+        Ok(dirs) => dirs,
         Err(msg) => {
             eprintln!("error: {msg}");
             std::process::exit(1);
         }
     };
-    println!("cargo:rerun-if-changed={}", dir.display());
+    for dir in &dirs {
+        println!("cargo:rerun-if-changed={}", dir.display());
+    }
+    let shown = std::env::join_paths(&dirs).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
     // Tests written against one release's exact field set (the hand-written golden frames)
     // compile only when building from that release's specs.
     println!("cargo::rustc-check-cfg=cfg(kafka_specs_3_9_0)");
-    if dir.canonicalize().ok().and_then(|d| d.file_name().map(|n| n == "kafka-3.9.0")).unwrap_or(false) {
-        println!("cargo:rustc-cfg=kafka_specs_3_9_0");
+    println!("cargo::rustc-check-cfg=cfg(kafka_specs_merged)");
+    let is_3_9_0 = |d: &PathBuf| d.canonicalize().ok().is_some_and(|d| d.file_name().is_some_and(|n| n == "kafka-3.9.0"));
+    if let [only] = dirs.as_slice() {
+        if is_3_9_0(only) {
+            println!("cargo:rustc-cfg=kafka_specs_3_9_0");
+        }
+    } else {
+        println!("cargo:rustc-cfg=kafka_specs_merged");
     }
-    println!("cargo:rustc-env=KAFKA_WIRE_SPEC_DIR={}", dir.display());
-    if let Err(e) = kafka_wire_codegen::generate_dir(&dir, &out) {
-        eprintln!("error: cannot generate Kafka messages from {}:\n  {e}", dir.display());
+    println!("cargo:rustc-env=KAFKA_WIRE_SPEC_DIR={shown}");
+    let result = match dirs.as_slice() {
+        [only] => kafka_wire_codegen::generate_dir(only, &out),
+        several => kafka_wire_codegen::generate_merged_dir(several, &out),
+    };
+    if let Err(e) = result {
+        eprintln!("error: cannot generate Kafka messages from {shown}:\n  {e}");
         std::process::exit(1);
     }
 }

@@ -17,6 +17,7 @@
 
 pub mod emit;
 pub mod error;
+pub mod merge;
 pub mod model;
 pub mod spec;
 pub mod version;
@@ -33,16 +34,37 @@ pub fn load_model(dir: &Path) -> Result<Model, Error> {
     model::lower(&specs)
 }
 
+/// Parses several releases' spec directories (oldest first), merges them into one spec set
+/// (see [`merge`]) and validates the result.
+pub fn load_merged_model(dirs: &[PathBuf]) -> Result<Model, Error> {
+    let sets = dirs.iter().map(|d| spec::load_dir(d)).collect::<Result<Vec<_>, _>>()?;
+    model::lower(&merge::merge_releases(sets)?)
+}
+
 /// Generates the code for the specs in `spec_dir` without writing it.
 pub fn generate(spec_dir: &Path) -> Result<Vec<GeneratedFile>, Error> {
     emit::generate(&load_model(spec_dir)?)
+}
+
+/// Generates the code for several releases' spec directories, oldest first, merged into one
+/// set of types whose version ranges are the union.
+pub fn generate_merged(dirs: &[PathBuf]) -> Result<Vec<GeneratedFile>, Error> {
+    emit::generate(&load_merged_model(dirs)?)
 }
 
 /// Generates the code for the specs in `spec_dir` into `out_dir`, writing only files whose
 /// content changed (so that dependent builds are not invalidated needlessly). Returns the
 /// paths of all generated files; the index is [`INDEX_FILE`].
 pub fn generate_dir(spec_dir: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, Error> {
-    let files = generate(spec_dir)?;
+    write_files(generate(spec_dir)?, out_dir)
+}
+
+/// Like [`generate_dir`] for several releases' spec directories, oldest first.
+pub fn generate_merged_dir(dirs: &[PathBuf], out_dir: &Path) -> Result<Vec<PathBuf>, Error> {
+    write_files(generate_merged(dirs)?, out_dir)
+}
+
+fn write_files(files: Vec<GeneratedFile>, out_dir: &Path) -> Result<Vec<PathBuf>, Error> {
     std::fs::create_dir_all(out_dir).map_err(|source| Error::Io { path: out_dir.to_path_buf(), source })?;
     let mut paths = Vec::with_capacity(files.len());
     for f in files {

@@ -97,6 +97,11 @@ impl VersionRange {
         }
     }
 
+    /// The versions in the range, lowest first (none when empty).
+    pub fn iter(&self) -> std::ops::RangeInclusive<i16> {
+        self.lo..=self.hi
+    }
+
     /// Clamps an open end to `max`.
     pub fn clamp_hi(&self, max: i16) -> VersionRange {
         VersionRange { lo: self.lo, hi: self.hi.min(max) }.normalized()

@@ -105,7 +105,6 @@ pub mod errors {
     pub const TOPIC_ALREADY_EXISTS: i16 = 36;
     pub const INVALID_PARTITIONS: i16 = 37;
     pub const INVALID_REPLICATION_FACTOR: i16 = 38;
-    pub const UNSUPPORTED_FOR_MESSAGE_FORMAT: i16 = 43;
     pub const SASL_AUTHENTICATION_FAILED: i16 = 58;
     pub const UNKNOWN_TOPIC_ID: i16 = 100;
 }

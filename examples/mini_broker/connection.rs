@@ -4,12 +4,11 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use futures_util::{SinkExt, StreamExt};
-use kafka_wire::codec::{CodecError, RequestFrame, Response, ServerCodec};
+use kafka_wire::codec::{FrameDecoder, RequestFrame, Response, ServerCodec};
 use kafka_wire::messages::{SaslAuthenticateResponse, SaslHandshakeResponse};
-use kafka_wire::{ApiKey, ByteString, Bytes, RequestKind, ResponseKind};
+use kafka_wire::{ApiKey, ByteString, Bytes, BytesMut, RequestKind, ResponseKind};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio_util::codec::Framed;
 
 use crate::broker::{errors, Broker};
 use crate::{groups, handlers};
@@ -22,8 +21,10 @@ enum Sasl {
     Off,
     /// Waiting for SaslHandshake.
     Handshake,
-    /// Handshake done, waiting for SaslAuthenticate.
+    /// Handshake v1+ done, waiting for SaslAuthenticate.
     Authenticate,
+    /// Handshake v0 done, waiting for a bare token frame.
+    RawToken,
     Done,
 }
 
@@ -36,51 +37,103 @@ enum Reply {
     Close(String),
 }
 
-pub async fn serve(broker: Arc<Broker>, stream: TcpStream, peer: SocketAddr) {
-    let mut framed = Framed::new(stream, ServerCodec::with_max_frame_size(MAX_REQUEST_SIZE));
+pub async fn serve(broker: Arc<Broker>, mut stream: TcpStream, peer: SocketAddr) {
+    // The sans-io codec over a plain read loop, rather than tokio-util's Framed, because after a
+    // v0 SaslHandshake the next frame is a bare SASL token with no request header.
+    let mut codec = ServerCodec::with_max_frame_size(MAX_REQUEST_SIZE);
+    let raw_frames = FrameDecoder::new(MAX_REQUEST_SIZE);
+    let mut input = BytesMut::with_capacity(64 * 1024);
+    let mut output = BytesMut::new();
     let mut sasl = if broker.config.sasl_plain.is_some() { Sasl::Handshake } else { Sasl::Off };
-    while let Some(frame) = framed.next().await {
-        let frame = match frame {
-            Ok(frame) => frame,
-            Err(CodecError::Io(_)) => break,
-            Err(e) => {
-                eprintln!("{peer}: closing: {e}");
-                break;
-            }
-        };
-        let name = frame.api_key().map(ApiKey::name).unwrap_or("unknown");
-        if broker.config.verbose {
-            eprintln!(
-                "request api={name} key={} version={} client_id={:?} peer={peer}",
-                frame.header.request_api_key,
-                frame.version(),
-                frame.client_id().unwrap_or("")
-            );
-        }
-        let (version, reply) = handle(&broker, &frame, &mut sasl).await;
-        let (body, close) = match reply {
-            Reply::Send(body) => (Some(body), None),
-            Reply::Nothing => (None, None),
-            Reply::SendAndClose(body, why) => (Some(body), Some(why)),
-            Reply::Close(why) => (None, Some(why)),
-        };
-        if let Some(body) = body {
-            let Ok(api_key) = frame.api_key() else { break };
-            let response = Response { correlation_id: frame.correlation_id(), api_key, version, body };
-            match framed.send(response).await {
-                Ok(()) => {}
-                Err(CodecError::Io(_)) => break,
+    loop {
+        if let Sasl::RawToken = sasl {
+            match raw_frames.decode(&mut input) {
+                Ok(Some(token)) => {
+                    if !plain_credentials_ok(&broker, &token) {
+                        eprintln!("{peer}: closing: Authentication failed: Invalid username or password");
+                        return;
+                    }
+                    sasl = Sasl::Done;
+                    // An empty server token: PLAIN has nothing to say on success.
+                    if stream.write_all(&0i32.to_be_bytes()).await.is_err() {
+                        return;
+                    }
+                    continue;
+                }
+                Ok(None) => {}
                 Err(e) => {
-                    eprintln!("{peer}: cannot encode the {name} v{version} response, closing: {e}");
-                    break;
+                    eprintln!("{peer}: closing: {e}");
+                    return;
+                }
+            }
+        } else {
+            match codec.decode_request(&mut input) {
+                Ok(Some(frame)) => {
+                    let keep_open = answer(&broker, &mut codec, &frame, &mut sasl, &mut output, peer).await;
+                    // Written before closing too: a failed authentication is answered first.
+                    if !output.is_empty() {
+                        if stream.write_all(&output).await.is_err() {
+                            return;
+                        }
+                        output.clear();
+                    }
+                    if !keep_open {
+                        return;
+                    }
+                    continue;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    eprintln!("{peer}: closing: {e}");
+                    return;
                 }
             }
         }
-        if let Some(why) = close {
-            eprintln!("{peer}: closing: {why}");
-            break;
+        match stream.read_buf(&mut input).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
         }
     }
+}
+
+/// Handles one request, writing its response (if any) to `output`; false to close.
+async fn answer(
+    broker: &Broker,
+    codec: &mut ServerCodec,
+    frame: &RequestFrame,
+    sasl: &mut Sasl,
+    output: &mut BytesMut,
+    peer: SocketAddr,
+) -> bool {
+    let name = frame.api_key().map(ApiKey::name).unwrap_or("unknown");
+    if broker.config.verbose {
+        eprintln!(
+            "request api={name} key={} version={} client_id={:?} peer={peer}",
+            frame.header.request_api_key,
+            frame.version(),
+            frame.client_id().unwrap_or("")
+        );
+    }
+    let (version, reply) = handle(broker, frame, sasl).await;
+    let (body, close) = match reply {
+        Reply::Send(body) => (Some(body), None),
+        Reply::Nothing => (None, None),
+        Reply::SendAndClose(body, why) => (Some(body), Some(why)),
+        Reply::Close(why) => (None, Some(why)),
+    };
+    if let Some(body) = body {
+        let Ok(api_key) = frame.api_key() else { return false };
+        let response = Response { correlation_id: frame.correlation_id(), api_key, version, body };
+        if let Err(e) = codec.encode_response(response, output) {
+            eprintln!("{peer}: closing: cannot encode the {name} v{version} response: {e}");
+            return false;
+        }
+    }
+    if let Some(why) = close {
+        eprintln!("{peer}: closing: {why}");
+        return false;
+    }
+    true
 }
 
 /// The response and the version to encode it at.
@@ -91,13 +144,13 @@ async fn handle(broker: &Broker, frame: &RequestFrame, sasl: &mut Sasl) -> (i16,
         // No response type to answer with; Kafka closes the connection too.
         Err(e) => return (version, Reply::Close(e.to_string())),
     };
-    if api == ApiKey::ApiVersions && handlers::supported(api).is_none_or(|r| !r.contains(version)) {
+    if api == ApiKey::ApiVersions && !handlers::supported(api).is_some_and(|r| r.contains(version)) {
         // As Kafka: UNSUPPORTED_VERSION at v0, with the ApiVersions range, so that the client
         // can retry with a version both sides know.
         let body = handlers::api_versions(errors::UNSUPPORTED_VERSION, true);
         return (0, Reply::Send(body.into()));
     }
-    let pre_auth = matches!(sasl, Sasl::Handshake | Sasl::Authenticate);
+    let pre_auth = matches!(sasl, Sasl::Handshake | Sasl::Authenticate | Sasl::RawToken);
     if pre_auth && !matches!(api, ApiKey::ApiVersions | ApiKey::SaslHandshake | ApiKey::SaslAuthenticate) {
         return (version, Reply::Close(format!("{} request before SASL authentication", api.name())));
     }
@@ -105,7 +158,7 @@ async fn handle(broker: &Broker, frame: &RequestFrame, sasl: &mut Sasl) -> (i16,
         Some(body) => Reply::Send(body),
         None => Reply::Close(format!("{} v{version} is not implemented and has no top-level error code", api.name())),
     };
-    if handlers::supported(api).is_none_or(|r| !r.contains(version)) {
+    if !handlers::supported(api).is_some_and(|r| r.contains(version)) {
         return (version, unsupported());
     }
     let request = match frame.decode_body() {
@@ -135,20 +188,20 @@ async fn handle(broker: &Broker, frame: &RequestFrame, sasl: &mut Sasl) -> (i16,
         RequestKind::LeaveGroup(r) => Reply::Send(groups::leave_group(broker, &r, version).into()),
         RequestKind::OffsetCommit(r) => Reply::Send(groups::offset_commit(broker, &r).into()),
         RequestKind::OffsetFetch(r) => Reply::Send(groups::offset_fetch(broker, &r, version).into()),
-        RequestKind::SaslHandshake(r) => Reply::Send(sasl_handshake(sasl, &r.mechanism).into()),
+        RequestKind::SaslHandshake(r) => Reply::Send(sasl_handshake(sasl, &r.mechanism, version).into()),
         RequestKind::SaslAuthenticate(r) => sasl_authenticate(broker, sasl, &r.auth_bytes),
         _ => unsupported(),
     };
     (version, reply)
 }
 
-fn sasl_handshake(sasl: &mut Sasl, mechanism: &str) -> SaslHandshakeResponse {
+fn sasl_handshake(sasl: &mut Sasl, mechanism: &str, version: i16) -> SaslHandshakeResponse {
     let mechanisms = vec![ByteString::from_static("PLAIN")];
     let error_code = match sasl {
         // A PLAINTEXT listener, or a second handshake: Kafka answers ILLEGAL_SASL_STATE.
-        Sasl::Off | Sasl::Authenticate | Sasl::Done => errors::ILLEGAL_SASL_STATE,
+        Sasl::Off | Sasl::Authenticate | Sasl::RawToken | Sasl::Done => errors::ILLEGAL_SASL_STATE,
         Sasl::Handshake if mechanism == "PLAIN" => {
-            *sasl = Sasl::Authenticate;
+            *sasl = if version == 0 { Sasl::RawToken } else { Sasl::Authenticate };
             errors::NONE
         }
         Sasl::Handshake => errors::UNSUPPORTED_SASL_MECHANISM,
@@ -172,18 +225,21 @@ fn sasl_authenticate(broker: &Broker, sasl: &mut Sasl, token: &Bytes) -> Reply {
     if !matches!(sasl, Sasl::Authenticate) {
         return Reply::Send(response(errors::ILLEGAL_SASL_STATE, Some("SaslAuthenticate before a PLAIN SaslHandshake")));
     }
-    let parts: Vec<&[u8]> = token.split(|b| *b == 0).collect();
-    let ok = match (parts.as_slice(), &broker.config.sasl_plain) {
-        ([authzid, user, pass], Some((want_user, want_pass))) => {
-            (authzid.is_empty() || authzid == user) && *user == want_user.as_bytes() && *pass == want_pass.as_bytes()
-        }
-        _ => false,
-    };
-    if ok {
+    if plain_credentials_ok(broker, token) {
         *sasl = Sasl::Done;
         Reply::Send(response(errors::NONE, None))
     } else {
         let message = "Authentication failed: Invalid username or password";
         Reply::SendAndClose(response(errors::SASL_AUTHENTICATION_FAILED, Some(message)), message.to_owned())
+    }
+}
+
+fn plain_credentials_ok(broker: &Broker, token: &[u8]) -> bool {
+    let parts: Vec<&[u8]> = token.split(|b| *b == 0).collect();
+    match (parts.as_slice(), &broker.config.sasl_plain) {
+        ([authzid, user, pass], Some((want_user, want_pass))) => {
+            (authzid.is_empty() || authzid == user) && *user == want_user.as_bytes() && *pass == want_pass.as_bytes()
+        }
+        _ => false,
     }
 }

@@ -16,10 +16,11 @@ use crate::storage::valid_topic_name;
 /// Every api the broker implements, with the versions it implements. What is advertised is
 /// this intersected with what the build's specs define (and call stable).
 const IMPLEMENTED: &[(ApiKey, i16, i16)] = &[
-    // Magic 2 record batches only: v3 is the first Produce version that carries them.
-    (ApiKey::Produce, 3, 11),
-    // v4 is the first Fetch version whose clients read magic 2 batches.
-    (ApiKey::Fetch, 4, 17),
+    // Records are stored and served as produced, never converted between formats: a client
+    // fetching at v0-3 gets whatever format the producers wrote (as Kafka does when down-
+    // conversion is off). librdkafka enables compression only if Produce and Fetch v2 are offered.
+    (ApiKey::Produce, 0, 11),
+    (ApiKey::Fetch, 0, 17),
     (ApiKey::ListOffsets, 0, 9),
     (ApiKey::Metadata, 0, 12),
     (ApiKey::OffsetCommit, 0, 9),
@@ -29,8 +30,8 @@ const IMPLEMENTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Heartbeat, 0, 4),
     (ApiKey::LeaveGroup, 0, 5),
     (ApiKey::SyncGroup, 0, 5),
-    // v0 sends the SASL tokens as raw frames, outside Kafka's framing; only v1 is implemented.
-    (ApiKey::SaslHandshake, 1, 1),
+    // After a v0 handshake the SASL tokens travel as bare size-prefixed frames.
+    (ApiKey::SaslHandshake, 0, 1),
     (ApiKey::ApiVersions, 0, 3),
     (ApiKey::CreateTopics, 0, 7),
     (ApiKey::InitProducerId, 0, 5),

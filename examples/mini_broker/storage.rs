@@ -2,14 +2,13 @@
 
 use std::collections::BTreeMap;
 
-use kafka_wire::runtime::records::{Batch, Batches, RecordBatch};
+use kafka_wire::runtime::records::{Batch, Batches, Compression, MAGIC_OFFSET};
 use kafka_wire::{Bytes, BytesMut, Uuid};
 
 use crate::broker::{errors, random_uuid};
 
 /// One appended batch, stored as the producer sent it with its base offset rewritten.
 pub struct StoredBatch {
-    pub base_offset: i64,
     pub last_offset: i64,
     pub max_timestamp: i64,
     pub bytes: Bytes,
@@ -43,14 +42,27 @@ impl Partition {
         out
     }
 
-    /// Checks every batch of a produce request's records (all must be complete magic 2 batches
-    /// with good CRCs) and appends them, returning the first assigned offset.
+    /// Checks every entry of a produce request's records (complete, good CRCs) and appends
+    /// them, returning the first assigned offset. Entries are stored as sent, with their offset
+    /// fields rewritten: a v2 batch's base offset, a legacy message's offset (a compressed
+    /// legacy wrapper's is its last inner message's). Checksums do not cover these fields.
+    /// Nothing is converted between formats: a Fetch returns entries as they were produced.
     pub fn append(&mut self, records: Bytes) -> Result<i64, i16> {
-        let mut parsed: Vec<RecordBatch> = Vec::new();
+        let mut parsed: Vec<(Bytes, i64, i64)> = Vec::new(); // (entry, offset delta of last record, max timestamp)
         for batch in Batches::new(records) {
             match batch {
-                Ok(Batch::V2(b)) => parsed.push(b),
-                Ok(Batch::Legacy(_)) => return Err(errors::UNSUPPORTED_FOR_MESSAGE_FORMAT),
+                Ok(Batch::V2(b)) => parsed.push((b.as_bytes().clone(), i64::from(b.last_offset_delta()), b.max_timestamp())),
+                Ok(Batch::Legacy(m)) => {
+                    let count = if m.compression() == Compression::None {
+                        1
+                    } else {
+                        m.records().map_err(|_| errors::CORRUPT_MESSAGE)?.len() as i64
+                    };
+                    if count == 0 {
+                        return Err(errors::CORRUPT_MESSAGE);
+                    }
+                    parsed.push((m.as_bytes().clone(), count - 1, m.timestamp().unwrap_or(-1)));
+                }
                 Ok(Batch::Partial(_)) | Err(_) => return Err(errors::CORRUPT_MESSAGE),
             }
         }
@@ -58,19 +70,14 @@ impl Partition {
             return Err(errors::CORRUPT_MESSAGE);
         }
         let first = self.next_offset;
-        for batch in parsed {
+        for (raw, last_delta, max_timestamp) in parsed {
+            let is_v2 = raw.get(MAGIC_OFFSET) == Some(&2);
             let base_offset = self.next_offset;
-            // The CRC covers the bytes from the attributes on, not the base offset, so the batch
-            // stays valid with its first eight bytes replaced.
-            let mut bytes = BytesMut::from(&batch.as_bytes()[..]);
-            bytes[..8].copy_from_slice(&base_offset.to_be_bytes());
-            let last_offset = base_offset + i64::from(batch.last_offset_delta());
-            self.batches.push(StoredBatch {
-                base_offset,
-                last_offset,
-                max_timestamp: batch.max_timestamp(),
-                bytes: bytes.freeze(),
-            });
+            let last_offset = base_offset + last_delta;
+            let mut bytes = BytesMut::from(&raw[..]);
+            let offset_field = if is_v2 { base_offset } else { last_offset };
+            bytes[..8].copy_from_slice(&offset_field.to_be_bytes());
+            self.batches.push(StoredBatch { last_offset, max_timestamp, bytes: bytes.freeze() });
             self.next_offset = last_offset + 1;
         }
         Ok(first)
@@ -84,11 +91,11 @@ impl Partition {
             if matches!(timestamp, Some(t) if stored.max_timestamp < t) {
                 continue;
             }
-            let Some(Ok(Batch::V2(batch))) = Batches::new(stored.bytes.clone()).next() else {
+            let Some(Ok(batch)) = Batches::new(stored.bytes.clone()).next() else {
                 continue;
             };
             let Ok(records) = batch.records() else { continue };
-            for record in records.flatten() {
+            for record in records {
                 match timestamp {
                     Some(t) if record.timestamp >= t => return Some((record.offset, record.timestamp)),
                     Some(_) => {}

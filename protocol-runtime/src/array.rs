@@ -20,6 +20,9 @@ pub fn read_nullable_array<T>(
     crate::limits::charge_array(n, std::mem::size_of::<T>(), remaining)?;
     let mut out = Vec::with_capacity(prealloc::<T>(n, remaining));
     for i in 0..n {
+        if out.len() == out.capacity() {
+            grow(&mut out, n, remaining, bytes::Buf::remaining(buf));
+        }
         match elem(buf) {
             Ok(v) => out.push(v),
             Err(e) => return Err(e.index(i)),
@@ -28,13 +31,29 @@ pub fn read_nullable_array<T>(
     Ok(Some(out))
 }
 
+/// Makes room in a vector whose claim was not reserved in full. Once some elements have decoded,
+/// their average size on the wire tells whether the rest of the claim fits in the input left: if
+/// it does, the rest is reserved exactly (no doubling overshoot); if not, the claim is likely a
+/// lie and the vector only doubles, as the elements actually arrive.
+#[cold]
+fn grow<T>(out: &mut Vec<T>, claimed: usize, start: usize, left: usize) {
+    let done = out.len();
+    let used = start.saturating_sub(left);
+    let rest = claimed.saturating_sub(done);
+    if done > 0 && rest.saturating_mul(used) <= left.saturating_mul(done) {
+        out.reserve_exact(rest);
+    } else {
+        out.reserve(1);
+    }
+}
+
 /// Bytes any array may reserve up front, whatever the input.
-const PREALLOC_FREE: usize = 64 << 10;
+const PREALLOC_FREE: usize = 4 << 10;
 
 /// Elements to reserve for an array claiming `n` with `remaining` bytes of input left. Every
 /// element takes at least a byte, so `n <= remaining`; but an element may be much larger in memory
 /// than on the wire, so a claim is only reserved in full up to four bytes of memory per byte of
-/// input left (or 64 KiB). Past that the vector grows as elements actually decode, which keeps a
+/// input left (or 4 KiB). Past that the vector grows as elements actually decode, which keeps a
 /// lying count from costing more memory than the input that backs it.
 #[inline]
 fn prealloc<T>(n: usize, remaining: usize) -> usize {

@@ -22,6 +22,7 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine as _;
 use bytes::Bytes;
 use bytestring::ByteString;
+pub use serde_json;
 pub use serde_json::{Map, Value};
 
 use crate::message::Message;

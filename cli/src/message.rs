@@ -1,0 +1,167 @@
+//! `kafka-wire decode` and `encode`: message bodies and frames to and from JSON.
+
+use std::io::{BufRead, Write};
+
+use kafka_wire::messages::{RequestHeader, ResponseHeader};
+use kafka_wire::runtime::json::serde_json::{json, Value};
+use kafka_wire::{ApiKey, Bytes, Decode, JsonMessage, RequestKind, ResponseKind};
+
+use crate::error::CliError;
+use crate::input;
+use crate::Direction;
+
+/// The api key, version and direction a body command needs.
+pub fn body_args(key: Option<i16>, version: Option<i16>, dir: Direction) -> Result<(i16, i16, bool), CliError> {
+    let key = key.ok_or_else(|| CliError::Usage("--api-key is required".into()))?;
+    let version = version.ok_or_else(|| CliError::Usage("--api-version is required".into()))?;
+    if !dir.request && !dir.response {
+        return Err(CliError::Usage("one of --request or --response is required".into()));
+    }
+    Ok((key, version, dir.request))
+}
+
+fn known(key: i16) -> Result<ApiKey, String> {
+    ApiKey::from_i16(key).ok_or_else(|| format!("unknown api key {key}"))
+}
+
+/// Decodes a body that must use every byte of `buf`.
+fn body_json(key: i16, version: i16, request: bool, mut buf: Bytes) -> Result<Value, String> {
+    let total = buf.len();
+    let json = if request {
+        let body = RequestKind::decode(key, version, &mut buf).map_err(|e| e.to_string())?;
+        body.to_json(version)
+    } else {
+        let body = ResponseKind::decode(key, version, &mut buf).map_err(|e| e.to_string())?;
+        body.to_json(version)
+    };
+    if !buf.is_empty() {
+        return Err(format!("{} trailing bytes after the body at offset {}", buf.len(), total - buf.len()));
+    }
+    json.map_err(|e| e.to_string())
+}
+
+/// Decodes a message body to JSON.
+pub fn decode_body(key: i16, version: i16, request: bool, bytes: &[u8]) -> Result<Value, CliError> {
+    body_json(key, version, request, Bytes::copy_from_slice(bytes)).map_err(CliError::Input)
+}
+
+/// What a request's first eight bytes say, for any api key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestPeek {
+    /// The api key.
+    pub api_key: i16,
+    /// The api version.
+    pub api_version: i16,
+    /// The correlation id.
+    pub correlation_id: i32,
+}
+
+/// Reads the api key, version and correlation id at the start of a request payload.
+pub fn peek_request(payload: &[u8]) -> Option<RequestPeek> {
+    let b: &[u8; 8] = payload.get(..8)?.try_into().ok()?;
+    Some(RequestPeek {
+        api_key: i16::from_be_bytes([b[0], b[1]]),
+        api_version: i16::from_be_bytes([b[2], b[3]]),
+        correlation_id: i32::from_be_bytes([b[4], b[5], b[6], b[7]]),
+    })
+}
+
+/// A request payload (a frame without its size): header and body JSON.
+pub fn request_json(payload: &[u8]) -> Result<(Value, Value), String> {
+    let peek = peek_request(payload).ok_or_else(|| format!("request of {} bytes is shorter than a header", payload.len()))?;
+    let api = known(peek.api_key)?;
+    let hv = api.request_header_version(peek.api_version);
+    let mut buf = Bytes::copy_from_slice(payload);
+    let header = RequestHeader::decode(&mut buf, hv).map_err(|e| e.to_string())?;
+    let header = header.to_json(hv).map_err(|e| e.to_string())?;
+    let offset = payload.len() - buf.len();
+    let body = body_json(peek.api_key, peek.api_version, true, buf).map_err(|e| format!("body (after {offset} header bytes): {e}"))?;
+    Ok((header, body))
+}
+
+/// A response payload of `key` at `version`: header and body JSON.
+pub fn response_json(payload: &[u8], key: i16, version: i16) -> Result<(Value, Value), String> {
+    let api = known(key)?;
+    let hv = api.response_header_version(version);
+    let mut buf = Bytes::copy_from_slice(payload);
+    let header = ResponseHeader::decode(&mut buf, hv).map_err(|e| e.to_string())?;
+    let header = header.to_json(hv).map_err(|e| e.to_string())?;
+    let offset = payload.len() - buf.len();
+    let body = body_json(key, version, false, buf).map_err(|e| format!("body (after {offset} header bytes): {e}"))?;
+    Ok((header, body))
+}
+
+/// Splits a size-prefixed frame into its payload, checking the size.
+pub fn frame_payload(frame: &[u8]) -> Result<&[u8], CliError> {
+    let size: [u8; 4] = frame
+        .get(..4)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| CliError::Input(format!("truncated frame: {} bytes, shorter than the 4-byte size", frame.len())))?;
+    let size = i32::from_be_bytes(size);
+    let payload = frame.get(4..).unwrap_or_default();
+    if size < 0 || size as usize != payload.len() {
+        return Err(CliError::Input(format!(
+            "frame size {size} does not match the {} bytes after the size prefix{}",
+            payload.len(),
+            if size >= 0 && (size as usize) > payload.len() { " (truncated frame)" } else { "" }
+        )));
+    }
+    Ok(payload)
+}
+
+/// Decodes a whole frame: a request is self-describing; a response needs the api key and version.
+pub fn decode_frame(frame: &[u8], dir: Direction, key: Option<i16>, version: Option<i16>) -> Result<Value, CliError> {
+    let payload = frame_payload(frame)?;
+    let (header, body) = if dir.response {
+        let (key, version, _) = body_args(key, version, dir)?;
+        response_json(payload, key, version)
+    } else {
+        request_json(payload)
+    }
+    .map_err(CliError::Input)?;
+    Ok(json!({"header": header, "body": body}))
+}
+
+fn kind(line: &Value) -> Result<bool, CliError> {
+    match input::str_field(line, "kind")? {
+        "request" => Ok(true),
+        "response" => Ok(false),
+        other => Err(CliError::Input(format!("\"kind\" must be \"request\" or \"response\", not \"{other}\""))),
+    }
+}
+
+/// `decode --jsonl`.
+pub fn decode_jsonl(input: impl BufRead, out: &mut impl Write) -> Result<(), CliError> {
+    input::jsonl(input, out, "json", |line| {
+        let key = input::int_field(line, "apiKey")?;
+        let version = input::int_field(line, "apiVersion")?;
+        let request = kind(line)?;
+        let bytes = input::parse_hex(input::str_field(line, "hex")?)?;
+        decode_body(key, version, request, &bytes)
+    })
+}
+
+/// Encodes a JSON body.
+pub fn encode_body(key: i16, version: i16, request: bool, json: &Value) -> Result<Vec<u8>, CliError> {
+    let mut out = Vec::new();
+    let r = if request {
+        let body = RequestKind::from_json(key, version, json).map_err(|e| CliError::Input(e.to_string()))?;
+        body.encode(&mut out, version)
+    } else {
+        let body = ResponseKind::from_json(key, version, json).map_err(|e| CliError::Input(e.to_string()))?;
+        body.encode(&mut out, version)
+    };
+    r.map_err(|e| CliError::Input(e.to_string()))?;
+    Ok(out)
+}
+
+/// `encode --jsonl`.
+pub fn encode_jsonl(input: impl BufRead, out: &mut impl Write) -> Result<(), CliError> {
+    input::jsonl(input, out, "hex", |line| {
+        let key = input::int_field(line, "apiKey")?;
+        let version = input::int_field(line, "apiVersion")?;
+        let request = kind(line)?;
+        let body = line.get("json").ok_or_else(|| CliError::Input("\"json\" is missing".into()))?;
+        Ok(Value::String(hex::encode(encode_body(key, version, request, body)?)))
+    })
+}

@@ -1,0 +1,228 @@
+//! `kafka-wire pcap`: Kafka messages in a packet capture, one JSON line each.
+//!
+//! Packets go through [`capture`] (file format, link layer, IP, TCP) to [`tcp`] (reassembly per
+//! direction) to [`frames`] (frame splitting and resynchronisation), and each frame is decoded
+//! with its header: requests describe themselves; a response takes the api key and version of
+//! the request with its correlation id on the same connection. Traffic to one of the broker
+//! ports is requests; traffic from one is responses.
+
+mod capture;
+mod frames;
+mod tcp;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use kafka_wire::runtime::json::serde_json::{json, Map, Value};
+
+use self::capture::{Capture, Segment};
+use self::frames::{Framer, Item, Pending};
+use self::tcp::{Chunk, HalfStream};
+use crate::error::CliError;
+use crate::message::{peek_request, request_json, response_json};
+
+/// One direction of a connection.
+#[derive(Default)]
+struct Side {
+    stream: HalfStream,
+    framer: Option<Framer>,
+}
+
+/// A client-broker connection.
+struct Conn {
+    client: SocketAddr,
+    broker: SocketAddr,
+    requests: Side,
+    responses: Side,
+    pending: Pending,
+}
+
+struct Decoder<'a, W: Write> {
+    ports: &'a [u16],
+    conns: HashMap<(SocketAddr, SocketAddr), Conn>,
+    out: &'a mut W,
+}
+
+/// Reads `path` and prints its Kafka messages. A corrupt capture prints what came before the
+/// damage and then fails.
+pub fn run(path: &Path, ports: &[u16], out: &mut impl Write) -> Result<(), CliError> {
+    let mut cap = Capture::open(path).map_err(CliError::Input)?;
+    let mut dec = Decoder { ports, conns: HashMap::new(), out };
+    let mut last = Duration::ZERO;
+    let mut failure = None;
+    loop {
+        // pcap-file is a third-party parser of untrusted bytes: a panic in it is a corrupt file,
+        // not a crash of the tool.
+        let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cap.next_packet()))
+            .unwrap_or_else(|_| Some(Err("the capture parser failed on malformed data".into())));
+        match next {
+            None => break,
+            Some(Err(e)) => {
+                failure = Some(format!("{}: corrupt capture: {e}", path.display()));
+                break;
+            }
+            Some(Ok((time, link, data))) => {
+                last = time;
+                if let Some(seg) = capture::tcp_segment(time, link, &data) {
+                    dec.segment(seg)?;
+                }
+            }
+        }
+    }
+    dec.finish(last)?;
+    match failure {
+        Some(f) => Err(CliError::Input(f)),
+        None => Ok(()),
+    }
+}
+
+fn timestamp(t: Duration) -> String {
+    format!("{}.{:06}", t.as_secs(), t.subsec_micros())
+}
+
+impl<W: Write> Decoder<'_, W> {
+    fn segment(&mut self, seg: Segment) -> Result<(), CliError> {
+        let (client, broker, request) = if self.ports.contains(&seg.dst.port()) {
+            (seg.src, seg.dst, true)
+        } else if self.ports.contains(&seg.src.port()) {
+            (seg.dst, seg.src, false)
+        } else {
+            return Ok(());
+        };
+        let key = (client, broker);
+        // A SYN that does not continue the known stream is a new connection on the same ports.
+        let reused = seg.syn
+            && self.conns.get(&key).is_some_and(|c| {
+                let side = if request { &c.requests } else { &c.responses };
+                side.stream.is_new_connection(seg.seq)
+            });
+        if reused {
+            self.finish_conn(&key, seg.time)?;
+            self.conns.remove(&key);
+        }
+        let conn = self.conns.entry(key).or_insert_with(|| Conn {
+            client,
+            broker,
+            requests: Side::default(),
+            responses: Side::default(),
+            pending: Pending::new(),
+        });
+        let side = if request { &mut conn.requests } else { &mut conn.responses };
+        let mut chunks = Vec::new();
+        side.stream.push(seg.seq, seg.syn, &seg.payload, &mut chunks);
+        self.deliver(&key, request, chunks, seg.time, false)
+    }
+
+    /// Feeds reassembled chunks to the framer of one side and prints the frames.
+    fn deliver(
+        &mut self,
+        key: &(SocketAddr, SocketAddr),
+        request: bool,
+        chunks: Vec<Chunk>,
+        time: Duration,
+        end: bool,
+    ) -> Result<(), CliError> {
+        let Some(conn) = self.conns.get_mut(key) else { return Ok(()) };
+        let mut items = Vec::new();
+        let side = if request { &mut conn.requests } else { &mut conn.responses };
+        let from_syn = side.stream.from_syn;
+        let framer = side.framer.get_or_insert_with(|| Framer::new(from_syn));
+        for chunk in chunks {
+            match chunk {
+                Chunk::Data(d) => framer.push(&d, request, &conn.pending, false, &mut items),
+                Chunk::Gap(_) => framer.gap(&mut items),
+            }
+        }
+        if end {
+            framer.push(&[], request, &conn.pending, true, &mut items);
+        }
+        for item in items {
+            let line = Self::item_line(conn, request, item, time);
+            writeln!(self.out, "{line}").map_err(CliError::io)?;
+        }
+        Ok(())
+    }
+
+    fn item_line(conn: &mut Conn, request: bool, item: Item, time: Duration) -> Value {
+        let mut o = Map::new();
+        o.insert("timestamp".into(), json!(timestamp(time)));
+        o.insert("client".into(), json!(conn.client.to_string()));
+        o.insert("broker".into(), json!(conn.broker.to_string()));
+        o.insert("direction".into(), json!(if request { "request" } else { "response" }));
+        match item {
+            Item::Skipped(n, why) => {
+                o.insert("error".into(), json!(format!("skipped {n} bytes: {why}")));
+            }
+            Item::Cut(n) => {
+                o.insert("error".into(), json!(format!("frame cut short: {n} bytes, then data missing from the capture")));
+            }
+            Item::Frame(payload) if request => {
+                if let Some(peek) = peek_request(&payload) {
+                    o.insert("apiKey".into(), json!(peek.api_key));
+                    o.insert("apiVersion".into(), json!(peek.api_version));
+                    o.insert("correlationId".into(), json!(peek.correlation_id));
+                    conn.pending.insert(peek.correlation_id, (peek.api_key, peek.api_version));
+                }
+                match request_json(&payload) {
+                    Ok((header, body)) => {
+                        o.insert("header".into(), header);
+                        o.insert("body".into(), body);
+                    }
+                    Err(e) => {
+                        o.insert("error".into(), json!(e));
+                    }
+                }
+            }
+            Item::Frame(payload) => {
+                let corr = payload.get(..4).and_then(|c| c.try_into().ok()).map(i32::from_be_bytes);
+                if let Some(corr) = corr {
+                    o.insert("correlationId".into(), json!(corr));
+                }
+                match corr.and_then(|c| conn.pending.remove(&c)) {
+                    Some((key, version)) => {
+                        o.insert("apiKey".into(), json!(key));
+                        o.insert("apiVersion".into(), json!(version));
+                        match response_json(&payload, key, version) {
+                            Ok((header, body)) => {
+                                o.insert("header".into(), header);
+                                o.insert("body".into(), body);
+                            }
+                            Err(e) => {
+                                o.insert("error".into(), json!(e));
+                            }
+                        }
+                    }
+                    None => {
+                        o.insert("error".into(), json!("no request with this correlation id was seen on the connection"));
+                    }
+                }
+            }
+        }
+        Value::Object(o)
+    }
+
+    fn finish_conn(&mut self, key: &(SocketAddr, SocketAddr), time: Duration) -> Result<(), CliError> {
+        for request in [true, false] {
+            let mut chunks = Vec::new();
+            if let Some(conn) = self.conns.get_mut(key) {
+                let side = if request { &mut conn.requests } else { &mut conn.responses };
+                side.stream.flush(&mut chunks);
+            }
+            self.deliver(key, request, chunks, time, true)?;
+        }
+        Ok(())
+    }
+
+    /// End of capture: flushes every stream, requests first so late responses find them.
+    fn finish(&mut self, time: Duration) -> Result<(), CliError> {
+        let mut keys: Vec<_> = self.conns.keys().copied().collect();
+        keys.sort();
+        for key in keys {
+            self.finish_conn(&key, time)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,189 @@
+//! Interop: captures of real librdkafka traffic (a confluent-kafka producer), made on loopback by
+//! `tests/pcap/make_capture.sh` against a tiny broker this test starts, decoded by
+//! `kafka-wire pcap` and compared with what tshark's Kafka dissector reports for the same file:
+//! every request's api key, version and correlation id, every response's correlation id (and api
+//! key where tshark gives one), and topic names wherever tshark reports them.
+//!
+//! Needs root (capturing on `lo`), tcpdump, tshark and python3 with confluent-kafka, as `.ci/run`
+//! installs them. `KAFKA_WIRE_SKIP_INTEROP=1` skips it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "pcap/broker.rs"]
+mod broker;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use kafka_wire::runtime::json::serde_json::{self, Value};
+
+fn skip() -> bool {
+    std::env::var("KAFKA_WIRE_SKIP_INTEROP").is_ok_and(|v| v == "1")
+}
+
+/// Captures a producer session against a broker that caps Metadata/Produce at `cap`.
+fn capture(name: &str, cap: Option<i16>) -> (PathBuf, u16) {
+    let port = broker::start(cap);
+    let dir = std::env::temp_dir().join(format!("kafka-wire-pcap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join(format!("{name}.pcap"));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pcap/make_capture.sh");
+    let status = Command::new(script).arg(&out).arg(port.to_string()).status().expect("run make_capture.sh");
+    assert!(status.success(), "make_capture.sh failed: {status}");
+    (out, port)
+}
+
+/// Key of one message: (client port, is response, correlation id).
+type Key = (u16, bool, i32);
+
+#[derive(Debug, Default)]
+struct Ours {
+    requests: BTreeMap<Key, (i64, i64)>,
+    responses: BTreeMap<Key, i64>,
+    topics: BTreeMap<Key, Vec<String>>,
+}
+
+fn collect_topic_names(v: &Value, parent_key: Option<&str>, out: &mut Vec<String>) {
+    match v {
+        Value::Object(o) => {
+            if matches!(parent_key, Some("topics" | "topicData" | "responses")) {
+                if let Some(Value::String(n)) = o.get("name") {
+                    out.push(n.clone());
+                }
+            }
+            for (k, child) in o {
+                collect_topic_names(child, Some(k), out);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|c| collect_topic_names(c, parent_key, out)),
+        _ => {}
+    }
+}
+
+fn ours(pcap: &Path, port: u16) -> Ours {
+    let out = Command::new(env!("CARGO_BIN_EXE_kafka-wire"))
+        .args(["pcap", pcap.to_str().unwrap(), "--port", &port.to_string()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut o = Ours::default();
+    for line in String::from_utf8(out.stdout).unwrap().lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert!(v.get("error").is_none(), "kafka-wire reported an error: {line}");
+        let client: std::net::SocketAddr = v["client"].as_str().unwrap().parse().unwrap();
+        let response = v["direction"] == "response";
+        let key = (client.port(), response, v["correlationId"].as_i64().unwrap() as i32);
+        let (api, version) = (v["apiKey"].as_i64().unwrap(), v["apiVersion"].as_i64().unwrap());
+        if response {
+            assert!(o.responses.insert(key, api).is_none(), "duplicate {key:?}");
+        } else {
+            assert!(o.requests.insert(key, (api, version)).is_none(), "duplicate {key:?}");
+        }
+        let mut names = Vec::new();
+        collect_topic_names(&v["body"], None, &mut names);
+        o.topics.insert(key, names);
+    }
+    o
+}
+
+/// tshark's view, one row per packet that carries Kafka PDUs.
+struct TsharkRow {
+    client_port: u16,
+    response: bool,
+    api_keys: Vec<i64>,
+    versions: Vec<i64>,
+    correlation_ids: Vec<i32>,
+    topics: Vec<String>,
+}
+
+fn tshark(pcap: &Path, port: u16) -> Vec<TsharkRow> {
+    let out = Command::new("tshark")
+        .args(["-r", pcap.to_str().unwrap(), "-d", &format!("tcp.port=={port},kafka"), "-T", "fields"])
+        .args(["-e", "tcp.srcport", "-e", "tcp.dstport", "-e", "kafka.api_key", "-e", "kafka.api_version"])
+        .args(["-e", "kafka.correlation_id", "-e", "kafka.topic_name", "-E", "aggregator=|", "-E", "occurrence=a"])
+        .output()
+        .expect("run tshark");
+    assert!(out.status.success(), "tshark: {}", String::from_utf8_lossy(&out.stderr));
+    let list = |s: &str| -> Vec<String> { s.split('|').filter(|x| !x.is_empty()).map(str::to_string).collect() };
+    let nums = |s: &str| -> Vec<i64> { list(s).iter().map(|x| x.parse().unwrap()).collect() };
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split('\t').collect();
+            let corr = nums(f[4]);
+            if corr.is_empty() {
+                return None;
+            }
+            let (src, dst): (u16, u16) = (f[0].parse().unwrap(), f[1].parse().unwrap());
+            let response = src == port;
+            Some(TsharkRow {
+                client_port: if response { dst } else { src },
+                response,
+                api_keys: nums(f[2]),
+                versions: nums(f[3]),
+                correlation_ids: corr.into_iter().map(|c| c as i32).collect(),
+                topics: list(f[5]),
+            })
+        })
+        .collect()
+}
+
+fn compare(name: &str, cap: Option<i16>, compare_topics: bool) {
+    let (pcap, port) = capture(name, cap);
+    let ours = ours(&pcap, port);
+    let rows = tshark(&pcap, port);
+    assert!(!rows.is_empty(), "tshark saw no Kafka traffic");
+
+    let mut theirs_requests = BTreeMap::new();
+    let mut theirs_responses = BTreeSet::new();
+    let mut topic_checks = 0;
+    for row in &rows {
+        let keys: Vec<Key> = row.correlation_ids.iter().map(|&c| (row.client_port, row.response, c)).collect();
+        if row.response {
+            theirs_responses.extend(keys.iter().copied());
+            // tshark names the api of a response only when it dissected it; it must agree.
+            if row.api_keys.len() == keys.len() {
+                for (k, api) in keys.iter().zip(&row.api_keys) {
+                    assert_eq!(ours.responses.get(k), Some(api), "response {k:?}");
+                }
+            }
+        } else {
+            assert_eq!(row.api_keys.len(), keys.len(), "tshark request row");
+            assert_eq!(row.versions.len(), keys.len(), "tshark request row");
+            for (i, k) in keys.iter().enumerate() {
+                theirs_requests.insert(*k, (row.api_keys[i], row.versions[i]));
+            }
+        }
+        if compare_topics && !row.topics.is_empty() {
+            let mut mine: Vec<String> = keys.iter().flat_map(|k| ours.topics.get(k).cloned().unwrap_or_default()).collect();
+            let mut theirs = row.topics.clone();
+            mine.sort();
+            theirs.sort();
+            assert_eq!(mine, theirs, "topic names of {keys:?}");
+            topic_checks += 1;
+        }
+    }
+    assert_eq!(ours.requests, theirs_requests, "requests: (client port, response, correlation id) -> (api key, version)");
+    assert_eq!(ours.responses.keys().copied().collect::<BTreeSet<_>>(), theirs_responses, "responses");
+    // The session: ApiVersions, Metadata and three Produce requests at least.
+    let apis: BTreeSet<i64> = ours.requests.values().map(|(k, _)| *k).collect();
+    assert_eq!(apis, BTreeSet::from([0, 3, 18]), "api keys in the session");
+    assert!(ours.requests.values().filter(|(k, _)| *k == 0).count() >= 3);
+    if compare_topics {
+        assert!(topic_checks >= 6, "only {topic_checks} packets with topic names to compare");
+    }
+}
+
+#[test]
+fn librdkafka_capture_matches_tshark() {
+    if skip() {
+        eprintln!("skipped: KAFKA_WIRE_SKIP_INTEROP=1");
+        return;
+    }
+    // Current versions (Produce v10, Metadata v12, flexible): tshark 4.0 does not dissect every
+    // field of these, so compare api keys, versions and correlation ids.
+    compare("current", None, false);
+    // Versions tshark dissects fully: topic names too.
+    compare("classic", Some(7), true);
+}

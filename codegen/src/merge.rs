@@ -1,0 +1,308 @@
+//! Several Kafka releases' spec sets merged into one, so a single build can speak every
+//! version any of them defines: versions a newer release removed stay decodable while its new
+//! apis and versions are available.
+//!
+//! Releases are given oldest first. Each version of a message is defined by the newest release
+//! that has it; a merged field's version ranges are rebuilt version by version from those
+//! definitions. When the result cannot be expressed as Kafka's ranges, or a field's type or tag
+//! differs between releases, the merge fails with the field's path instead of guessing.
+
+use std::collections::BTreeMap;
+
+use crate::error::Error;
+use crate::spec::{FieldSpec, MessageSpec, StructSpec};
+use crate::version::VersionRange;
+
+/// Merges spec sets given oldest release first.
+pub fn merge_releases(sets: Vec<Vec<(String, MessageSpec)>>) -> Result<Vec<(String, MessageSpec)>, Error> {
+    let mut sets = sets.into_iter();
+    let mut merged = sets.next().unwrap_or_default();
+    for newer in sets {
+        merged = merge_two(merged, newer)?;
+    }
+    Ok(merged)
+}
+
+fn merge_two(older: Vec<(String, MessageSpec)>, newer: Vec<(String, MessageSpec)>) -> Result<Vec<(String, MessageSpec)>, Error> {
+    let mut by_name: BTreeMap<String, (String, MessageSpec)> =
+        older.into_iter().map(|(file, spec)| (spec.name.clone(), (file, spec))).collect();
+    for (file, new) in newer {
+        let merged = match by_name.remove(&new.name) {
+            Some((_, old)) => merge_message(&file, &old, &new)?,
+            None => new,
+        };
+        by_name.insert(merged.name.clone(), (file, merged));
+    }
+    let mut out: Vec<_> = by_name.into_values().collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+/// Which release defines each version.
+struct Sources {
+    old: VersionRange,
+    new: VersionRange,
+    merged: VersionRange,
+    /// The older release's newest version when it was marked unstable: no compatibility was
+    /// promised for it, so the newer release's definition replaces it without a conflict.
+    old_unstable: Option<i16>,
+}
+
+impl Sources {
+    fn is_new(&self, v: i16) -> bool {
+        self.new.contains(v)
+    }
+
+    /// Versions both releases define with a compatibility promise: they must agree there.
+    fn shared(&self) -> impl Iterator<Item = i16> + '_ {
+        self.old.intersect(&self.new).iter().filter(move |v| Some(*v) != self.old_unstable)
+    }
+}
+
+fn range(file: &str, path: &str, text: Option<&str>) -> Result<VersionRange, Error> {
+    match text {
+        None => Ok(VersionRange::NONE),
+        Some(t) => VersionRange::parse(t).ok_or_else(|| Error::invalid(file, path, format!("invalid version range \"{t}\""))),
+    }
+}
+
+/// The one range that holds exactly the versions where `holds(v)` is true, among the versions
+/// where `cares(v)`; `None` when no single range does.
+fn exact_range(all: VersionRange, cares: impl Fn(i16) -> bool, holds: impl Fn(i16) -> bool) -> Option<VersionRange> {
+    let mut hull = VersionRange::NONE;
+    for v in all.iter() {
+        if cares(v) && holds(v) {
+            hull = hull.hull(&VersionRange::new(v, v));
+        }
+    }
+    let exact = all.iter().all(|v| !cares(v) || holds(v) == hull.contains(v));
+    exact.then_some(hull)
+}
+
+fn text(r: VersionRange, max: i16) -> String {
+    if r.is_empty() {
+        "none".into()
+    } else if r.hi == max {
+        format!("{}+", r.lo)
+    } else {
+        format!("{}-{}", r.lo, r.hi)
+    }
+}
+
+fn merge_message(file: &str, old: &MessageSpec, new: &MessageSpec) -> Result<MessageSpec, Error> {
+    let conflict = |msg: String| Error::invalid(file, "", format!("cannot merge releases: {msg}"));
+    if old.kind != new.kind || old.api_key != new.api_key {
+        return Err(conflict(format!("type or api key differs ({} {:?} vs {} {:?})", old.kind, old.api_key, new.kind, new.api_key)));
+    }
+    let old_valid = range(file, "", Some(&old.valid_versions))?;
+    let new_valid = range(file, "", Some(&new.valid_versions))?;
+    if new_valid.is_empty() {
+        return Ok(old.clone());
+    }
+    if old_valid.is_empty() {
+        return Ok(new.clone());
+    }
+    let merged = old_valid.hull(&new_valid);
+    if let Some(v) = merged.iter().find(|v| !old_valid.contains(*v) && !new_valid.contains(*v)) {
+        return Err(conflict(format!("version {v} is in neither release")));
+    }
+    let old_unstable = old.latest_version_unstable.unwrap_or(false).then_some(old_valid.hi);
+    let src = Sources { old: old_valid, new: new_valid, merged, old_unstable };
+    let max = merged.hi;
+
+    let flexible_of = |s: &MessageSpec| range(file, "", s.flexible_versions.as_deref());
+    let (old_flex, new_flex) = (flexible_of(old)?, flexible_of(new)?);
+    let flexible = exact_range(merged, |_| true, |v| if src.is_new(v) { new_flex.contains(v) } else { old_flex.contains(v) })
+        .ok_or_else(|| conflict("flexible versions cannot be combined".into()))?;
+    let (old_dep, new_dep) = (range(file, "", old.deprecated_versions.as_deref())?, range(file, "", new.deprecated_versions.as_deref())?);
+    let deprecated = exact_range(merged, |_| true, |v| if src.is_new(v) { new_dep.contains(v) } else { old_dep.contains(v) })
+        .unwrap_or(new_dep);
+    let mut listeners = new.listeners.clone();
+    if let (Some(l), Some(old_l)) = (listeners.as_mut(), &old.listeners) {
+        for x in old_l {
+            if !l.contains(x) {
+                l.push(x.clone());
+            }
+        }
+    }
+    let fields = merge_fields(file, "", &old.fields, &new.fields, &src, max)?;
+    let mut common_structs = Vec::new();
+    for s in &new.common_structs {
+        let o = old.common_structs.iter().find(|o| o.name == s.name);
+        let fields = merge_fields(file, &s.name, o.map_or(&[][..], |o| &o.fields), &s.fields, &src, max)?;
+        common_structs.push(StructSpec { fields, ..s.clone() });
+    }
+    for o in &old.common_structs {
+        if !new.common_structs.iter().any(|s| s.name == o.name) {
+            let fields = merge_fields(file, &o.name, &o.fields, &[], &src, max)?;
+            common_structs.push(StructSpec { fields, ..o.clone() });
+        }
+    }
+    Ok(MessageSpec {
+        valid_versions: format!("{}-{}", merged.lo, merged.hi),
+        flexible_versions: Some(text(flexible, max)),
+        deprecated_versions: (!deprecated.is_empty()).then(|| text(deprecated, max)),
+        latest_version_unstable: if merged.hi == new_valid.hi { new.latest_version_unstable } else { old.latest_version_unstable },
+        listeners,
+        fields,
+        common_structs,
+        ..new.clone()
+    })
+}
+
+/// Merges two releases' field lists: the newer release's order, with fields only the older
+/// release has placed after the field that precedes them there.
+fn merge_fields(
+    file: &str,
+    path: &str,
+    old: &[FieldSpec],
+    new: &[FieldSpec],
+    src: &Sources,
+    max: i16,
+) -> Result<Vec<FieldSpec>, Error> {
+    // A field renamed between releases (Kafka 4 renamed VoteRequest's CandidateEpoch to
+    // ReplicaEpoch) is the same wire field: pair an old-only field with the new-only field at
+    // the same position when their type and versions match, under the newer name.
+    let in_new = |name: &str| new.iter().any(|f| f.name == name);
+    let in_old = |name: &str| old.iter().any(|f| f.name == name);
+    let renamed_to = |i: usize, o: &FieldSpec| {
+        new.get(i).filter(|n| !in_old(&n.name) && n.ty == o.ty && n.versions == o.versions && n.tag == o.tag)
+    };
+    let mut order: Vec<&str> = new.iter().map(|f| f.name.as_str()).collect();
+    for (i, f) in old.iter().enumerate() {
+        if in_new(&f.name) || renamed_to(i, f).is_some() {
+            continue;
+        }
+        let after = old.get(..i).and_then(|before| before.iter().rev().find_map(|p| order.iter().position(|n| *n == p.name)));
+        let at = after.map_or(0, |p| p + 1);
+        order.insert(at, &f.name);
+    }
+    order
+        .iter()
+        .map(|name| {
+            let n = new.iter().find(|f| f.name == *name);
+            let o = old.iter().find(|f| f.name == *name).or_else(|| {
+                let i = new.iter().position(|f| f.name == *name)?;
+                old.get(i).filter(|o| !in_new(&o.name) && renamed_to(i, o).is_some())
+            });
+            let fpath = if path.is_empty() { name.to_string() } else { format!("{path}.{name}") };
+            merge_field(file, &fpath, o, n, src, max)
+        })
+        .collect()
+}
+
+fn merge_field(
+    file: &str,
+    path: &str,
+    old: Option<&FieldSpec>,
+    new: Option<&FieldSpec>,
+    src: &Sources,
+    max: i16,
+) -> Result<FieldSpec, Error> {
+    let conflict = |msg: String| Error::invalid(file, path, format!("cannot merge releases: {msg}"));
+    let ranges = |f: Option<&FieldSpec>| -> Result<[VersionRange; 4], Error> {
+        let Some(f) = f else { return Ok([VersionRange::NONE; 4]) };
+        let versions = range(file, path, f.versions.as_deref().or(f.tagged_versions.as_deref()))?;
+        Ok([
+            versions,
+            range(file, path, f.nullable_versions.as_deref())?,
+            range(file, path, f.tagged_versions.as_deref())?,
+            range(file, path, f.flexible_versions.as_deref())?,
+        ])
+    };
+    let (o, n) = (ranges(old)?, ranges(new)?);
+    let present = |v: i16| if src.is_new(v) { n[0].contains(v) } else { o[0].contains(v) && src.old.contains(v) };
+    // The static shape of a field must agree wherever both releases define it.
+    let (Some(base), other) = (match (new, old) {
+        (Some(n), o) => (Some(n), o),
+        (None, o) => (o, None),
+    }) else {
+        return Err(conflict("field is in neither release".into()));
+    };
+    // Where both releases define a version, they must agree on the field's layout there.
+    let old_present = |v: i16| o[0].contains(v);
+    let new_present = |v: i16| n[0].contains(v);
+    for v in src.shared() {
+        if old_present(v) != new_present(v) {
+            return Err(conflict(format!("present at v{v} in one release only")));
+        }
+        if !old_present(v) {
+            continue;
+        }
+        if let Some(other) = other {
+            if other.ty != base.ty || tag_number(&other.tag) != tag_number(&base.tag) {
+                return Err(conflict(format!("type/tag differ: {} {:?} vs {} {:?}", other.ty, other.tag, base.ty, base.tag)));
+            }
+        }
+        // Nullability may widen (see `nullable` below); the rest must match.
+        for (i, what) in [(2, "taggedVersions"), (3, "flexibleVersions")] {
+            if o[i].contains(v) != n[i].contains(v) && (i != 3 || (old.is_some_and(|f| f.flexible_versions.is_some()) && new.is_some_and(|f| f.flexible_versions.is_some()))) {
+                return Err(conflict(format!("{what} differ at v{v}")));
+            }
+        }
+    }
+    let prop = |i: usize, what: &str| -> Result<VersionRange, Error> {
+        exact_range(src.merged, present, |v| if src.is_new(v) { n[i].contains(v) } else { o[i].contains(v) })
+            .ok_or_else(|| conflict(format!("{what} cannot be expressed as one range across releases")))
+    };
+    let versions = exact_range(src.merged, |_| true, present)
+        .ok_or_else(|| conflict("versions cannot be expressed as one range across releases".into()))?;
+    // Where releases disagree on nullability at a shared version (Kafka 4 made FetchResponse
+    // records non-nullable), the merged field is nullable: it reads what either release
+    // writes, and non-null values encode the same in both.
+    let nullable = exact_range(src.merged, present, |v| {
+        let (o_null, n_null) = (o[1].contains(v), n[1].contains(v));
+        if src.shared().any(|s| s == v) {
+            o_null || n_null
+        } else if src.is_new(v) {
+            n_null
+        } else {
+            o_null
+        }
+    })
+    .ok_or_else(|| conflict("nullableVersions cannot be expressed as one range across releases".into()))?;
+    let tagged = prop(2, "taggedVersions")?;
+    let flexible = if base.flexible_versions.is_some() || other.is_some_and(|o| o.flexible_versions.is_some()) {
+        Some(text(prop(3, "flexibleVersions")?, max))
+    } else {
+        None
+    };
+    let fields = match (old.and_then(|f| f.fields.as_ref()), new.and_then(|f| f.fields.as_ref())) {
+        (None, None) => None,
+        (o, n) => Some(merge_fields(file, path, o.map_or(&[][..], |v| v), n.map_or(&[][..], |v| v), src, max)?),
+    };
+    Ok(FieldSpec {
+        versions: Some(text(versions, max)),
+        nullable_versions: (!nullable.is_empty()).then(|| text(nullable, max)),
+        tagged_versions: (!tagged.is_empty()).then(|| text(tagged, max)),
+        flexible_versions: flexible,
+        fields,
+        ..base.clone()
+    })
+}
+
+/// A tag as a number, whether the spec wrote `0` or `"0"`.
+fn tag_number(tag: &Option<serde_json::Value>) -> Option<i64> {
+    match tag.as_ref()? {
+        serde_json::Value::Number(n) => n.as_i64(),
+        serde_json::Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_range_handles_dont_care_versions() {
+        let all = VersionRange::new(0, 9);
+        // Holds on 2..=5, don't care outside 1..=6.
+        let r = exact_range(all, |v| (1..=6).contains(&v), |v| (2..=5).contains(&v));
+        assert_eq!(r, Some(VersionRange::new(2, 5)));
+        // A gap cannot be one range.
+        assert_eq!(exact_range(all, |_| true, |v| v == 1 || v == 3), None);
+        assert_eq!(text(VersionRange::new(3, 9), 9), "3+");
+        assert_eq!(text(VersionRange::new(3, 5), 9), "3-5");
+    }
+}
