@@ -40,6 +40,7 @@ pub use kafka_wire_runtime::json::{JsonError, JsonMessage};
 
 pub mod header;
 pub mod negotiate;
+pub mod records;
 
 pub use kafka_wire_runtime::visit::{EntityField, EntityMut, EntityType, EntityValue, Keyed, KeyedSlice, Visit};
 pub use kafka_wire_runtime::ErrorCode;

@@ -190,7 +190,7 @@ fn decode_jsonl_answers_every_line() {
     assert_eq!(l[0]["json"]["topics"][0]["name"], "foo");
     assert_eq!(l[1]["ok"], false);
     assert!(l[1]["error"].as_str().unwrap().starts_with("invalid JSON"));
-    assert!(l[2]["error"].as_str().unwrap().contains("Topics[0]"), "{}", l[2]);
+    assert!(l[2]["error"].as_str().unwrap().contains("MetadataRequest v12 field Topics at offset 1"), "{}", l[2]);
     assert!(l[3]["error"].as_str().unwrap().contains("\"kind\""), "{}", l[3]);
 }
 
@@ -379,7 +379,8 @@ fn pcap_reassembles_and_pairs() {
         assert_eq!(l[1]["apiVersion"], 12);
         assert_eq!(l[1]["body"]["topics"][0]["name"], "foo");
         if name.ends_with(".pcap") {
-            assert_eq!(l[0]["timestamp"], "1700000000.000004");
+            // The first request completes with the packet that fills the hole (the 4th).
+            assert_eq!(l[0]["timestamp"], "1700000000.000003");
         }
     }
 }
