@@ -162,7 +162,7 @@ impl Client {
             timeout_ms: 30_000,
             topic_data: vec![TopicProduceData {
                 name: ByteString::from(topic.to_owned()),
-                partition_data: vec![PartitionProduceData { index: 0, records: Some(records), ..Default::default() }],
+                partition_data: vec![PartitionProduceData { index: 0, records: records.into(), ..Default::default() }],
                 ..Default::default()
             }],
             ..Default::default()
@@ -195,7 +195,8 @@ impl Client {
         if p.error_code != 0 {
             return Err(format!("Fetch failed with error {}", p.error_code).into());
         }
-        Ok(p.records.clone().unwrap_or_default())
+        // `records` is nullable in the 3.9 specs and not in later ones: `From` covers both.
+        Ok(Option::<Bytes>::from(p.records.clone()).unwrap_or_default())
     }
 }
 

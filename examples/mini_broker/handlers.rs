@@ -213,7 +213,7 @@ pub fn produce(broker: &Broker, req: &ProduceRequest) -> Option<ProduceResponse>
             for p in &t.partition_data {
                 let result = match topics.partition_mut(&t.name, p.index) {
                     None => Err(errors::UNKNOWN_TOPIC_OR_PARTITION),
-                    Some(partition) => partition.append(p.records.clone().unwrap_or_default()),
+                    Some(partition) => partition.append(Option::<Bytes>::from(p.records.clone()).unwrap_or_default()),
                 };
                 partition_responses.push(produce_response::PartitionProduceResponse {
                     index: p.index,
@@ -278,7 +278,7 @@ fn fetch_once(broker: &Broker, req: &FetchRequest, version: i16) -> (FetchRespon
                 high_watermark: -1,
                 last_stable_offset: -1,
                 log_start_offset: -1,
-                records: Some(Bytes::new()),
+                records: Bytes::new().into(),
                 ..Default::default()
             };
             let partition = topic.and_then(|topic| topic.partitions.get(usize::try_from(p.partition).ok()?));
@@ -306,7 +306,7 @@ fn fetch_once(broker: &Broker, req: &FetchRequest, version: i16) -> (FetchRespon
                         }
                         budget = budget.saturating_sub(size);
                         total += size;
-                        data.records = Some(records.freeze());
+                        data.records = records.freeze().into();
                     }
                 }
             }

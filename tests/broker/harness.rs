@@ -214,6 +214,6 @@ pub fn stored_codecs(addr: &str, topic: &str) -> BTreeSet<String> {
         buf.extend_from_slice(&chunk[..n]);
     };
     let ResponseKind::Fetch(fetch) = response.body else { panic!("not a Fetch response") };
-    let records = fetch.responses[0].partitions[0].records.clone().unwrap_or_default();
+    let records = Option::<kafka_wire::Bytes>::from(fetch.responses[0].partitions[0].records.clone()).unwrap_or_default();
     Batches::new(records).map(|b| b.expect("batch").compression().map(|c| c.name().to_owned()).unwrap_or_default()).collect()
 }

@@ -29,6 +29,9 @@ pub struct Segment {
     pub payload: Vec<u8>,
 }
 
+/// A captured packet: time, link type, bytes.
+pub type Packet = (Duration, DataLink, Vec<u8>);
+
 /// A pcap or pcapng file being read.
 pub enum Capture {
     /// Classic pcap: one link type for the file.
@@ -58,7 +61,7 @@ impl Capture {
     }
 
     /// The next packet: time, link type and bytes. `None` at the end; an error for a corrupt file.
-    pub fn next_packet(&mut self) -> Option<Result<(Duration, DataLink, Vec<u8>), String>> {
+    pub fn next_packet(&mut self) -> Option<Result<Packet, String>> {
         match self {
             Capture::Pcap(r, link) => {
                 let link = *link;

@@ -1,0 +1,63 @@
+//! The benchmark workloads (`../shared/bench/WORKLOADS.md`): kafka-wire's frames have the listed
+//! lengths and FNV-1a 64 digests, decode back to the values they were built from, and
+//! kafka-protocol (which the benches compare against) builds the same frames.
+
+#[path = "../benches/workloads/mod.rs"]
+mod workloads;
+
+use kafka_wire::runtime::records::{Batch, Batches, Record};
+use kafka_wire::{Bytes, BytesMut, Decode, Encode, Message};
+use workloads::{check, kp, kw, Data, Spec};
+
+fn kafka_wire_frame<M: Message>(spec: &Spec, m: &M) -> Bytes {
+    let frame = m.to_bytes(spec.version).unwrap_or_else(|e| panic!("{}: {e}", spec.id));
+    assert_eq!(m.encoded_len(spec.version), frame.len(), "{}: encoded_len", spec.id);
+    check(spec, "kafka-wire", &frame).unwrap();
+    let back = M::decode(&mut frame.clone(), spec.version).unwrap_or_else(|e| panic!("{}: {e}", spec.id));
+    assert!(back == *m, "{}: decoded value differs from the one encoded", spec.id);
+    frame
+}
+
+fn kafka_protocol_frame<M: kafka_protocol::protocol::Encodable>(spec: &Spec, m: &M) -> Bytes {
+    let mut out = BytesMut::new();
+    m.encode(&mut out, spec.version).unwrap();
+    check(spec, "kafka-protocol", &out).unwrap();
+    out.freeze()
+}
+
+#[test]
+fn message_workloads_have_the_listed_digests() {
+    let d = Data::new();
+    let a = kafka_wire_frame(&workloads::W1, &kw::w1(&d));
+    let b = kafka_protocol_frame(&workloads::W1, &kp::w1(&d));
+    assert_eq!(a, b);
+    kafka_wire_frame(&workloads::W2, &kw::w2(&d));
+    kafka_protocol_frame(&workloads::W2, &kp::w2(&d));
+    kafka_wire_frame(&workloads::W3, &kw::w3(&d));
+    kafka_protocol_frame(&workloads::W3, &kp::w3(&d));
+    kafka_wire_frame(&workloads::W4A, &kw::w4a());
+    kafka_protocol_frame(&workloads::W4A, &kp::w4a());
+    kafka_wire_frame(&workloads::W4B, &kw::w4b());
+    kafka_protocol_frame(&workloads::W4B, &kp::w4b());
+}
+
+#[test]
+fn record_batch_workload_has_the_listed_digest() {
+    let d = Data::new();
+    let records = kw::w5_records(&d);
+    let frame = kw::w5(&d).build().unwrap();
+    check(&workloads::W5, "kafka-wire", &frame).unwrap();
+    // The same bytes from borrowed records.
+    let mut again = Vec::new();
+    kw::w5_builder().build_from(&records, &mut again).unwrap();
+    assert_eq!(again, frame);
+    // Decoded lazily, the records are the ones built.
+    let batches: Vec<Batch> = Batches::new(frame).collect::<Result<_, _>>().unwrap();
+    let [Batch::V2(batch)] = &batches[..] else { panic!("expected one v2 batch, got {batches:?}") };
+    let decoded: Vec<Record> = batch.records().unwrap().collect::<Result<_, _>>().unwrap();
+    assert_eq!(decoded, records);
+
+    let mut theirs = BytesMut::new();
+    kafka_protocol::records::RecordBatchEncoder::encode(&mut theirs, &kp::w5(&d), &kp::W5_OPTIONS).unwrap();
+    check(&workloads::W5, "kafka-protocol", &theirs).unwrap();
+}
