@@ -168,7 +168,7 @@ pub fn range_tokens(r: VersionRange) -> TokenStream {
 fn struct_doc(msg: &Message, s: &Struct, top: bool) -> String {
     let mut doc = String::new();
     if top {
-        doc.push_str(&format!("{}", msg.name));
+        doc.push_str(&msg.name);
         if let Some(k) = msg.api_key {
             doc.push_str(&format!(" (api key {k})"));
         }
@@ -363,18 +363,10 @@ impl Gen<'_> {
         if !f.is_option() {
             return self.read_value(f, &f.ty, p);
         }
-        match cond(f.nullable, p) {
-            Cond::Always => self.read_nullable(f, p),
-            Cond::Never => {
-                let r = self.read_value(f, &f.ty, p);
-                quote!(#r.map(Some))
-            }
-            Cond::Expr(c) => {
-                let yes = self.read_nullable(f, p.intersect(&f.nullable));
-                let no = self.read_value(f, &f.ty, p.subtract(&f.nullable));
-                quote!(if #c { #yes } else { #no.map(Some) })
-            }
-        }
+        split_nullable(f, p, |p| self.read_nullable(f, p), |p| {
+            let r = self.read_value(f, &f.ty, p);
+            quote!(#r.map(Some))
+        })
     }
 
     fn read_nullable(&self, f: &Field, p: VersionRange) -> TokenStream {
@@ -484,6 +476,18 @@ impl Gen<'_> {
         v
     }
 
+    /// True (as an expression) when tagged field `f` is written: the version has it as a tagged
+    /// field and its value is not the default. Only evaluated in flexible versions.
+    fn tagged_is_written(&self, f: &Field) -> TokenStream {
+        let id = field_ident(&f.name);
+        let differs = differs_from_default(f, &quote!(self.#id));
+        match cond(f.tagged, self.s.flexible) {
+            Cond::Always => differs,
+            Cond::Never => quote!(false),
+            Cond::Expr(c) => quote!(#c && #differs),
+        }
+    }
+
     fn encode_tagged(&self) -> TokenStream {
         if !self.s.has_tagged_section() {
             return TokenStream::new();
@@ -500,12 +504,7 @@ impl Gen<'_> {
                 let name = &f.name;
                 let tag = Literal::u32_unsuffixed(f.tag.unwrap_or_default());
                 let t = f.tagged.intersect(&self.s.flexible);
-                let differs = differs_from_default(f, &quote!(self.#id));
-                let present = match cond(f.tagged, self.s.flexible) {
-                    Cond::Always => differs,
-                    Cond::Never => quote!(false),
-                    Cond::Expr(c) => quote!(#c && #differs),
-                };
+                let present = self.tagged_is_written(f);
                 flags.push(quote! {
                     let #flag = #present;
                     count += usize::from(#flag);
@@ -556,15 +555,7 @@ impl Gen<'_> {
                 }
             }
         };
-        Write::Fallible(match cond(f.nullable, p) {
-            Cond::Always => self.write_nullable(f, p),
-            Cond::Never => some(p),
-            Cond::Expr(c) => {
-                let yes = self.write_nullable(f, p.intersect(&f.nullable));
-                let no = some(p.subtract(&f.nullable));
-                quote!(if #c { #yes } else { #no })
-            }
-        })
+        Write::Fallible(split_nullable(f, p, |p| self.write_nullable(f, p), some))
     }
 
     /// A `Result<(), EncodeError>` expression writing a nullable field in nullable versions.
@@ -717,15 +708,9 @@ impl Gen<'_> {
         let tagged = if self.s.has_tagged_section() {
             let mut known = Vec::new();
             for f in self.tagged_fields() {
-                let id = field_ident(&f.name);
                 let tag = Literal::u32_unsuffixed(f.tag.unwrap_or_default());
                 let t = f.tagged.intersect(&self.s.flexible);
-                let differs = differs_from_default(f, &quote!(self.#id));
-                let present = match cond(f.tagged, self.s.flexible) {
-                    Cond::Always => differs,
-                    Cond::Never => quote!(false),
-                    Cond::Expr(c) => quote!(#c && #differs),
-                };
+                let present = self.tagged_is_written(f);
                 let l = self.len_field(f, t);
                 known.push(quote! {
                     if #present {
@@ -771,15 +756,7 @@ impl Gen<'_> {
             let l = self.len_value(f, &f.ty, p, &quote!(v));
             quote!(self.#id.as_ref().map_or(0, |v| #l))
         };
-        match cond(f.nullable, p) {
-            Cond::Always => self.len_nullable(f, p),
-            Cond::Never => some(p),
-            Cond::Expr(c) => {
-                let yes = self.len_nullable(f, p.intersect(&f.nullable));
-                let no = some(p.subtract(&f.nullable));
-                quote!(if #c { #yes } else { #no })
-            }
-        }
+        split_nullable(f, p, |p| self.len_nullable(f, p), some)
     }
 
     fn len_nullable(&self, f: &Field, p: VersionRange) -> TokenStream {
@@ -818,6 +795,25 @@ impl Gen<'_> {
                 let size = fixed.fixed_size().unwrap_or_default();
                 quote!(#size)
             }
+        }
+    }
+}
+
+/// Code for an `Option` field at versions `p`: `nullable` where the version allows null,
+/// `non_null` where it does not, with a version check between them when `p` holds both.
+fn split_nullable(
+    f: &Field,
+    p: VersionRange,
+    nullable: impl Fn(VersionRange) -> TokenStream,
+    non_null: impl Fn(VersionRange) -> TokenStream,
+) -> TokenStream {
+    match cond(f.nullable, p) {
+        Cond::Always => nullable(p),
+        Cond::Never => non_null(p),
+        Cond::Expr(c) => {
+            let yes = nullable(p.intersect(&f.nullable));
+            let no = non_null(p.subtract(&f.nullable));
+            quote!(if #c { #yes } else { #no })
         }
     }
 }
