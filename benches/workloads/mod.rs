@@ -5,6 +5,8 @@
 //! the same values.
 #![allow(dead_code)]
 
+pub mod vectored;
+
 use bytes::Bytes;
 
 /// One workload: which frame, at which version, and the digest its frame must have.
@@ -274,6 +276,16 @@ pub mod kw {
             throttle_time_ms: 0,
             ..Default::default()
         }
+    }
+
+    /// The records `Bytes` of a W2 request, in encode order.
+    pub fn w2_shared(m: &ProduceRequest) -> Vec<Bytes> {
+        m.topic_data.iter().flat_map(|t| t.partition_data.iter().filter_map(|p| p.records.clone())).collect()
+    }
+
+    /// The records `Bytes` of a W3 response, in encode order.
+    pub fn w3_shared(m: &FetchResponse) -> Vec<Bytes> {
+        m.responses.iter().flat_map(|t| t.partitions.iter().filter_map(|p| p.records.clone())).collect()
     }
 
     pub fn w5_records(d: &Data) -> Vec<Record> {

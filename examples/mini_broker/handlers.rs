@@ -21,7 +21,8 @@ const IMPLEMENTED: &[(ApiKey, i16, i16)] = &[
     // conversion is off). librdkafka enables compression only if Produce and Fetch v2 are offered.
     (ApiKey::Produce, 0, 11),
     (ApiKey::Fetch, 0, 17),
-    (ApiKey::ListOffsets, 0, 9),
+    // v0 (a list of offsets per partition) is gone from Kafka 4.0's specs.
+    (ApiKey::ListOffsets, 1, 9),
     (ApiKey::Metadata, 0, 12),
     (ApiKey::OffsetCommit, 0, 9),
     (ApiKey::OffsetFetch, 0, 9),
@@ -356,14 +357,10 @@ pub fn list_offsets(broker: &Broker, req: &ListOffsetsRequest, version: i16) -> 
                         t if t >= 0 => partition.offset_for_timestamp(Some(t)).unwrap_or((-1, -1)),
                         _ => (-1, -1),
                     };
-                    if version == 0 {
-                        out.old_style_offsets = if offset >= 0 { vec![offset] } else { vec![] };
-                    } else {
-                        out.offset = offset;
-                        out.timestamp = timestamp;
-                        if version >= 4 {
-                            out.leader_epoch = LEADER_EPOCH;
-                        }
+                    out.offset = offset;
+                    out.timestamp = timestamp;
+                    if version >= 4 {
+                        out.leader_epoch = LEADER_EPOCH;
                     }
                     out
                 })
@@ -459,7 +456,6 @@ pub fn error_response(api: ApiKey, error_code: i16) -> Option<ResponseKind> {
         AlterPartitionReassignments => AlterPartitionReassignmentsResponse,
         ApiVersions => ApiVersionsResponse,
         ConsumerGroupHeartbeat => ConsumerGroupHeartbeatResponse,
-        ControlledShutdown => ControlledShutdownResponse,
         CreateDelegationToken => CreateDelegationTokenResponse,
         DescribeAcls => DescribeAclsResponse,
         DescribeClientQuotas => DescribeClientQuotasResponse,
