@@ -6,6 +6,7 @@
 #   fuzz/run.sh 600            # ten minutes per target
 #   JOBS=2 fuzz/run.sh 600     # two targets at a time
 #   TARGETS="roundtrip" fuzz/run.sh 60
+#   NO_BUILD=1 fuzz/run.sh 60  # reuse the last `cargo fuzz build`
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds=${1:-60}
@@ -14,7 +15,7 @@ targets=${TARGETS:-$(cd fuzz_targets && ls *.rs | sed "s/\.rs$//")}
 : "${KAFKA_WIRE_SPECS:=$(cd .. && pwd)/../shared/message-specs/kafka-3.9.0}"
 export KAFKA_WIRE_SPECS
 
-cargo +nightly fuzz build
+[ -n "${NO_BUILD:-}" ] || cargo +nightly fuzz build
 # `fuzz build` builds every bin of the crate, make-seeds included; the targets are then run
 # directly, as `cargo fuzz run` would after building.
 bin=target/"$(rustc +nightly -vV | sed -n 's/^host: //p')"/release

@@ -217,7 +217,7 @@ pub mod kw {
                     partition_data: records
                         .iter()
                         .enumerate()
-                        .map(|(p, r)| PartitionProduceData { index: p as i32, records: Some(r.clone()), ..Default::default() })
+                        .map(|(p, r)| PartitionProduceData { index: p as i32, records: r.clone().into(), ..Default::default() })
                         .collect(),
                     ..Default::default()
                 })
@@ -248,7 +248,7 @@ pub mod kw {
                             log_start_offset: 0,
                             aborted_transactions: None,
                             preferred_read_replica: -1,
-                            records: Some(r.clone()),
+                            records: r.clone().into(),
                             ..Default::default()
                         })
                         .collect(),
@@ -285,7 +285,8 @@ pub mod kw {
 
     /// The records `Bytes` of a W3 response, in encode order.
     pub fn w3_shared(m: &FetchResponse) -> Vec<Bytes> {
-        m.responses.iter().flat_map(|t| t.partitions.iter().filter_map(|p| p.records.clone())).collect()
+        // `Option::from`: records are nullable in the 3.9.0 specs, not in Kafka 4's.
+        m.responses.iter().flat_map(|t| t.partitions.iter().filter_map(|p| Option::from(p.records.clone()))).collect()
     }
 
     pub fn w5_records(d: &Data) -> Vec<Record> {

@@ -4,6 +4,7 @@ use bytes::{BufMut, Bytes};
 
 use crate::error::{DecodeError, DecodeErrorKind, EncodeError};
 use crate::length::{len32_size, read_len32, write_len32};
+use crate::primitive::FixedWidth;
 
 /// Reads an array that may be null, decoding each element with `elem`. The count is checked
 /// against the bytes remaining before the vector is allocated.
@@ -58,7 +59,7 @@ const PREALLOC_FREE: usize = 4 << 10;
 #[inline]
 fn prealloc<T>(n: usize, remaining: usize) -> usize {
     let size = std::mem::size_of::<T>().max(1);
-    let cap = remaining.saturating_mul(4).max(PREALLOC_FREE) / size;
+    let cap = remaining.saturating_mul(4).max(PREALLOC_FREE).checked_div(size).unwrap_or(n);
     n.min(cap)
 }
 
@@ -70,6 +71,49 @@ pub fn read_array<T>(
     elem: impl FnMut(&mut Bytes) -> Result<T, DecodeError>,
 ) -> Result<Vec<T>, DecodeError> {
     match read_nullable_array(buf, compact, elem)? {
+        Some(v) => Ok(v),
+        None => Err(DecodeError::new(DecodeErrorKind::UnexpectedNull, bytes::Buf::remaining(buf))),
+    }
+}
+
+/// Reads an array of fixed-width values that may be null. Same checks and errors as
+/// [`read_nullable_array`], but the whole array is bounds-checked once and read in bulk.
+#[inline]
+pub fn read_nullable_fixed_array<T: FixedWidth>(buf: &mut Bytes, compact: bool) -> Result<Option<Vec<T>>, DecodeError> {
+    let Some(n) = read_len32(buf, compact)? else {
+        return Ok(None);
+    };
+    let remaining = bytes::Buf::remaining(buf);
+    crate::limits::charge_array(n, std::mem::size_of::<T>(), remaining)?;
+    let size = n.saturating_mul(T::SIZE);
+    // `Bytes::chunk` is all that remains. What fits in the input fits in memory too: no element
+    // is larger in memory than on the wire.
+    let Some(src) = bytes::Buf::chunk(buf).get(..size) else {
+        return Err(cut_short::<T>(buf, remaining));
+    };
+    let mut out = Vec::with_capacity(n);
+    T::read_all(src, &mut out);
+    bytes::Buf::advance(buf, size);
+    Ok(Some(out))
+}
+
+/// The error element-by-element reading gives for an array that the input cuts short: the
+/// first element that does not fit, by index.
+#[cold]
+fn cut_short<T: FixedWidth>(buf: &mut Bytes, remaining: usize) -> DecodeError {
+    let whole = remaining.checked_div(T::SIZE).unwrap_or(0);
+    bytes::Buf::advance(buf, whole.saturating_mul(T::SIZE).min(remaining));
+    match T::read(buf) {
+        Err(e) => e.index(whole),
+        // Unreachable: fewer than SIZE bytes are left.
+        Ok(_) => DecodeError::new(DecodeErrorKind::UnexpectedEnd { needed: T::SIZE, available: 0 }, 0).index(whole),
+    }
+}
+
+/// Reads an array of fixed-width values that must not be null (see [`read_nullable_fixed_array`]).
+#[inline]
+pub fn read_fixed_array<T: FixedWidth>(buf: &mut Bytes, compact: bool) -> Result<Vec<T>, DecodeError> {
+    match read_nullable_fixed_array(buf, compact)? {
         Some(v) => Ok(v),
         None => Err(DecodeError::new(DecodeErrorKind::UnexpectedNull, bytes::Buf::remaining(buf))),
     }
@@ -104,7 +148,7 @@ pub fn write_array<B: BufMut, T>(
 /// Encoded size of an array whose elements have the sizes `elem` gives.
 #[inline]
 pub fn array_len<T>(items: &[T], compact: bool, elem: impl Fn(&T) -> usize) -> usize {
-    len32_size(Some(items.len()), compact) + items.iter().map(elem).sum::<usize>()
+    len32_size(Some(items.len()), compact).saturating_add(items.iter().map(elem).fold(0, usize::saturating_add))
 }
 
 /// Encoded size of an array or null whose elements have the sizes `elem` gives.
@@ -119,14 +163,14 @@ pub fn nullable_array_len<T>(items: Option<&[T]>, compact: bool, elem: impl Fn(&
 /// Encoded size of an array of fixed-size elements.
 #[inline]
 pub fn fixed_array_len<T>(items: &[T], compact: bool, elem_size: usize) -> usize {
-    len32_size(Some(items.len()), compact) + items.len() * elem_size
+    len32_size(Some(items.len()), compact).saturating_add(items.len().saturating_mul(elem_size))
 }
 
 /// Encoded size of an array or null of fixed-size elements.
 #[inline]
 pub fn nullable_fixed_array_len<T>(items: Option<&[T]>, compact: bool, elem_size: usize) -> usize {
     let n = items.map(<[T]>::len);
-    len32_size(n, compact) + n.unwrap_or(0) * elem_size
+    len32_size(n, compact).saturating_add(n.unwrap_or(0).saturating_mul(elem_size))
 }
 
 #[cfg(test)]
@@ -148,6 +192,23 @@ mod tests {
         out.truncate(out.len() - 1);
         let err = read_array(&mut Bytes::from(out), true, read_i32).unwrap_err();
         assert_eq!(err.path_string(), "[2]");
+    }
+
+    #[test]
+    fn fixed_arrays_read_in_bulk_with_the_same_errors() {
+        let mut out = Vec::new();
+        write_array(&mut out, &[1i32, -2, 3], true, |b, v| {
+            write_i32(b, *v);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(read_fixed_array::<i32>(&mut Bytes::from(out.clone()), true).unwrap(), [1, -2, 3]);
+        assert_eq!(read_nullable_fixed_array::<i32>(&mut Bytes::from_static(&[0]), true).unwrap(), None);
+        for cut in 1..out.len() {
+            let bulk = read_fixed_array::<i32>(&mut Bytes::copy_from_slice(&out[..cut]), true).unwrap_err();
+            let each = read_array(&mut Bytes::copy_from_slice(&out[..cut]), true, read_i32).unwrap_err();
+            assert_eq!(bulk, each, "cut at {cut}");
+        }
     }
 
     #[test]

@@ -58,7 +58,7 @@ pub fn read_len32(buf: &mut Bytes, compact: bool) -> Result<Option<usize>, Decod
 fn read_compact_len(buf: &mut Bytes) -> Result<Option<usize>, DecodeError> {
     match read_unsigned_varint(buf)? {
         0 => Ok(None),
-        n => checked(buf, u64::from(n) - 1),
+        n => checked(buf, u64::from(n).saturating_sub(1)),
     }
 }
 
@@ -77,7 +77,7 @@ pub fn write_len16<B: BufMut>(buf: &mut B, len: Option<usize>, compact: bool) ->
     match len {
         Some(n) if n > i16::MAX as usize => Err(EncodeError::new(EncodeErrorKind::TooLong(n))),
         Some(n) if compact => {
-            write_unsigned_varint(buf, n as u32 + 1);
+            write_unsigned_varint(buf, (n as u32).saturating_add(1));
             Ok(())
         }
         Some(n) => {
@@ -102,7 +102,7 @@ pub fn write_len32<B: BufMut>(buf: &mut B, len: Option<usize>, compact: bool) ->
         // Compact lengths are stored +1 in an unsigned 32-bit varint.
         Some(n) if n >= i32::MAX as usize => Err(EncodeError::new(EncodeErrorKind::TooLong(n))),
         Some(n) if compact => {
-            write_unsigned_varint(buf, n as u32 + 1);
+            write_unsigned_varint(buf, (n as u32).saturating_add(1));
             Ok(())
         }
         Some(n) => {

@@ -6,17 +6,23 @@
 //! justifies: every length and count is checked against the bytes remaining first.
 #![warn(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing))]
+// Lengths and offsets from input must not overflow (saturating or checked ops); the modules that
+// only build test data or static tables opt out below.
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
 
+#[allow(clippy::arithmetic_side_effects)] // not reached by input
 pub mod api;
 pub mod array;
 pub mod error;
 #[cfg(feature = "serde")]
 pub mod json;
+#[allow(clippy::arithmetic_side_effects)] // not reached by input
 pub mod error_code;
 pub mod length;
 pub mod limits;
 pub mod message;
 pub mod primitive;
+#[allow(clippy::arithmetic_side_effects)] // not reached by input
 pub mod sample;
 pub mod records;
 pub mod string;

@@ -116,7 +116,7 @@ pub fn write_nullable_struct<T: Encode, B: BufMut>(buf: &mut B, value: Option<&T
 /// Encoded size of a nullable struct.
 #[inline]
 pub fn nullable_struct_len<T: Encode>(value: Option<&T>, version: i16) -> usize {
-    1 + value.map_or(0, |v| v.encoded_len(version))
+    value.map_or(0, |v| v.encoded_len(version)).saturating_add(1)
 }
 
 /// The error for a non-default value in a version that lacks its (non-ignorable) field.

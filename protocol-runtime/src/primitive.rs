@@ -24,8 +24,16 @@ macro_rules! fixed {
         #[doc = concat!("Reads a big-endian `", stringify!($ty), "`.")]
         #[inline]
         pub fn $read(buf: &mut Bytes) -> Result<$ty, DecodeError> {
-            ensure(buf, std::mem::size_of::<$ty>())?;
-            Ok(buf.$get())
+            const N: usize = std::mem::size_of::<$ty>();
+            // One bounds check: `Bytes::chunk` is all that remains.
+            match buf.chunk().first_chunk::<N>() {
+                Some(b) => {
+                    let v = <$ty>::from_be_bytes(*b);
+                    buf.advance(N);
+                    Ok(v)
+                }
+                None => Err(unexpected_end(buf, N)),
+            }
         }
 
         #[doc = concat!("Writes a big-endian `", stringify!($ty), "`.")]
@@ -44,6 +52,61 @@ fixed! {
     read_u32, write_u32, u32, get_u32, put_u32;
     read_i64, write_i64, i64, get_i64, put_i64;
     read_f64, write_f64, f64, get_f64, put_f64;
+}
+
+/// A fixed-width value: arrays of it are bounds-checked once and read in bulk
+/// ([`read_fixed_array`](crate::array::read_fixed_array)) instead of element by element.
+pub trait FixedWidth: Sized {
+    /// Bytes one value takes on the wire.
+    const SIZE: usize;
+    /// Reads one value.
+    fn read(buf: &mut Bytes) -> Result<Self, DecodeError>;
+    /// Appends the values in `src`, whose length is a multiple of [`SIZE`](Self::SIZE), to `out`.
+    fn read_all(src: &[u8], out: &mut Vec<Self>);
+}
+
+macro_rules! fixed_width {
+    ($($ty:ty, $read:ident;)*) => {$(
+        impl FixedWidth for $ty {
+            const SIZE: usize = std::mem::size_of::<$ty>();
+
+            #[inline]
+            fn read(buf: &mut Bytes) -> Result<Self, DecodeError> {
+                $read(buf)
+            }
+
+            #[inline]
+            fn read_all(src: &[u8], out: &mut Vec<Self>) {
+                const N: usize = std::mem::size_of::<$ty>();
+                // chunks_exact yields N-byte slices only, so the conversion never fails.
+                out.extend(src.chunks_exact(N).map(|c| <[u8; N]>::try_from(c).map_or(<$ty>::default(), <$ty>::from_be_bytes)));
+            }
+        }
+    )*};
+}
+
+fixed_width! {
+    i8, read_i8;
+    i16, read_i16;
+    u16, read_u16;
+    i32, read_i32;
+    u32, read_u32;
+    i64, read_i64;
+    f64, read_f64;
+}
+
+impl FixedWidth for bool {
+    const SIZE: usize = 1;
+
+    #[inline]
+    fn read(buf: &mut Bytes) -> Result<Self, DecodeError> {
+        read_bool(buf)
+    }
+
+    #[inline]
+    fn read_all(src: &[u8], out: &mut Vec<Self>) {
+        out.extend(src.iter().map(|&b| b != 0));
+    }
 }
 
 /// Reads a bool: one byte, any non-zero value is true (as Kafka reads it).

@@ -62,14 +62,14 @@ pub fn write_string<B: BufMut>(buf: &mut B, s: &str, compact: bool) -> Result<()
 /// Encoded size of a string.
 #[inline]
 pub fn string_len(s: &str, compact: bool) -> usize {
-    len16_size(Some(s.len()), compact) + s.len()
+    len16_size(Some(s.len()), compact).saturating_add(s.len())
 }
 
 /// Encoded size of a string or null.
 #[inline]
 pub fn nullable_string_len(s: Option<&str>, compact: bool) -> usize {
     let n = s.map(str::len);
-    len16_size(n, compact) + n.unwrap_or(0)
+    len16_size(n, compact).saturating_add(n.unwrap_or(0))
 }
 
 /// Reads a byte blob that may be null.
@@ -112,14 +112,14 @@ pub fn write_bytes<B: BufMut>(buf: &mut B, b: &[u8], compact: bool) -> Result<()
 /// Encoded size of a byte blob.
 #[inline]
 pub fn bytes_len(b: &[u8], compact: bool) -> usize {
-    len32_size(Some(b.len()), compact) + b.len()
+    len32_size(Some(b.len()), compact).saturating_add(b.len())
 }
 
 /// Encoded size of a byte blob or null.
 #[inline]
 pub fn nullable_bytes_len(b: Option<&[u8]>, compact: bool) -> usize {
     let n = b.map(<[u8]>::len);
-    len32_size(n, compact) + n.unwrap_or(0)
+    len32_size(n, compact).saturating_add(n.unwrap_or(0))
 }
 
 #[cfg(test)]

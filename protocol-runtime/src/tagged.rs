@@ -78,13 +78,13 @@ fn not_flexible() -> EncodeError {
 /// Size of one tagged field with a value of `size` bytes: tag, size, value.
 #[inline]
 pub fn field_len(tag: u32, size: usize) -> usize {
-    unsigned_varint_len(tag) + unsigned_varint_len(size as u32) + size
+    unsigned_varint_len(tag).saturating_add(unsigned_varint_len(size as u32)).saturating_add(size)
 }
 
 /// Size of a whole section holding `count` fields whose own sizes add up to `fields_len`.
 #[inline]
 pub fn section_len(count: usize, fields_len: usize) -> usize {
-    unsigned_varint_len(count as u32) + fields_len
+    unsigned_varint_len(count as u32).saturating_add(fields_len)
 }
 
 /// Reads a tagged-field section. `known(tag, sub)` decodes a known tag from `sub` (exactly the
@@ -119,8 +119,8 @@ pub fn read_tagged_fields(
             if sub.has_remaining() {
                 let left = sub.remaining();
                 return Err(DecodeError::new(
-                    DecodeErrorKind::TaggedFieldSizeMismatch { tag, declared: size, consumed: size - left },
-                    left + after,
+                    DecodeErrorKind::TaggedFieldSizeMismatch { tag, declared: size, consumed: size.saturating_sub(left) },
+                    left.saturating_add(after),
                 ));
             }
         } else {
@@ -147,7 +147,7 @@ pub fn read_known<T>(
     let declared = sub.remaining();
     read(sub).map_err(|e| match e.kind() {
         DecodeErrorKind::UnexpectedEnd { .. } => DecodeError::new(
-            DecodeErrorKind::TaggedFieldSizeMismatch { tag, declared, consumed: declared + 1 },
+            DecodeErrorKind::TaggedFieldSizeMismatch { tag, declared, consumed: declared.saturating_add(1) },
             0,
         ),
         _ => e,

@@ -51,6 +51,20 @@ pub fn read_uuid(buf: &mut Bytes) -> Result<Uuid, DecodeError> {
     Ok(Uuid(out))
 }
 
+impl crate::primitive::FixedWidth for Uuid {
+    const SIZE: usize = 16;
+
+    #[inline]
+    fn read(buf: &mut Bytes) -> Result<Self, DecodeError> {
+        read_uuid(buf)
+    }
+
+    #[inline]
+    fn read_all(src: &[u8], out: &mut Vec<Self>) {
+        out.extend(src.chunks_exact(16).map(|c| Uuid(<[u8; 16]>::try_from(c).unwrap_or_default())));
+    }
+}
+
 /// Writes a UUID.
 #[inline]
 pub fn write_uuid<B: BufMut>(buf: &mut B, v: &Uuid) {

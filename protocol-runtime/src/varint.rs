@@ -20,15 +20,21 @@ fn truncated(buf: &Bytes, needed: usize) -> DecodeError {
     DecodeError::new(DecodeErrorKind::UnexpectedEnd { needed, available }, available)
 }
 
-#[inline]
+#[inline(always)]
 fn read_uleb(buf: &mut Bytes, bits: u32) -> Result<u64, DecodeError> {
-    // Fast path: one byte, the common case for lengths and tag counts.
+    // Fast path, inlined at every call: one byte, the common case for lengths and tag counts.
     if let Some(&b) = buf.chunk().first() {
         if b & 0x80 == 0 {
             buf.advance(1);
             return Ok(u64::from(b));
         }
     }
+    read_uleb_slow(buf, bits)
+}
+
+/// Two or more bytes, or the end of input: kept out of line so the fast path stays small.
+#[inline(never)]
+fn read_uleb_slow(buf: &mut Bytes, bits: u32) -> Result<u64, DecodeError> {
     let mut value = 0u64;
     let mut shift = 0u32;
     loop {
@@ -37,7 +43,8 @@ fn read_uleb(buf: &mut Bytes, bits: u32) -> Result<u64, DecodeError> {
         };
         let payload = u64::from(b & 0x7f);
         // Bits of this byte that would land beyond the type's width make it too long.
-        if shift >= bits || (shift > 0 && bits - shift < 7 && payload >> (bits - shift) != 0) {
+        // shift < bits here, so bits - shift cannot wrap.
+        if shift >= bits || (shift > 0 && bits.wrapping_sub(shift) < 7 && payload >> bits.wrapping_sub(shift) != 0) {
             return Err(too_long(buf));
         }
         buf.advance(1);
@@ -45,7 +52,7 @@ fn read_uleb(buf: &mut Bytes, bits: u32) -> Result<u64, DecodeError> {
         if b & 0x80 == 0 {
             return Ok(value);
         }
-        shift += 7;
+        shift = shift.wrapping_add(7);
     }
 }
 
@@ -66,14 +73,14 @@ pub fn read_unsigned_varlong(buf: &mut Bytes) -> Result<u64, DecodeError> {
 #[inline]
 pub fn read_varint(buf: &mut Bytes) -> Result<i32, DecodeError> {
     let v = read_unsigned_varint(buf)?;
-    Ok(((v >> 1) as i32) ^ -((v & 1) as i32))
+    Ok(((v >> 1) as i32) ^ ((v & 1) as i32).wrapping_neg())
 }
 
 /// Reads a zigzag-encoded signed 64-bit varlong.
 #[inline]
 pub fn read_varlong(buf: &mut Bytes) -> Result<i64, DecodeError> {
     let v = read_unsigned_varlong(buf)?;
-    Ok(((v >> 1) as i64) ^ -((v & 1) as i64))
+    Ok(((v >> 1) as i64) ^ ((v & 1) as i64).wrapping_neg())
 }
 
 /// Writes an unsigned 32-bit varint.
@@ -117,9 +124,10 @@ pub const fn unsigned_varint_len(v: u32) -> usize {
 /// Bytes an unsigned varlong takes.
 #[inline]
 pub const fn unsigned_varlong_len(v: u64) -> usize {
-    // One byte per started group of 7 bits, at least one.
-    let bits = 64 - (v | 1).leading_zeros() as usize;
-    bits.div_ceil(7)
+    // One byte per started group of 7 bits, at least one: (floor(log2) * 9 + 73) / 64 is that
+    // for every u64 (protobuf's formula), without a division.
+    let log2 = 63 ^ (v | 1).leading_zeros() as usize;
+    log2.wrapping_mul(9).wrapping_add(73) >> 6
 }
 
 /// Bytes a zigzag varint takes.
@@ -154,6 +162,15 @@ mod tests {
         assert_eq!(enc_u(u32::MAX as u64), [0xff, 0xff, 0xff, 0xff, 0x0f]);
         for v in [0u64, 1, 127, 128, 16383, 16384, u32::MAX as u64, u64::MAX] {
             assert_eq!(enc_u(v).len(), unsigned_varlong_len(v), "{v}");
+        }
+    }
+
+    #[test]
+    fn lengths_match_encodings_at_every_width_boundary() {
+        for shift in 0..64 {
+            for v in [1u64 << shift, (1u64 << shift) - 1, (1u64 << shift) + 1] {
+                assert_eq!(enc_u(v).len(), unsigned_varlong_len(v), "{v}");
+            }
         }
     }
 

@@ -374,6 +374,7 @@ impl Gen<'_> {
         match &f.ty {
             FieldType::String => quote!(rt::string::read_nullable_string(buf, #c)),
             FieldType::Bytes | FieldType::Records => quote!(rt::string::read_nullable_bytes(buf, #c)),
+            FieldType::Array(inner) if is_fixed(inner) => quote!(rt::array::read_nullable_fixed_array(buf, #c)),
             FieldType::Array(inner) => {
                 let elem = self.read_elem(f, inner, p);
                 quote!(rt::array::read_nullable_array(buf, #c, #elem))
@@ -392,6 +393,8 @@ impl Gen<'_> {
         match ty {
             FieldType::String => quote!(rt::string::read_string(buf, #c)),
             FieldType::Bytes | FieldType::Records => quote!(rt::string::read_bytes(buf, #c)),
+            // Fixed-width elements are read in bulk, the element type inferred from the field's.
+            FieldType::Array(inner) if is_fixed(inner) => quote!(rt::array::read_fixed_array(buf, #c)),
             FieldType::Array(inner) => {
                 let elem = self.read_elem(f, inner, p);
                 quote!(rt::array::read_array(buf, #c, #elem))
@@ -905,6 +908,21 @@ impl Write {
             Write::Fallible(e) => e,
         }
     }
+}
+
+/// Whether `ty` is a fixed-width value (its arrays are read by `rt::array::read_fixed_array`).
+fn is_fixed(ty: &FieldType) -> bool {
+    matches!(
+        ty,
+        FieldType::Bool
+            | FieldType::Int8
+            | FieldType::Int16
+            | FieldType::Uint16
+            | FieldType::Int32
+            | FieldType::Int64
+            | FieldType::Float64
+            | FieldType::Uuid
+    )
 }
 
 fn read_fixed_fn(ty: &FieldType) -> TokenStream {

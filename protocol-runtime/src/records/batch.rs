@@ -71,7 +71,7 @@ impl RecordBatch {
         let mut h = raw.clone();
         let base_offset = h.get_i64();
         let length = h.get_i32();
-        if length < 0 || length as usize != total - super::LOG_OVERHEAD {
+        if length < 0 || length as usize != total.saturating_sub(super::LOG_OVERHEAD) {
             return Err(invalid(format!("record batch length {length} does not match its {total} bytes"), total));
         }
         let partition_leader_epoch = h.get_i32();
@@ -95,16 +95,16 @@ impl RecordBatch {
                     format!(
                         "record batch at offset {base_offset} is corrupt: stored CRC-32C {crc:#010x}, computed {computed:#010x}"
                     ),
-                    total - CRC_START,
+                    total.saturating_sub(CRC_START),
                 ));
             }
         }
         let codec = (attributes & ATTR_COMPRESSION_MASK) as u8;
         let Some(compression) = Compression::from_id(codec) else {
-            return Err(invalid(format!("unknown compression codec {codec} in record batch attributes"), total - CRC_START));
+            return Err(invalid(format!("unknown compression codec {codec} in record batch attributes"), total.saturating_sub(CRC_START)));
         };
         if record_count < 0 {
-            return Err(invalid(format!("invalid negative record count {record_count}"), total - 57));
+            return Err(invalid(format!("invalid negative record count {record_count}"), total.saturating_sub(57)));
         }
         Ok(RecordBatch {
             raw,
@@ -135,7 +135,7 @@ impl RecordBatch {
 
     /// The batch length field: bytes after it.
     pub fn batch_length(&self) -> i32 {
-        (self.raw.len() - super::LOG_OVERHEAD) as i32
+        self.raw.len().saturating_sub(super::LOG_OVERHEAD) as i32
     }
 
     /// The partition leader epoch the broker stamped.
@@ -325,7 +325,7 @@ impl Iterator for RecordIter {
             self.failed = true;
             return Some(Err(invalid(format!("{extra} bytes follow the last record of the batch"), extra)));
         }
-        self.left -= 1;
+        self.left = self.left.saturating_sub(1);
         match decode_record(&self.data, &mut self.pos, self.base_offset, self.base_timestamp, self.log_append_time) {
             Ok(r) => Some(Ok(r)),
             Err(e) => {
@@ -337,6 +337,6 @@ impl Iterator for RecordIter {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.left, Some(self.left + 1))
+        (self.left, Some(self.left.saturating_add(1)))
     }
 }

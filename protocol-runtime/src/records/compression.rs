@@ -52,7 +52,7 @@ fn corrupt(c: Compression, e: impl std::fmt::Display, remaining: usize) -> Decod
 #[cfg(any(feature = "gzip", feature = "lz4", feature = "zstd"))]
 fn read_bounded<R: Read>(c: Compression, reader: R, hint: usize, limit: usize, input_len: usize) -> Result<Bytes, DecodeError> {
     let mut out = Vec::with_capacity(hint.min(limit));
-    let mut bounded = reader.take(limit as u64 + 1);
+    let mut bounded = reader.take((limit as u64).saturating_add(1));
     bounded.read_to_end(&mut out).map_err(|e| corrupt(c, e, input_len))?;
     if out.len() > limit {
         return Err(too_big(out.len(), limit, input_len));
@@ -100,6 +100,8 @@ pub fn decompress(codec: Compression, data: &[u8], limit: usize, magic: i8) -> R
 
 /// Compresses `data` with `codec`, appending to `out`. `magic` selects the lz4 variant (0 writes
 /// Kafka's old frame header checksum).
+// Encode side: sizes of in-memory data, not of input.
+#[allow(clippy::arithmetic_side_effects)]
 pub fn compress(codec: Compression, data: &[u8], out: &mut Vec<u8>, magic: i8) -> Result<(), EncodeError> {
     let _ = magic;
     match codec {
@@ -179,10 +181,11 @@ fn snappy_decompress(data: &[u8], limit: usize) -> Result<Bytes, DecodeError> {
             return Err(too_big(out.len().saturating_add(n), limit, rest.len()));
         }
         let at = out.len();
-        out.resize(at + n, 0);
+        // n <= limit - out.len() was checked above.
+        out.resize(at.saturating_add(n), 0);
         let dst = out.get_mut(at..).unwrap_or_default();
         let written = dec.decompress(block, dst).map_err(|e| corrupt(c, e, rest.len()))?;
-        out.truncate(at + written);
+        out.truncate(at.saturating_add(written));
         rest = tail.get(len..).unwrap_or_default();
     }
     Ok(Bytes::from(out))
@@ -196,14 +199,14 @@ fn lz4_descriptor_len(data: &[u8]) -> Option<usize> {
         return None;
     }
     let flg = *data.get(4)?;
-    let mut len = 2;
+    let mut len: usize = 2;
     if flg & 0x08 != 0 {
-        len += 8;
+        len = len.saturating_add(8);
     }
     if flg & 0x01 != 0 {
-        len += 4;
+        len = len.saturating_add(4);
     }
-    (data.len() > 4 + len).then_some(len)
+    (data.len() > len.saturating_add(4)).then_some(len)
 }
 
 #[cfg(feature = "lz4")]
@@ -216,13 +219,15 @@ fn lz4_hc(bytes: &[u8]) -> u8 {
 #[cfg(feature = "lz4")]
 fn lz4_fix_legacy_checksum(data: &[u8]) -> Option<Vec<u8>> {
     let d = lz4_descriptor_len(data)?;
-    let stored = *data.get(4 + d)?;
-    let correct = lz4_hc(data.get(4..4 + d)?);
-    if stored == correct || stored != lz4_hc(data.get(..4 + d)?) {
+    // d is at most 14 (lz4_descriptor_len).
+    let end = d.saturating_add(4);
+    let stored = *data.get(end)?;
+    let correct = lz4_hc(data.get(4..end)?);
+    if stored == correct || stored != lz4_hc(data.get(..end)?) {
         return None;
     }
     let mut fixed = data.to_vec();
-    *fixed.get_mut(4 + d)? = correct;
+    *fixed.get_mut(end)? = correct;
     Some(fixed)
 }
 
@@ -230,8 +235,9 @@ fn lz4_fix_legacy_checksum(data: &[u8]) -> Option<Vec<u8>> {
 #[cfg(feature = "lz4")]
 fn lz4_write_legacy_checksum(frame: &mut [u8]) {
     let Some(d) = lz4_descriptor_len(frame) else { return };
-    let hc = frame.get(..4 + d).map(lz4_hc);
-    if let (Some(hc), Some(slot)) = (hc, frame.get_mut(4 + d)) {
+    let end = d.saturating_add(4);
+    let hc = frame.get(..end).map(lz4_hc);
+    if let (Some(hc), Some(slot)) = (hc, frame.get_mut(end)) {
         *slot = hc;
     }
 }

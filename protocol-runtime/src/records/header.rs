@@ -31,7 +31,10 @@ impl Header {
     pub(crate) fn encoded_len(&self) -> usize {
         let k = self.key.len();
         let v = self.value.as_ref().map_or(0, Bytes::len);
-        varint_len(k as i32) + k + self.value.as_ref().map_or(1, |b| varint_len(b.len() as i32)) + v
+        varint_len(k as i32)
+            .saturating_add(k)
+            .saturating_add(self.value.as_ref().map_or(1, |b| varint_len(b.len() as i32)))
+            .saturating_add(v)
     }
 
     pub(crate) fn encode<B: BufMut>(&self, buf: &mut B) {
@@ -157,9 +160,9 @@ pub(crate) fn validate_headers(b: &[u8], pos: &mut usize, count: i32) -> Result<
     for _ in 0..count {
         let k = varint_at(b, pos)?;
         if k < 0 {
-            return Err(invalid(format!("invalid negative header key length {k}"), b.len() - *pos));
+            return Err(invalid(format!("invalid negative header key length {k}"), b.len().saturating_sub(*pos)));
         }
-        let at = b.len() - *pos;
+        let at = b.len().saturating_sub(*pos);
         let key = range_at(b, pos, k as usize)?;
         if b.get(key).map(std::str::from_utf8).and_then(Result::ok).is_none() {
             return Err(invalid("header key is not valid UTF-8".to_string(), at));
@@ -225,7 +228,7 @@ impl Iterator for HeaderIter<'_> {
                 if *left == 0 {
                     return None;
                 }
-                *left -= 1;
+                *left = left.saturating_sub(1);
                 // The framing and the key's UTF-8 were checked by `Headers::decode`; a failure
                 // here cannot happen, and ends the iteration rather than panicking.
                 let k = read_varint(bytes).ok()?;

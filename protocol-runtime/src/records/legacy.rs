@@ -58,7 +58,7 @@ impl LegacyMessage {
         let mut b = raw.clone();
         let offset = b.get_i64();
         let size = b.get_i32();
-        if size < 0 || size as usize != total - LOG_OVERHEAD {
+        if size < 0 || size as usize != total.saturating_sub(LOG_OVERHEAD) {
             return Err(invalid(format!("message size {size} does not match its {total} bytes"), total));
         }
         let crc = b.get_u32();
@@ -74,7 +74,7 @@ impl LegacyMessage {
             if computed != crc {
                 return Err(invalid(
                     format!("message at offset {offset} is corrupt: stored CRC-32 {crc:#010x}, computed {computed:#010x}"),
-                    total - 16,
+                    total.saturating_sub(16),
                 ));
             }
         }
@@ -197,14 +197,15 @@ impl LegacyMessage {
             let mut head = set.clone();
             head.advance(8);
             let size = head.get_i32();
-            if size < 0 || size as usize > set.len() - LOG_OVERHEAD {
+            if size < 0 || size as usize > set.len().saturating_sub(LOG_OVERHEAD) {
                 return Err(invalid(
-                    format!("inner message size {size} exceeds the {} bytes remaining", set.len() - LOG_OVERHEAD),
+                    format!("inner message size {size} exceeds the {} bytes remaining", set.len().saturating_sub(LOG_OVERHEAD)),
                     set.len(),
                 ));
             }
-            let trailing = set.len() - LOG_OVERHEAD - size as usize;
-            let raw = set.split_to(LOG_OVERHEAD + size as usize);
+            // size <= set.len() - LOG_OVERHEAD was checked above.
+            let trailing = set.len().saturating_sub(LOG_OVERHEAD).saturating_sub(size as usize);
+            let raw = set.split_to(LOG_OVERHEAD.saturating_add(size as usize));
             let m = LegacyMessage::decode(raw, options).map_err(|e| e.shift(trailing))?;
             if m.compression != Compression::None {
                 return Err(invalid("nested compressed messages are not allowed".to_string(), set.len()));
@@ -226,7 +227,7 @@ pub(crate) fn encode_message<B: BufMut>(
     value: Option<&[u8]>,
 ) {
     let mut body = Vec::with_capacity(
-        1 + 1 + 8 + 8 + key.map_or(0, <[u8]>::len) + value.map_or(0, <[u8]>::len),
+        18usize.saturating_add(key.map_or(0, <[u8]>::len)).saturating_add(value.map_or(0, <[u8]>::len)),
     );
     body.put_i8(magic);
     body.put_i8(attributes);
@@ -243,7 +244,7 @@ pub(crate) fn encode_message<B: BufMut>(
         }
     }
     buf.put_i64(offset);
-    buf.put_i32(body.len() as i32 + 4);
+    buf.put_i32((body.len() as i32).wrapping_add(4));
     buf.put_u32(crc32fast::hash(&body));
     buf.put_slice(&body);
 }

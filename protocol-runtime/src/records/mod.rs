@@ -34,6 +34,8 @@
 //! ```
 
 mod batch;
+// Encode side: sums of in-memory sizes, not of input.
+#[allow(clippy::arithmetic_side_effects)]
 mod builder;
 mod compression;
 mod control;
@@ -306,7 +308,7 @@ impl Batches {
                 available,
             ));
         };
-        let entry = self.buf.split_to(LOG_OVERHEAD + size);
+        let entry = self.buf.split_to(LOG_OVERHEAD.saturating_add(size));
         match magic {
             2 => RecordBatch::decode(entry, &self.options).map(|b| Some(Batch::V2(b))),
             0 | 1 => LegacyMessage::decode(entry, &self.options).map(|m| Some(Batch::Legacy(m))),
@@ -364,7 +366,7 @@ pub fn decode_all(records: Bytes, options: &DecodeOptions) -> Result<(Vec<Record
 impl Batches {
     /// Bytes of the original input consumed so far.
     pub fn position(&self) -> usize {
-        self.total - self.buf.len()
+        self.total.saturating_sub(self.buf.len())
     }
 }
 

@@ -66,7 +66,7 @@ fn short(needed: usize, b: &[u8], pos: usize) -> DecodeError {
 pub(crate) fn uleb(b: &[u8], pos: &mut usize, bits: u32) -> Result<u64, DecodeError> {
     if let Some(&byte) = b.get(*pos) {
         if byte & 0x80 == 0 {
-            *pos += 1;
+            *pos = pos.saturating_add(1);
             return Ok(u64::from(byte));
         }
     }
@@ -77,15 +77,16 @@ pub(crate) fn uleb(b: &[u8], pos: &mut usize, bits: u32) -> Result<u64, DecodeEr
             return Err(short(1, b, *pos));
         };
         let payload = u64::from(byte & 0x7f);
-        if shift >= bits || (shift > 0 && bits - shift < 7 && payload >> (bits - shift) != 0) {
+        // shift < bits here, so bits - shift cannot wrap.
+        if shift >= bits || (shift > 0 && bits.wrapping_sub(shift) < 7 && payload >> bits.wrapping_sub(shift) != 0) {
             return Err(DecodeError::new(DecodeErrorKind::VarintTooLong, b.len().saturating_sub(*pos)));
         }
-        *pos += 1;
+        *pos = pos.saturating_add(1);
         value |= payload << shift;
         if byte & 0x80 == 0 {
             return Ok(value);
         }
-        shift += 7;
+        shift = shift.wrapping_add(7);
     }
 }
 
@@ -93,13 +94,13 @@ pub(crate) fn uleb(b: &[u8], pos: &mut usize, bits: u32) -> Result<u64, DecodeEr
 #[inline(always)]
 pub(crate) fn varint_at(b: &[u8], pos: &mut usize) -> Result<i32, DecodeError> {
     let v = uleb(b, pos, 32)? as u32;
-    Ok(((v >> 1) as i32) ^ -((v & 1) as i32))
+    Ok(((v >> 1) as i32) ^ ((v & 1) as i32).wrapping_neg())
 }
 
 #[inline(always)]
 fn varlong_at(b: &[u8], pos: &mut usize) -> Result<i64, DecodeError> {
     let v = uleb(b, pos, 64)?;
-    Ok(((v >> 1) as i64) ^ -((v & 1) as i64))
+    Ok(((v >> 1) as i64) ^ ((v & 1) as i64).wrapping_neg())
 }
 
 /// Checks that `len` bytes remain at `pos` and returns their range, moving past them.
@@ -113,8 +114,10 @@ pub(crate) fn range_at(b: &[u8], pos: &mut usize, len: usize) -> Result<Range<us
             remaining,
         ));
     }
-    *pos = start + len;
-    Ok(start..start + len)
+    // len <= b.len() - start was checked above.
+    let end = start.saturating_add(len);
+    *pos = end;
+    Ok(start..end)
 }
 
 #[inline(always)]
@@ -140,16 +143,16 @@ pub(crate) fn decode_record(
     let all: &[u8] = data;
     let len = varint_at(all, pos)?;
     if len < 0 {
-        return Err(invalid(format!("invalid negative record length {len}"), all.len() - *pos));
+        return Err(invalid(format!("invalid negative record length {len}"), all.len().saturating_sub(*pos)));
     }
     let body = range_at(all, pos, len as usize)?;
-    let trailing = all.len() - body.end;
+    let trailing = all.len().saturating_sub(body.end);
     // Parse within the record's own bytes, so no field can run into the next record.
     let b = all.get(..body.end).unwrap_or_default();
     let mut p = body.start;
     let parsed = (|| {
         let _attributes = b.get(p).ok_or_else(|| short(1, b, p))?;
-        p += 1;
+        p = p.saturating_add(1);
         let ts_delta = varlong_at(b, &mut p)?;
         let offset_delta = varint_at(b, &mut p)?;
         let key = nullable_at(b, &mut p)?;
@@ -158,7 +161,7 @@ pub(crate) fn decode_record(
         let headers_start = p;
         let count = validate_headers(b, &mut p, count)?;
         if p != b.len() {
-            return Err(invalid(format!("record has {} bytes beyond its headers", b.len() - p), b.len() - p));
+            return Err(invalid(format!("record has {} bytes beyond its headers", b.len().saturating_sub(p)), b.len().saturating_sub(p)));
         }
         Ok((ts_delta, offset_delta, key, value, count, headers_start..p))
     })();
@@ -174,12 +177,13 @@ pub(crate) fn decode_record(
 
 fn nullable_len(b: Option<&Bytes>) -> usize {
     match b {
-        Some(b) => varint_len(b.len() as i32) + b.len(),
+        Some(b) => varint_len(b.len() as i32).saturating_add(b.len()),
         None => 1,
     }
 }
 
 /// Size of the record's body (after its length varint).
+#[allow(clippy::arithmetic_side_effects)] // encode side: sizes of in-memory records
 pub(crate) fn body_len(r: &Record, offset_delta: i32, ts_delta: i64) -> usize {
     1 + varlong_len(ts_delta)
         + varint_len(offset_delta)
