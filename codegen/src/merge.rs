@@ -271,7 +271,11 @@ fn merge_field(
         (None, None) => None,
         (o, n) => Some(merge_fields(file, path, o.map_or(&[][..], |v| v), n.map_or(&[][..], |v| v), src, max)?),
     };
+    // Ignorable if either release says so: a release that dropped the versions lacking the field
+    // (Kafka 4's RequestHeader v0 has no ClientId) no longer needs to say it.
+    let ignorable = (base.ignorable == Some(true) || other.is_some_and(|o| o.ignorable == Some(true))).then_some(true);
     Ok(FieldSpec {
+        ignorable: ignorable.or(base.ignorable),
         versions: Some(text(versions, max)),
         nullable_versions: (!nullable.is_empty()).then(|| text(nullable, max)),
         tagged_versions: (!tagged.is_empty()).then(|| text(tagged, max)),
