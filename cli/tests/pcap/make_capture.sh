@@ -9,7 +9,10 @@ port=$2
 here=$(cd "$(dirname "$0")" && pwd)
 
 log=$(mktemp)
-tcpdump -i lo -U -n -s 0 -w "$out" "tcp port $port" 2>"$log" &
+# --immediate-mode: without it libpcap fills TPACKET_V3 blocks that are only handed over on a
+# block timeout, and on some kernels tcpdump is interrupted with every packet still in the ring
+# ("64 packets received by filter, 0 packets captured"). -U writes each packet as it comes.
+tcpdump -i lo --immediate-mode -U -n -s 0 -w "$out" "tcp port $port" 2>"$log" &
 dump=$!
 # Wait until tcpdump is capturing before the client connects.
 for _ in $(seq 100); do
@@ -18,7 +21,14 @@ for _ in $(seq 100); do
 done
 status=0
 timeout 60 python3 "$here/client.py" "$port" || status=$?
-sleep 0.5
+# Let tcpdump write the last packets (the file grows as it does) before stopping it.
+last=-1
+for _ in $(seq 30); do
+  sleep 0.2
+  size=$(stat -c %s "$out" 2>/dev/null || echo 0)
+  [ "$size" = "$last" ] && [ "$size" -gt 24 ] && break
+  last=$size
+done
 kill -INT "$dump"
 wait "$dump" || true
 cat "$log" >&2
