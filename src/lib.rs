@@ -24,6 +24,8 @@ pub use kafka_wire_runtime::{
     ApiInfo, ByteString, Bytes, BytesMut, Decode, DecodeError, DecodeErrorKind, Encode, EncodeError, EncodeErrorKind,
     Message, RawTaggedField, Request, UnknownTaggedFields, Uuid, VersionRange,
 };
+// Arrays of fixed-width values are `SmallVec`s (16 bytes of elements inline).
+pub use kafka_wire_runtime::{smallvec, SmallVec};
 
 /// Every generated message, one module per spec, plus the [`ApiKey`](messages::ApiKey) table
 /// and the [`RequestKind`](messages::RequestKind) / [`ResponseKind`](messages::ResponseKind)

@@ -5,7 +5,7 @@ use kafka_wire::messages::fetch_request::ReplicaState;
 use kafka_wire::messages::metadata_request::MetadataRequestTopic;
 use kafka_wire::messages::metadata_response::{MetadataResponsePartition, MetadataResponseTopic};
 use kafka_wire::messages::{FetchRequest, JoinGroupRequest, MetadataRequest, MetadataResponse, RequestHeader};
-use kafka_wire::{Bytes, Decode, DecodeErrorKind, EncodeErrorKind, Message, UnknownTaggedFields};
+use kafka_wire::{smallvec, Bytes, Decode, DecodeErrorKind, EncodeErrorKind, Message, UnknownTaggedFields};
 
 fn path(e: &kafka_wire::EncodeError) -> String {
     e.path()
@@ -104,7 +104,7 @@ fn sample_response() -> MetadataResponse {
     MetadataResponse {
         topics: vec![MetadataResponseTopic {
             name: Some("orders".into()),
-            partitions: vec![MetadataResponsePartition { replica_nodes: vec![1, 2, 3], ..Default::default() }],
+            partitions: vec![MetadataResponsePartition { replica_nodes: smallvec![1, 2, 3], ..Default::default() }],
             ..Default::default()
         }],
         ..Default::default()

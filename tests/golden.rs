@@ -27,7 +27,7 @@
 #![cfg(kafka_specs_3_9_0)]
 
 use kafka_wire::messages::{self as m, RequestHeader, ResponseHeader};
-use kafka_wire::{ApiKey, ByteString, Bytes, Decode, Message, UnknownTaggedFields, Uuid};
+use kafka_wire::{smallvec, ApiKey, ByteString, Bytes, Decode, Message, SmallVec, UnknownTaggedFields, Uuid};
 
 // ---------------------------------------------------------------------------------------------
 // helpers
@@ -535,8 +535,8 @@ fn metadata_response_v0() {
                 error_code: 0,
                 partition_index: 0,
                 leader_id: 1,
-                replica_nodes: vec![1],
-                isr_nodes: vec![1],
+                replica_nodes: smallvec![1],
+                isr_nodes: smallvec![1],
                 ..Default::default()
             }],
             ..Default::default()
@@ -583,9 +583,9 @@ fn metadata_response_v12_frame() {
                 partition_index: 0,
                 leader_id: 1,
                 leader_epoch: 5,
-                replica_nodes: vec![1],
-                isr_nodes: vec![1],
-                offline_replicas: vec![],
+                replica_nodes: smallvec![1],
+                isr_nodes: smallvec![1],
+                offline_replicas: SmallVec::new(),
                 ..Default::default()
             }],
             topic_authorized_operations: i32::MIN,
@@ -825,7 +825,7 @@ fn fetch_request_v13_topic_ids() {
             }],
             ..Default::default()
         }],
-        forgotten_topics_data: vec![ForgottenTopic { topic_id: TOPIC_ID_2, partitions: vec![1], ..Default::default() }],
+        forgotten_topics_data: vec![ForgottenTopic { topic_id: TOPIC_ID_2, partitions: smallvec![1], ..Default::default() }],
         rack_id: s("rack-a"),
         ..Default::default()
     };
@@ -1425,7 +1425,7 @@ fn offset_fetch_request_v8_groups() {
                 group_id: s("g1"),
                 topics: Some(vec![OffsetFetchRequestTopics {
                     name: s("orders"),
-                    partition_indexes: vec![0, 1],
+                    partition_indexes: smallvec![0, 1],
                     ..Default::default()
                 }]),
                 ..Default::default()
@@ -1621,7 +1621,7 @@ fn create_topics_request_v5() {
             name: s("orders"),
             num_partitions: -1,
             replication_factor: -1,
-            assignments: vec![CreatableReplicaAssignment { partition_index: 0, broker_ids: vec![1, 2], ..Default::default() }],
+            assignments: vec![CreatableReplicaAssignment { partition_index: 0, broker_ids: smallvec![1, 2], ..Default::default() }],
             configs: vec![
                 CreatableTopicConfig { name: s("cleanup.policy"), value: Some(s("compact")), ..Default::default() },
                 CreatableTopicConfig { name: s("retention.ms"), value: None, ..Default::default() },

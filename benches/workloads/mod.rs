@@ -189,9 +189,9 @@ pub mod kw {
                                 partition_index: p as i32,
                                 leader_id,
                                 leader_epoch,
-                                replica_nodes: replicas.to_vec(),
-                                isr_nodes: replicas.to_vec(),
-                                offline_replicas: Vec::new(),
+                                replica_nodes: kafka_wire::SmallVec::from_slice(&replicas),
+                                isr_nodes: kafka_wire::SmallVec::from_slice(&replicas),
+                                offline_replicas: kafka_wire::SmallVec::new(),
                                 ..Default::default()
                             }
                         })

@@ -455,7 +455,7 @@ pub fn offset_fetch(broker: &Broker, req: &OffsetFetchRequest, version: i16) -> 
             .groups
             .iter()
             .map(|g| {
-                let asked = g.topics.as_ref().map(|ts| ts.iter().map(|t| (t.name.to_string(), t.partition_indexes.clone())).collect());
+                let asked = g.topics.as_ref().map(|ts| ts.iter().map(|t| (t.name.to_string(), t.partition_indexes.to_vec())).collect());
                 offset_fetch_response::OffsetFetchResponseGroup {
                     group_id: g.group_id.clone(),
                     error_code: errors::NONE,
@@ -483,7 +483,7 @@ pub fn offset_fetch(broker: &Broker, req: &OffsetFetchRequest, version: i16) -> 
             .collect();
         return OffsetFetchResponse { groups: out, ..Default::default() };
     }
-    let asked = req.topics.as_ref().map(|ts| ts.iter().map(|t| (t.name.to_string(), t.partition_indexes.clone())).collect());
+    let asked = req.topics.as_ref().map(|ts| ts.iter().map(|t| (t.name.to_string(), t.partition_indexes.to_vec())).collect());
     let topics = lookup(&req.group_id, asked)
         .into_iter()
         .map(|(name, parts)| offset_fetch_response::OffsetFetchResponseTopic {

@@ -7,7 +7,7 @@ use kafka_wire::messages::{
     api_versions_response::ApiVersion, create_topics_response::CreatableTopicResult, fetch_response,
     list_offsets_response, metadata_response, offset_for_leader_epoch_response, produce_response, *,
 };
-use kafka_wire::{ApiKey, ByteString, Bytes, BytesMut, ResponseKind, VersionRange};
+use kafka_wire::{smallvec, ApiKey, ByteString, Bytes, BytesMut, ResponseKind, SmallVec, VersionRange};
 use tokio::time::Instant;
 
 use crate::broker::{errors, Broker, CLUSTER_ID, LEADER_EPOCH, NODE_ID};
@@ -124,9 +124,9 @@ pub fn metadata(broker: &Broker, req: &MetadataRequest, version: i16) -> Metadat
                 partition_index: i,
                 leader_id: NODE_ID,
                 leader_epoch: if version >= 7 { LEADER_EPOCH } else { -1 },
-                replica_nodes: vec![NODE_ID],
-                isr_nodes: vec![NODE_ID],
-                offline_replicas: vec![],
+                replica_nodes: smallvec![NODE_ID],
+                isr_nodes: smallvec![NODE_ID],
+                offline_replicas: SmallVec::new(),
                 ..Default::default()
             })
             .collect();

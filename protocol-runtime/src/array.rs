@@ -6,6 +6,8 @@ use crate::error::{DecodeError, DecodeErrorKind, EncodeError};
 use crate::length::{len32_size, read_len32, write_len32};
 use crate::primitive::FixedWidth;
 
+use smallvec::SmallVec;
+
 /// Reads an array that may be null, decoding each element with `elem`. The count is checked
 /// against the bytes remaining before the vector is allocated.
 #[inline]
@@ -78,21 +80,39 @@ pub fn read_array<T>(
 
 /// Reads an array of fixed-width values that may be null. Same checks and errors as
 /// [`read_nullable_array`], but the whole array is bounds-checked once and read in bulk.
+///
+/// Generated messages hold such arrays (`[]int32`, `[]int64`, `[]uuid`, ...) as a `SmallVec`
+/// with 16 bytes of inline elements (`SmallVec<[i32; 4]>`, `SmallVec<[Uuid; 1]>`): as small as
+/// a `Vec`, and the short arrays that fill Metadata-like responses (replica lists) decode
+/// without a heap allocation each; longer ones spill to the heap.
 #[inline]
-pub fn read_nullable_fixed_array<T: FixedWidth>(buf: &mut Bytes, compact: bool) -> Result<Option<Vec<T>>, DecodeError> {
+pub fn read_nullable_fixed_array<A>(buf: &mut Bytes, compact: bool) -> Result<Option<SmallVec<A>>, DecodeError>
+where
+    A: smallvec::Array + Default + AsMut<[A::Item]>,
+    A::Item: FixedWidth,
+{
     let Some(n) = read_len32(buf, compact)? else {
         return Ok(None);
     };
     let remaining = bytes::Buf::remaining(buf);
-    crate::limits::charge_array(n, std::mem::size_of::<T>(), remaining)?;
-    let size = n.saturating_mul(T::SIZE);
+    crate::limits::charge_array(n, std::mem::size_of::<A::Item>(), remaining)?;
+    let size = n.saturating_mul(A::Item::SIZE);
     // `Bytes::chunk` is all that remains. What fits in the input fits in memory too: no element
     // is larger in memory than on the wire.
     let Some(src) = bytes::Buf::chunk(buf).get(..size) else {
-        return Err(cut_short::<T>(buf, remaining));
+        return Err(cut_short::<A::Item>(buf, remaining));
     };
-    let mut out = Vec::with_capacity(n);
-    T::read_all(src, &mut out);
+    let out = if n <= A::size() {
+        // Short (a replica list): converted straight into the inline buffer, no allocation.
+        let mut inline = A::default();
+        let dst = inline.as_mut().get_mut(..n).unwrap_or_default();
+        A::Item::read_all(src, dst);
+        SmallVec::from_buf_and_len(inline, n)
+    } else {
+        let mut heap = vec![A::Item::default(); n];
+        A::Item::read_all(src, &mut heap);
+        SmallVec::from_vec(heap)
+    };
     bytes::Buf::advance(buf, size);
     Ok(Some(out))
 }
@@ -112,8 +132,12 @@ fn cut_short<T: FixedWidth>(buf: &mut Bytes, remaining: usize) -> DecodeError {
 
 /// Reads an array of fixed-width values that must not be null (see [`read_nullable_fixed_array`]).
 #[inline]
-pub fn read_fixed_array<T: FixedWidth>(buf: &mut Bytes, compact: bool) -> Result<Vec<T>, DecodeError> {
-    match read_nullable_fixed_array(buf, compact)? {
+pub fn read_fixed_array<A>(buf: &mut Bytes, compact: bool) -> Result<SmallVec<A>, DecodeError>
+where
+    A: smallvec::Array + Default + AsMut<[A::Item]>,
+    A::Item: FixedWidth,
+{
+    match read_nullable_fixed_array::<A>(buf, compact)? {
         Some(v) => Ok(v),
         None => Err(DecodeError::new(DecodeErrorKind::UnexpectedNull, bytes::Buf::remaining(buf))),
     }
@@ -202,10 +226,12 @@ mod tests {
             Ok(())
         })
         .unwrap();
-        assert_eq!(read_fixed_array::<i32>(&mut Bytes::from(out.clone()), true).unwrap(), [1, -2, 3]);
-        assert_eq!(read_nullable_fixed_array::<i32>(&mut Bytes::from_static(&[0]), true).unwrap(), None);
+        let arr = read_fixed_array::<[i32; 4]>(&mut Bytes::from(out.clone()), true).unwrap();
+        assert_eq!(&arr[..], [1, -2, 3]);
+        assert!(!arr.spilled(), "three int32 are stored inline");
+        assert_eq!(read_nullable_fixed_array::<[i32; 4]>(&mut Bytes::from_static(&[0]), true).unwrap(), None);
         for cut in 1..out.len() {
-            let bulk = read_fixed_array::<i32>(&mut Bytes::copy_from_slice(&out[..cut]), true).unwrap_err();
+            let bulk = read_fixed_array::<[i32; 4]>(&mut Bytes::copy_from_slice(&out[..cut]), true).unwrap_err();
             let each = read_array(&mut Bytes::copy_from_slice(&out[..cut]), true, read_i32).unwrap_err();
             assert_eq!(bulk, each, "cut at {cut}");
         }

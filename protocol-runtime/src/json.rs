@@ -451,22 +451,44 @@ impl JsonMessage for Uuid {
     }
 }
 
+fn array_to_json<T: JsonMessage>(items: &[T], version: i16) -> Result<Value, JsonError> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| v.to_json(version).map_err(|e| e.index(i)))
+        .collect::<Result<Vec<_>, _>>()
+        .map(Value::Array)
+}
+
+fn array_from_json<T: JsonMessage, C: FromIterator<T>>(value: &Value, version: i16) -> Result<C, JsonError> {
+    let items = value.as_array().ok_or_else(|| wrong("an array", value))?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| T::from_json(v, version).map_err(|e| e.index(i)))
+        .collect()
+}
+
 impl<T: JsonMessage> JsonMessage for Vec<T> {
     fn to_json(&self, version: i16) -> Result<Value, JsonError> {
-        self.iter()
-            .enumerate()
-            .map(|(i, v)| v.to_json(version).map_err(|e| e.index(i)))
-            .collect::<Result<Vec<_>, _>>()
-            .map(Value::Array)
+        array_to_json(self, version)
     }
 
     fn from_json(value: &Value, version: i16) -> Result<Self, JsonError> {
-        let items = value.as_array().ok_or_else(|| wrong("an array", value))?;
-        items
-            .iter()
-            .enumerate()
-            .map(|(i, v)| T::from_json(v, version).map_err(|e| e.index(i)))
-            .collect()
+        array_from_json(value, version)
+    }
+}
+
+impl<A: smallvec::Array> JsonMessage for smallvec::SmallVec<A>
+where
+    A::Item: JsonMessage,
+{
+    fn to_json(&self, version: i16) -> Result<Value, JsonError> {
+        array_to_json(self, version)
+    }
+
+    fn from_json(value: &Value, version: i16) -> Result<Self, JsonError> {
+        array_from_json(value, version)
     }
 }
 

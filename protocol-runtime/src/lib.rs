@@ -36,6 +36,9 @@ pub use api::ApiInfo;
 pub use error_code::ErrorCode;
 pub use bytes::{Buf, BufMut, Bytes, BytesMut};
 pub use bytestring::ByteString;
+pub use ::smallvec::{smallvec, SmallVec};
+/// The `smallvec` crate: generated messages hold arrays of fixed-width values as `SmallVec`s.
+pub use ::smallvec;
 pub use error::{DecodeContext, DecodeError, DecodeErrorKind, EncodeContext, EncodeError, EncodeErrorKind, PathSegment};
 pub use message::{Decode, Encode, Message, Request};
 pub use limits::{decode_with_limits, DecodeLimits};

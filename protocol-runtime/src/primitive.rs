@@ -56,13 +56,14 @@ fixed! {
 
 /// A fixed-width value: arrays of it are bounds-checked once and read in bulk
 /// ([`read_fixed_array`](crate::array::read_fixed_array)) instead of element by element.
-pub trait FixedWidth: Sized {
+pub trait FixedWidth: Copy + Default {
     /// Bytes one value takes on the wire.
     const SIZE: usize;
     /// Reads one value.
     fn read(buf: &mut Bytes) -> Result<Self, DecodeError>;
-    /// Appends the values in `src`, whose length is a multiple of [`SIZE`](Self::SIZE), to `out`.
-    fn read_all(src: &[u8], out: &mut Vec<Self>);
+    /// Converts the values in `src` into `out`, one per [`SIZE`](Self::SIZE) bytes, as many as
+    /// both hold.
+    fn read_all(src: &[u8], out: &mut [Self]);
 }
 
 macro_rules! fixed_width {
@@ -76,10 +77,12 @@ macro_rules! fixed_width {
             }
 
             #[inline]
-            fn read_all(src: &[u8], out: &mut Vec<Self>) {
+            fn read_all(src: &[u8], out: &mut [Self]) {
                 const N: usize = std::mem::size_of::<$ty>();
                 // chunks_exact yields N-byte slices only, so the conversion never fails.
-                out.extend(src.chunks_exact(N).map(|c| <[u8; N]>::try_from(c).map_or(<$ty>::default(), <$ty>::from_be_bytes)));
+                for (v, c) in out.iter_mut().zip(src.chunks_exact(N)) {
+                    *v = <[u8; N]>::try_from(c).map_or(<$ty>::default(), <$ty>::from_be_bytes);
+                }
             }
         }
     )*};
@@ -104,8 +107,10 @@ impl FixedWidth for bool {
     }
 
     #[inline]
-    fn read_all(src: &[u8], out: &mut Vec<Self>) {
-        out.extend(src.iter().map(|&b| b != 0));
+    fn read_all(src: &[u8], out: &mut [Self]) {
+        for (v, b) in out.iter_mut().zip(src) {
+            *v = *b != 0;
+        }
     }
 }
 

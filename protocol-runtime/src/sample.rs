@@ -101,8 +101,8 @@ impl SampleRng {
         Bytes::from((0..n).map(|_| self.next_u64() as u8).collect::<Vec<u8>>())
     }
 
-    /// One to three elements.
-    pub fn vec<T>(&mut self, mut elem: impl FnMut(&mut Self) -> T) -> Vec<T> {
+    /// One to three elements, collected into a `Vec` or a `SmallVec`.
+    pub fn vec<T, C: FromIterator<T>>(&mut self, mut elem: impl FnMut(&mut Self) -> T) -> C {
         let n = self.range(1, 3);
         (0..n).map(|_| elem(self)).collect()
     }

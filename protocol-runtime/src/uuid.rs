@@ -60,8 +60,10 @@ impl crate::primitive::FixedWidth for Uuid {
     }
 
     #[inline]
-    fn read_all(src: &[u8], out: &mut Vec<Self>) {
-        out.extend(src.chunks_exact(16).map(|c| Uuid(<[u8; 16]>::try_from(c).unwrap_or_default())));
+    fn read_all(src: &[u8], out: &mut [Self]) {
+        for (v, c) in out.iter_mut().zip(src.chunks_exact(16)) {
+            *v = Uuid(<[u8; 16]>::try_from(c).unwrap_or_default());
+        }
     }
 }
 

@@ -11,7 +11,7 @@ use kafka_wire::messages::{
     produce_response::{PartitionProduceResponse, TopicProduceResponse},
     ApiVersionsResponse, MetadataResponse, ProduceResponse, RequestHeader, ResponseHeader,
 };
-use kafka_wire::{ApiKey, Bytes, BytesMut, Decode, Encode, RequestKind, ResponseKind, Uuid};
+use kafka_wire::{smallvec, ApiKey, Bytes, BytesMut, Decode, Encode, RequestKind, ResponseKind, Uuid};
 
 const SERVED: [ApiKey; 3] = [ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::Produce];
 const UNSUPPORTED_VERSION: i16 = 35;
@@ -126,8 +126,8 @@ fn metadata(names: &[String], port: u16) -> MetadataResponse {
                 partition_index: 0,
                 leader_id: 0,
                 leader_epoch: 0,
-                replica_nodes: vec![0],
-                isr_nodes: vec![0],
+                replica_nodes: smallvec![0],
+                isr_nodes: smallvec![0],
                 ..Default::default()
             }],
             ..Default::default()

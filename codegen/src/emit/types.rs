@@ -38,6 +38,12 @@ pub fn base_type(ty: &FieldType) -> TokenStream {
             let n = struct_ident(n);
             quote!(#n)
         }
+        // Fixed-width elements: 16 bytes of them inline (a replica list), no allocation each.
+        FieldType::Array(inner) if inner.fixed_size().is_some() => {
+            let n = Literal::usize_unsuffixed(16 / inner.fixed_size().unwrap_or(16));
+            let inner = base_type(inner);
+            quote!(rt::SmallVec<[#inner; #n]>)
+        }
         FieldType::Array(inner) => {
             let inner = base_type(inner);
             quote!(Vec<#inner>)
@@ -67,6 +73,7 @@ fn natural(ty: &FieldType) -> TokenStream {
             let n = struct_ident(n);
             quote!(#n::default())
         }
+        FieldType::Array(inner) if inner.fixed_size().is_some() => quote!(rt::SmallVec::new()),
         FieldType::Array(_) => quote!(Vec::new()),
     }
 }
