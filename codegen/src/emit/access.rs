@@ -36,14 +36,17 @@ pub fn emit_access(s: &Struct) -> TokenStream {
     let keyed = emit_keyed(s);
     quote! {
         impl rt::visit::Visit for #name {
+            #[inline]
             fn visit_entities(&self, #pr: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityValue<'_>)) {
                 #(#read)*
             }
 
+            #[inline]
             fn visit_entities_mut(&mut self, #pw: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityMut<'_>)) {
                 #(#write)*
             }
 
+            #[inline]
             fn visit_error_codes(&self, #pe: &mut dyn FnMut(&'static str, rt::ErrorCode)) {
                 #(#errors)*
             }
@@ -148,6 +151,7 @@ fn emit_keyed(s: &Struct) -> Option<TokenStream> {
         impl rt::visit::Keyed for #name {
             type Key<'a> = #ty;
 
+            #[inline]
             fn key(&self) -> Self::Key<'_> {
                 #expr
             }

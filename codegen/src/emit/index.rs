@@ -224,6 +224,7 @@ fn emit_dispatch(model: &Model, request: bool) -> TokenStream {
 
         impl #enum_ident {
             #[doc = #decode_doc]
+            #[inline]
             pub fn decode(api_key: i16, version: i16, buf: &mut rt::Bytes) -> Result<Self, rt::DecodeError> {
                 match ApiKey::from_i16(api_key) {
                     #(#decode)*
@@ -243,6 +244,7 @@ fn emit_dispatch(model: &Model, request: bool) -> TokenStream {
             }
 
             /// The exact encoded size at `version`.
+            #[inline]
             pub fn encoded_len(&self, version: i16) -> usize {
                 match self {
                     #(#len)*
@@ -260,18 +262,21 @@ fn emit_dispatch(model: &Model, request: bool) -> TokenStream {
         #(#froms)*
 
         impl rt::visit::Visit for #enum_ident {
+            #[inline]
             fn visit_entities(&self, f: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityValue<'_>)) {
                 match self {
                     #(Self::#variant_names(m) => rt::visit::Visit::visit_entities(m, f),)*
                 }
             }
 
+            #[inline]
             fn visit_entities_mut(&mut self, f: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityMut<'_>)) {
                 match self {
                     #(Self::#variant_names(m) => rt::visit::Visit::visit_entities_mut(m, f),)*
                 }
             }
 
+            #[inline]
             fn visit_error_codes(&self, f: &mut dyn FnMut(&'static str, rt::ErrorCode)) {
                 match self {
                     #(Self::#variant_names(m) => rt::visit::Visit::visit_error_codes(m, f),)*

@@ -59,6 +59,7 @@ pub fn emit_struct(msg: &Message, s: &Struct, top: bool) -> TokenStream {
         let flexible = range_tokens(msg.flexible);
         quote! {
             impl #name {
+                #[inline]
                 fn decode_fields(buf: &mut rt::Bytes, #dv: i16) -> Result<Self, rt::DecodeError> {
                     #decode
                 }
@@ -69,6 +70,7 @@ pub fn emit_struct(msg: &Message, s: &Struct, top: bool) -> TokenStream {
             }
 
             impl rt::Decode for #name {
+                #[inline]
                 fn decode(buf: &mut rt::Bytes, version: i16) -> Result<Self, rt::DecodeError> {
                     rt::message::decode_message(buf, version, Self::decode_fields)
                 }
@@ -79,6 +81,7 @@ pub fn emit_struct(msg: &Message, s: &Struct, top: bool) -> TokenStream {
                     rt::message::encode_message::<Self, B>(buf, version, |buf, version| self.encode_fields(buf, version))
                 }
 
+                #[inline]
                 fn encoded_len(&self, #lv: i16) -> usize {
                     #len
                 }
@@ -93,6 +96,7 @@ pub fn emit_struct(msg: &Message, s: &Struct, top: bool) -> TokenStream {
     } else {
         quote! {
             impl rt::Decode for #name {
+                #[inline]
                 fn decode(buf: &mut rt::Bytes, #dv: i16) -> Result<Self, rt::DecodeError> {
                     #decode
                 }
@@ -103,6 +107,7 @@ pub fn emit_struct(msg: &Message, s: &Struct, top: bool) -> TokenStream {
                     #encode
                 }
 
+                #[inline]
                 fn encoded_len(&self, #lv: i16) -> usize {
                     #len
                 }
@@ -113,6 +118,8 @@ pub fn emit_struct(msg: &Message, s: &Struct, top: bool) -> TokenStream {
     let doc = doc_attrs(&doc);
     let json = super::json::emit_struct_json(s, top);
     let sample_version = if uses_ident(&sample, "version") { quote!(version) } else { quote!(_version) };
+    // `#[inline]` on the non-generic bodies: compiled in the crate that calls them, as the
+    // generic `encode` is, not all of them in this one (most users call a few messages).
     quote! {
         #doc
         #[derive(Debug, Clone, PartialEq)]
@@ -122,6 +129,7 @@ pub fn emit_struct(msg: &Message, s: &Struct, top: bool) -> TokenStream {
         }
 
         impl Default for #name {
+            #[inline]
             fn default() -> Self {
                 Self {
                     #(#defaults)*

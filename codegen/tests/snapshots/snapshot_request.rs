@@ -31,6 +31,7 @@ pub struct SnapshotRequest {
     pub unknown_tagged_fields: rt::UnknownTaggedFields,
 }
 impl Default for SnapshotRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             group_id: Some(rt::ByteString::new()),
@@ -43,6 +44,7 @@ impl Default for SnapshotRequest {
     }
 }
 impl SnapshotRequest {
+    #[inline]
     fn decode_fields(
         buf: &mut rt::Bytes,
         version: i16,
@@ -143,6 +145,7 @@ impl SnapshotRequest {
     }
 }
 impl rt::Decode for SnapshotRequest {
+    #[inline]
     fn decode(buf: &mut rt::Bytes, version: i16) -> Result<Self, rt::DecodeError> {
         rt::message::decode_message(buf, version, Self::decode_fields)
     }
@@ -158,6 +161,7 @@ impl rt::Encode for SnapshotRequest {
             B,
         >(buf, version, |buf, version| self.encode_fields(buf, version))
     }
+    #[inline]
     fn encoded_len(&self, version: i16) -> usize {
         let flexible = version >= 2;
         let mut len = 0usize;
@@ -195,6 +199,7 @@ impl rt::Message for SnapshotRequest {
     const FLEXIBLE_VERSIONS: rt::VersionRange = rt::VersionRange { lo: 2, hi: 3 };
 }
 impl rt::visit::Visit for SnapshotRequest {
+    #[inline]
     fn visit_entities(
         &self,
         f: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityValue<'_>),
@@ -212,6 +217,7 @@ impl rt::visit::Visit for SnapshotRequest {
             rt::visit::Visit::visit_entities(v, f);
         }
     }
+    #[inline]
     fn visit_entities_mut(
         &mut self,
         f: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityMut<'_>),
@@ -227,6 +233,7 @@ impl rt::visit::Visit for SnapshotRequest {
             rt::visit::Visit::visit_entities_mut(v, f);
         }
     }
+    #[inline]
     fn visit_error_codes(&self, f: &mut dyn FnMut(&'static str, rt::ErrorCode)) {
         for v in self.topics.iter() {
             rt::visit::Visit::visit_error_codes(v, f);
@@ -403,6 +410,7 @@ pub struct SnapshotPartition {
     pub unknown_tagged_fields: rt::UnknownTaggedFields,
 }
 impl Default for SnapshotPartition {
+    #[inline]
     fn default() -> Self {
         Self {
             index: 0,
@@ -412,6 +420,7 @@ impl Default for SnapshotPartition {
     }
 }
 impl rt::Decode for SnapshotPartition {
+    #[inline]
     fn decode(buf: &mut rt::Bytes, version: i16) -> Result<Self, rt::DecodeError> {
         let index = rt::primitive::read_i32(buf).field("Index")?;
         let leader = if version >= 1 {
@@ -456,6 +465,7 @@ impl rt::Encode for SnapshotPartition {
         }
         Ok(())
     }
+    #[inline]
     fn encoded_len(&self, version: i16) -> usize {
         let flexible = version >= 2;
         let mut len = 0usize;
@@ -474,6 +484,7 @@ impl rt::Encode for SnapshotPartition {
     }
 }
 impl rt::visit::Visit for SnapshotPartition {
+    #[inline]
     fn visit_entities(
         &self,
         f: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityValue<'_>),
@@ -483,6 +494,7 @@ impl rt::visit::Visit for SnapshotPartition {
             rt::visit::Visit::visit_entities(v, f);
         }
     }
+    #[inline]
     fn visit_entities_mut(
         &mut self,
         f: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityMut<'_>),
@@ -492,6 +504,7 @@ impl rt::visit::Visit for SnapshotPartition {
             rt::visit::Visit::visit_entities_mut(v, f);
         }
     }
+    #[inline]
     fn visit_error_codes(&self, f: &mut dyn FnMut(&'static str, rt::ErrorCode)) {
         {
             let v = &self.leader;
@@ -582,6 +595,7 @@ pub struct SnapshotTopic {
     pub unknown_tagged_fields: rt::UnknownTaggedFields,
 }
 impl Default for SnapshotTopic {
+    #[inline]
     fn default() -> Self {
         Self {
             name: rt::ByteString::new(),
@@ -591,6 +605,7 @@ impl Default for SnapshotTopic {
     }
 }
 impl rt::Decode for SnapshotTopic {
+    #[inline]
     fn decode(buf: &mut rt::Bytes, version: i16) -> Result<Self, rt::DecodeError> {
         let flexible = version >= 2;
         let name = rt::string::read_string(buf, flexible).field("Name")?;
@@ -637,6 +652,7 @@ impl rt::Encode for SnapshotTopic {
         }
         Ok(())
     }
+    #[inline]
     fn encoded_len(&self, version: i16) -> usize {
         let flexible = version >= 2;
         let mut len = 0usize;
@@ -658,6 +674,7 @@ impl rt::Encode for SnapshotTopic {
     }
 }
 impl rt::visit::Visit for SnapshotTopic {
+    #[inline]
     fn visit_entities(
         &self,
         f: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityValue<'_>),
@@ -676,6 +693,7 @@ impl rt::visit::Visit for SnapshotTopic {
             rt::visit::Visit::visit_entities(v, f);
         }
     }
+    #[inline]
     fn visit_entities_mut(
         &mut self,
         f: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityMut<'_>),
@@ -694,6 +712,7 @@ impl rt::visit::Visit for SnapshotTopic {
             rt::visit::Visit::visit_entities_mut(v, f);
         }
     }
+    #[inline]
     fn visit_error_codes(&self, f: &mut dyn FnMut(&'static str, rt::ErrorCode)) {
         for v in self.partitions.iter() {
             rt::visit::Visit::visit_error_codes(v, f);
@@ -703,6 +722,7 @@ impl rt::visit::Visit for SnapshotTopic {
 ///Keyed by `Name` (the spec's `mapKey` fields).
 impl rt::visit::Keyed for SnapshotTopic {
     type Key<'a> = &'a str;
+    #[inline]
     fn key(&self) -> Self::Key<'_> {
         &*self.name
     }
@@ -774,6 +794,7 @@ pub struct LeaderInfo {
     pub unknown_tagged_fields: rt::UnknownTaggedFields,
 }
 impl Default for LeaderInfo {
+    #[inline]
     fn default() -> Self {
         Self {
             leader_id: -1,
@@ -783,6 +804,7 @@ impl Default for LeaderInfo {
     }
 }
 impl rt::Decode for LeaderInfo {
+    #[inline]
     fn decode(buf: &mut rt::Bytes, version: i16) -> Result<Self, rt::DecodeError> {
         let leader_id = rt::primitive::read_i32(buf).field("LeaderId")?;
         let leader_epoch = rt::primitive::read_i32(buf).field("LeaderEpoch")?;
@@ -817,6 +839,7 @@ impl rt::Encode for LeaderInfo {
         }
         Ok(())
     }
+    #[inline]
     fn encoded_len(&self, version: i16) -> usize {
         let flexible = version >= 2;
         let mut len = 0usize;
@@ -833,6 +856,7 @@ impl rt::Encode for LeaderInfo {
     }
 }
 impl rt::visit::Visit for LeaderInfo {
+    #[inline]
     fn visit_entities(
         &self,
         f: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityValue<'_>),
@@ -848,6 +872,7 @@ impl rt::visit::Visit for LeaderInfo {
             );
         }
     }
+    #[inline]
     fn visit_entities_mut(
         &mut self,
         f: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityMut<'_>),
@@ -863,6 +888,7 @@ impl rt::visit::Visit for LeaderInfo {
             );
         }
     }
+    #[inline]
     fn visit_error_codes(&self, _f: &mut dyn FnMut(&'static str, rt::ErrorCode)) {}
 }
 #[cfg(feature = "sample")]

@@ -15,6 +15,7 @@ pub struct SnapshotResponse {
     pub unknown_tagged_fields: rt::UnknownTaggedFields,
 }
 impl Default for SnapshotResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             error_code: 0,
@@ -23,6 +24,7 @@ impl Default for SnapshotResponse {
     }
 }
 impl SnapshotResponse {
+    #[inline]
     fn decode_fields(
         buf: &mut rt::Bytes,
         version: i16,
@@ -57,6 +59,7 @@ impl SnapshotResponse {
     }
 }
 impl rt::Decode for SnapshotResponse {
+    #[inline]
     fn decode(buf: &mut rt::Bytes, version: i16) -> Result<Self, rt::DecodeError> {
         rt::message::decode_message(buf, version, Self::decode_fields)
     }
@@ -72,6 +75,7 @@ impl rt::Encode for SnapshotResponse {
             B,
         >(buf, version, |buf, version| self.encode_fields(buf, version))
     }
+    #[inline]
     fn encoded_len(&self, version: i16) -> usize {
         let flexible = version >= 2;
         let mut len = 0usize;
@@ -92,14 +96,17 @@ impl rt::Message for SnapshotResponse {
     const FLEXIBLE_VERSIONS: rt::VersionRange = rt::VersionRange { lo: 2, hi: 3 };
 }
 impl rt::visit::Visit for SnapshotResponse {
+    #[inline]
     fn visit_entities(
         &self,
         _f: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityValue<'_>),
     ) {}
+    #[inline]
     fn visit_entities_mut(
         &mut self,
         _f: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityMut<'_>),
     ) {}
+    #[inline]
     fn visit_error_codes(&self, f: &mut dyn FnMut(&'static str, rt::ErrorCode)) {
         f("ErrorCode", rt::ErrorCode(self.error_code));
     }
