@@ -9,7 +9,7 @@ use super::batch::{
 };
 use super::control::{ControlRecord, EndTxnMarker};
 use super::legacy::{encode_message, ATTR_TIMESTAMP_TYPE as LEGACY_ATTR_TIMESTAMP_TYPE};
-use super::record::{body_len, encode_record, Record};
+use super::record::{body_len, write_record, Record, Stage};
 use super::{
     compress, encode_invalid, Compression, TimestampType, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP,
@@ -29,6 +29,46 @@ fn check_record(r: &Record, prev: Option<i64>) -> Result<(), EncodeError> {
         return Err(encode_invalid("record key or value is longer than an int32 length".to_string()));
     }
     Ok(())
+}
+
+/// A record's body size, its deltas taken from the batch's bases (wrapping: checked on append).
+#[inline(always)]
+fn record_body_len(r: &Record, base_offset: i64, base_timestamp: i64) -> u64 {
+    body_len(r, r.offset.wrapping_sub(base_offset) as i32, r.timestamp.wrapping_sub(base_timestamp))
+}
+
+/// The exact size of the encoded records: plain arithmetic over each record's fields, nothing
+/// kept per record.
+fn records_size(records: &[Record], base_offset: i64, base_timestamp: i64) -> Result<usize, EncodeError> {
+    let mut len = 0usize;
+    for r in records {
+        let body = record_body_len(r, base_offset, base_timestamp);
+        if body > i32::MAX as u64 {
+            return Err(encode_invalid("record is too large".to_string()));
+        }
+        // body <= i32::MAX: the cast is exact and the sum cannot overflow.
+        len = len
+            .checked_add(crate::varint::varint_len(body as i32) + body as usize)
+            .ok_or_else(|| encode_invalid("record batch is too large".to_string()))?;
+    }
+    Ok(len)
+}
+
+/// Appends the records and returns the largest timestamp.
+fn write_records(
+    records: &[Record],
+    base_offset: i64,
+    base_timestamp: i64,
+    out: &mut Vec<u8>,
+) -> Result<Option<i64>, EncodeError> {
+    let mut stage = Stage::new();
+    let mut max_timestamp = None::<i64>;
+    for r in records {
+        max_timestamp = Some(max_timestamp.map_or(r.timestamp, |m| m.max(r.timestamp)));
+        let od = r.offset.wrapping_sub(base_offset) as i32;
+        write_record(out, &mut stage, r, od, r.timestamp.wrapping_sub(base_timestamp))?;
+    }
+    Ok(max_timestamp)
 }
 
 /// Builds one magic 2 record batch: records appended in offset order, then [`build`] computes
@@ -188,13 +228,13 @@ impl RecordBatchBuilder {
     /// Encodes the batch.
     pub fn build(&self) -> Result<Bytes, EncodeError> {
         let mut out = Vec::new();
-        self.build_into(&mut out)?;
+        self.write(&self.records, &mut out, true)?;
         Ok(Bytes::from(out))
     }
 
     /// Encodes the batch, appending it to `out`.
     pub fn build_into(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
-        self.write(&self.records, out)
+        self.write(&self.records, out, false)
     }
 
     /// Encodes `records` (instead of the appended ones) as one batch with this builder's
@@ -213,38 +253,23 @@ impl RecordBatchBuilder {
             }
             prev = Some(r.offset);
         }
-        self.write(records, out)
+        self.write(records, out, false)
     }
 
-    fn write(&self, records: &[Record], out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    /// `size_first`: compute the exact size and reserve it before writing (one exact allocation
+    /// for a new buffer); otherwise the buffer grows as needed (reused buffers rarely do).
+    fn write(&self, records: &[Record], out: &mut Vec<u8>, size_first: bool) -> Result<(), EncodeError> {
         let base_offset = self.base_offset.or(records.first().map(|r| r.offset)).unwrap_or(0);
         let base_timestamp = self.delete_horizon.or(records.first().map(|r| r.timestamp)).unwrap_or(NO_TIMESTAMP);
-        let max_timestamp = records.iter().map(|r| r.timestamp).max().unwrap_or(NO_TIMESTAMP);
         let last_offset_delta = records.last().map_or(0, |r| r.offset.wrapping_sub(base_offset) as i32);
         let count =
             i32::try_from(records.len()).map_err(|_| encode_invalid("too many records for one batch".to_string()))?;
 
+        let compressed = self.compression != Compression::None;
+        let records_len =
+            if size_first || compressed { records_size(records, base_offset, base_timestamp)? } else { 0 };
         let start = out.len();
-        // Sizes first, so the uncompressed path writes once without growing.
-        let mut sizes = Vec::with_capacity(records.len());
-        let mut records_len = 0usize;
-        for r in records {
-            let od = r.offset.wrapping_sub(base_offset) as i32;
-            let td = r.timestamp.wrapping_sub(base_timestamp);
-            let body = body_len(r, od, td);
-            if body > i32::MAX as usize {
-                return Err(encode_invalid("record is too large".to_string()));
-            }
-            records_len += crate::varint::varint_len(body as i32) + body;
-            sizes.push((od, td, body));
-        }
-        let write_records = |buf: &mut Vec<u8>| {
-            for (r, &(od, td, body)) in records.iter().zip(&sizes) {
-                encode_record(buf, r, od, td, body);
-            }
-        };
-
-        out.reserve(BATCH_HEADER_SIZE + records_len);
+        out.reserve(if compressed { BATCH_HEADER_SIZE } else { BATCH_HEADER_SIZE.saturating_add(records_len) });
         out.put_i64(base_offset);
         out.put_i32(0); // length, patched below
         out.put_i32(self.partition_leader_epoch);
@@ -253,24 +278,29 @@ impl RecordBatchBuilder {
         out.put_i16(self.attributes());
         out.put_i32(last_offset_delta);
         out.put_i64(base_timestamp);
-        out.put_i64(max_timestamp);
+        out.put_i64(0); // max timestamp, patched below
         out.put_i64(self.producer_id);
         out.put_i16(self.producer_epoch);
         out.put_i32(self.base_sequence);
         out.put_i32(count);
-        if self.compression == Compression::None {
-            write_records(out);
-        } else {
+        let max_timestamp = if compressed {
             let mut plain = Vec::with_capacity(records_len);
-            write_records(&mut plain);
+            let max = write_records(records, base_offset, base_timestamp, &mut plain)?;
             compress(self.compression, &plain, out, 2)?;
-        }
+            max
+        } else {
+            write_records(records, base_offset, base_timestamp, out)?
+        };
         let batch_len = out.len() - start - super::LOG_OVERHEAD;
         let batch_len =
             i32::try_from(batch_len).map_err(|_| encode_invalid(format!("record batch of {batch_len} bytes is too large")))?;
         if let Some(slot) = out.get_mut(start + 8..start + 12) {
             slot.copy_from_slice(&batch_len.to_be_bytes());
         }
+        if let Some(slot) = out.get_mut(start + 35..start + 43) {
+            slot.copy_from_slice(&max_timestamp.unwrap_or(NO_TIMESTAMP).to_be_bytes());
+        }
+        // One CRC-32C over the attributes to the end (hardware-accelerated by the crate).
         let crc = crc32c::crc32c(out.get(start + CRC_START..).unwrap_or_default());
         if let Some(slot) = out.get_mut(start + 17..start + 21) {
             slot.copy_from_slice(&crc.to_be_bytes());

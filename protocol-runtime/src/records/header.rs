@@ -11,7 +11,7 @@ use crate::length::take;
 use crate::varint::{read_varint, varint_len, write_varint};
 
 use super::invalid;
-use super::record::{range_at, varint_at};
+use super::record::{range_at, sized_len, varint_at, Cursor};
 
 /// One record header.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -28,16 +28,13 @@ impl Header {
         Header { key: key.into(), value }
     }
 
-    pub(crate) fn encoded_len(&self) -> usize {
-        let k = self.key.len();
-        let v = self.value.as_ref().map_or(0, Bytes::len);
-        varint_len(k as i32)
-            .saturating_add(k)
-            .saturating_add(self.value.as_ref().map_or(1, |b| varint_len(b.len() as i32)))
-            .saturating_add(v)
+    /// Encoded size: key and value with their lengths.
+    #[inline(always)]
+    fn size(&self) -> u64 {
+        sized_len(self.key.len()).saturating_add(self.value.as_ref().map_or(1, |v| sized_len(v.len())))
     }
 
-    pub(crate) fn encode<B: BufMut>(&self, buf: &mut B) {
+    fn encode<B: BufMut>(&self, buf: &mut B) {
         write_varint(buf, self.key.len() as i32);
         buf.put_slice(self.key.as_bytes());
         match &self.value {
@@ -128,15 +125,35 @@ impl Headers {
         Headers(Repr::Raw { count, bytes })
     }
 
-    pub(crate) fn encoded_len(&self) -> usize {
+    /// Encoded size, with the header count.
+    #[inline(always)]
+    pub(crate) fn size(&self) -> u64 {
         match &self.0 {
-            Repr::Raw { bytes, .. } => bytes.len(),
-            Repr::Owned(v) => v.iter().map(Header::encoded_len).sum(),
+            Repr::Raw { count, bytes } => (varint_len(*count as i32) as u64).saturating_add(bytes.len() as u64),
+            Repr::Owned(v) => v.iter().fold(varint_len(v.len() as i32) as u64, |n, h| n.saturating_add(h.size())),
         }
     }
 
-    /// Writes the headers (without their count).
+    /// Stages the header count and the headers; `None` when they do not fit.
+    #[inline(always)]
+    pub(crate) fn stage(&self, c: &mut Cursor<'_>) -> Option<()> {
+        c.varint(i32::try_from(self.len()).ok()?)?;
+        match &self.0 {
+            Repr::Raw { bytes, .. } => c.bytes(bytes),
+            Repr::Owned(v) => {
+                for h in v {
+                    c.varint(i32::try_from(h.key.len()).ok()?)?;
+                    c.bytes(h.key.as_bytes())?;
+                    c.nullable(h.value.as_deref())?;
+                }
+                Some(())
+            }
+        }
+    }
+
+    /// Writes the header count and the headers.
     pub(crate) fn encode<B: BufMut>(&self, buf: &mut B) {
+        write_varint(buf, self.len() as i32);
         match &self.0 {
             Repr::Raw { bytes, .. } => buf.put_slice(bytes),
             Repr::Owned(v) => v.iter().for_each(|h| h.encode(buf)),

@@ -15,11 +15,11 @@ use bytestring::ByteString;
 
 use std::ops::Range;
 
-use crate::error::{DecodeError, DecodeErrorKind};
-use crate::varint::{varint_len, varlong_len, write_varint, write_varlong};
+use crate::error::{DecodeError, DecodeErrorKind, EncodeError};
+use crate::varint::{unsigned_varlong_len, varint_len, varlong_len, write_varint, write_varlong};
 
 use super::header::{validate_headers, Header, Headers};
-use super::invalid;
+use super::{encode_invalid, invalid};
 
 /// A record with absolute offset and timestamp, whatever the format it came from.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -175,39 +175,185 @@ pub(crate) fn decode_record(
     })
 }
 
-fn nullable_len(b: Option<&Bytes>) -> usize {
-    match b {
-        Some(b) => varint_len(b.len() as i32).saturating_add(b.len()),
-        None => 1,
+/// Size of a field of `len` bytes with its varint length (zigzag of a length is `2 * len`).
+/// In `u64` and without truncating `len`, so an oversized field makes an oversized record,
+/// which the builder rejects, rather than a wrong length.
+#[inline(always)]
+pub(crate) fn sized_len(len: usize) -> u64 {
+    let len = len as u64;
+    // Slice lengths are at most isize::MAX, so the shift keeps every bit.
+    (unsigned_varlong_len(len << 1) as u64).wrapping_add(len)
+}
+
+/// Size of a nullable key or value with its length (null is the one byte of -1).
+#[inline(always)]
+fn nullable_len(b: Option<&Bytes>) -> u64 {
+    b.map_or(1, |b| sized_len(b.len()))
+}
+
+/// Size of the record's body (after its length varint). Saturates rather than wraps: key, value
+/// and headers may share one buffer many times over.
+#[inline(always)]
+pub(crate) fn body_len(r: &Record, offset_delta: i32, ts_delta: i64) -> u64 {
+    // attributes, timestamp delta, offset delta: at most 16 bytes.
+    let fixed = (varlong_len(ts_delta) as u64).wrapping_add(varint_len(offset_delta) as u64).wrapping_add(1);
+    fixed
+        .saturating_add(nullable_len(r.key.as_ref()))
+        .saturating_add(nullable_len(r.value.as_ref()))
+        .saturating_add(r.headers.size())
+}
+
+/// Unsigned LEB128 of `v < 2^56` in the low bytes of a `u64` (little-endian), and its length:
+/// built in a register, so writing it is one store.
+#[inline(always)]
+fn uleb_u64(mut v: u64) -> (u64, usize) {
+    let mut enc = 0u64;
+    let mut shift = 0u32;
+    // At most 7 rounds for v < 2^56, so shift stays below 64.
+    while v >= 0x80 {
+        enc |= ((v & 0x7f) | 0x80) << shift;
+        v >>= 7;
+        shift = shift.wrapping_add(8);
+    }
+    (enc | v << shift, (shift / 8).wrapping_add(1) as usize)
+}
+
+/// Room left before a staged record's body for its length varint (at most 5 bytes).
+const LENGTH_ROOM: usize = 5;
+
+/// A stack buffer a record is assembled in before one copy into the output: a local array and
+/// cursor instead of a `Vec` length and capacity check per field, small fields stored as whole
+/// 8- or 16-byte words, and the length varint put in front once the body's size is known, so
+/// the size needs no computing first. Records too large for it are written directly (see
+/// [`write_record`]); every write returns `None` when it does not fit.
+pub(crate) struct Stage {
+    buf: [u8; 512],
+}
+
+impl Stage {
+    pub(crate) fn new() -> Self {
+        Stage { buf: [0; 512] }
+    }
+
+    /// Assembles the record and returns its bytes, length prefix included; `None` when it does
+    /// not fit.
+    #[inline(always)]
+    fn record(&mut self, r: &Record, offset_delta: i32, ts_delta: i64) -> Option<&[u8]> {
+        // A local cursor, so the position lives in a register.
+        let mut c = Cursor { buf: &mut self.buf, pos: LENGTH_ROOM };
+        c.word(0, 1)?; // attributes
+        c.uleb(((ts_delta << 1) ^ (ts_delta >> 63)) as u64)?;
+        c.varint(offset_delta)?;
+        c.nullable(r.key.as_deref())?;
+        c.nullable(r.value.as_deref())?;
+        r.headers.stage(&mut c)?;
+        let end = c.pos;
+        // The body is under 512 bytes: its varint is one or two bytes, put right before it.
+        let body = end.wrapping_sub(LENGTH_ROOM) as u64;
+        let (enc, n) = uleb_u64(body << 1);
+        let at = LENGTH_ROOM.checked_sub(n)?;
+        let head = self.buf.get_mut(at..)?.first_chunk_mut::<8>()?;
+        let keep = u64::MAX.checked_shl((n as u32).wrapping_mul(8)).unwrap_or(0);
+        *head = (u64::from_le_bytes(*head) & keep | enc).to_le_bytes();
+        self.buf.get(at..end)
     }
 }
 
-/// Size of the record's body (after its length varint).
-#[allow(clippy::arithmetic_side_effects)] // encode side: sizes of in-memory records
-pub(crate) fn body_len(r: &Record, offset_delta: i32, ts_delta: i64) -> usize {
-    1 + varlong_len(ts_delta)
-        + varint_len(offset_delta)
-        + nullable_len(r.key.as_ref())
-        + nullable_len(r.value.as_ref())
-        + varint_len(r.headers.len() as i32)
-        + r.headers.encoded_len()
+/// Writes into the stage; every write returns `None` when it does not fit.
+pub(crate) struct Cursor<'a> {
+    buf: &'a mut [u8; 512],
+    pos: usize,
 }
 
-/// Writes the record with its length prefix; `body` is [`body_len`].
-pub(crate) fn encode_record<B: BufMut>(buf: &mut B, r: &Record, offset_delta: i32, ts_delta: i64, body: usize) {
-    write_varint(buf, body as i32);
-    buf.put_i8(0);
-    write_varlong(buf, ts_delta);
-    write_varint(buf, offset_delta);
+impl Cursor<'_> {
+    /// Stores the `n` low bytes of `word` (`n <= 8`). Writes all eight: the bytes past `n` are
+    /// overwritten by what comes next or not copied out.
+    #[inline(always)]
+    fn word(&mut self, word: u64, n: usize) -> Option<()> {
+        let dst = self.buf.get_mut(self.pos..)?.first_chunk_mut::<8>()?;
+        *dst = word.to_le_bytes();
+        self.pos = self.pos.wrapping_add(n);
+        Some(())
+    }
+
+    #[inline(always)]
+    fn uleb(&mut self, v: u64) -> Option<()> {
+        if v >= 1 << 56 {
+            return None; // a timestamp delta over 2^55: written directly
+        }
+        let (enc, n) = uleb_u64(v);
+        self.word(enc, n)
+    }
+
+    #[inline(always)]
+    pub(crate) fn varint(&mut self, v: i32) -> Option<()> {
+        self.uleb(u64::from(((v << 1) ^ (v >> 31)) as u32))
+    }
+
+    #[inline(always)]
+    pub(crate) fn bytes(&mut self, src: &[u8]) -> Option<()> {
+        let n = src.len();
+        let rest = self.buf.get_mut(self.pos..)?;
+        match (rest.first_chunk_mut::<16>(), src.first_chunk::<8>(), src.last_chunk::<8>()) {
+            // 8 to 16 bytes (keys, header fields): two overlapping 8-byte moves instead of a
+            // call to `memcpy`.
+            (Some(dst), Some(head), Some(tail)) if n <= 16 => {
+                *dst.get_mut(n.wrapping_sub(8)..)?.first_chunk_mut::<8>()? = *tail;
+                *dst.first_chunk_mut::<8>()? = *head;
+            }
+            _ => rest.get_mut(..n)?.copy_from_slice(src),
+        }
+        self.pos = self.pos.wrapping_add(n);
+        Some(())
+    }
+
+    /// A varint length and the bytes, or -1 for null.
+    #[inline(always)]
+    pub(crate) fn nullable(&mut self, b: Option<&[u8]>) -> Option<()> {
+        match b {
+            Some(b) => {
+                self.varint(i32::try_from(b.len()).ok()?)?;
+                self.bytes(b)
+            }
+            None => self.word(1, 1), // zigzag(-1)
+        }
+    }
+}
+
+/// Appends the record with its length prefix, through `stage` unless it is too large for it.
+#[inline(always)]
+pub(crate) fn write_record(
+    out: &mut Vec<u8>,
+    stage: &mut Stage,
+    r: &Record,
+    offset_delta: i32,
+    ts_delta: i64,
+) -> Result<(), EncodeError> {
+    match stage.record(r, offset_delta, ts_delta) {
+        Some(bytes) => out.extend_from_slice(bytes),
+        None => write_large(out, r, offset_delta, ts_delta)?,
+    }
+    Ok(())
+}
+
+/// A record that does not fit the stage: sized first, then written field by field.
+#[cold]
+fn write_large(out: &mut Vec<u8>, r: &Record, offset_delta: i32, ts_delta: i64) -> Result<(), EncodeError> {
+    let body = body_len(r, offset_delta, ts_delta);
+    let body = i32::try_from(body).map_err(|_| encode_invalid("record is too large".to_string()))?;
+    write_varint(out, body);
+    out.put_i8(0);
+    write_varlong(out, ts_delta);
+    write_varint(out, offset_delta);
     for b in [&r.key, &r.value] {
         match b {
             Some(b) => {
-                write_varint(buf, b.len() as i32);
-                buf.put_slice(b);
+                write_varint(out, b.len() as i32);
+                out.put_slice(b);
             }
-            None => write_varint(buf, -1),
+            None => write_varint(out, -1),
         }
     }
-    write_varint(buf, r.headers.len() as i32);
-    r.headers.encode(buf);
+    r.headers.encode(out);
+    Ok(())
 }

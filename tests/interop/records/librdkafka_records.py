@@ -36,11 +36,30 @@ def recv_exact(sock, n):
     return buf
 
 
-def fetch_raw(host, port, topic, partition=0):
-    """Fetch v4 from offset 0; returns the partition's raw records bytes."""
+def fetch_all(host, port, topic, partition=0):
+    """Every batch of the partition: the mock broker answers a Fetch with the one batch that
+    holds the offset asked for, so fetch from the offset after each batch until none is left."""
+    out, offset = b"", 0
+    while True:
+        data = fetch_raw(host, port, topic, partition, offset)
+        if not data:
+            return out
+        out += data
+        pos, start = 0, offset
+        while pos + 12 <= len(data):
+            base, length = struct.unpack_from(">qi", data, pos)
+            (last_delta,) = struct.unpack_from(">i", data, pos + 23)
+            offset = max(offset, base + last_delta + 1)
+            pos += 12 + length
+        if offset == start:
+            return out  # no whole batch in the answer: nothing more to read
+
+
+def fetch_raw(host, port, topic, partition=0, offset=0):
+    """Fetch v4 from `offset`; returns the partition's raw records bytes."""
     body = struct.pack(">iiiib", -1, 100, 1, 64 << 20, 0)  # replica, max wait, min bytes, max bytes, isolation
     body += struct.pack(">i", 1) + kstr(topic) + struct.pack(">i", 1)
-    body += struct.pack(">iqi", partition, 0, 64 << 20)
+    body += struct.pack(">iqi", partition, offset, 64 << 20)
     header = struct.pack(">hhi", 1, 4, 7) + kstr("kafka-wire-interop")
     req = header + body
     with socket.create_connection((host, port), timeout=10) as s:
@@ -77,7 +96,9 @@ def write():
         p = Producer({
             "test.mock.num.brokers": 1,
             "compression.type": codec,
-            "linger.ms": 200,
+            # Long enough that a slow (loaded) machine still queues every record before the
+            # batch goes out: one batch per codec. flush() sends at once, whatever linger.ms says.
+            "linger.ms": 10000,
             "batch.num.messages": 100000,
             "enable.idempotence": False,
             "acks": "all",
@@ -94,7 +115,7 @@ def write():
             raise RuntimeError("produce failed: %r" % errors[:3])
         brokers = p.list_topics(timeout=10).brokers
         b = next(iter(brokers.values()))
-        data = fetch_raw(b.host, b.port, topic)
+        data = fetch_all(b.host, b.port, topic)
         vectors.write_case(out, "librdkafka-v2-" + codec, 2, codec, data, recs)
     sys.stdout.write(out.getvalue())
 
