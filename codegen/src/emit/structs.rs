@@ -53,17 +53,32 @@ pub fn emit_struct(msg: &Message, s: &Struct, top: bool) -> TokenStream {
 
     let sample = g.sample_body();
     let access = super::access::emit_access(s);
+    // The decode and size bodies are generic over a unit type parameter (`Lazy`, always `()`)
+    // so they are compiled only in a crate that calls them, once, like the generic `encode`:
+    // not all of them in this crate, and not copied into every codegen unit as `#[inline]`
+    // bodies would be. Not inlined into each other either: one function per struct keeps
+    // LLVM's work linear (a whole message inlined into its caller optimises slowly). The
+    // trait methods are thin `#[inline]` wrappers.
+    let bodies = quote! {
+        impl #name {
+            #[inline(never)]
+            fn decode_fields<Lazy>(buf: &mut rt::Bytes, #dv: i16) -> Result<Self, rt::DecodeError> {
+                #decode
+            }
+
+            fn encoded_len_fields<Lazy>(&self, #lv: i16) -> usize {
+                #len
+            }
+        }
+    };
     let impls = if top {
         let fq = Literal::string(&msg.name);
         let valid = range_tokens(msg.valid);
         let flexible = range_tokens(msg.flexible);
         quote! {
-            impl #name {
-                #[inline]
-                fn decode_fields(buf: &mut rt::Bytes, #dv: i16) -> Result<Self, rt::DecodeError> {
-                    #decode
-                }
+            #bodies
 
+            impl #name {
                 fn encode_fields<B: rt::BufMut>(&self, buf: &mut B, #ev: i16) -> Result<(), rt::EncodeError> {
                     #encode
                 }
@@ -72,7 +87,7 @@ pub fn emit_struct(msg: &Message, s: &Struct, top: bool) -> TokenStream {
             impl rt::Decode for #name {
                 #[inline]
                 fn decode(buf: &mut rt::Bytes, version: i16) -> Result<Self, rt::DecodeError> {
-                    rt::message::decode_message(buf, version, Self::decode_fields)
+                    rt::message::decode_message(buf, version, Self::decode_fields::<()>)
                 }
             }
 
@@ -82,8 +97,8 @@ pub fn emit_struct(msg: &Message, s: &Struct, top: bool) -> TokenStream {
                 }
 
                 #[inline]
-                fn encoded_len(&self, #lv: i16) -> usize {
-                    #len
+                fn encoded_len(&self, version: i16) -> usize {
+                    self.encoded_len_fields::<()>(version)
                 }
             }
 
@@ -95,10 +110,12 @@ pub fn emit_struct(msg: &Message, s: &Struct, top: bool) -> TokenStream {
         }
     } else {
         quote! {
+            #bodies
+
             impl rt::Decode for #name {
                 #[inline]
-                fn decode(buf: &mut rt::Bytes, #dv: i16) -> Result<Self, rt::DecodeError> {
-                    #decode
+                fn decode(buf: &mut rt::Bytes, version: i16) -> Result<Self, rt::DecodeError> {
+                    Self::decode_fields::<()>(buf, version)
                 }
             }
 
@@ -108,8 +125,8 @@ pub fn emit_struct(msg: &Message, s: &Struct, top: bool) -> TokenStream {
                 }
 
                 #[inline]
-                fn encoded_len(&self, #lv: i16) -> usize {
-                    #len
+                fn encoded_len(&self, version: i16) -> usize {
+                    self.encoded_len_fields::<()>(version)
                 }
             }
         }
@@ -118,8 +135,6 @@ pub fn emit_struct(msg: &Message, s: &Struct, top: bool) -> TokenStream {
     let doc = doc_attrs(&doc);
     let json = super::json::emit_struct_json(s, top);
     let sample_version = if uses_ident(&sample, "version") { quote!(version) } else { quote!(_version) };
-    // `#[inline]` on the non-generic bodies: compiled in the crate that calls them, as the
-    // generic `encode` is, not all of them in this one (most users call a few messages).
     quote! {
         #doc
         #[derive(Debug, Clone, PartialEq)]

@@ -44,8 +44,8 @@ impl Default for SnapshotRequest {
     }
 }
 impl SnapshotRequest {
-    #[inline]
-    fn decode_fields(
+    #[inline(never)]
+    fn decode_fields<Lazy>(
         buf: &mut rt::Bytes,
         version: i16,
     ) -> Result<Self, rt::DecodeError> {
@@ -97,6 +97,38 @@ impl SnapshotRequest {
             unknown_tagged_fields,
         })
     }
+    fn encoded_len_fields<Lazy>(&self, version: i16) -> usize {
+        let flexible = version >= 2;
+        let mut len = 0usize;
+        len
+            += if version >= 1 {
+                rt::string::nullable_string_len(self.group_id.as_deref(), flexible)
+            } else {
+                self.group_id.as_ref().map_or(0, |v| rt::string::string_len(v, false))
+            };
+        len += 4usize;
+        len
+            += rt::array::array_len(
+                &self.topics,
+                flexible,
+                |v| rt::Encode::encoded_len(v, version),
+            );
+        if version >= 3 {
+            len += rt::string::string_len(&self.rack, true);
+        }
+        if flexible {
+            let mut count = self.unknown_tagged_fields.len();
+            let mut fields = self.unknown_tagged_fields.fields_len();
+            if self.trace_id != -1 {
+                count += 1;
+                fields += rt::tagged::field_len(0, 8usize);
+            }
+            len += rt::tagged::section_len(count, fields);
+        }
+        len
+    }
+}
+impl SnapshotRequest {
     fn encode_fields<B: rt::BufMut>(
         &self,
         buf: &mut B,
@@ -147,7 +179,7 @@ impl SnapshotRequest {
 impl rt::Decode for SnapshotRequest {
     #[inline]
     fn decode(buf: &mut rt::Bytes, version: i16) -> Result<Self, rt::DecodeError> {
-        rt::message::decode_message(buf, version, Self::decode_fields)
+        rt::message::decode_message(buf, version, Self::decode_fields::<()>)
     }
 }
 impl rt::Encode for SnapshotRequest {
@@ -163,34 +195,7 @@ impl rt::Encode for SnapshotRequest {
     }
     #[inline]
     fn encoded_len(&self, version: i16) -> usize {
-        let flexible = version >= 2;
-        let mut len = 0usize;
-        len
-            += if version >= 1 {
-                rt::string::nullable_string_len(self.group_id.as_deref(), flexible)
-            } else {
-                self.group_id.as_ref().map_or(0, |v| rt::string::string_len(v, false))
-            };
-        len += 4usize;
-        len
-            += rt::array::array_len(
-                &self.topics,
-                flexible,
-                |v| rt::Encode::encoded_len(v, version),
-            );
-        if version >= 3 {
-            len += rt::string::string_len(&self.rack, true);
-        }
-        if flexible {
-            let mut count = self.unknown_tagged_fields.len();
-            let mut fields = self.unknown_tagged_fields.fields_len();
-            if self.trace_id != -1 {
-                count += 1;
-                fields += rt::tagged::field_len(0, 8usize);
-            }
-            len += rt::tagged::section_len(count, fields);
-        }
-        len
+        self.encoded_len_fields::<()>(version)
     }
 }
 impl rt::Message for SnapshotRequest {
@@ -419,9 +424,12 @@ impl Default for SnapshotPartition {
         }
     }
 }
-impl rt::Decode for SnapshotPartition {
-    #[inline]
-    fn decode(buf: &mut rt::Bytes, version: i16) -> Result<Self, rt::DecodeError> {
+impl SnapshotPartition {
+    #[inline(never)]
+    fn decode_fields<Lazy>(
+        buf: &mut rt::Bytes,
+        version: i16,
+    ) -> Result<Self, rt::DecodeError> {
         let index = rt::primitive::read_i32(buf).field("Index")?;
         let leader = if version >= 1 {
             <LeaderInfo as rt::Decode>::decode(buf, version).field("Leader")?
@@ -441,6 +449,28 @@ impl rt::Decode for SnapshotPartition {
             leader,
             unknown_tagged_fields,
         })
+    }
+    fn encoded_len_fields<Lazy>(&self, version: i16) -> usize {
+        let flexible = version >= 2;
+        let mut len = 0usize;
+        len += 4usize;
+        if version >= 1 {
+            len += rt::Encode::encoded_len(&self.leader, version);
+        }
+        if flexible {
+            len
+                += rt::tagged::section_len(
+                    self.unknown_tagged_fields.len(),
+                    self.unknown_tagged_fields.fields_len(),
+                );
+        }
+        len
+    }
+}
+impl rt::Decode for SnapshotPartition {
+    #[inline]
+    fn decode(buf: &mut rt::Bytes, version: i16) -> Result<Self, rt::DecodeError> {
+        Self::decode_fields::<()>(buf, version)
     }
 }
 impl rt::Encode for SnapshotPartition {
@@ -467,20 +497,7 @@ impl rt::Encode for SnapshotPartition {
     }
     #[inline]
     fn encoded_len(&self, version: i16) -> usize {
-        let flexible = version >= 2;
-        let mut len = 0usize;
-        len += 4usize;
-        if version >= 1 {
-            len += rt::Encode::encoded_len(&self.leader, version);
-        }
-        if flexible {
-            len
-                += rt::tagged::section_len(
-                    self.unknown_tagged_fields.len(),
-                    self.unknown_tagged_fields.fields_len(),
-                );
-        }
-        len
+        self.encoded_len_fields::<()>(version)
     }
 }
 impl rt::visit::Visit for SnapshotPartition {
@@ -604,9 +621,12 @@ impl Default for SnapshotTopic {
         }
     }
 }
-impl rt::Decode for SnapshotTopic {
-    #[inline]
-    fn decode(buf: &mut rt::Bytes, version: i16) -> Result<Self, rt::DecodeError> {
+impl SnapshotTopic {
+    #[inline(never)]
+    fn decode_fields<Lazy>(
+        buf: &mut rt::Bytes,
+        version: i16,
+    ) -> Result<Self, rt::DecodeError> {
         let flexible = version >= 2;
         let name = rt::string::read_string(buf, flexible).field("Name")?;
         let partitions = rt::array::read_array(
@@ -628,6 +648,31 @@ impl rt::Decode for SnapshotTopic {
             partitions,
             unknown_tagged_fields,
         })
+    }
+    fn encoded_len_fields<Lazy>(&self, version: i16) -> usize {
+        let flexible = version >= 2;
+        let mut len = 0usize;
+        len += rt::string::string_len(&self.name, flexible);
+        len
+            += rt::array::array_len(
+                &self.partitions,
+                flexible,
+                |v| rt::Encode::encoded_len(v, version),
+            );
+        if flexible {
+            len
+                += rt::tagged::section_len(
+                    self.unknown_tagged_fields.len(),
+                    self.unknown_tagged_fields.fields_len(),
+                );
+        }
+        len
+    }
+}
+impl rt::Decode for SnapshotTopic {
+    #[inline]
+    fn decode(buf: &mut rt::Bytes, version: i16) -> Result<Self, rt::DecodeError> {
+        Self::decode_fields::<()>(buf, version)
     }
 }
 impl rt::Encode for SnapshotTopic {
@@ -654,23 +699,7 @@ impl rt::Encode for SnapshotTopic {
     }
     #[inline]
     fn encoded_len(&self, version: i16) -> usize {
-        let flexible = version >= 2;
-        let mut len = 0usize;
-        len += rt::string::string_len(&self.name, flexible);
-        len
-            += rt::array::array_len(
-                &self.partitions,
-                flexible,
-                |v| rt::Encode::encoded_len(v, version),
-            );
-        if flexible {
-            len
-                += rt::tagged::section_len(
-                    self.unknown_tagged_fields.len(),
-                    self.unknown_tagged_fields.fields_len(),
-                );
-        }
-        len
+        self.encoded_len_fields::<()>(version)
     }
 }
 impl rt::visit::Visit for SnapshotTopic {
@@ -803,9 +832,12 @@ impl Default for LeaderInfo {
         }
     }
 }
-impl rt::Decode for LeaderInfo {
-    #[inline]
-    fn decode(buf: &mut rt::Bytes, version: i16) -> Result<Self, rt::DecodeError> {
+impl LeaderInfo {
+    #[inline(never)]
+    fn decode_fields<Lazy>(
+        buf: &mut rt::Bytes,
+        version: i16,
+    ) -> Result<Self, rt::DecodeError> {
         let leader_id = rt::primitive::read_i32(buf).field("LeaderId")?;
         let leader_epoch = rt::primitive::read_i32(buf).field("LeaderEpoch")?;
         let mut unknown_tagged_fields = rt::UnknownTaggedFields::default();
@@ -821,6 +853,26 @@ impl rt::Decode for LeaderInfo {
             leader_epoch,
             unknown_tagged_fields,
         })
+    }
+    fn encoded_len_fields<Lazy>(&self, version: i16) -> usize {
+        let flexible = version >= 2;
+        let mut len = 0usize;
+        len += 4usize;
+        len += 4usize;
+        if flexible {
+            len
+                += rt::tagged::section_len(
+                    self.unknown_tagged_fields.len(),
+                    self.unknown_tagged_fields.fields_len(),
+                );
+        }
+        len
+    }
+}
+impl rt::Decode for LeaderInfo {
+    #[inline]
+    fn decode(buf: &mut rt::Bytes, version: i16) -> Result<Self, rt::DecodeError> {
+        Self::decode_fields::<()>(buf, version)
     }
 }
 impl rt::Encode for LeaderInfo {
@@ -841,18 +893,7 @@ impl rt::Encode for LeaderInfo {
     }
     #[inline]
     fn encoded_len(&self, version: i16) -> usize {
-        let flexible = version >= 2;
-        let mut len = 0usize;
-        len += 4usize;
-        len += 4usize;
-        if flexible {
-            len
-                += rt::tagged::section_len(
-                    self.unknown_tagged_fields.len(),
-                    self.unknown_tagged_fields.fields_len(),
-                );
-        }
-        len
+        self.encoded_len_fields::<()>(version)
     }
 }
 impl rt::visit::Visit for LeaderInfo {

@@ -24,8 +24,8 @@ impl Default for SnapshotResponse {
     }
 }
 impl SnapshotResponse {
-    #[inline]
-    fn decode_fields(
+    #[inline(never)]
+    fn decode_fields<Lazy>(
         buf: &mut rt::Bytes,
         version: i16,
     ) -> Result<Self, rt::DecodeError> {
@@ -43,6 +43,21 @@ impl SnapshotResponse {
             unknown_tagged_fields,
         })
     }
+    fn encoded_len_fields<Lazy>(&self, version: i16) -> usize {
+        let flexible = version >= 2;
+        let mut len = 0usize;
+        len += 2usize;
+        if flexible {
+            len
+                += rt::tagged::section_len(
+                    self.unknown_tagged_fields.len(),
+                    self.unknown_tagged_fields.fields_len(),
+                );
+        }
+        len
+    }
+}
+impl SnapshotResponse {
     fn encode_fields<B: rt::BufMut>(
         &self,
         buf: &mut B,
@@ -61,7 +76,7 @@ impl SnapshotResponse {
 impl rt::Decode for SnapshotResponse {
     #[inline]
     fn decode(buf: &mut rt::Bytes, version: i16) -> Result<Self, rt::DecodeError> {
-        rt::message::decode_message(buf, version, Self::decode_fields)
+        rt::message::decode_message(buf, version, Self::decode_fields::<()>)
     }
 }
 impl rt::Encode for SnapshotResponse {
@@ -77,17 +92,7 @@ impl rt::Encode for SnapshotResponse {
     }
     #[inline]
     fn encoded_len(&self, version: i16) -> usize {
-        let flexible = version >= 2;
-        let mut len = 0usize;
-        len += 2usize;
-        if flexible {
-            len
-                += rt::tagged::section_len(
-                    self.unknown_tagged_fields.len(),
-                    self.unknown_tagged_fields.fields_len(),
-                );
-        }
-        len
+        self.encoded_len_fields::<()>(version)
     }
 }
 impl rt::Message for SnapshotResponse {
