@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 
 shared=../shared/message-specs
 cargo test --workspace
+echo "== the connection codec and dispatch with --features precompiled"
+cargo test -p kafka-wire --features precompiled --lib --test broker_codec --test tooling
 
 if [ -d "$shared/kafka-trunk-2025-02-14" ]; then
   echo "== again with KAFKA_WIRE_SPECS=$shared/kafka-trunk-2025-02-14"

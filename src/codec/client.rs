@@ -85,9 +85,9 @@ impl ClientCodec {
 
     /// Encodes `request` onto `dst` and, if it expects a response, remembers its correlation id.
     /// On error `dst` is left as it was and nothing is remembered.
-    // `#[inline]` here and below: these reach every message through the dispatch enums, which
-    // are compiled in the crate that calls them, not all of them in this one.
-    #[inline]
+    // Inline here and below: these reach every message through the dispatch enums, which are
+    // compiled in the crate that calls them, not all of them in this one (unless `precompiled`).
+    #[cfg_attr(not(feature = "precompiled"), inline)]
     pub fn encode_request(&mut self, request: Request, dst: &mut BytesMut) -> Result<(), CodecError> {
         let key = request.header.request_api_key;
         let api_key = ApiKey::from_i16(key).ok_or(CodecError::UnknownApiKey(key))?;
@@ -124,7 +124,7 @@ impl ClientCodec {
     }
 
     /// Takes the next response off `src`, or `None` if it has not all arrived.
-    #[inline]
+    #[cfg_attr(not(feature = "precompiled"), inline)]
     pub fn decode_response(&mut self, src: &mut BytesMut) -> Result<Option<ResponseFrame>, CodecError> {
         let Some(frame) = self.frames.decode(src)? else {
             return Ok(None);

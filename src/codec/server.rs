@@ -60,9 +60,9 @@ impl RequestFrame {
 
     /// Decodes the body: [`CodecError::UnknownApiKey`] or [`CodecError::UnsupportedVersion`]
     /// when this build cannot, [`CodecError::Body`] when the bytes are malformed.
-    // `#[inline]` here and below: these reach every message through the dispatch enums, which
-    // are compiled in the crate that calls them, not all of them in this one.
-    #[inline]
+    // Inline here and below: these reach every message through the dispatch enums, which are
+    // compiled in the crate that calls them, not all of them in this one (unless `precompiled`).
+    #[cfg_attr(not(feature = "precompiled"), inline)]
     pub fn decode_body(&self) -> Result<RequestKind, CodecError> {
         let api_key = self.api_key()?;
         let version = self.version();
@@ -95,7 +95,7 @@ impl Response {
     }
 
     /// Encodes the frame (size, header, body) onto `dst`; on error `dst` is left as it was.
-    #[inline]
+    #[cfg_attr(not(feature = "precompiled"), inline)]
     pub fn encode(&self, dst: &mut BytesMut, max_frame_size: usize) -> Result<(), CodecError> {
         let body_api = self.body.api_key();
         if body_api != self.api_key {
@@ -146,7 +146,7 @@ impl ServerCodec {
     }
 
     /// Encodes `response` onto `dst`.
-    #[inline]
+    #[cfg_attr(not(feature = "precompiled"), inline)]
     pub fn encode_response(&mut self, response: Response, dst: &mut BytesMut) -> Result<(), CodecError> {
         // Responses are not bounded by what we accept; the int32 prefix is the only limit.
         response.encode(dst, i32::MAX as usize)

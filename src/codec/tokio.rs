@@ -9,7 +9,7 @@ impl Decoder for ServerCodec {
     type Item = RequestFrame;
     type Error = CodecError;
 
-    #[inline]
+    #[cfg_attr(not(feature = "precompiled"), inline)]
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<RequestFrame>, CodecError> {
         self.decode_request(src)
     }
@@ -18,7 +18,7 @@ impl Decoder for ServerCodec {
 impl Encoder<Response> for ServerCodec {
     type Error = CodecError;
 
-    #[inline]
+    #[cfg_attr(not(feature = "precompiled"), inline)]
     fn encode(&mut self, item: Response, dst: &mut BytesMut) -> Result<(), CodecError> {
         self.encode_response(item, dst)
     }
@@ -28,7 +28,7 @@ impl Decoder for ClientCodec {
     type Item = ResponseFrame;
     type Error = CodecError;
 
-    #[inline]
+    #[cfg_attr(not(feature = "precompiled"), inline)]
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<ResponseFrame>, CodecError> {
         self.decode_response(src)
     }
@@ -37,7 +37,7 @@ impl Decoder for ClientCodec {
 impl Encoder<Request> for ClientCodec {
     type Error = CodecError;
 
-    #[inline]
+    #[cfg_attr(not(feature = "precompiled"), inline)]
     fn encode(&mut self, item: Request, dst: &mut BytesMut) -> Result<(), CodecError> {
         self.encode_request(item, dst)
     }

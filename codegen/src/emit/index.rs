@@ -224,7 +224,9 @@ fn emit_dispatch(model: &Model, request: bool) -> TokenStream {
 
         impl #enum_ident {
             #[doc = #decode_doc]
-            #[inline]
+            // Inline: compiled (with every body it reaches) in the crate that calls it, unless
+            // the `precompiled` feature compiles it here once.
+            #[cfg_attr(not(feature = "precompiled"), inline)]
             pub fn decode(api_key: i16, version: i16, buf: &mut rt::Bytes) -> Result<Self, rt::DecodeError> {
                 match ApiKey::from_i16(api_key) {
                     #(#decode)*
@@ -244,7 +246,7 @@ fn emit_dispatch(model: &Model, request: bool) -> TokenStream {
             }
 
             /// The exact encoded size at `version`.
-            #[inline]
+            #[cfg_attr(not(feature = "precompiled"), inline)]
             pub fn encoded_len(&self, version: i16) -> usize {
                 match self {
                     #(#len)*
