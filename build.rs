@@ -4,9 +4,13 @@
 //! 1. `KAFKA_WIRE_SPECS`: any directory of Kafka JSON specs, or several releases' directories
 //!    separated by `:` (oldest first), merged into one set of types;
 //! 2. `message-specs/` in this package, if it holds `*.json` files;
-//! 3. `../shared/message-specs/kafka-3.9.0` next to the workspace.
+//! 3. `../shared/message-specs/kafka-3.9.0` and `kafka-4.3.0` next to the workspace, merged:
+//!    every version from v0 (3.9.0 is the last release with all of them) to the newest.
 
 use std::path::{Path, PathBuf};
+
+/// The default spec sets, oldest first.
+const DEFAULT_RELEASES: [&str; 2] = ["kafka-3.9.0", "kafka-4.3.0"];
 
 fn has_json(dir: &Path) -> bool {
     std::fs::read_dir(dir)
@@ -27,17 +31,19 @@ fn spec_dirs(root: &Path) -> Result<Vec<PathBuf>, String> {
     if has_json(&local) {
         return Ok(vec![local]);
     }
-    let shared = root.join("../shared/message-specs/kafka-3.9.0");
-    if has_json(&shared) {
-        return Ok(vec![shared]);
+    let shared = root.join("../shared/message-specs");
+    let default: Vec<PathBuf> = DEFAULT_RELEASES.iter().map(|r| shared.join(r)).collect();
+    if default.iter().all(|d| has_json(d)) {
+        return Ok(default);
     }
     Err(format!(
         "no Kafka message specs found. Point KAFKA_WIRE_SPECS at a directory of Kafka's JSON specs \
          (clients/src/main/resources/common/message in an Apache Kafka source tree), e.g.\n  \
          KAFKA_WIRE_SPECS=/path/to/kafka/clients/src/main/resources/common/message cargo build\n\
-         (looked in {} and {})",
+         (looked in {} and in {} for {})",
         local.display(),
-        shared.display()
+        shared.display(),
+        DEFAULT_RELEASES.join(" and ")
     ))
 }
 
@@ -61,14 +67,15 @@ fn main() {
     let shown = std::env::join_paths(&dirs).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
     // Tests written against one release's exact field set (the hand-written golden frames)
     // compile only when building from that release's specs.
-    println!("cargo::rustc-check-cfg=cfg(kafka_specs_3_9_0)");
+    println!("cargo::rustc-check-cfg=cfg(kafka_specs_with_3_9_0)");
     println!("cargo::rustc-check-cfg=cfg(kafka_specs_merged)");
+    // Kafka 3.9.0 is the oldest release here: a build that holds it has every version the golden
+    // frames were written against (newer releases only add fields in versions of their own).
     let is_3_9_0 = |d: &PathBuf| d.canonicalize().ok().is_some_and(|d| d.file_name().is_some_and(|n| n == "kafka-3.9.0"));
-    if let [only] = dirs.as_slice() {
-        if is_3_9_0(only) {
-            println!("cargo:rustc-cfg=kafka_specs_3_9_0");
-        }
-    } else {
+    if dirs.first().is_some_and(is_3_9_0) {
+        println!("cargo:rustc-cfg=kafka_specs_with_3_9_0");
+    }
+    if dirs.len() > 1 {
         println!("cargo:rustc-cfg=kafka_specs_merged");
     }
     println!("cargo:rustc-env=KAFKA_WIRE_SPEC_DIR={shown}");

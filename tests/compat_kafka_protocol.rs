@@ -13,14 +13,14 @@ use compat::matrix::{self, Kind, Outcome, Row};
 /// The committed matrix for the spec set this crate was built from; `None` for a spec set
 /// without one (a custom `KAFKA_WIRE_SPECS`), which is still checked for disagreements.
 fn matrix_path() -> Option<(String, PathBuf)> {
-    // A build merged from several releases has no committed matrix either.
-    if std::env::split_paths(kafka_wire::SPEC_DIR).count() != 1 {
-        return None;
-    }
-    let set = std::path::Path::new(kafka_wire::SPEC_DIR).file_name()?.to_str()?.to_string();
+    // A merged build's set is its releases joined with `+`.
+    let names: Option<Vec<String>> = std::env::split_paths(kafka_wire::SPEC_DIR)
+        .map(|d| d.file_name().and_then(|n| n.to_str()).map(str::to_string))
+        .collect();
+    let set = names?.join("+");
     let file = match set.as_str() {
-        "kafka-3.9.0" => "MATRIX.md".to_string(),
-        "kafka-trunk-2025-02-14" => format!("MATRIX-{set}.md"),
+        "kafka-3.9.0+kafka-4.3.0" => "MATRIX.md".to_string(),
+        "kafka-3.9.0" | "kafka-4.3.0" => format!("MATRIX-{set}.md"),
         _ => return None,
     };
     Some((set, PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/compat").join(file)))

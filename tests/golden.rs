@@ -24,7 +24,7 @@
 //!   v1 (flexible responses) adds a tagged section; ApiVersionsResponse always uses v0.
 // The frames are written against Kafka 3.9.0's specs (the default set); other spec sets
 // change field types and drop versions, so this file only builds with 3.9.0.
-#![cfg(kafka_specs_3_9_0)]
+#![cfg(kafka_specs_with_3_9_0)]
 
 use kafka_wire::messages::{self as m, RequestHeader, ResponseHeader};
 use kafka_wire::{smallvec, ApiKey, ByteString, Bytes, Decode, Message, SmallVec, UnknownTaggedFields, Uuid};

@@ -105,7 +105,7 @@ fn headers_round_trip_through_json() {
 }
 
 // The fixtures follow the 3.9.0 specs (the trunk snapshot drops some of these versions).
-#[cfg(kafka_specs_3_9_0)]
+#[cfg(kafka_specs_with_3_9_0)]
 mod fixtures {
     use super::*;
 

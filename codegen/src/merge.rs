@@ -23,15 +23,45 @@ pub fn merge_releases(sets: Vec<Vec<(String, MessageSpec)>>) -> Result<Vec<(Stri
     Ok(merged)
 }
 
+/// What makes two releases' specs the same message: the api key and direction for requests and
+/// responses, so an api renamed between releases (Kafka 4.1 renamed api 74
+/// ListClientMetricsResources to ListConfigResources) merges under the newer name; the name
+/// for headers and data messages.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+enum Identity {
+    Api(i16, String),
+    Named(String),
+}
+
+fn identity(spec: &MessageSpec) -> Identity {
+    match spec.api_key {
+        Some(key) => Identity::Api(key, spec.kind.clone()),
+        None => Identity::Named(spec.name.clone()),
+    }
+}
+
+/// Api keys whose request marks its newest version unstable. Only requests say it, and the
+/// response of that version is just as unstable (Kafka's `ApiKeys` reads it off the request).
+fn unstable_apis(set: &[(String, MessageSpec)]) -> BTreeMap<i16, bool> {
+    set.iter()
+        .filter(|(_, s)| s.kind == "request")
+        .filter_map(|(_, s)| Some((s.api_key?, s.latest_version_unstable.unwrap_or(false))))
+        .collect()
+}
+
 fn merge_two(older: Vec<(String, MessageSpec)>, newer: Vec<(String, MessageSpec)>) -> Result<Vec<(String, MessageSpec)>, Error> {
-    let mut by_name: BTreeMap<String, (String, MessageSpec)> =
-        older.into_iter().map(|(file, spec)| (spec.name.clone(), (file, spec))).collect();
+    let old_unstable = unstable_apis(&older);
+    let mut by_name: BTreeMap<Identity, (String, MessageSpec)> =
+        older.into_iter().map(|(file, spec)| (identity(&spec), (file, spec))).collect();
     for (file, new) in newer {
-        let merged = match by_name.remove(&new.name) {
-            Some((_, old)) => merge_message(&file, &old, &new)?,
+        let merged = match by_name.remove(&identity(&new)) {
+            Some((_, old)) => {
+                let unstable = old.api_key.and_then(|k| old_unstable.get(&k).copied()).unwrap_or(false);
+                merge_message(&file, &old, &new, unstable)?
+            }
             None => new,
         };
-        by_name.insert(merged.name.clone(), (file, merged));
+        by_name.insert(identity(&merged), (file, merged));
     }
     let mut out: Vec<_> = by_name.into_values().collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
@@ -89,7 +119,9 @@ fn text(r: VersionRange, max: i16) -> String {
     }
 }
 
-fn merge_message(file: &str, old: &MessageSpec, new: &MessageSpec) -> Result<MessageSpec, Error> {
+/// `old_unstable`: the older release's newest version of this api (request and response) is
+/// unstable.
+fn merge_message(file: &str, old: &MessageSpec, new: &MessageSpec, old_unstable: bool) -> Result<MessageSpec, Error> {
     let conflict = |msg: String| Error::invalid(file, "", format!("cannot merge releases: {msg}"));
     if old.kind != new.kind || old.api_key != new.api_key {
         return Err(conflict(format!("type or api key differs ({} {:?} vs {} {:?})", old.kind, old.api_key, new.kind, new.api_key)));
@@ -106,7 +138,7 @@ fn merge_message(file: &str, old: &MessageSpec, new: &MessageSpec) -> Result<Mes
     if let Some(v) = merged.iter().find(|v| !old_valid.contains(*v) && !new_valid.contains(*v)) {
         return Err(conflict(format!("version {v} is in neither release")));
     }
-    let old_unstable = old.latest_version_unstable.unwrap_or(false).then_some(old_valid.hi);
+    let old_unstable = old_unstable.then_some(old_valid.hi);
     let src = Sources { old: old_valid, new: new_valid, merged, old_unstable };
     let max = merged.hi;
 
@@ -142,6 +174,7 @@ fn merge_message(file: &str, old: &MessageSpec, new: &MessageSpec) -> Result<Mes
         valid_versions: format!("{}-{}", merged.lo, merged.hi),
         flexible_versions: Some(text(flexible, max)),
         deprecated_versions: (!deprecated.is_empty()).then(|| text(deprecated, max)),
+        header_versions: new.header_versions.clone().or_else(|| old.header_versions.clone()),
         latest_version_unstable: if merged.hi == new_valid.hi { new.latest_version_unstable } else { old.latest_version_unstable },
         listeners,
         fields,
@@ -166,7 +199,7 @@ fn merge_fields(
     let in_new = |name: &str| new.iter().any(|f| f.name == name);
     let in_old = |name: &str| old.iter().any(|f| f.name == name);
     let renamed_to = |i: usize, o: &FieldSpec| {
-        new.get(i).filter(|n| !in_old(&n.name) && n.ty == o.ty && n.versions == o.versions && n.tag == o.tag)
+        new.get(i).filter(|n| !in_old(&n.name) && same_type(&n.ty, &o.ty) && n.versions == o.versions && n.tag == o.tag)
     };
     let mut order: Vec<&str> = new.iter().map(|f| f.name.as_str()).collect();
     for (i, f) in old.iter().enumerate() {
@@ -230,7 +263,7 @@ fn merge_field(
             continue;
         }
         if let Some(other) = other {
-            if other.ty != base.ty || tag_number(&other.tag) != tag_number(&base.tag) {
+            if !same_type(&other.ty, &base.ty) || tag_number(&other.tag) != tag_number(&base.tag) {
                 return Err(conflict(format!("type/tag differ: {} {:?} vs {} {:?}", other.ty, other.tag, base.ty, base.tag)));
             }
         }
@@ -283,6 +316,15 @@ fn merge_field(
         fields,
         ..base.clone()
     })
+}
+
+/// Whether two releases' field types are the same wire type. Struct names are not on the wire
+/// and releases rename them (`[]ClientMetricsResource` became `[]ConfigResource`): two struct
+/// types (or arrays of them) match, and their fields are merged and checked one by one.
+fn same_type(a: &str, b: &str) -> bool {
+    let is_struct = |t: &str| t.trim_start_matches("[]").starts_with(|c: char| c.is_ascii_uppercase());
+    let arrays = |t: &str| t.starts_with("[]");
+    a == b || (is_struct(a) && is_struct(b) && arrays(a) == arrays(b))
 }
 
 /// A tag as a number, whether the spec wrote `0` or `"0"`.

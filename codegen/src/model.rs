@@ -52,6 +52,19 @@ pub struct Api {
     pub latest_unstable: bool,
     /// Listeners.
     pub listeners: Vec<String>,
+    /// The request spec's `headerVersions`, when it has them (see [`Message::header_versions`]).
+    pub request_header: Vec<HeaderVersion>,
+    /// The response spec's `headerVersions`.
+    pub response_header: Vec<HeaderVersion>,
+}
+
+/// One entry of a spec's `headerVersions`: the header version of the messages in `versions`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeaderVersion {
+    /// Ascending and contiguous from 0 across a message's entries; the last is open-ended.
+    pub versions: VersionRange,
+    /// The header version.
+    pub header: i16,
 }
 
 /// A message with its structs.
@@ -75,6 +88,9 @@ pub struct Message {
     pub latest_unstable: bool,
     /// Listeners.
     pub listeners: Vec<String>,
+    /// `headerVersions` of a request or response spec (Kafka after 4.3), validated as Kafka's
+    /// `HeaderVersions` does; empty when the spec leaves header versions to the flexible rule.
+    pub header_versions: Vec<HeaderVersion>,
     /// The top-level struct first (named like the message), then nested and common structs.
     pub structs: Vec<Struct>,
 }
@@ -286,6 +302,8 @@ pub fn lower(specs: &[(String, MessageSpec)]) -> Result<Model, Error> {
                         deprecated: msg.deprecated,
                         latest_unstable: msg.latest_unstable,
                         listeners: msg.listeners.clone(),
+                        request_header: msg.header_versions.clone(),
+                        response_header: Vec::new(),
                     },
                 );
             }
@@ -311,7 +329,10 @@ pub fn lower(specs: &[(String, MessageSpec)]) -> Result<Model, Error> {
             let _ = key;
             match m.kind {
                 MessageKind::Request => api.request = Some(i),
-                _ => api.response = Some(i),
+                _ => {
+                    api.response = Some(i);
+                    api.response_header = m.header_versions.clone();
+                }
             }
         }
     }
@@ -403,6 +424,16 @@ fn lower_message(file: &str, spec: &MessageSpec) -> Result<Message, Error> {
             return Err(Error::invalid(file, "", "listeners are only valid for requests"));
         }
     }
+    let header_versions = match &spec.header_versions {
+        None => Vec::new(),
+        Some(_) if valid.is_empty() => {
+            return Err(Error::invalid(file, "", "headerVersions must not be given for a message with no valid versions"))
+        }
+        Some(_) if !matches!(kind, MessageKind::Request | MessageKind::Response) => {
+            return Err(Error::invalid(file, "", "headerVersions are only valid for requests and responses"))
+        }
+        Some(map) => lower_header_versions(file, map, valid, kind == MessageKind::Response && spec.api_key == Some(18))?,
+    };
 
     let ctx = Lowering {
         file,
@@ -458,8 +489,59 @@ fn lower_message(file: &str, spec: &MessageSpec) -> Result<Message, Error> {
         deprecated,
         latest_unstable,
         listeners: spec.listeners.clone().unwrap_or_default(),
+        header_versions,
         structs,
     })
+}
+
+/// Kafka's `HeaderVersions.parse`: ranges sorted by their lowest version must start at 0, be
+/// contiguous, end open-ended, and none may start above the highest valid version (they cover
+/// removed versions too). ApiVersionsResponse keeps header v0 everywhere (KIP-511).
+fn lower_header_versions(
+    file: &str,
+    map: &BTreeMap<String, String>,
+    valid: VersionRange,
+    api_versions_response: bool,
+) -> Result<Vec<HeaderVersion>, Error> {
+    let err = |msg: String| Error::invalid(file, "headerVersions", msg);
+    if map.is_empty() {
+        return Err(err("the map is empty".into()));
+    }
+    let mut entries = Vec::with_capacity(map.len());
+    for (key, value) in map {
+        let versions = VersionRange::parse(key)
+            .filter(|r| !r.is_empty())
+            .ok_or_else(|| err(format!("invalid version range \"{key}\"")))?;
+        let header: i16 =
+            value.trim().parse().map_err(|_| err(format!("invalid header version \"{value}\" for range \"{key}\"")))?;
+        if header < 0 {
+            return Err(err(format!("negative header version \"{value}\" for range \"{key}\"")));
+        }
+        entries.push(HeaderVersion { versions, header });
+    }
+    entries.sort_by_key(|e| e.versions.lo);
+    if let Some(first) = entries.first().filter(|e| e.versions.lo != 0) {
+        return Err(err(format!("the first range starts at version {}, not 0", first.versions.lo)));
+    }
+    for pair in entries.windows(2) {
+        let [prev, next] = pair else { continue };
+        if prev.versions.is_open_ended() {
+            return Err(err(format!("only the last range may be open-ended ({} is followed by {})", prev.versions, next.versions)));
+        }
+        if next.versions.lo != prev.versions.hi.saturating_add(1) {
+            return Err(err(format!("non-contiguous ranges: {} then {}", prev.versions, next.versions)));
+        }
+    }
+    if let Some(last) = entries.last().filter(|e| !e.versions.is_open_ended()) {
+        return Err(err(format!("the last range {} is not open-ended", last.versions)));
+    }
+    if let Some(e) = entries.iter().find(|e| e.versions.lo > valid.hi) {
+        return Err(err(format!("range {} starts above the highest valid version {}", e.versions, valid.hi)));
+    }
+    if api_versions_response && entries.iter().any(|e| e.header != 0) {
+        return Err(err("ApiVersionsResponse must use response header v0 at every version (KIP-511)".into()));
+    }
+    Ok(entries)
 }
 
 /// Kafka's `EntityType`: the known entity types and the type each names (array elements included).

@@ -676,3 +676,67 @@ fn kafka_trunk_loads_and_generates() {
     let files = generate(&dir).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(files.len(), model.messages.len() + 1);
 }
+
+/// `headerVersions` (Kafka after 4.3), validated as Kafka's `HeaderVersions.parse` does.
+#[test]
+fn header_versions_are_validated_like_kafka() {
+    let with = |map: &str| {
+        vec![
+            ("ThingRequest.json", api("request", "ThingRequest", 50, "0-3", &format!(r#", "headerVersions": {map}"#))),
+            ("ThingResponse.json", api("response", "ThingResponse", 50, "0-3", "")),
+        ]
+    };
+    let err = |map: &str| {
+        let files = with(map);
+        let files: Vec<(&str, &str)> = files.iter().map(|(n, t)| (*n, t.as_str())).collect();
+        load_err(&files)
+    };
+    let cases = [
+        ("{}", "the map is empty"),
+        (r#"{"x": "1"}"#, "invalid version range \"x\""),
+        (r#"{"0+": "a"}"#, "invalid header version \"a\" for range \"0+\""),
+        (r#"{"0+": "-1"}"#, "negative header version \"-1\" for range \"0+\""),
+        (r#"{"1+": "1"}"#, "the first range starts at version 1, not 0"),
+        (r#"{"0-1": "1", "3+": "2"}"#, "non-contiguous ranges: 0-1 then 3+"),
+        (r#"{"0-1": "1", "2-5": "2"}"#, "the last range 2-5 is not open-ended"),
+        (r#"{"0-1": "1", "2-3": "2", "4+": "2"}"#, "range 4+ starts above the highest valid version 3"),
+    ];
+    for (map, message) in cases {
+        assert_eq!(err(map), format!("ThingRequest.json: headerVersions: {message}"), "{map}");
+    }
+    let files = with(r#"{"0-1": "1", "2+": 2}"#);
+    let files: Vec<(&str, &str)> = files.iter().map(|(n, t)| (*n, t.as_str())).collect();
+    let m = load(&files);
+    let thing = m.apis.iter().find(|a| a.key == 50).unwrap();
+    let entries: Vec<_> = thing.request_header.iter().map(|h| (h.versions.to_string(), h.header)).collect();
+    assert_eq!(entries, [("0-1".to_string(), 1), ("2+".to_string(), 2)]);
+    assert!(thing.response_header.is_empty(), "the response keeps the flexible rule");
+    // Only requests and responses with valid versions may carry them; ApiVersionsResponse keeps v0.
+    let data = data_with("", r#", "headerVersions": {"0+": "1"}"#);
+    assert_eq!(load_err(&[("Foo.json", &data)]), "Foo.json: headerVersions are only valid for requests and responses");
+    let removed = r#"{"type": "request", "name": "ThingRequest", "apiKey": 50, "validVersions": "none", "headerVersions": {"0+": "1"}}"#;
+    let resp = api("response", "ThingResponse", 50, "0-3", "");
+    assert_eq!(
+        load_err(&[("ThingRequest.json", removed), ("ThingResponse.json", &resp)]),
+        "ThingRequest.json: headerVersions must not be given for a message with no valid versions"
+    );
+    let req = api("request", "ApiVersionsRequest", 18, "0-3", "");
+    let resp = api("response", "ApiVersionsResponse", 18, "0-3", r#", "headerVersions": {"0-2": "0", "3+": "1"}"#);
+    assert_eq!(
+        load_err(&[("ApiVersionsRequest.json", &req), ("ApiVersionsResponse.json", &resp)]),
+        "ApiVersionsResponse.json: headerVersions: ApiVersionsResponse must use response header v0 at every version (KIP-511)"
+    );
+}
+
+/// The generated `ApiKey` header functions follow `headerVersions` where a spec has them.
+#[test]
+fn header_versions_decide_the_generated_header_rule() {
+    let req = api("request", "ThingRequest", 50, "0-3", r#", "headerVersions": {"0-1": "1", "2+": "2"}"#);
+    let resp = api("response", "ThingResponse", 50, "0-3", r#", "headerVersions": {"0+": "0"}"#);
+    let files = generate(&spec_dir(&[("ThingRequest.json", &req), ("ThingResponse.json", &resp)])).unwrap();
+    let index = files.iter().find(|f| f.name == kafka_wire_codegen::INDEX_FILE).unwrap();
+    let code: String = index.content.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(code.contains("ApiKey::Thing if version >= 0 && version <= 1 => 1,"), "{code}");
+    assert!(code.contains("ApiKey::Thing if version >= 2 => 2,"), "{code}");
+    assert!(code.contains("ApiKey::Thing if version >= 0 => 0,"), "{code}");
+}

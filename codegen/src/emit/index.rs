@@ -6,7 +6,7 @@ use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 
 use super::structs::range_tokens;
-use crate::model::{Api, Model};
+use crate::model::{Api, HeaderVersion, Model};
 
 /// The module name of a message.
 pub fn module_name(message: &str) -> String {
@@ -89,9 +89,32 @@ fn emit_api_key(model: &Model) -> TokenStream {
         }
     });
     // Kafka's ApiMessageType hard-codes these two exceptions to the header version rules.
-    let has = |n: &str| model.apis.iter().any(|a| a.name == n);
+    let has = |n: &str| model.apis.iter().any(|a| a.name == n && a.request_header.is_empty());
     let controlled_shutdown = has("ControlledShutdown").then(|| quote!(ApiKey::ControlledShutdown if version == 0 => 0,));
+    let has = |n: &str| model.apis.iter().any(|a| a.name == n && a.response_header.is_empty());
     let api_versions = has("ApiVersions").then(|| quote!(ApiKey::ApiVersions => 0,));
+    // A spec's `headerVersions` decide instead of the rules, for every version they cover.
+    let declared = |pick: fn(&Api) -> &[HeaderVersion]| {
+        model
+            .apis
+            .iter()
+            .flat_map(move |a| {
+                let v = variant(a);
+                pick(a).iter().map(move |h| {
+                    let lo = Literal::i16_unsuffixed(h.versions.lo);
+                    let header = Literal::i16_unsuffixed(h.header);
+                    if h.versions.is_open_ended() {
+                        quote!(ApiKey::#v if version >= #lo => #header,)
+                    } else {
+                        let hi = Literal::i16_unsuffixed(h.versions.hi);
+                        quote!(ApiKey::#v if version >= #lo && version <= #hi => #header,)
+                    }
+                })
+            })
+            .collect::<Vec<_>>()
+    };
+    let request_declared = declared(|a| &a.request_header);
+    let response_declared = declared(|a| &a.response_header);
     let count = model.apis.len();
     quote! {
         /// Every api key of the spec set, with what its spec says about it.
@@ -139,6 +162,7 @@ fn emit_api_key(model: &Model) -> TokenStream {
             /// The request header version Kafka uses for this api at `version`.
             pub const fn request_header_version(self, version: i16) -> i16 {
                 match self {
+                    #(#request_declared)*
                     #controlled_shutdown
                     _ if self.info().flexible.contains(version) => 2,
                     _ => 1,
@@ -148,6 +172,7 @@ fn emit_api_key(model: &Model) -> TokenStream {
             /// The response header version Kafka uses for this api at `version`.
             pub const fn response_header_version(self, version: i16) -> i16 {
                 match self {
+                    #(#response_declared)*
                     #api_versions
                     _ if self.info().flexible.contains(version) => 1,
                     _ => 0,

@@ -120,10 +120,11 @@ fn from_json_body(s: &Struct) -> TokenStream {
         } else {
             quote!(rt::json::field_from_json::<#ty>(v, #key, version)?)
         };
-        let some = match cond(f.versions, reach) {
-            Cond::Always => read,
-            Cond::Never => quote!(return Err(rt::json::not_in_version(#key))),
-            Cond::Expr(c) => quote!(if #c { #read } else { return Err(rt::json::not_in_version(#key)) }),
+        // A field no reachable version has binds nothing (an unused `v` would warn).
+        let (bind, some) = match cond(f.versions, reach) {
+            Cond::Always => (quote!(v), read),
+            Cond::Never => (quote!(_), quote!(return Err(rt::json::not_in_version(#key)))),
+            Cond::Expr(c) => (quote!(v), quote!(if #c { #read } else { return Err(rt::json::not_in_version(#key)) })),
         };
         // Mandatory: present and not tagged.
         let none = match cond(f.regular, reach) {
@@ -133,7 +134,7 @@ fn from_json_body(s: &Struct) -> TokenStream {
         };
         inits.push(quote! {
             #id: match obj.get(#key) {
-                Some(v) => #some,
+                Some(#bind) => #some,
                 None => #none,
             },
         });
