@@ -22,7 +22,7 @@
 pub use kafka_wire_runtime as runtime;
 pub use kafka_wire_runtime::{
     ApiInfo, ByteString, Bytes, BytesMut, Decode, DecodeError, DecodeErrorKind, Encode, EncodeError, EncodeErrorKind,
-    Message, RawTaggedField, Request, UnknownTaggedFields, Uuid, VersionRange,
+    Message, RawTaggedField, ReleaseVersions, Request, UnknownTaggedFields, Uuid, VersionOrigin, VersionRange,
 };
 // Arrays of fixed-width values are `SmallVec`s (16 bytes of elements inline).
 pub use kafka_wire_runtime::{smallvec, SmallVec};

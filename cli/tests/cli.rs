@@ -100,10 +100,26 @@ fn apis_lists_every_key() {
     assert_eq!(rows.len(), ApiKey::ALL.len());
     let meta = rows.iter().find(|r| r["name"] == "Metadata").unwrap();
     let info = ApiKey::Metadata.info();
+    let newest = info.releases.last().unwrap().release;
     assert_eq!(
         meta,
-        &json!({"apiKey": 3, "name": "Metadata", "minVersion": info.valid.lo, "maxVersion": info.valid.hi, "flexibleFrom": info.flexible.lo})
+        &json!({"apiKey": 3, "name": "Metadata", "minVersion": info.valid.lo, "maxVersion": info.valid.hi, "flexibleFrom": info.flexible.lo,
+                "origins": [{"minVersion": info.valid.lo, "maxVersion": info.valid.hi, "release": newest, "inNewestRelease": true, "unstable": false}]})
     );
+    // Every valid version is in exactly one run of origins, in order.
+    for row in rows {
+        let covered: Vec<i64> = row["origins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|o| o["minVersion"].as_i64().unwrap()..=o["maxVersion"].as_i64().unwrap())
+            .collect();
+        let expected: Vec<i64> = match (row["minVersion"].as_i64(), row["maxVersion"].as_i64()) {
+            (Some(lo), Some(hi)) => (lo..=hi).collect(),
+            _ => Vec::new(),
+        };
+        assert_eq!(covered, expected, "{row}");
+    }
     // An api that is never flexible has a null flexibleFrom.
     for (row, key) in rows.iter().zip(ApiKey::ALL) {
         assert_eq!(row["flexibleFrom"].is_null(), key.info().flexible.is_empty(), "{row}");

@@ -30,15 +30,16 @@ pub use model::Model;
 
 /// Parses and validates every spec in `dir`.
 pub fn load_model(dir: &Path) -> Result<Model, Error> {
-    let specs = spec::load_dir(dir)?;
-    model::lower(&specs)
+    load_merged_model(&[dir.to_path_buf()])
 }
 
 /// Parses several releases' spec directories (oldest first), merges them into one spec set
 /// (see [`merge`]) and validates the result.
 pub fn load_merged_model(dirs: &[PathBuf]) -> Result<Model, Error> {
     let sets = dirs.iter().map(|d| spec::load_dir(d)).collect::<Result<Vec<_>, _>>()?;
-    model::lower(&merge::merge_releases(sets)?)
+    let releases: Vec<model::Release> =
+        dirs.iter().zip(&sets).map(|(d, set)| model::Release::of(&spec::release_name(d), set)).collect();
+    model::lower_releases(&merge::merge_releases(sets)?, &releases)
 }
 
 /// Generates the code for the specs in `spec_dir` without writing it.

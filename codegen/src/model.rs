@@ -52,10 +52,48 @@ pub struct Api {
     pub latest_unstable: bool,
     /// Listeners.
     pub listeners: Vec<String>,
+    /// What each release of the build defines of this api, oldest first (see [`Release`]).
+    pub releases: Vec<ReleaseApi>,
     /// The request spec's `headerVersions`, when it has them (see [`Message::header_versions`]).
     pub request_header: Vec<HeaderVersion>,
     /// The response spec's `headerVersions`.
     pub response_header: Vec<HeaderVersion>,
+}
+
+/// One release's spec set, as it was before merging: which versions of each api it defines.
+#[derive(Debug, Clone)]
+pub struct Release {
+    /// Its name: the spec directory's or jar's name (`kafka-3.9.0`).
+    pub name: String,
+    /// Api key -> (valid versions, newest version unstable), from its request specs.
+    pub apis: BTreeMap<i16, (VersionRange, bool)>,
+}
+
+impl Release {
+    /// Reads the request specs of one release. Ranges that do not parse are left out here:
+    /// lowering reports them.
+    pub fn of(name: &str, specs: &[(String, MessageSpec)]) -> Release {
+        let apis = specs
+            .iter()
+            .filter(|(_, s)| s.kind == "request")
+            .filter_map(|(_, s)| {
+                let valid = VersionRange::parse(&s.valid_versions)?;
+                Some((s.api_key?, (valid, s.latest_version_unstable.unwrap_or(false) && !valid.is_empty())))
+            })
+            .collect();
+        Release { name: name.to_string(), apis }
+    }
+}
+
+/// What one release defines of one api.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReleaseApi {
+    /// The release's name.
+    pub release: String,
+    /// Its valid versions (empty where it removed or lacks the api).
+    pub valid: VersionRange,
+    /// Whether its newest version is unstable.
+    pub latest_unstable: bool,
 }
 
 /// One entry of a spec's `headerVersions`: the header version of the messages in `versions`.
@@ -268,8 +306,14 @@ impl Field {
 const RESERVED_STRUCT_NAMES: &[&str] =
     &["Option", "Some", "None", "Vec", "Result", "Ok", "Err", "Default", "Self", "Box", "String"];
 
-/// Lowers and validates a spec set.
+/// Lowers and validates a spec set that is one release.
 pub fn lower(specs: &[(String, MessageSpec)]) -> Result<Model, Error> {
+    lower_releases(specs, &[Release::of("", specs)])
+}
+
+/// Lowers and validates a spec set merged from `releases` (oldest first), recording on each
+/// api what every release defines of it.
+pub fn lower_releases(specs: &[(String, MessageSpec)], releases: &[Release]) -> Result<Model, Error> {
     let mut messages = Vec::new();
     let mut apis: BTreeMap<i16, Api> = BTreeMap::new();
     let mut requests: BTreeMap<i16, String> = BTreeMap::new();
@@ -302,6 +346,13 @@ pub fn lower(specs: &[(String, MessageSpec)]) -> Result<Model, Error> {
                         deprecated: msg.deprecated,
                         latest_unstable: msg.latest_unstable,
                         listeners: msg.listeners.clone(),
+                        releases: releases
+                            .iter()
+                            .map(|r| {
+                                let (valid, latest_unstable) = r.apis.get(&key).copied().unwrap_or((VersionRange::NONE, false));
+                                ReleaseApi { release: r.name.clone(), valid, latest_unstable }
+                            })
+                            .collect(),
                         request_header: msg.header_versions.clone(),
                         response_header: Vec::new(),
                     },

@@ -257,6 +257,12 @@ pub fn parse(file: &str, text: &str) -> Result<MessageSpec, Error> {
     }
 }
 
+/// The name a spec set goes by: its directory's name (`kafka-3.9.0`).
+pub fn release_name(dir: &Path) -> String {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
 /// Reads every `*.json` file of a directory, sorted by file name.
 pub fn load_dir(dir: &Path) -> Result<Vec<(String, MessageSpec)>, Error> {
     let io = |source| Error::Io { path: dir.to_path_buf(), source };

@@ -19,6 +19,32 @@ pub struct ApiInfo {
     pub latest_version_unstable: bool,
     /// The listeners that accept this api (`broker`, `controller`, `zkBroker`).
     pub listeners: &'static [&'static str],
+    /// What each release the build was generated from defines of this api, oldest first (one
+    /// entry for a single spec set; `kafka-3.9.0` then `kafka-4.3.0` by default).
+    pub releases: &'static [ReleaseVersions],
+}
+
+/// The versions of an api one release's spec set defines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReleaseVersions {
+    /// The release: the spec directory's or jar's name (`kafka-4.3.0`).
+    pub release: &'static str,
+    /// Its valid versions; empty where the release removed (or does not have) the api.
+    pub valid: VersionRange,
+    /// Whether its newest version is unstable there.
+    pub latest_version_unstable: bool,
+}
+
+/// Where one version of an api comes from, in a build merged from several releases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VersionOrigin {
+    /// The newest release that defines the version: the build uses its definition.
+    pub release: &'static str,
+    /// Whether the newest release of the build still has it: `false` for a version that a
+    /// newer release removed (Produce v0-v2 in Kafka 4), which a 4.x broker refuses.
+    pub in_newest_release: bool,
+    /// Whether the defining release marks it unstable (its newest version, still in development).
+    pub unstable: bool,
 }
 
 impl ApiInfo {
@@ -44,5 +70,20 @@ impl ApiInfo {
     /// True when the api has no valid version left (`"validVersions": "none"`).
     pub const fn is_removed(&self) -> bool {
         self.valid.is_empty()
+    }
+
+    /// Where `version` comes from: which release defines it, whether the newest release still
+    /// has it, whether it is unstable. `None` for a version the build does not have.
+    pub fn origin(&self, version: i16) -> Option<VersionOrigin> {
+        if !self.valid.contains(version) {
+            return None;
+        }
+        let defining = self.releases.iter().rev().find(|r| r.valid.contains(version))?;
+        let newest = self.releases.last()?;
+        Some(VersionOrigin {
+            release: defining.release,
+            in_newest_release: newest.valid.contains(version),
+            unstable: defining.latest_version_unstable && defining.valid.hi == version,
+        })
     }
 }

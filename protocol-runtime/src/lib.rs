@@ -32,7 +32,7 @@ pub mod varint;
 pub mod version;
 pub mod visit;
 
-pub use api::ApiInfo;
+pub use api::{ApiInfo, ReleaseVersions, VersionOrigin};
 pub use error_code::ErrorCode;
 pub use bytes::{Buf, BufMut, Bytes, BytesMut};
 pub use bytestring::ByteString;

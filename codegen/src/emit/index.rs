@@ -76,6 +76,10 @@ fn emit_api_key(model: &Model) -> TokenStream {
         let deprecated = range_tokens(a.deprecated);
         let unstable = a.latest_unstable;
         let listeners = &a.listeners;
+        let releases = a.releases.iter().map(|r| {
+            let (release, valid, unstable) = (&r.release, range_tokens(r.valid), r.latest_unstable);
+            quote!(rt::ReleaseVersions { release: #release, valid: #valid, latest_version_unstable: #unstable })
+        });
         quote! {
             ApiKey::#v => &rt::ApiInfo {
                 key: #key,
@@ -85,6 +89,7 @@ fn emit_api_key(model: &Model) -> TokenStream {
                 deprecated: #deprecated,
                 latest_version_unstable: #unstable,
                 listeners: &[#(#listeners),*],
+                releases: &[#(#releases),*],
             },
         }
     });
