@@ -2,7 +2,8 @@
 //!
 //! Where the specs come from, first match wins:
 //! 1. `KAFKA_WIRE_SPECS`: any directory of Kafka JSON specs, or several releases' directories
-//!    separated by `:` (oldest first), merged into one set of types;
+//!    separated by `:` (oldest first), merged into one set of types; a kafka-clients jar (which
+//!    carries its release's specs) or a Kafka distribution's `libs/` folder stands for a directory;
 //! 2. `message-specs/` in this package, if it holds `*.json` files;
 //! 3. `../shared/message-specs/kafka-3.9.0` and `kafka-4.3.0` next to the workspace, merged:
 //!    every version from v0 (3.9.0 is the last release with all of them) to the newest.
@@ -12,10 +13,9 @@ use std::path::{Path, PathBuf};
 /// The default spec sets, oldest first.
 const DEFAULT_RELEASES: [&str; 2] = ["kafka-3.9.0", "kafka-4.3.0"];
 
-fn has_json(dir: &Path) -> bool {
-    std::fs::read_dir(dir)
-        .map(|entries| entries.filter_map(Result::ok).any(|e| e.path().extension().is_some_and(|x| x == "json")))
-        .unwrap_or(false)
+/// A directory of spec files, a kafka-clients jar, or a folder holding one (a distribution's `libs/`).
+fn has_json(path: &Path) -> bool {
+    kafka_wire_codegen::spec::find_source(path).is_some()
 }
 
 fn spec_dirs(root: &Path) -> Result<Vec<PathBuf>, String> {
@@ -23,7 +23,7 @@ fn spec_dirs(root: &Path) -> Result<Vec<PathBuf>, String> {
         let dirs: Vec<PathBuf> =
             std::env::split_paths(&dirs).map(|d| if d.is_relative() { root.join(d) } else { d }).collect();
         if let Some(bad) = dirs.iter().find(|d| !has_json(d)) {
-            return Err(format!("KAFKA_WIRE_SPECS: {} holds no *.json spec files", bad.display()));
+            return Err(format!("KAFKA_WIRE_SPECS: {} holds no *.json spec files and is no kafka-clients jar", bad.display()));
         }
         return if dirs.is_empty() { Err("KAFKA_WIRE_SPECS is empty".into()) } else { Ok(dirs) };
     }

@@ -12,7 +12,7 @@
 //! `null` (absent).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
@@ -257,33 +257,101 @@ pub fn parse(file: &str, text: &str) -> Result<MessageSpec, Error> {
     }
 }
 
-/// The name a spec set goes by: its directory's name (`kafka-3.9.0`).
-pub fn release_name(dir: &Path) -> String {
-    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+/// Where a spec set is: a directory of `*.json` files, a kafka-clients jar (which carries them
+/// under `common/message/`), or a folder holding one, such as a Kafka distribution's `libs/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SpecSource {
+    /// A directory of spec files.
+    Dir(PathBuf),
+    /// A jar (or zip) whose `common/message/*.json` entries are the spec files.
+    Jar(PathBuf),
 }
 
-/// Reads every `*.json` file of a directory, sorted by file name.
-pub fn load_dir(dir: &Path) -> Result<Vec<(String, MessageSpec)>, Error> {
+/// Where the spec files under `path` are, or `None` when it holds none.
+pub fn find_source(path: &Path) -> Option<SpecSource> {
+    let is_jar = |p: &Path| p.is_file() && p.extension().is_some_and(|e| e == "jar" || e == "zip");
+    if is_jar(path) {
+        return Some(SpecSource::Jar(path.to_path_buf()));
+    }
+    let entries: Vec<PathBuf> = std::fs::read_dir(path).ok()?.filter_map(Result::ok).map(|e| e.path()).collect();
+    if entries.iter().any(|p| p.extension().is_some_and(|e| e == "json")) {
+        return Some(SpecSource::Dir(path.to_path_buf()));
+    }
+    // A distribution's libs/: the kafka-clients jar (not kafka-clients-*-test.jar and the like).
+    let mut jars: Vec<&PathBuf> = entries
+        .iter()
+        .filter(|p| is_jar(p))
+        .filter(|p| p.file_stem().and_then(|s| s.to_str()).and_then(|s| s.strip_prefix("kafka-clients-")).is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()) && !v.contains("-test")))
+        .collect();
+    jars.sort();
+    jars.first().map(|j| SpecSource::Jar(j.to_path_buf()))
+}
+
+/// The name a spec set goes by: its directory's name (`kafka-3.9.0`) or its jar's
+/// (`kafka-clients-4.4.0`).
+pub fn release_name(path: &Path) -> String {
+    let name = |p: &Path, stem: bool| {
+        let p = p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        let n = if stem { p.file_stem() } else { p.file_name() };
+        n.map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    };
+    match find_source(path) {
+        Some(SpecSource::Jar(jar)) => name(&jar, true),
+        _ => name(path, false),
+    }
+}
+
+/// Reads every spec file of a spec set (see [`find_source`]), sorted by file name.
+pub fn load_dir(path: &Path) -> Result<Vec<(String, MessageSpec)>, Error> {
+    let files = match find_source(path) {
+        Some(SpecSource::Jar(jar)) => read_jar(&jar)?,
+        Some(SpecSource::Dir(dir)) => read_json_files(&dir)?,
+        None => Vec::new(),
+    };
+    if files.is_empty() {
+        return Err(Error::NoSpecs(format!("no *.json spec files (nor a kafka-clients jar) in {}", path.display())));
+    }
+    files.iter().map(|(name, text)| parse(name, text).map(|spec| (name.clone(), spec))).collect()
+}
+
+/// (file name, text) of every `*.json` file of a directory, sorted by name.
+fn read_json_files(dir: &Path) -> Result<Vec<(String, String)>, Error> {
     let io = |source| Error::Io { path: dir.to_path_buf(), source };
-    let mut files: Vec<_> = std::fs::read_dir(dir)
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
         .map_err(io)?
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .collect();
-    files.sort();
-    if files.is_empty() {
-        return Err(Error::NoSpecs(format!("no *.json spec files in {}", dir.display())));
-    }
-    files
+    paths.sort();
+    paths
         .iter()
         .map(|path| {
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.clone(), source })?;
-            parse(&name, &text).map(|spec| (name, spec))
+            Ok((name, text))
         })
         .collect()
+}
+
+/// (file name, text) of the `common/message/*.json` entries of a jar, sorted by name.
+fn read_jar(jar: &Path) -> Result<Vec<(String, String)>, Error> {
+    let io = |source| Error::Io { path: jar.to_path_buf(), source };
+    let bad = |e: zip::result::ZipError| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e));
+    let mut archive = zip::ZipArchive::new(std::fs::File::open(jar).map_err(io)?).map_err(bad)?;
+    let mut files = Vec::new();
+    for i in 0..archive.len() {
+        let mut entry = archive.by_index(i).map_err(bad)?;
+        let Some(name) = entry.name().strip_prefix("common/message/").filter(|n| n.ends_with(".json") && !n.contains('/')) else {
+            continue;
+        };
+        let name = name.to_string();
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut entry, &mut text).map_err(io)?;
+        files.push((name, text));
+    }
+    files.sort();
+    Ok(files)
 }
 
 #[cfg(test)]

@@ -85,6 +85,11 @@ pub enum DecodeErrorKind {
     },
     /// The api key is not known to this build.
     UnknownApiKey(i16),
+    /// Bytes were left after a value that should have filled its input.
+    TrailingBytes {
+        /// How many.
+        left: usize,
+    },
     /// A value is structurally invalid (records framing, checksums, limits).
     Invalid(String),
     /// A length, count or size fits in the input but is over a bound of the
@@ -124,6 +129,7 @@ impl fmt::Display for DecodeErrorKind {
             ),
             UnsupportedVersion { version } => write!(f, "version {version} is not supported"),
             UnknownApiKey(k) => write!(f, "unknown api key {k}"),
+            TrailingBytes { left } => write!(f, "{left} bytes left after the value"),
             Invalid(msg) => f.write_str(msg),
             LimitExceeded { limit, value, max } => write!(f, "{value} exceeds the decode limit {limit} = {max}"),
         }

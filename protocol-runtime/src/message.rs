@@ -45,6 +45,36 @@ pub trait Message: Encode + Decode + Default + Clone + std::fmt::Debug + Partial
     fn from_slice(bytes: &[u8], version: i16) -> Result<Self, DecodeError> {
         Self::decode(&mut Bytes::copy_from_slice(bytes), version)
     }
+
+    /// Encodes with the version in front as an int16, the way Kafka carries versioned data
+    /// messages inside other fields: the consumer protocol's `ConsumerProtocolSubscription` and
+    /// `ConsumerProtocolAssignment` in JoinGroup/SyncGroup metadata (Java's
+    /// `MessageUtil.toVersionPrefixedBytes`, `ConsumerProtocol.serializeSubscription`).
+    fn to_version_prefixed_bytes(&self, version: i16) -> Result<Bytes, EncodeError> {
+        let mut out = BytesMut::with_capacity(self.encoded_len(version).saturating_add(2));
+        out.put_i16(version);
+        self.encode(&mut out, version)?;
+        Ok(out.freeze())
+    }
+
+    /// Decodes a version-prefixed message that fills `buf` (a JoinGroup protocol's metadata, a
+    /// SyncGroup assignment): the version on the wire and the message. As Java's
+    /// `ConsumerProtocol` does, a version newer than this build's is read at the newest one it
+    /// knows and what follows is skipped (newer versions only append fields), and a version
+    /// below the lowest is an error. Any other bytes left over are an error.
+    fn from_version_prefixed(buf: &mut Bytes) -> Result<(i16, Self), DecodeError> {
+        let total = bytes::Buf::remaining(buf);
+        let version = crate::primitive::read_i16(buf).map_err(|e| e.in_message(Self::NAME, -1, total))?;
+        let known = if version > Self::VERSIONS.hi && !Self::VERSIONS.is_empty() { Self::VERSIONS.hi } else { version };
+        let message = Self::decode(buf, known)?;
+        let left = bytes::Buf::remaining(buf);
+        if known != version {
+            bytes::Buf::advance(buf, left);
+        } else if left > 0 {
+            return Err(DecodeError::new(DecodeErrorKind::TrailingBytes { left }, left).in_message(Self::NAME, version, total));
+        }
+        Ok((version, message))
+    }
 }
 
 /// A request message, paired with its api key and response type.

@@ -1,0 +1,45 @@
+//! Every Apache Kafka release's spec set generates: the kafka-clients jars in
+//! `KAFKA_WIRE_RELEASE_JARS` (a folder; `scripts/releases.sh` fills it from Maven Central and
+//! then builds kafka-wire on the newest patch of each minor release), each alone and all of them
+//! merged, oldest first. Without the variable the test says so and passes, unless
+//! `KAFKA_WIRE_REQUIRE_RELEASES` is set (the script sets it).
+
+use std::path::PathBuf;
+
+use kafka_wire_codegen::{generate, generate_merged, load_model};
+
+/// `kafka-clients-2.4.0.jar` -> (2, 4, 0).
+fn version(jar: &std::path::Path) -> Option<(u32, u32, u32)> {
+    let v = jar.file_stem()?.to_str()?.strip_prefix("kafka-clients-")?;
+    let mut parts = v.split('.').map(|p| p.parse::<u32>().ok());
+    Some((parts.next()??, parts.next()??, parts.next()??))
+}
+
+#[test]
+fn every_release_generates_alone_and_merged() {
+    let Some(dir) = std::env::var_os("KAFKA_WIRE_RELEASE_JARS") else {
+        assert!(std::env::var_os("KAFKA_WIRE_REQUIRE_RELEASES").is_none(), "KAFKA_WIRE_RELEASE_JARS is not set");
+        eprintln!("skipping: set KAFKA_WIRE_RELEASE_JARS to a folder of kafka-clients jars (scripts/releases.sh)");
+        return;
+    };
+    let mut jars: Vec<(PathBuf, (u32, u32, u32))> = std::fs::read_dir(&dir)
+        .expect("KAFKA_WIRE_RELEASE_JARS is a folder")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter_map(|p| version(&p).map(|v| (p, v)))
+        .collect();
+    jars.sort_by_key(|(_, v)| *v);
+    assert!(!jars.is_empty(), "no kafka-clients-X.Y.Z.jar in {dir:?}");
+    let mut failures = Vec::new();
+    for (jar, v) in &jars {
+        match load_model(jar).and_then(|m| Ok((m.apis.iter().filter(|a| !a.valid.is_empty()).count(), generate(jar)?.len()))) {
+            Ok((apis, files)) => eprintln!("{v:?}: {apis} api keys, {files} files"),
+            Err(e) => failures.push(format!("{}: {e}", jar.display())),
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} releases fail:\n{}", failures.len(), jars.len(), failures.join("\n"));
+    // One build of every release, oldest first: each version from the newest release defining it.
+    let all: Vec<PathBuf> = jars.iter().map(|(j, _)| j.clone()).collect();
+    let merged = generate_merged(&all).unwrap_or_else(|e| panic!("merging {} releases: {e}", all.len()));
+    eprintln!("{} releases merged: {} files", all.len(), merged.len());
+}
