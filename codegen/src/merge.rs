@@ -157,16 +157,18 @@ fn merge_message(file: &str, old: &MessageSpec, new: &MessageSpec, old_unstable:
             }
         }
     }
-    let fields = merge_fields(file, "", &old.fields, &new.fields, &src, max)?;
+    let fields = merge_fields(file, "", &old.fields, &new.fields, &src, max, &|_| true)?;
     let mut common_structs = Vec::new();
     for s in &new.common_structs {
         let o = old.common_structs.iter().find(|o| o.name == s.name);
-        let fields = merge_fields(file, &s.name, o.map_or(&[][..], |o| &o.fields), &s.fields, &src, max)?;
+        // A common struct only the newer release has (one moved out of a field) is not compared.
+        let both = |_| o.is_some();
+        let fields = merge_fields(file, &s.name, o.map_or(&[][..], |o| &o.fields), &s.fields, &src, max, &both)?;
         common_structs.push(StructSpec { fields, ..s.clone() });
     }
     for o in &old.common_structs {
         if !new.common_structs.iter().any(|s| s.name == o.name) {
-            let fields = merge_fields(file, &o.name, &o.fields, &[], &src, max)?;
+            let fields = merge_fields(file, &o.name, &o.fields, &[], &src, max, &|_| false)?;
             common_structs.push(StructSpec { fields, ..o.clone() });
         }
     }
@@ -192,14 +194,34 @@ fn merge_fields(
     new: &[FieldSpec],
     src: &Sources,
     max: i16,
+    both: &dyn Fn(i16) -> bool,
 ) -> Result<Vec<FieldSpec>, Error> {
     // A field renamed between releases (Kafka 4 renamed VoteRequest's CandidateEpoch to
-    // ReplicaEpoch) is the same wire field: pair an old-only field with the new-only field at
-    // the same position when their type and versions match, under the newer name.
+    // ReplicaEpoch, Kafka 2.5 FetchRequest's MaxWait to MaxWaitMs) is the same wire field: pair
+    // an old-only field with a new-only one of the same type and tag, present in the same shared
+    // versions (Kafka 3.5 bounded AddPartitionsToTxn's TransactionalId to 0-3 as
+    // V3AndBelowTransactionalId), that sits at the same wire position (among the untagged fields
+    // present) at the first version both define.
     let in_new = |name: &str| new.iter().any(|f| f.name == name);
     let in_old = |name: &str| old.iter().any(|f| f.name == name);
+    let parse = |t: Option<&String>| t.and_then(|t| VersionRange::parse(t)).unwrap_or(VersionRange::NONE);
+    let on_wire = |f: &FieldSpec, v: i16| {
+        parse(f.versions.as_ref().or(f.tagged_versions.as_ref())).contains(v) && !parse(f.tagged_versions.as_ref()).contains(v)
+    };
+    let slot = |fields: &[FieldSpec], i: usize, v: i16| -> Option<usize> {
+        let before = fields.get(..i)?;
+        on_wire(fields.get(i)?, v).then(|| before.iter().filter(|b| on_wire(b, v)).count())
+    };
     let renamed_to = |i: usize, o: &FieldSpec| {
-        new.get(i).filter(|n| !in_old(&n.name) && same_type(&n.ty, &o.ty) && n.versions == o.versions && n.tag == o.tag)
+        let ov = parse(o.versions.as_ref().or(o.tagged_versions.as_ref()));
+        let v = src.shared().find(|v| ov.contains(*v))?;
+        new.iter().enumerate().find_map(|(j, n)| {
+            let nv = parse(n.versions.as_ref().or(n.tagged_versions.as_ref()));
+            let same_versions = src.shared().all(|v| ov.contains(v) == nv.contains(v));
+            let same = !in_old(&n.name) && same_type(&n.ty, &o.ty) && same_versions && n.tag == o.tag;
+            let placed = o.tagged_versions.is_some() || slot(new, j, v).is_some_and(|s| Some(s) == slot(old, i, v));
+            (same && placed).then_some(n)
+        })
     };
     let mut order: Vec<&str> = new.iter().map(|f| f.name.as_str()).collect();
     for (i, f) in old.iter().enumerate() {
@@ -215,11 +237,13 @@ fn merge_fields(
         .map(|name| {
             let n = new.iter().find(|f| f.name == *name);
             let o = old.iter().find(|f| f.name == *name).or_else(|| {
-                let i = new.iter().position(|f| f.name == *name)?;
-                old.get(i).filter(|o| !in_new(&o.name) && renamed_to(i, o).is_some())
+                old.iter()
+                    .enumerate()
+                    .find(|(i, o)| !in_new(&o.name) && renamed_to(*i, o).is_some_and(|n| n.name == *name))
+                    .map(|(_, o)| o)
             });
             let fpath = if path.is_empty() { name.to_string() } else { format!("{path}.{name}") };
-            merge_field(file, &fpath, o, n, src, max)
+            merge_field(file, &fpath, o, n, src, max, both)
         })
         .collect()
 }
@@ -231,6 +255,7 @@ fn merge_field(
     new: Option<&FieldSpec>,
     src: &Sources,
     max: i16,
+    both: &dyn Fn(i16) -> bool,
 ) -> Result<FieldSpec, Error> {
     let conflict = |msg: String| Error::invalid(file, path, format!("cannot merge releases: {msg}"));
     let ranges = |f: Option<&FieldSpec>| -> Result<[VersionRange; 4], Error> {
@@ -244,7 +269,23 @@ fn merge_field(
         ])
     };
     let (o, n) = (ranges(old)?, ranges(new)?);
-    let present = |v: i16| if src.is_new(v) { n[0].contains(v) } else { o[0].contains(v) && src.old.contains(v) };
+    let shared = |v: i16| src.shared().any(|s| s == v);
+    let tagged_at = |r: &[VersionRange; 4], v: i16| r[0].contains(v) && r[2].contains(v);
+    // The release whose definition holds at `v`: the newest that defines the version, or the
+    // other one where only it has the field there as a tagged field (tagged fields join existing
+    // versions without a version bump: Kafka 2.7 added ApiVersionsResponse v3's SupportedFeatures).
+    let side = |v: i16| -> Option<&[VersionRange; 4]> {
+        if src.is_new(v) {
+            if n[0].contains(v) {
+                Some(&n)
+            } else {
+                (shared(v) && tagged_at(&o, v)).then_some(&o)
+            }
+        } else {
+            (o[0].contains(v) && src.old.contains(v)).then_some(&o)
+        }
+    };
+    let present = |v: i16| side(v).is_some();
     // The static shape of a field must agree wherever both releases define it.
     let (Some(base), other) = (match (new, old) {
         (Some(n), o) => (Some(n), o),
@@ -255,8 +296,11 @@ fn merge_field(
     // Where both releases define a version, they must agree on the field's layout there.
     let old_present = |v: i16| o[0].contains(v);
     let new_present = |v: i16| n[0].contains(v);
-    for v in src.shared() {
+    for v in src.shared().filter(|v| both(*v)) {
         if old_present(v) != new_present(v) {
+            if tagged_at(if old_present(v) { &o } else { &n }, v) {
+                continue;
+            }
             return Err(conflict(format!("present at v{v} in one release only")));
         }
         if !old_present(v) {
@@ -275,7 +319,7 @@ fn merge_field(
         }
     }
     let prop = |i: usize, what: &str| -> Result<VersionRange, Error> {
-        exact_range(src.merged, present, |v| if src.is_new(v) { n[i].contains(v) } else { o[i].contains(v) })
+        exact_range(src.merged, present, |v| side(v).is_some_and(|r| r[i].contains(v)))
             .ok_or_else(|| conflict(format!("{what} cannot be expressed as one range across releases")))
     };
     let versions = exact_range(src.merged, |_| true, present)
@@ -283,15 +327,10 @@ fn merge_field(
     // Where releases disagree on nullability at a shared version (Kafka 4 made FetchResponse
     // records non-nullable), the merged field is nullable: it reads what either release
     // writes, and non-null values encode the same in both.
-    let nullable = exact_range(src.merged, present, |v| {
-        let (o_null, n_null) = (o[1].contains(v), n[1].contains(v));
-        if src.shared().any(|s| s == v) {
-            o_null || n_null
-        } else if src.is_new(v) {
-            n_null
-        } else {
-            o_null
-        }
+    let nullable = exact_range(src.merged, present, |v| match side(v) {
+        Some(_) if shared(v) && o[0].contains(v) && n[0].contains(v) => o[1].contains(v) || n[1].contains(v),
+        Some(r) => r[1].contains(v),
+        None => false,
     })
     .ok_or_else(|| conflict("nullableVersions cannot be expressed as one range across releases".into()))?;
     let tagged = prop(2, "taggedVersions")?;
@@ -302,7 +341,14 @@ fn merge_field(
     };
     let fields = match (old.and_then(|f| f.fields.as_ref()), new.and_then(|f| f.fields.as_ref())) {
         (None, None) => None,
-        (o, n) => Some(merge_fields(file, path, o.map_or(&[][..], |v| v), n.map_or(&[][..], |v| v), src, max)?),
+        // The newer release moved an inline struct into `commonStructs` (Kafka 3.5's
+        // AddPartitionsToTxnTopic): its common struct, merged with the spec's others, holds it.
+        (Some(_), None) if new.is_some() => None,
+        (o, n) => {
+            // Inside a struct field, the releases can only disagree where both have the field.
+            let inner = |v: i16| both(v) && old_present(v) && new_present(v);
+            Some(merge_fields(file, path, o.map_or(&[][..], |v| v), n.map_or(&[][..], |v| v), src, max, &inner)?)
+        }
     };
     // Ignorable if either release says so: a release that dropped the versions lacking the field
     // (Kafka 4's RequestHeader v0 has no ClientId) no longer needs to say it.
@@ -320,11 +366,14 @@ fn merge_field(
 
 /// Whether two releases' field types are the same wire type. Struct names are not on the wire
 /// and releases rename them (`[]ClientMetricsResource` became `[]ConfigResource`): two struct
-/// types (or arrays of them) match, and their fields are merged and checked one by one.
+/// types (or arrays of them) match, and their fields are merged and checked one by one. `bytes`
+/// and `records` are both a length-prefixed byte string (Kafka 2.4's FetchResponse records were
+/// `bytes`); the newer release's type is kept.
 fn same_type(a: &str, b: &str) -> bool {
     let is_struct = |t: &str| t.trim_start_matches("[]").starts_with(|c: char| c.is_ascii_uppercase());
     let arrays = |t: &str| t.starts_with("[]");
-    a == b || (is_struct(a) && is_struct(b) && arrays(a) == arrays(b))
+    let byte_string = |t: &str| t == "bytes" || t == "records";
+    a == b || (is_struct(a) && is_struct(b) && arrays(a) == arrays(b)) || (byte_string(a) && byte_string(b))
 }
 
 /// A tag as a number, whether the spec wrote `0` or `"0"`.

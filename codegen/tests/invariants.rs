@@ -547,7 +547,7 @@ fn not_json() {
 fn empty_directory() {
     let dir = spec_dir(&[]);
     let err = load_model(&dir).map(|_| ()).unwrap_err().to_string();
-    assert_eq!(err, format!("no *.json spec files in {}", dir.display()));
+    assert_eq!(err, format!("no *.json spec files (nor a kafka-clients jar) in {}", dir.display()));
 }
 
 // ---- good specs with Kafka's quirks ----

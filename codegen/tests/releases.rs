@@ -1,7 +1,7 @@
 //! Every Apache Kafka release's spec set generates: the kafka-clients jars in
 //! `KAFKA_WIRE_RELEASE_JARS` (a folder; `scripts/releases.sh` fills it from Maven Central and
-//! then builds kafka-wire on the newest patch of each minor release), each alone and all of them
-//! merged, oldest first. Without the variable the test says so and passes, unless
+//! then builds kafka-wire on the newest patch of each minor release), each alone and the oldest
+//! merged with each newer one. Without the variable the test says so and passes, unless
 //! `KAFKA_WIRE_REQUIRE_RELEASES` is set (the script sets it).
 
 use std::path::PathBuf;
@@ -38,8 +38,14 @@ fn every_release_generates_alone_and_merged() {
         }
     }
     assert!(failures.is_empty(), "{} of {} releases fail:\n{}", failures.len(), jars.len(), failures.join("\n"));
-    // One build of every release, oldest first: each version from the newest release defining it.
-    let all: Vec<PathBuf> = jars.iter().map(|(j, _)| j.clone()).collect();
-    let merged = generate_merged(&all).unwrap_or_else(|e| panic!("merging {} releases: {e}", all.len()));
-    eprintln!("{} releases merged: {} files", all.len(), merged.len());
+    // The oldest release merged with each newer one: every version from v0 in one build. (Some
+    // neighbouring releases cannot be merged: apis still in development changed their v0
+    // without a version bump, such as KRaft's EndQuorumEpoch between 2.7 and 2.8.)
+    let (oldest, _) = &jars[0];
+    for (jar, v) in &jars[1..] {
+        if let Err(e) = generate_merged(&[oldest.clone(), jar.clone()]) {
+            failures.push(format!("{} + {v:?}: {e}", oldest.display()));
+        }
+    }
+    assert!(failures.is_empty(), "{} merges fail:\n{}", failures.len(), failures.join("\n"));
 }

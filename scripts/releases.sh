@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Every Apache Kafka release from 2.4 on: its kafka-clients jar (which carries the release's
+# spec files) from Maven Central; the generator on each jar alone and on the oldest merged with
+# each newer one (codegen/tests/releases.rs); then kafka-wire type-checked (cargo check, every
+# feature) on the newest patch of each minor release, read straight from the jar.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+releases=(
+  2.4.0 2.4.1 2.5.0 2.5.1 2.6.0 2.6.1 2.6.2 2.6.3 2.7.0 2.7.1 2.7.2 2.8.0 2.8.1 2.8.2
+  3.0.0 3.0.1 3.0.2 3.1.0 3.1.1 3.1.2 3.2.0 3.2.1 3.2.2 3.2.3 3.3.0 3.3.1 3.3.2 3.4.0 3.4.1
+  3.5.0 3.5.1 3.5.2 3.6.0 3.6.1 3.6.2 3.7.0 3.7.1 3.7.2 3.8.0 3.8.1 3.9.0 3.9.1 3.9.2
+  4.0.0 4.0.1 4.0.2 4.1.0 4.1.1 4.1.2 4.2.0 4.2.1 4.3.0 4.3.1 4.4.0
+)
+jars=$PWD/target/kafka-clients
+mkdir -p "$jars"
+start=$SECONDS
+for v in "${releases[@]}"; do
+  [ -s "$jars/kafka-clients-$v.jar" ] && continue
+  mvn -q -B dependency:copy -Dartifact="org.apache.kafka:kafka-clients:$v" -Dtransitive=false \
+    -DoutputDirectory="$jars" >/dev/null 2>&1 || { echo "Maven Central did not serve kafka-clients $v" >&2; exit 1; }
+done
+echo "== ${#releases[@]} kafka-clients jars in $jars ($((SECONDS - start)) s)"
+
+start=$SECONDS
+KAFKA_WIRE_RELEASE_JARS=$jars KAFKA_WIRE_REQUIRE_RELEASES=1 cargo test -q -p kafka-wire-codegen --test releases
+echo "== generated every release alone and merged with ${releases[0]} ($((SECONDS - start)) s)"
+
+# The newest patch of each minor release: the last of each X.Y in the (sorted) list.
+newest=$(printf '%s\n' "${releases[@]}" | awk -F. '{k=$1"."$2; last[k]=$0; if (!(k in seen)) {seen[k]=1; order[n++]=k}} END {for (i=0;i<n;i++) print last[order[i]]}')
+start=$SECONDS
+count=0
+for v in $newest; do
+  KAFKA_WIRE_SPECS="$jars/kafka-clients-$v.jar" CARGO_TARGET_DIR=target/releases \
+    cargo check -q -p kafka-wire --features sample,serde,tokio
+  count=$((count + 1))
+done
+echo "== kafka-wire type-checks on $count releases ($(echo $newest | tr ' ' ',')) ($((SECONDS - start)) s)"
