@@ -5,8 +5,9 @@
 //!    separated by `:` (oldest first), merged into one set of types; a kafka-clients jar (which
 //!    carries its release's specs) or a Kafka distribution's `libs/` folder stands for a directory;
 //! 2. `message-specs/` in this package, if it holds `*.json` files;
-//! 3. `../shared/message-specs/kafka-3.9.0` and `kafka-4.3.0` next to the workspace, merged:
-//!    every version from v0 (3.9.0 is the last release with all of them) to the newest.
+//! 3. `kafka-3.9.0` and `kafka-4.3.0`, merged: every version from v0 (3.9.0 is the last release
+//!    with all of them) to the newest; from `message-specs/` where the published package bundles
+//!    them, else from `../shared/message-specs/` next to the workspace.
 
 use std::path::{Path, PathBuf};
 
@@ -31,10 +32,14 @@ fn spec_dirs(root: &Path) -> Result<Vec<PathBuf>, String> {
     if has_json(&local) {
         return Ok(vec![local]);
     }
+    // The default releases: bundled in the published package (scripts/package.sh puts them in
+    // message-specs/), else beside the checkout.
     let shared = root.join("../shared/message-specs");
-    let default: Vec<PathBuf> = DEFAULT_RELEASES.iter().map(|r| shared.join(r)).collect();
-    if default.iter().all(|d| has_json(d)) {
-        return Ok(default);
+    for base in [&local, &shared] {
+        let default: Vec<PathBuf> = DEFAULT_RELEASES.iter().map(|r| base.join(r)).collect();
+        if default.iter().all(|d| has_json(d)) {
+            return Ok(default);
+        }
     }
     Err(format!(
         "no Kafka message specs found. Point KAFKA_WIRE_SPECS at a directory of Kafka's JSON specs \

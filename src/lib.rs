@@ -51,3 +51,8 @@ pub mod codec;
 
 /// The directory of Kafka specs this build was generated from.
 pub const SPEC_DIR: &str = env!("KAFKA_WIRE_SPEC_DIR");
+
+/// The README's Rust examples, compiled and run as doctests so they keep up with the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
