@@ -15,13 +15,13 @@ import java.util.List;
 import org.apache.kafka.common.compress.Compression;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
-import org.apache.kafka.common.record.CompressionType;
-import org.apache.kafka.common.record.ControlRecordType;
-import org.apache.kafka.common.record.EndTransactionMarker;
-import org.apache.kafka.common.record.MemoryRecords;
-import org.apache.kafka.common.record.MemoryRecordsBuilder;
-import org.apache.kafka.common.record.Record;
-import org.apache.kafka.common.record.RecordBatch;
+import ${record.package}.CompressionType;
+import ${record.package}.ControlRecordType;
+import ${record.package}.EndTransactionMarker;
+import ${record.package}.MemoryRecords;
+import ${record.package}.MemoryRecordsBuilder;
+import ${record.package}.Record;
+import ${record.package}.RecordBatch;
 import org.apache.kafka.common.record.TimestampType;
 
 /**
