@@ -473,14 +473,18 @@ fn check_tables(dir: &Path, matrix: &mut Matrix) {
     let java_errors = tables["errors"].as_array().expect("errors");
     for e in java_errors {
         let code = e["code"].as_i64().unwrap_or(i64::MIN);
-        let result = match ERROR_CODES.iter().find(|i| i64::from(i.code) == code) {
-            None => Err(format!("kafka-wire has no error code {code} ({})", e["name"])),
+        let r = format!("Errors {code}");
+        match ERROR_CODES.iter().find(|i| i64::from(i.code) == code) {
+            None => matrix.record(&r, "table", Err(format!("kafka-wire has no error code {code} ({})", e["name"]))),
             Some(i) => {
-                let ours = json!({"code": i.code, "name": i.name, "retriable": i.retriable, "message": i.message});
-                json_diff("", &ours, e).map_or(Ok(()), |d| Err(format!("differs at {d}")))
+                // The message apart, so an explained message difference cannot hide another.
+                let ours = json!({"code": i.code, "name": i.name, "retriable": i.retriable});
+                let java = json!({"code": e["code"], "name": e["name"], "retriable": e["retriable"]});
+                matrix.record(&r, "table", json_diff("", &ours, &java).map_or(Ok(()), |d| Err(format!("differs at {d}"))));
+                let m = json_diff(".message", &json!(i.message), &e["message"]);
+                matrix.record(&r, "table", m.map_or(Ok(()), |d| Err(format!("differs at {d}"))));
             }
-        };
-        matrix.record(&format!("Errors {code}"), "table", result);
+        }
     }
     for i in ERROR_CODES.iter().filter(|i| !java_errors.iter().any(|e| e["code"].as_i64() == Some(i.code.into()))) {
         matrix.record(&format!("Errors {}", i.code), "table", Err(format!("Java has no error code {} ({})", i.code, i.name)));
@@ -510,7 +514,12 @@ fn check_tables(dir: &Path, matrix: &mut Matrix) {
                     "requestHeaderVersions": info.valid.iter().map(|v| k.request_header_version(v)).collect::<Vec<_>>(),
                     "responseHeaderVersions": info.valid.iter().map(|v| k.response_header_version(v)).collect::<Vec<_>>(),
                 });
-                json_diff("", &ours, &java).map_or(Ok(()), |d| Err(format!("differs at {d}")))
+                // Deprecation apart, so an explained difference there cannot hide another.
+                let (mut ours, mut java) = (ours, java);
+                let (od, jd) = (ours["deprecated"].take(), java["deprecated"].take());
+                let d = json_diff(".deprecated", &od, &jd).map_or(Ok(()), |d| Err(format!("differs at {d}")));
+                let rest = json_diff("", &ours, &java).map_or(Ok(()), |e| Err(format!("differs at {e}")));
+                rest.and(d)
             }
         };
         matrix.record(&format!("ApiKeys {key}"), "table", result);
@@ -588,13 +597,20 @@ fn java_oracle() {
     let report = report(&matrix, &version, &ctx);
     std::fs::write(dir.join("MATRIX.md"), &report.markdown).expect("write matrix");
     std::fs::write(dir.join("cells.json"), serde_json::to_string_pretty(&report.cells).expect("JSON")).expect("write cells");
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/java/MATRIX-kafka-clients-{version}.md"));
     if std::env::var_os("KAFKA_WIRE_UPDATE_MATRIX").is_some() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/java/MATRIX-kafka-clients-{version}.md"));
-        std::fs::write(path, &report.markdown).expect("write tests/java matrix");
+        std::fs::write(&committed, &report.markdown).expect("write tests/java matrix");
     }
+    let stale_matrix = std::fs::read_to_string(&committed).map_or(true, |m| m != report.markdown);
     println!("{}", report.summary);
     assert!(report.unexplained.is_empty(), "{} cells disagree:\n{}", report.unexplained.len(), report.unexplained.join("\n"));
     assert!(report.stale.is_empty(), "explanations that match no disagreement any more: {:?}", report.stale);
+    assert!(
+        !stale_matrix,
+        "{} is not this run's matrix ({}): rerun with KAFKA_WIRE_UPDATE_MATRIX=1 and review the diff",
+        committed.display(),
+        dir.join("MATRIX.md").display()
+    );
     println!("java oracle: {} of {} cells agree (kafka-clients {version})", report.agree, report.total);
 }
 
@@ -613,28 +629,30 @@ fn report(matrix: &Matrix, version: &str, ctx: &Ctx) -> Report {
     let mut used: Vec<&str> = Vec::new();
     let mut per_column: BTreeMap<&str, (usize, usize, usize)> = BTreeMap::new();
     let mut cells = Vec::new();
-    let mut rows = String::new();
+    // Row -> column -> short status, for the markdown.
+    let mut grid: BTreeMap<(String, i64, String), BTreeMap<&str, String>> = BTreeMap::new();
+    let mut notes: BTreeMap<&str, &str> = BTreeMap::new();
     let (mut agree, mut total) = (0, 0);
     for ((r, c), cell) in &matrix.cells {
         let key = format!("{r} ({c})");
-        let status = if cell.failures.is_empty() {
+        let (status, short) = if cell.failures.is_empty() {
             agree += 1;
-            "agree".to_string()
+            ("agree".to_string(), format!("agree ({})", cell.checks))
         } else {
             match explain(ctx, r, c, &cell.failures) {
                 Some((id, Ok(()))) => {
                     used.push(id);
                     agree += 1;
-                    let why = EXPLAINED.iter().find(|e| e.0 == id).map_or("", |e| e.2);
-                    format!("explained ({id}): {why}; here: {}", cell.failures[0])
+                    notes.insert(id, EXPLAINED.iter().find(|e| e.0 == id).map_or("", |e| e.2));
+                    (format!("explained ({id}): {}", cell.failures[0]), format!("explained ({id}): {}", cell.failures[0]))
                 }
                 Some((id, Err(e))) => {
                     unexplained.push(format!("{key}: explanation {id} no longer holds: {e}; {}", cell.failures.join("; ")));
-                    format!("DIFFER: {}", cell.failures[0])
+                    (format!("DIFFER: {}", cell.failures[0]), format!("**DIFFER**: {}", cell.failures[0]))
                 }
                 None => {
                     unexplained.push(format!("{key}: {}", cell.failures.join("; ")));
-                    format!("DIFFER: {}", cell.failures[0])
+                    (format!("DIFFER: {}", cell.failures[0]), format!("**DIFFER**: {}", cell.failures[0]))
                 }
             }
         };
@@ -647,21 +665,44 @@ fn report(matrix: &Matrix, version: &str, ctx: &Ctx) -> Report {
             e.2 += 1;
         }
         cells.push(json!({"row": r, "column": c, "checks": cell.checks, "status": status}));
-        let _ = writeln!(rows, "| {r} | {c} | {} | {status} |", cell.checks);
+        // Sort "Name v10" after "Name v9", "Errors 100" after "Errors 99".
+        let (name, n) = match r.rsplit_once(' ') {
+            Some((name, n)) => match n.trim_start_matches('v').parse::<i64>() {
+                Ok(n) => (name.to_string(), n),
+                Err(_) => (r.clone(), 0),
+            },
+            None => (r.clone(), 0),
+        };
+        grid.entry((name, n, r.clone())).or_default().insert(c.as_str(), short.replace('|', "\\|"));
     }
     let stale = EXPLAINED.iter().filter(|e| version.starts_with(e.1) && !used.contains(&e.0)).map(|e| e.0).collect();
     let mut summary = String::new();
     let mut md = format!(
         "# Java oracle matrix: kafka-wire vs kafka-clients {version}\n\n\
-         Generated by `scripts/java-oracle.sh` (`tests/java_oracle.rs` with `KAFKA_WIRE_UPDATE_MATRIX=1`); do not edit.\n\
-         Columns: (a) Java builds the values, (b) kafka-wire builds them, (c) rejections agree,\n\
-         table (Errors, ApiKeys); records (a) Java's builder read by kafka-wire, (b) kafka-wire's read by Java.\n\n\
+         Generated by `scripts/java-oracle.sh` (`tests/java_oracle.rs`; `KAFKA_WIRE_UPDATE_MATRIX=1` rewrites this file,\n\
+         and the test fails while it differs from a run). Do not edit. Explanations are code in `tests/java_oracle.rs`\n\
+         (`EXPLAINED`, `explain`), which checks each one still holds.\n\n\
+         - **a**: Java builds the values (every field set, nulls, 0/1/several elements, tagged and unknown tagged fields); kafka-wire decodes Java's bytes (every byte), re-encodes them identically, prints Java's JSON and reads it back to the same value. Records: Java's `MemoryRecordsBuilder` blobs read by kafka-wire.\n\
+         - **b**: kafka-wire's schema-driven samples; Java reads them (every byte), writes identical bytes, prints kafka-wire's JSON and reads kafka-wire's JSON to an equal object. Records: kafka-wire's builder blobs read by `MemoryRecords.readableRecords` (`ensureValid()` on every batch).\n\
+         - **c**: rejections agree: truncated bodies (both directions), a null in a field not nullable at the version (JSON), a tag the message has only at other versions.\n\
+         - **table**: `Errors` (name, retriable, message) and `ApiKeys` (versions, unstable latest, deprecation, listeners, header versions).\n\n\
+         JSON: kafka-wire keeps unknown tagged fields as `_unknownTaggedFields` and `records` as base64; Java's converter drops the first and writes the second as an empty binary. The Java side checks it did exactly that and adds kafka-wire's form before comparing, so every other byte of the JSON is compared as is.\n\n\
          | column | cells | agree | explained |\n| --- | ---: | ---: | ---: |\n"
     );
     for (c, (n, a, x)) in &per_column {
         let _ = writeln!(md, "| {c} | {n} | {a} | {x} |");
         let _ = writeln!(summary, "  ({c}) {a} agree + {x} explained of {n}");
     }
-    let _ = write!(md, "\n| row | column | checks | status |\n| --- | --- | ---: | --- |\n{rows}");
+    if !notes.is_empty() {
+        md.push_str("\n## Explanations\n\n");
+        for (id, why) in &notes {
+            let _ = writeln!(md, "- **{id}**: {why}");
+        }
+    }
+    md.push_str("\n## Cells\n\n| row | a | b | c | table |\n| --- | --- | --- | --- | --- |\n");
+    for ((_, _, r), cols) in &grid {
+        let get = |c: &str| cols.get(c).map_or("–", String::as_str);
+        let _ = writeln!(md, "| {r} | {} | {} | {} | {} |", get("a"), get("b"), get("c"), get("table"));
+    }
     Report { markdown: md, cells: Value::Array(cells), summary, unexplained, stale, agree, total }
 }
