@@ -244,6 +244,21 @@ impl Visitor<'_> {
             let ours = refuses::<M>(bytes.slice(..len), v);
             self.matrix.record(&r, "c", agree_refusal("truncated to {len} bytes", len, java, ours));
         }
+        // Java's value written at other versions; kafka-wire's value from Java's JSON at this one.
+        if let Ok(value) = M::from_json(java_json, v) {
+            for c in line["crossVersions"].as_array().into_iter().flatten() {
+                let to = c["to"].as_i64().unwrap_or(-1) as i16;
+                let ours = value.to_bytes(to);
+                let result = match (c.get("javaRefuses"), ours) {
+                    (Some(_), Err(_)) => Ok(()),
+                    (None, Ok(b)) if b == hex_bytes(&c["hex"]) => Ok(()),
+                    (None, Ok(_)) => Err(format!("written at v{to}: different bytes")),
+                    (Some(j), Ok(_)) => Err(format!("written at v{to}: Java refuses ({j}), kafka-wire writes it")),
+                    (None, Err(e)) => Err(format!("written at v{to}: kafka-wire refuses ({e}), Java writes it")),
+                };
+                self.matrix.record(&r, "c", result.map_err(|e| format!("seed {}: {e}", line["seed"])));
+            }
+        }
         for n in line["nulls"].as_array().into_iter().flatten() {
             // Refused: by the JSON reader, or by the writer of what it read (Java's reader takes a
             // null anywhere; its writer refuses one the version does not allow).

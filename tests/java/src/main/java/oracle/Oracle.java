@@ -159,10 +159,18 @@ public final class Oracle {
 
     static void genOne(Target t, short v, int seed, ObjectNode line) throws Exception {
         Random r = new Random(((long) t.name.hashCode() << 20) ^ (v * 7919L) ^ seed);
-        // Seed 0 sets every field (no nulls, every tagged field); later seeds vary.
-        Gen g = new Gen(r, seed != 0);
-        Message m = g.build(t.cls, v);
-        byte[] bytes = write(m, v);
+        // Seed 0 sets every field (no nulls, every tagged field); later seeds vary. Structs and
+        // records are tried null too, as the schemas do not say where they may be; when Java
+        // refuses such a value, the same seed is built again without those nulls.
+        Message m = new Gen(r, seed != 0, seed != 0).build(t.cls, v);
+        byte[] bytes;
+        try {
+            bytes = write(m, v);
+        } catch (RuntimeException e) {
+            r = new Random(((long) t.name.hashCode() << 20) ^ (v * 7919L) ^ seed);
+            m = new Gen(r, seed != 0, false).build(t.cls, v);
+            bytes = write(m, v);
+        }
         // Java reads its own bytes back to the same value and bytes (sanity of the generator).
         Message back = read(t.cls, bytes, v);
         if (!back.equals(m)) throw new IllegalStateException("Java's own read differs from the value it wrote");
@@ -173,6 +181,20 @@ public final class Oracle {
             ObjectNode c = cuts.addObject();
             c.put("len", cut);
             c.put("javaRefuses", refuses(t.cls, java.util.Arrays.copyOf(bytes, cut), v));
+        }
+        // The same value written at other versions: Java refuses a non-default value in a field
+        // the version lacks unless the field is ignorable (then drops it), and nulls the version
+        // does not allow. kafka-wire gets the value from this version's JSON.
+        ArrayNode cross = line.putArray("crossVersions");
+        java.util.TreeSet<Short> to = new java.util.TreeSet<>(List.of((short) (v - 1), (short) (v + 1), t.lowest, t.highest));
+        for (short w : to) {
+            if (w == v || w < t.lowest || w > t.highest) continue;
+            ObjectNode c = cross.addObject().put("to", w);
+            try {
+                c.put("hex", HEX.formatHex(write(m, w)));
+            } catch (RuntimeException e) {
+                c.put("javaRefuses", describe(e));
+            }
         }
         if (seed == 0) {
             line.set("nulls", nullRejections(t, m, v));
@@ -278,10 +300,12 @@ public final class Oracle {
     static final class Gen {
         final Random r;
         final boolean vary;
+        final boolean guessNulls;
 
-        Gen(Random r, boolean vary) {
+        Gen(Random r, boolean vary, boolean guessNulls) {
             this.r = r;
             this.vary = vary;
+            this.guessNulls = guessNulls;
         }
 
         Message build(Class<?> cls, short v) throws Exception {
@@ -317,8 +341,10 @@ public final class Oracle {
         }
 
         Object value(Class<?> c, java.lang.reflect.Type generic, Type st, Object cur, short v) throws Exception {
-            // Records types report nullable even where the field is not, so records are never null.
-            if (!c.isPrimitive() && !BaseRecords.class.isAssignableFrom(c) && st.isNullable() && vary && r.nextInt(5) == 0) return null;
+            // Records types report nullable even where the field is not, and struct types never
+            // do: those are only guessed null (see genOne).
+            boolean guessed = BaseRecords.class.isAssignableFrom(c) || (Message.class.isAssignableFrom(c) && !isKeyedCollection(c));
+            if (!c.isPrimitive() && (guessed ? guessNulls : st.isNullable()) && vary && r.nextInt(5) == 0) return null;
             if (c == byte.class || c == Byte.class) {
                 byte x;
                 do x = (byte) r.nextInt(); while (cur != null && x == (Byte) cur);
