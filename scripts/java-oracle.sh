@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-versions=${KAFKA_WIRE_JAVA_VERSIONS:-"3.9.2=../shared/message-specs/kafka-3.9.0 4.4.0=jar"}
+versions=${KAFKA_WIRE_JAVA_VERSIONS:-"3.9.2=../shared/message-specs/kafka-3.9.0 4.4.0=jar 4.3.0=../shared/message-specs/kafka-4.3.0"}
 seeds=${KAFKA_WIRE_JAVA_SEEDS:-4}
 
 for tool in java mvn cargo; do
