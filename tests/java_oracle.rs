@@ -116,10 +116,7 @@ fn explain(ctx: &Ctx, row: &str, column: &str, failures: &[String]) -> Option<(&
             }
             (None, Some(_)) => {
                 let max = errors.iter().filter_map(|e| e["code"].as_i64()).max().unwrap_or(0);
-                (
-                    "newer-code",
-                    (code > max).then_some(()).ok_or_else(|| format!("{code} is not above Java's {max}")),
-                )
+                ("newer-code", (code > max).then_some(()).ok_or_else(|| format!("{code} is not above Java's {max}")))
             }
             _ => return None,
         }
@@ -444,7 +441,8 @@ fn describe(blob: Bytes) -> Result<Value, String> {
 }
 
 /// Blobs kafka-wire's builders write, for Java to read.
-fn rust_blobs() -> Vec<(String, Bytes)> {
+/// Each with the records that went in (none for control batches), which Java must read back.
+fn rust_blobs() -> Vec<(String, Bytes, Vec<Record>)> {
     let records = |magic: i8, base: i64, n: i64| -> Vec<Record> {
         (0..n)
             .map(|i| {
@@ -466,42 +464,57 @@ fn rust_blobs() -> Vec<(String, Bytes)> {
     for magic in [0i8, 1] {
         for codec in &codecs[..4] {
             let mut b = LegacyBuilder::new(magic).compression(*codec);
-            for r in records(magic, 50, 3) {
-                b.append(r).expect("legacy append");
+            let mut input = records(magic, 50, 3);
+            for r in &input {
+                b.append(r.clone()).expect("legacy append");
             }
-            out.push((format!("kafka-wire magic {magic} {}", codec.name()), b.build().expect("legacy build")));
+            if magic == 0 {
+                // Magic 0 has no timestamps; Java reads -1.
+                input.iter_mut().for_each(|r| r.timestamp = -1);
+            }
+            out.push((format!("kafka-wire magic {magic} {}", codec.name()), b.build().expect("legacy build"), input));
         }
     }
-    let v2 = |codec: Compression, base: i64, n: i64, f: &dyn Fn(RecordBatchBuilder) -> RecordBatchBuilder| -> Bytes {
+    let v2 = |codec: Compression, base: i64, n: i64, f: &dyn Fn(RecordBatchBuilder) -> RecordBatchBuilder| {
         let mut b = f(RecordBatchBuilder::new().base_offset(base).compression(codec));
-        for r in records(2, base, n) {
-            b.append(r).expect("append");
+        let input = records(2, base, n);
+        for r in &input {
+            b.append(r.clone()).expect("append");
         }
-        b.build().expect("build")
+        (b.build().expect("build"), input)
     };
+    let case = |name: &str, (blob, input): (Bytes, Vec<Record>)| (name.to_string(), blob, input);
     for codec in codecs {
-        out.push((format!("kafka-wire magic 2 {}", codec.name()), v2(codec, 100, 4, &|b| b.partition_leader_epoch(3))));
+        out.push(case(
+            &format!("kafka-wire magic 2 {}", codec.name()),
+            v2(codec, 100, 4, &|b| b.partition_leader_epoch(3)),
+        ));
     }
-    out.push(("kafka-wire idempotent".into(), v2(Compression::Lz4, 0, 3, &|b| b.producer(42, 3, 7))));
-    out.push((
-        "kafka-wire transactional".into(),
+    out.push(case("kafka-wire idempotent", v2(Compression::Lz4, 0, 3, &|b| b.producer(42, 3, 7))));
+    out.push(case(
+        "kafka-wire transactional",
         v2(Compression::Zstd, 1000, 4, &|b| b.producer(4242, 1, 0).transactional(true)),
     ));
-    out.push((
-        "kafka-wire log append time".into(),
+    // Java reports a log-append-time batch's records at the batch's timestamp: compared apart.
+    out.push(case(
+        "kafka-wire log append time",
         v2(Compression::Gzip, 7, 2, &|b| b.timestamp_type(TimestampType::LogAppendTime)),
     ));
     let commit = RecordBatchBuilder::end_txn_marker(1004, 1_700_000_000_500, 4242, 1, true, 17).expect("marker");
-    out.push(("kafka-wire control commit".into(), commit.clone()));
+    out.push(("kafka-wire control commit".into(), commit.clone(), Vec::new()));
     out.push((
         "kafka-wire control abort".into(),
         RecordBatchBuilder::end_txn_marker(2000, 1, 4243, 2, false, 18).expect("marker"),
+        Vec::new(),
     ));
     let mut several = Vec::new();
-    several.extend_from_slice(&v2(Compression::None, 0, 2, &|b| b));
-    several.extend_from_slice(&v2(Compression::Snappy, 2, 3, &|b| b));
+    let mut input = Vec::new();
+    for (blob, records) in [v2(Compression::None, 0, 2, &|b| b), v2(Compression::Snappy, 2, 3, &|b| b)] {
+        several.extend_from_slice(&blob);
+        input.extend(records);
+    }
     several.extend_from_slice(&commit);
-    out.push(("kafka-wire several batches".into(), Bytes::from(several)));
+    out.push(("kafka-wire several batches".into(), Bytes::from(several), input));
     out
 }
 
@@ -516,18 +529,52 @@ fn check_records(dir: &Path, cp: &str, matrix: &mut Matrix) {
     }
     let blobs = rust_blobs();
     let input: String =
-        blobs.iter().map(|(case, b)| format!("{}\n", json!({"case": case, "hex": hex::encode(b)}))).collect();
+        blobs.iter().map(|(case, b, _)| format!("{}\n", json!({"case": case, "hex": hex::encode(b)}))).collect();
     let answers = run_java(cp, "records-check", dir, "rust-records.jsonl", &input);
     assert_eq!(answers.len(), blobs.len(), "Java answered every blob");
-    for ((case, blob), a) in blobs.iter().zip(answers) {
+    for ((case, blob, input), a) in blobs.iter().zip(answers) {
         let result = (|| {
             if let Some(e) = a.get("javaError") {
                 return Err(format!("Java: {e}"));
             }
             let ours = describe(blob.clone())?;
-            match json_diff("", &ours, &a["batches"]) {
+            if let Some(d) = json_diff("", &ours, &a["batches"]) {
+                return Err(format!("Java reads it differently: {d}"));
+            }
+            if input.is_empty() {
+                return Ok(());
+            }
+            // The records that went into kafka-wire's builder come back out of Java.
+            let append_time =
+                a["batches"].as_array().into_iter().flatten().any(|b| b["timestampType"] == "LogAppendTime");
+            let java: Vec<Value> = a["batches"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|b| b["control"] != true)
+                .flat_map(|b| b["records"].as_array().cloned().unwrap_or_default())
+                .map(|mut r| {
+                    if append_time {
+                        r["timestamp"] = Value::Null;
+                    }
+                    r
+                })
+                .collect();
+            let expected: Vec<Value> = input
+                .iter()
+                .map(|r| {
+                    let headers: Vec<Value> = r
+                        .headers
+                        .iter()
+                        .map(|h| json!({"key": h.key.to_string(), "value": b64(h.value.as_ref())}))
+                        .collect();
+                    let ts = if append_time { Value::Null } else { json!(r.timestamp) };
+                    json!({"offset": r.offset, "timestamp": ts, "key": b64(r.key.as_ref()), "value": b64(r.value.as_ref()), "headers": headers})
+                })
+                .collect();
+            match json_diff("", &Value::Array(expected), &Value::Array(java)) {
                 None => Ok(()),
-                Some(d) => Err(format!("Java reads it differently: {d}")),
+                Some(d) => Err(format!("Java's records are not the ones built: {d}")),
             }
         })();
         matrix.record(&format!("records: {case}"), "b", result);
