@@ -340,9 +340,21 @@ impl JsonMessageVisitor for Visitor<'_> {
                         );
                     }
                 }
+                // The value written at other versions: kafka-wire's bytes or refusal, which Java
+                // must match with its own value read from this version's bytes.
+                let cross: Vec<Value> = [version - 1, version + 1, M::VERSIONS.lo, M::VERSIONS.hi]
+                    .into_iter()
+                    .filter(|&w| w != version && M::VERSIONS.contains(w))
+                    .collect::<std::collections::BTreeSet<i16>>()
+                    .into_iter()
+                    .map(|w| match value.to_bytes(w) {
+                        Ok(b) => json!({"to": w, "hex": hex::encode(&b)}),
+                        Err(e) => json!({"to": w, "refused": e.to_string()}),
+                    })
+                    .collect();
                 let id = self.rust_vectors.len();
                 let line = json!({"id": id, "name": M::NAME, "version": version, "seed": seed,
-                    "hex": hex::encode(&bytes), "json": json, "truncated": prefixes});
+                    "hex": hex::encode(&bytes), "json": json, "truncated": prefixes, "crossVersions": cross});
                 self.rust_vectors.push((line, RustExpect { row: r.clone(), json }));
             }
         }
@@ -374,6 +386,26 @@ fn check_java_answers(matrix: &mut Matrix, vectors: &[(Value, RustExpect)], answ
             Ok(())
         })();
         matrix.record(r, "b", result.map_err(|e| format!("seed {seed}: {e}")));
+        let ours = line["crossVersions"].as_array().cloned().unwrap_or_default();
+        let java = a["crossVersions"].as_array().cloned().unwrap_or_default();
+        if ours.len() != java.len() {
+            matrix.record(
+                r,
+                "c",
+                Err(format!("seed {seed}: Java answered {} of {} cross-version writes", java.len(), ours.len())),
+            );
+        }
+        for (o, j) in ours.iter().zip(&java) {
+            let to = &o["to"];
+            let result = match (o.get("refused"), j.get("javaRefuses")) {
+                (Some(_), Some(_)) => Ok(()),
+                (None, None) if o["hex"] == j["hex"] => Ok(()),
+                (None, None) => Err(format!("written at v{to}: different bytes")),
+                (Some(e), None) => Err(format!("written at v{to}: kafka-wire refuses ({e}), Java writes it")),
+                (None, Some(e)) => Err(format!("written at v{to}: Java refuses ({e}), kafka-wire writes it")),
+            };
+            matrix.record(r, "c", result.map_err(|e| format!("seed {seed}: {e}")));
+        }
         for c in a["truncated"].as_array().into_iter().flatten() {
             // kafka-wire refuses every cut of its own samples (checked when writing them).
             let java = c["javaRefuses"].as_bool() == Some(true);

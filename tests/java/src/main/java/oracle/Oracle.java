@@ -625,6 +625,16 @@ public final class Oracle {
         } catch (Exception e) {
             res.put("readError", describe(e));
         }
+        ArrayNode cross = res.putArray("crossVersions");
+        for (JsonNode c : line.withArray("crossVersions")) {
+            short to = (short) c.get("to").asInt();
+            ObjectNode o = cross.addObject().put("to", to);
+            try {
+                o.put("hex", HEX.formatHex(write(read(t.cls, bytes, v), to)));
+            } catch (Exception e) {
+                o.put("javaRefuses", describe(e));
+            }
+        }
         ArrayNode cuts = res.putArray("truncated");
         for (JsonNode c : line.withArray("truncated")) {
             int len = c.asInt();
