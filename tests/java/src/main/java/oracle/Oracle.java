@@ -347,27 +347,31 @@ public final class Oracle {
             if (!c.isPrimitive() && (guessed ? guessNulls : st.isNullable()) && vary && r.nextInt(5) == 0) return null;
             if (c == byte.class || c == Byte.class) {
                 byte x;
-                do x = (byte) r.nextInt(); while (cur != null && x == (Byte) cur);
+                do x = (byte) edge(r.nextInt(), Byte.MIN_VALUE, Byte.MAX_VALUE); while (cur != null && x == (Byte) cur);
                 return x;
             }
             if (c == short.class || c == Short.class) {
                 short x;
-                do x = (short) r.nextInt(); while (cur != null && x == (Short) cur);
+                do x = (short) edge(r.nextInt(), Short.MIN_VALUE, Short.MAX_VALUE); while (cur != null && x == (Short) cur);
                 return x;
             }
             if (c == int.class || c == Integer.class) {
                 int x;
-                do x = st == Type.UINT16 ? r.nextInt(65536) : r.nextInt(); while (cur != null && x == (Integer) cur);
+                do x = (int) (st == Type.UINT16 ? edge(r.nextInt(65536), 0, 65535) : edge(r.nextInt(), Integer.MIN_VALUE, Integer.MAX_VALUE));
+                while (cur != null && x == (Integer) cur);
                 return x;
             }
             if (c == long.class || c == Long.class) {
                 long x;
-                do x = st == Type.UNSIGNED_INT32 ? r.nextLong() & 0xffffffffL : r.nextLong(); while (cur != null && x == (Long) cur);
+                do x = st == Type.UNSIGNED_INT32 ? edge(r.nextLong() & 0xffffffffL, 0, 0xffffffffL) : edge(r.nextLong(), Long.MIN_VALUE, Long.MAX_VALUE);
+                while (cur != null && x == (Long) cur);
                 return x;
             }
             if (c == double.class || c == Double.class) {
                 double x;
-                do x = r.nextInt(1_000_000) / 8.0 - 50_000.0; while (cur != null && x == (Double) cur);
+                double[] edges = {Double.MAX_VALUE, Double.MIN_VALUE, -0.0, 1e-7, 123456789.123, -1.5e300};
+                do x = vary && r.nextInt(4) == 0 ? edges[r.nextInt(edges.length)] : r.nextInt(1_000_000) / 8.0 - 50_000.0;
+                while (cur != null && x == (Double) cur);
                 return x;
             }
             if (c == boolean.class || c == Boolean.class) return cur == null ? r.nextBoolean() : !(Boolean) cur;
@@ -377,8 +381,8 @@ public final class Oracle {
                 return s;
             }
             if (c == Uuid.class) return new Uuid(r.nextLong(), r.nextLong() | 1);
-            if (c == byte[].class) return bytes(1, 12);
-            if (c == ByteBuffer.class) return ByteBuffer.wrap(bytes(1, 12));
+            if (c == byte[].class) return someBytes();
+            if (c == ByteBuffer.class) return ByteBuffer.wrap(someBytes());
             if (BaseRecords.class.isAssignableFrom(c)) return records();
             if (isKeyedCollection(c)) {
                 @SuppressWarnings("unchecked")
@@ -391,13 +395,31 @@ public final class Oracle {
                 Class<?> elem = (Class<?>) ((ParameterizedType) generic).getActualTypeArguments()[0];
                 Type est = st.arrayElementType().orElseThrow();
                 List<Object> list = new ArrayList<>();
-                for (int i = 0, n = count(); i < n; i++) {
-                    list.add(Message.class.isAssignableFrom(elem) ? build(elem, v) : value(elem, elem, est, null, v));
+                boolean structs = Message.class.isAssignableFrom(elem);
+                // Now and then a long array of plain values: a two-byte compact length.
+                int n = !structs && vary && r.nextInt(15) == 0 ? 130 : count();
+                for (int i = 0; i < n; i++) {
+                    list.add(structs ? build(elem, v) : value(elem, elem, est, null, v));
                 }
                 return list;
             }
             if (Message.class.isAssignableFrom(c)) return build(c, v);
             throw new IllegalStateException("no generator for " + c);
+        }
+
+        /** Now and then (varying seeds) the type's extremes, 0 or -1 instead of {@code x}. */
+        long edge(long x, long min, long max) {
+            if (!vary || r.nextInt(5) != 0) return x;
+            long[] e = {min, max, 0, -1, 1};
+            long y = e[r.nextInt(e.length)];
+            return y < min || y > max ? x : y;
+        }
+
+        /** Bytes: mostly short, sometimes empty, or long enough for a two-byte length varint. */
+        byte[] someBytes() {
+            if (vary && r.nextInt(8) == 0) return new byte[0];
+            if (vary && r.nextInt(12) == 0) return bytes(128, 300);
+            return bytes(1, 12);
         }
 
         /** Arrays of 0, 1 and several elements. */
@@ -406,11 +428,14 @@ public final class Oracle {
         }
 
         String string() {
-            int n = 1 + r.nextInt(10);
+            if (vary && r.nextInt(10) == 0) return "";
+            // Past 127 bytes a compact length takes two varint bytes.
+            int n = vary && r.nextInt(15) == 0 ? 130 + r.nextInt(40) : 1 + r.nextInt(10);
             StringBuilder sb = new StringBuilder();
             for (int i = 0; i < n; i++) {
                 // Mostly ASCII; now and then a multi-byte character (lengths count UTF-8 bytes).
-                sb.append(r.nextInt(12) == 0 ? "é✓😀".charAt(r.nextInt(2)) : (char) ('a' + r.nextInt(26)));
+                int k = r.nextInt(16);
+                sb.append(k == 0 ? "é" : k == 1 ? "✓" : k == 2 ? "😀" : String.valueOf((char) ('a' + r.nextInt(26))));
             }
             return sb.toString();
         }
