@@ -120,10 +120,11 @@ fn from_json_body(s: &Struct) -> TokenStream {
         } else {
             quote!(rt::json::field_from_json::<#ty>(v, #key, version)?)
         };
-        let some = match cond(f.versions, reach) {
-            Cond::Always => read,
-            Cond::Never => quote!(return Err(rt::json::not_in_version(#key))),
-            Cond::Expr(c) => quote!(if #c { #read } else { return Err(rt::json::not_in_version(#key)) }),
+        // A field no reachable version has (4.x specs keep some) reads nothing: no binding.
+        let (some_pat, some) = match cond(f.versions, reach) {
+            Cond::Always => (quote!(Some(v)), read),
+            Cond::Never => (quote!(Some(_)), quote!(return Err(rt::json::not_in_version(#key)))),
+            Cond::Expr(c) => (quote!(Some(v)), quote!(if #c { #read } else { return Err(rt::json::not_in_version(#key)) })),
         };
         // Mandatory: present and not tagged.
         let none = match cond(f.regular, reach) {
@@ -133,7 +134,7 @@ fn from_json_body(s: &Struct) -> TokenStream {
         };
         inits.push(quote! {
             #id: match obj.get(#key) {
-                Some(v) => #some,
+                #some_pat => #some,
                 None => #none,
             },
         });
