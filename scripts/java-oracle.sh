@@ -10,6 +10,9 @@
 # KAFKA_WIRE_JAVA_VERSIONS: space-separated <kafka-clients version>=<specs>, where <specs> is a
 #   spec directory or "jar" for the specs inside that kafka-clients jar.
 # KAFKA_WIRE_UPDATE_MATRIX=1: rewrite tests/java/MATRIX-kafka-clients-<version>.md.
+# KAFKA_WIRE_JAVA_TARGET_DIR: one cargo target directory for every spec set (CI: `target`, where
+#   the dependencies are already built; only kafka-wire is rebuilt per spec set). By default each
+#   spec set has its own (target/oracle-<specs>), so switching between them rebuilds nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -29,7 +32,7 @@ for entry in $versions; do
   mkdir -p "$out"
   echo "== kafka-clients $version"
   t0=$SECONDS
-  mvn -q -B -f tests/java/pom.xml -Dkafka.version="$version" package
+  mvn -q -B -Dstyle.color=never -f tests/java/pom.xml -Dkafka.version="$version" package
   deps=$(cat "tests/java/target/$version/classpath.txt")
   cp="$root/tests/java/target/$version/classes:$deps"
   jar=$(tr ':' '\n' <<<"$deps" | grep "/kafka-clients-$version.jar$")
@@ -43,6 +46,7 @@ for entry in $versions; do
   else
     target=target/oracle-$(basename "$specs" | sed 's/^kafka-//')
   fi
+  target=${KAFKA_WIRE_JAVA_TARGET_DIR:-$target}
   echo "   maven build: $((SECONDS - t0)) s"
   t0=$SECONDS
   # SLF4J's "no binding" notice on stderr is expected.
