@@ -32,7 +32,8 @@ for entry in $versions; do
   mkdir -p "$out"
   echo "== kafka-clients $version"
   t0=$SECONDS
-  mvn -q -B -Dstyle.color=never -f tests/java/pom.xml -Dkafka.version="$version" package
+  # Debian's Maven prints colour resets even with -q -B; errors still show.
+  mvn -q -B -f tests/java/pom.xml -Dkafka.version="$version" package | sed 's/\x1b\[[0-9;]*m//g'
   deps=$(cat "tests/java/target/$version/classpath.txt")
   cp="$root/tests/java/target/$version/classes:$deps"
   jar=$(tr ':' '\n' <<<"$deps" | grep "/kafka-clients-$version.jar$")
