@@ -33,7 +33,7 @@ for entry in $versions; do
   echo "== kafka-clients $version"
   t0=$SECONDS
   # Debian's Maven prints colour resets even with -q -B; errors still show.
-  mvn -q -B -f tests/java/pom.xml -Dkafka.version="$version" package | sed 's/\x1b\[[0-9;]*m//g'
+  mvn -q -B -f tests/java/pom.xml -Dkafka.version="$version" package 2>&1 | sed 's/\x1b\[[0-9;]*m//g'
   deps=$(cat "tests/java/target/$version/classpath.txt")
   cp="$root/tests/java/target/$version/classes:$deps"
   jar=$(tr ':' '\n' <<<"$deps" | grep "/kafka-clients-$version.jar$")
