@@ -439,6 +439,14 @@ fn ts_name(t: TimestampType) -> &'static str {
 
 /// A blob in the JSON shape of `Records.describe` on the Java side.
 fn describe(blob: Bytes) -> Result<Value, String> {
+    match describe_whole(blob)? {
+        (batches, None) => Ok(batches),
+        (_, Some(p)) => Err(format!("the last batch is partial ({p} bytes)")),
+    }
+}
+
+/// The whole batches of a blob, and the size of a partial batch after them.
+fn describe_whole(blob: Bytes) -> Result<(Value, Option<usize>), String> {
     let mut out = Vec::new();
     for (i, batch) in Batches::new(blob).enumerate() {
         let batch = batch.map_err(|e| format!("batch {i}: {e}"))?;
@@ -465,11 +473,11 @@ fn describe(blob: Bytes) -> Result<Value, String> {
                 "timestampType": if m.magic() == 0 { "NoTimestampType" } else { ts_name(m.timestamp_type()) },
                 "records": recs,
             }),
-            Batch::Partial(p) => return Err(format!("batch {i} is partial ({} bytes)", p.bytes.len())),
+            Batch::Partial(p) => return Ok((Value::Array(out), Some(p.bytes.len()))),
         };
         out.push(o);
     }
-    Ok(Value::Array(out))
+    Ok((Value::Array(out), None))
 }
 
 /// Blobs kafka-wire's builders write, for Java to read.
@@ -558,16 +566,65 @@ fn check_records(dir: &Path, cp: &str, matrix: &mut Matrix) {
             Some(d) => Err(format!("kafka-wire reads it differently: {d}")),
         });
         matrix.record(&format!("records: {case}"), "a", result);
+        // Rejections: a flipped byte fails a CRC on both sides; a blob cut short gives the same
+        // whole batches on both, and kafka-wire reports the rest as a partial batch.
+        let java = line["corrupt"]["javaRefuses"].as_bool() == Some(true);
+        let ours = describe(hex_bytes(&line["corrupt"]["hex"])).is_err();
+        matrix.record(&format!("records: {case}"), "c", agree_refusal("a flipped last byte", 0, java, ours));
+        let cut = &line["cut"];
+        let result = describe_whole(hex_bytes(&cut["hex"])).and_then(|(whole, partial)| {
+            if let Some(d) = json_diff("", &whole, &cut["batches"]) {
+                return Err(format!("cut one byte short, the whole batches differ: {d}"));
+            }
+            let rest = hex_bytes(&cut["hex"]).len() - cut["validBytes"].as_u64().unwrap_or(0) as usize;
+            match partial {
+                Some(p) if p == rest => Ok(()),
+                p => Err(format!("cut one byte short: kafka-wire's partial batch is {p:?} bytes, Java leaves {rest}")),
+            }
+        });
+        matrix.record(&format!("records: {case}"), "c", result);
     }
     let blobs = rust_blobs();
-    let input: String =
-        blobs.iter().map(|(case, b, _)| format!("{}\n", json!({"case": case, "hex": hex::encode(b)}))).collect();
+    // Each blob as built, with its last byte flipped, and cut one byte short.
+    let variants = |b: &Bytes| {
+        let mut flipped = b.to_vec();
+        if let Some(last) = flipped.last_mut() {
+            *last ^= 0x5a;
+        }
+        [b.clone(), Bytes::from(flipped), b.slice(..b.len() - 1)]
+    };
+    let input: String = blobs
+        .iter()
+        .flat_map(|(case, b, _)| variants(b).map(|v| format!("{}\n", json!({"case": case, "hex": hex::encode(&v)}))))
+        .collect();
     let answers = run_java(cp, "records-check", dir, "rust-records.jsonl", &input);
-    assert_eq!(answers.len(), blobs.len(), "Java answered every blob");
-    for ((case, blob, input), a) in blobs.iter().zip(answers) {
+    assert_eq!(answers.len(), 3 * blobs.len(), "Java answered every blob");
+    for ((case, blob, input), a) in blobs.iter().zip(answers.chunks(3)) {
+        let row = format!("records: {case}");
+        let [_, flipped, cut] = variants(blob);
+        let java = a[1].get("javaError").is_some();
+        matrix.record(&row, "c", agree_refusal("a flipped last byte", 0, java, describe(flipped).is_err()));
+        let result = describe_whole(cut.clone()).and_then(|(whole, partial)| {
+            if let Some(e) = a[2].get("javaError") {
+                return Err(format!("cut one byte short, Java refuses the whole batches: {e}"));
+            }
+            if let Some(d) = json_diff("", &whole, &a[2]["batches"]) {
+                return Err(format!("cut one byte short, the whole batches differ: {d}"));
+            }
+            let rest = cut.len() - a[2]["validBytes"].as_u64().unwrap_or(0) as usize;
+            match partial {
+                Some(p) if p == rest => Ok(()),
+                p => Err(format!("cut one byte short: kafka-wire's partial batch is {p:?} bytes, Java leaves {rest}")),
+            }
+        });
+        matrix.record(&row, "c", result);
+        let a = &a[0];
         let result = (|| {
             if let Some(e) = a.get("javaError") {
                 return Err(format!("Java: {e}"));
+            }
+            if a["validBytes"] != a["sizeInBytes"] {
+                return Err(format!("Java reads {} of {} bytes as whole batches", a["validBytes"], a["sizeInBytes"]));
             }
             let ours = describe(blob.clone())?;
             if let Some(d) = json_diff("", &ours, &a["batches"]) {
@@ -609,7 +666,7 @@ fn check_records(dir: &Path, cp: &str, matrix: &mut Matrix) {
                 Some(d) => Err(format!("Java's records are not the ones built: {d}")),
             }
         })();
-        matrix.record(&format!("records: {case}"), "b", result);
+        matrix.record(&row, "b", result);
     }
 }
 
@@ -864,7 +921,7 @@ fn report(matrix: &Matrix, version: &str, ctx: &Ctx) -> Report {
          (`EXPLAINED`, `explain`), which checks each one still holds.\n\n\
          - **a**: Java builds the values (every field set, nulls, 0/1/several elements, tagged and unknown tagged fields); kafka-wire decodes Java's bytes (every byte), re-encodes them identically, prints Java's JSON and reads it back to the same value. Records: Java's `MemoryRecordsBuilder` blobs read by kafka-wire.\n\
          - **b**: kafka-wire's schema-driven samples; Java reads them (every byte), writes identical bytes, prints kafka-wire's JSON and reads kafka-wire's JSON to an equal object. Records: kafka-wire's builder blobs read by `MemoryRecords.readableRecords` (`ensureValid()` on every batch).\n\
-         - **c**: rejections agree: truncated bodies (both directions), a null in a field not nullable at the version (JSON), a tag the message has only at other versions.\n\
+         - **c**: rejections agree: truncated bodies (both directions), a null in a field not nullable at the version (JSON), a tag the message has only at other versions; a value written at neighbouring versions (both directions) gives the same bytes or is refused by both (a non-default value in a non-ignorable field the version lacks). Records: a flipped last byte fails a CRC on both sides; a blob cut one byte short gives the same whole batches, and the rest is a partial batch.\n\
          - **table**: `Errors` (name, retriable, message) and `ApiKeys` (versions, unstable latest, deprecation, listeners, header versions).\n\n\
          JSON: kafka-wire keeps unknown tagged fields as `_unknownTaggedFields` and `records` as base64; Java's converter drops the first and writes the second as an empty binary. The Java side checks it did exactly that and adds kafka-wire's form before comparing, so every other byte of the JSON is compared as is.\n\n\
          | column | cells | agree | explained |\n| --- | ---: | ---: | ---: |\n"

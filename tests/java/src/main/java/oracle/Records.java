@@ -83,6 +83,21 @@ final class Records {
                 line.put("case", (String) c[0]);
                 line.put("hex", Oracle.HEX.formatHex(Oracle.recordsBytes(r)));
                 line.set("batches", describe(r));
+                byte[] bytes = Oracle.recordsBytes(r);
+                // Rejections: the last byte flipped (inside the last batch's CRC), and the blob cut
+                // one byte short (Java reads the whole batches before the cut and stops there).
+                byte[] corrupt = bytes.clone();
+                corrupt[corrupt.length - 1] ^= 0x5a;
+                ObjectNode c1 = line.putObject("corrupt").put("hex", Oracle.HEX.formatHex(corrupt));
+                try {
+                    describe(MemoryRecords.readableRecords(ByteBuffer.wrap(corrupt)));
+                    c1.put("javaRefuses", false);
+                } catch (RuntimeException e) {
+                    c1.put("javaRefuses", true);
+                }
+                byte[] cut = java.util.Arrays.copyOf(bytes, bytes.length - 1);
+                MemoryRecords cr = MemoryRecords.readableRecords(ByteBuffer.wrap(cut));
+                line.putObject("cut").put("hex", Oracle.HEX.formatHex(cut)).put("validBytes", cr.validBytes()).set("batches", describe(cr));
                 w.write(Oracle.MAPPER.writeValueAsString(line));
                 w.newLine();
             }
@@ -139,7 +154,7 @@ final class Records {
         return out;
     }
 
-    /** Reads kafka-wire's blobs: lines {"case","hex"}; answers {"case","batches"} or {"case","javaError"}. */
+    /** Reads kafka-wire's blobs: lines {"case","hex"}; answers {"case","batches","validBytes","sizeInBytes"} or {"case","javaError"}. */
     static void check(Path in, Path out) throws Exception {
         try (BufferedReader rd = Files.newBufferedReader(in); BufferedWriter w = Files.newBufferedWriter(out)) {
             String text;
@@ -151,7 +166,7 @@ final class Records {
                 try {
                     MemoryRecords r = MemoryRecords.readableRecords(ByteBuffer.wrap(Oracle.HEX.parseHex(line.get("hex").asText())));
                     res.set("batches", describe(r));
-                    if (r.validBytes() != r.sizeInBytes()) res.put("javaError", "only " + r.validBytes() + " of " + r.sizeInBytes() + " bytes are whole batches");
+                    res.put("validBytes", r.validBytes()).put("sizeInBytes", r.sizeInBytes());
                 } catch (Exception e) {
                     res.put("javaError", Oracle.describe(e));
                 }
