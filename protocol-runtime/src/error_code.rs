@@ -1,5 +1,6 @@
 //! Kafka's error codes (`org.apache.kafka.common.protocol.Errors`): every code from -1 up, with
-//! its name, whether a client may retry, and Kafka's default message.
+//! its name, whether a client may retry, and Kafka's default message, as kafka-clients 4.4.0 has
+//! them (`tests/java_oracle.rs` compares the table with Java's `Errors`).
 //!
 //! [`ErrorCode`] wraps the raw `i16`, so codes newer than this table survive untouched.
 
@@ -64,7 +65,7 @@ error_codes! {
     (21, INVALID_REQUIRED_ACKS, false, "Produce request specified an invalid value for required acks."),
     (22, ILLEGAL_GENERATION, false, "Specified group generation id is not valid."),
     (23, INCONSISTENT_GROUP_PROTOCOL, false, "The group member's supported protocols are incompatible with those of existing members or first group member tried to join with empty protocol type or empty protocol list."),
-    (24, INVALID_GROUP_ID, false, "The configured groupId is invalid."),
+    (24, INVALID_GROUP_ID, false, "The group id is invalid."),
     (25, UNKNOWN_MEMBER_ID, false, "The coordinator is not aware of this member."),
     (26, INVALID_SESSION_TIMEOUT, false, "The session timeout is not within the range allowed by the broker (as configured by group.min.session.timeout.ms and group.max.session.timeout.ms)."),
     (27, REBALANCE_IN_PROGRESS, false, "The group is rebalancing, so a rejoin is needed."),
@@ -91,7 +92,7 @@ error_codes! {
     (48, INVALID_TXN_STATE, false, "The producer attempted a transactional operation in an invalid state."),
     (49, INVALID_PRODUCER_ID_MAPPING, false, "The producer attempted to use a producer id which is not currently assigned to its transactional id."),
     (50, INVALID_TRANSACTION_TIMEOUT, false, "The transaction timeout is larger than the maximum value allowed by the broker (as configured by transaction.max.timeout.ms)."),
-    (51, CONCURRENT_TRANSACTIONS, false, "The producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing."),
+    (51, CONCURRENT_TRANSACTIONS, true, "The producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing."),
     (52, TRANSACTION_COORDINATOR_FENCED, false, "Indicates that the transaction coordinator sending a WriteTxnMarker is no longer the current coordinator for a given producer."),
     (53, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, false, "Transactional Id authorization failed."),
     (54, SECURITY_DISABLED, false, "Security features are disabled."),
@@ -121,7 +122,7 @@ error_codes! {
     (78, OFFSET_NOT_AVAILABLE, true, "The leader high watermark has not caught up from a recent leader election so the offsets cannot be guaranteed to be monotonically increasing."),
     (79, MEMBER_ID_REQUIRED, false, "The group member needs to have a valid member id before actually entering a consumer group."),
     (80, PREFERRED_LEADER_NOT_AVAILABLE, true, "The preferred leader was not available."),
-    (81, GROUP_MAX_SIZE_REACHED, false, "The consumer group has reached its max size."),
+    (81, GROUP_MAX_SIZE_REACHED, false, "The group has reached its maximum size."),
     (82, FENCED_INSTANCE_ID, false, "The broker rejected this static consumer since another consumer with the same group.instance.id has registered with a different member.id."),
     (83, ELIGIBLE_LEADERS_NOT_AVAILABLE, true, "Eligible topic partition leaders are not available."),
     (84, ELECTION_NOT_NEEDED, true, "Leader election not needed for topic partition."),
@@ -134,19 +135,19 @@ error_codes! {
     (91, RESOURCE_NOT_FOUND, false, "A request illegally referred to a resource that does not exist."),
     (92, DUPLICATE_RESOURCE, false, "A request illegally referred to the same resource twice."),
     (93, UNACCEPTABLE_CREDENTIAL, false, "Requested credential would not meet criteria for acceptability."),
-    (94, INCONSISTENT_VOTER_SET, false, "Indicates that the either the sender or recipient of a voter-only request is not one of the expected voters"),
+    (94, INCONSISTENT_VOTER_SET, false, "Indicates that the either the sender or recipient of a voter-only request is not one of the expected voters."),
     (95, INVALID_UPDATE_VERSION, false, "The given update version was invalid."),
     (96, FEATURE_UPDATE_FAILED, false, "Unable to update finalized features due to an unexpected server error."),
     (97, PRINCIPAL_DESERIALIZATION_FAILURE, false, "Request principal deserialization failed during forwarding. This indicates an internal error on the broker cluster security setup."),
-    (98, SNAPSHOT_NOT_FOUND, false, "Requested snapshot was not found"),
+    (98, SNAPSHOT_NOT_FOUND, false, "Requested snapshot was not found."),
     (99, POSITION_OUT_OF_RANGE, false, "Requested position is not greater than or equal to zero, and less than the size of the snapshot."),
     (100, UNKNOWN_TOPIC_ID, true, "This server does not host this topic ID."),
     (101, DUPLICATE_BROKER_REGISTRATION, false, "This broker ID is already in use."),
     (102, BROKER_ID_NOT_REGISTERED, false, "The given broker ID was not registered."),
-    (103, INCONSISTENT_TOPIC_ID, true, "The log's topic ID did not match the topic ID in the request"),
-    (104, INCONSISTENT_CLUSTER_ID, false, "The clusterId in the request does not match that found on the server"),
-    (105, TRANSACTIONAL_ID_NOT_FOUND, false, "The transactionalId could not be found"),
-    (106, FETCH_SESSION_TOPIC_ID_ERROR, true, "The fetch session encountered inconsistent topic ID usage"),
+    (103, INCONSISTENT_TOPIC_ID, true, "The log's topic ID did not match the topic ID in the request."),
+    (104, INCONSISTENT_CLUSTER_ID, false, "The clusterId in the request does not match that found on the server."),
+    (105, TRANSACTIONAL_ID_NOT_FOUND, false, "The transactionalId could not be found."),
+    (106, FETCH_SESSION_TOPIC_ID_ERROR, true, "The fetch session encountered inconsistent topic ID usage."),
     (107, INELIGIBLE_REPLICA, false, "The new ISR contains at least one ineligible replica."),
     (108, NEW_LEADER_ELECTED, false, "The AlterPartition request successfully updated the partition state but the leader has changed."),
     (109, OFFSET_MOVED_TO_TIERED_STORAGE, false, "The requested offset is moved to tiered storage."),
@@ -164,16 +165,19 @@ error_codes! {
     (121, INVALID_RECORD_STATE, false, "The record state is invalid. The acknowledgement of delivery could not be completed."),
     (122, SHARE_SESSION_NOT_FOUND, true, "The share session was not found."),
     (123, INVALID_SHARE_SESSION_EPOCH, true, "The share session epoch is invalid."),
-    (124, FENCED_STATE_EPOCH, false, "The share coordinator rejected the request because the share-group state epoch did not match."),
+    (124, FENCED_STATE_EPOCH, false, "The coordinator rejected the request because the state epoch did not match."),
     (125, INVALID_VOTER_KEY, false, "The voter key doesn't match the receiving replica's key."),
     (126, DUPLICATE_VOTER, false, "The voter is already part of the set of voters."),
     (127, VOTER_NOT_FOUND, false, "The voter is not part of the set of voters."),
     (128, INVALID_REGULAR_EXPRESSION, false, "The regular expression is not valid."),
-    (129, REBOOTSTRAP_REQUIRED, false, "Client metadata is stale, client should rebootstrap to obtain new metadata."),
+    (129, REBOOTSTRAP_REQUIRED, false, "Client metadata is stale. The client should rebootstrap to obtain new metadata."),
     (130, STREAMS_INVALID_TOPOLOGY, false, "The supplied topology is invalid."),
     (131, STREAMS_INVALID_TOPOLOGY_EPOCH, false, "The supplied topology epoch is invalid."),
     (132, STREAMS_TOPOLOGY_FENCED, false, "The supplied topology epoch is outdated."),
     (133, SHARE_SESSION_LIMIT_REACHED, true, "The limit of share sessions has been reached."),
+    (134, GROUP_DELETION_FAILED, false, "DeleteGroups could not complete; see the error message on the per-group result for details."),
+    (135, STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED, false, "The broker could not process the topology description update; see the error message for details."),
+    (136, CONTROLLER_ID_NOT_REGISTERED, false, "The given controller ID was not registered."),
 }
 
 impl ErrorCode {

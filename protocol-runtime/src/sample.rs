@@ -22,6 +22,14 @@ pub trait MessageVisitor {
     fn visit<M: Message + Sample>(&mut self);
 }
 
+/// Visits every generated message type with its JSON form (see the generated
+/// `visit_json_messages`): for tests that need a type's JSON without naming it.
+#[cfg(feature = "serde")]
+pub trait JsonMessageVisitor {
+    /// Called once per message type.
+    fn visit<M: Message + Sample + crate::json::JsonMessage>(&mut self);
+}
+
 /// A small deterministic generator (SplitMix64), so a failing seed reproduces exactly.
 #[derive(Debug, Clone)]
 pub struct SampleRng(u64);

@@ -41,6 +41,12 @@ pub fn emit_index(model: &Model) -> TokenStream {
             #(visitor.visit::<#all>();)*
         }
 
+        /// Like `visit_messages`, with each type's JSON form too (features `sample` and `serde`).
+        #[cfg(all(feature = "sample", feature = "serde"))]
+        pub fn visit_json_messages<V: rt::sample::JsonMessageVisitor>(visitor: &mut V) {
+            #(visitor.visit::<#all>();)*
+        }
+
         #api_key
         #dispatch_req
         #dispatch_resp

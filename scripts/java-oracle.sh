@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Apache Kafka's own generated Java classes as the oracle (issue 12; tests/java/README.md).
+#
+# For each kafka-clients version: builds tests/java against it (Maven Central), has Java write its
+# vectors into target/java-oracle/<version>/, then runs tests/java_oracle.rs on them with kafka-wire
+# generated from the matching specs (the Rust test has Java check kafka-wire's output in turn).
+# Prints each version's matrix summary and, last, one line per version:
+#   java oracle: <agree> of <cells> cells agree (kafka-clients <version>)
+#
+# KAFKA_WIRE_JAVA_VERSIONS: space-separated <kafka-clients version>=<specs>, where <specs> is a
+#   spec directory or "jar" for the specs inside that kafka-clients jar.
+# KAFKA_WIRE_UPDATE_MATRIX=1: rewrite tests/java/MATRIX-kafka-clients-<version>.md.
+# KAFKA_WIRE_JAVA_TARGET_DIR: one cargo target directory for every spec set (CI: `target`, where
+#   the dependencies are already built; only kafka-wire is rebuilt per spec set). By default each
+#   spec set has its own (target/oracle-<specs>), so switching between them rebuilds nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+versions=${KAFKA_WIRE_JAVA_VERSIONS:-"3.9.2=../shared/message-specs/kafka-3.9.0 4.4.0=jar 4.3.0=../shared/message-specs/kafka-4.3.0"}
+seeds=${KAFKA_WIRE_JAVA_SEEDS:-4}
+
+for tool in java mvn cargo; do
+  command -v "$tool" >/dev/null || { echo "java-oracle: $tool is not installed" >&2; exit 1; }
+done
+
+lines=()
+status=0
+for entry in $versions; do
+  version=${entry%%=*}
+  specs=${entry#*=}
+  out=$root/target/java-oracle/$version
+  mkdir -p "$out"
+  echo "== kafka-clients $version"
+  t0=$SECONDS
+  # Debian's Maven prints colour resets even with -q -B; errors still show.
+  mvn -q -B -f tests/java/pom.xml -Dkafka.version="$version" package 2>&1 | sed 's/\x1b\[[0-9;]*m//g'
+  deps=$(cat "tests/java/target/$version/classpath.txt")
+  cp="$root/tests/java/target/$version/classes:$deps"
+  jar=$(tr ':' '\n' <<<"$deps" | grep "/kafka-clients-$version.jar$")
+  # The jar's own specs: the explanations check against them, and "jar" builds kafka-wire from them.
+  rm -rf "$out/specs"
+  mkdir -p "$out/specs"
+  (cd "$out/specs" && jar xf "$jar" common/message && mv common/message/*.json . && rm -r common)
+  if [ "$specs" = jar ]; then
+    specs=$out/specs
+    target=target/oracle-$version
+  else
+    target=target/oracle-$(basename "$specs" | sed 's/^kafka-//')
+  fi
+  target=${KAFKA_WIRE_JAVA_TARGET_DIR:-$target}
+  echo "   maven build: $((SECONDS - t0)) s"
+  t0=$SECONDS
+  # SLF4J's "no binding" notice on stderr is expected.
+  java -cp "$cp" oracle.Oracle gen "$out" "$seeds" 2>"$out/java-gen.stderr"
+  echo "   java gen: $((SECONDS - t0)) s"
+  t0=$SECONDS
+  set +e
+  KAFKA_WIRE_JAVA_ORACLE=$out KAFKA_WIRE_JAVA_CP=$cp KAFKA_WIRE_SPECS=$specs CARGO_TARGET_DIR=$target \
+    nice -n 10 cargo test -q --test java_oracle -- --nocapture >"$out/test.log" 2>&1
+  rc=$?
+  set -e
+  echo "   cargo test (build and run): $((SECONDS - t0)) s"
+  sed -n '/^| column |/,/^$/p' "$out/MATRIX.md" 2>/dev/null || true
+  grep -E '^\| .*\*\*DIFFER' "$out/MATRIX.md" 2>/dev/null | head -50 || true
+  if [ $rc -ne 0 ]; then
+    status=1
+    grep -E 'cells disagree|no longer holds|is not this run|panicked|^error' -A3 "$out/test.log" | head -40 || true
+    lines+=("java oracle: FAILED (kafka-clients $version; see $out/test.log and $out/MATRIX.md)")
+  else
+    lines+=("$(grep '^java oracle: ' "$out/test.log" | tail -1)")
+  fi
+done
+printf '%s\n' "${lines[@]}"
+exit $status

@@ -1,0 +1,945 @@
+//! Apache Kafka's own generated Java classes as the oracle (issue 12; `tests/java/README.md`).
+//!
+//! Runs when `KAFKA_WIRE_JAVA_ORACLE` names a directory where `tests/java`'s `Oracle gen` wrote
+//! its vectors and `KAFKA_WIRE_JAVA_CP` is the classpath to run `Oracle` with (for the checks
+//! Java makes of kafka-wire's output); `scripts/java-oracle.sh` sets both. Otherwise it prints
+//! why and passes. Every cell of the matrix must agree, or carry an explanation ([`EXPLAINED`],
+//! [`explain`]) whose check still holds; an explanation that matches nothing fails too.
+//!
+//! - (a) Java builds the values: kafka-wire decodes Java's bytes (every byte), re-encodes them
+//!   identically, prints Java's JSON and reads Java's JSON back to the same value.
+//! - (b) kafka-wire builds the values (its schema-driven samples): Java reads the bytes (every
+//!   byte), writes identical bytes, prints kafka-wire's JSON, and reads kafka-wire's JSON to an
+//!   equal object.
+//! - (c) Rejections: truncated bodies, nulls in fields not nullable at the version, and tags the
+//!   message knows only at other versions are refused by both or by neither; Java's value written
+//!   at neighbouring versions is refused by both (a non-default value in a non-ignorable field the
+//!   version lacks, a null it does not allow) or written to the same bytes.
+//! - Records, the `Errors` table and the `ApiKeys` table.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use kafka_wire::messages::visit_json_messages;
+use kafka_wire::records::{Batch, Batches, Compression, LegacyBuilder, Record, RecordBatchBuilder, TimestampType};
+use kafka_wire::runtime::error_code::ERROR_CODES;
+use kafka_wire::runtime::json::serde_json::{self, json, Value};
+use kafka_wire::runtime::sample::{JsonMessageVisitor, Sample, SampleRng};
+use kafka_wire::{ApiKey, Bytes, JsonMessage, Message};
+
+/// Seeds of kafka-wire samples per (message, version) in direction (b).
+const RUST_SEEDS: u64 = 4;
+
+/// What an explanation may look at to check that it still holds.
+struct Ctx {
+    /// Java's tables (`java-tables.json`).
+    tables: Value,
+    /// The specs inside the kafka-clients jar (`<dir>/specs`, extracted by the script).
+    jar_specs: PathBuf,
+    /// The specs this kafka-wire build was generated from.
+    our_specs: PathBuf,
+}
+
+/// Error messages older kafka-clients releases (version prefix) word differently from 4.4.0
+/// (kafka-wire's table).
+const OLDER_MESSAGES: &[(&str, i64, &str)] = &[
+    ("3.9.", 24, "The configured groupId is invalid."),
+    ("3.9.", 81, "The consumer group has reached its max size."),
+    ("3.9.", 124, "The share coordinator rejected the request because the share-group state epoch did not match."),
+    ("4.3.", 124, "The share coordinator rejected the request because the share-group state epoch did not match."),
+];
+
+/// Explained disagreements: (id, the kafka-clients versions it is for (prefixes), why).
+const EXPLAINED: &[(&str, &[&str], &str)] = &[
+    ("deprecated-3.9.1", &["3.9."], "kafka-clients 3.9.1 changed `deprecatedVersions` in its own specs after 3.9.0; kafka-wire follows the kafka-3.9.0 specs it is built from (checked: the jar's spec says what Java says, kafka-3.9.0's what kafka-wire says)"),
+    ("older-message", &["3.9.", "4.3."], "kafka-wire's Errors table has kafka-clients 4.4.0's messages; this release words this one differently (checked against its text)"),
+    ("newer-code", &["3.9.", "4.3."], "error code added after this kafka-clients release (kafka-wire's table is 4.4.0's; checked: above Java's highest code)"),
+    ("none-message", &[""], "Java's Errors.NONE has no exception, so message() falls back to the enum name \"NONE\"; kafka-wire's table says \"No error\" (checked: exactly these two texts)"),
+];
+
+fn explanation_applies(e: &(&str, &[&str], &str), version: &str) -> bool {
+    e.1.iter().any(|p| version.starts_with(p))
+}
+
+/// The explanation for a disagreeing cell, if one applies: its id, and whether it still holds.
+fn explain(ctx: &Ctx, row: &str, column: &str, failures: &[String]) -> Option<(&'static str, Result<(), String>)> {
+    if column != "table" {
+        return None;
+    }
+    let version = ctx.tables["kafkaClients"].as_str().unwrap_or_default();
+    let id = if let Some(key) = row.strip_prefix("ApiKeys ") {
+        if !failures.iter().all(|f| f.starts_with("differs at .deprecated")) {
+            return None;
+        }
+        let key: i64 = key.parse().ok()?;
+        let java = ctx.tables["apis"].as_array()?.iter().find(|a| a["key"].as_i64() == Some(key))?;
+        let api = ApiKey::from_i16(key as i16)?;
+        let file = format!("{}Request.json", api.name());
+        let check = (|| {
+            let jar = spec_deprecated(&ctx.jar_specs.join(&file))?;
+            let ours = spec_deprecated(&ctx.our_specs.join(&file))?;
+            let (lo, hi) =
+                (java["lowestDeprecated"].as_i64().unwrap_or(0), java["highestDeprecated"].as_i64().unwrap_or(-1));
+            let java = if hi < lo { None } else { Some((lo, hi)) };
+            let d = api.info().deprecated;
+            let wire = (!d.is_empty()).then(|| (i64::from(d.lo), i64::from(d.hi)));
+            if jar == java && ours == wire && jar != ours {
+                Ok(())
+            } else {
+                Err(format!("{file}: jar {jar:?}, ours {ours:?}, Java {java:?}, kafka-wire {wire:?}"))
+            }
+        })();
+        return EXPLAINED
+            .iter()
+            .find(|e| e.0 == "deprecated-3.9.1" && explanation_applies(e, version))
+            .map(|e| (e.0, check));
+    } else if let Some(code) = row.strip_prefix("Errors ") {
+        let code: i64 = code.parse().ok()?;
+        let errors = ctx.tables["errors"].as_array()?;
+        let java = errors.iter().find(|e| e["code"].as_i64() == Some(code));
+        let ours = ERROR_CODES.iter().find(|i| i64::from(i.code) == code);
+        match (java, ours) {
+            (Some(j), Some(o)) if code == 0 => {
+                let ok = j["message"] == "NONE"
+                    && o.message == "No error"
+                    && failures.iter().all(|f| f.starts_with("differs at .message"));
+                (
+                    "none-message",
+                    ok.then_some(()).ok_or_else(|| format!("Java {}, kafka-wire {}", j["message"], o.message)),
+                )
+            }
+            (Some(j), Some(_)) => {
+                let old = OLDER_MESSAGES.iter().find(|m| version.starts_with(m.0) && m.1 == code)?;
+                let ok = j["message"] == old.2 && failures.iter().all(|f| f.starts_with("differs at .message"));
+                ("older-message", ok.then_some(()).ok_or_else(|| format!("Java now says {}", j["message"])))
+            }
+            (None, Some(_)) => {
+                let max = errors.iter().filter_map(|e| e["code"].as_i64()).max().unwrap_or(0);
+                ("newer-code", (code > max).then_some(()).ok_or_else(|| format!("{code} is not above Java's {max}")))
+            }
+            _ => return None,
+        }
+    } else {
+        return None;
+    };
+    EXPLAINED.iter().find(|e| e.0 == id.0 && explanation_applies(e, version)).map(|e| (e.0, id.1))
+}
+
+/// A spec's `deprecatedVersions` ("0-6", "0" or none) as a closed range.
+fn spec_deprecated(path: &Path) -> Result<Option<(i64, i64)>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // Kafka's specs carry // comment lines (the license).
+    let json: String = text.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
+    let spec: Value = serde_json::from_str(&json).map_err(|e| format!("{}: {e}", path.display()))?;
+    let Some(d) = spec["deprecatedVersions"].as_str() else { return Ok(None) };
+    let (lo, hi) = d.split_once('-').unwrap_or((d, d));
+    match (lo.parse(), hi.parse()) {
+        (Ok(lo), Ok(hi)) => Ok(Some((lo, hi))),
+        _ => Err(format!("{}: deprecatedVersions {d:?}", path.display())),
+    }
+}
+
+/// One matrix cell: what was checked and whether the two sides agreed.
+#[derive(Default)]
+struct Cell {
+    checks: usize,
+    failures: Vec<String>,
+}
+
+#[derive(Default)]
+struct Matrix {
+    cells: BTreeMap<(String, String), Cell>,
+}
+
+impl Matrix {
+    fn record(&mut self, row: &str, column: &str, result: Result<(), String>) {
+        let cell = self.cells.entry((row.to_string(), column.to_string())).or_default();
+        cell.checks += 1;
+        if let Err(e) = result {
+            cell.failures.push(e);
+        }
+    }
+}
+
+fn hex_bytes(v: &Value) -> Bytes {
+    Bytes::from(hex::decode(v.as_str().unwrap_or_default()).expect("hex from Java"))
+}
+
+/// kafka-wire refuses `bytes` at `version`: an error, or bytes left over.
+fn refuses<M: Message>(mut bytes: Bytes, version: i16) -> bool {
+    M::decode(&mut bytes, version).is_err() || !bytes.is_empty()
+}
+
+fn row(name: &str, version: i64) -> String {
+    format!("{name} v{version}")
+}
+
+/// Short, readable first difference of two JSON values.
+fn json_diff(path: &str, a: &Value, b: &Value) -> Option<String> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, v) in x {
+                match y.get(k) {
+                    None => return Some(format!("{path}.{k}: only kafka-wire has it ({v})")),
+                    Some(w) => {
+                        if let Some(d) = json_diff(&format!("{path}.{k}"), v, w) {
+                            return Some(d);
+                        }
+                    }
+                }
+            }
+            y.iter().find(|(k, _)| !x.contains_key(*k)).map(|(k, w)| format!("{path}.{k}: only Java has it ({w})"))
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            x.iter().zip(y).enumerate().find_map(|(i, (v, w))| json_diff(&format!("{path}[{i}]"), v, w))
+        }
+        _ if a == b => None,
+        _ => Some(format!("{path}: kafka-wire {a}, Java {b}")),
+    }
+}
+
+fn cuts(len: usize) -> Vec<usize> {
+    let mut c: Vec<usize> = [0, 1, len / 2, len.saturating_sub(1)].into_iter().filter(|&c| c < len).collect();
+    c.dedup();
+    c.sort_unstable();
+    c.dedup();
+    c
+}
+
+/// Visits every kafka-wire message: checks Java's vectors for it (a, c) and writes its samples
+/// for Java (b).
+struct Visitor<'a> {
+    java: &'a HashMap<String, Vec<Value>>,
+    matrix: &'a mut Matrix,
+    /// kafka-wire's samples for Java, and what Java must answer.
+    rust_vectors: Vec<(Value, RustExpect)>,
+    seen: Vec<String>,
+}
+
+struct RustExpect {
+    row: String,
+    json: Value,
+}
+
+impl Visitor<'_> {
+    fn check_java<M: Message + JsonMessage>(&mut self, line: &Value) {
+        let version = line["version"].as_i64().unwrap_or(-1);
+        let r = row(M::NAME, version);
+        let v = version as i16;
+        if let Some(e) = line.get("javaError") {
+            self.matrix.record(&r, "a", Err(format!("Java could not build a value: {e}")));
+            return;
+        }
+        let bytes = hex_bytes(&line["hex"]);
+        let java_json = &line["json"];
+        let result = (|| {
+            let mut buf = bytes.clone();
+            let value = M::decode(&mut buf, v).map_err(|e| format!("decode: {e}"))?;
+            if !buf.is_empty() {
+                return Err(format!("{} of {} bytes left after decode", buf.len(), bytes.len()));
+            }
+            let again = value.to_bytes(v).map_err(|e| format!("re-encode: {e}"))?;
+            if again != bytes {
+                return Err("re-encoding gave different bytes".into());
+            }
+            let ours = value.to_json(v).map_err(|e| format!("to_json: {e}"))?;
+            if let Some(d) = json_diff("", &ours, java_json) {
+                return Err(format!("JSON differs at {d}"));
+            }
+            let read = M::from_json(java_json, v).map_err(|e| format!("from_json of Java's JSON: {e}"))?;
+            if read != value {
+                return Err("Java's JSON read back to a different value".into());
+            }
+            Ok(())
+        })();
+        self.matrix.record(&r, "a", result.map_err(|e| format!("seed {}: {e}", line["seed"])));
+
+        for c in line["truncated"].as_array().into_iter().flatten() {
+            let len = c["len"].as_u64().unwrap_or(0) as usize;
+            let java = c["javaRefuses"].as_bool() == Some(true);
+            let ours = refuses::<M>(bytes.slice(..len), v);
+            self.matrix.record(&r, "c", agree_refusal("truncated to {len} bytes", len, java, ours));
+        }
+        // Java's value written at other versions; kafka-wire's value from Java's JSON at this one.
+        if let Ok(value) = M::from_json(java_json, v) {
+            for c in line["crossVersions"].as_array().into_iter().flatten() {
+                let to = c["to"].as_i64().unwrap_or(-1) as i16;
+                let ours = value.to_bytes(to);
+                let result = match (c.get("javaRefuses"), ours) {
+                    (Some(_), Err(_)) => Ok(()),
+                    (None, Ok(b)) if b == hex_bytes(&c["hex"]) => Ok(()),
+                    (None, Ok(_)) => Err(format!("written at v{to}: different bytes")),
+                    (Some(j), Ok(_)) => Err(format!("written at v{to}: Java refuses ({j}), kafka-wire writes it")),
+                    (None, Err(e)) => Err(format!("written at v{to}: kafka-wire refuses ({e}), Java writes it")),
+                };
+                self.matrix.record(&r, "c", result.map_err(|e| format!("seed {}: {e}", line["seed"])));
+            }
+        }
+        for n in line["nulls"].as_array().into_iter().flatten() {
+            // Refused: by the JSON reader, or by the writer of what it read (Java's reader takes a
+            // null anywhere; its writer refuses one the version does not allow).
+            let java = n["javaJsonRefuses"].as_bool() == Some(true);
+            let ours = M::from_json(&n["json"], v).map_or(true, |m| m.to_bytes(v).is_err());
+            let what = format!("JSON with {} null", n["field"]);
+            self.matrix.record(&r, "c", agree_refusal(&what, 0, java, ours));
+            // Java's own value with the null must fare the same as its JSON.
+            if n["javaWriteRefuses"].as_bool() != Some(java) {
+                self.matrix.record(
+                    &r,
+                    "c",
+                    Err(format!("Java's writer and JSON reader disagree on {} null", n["field"])),
+                );
+            }
+        }
+        for t in line["badTags"].as_array().into_iter().flatten() {
+            let java = t["javaRefuses"].as_bool() == Some(true);
+            let ours = refuses::<M>(hex_bytes(&t["hex"]), v);
+            self.matrix.record(&r, "c", agree_refusal(&format!("tag {} of another version", t["tag"]), 0, java, ours));
+        }
+    }
+}
+
+fn agree_refusal(what: &str, len: usize, java: bool, ours: bool) -> Result<(), String> {
+    let what = what.replace("{len}", &len.to_string());
+    match (java, ours) {
+        (true, true) | (false, false) => Ok(()),
+        (true, false) => Err(format!("{what}: Java refuses, kafka-wire accepts")),
+        (false, true) => Err(format!("{what}: kafka-wire refuses, Java accepts")),
+    }
+}
+
+impl JsonMessageVisitor for Visitor<'_> {
+    fn visit<M: Message + Sample + JsonMessage>(&mut self) {
+        self.seen.push(M::NAME.to_string());
+        for line in self.java.get(M::NAME).into_iter().flatten() {
+            self.check_java::<M>(line);
+        }
+        for version in M::VERSIONS.iter() {
+            let r = row(M::NAME, version.into());
+            for seed in 0..RUST_SEEDS {
+                let value = M::sample(version, &mut SampleRng::new(seed));
+                let (bytes, json) = match (value.to_bytes(version), value.to_json(version)) {
+                    (Ok(b), Ok(j)) => (b, j),
+                    (b, j) => {
+                        self.matrix.record(
+                            &r,
+                            "b",
+                            Err(format!("kafka-wire's own sample fails: {:?} {:?}", b.err(), j.err())),
+                        );
+                        continue;
+                    }
+                };
+                let prefixes = cuts(bytes.len());
+                for &len in &prefixes {
+                    if !refuses::<M>(bytes.slice(..len), version) {
+                        self.matrix.record(
+                            &r,
+                            "c",
+                            Err(format!("kafka-wire accepts its own sample cut to {len} bytes")),
+                        );
+                    }
+                }
+                // The value written at other versions: kafka-wire's bytes or refusal, which Java
+                // must match with its own value read from this version's bytes.
+                let cross: Vec<Value> = [version - 1, version + 1, M::VERSIONS.lo, M::VERSIONS.hi]
+                    .into_iter()
+                    .filter(|&w| w != version && M::VERSIONS.contains(w))
+                    .collect::<std::collections::BTreeSet<i16>>()
+                    .into_iter()
+                    .map(|w| match value.to_bytes(w) {
+                        Ok(b) => json!({"to": w, "hex": hex::encode(&b)}),
+                        Err(e) => json!({"to": w, "refused": e.to_string()}),
+                    })
+                    .collect();
+                let id = self.rust_vectors.len();
+                let line = json!({"id": id, "name": M::NAME, "version": version, "seed": seed,
+                    "hex": hex::encode(&bytes), "json": json, "truncated": prefixes, "crossVersions": cross});
+                self.rust_vectors.push((line, RustExpect { row: r.clone(), json }));
+            }
+        }
+    }
+}
+
+/// Java's answers about kafka-wire's samples.
+fn check_java_answers(matrix: &mut Matrix, vectors: &[(Value, RustExpect)], answers: &[Value]) {
+    assert_eq!(answers.len(), vectors.len(), "Java answered every kafka-wire vector");
+    for ((line, expect), a) in vectors.iter().zip(answers) {
+        let r = &expect.row;
+        let seed = &line["seed"];
+        let result = (|| {
+            if let Some(e) = a.get("javaError").or_else(|| a.get("readError")) {
+                return Err(format!("Java cannot read kafka-wire's bytes: {e}"));
+            }
+            if a["rewriteEqual"].as_bool() != Some(true) {
+                return Err("Java re-wrote different bytes".into());
+            }
+            if let Some(d) = json_diff("", &expect.json, &a["json"]) {
+                return Err(format!("JSON differs at {d}"));
+            }
+            if let Some(e) = a.get("jsonReadError") {
+                return Err(format!("Java cannot read kafka-wire's JSON: {e}"));
+            }
+            if a["jsonReadEqual"].as_bool() != Some(true) {
+                return Err("Java read kafka-wire's JSON to a different object".into());
+            }
+            Ok(())
+        })();
+        matrix.record(r, "b", result.map_err(|e| format!("seed {seed}: {e}")));
+        let ours = line["crossVersions"].as_array().cloned().unwrap_or_default();
+        let java = a["crossVersions"].as_array().cloned().unwrap_or_default();
+        if ours.len() != java.len() {
+            matrix.record(
+                r,
+                "c",
+                Err(format!("seed {seed}: Java answered {} of {} cross-version writes", java.len(), ours.len())),
+            );
+        }
+        for (o, j) in ours.iter().zip(&java) {
+            let to = &o["to"];
+            let result = match (o.get("refused"), j.get("javaRefuses")) {
+                (Some(_), Some(_)) => Ok(()),
+                (None, None) if o["hex"] == j["hex"] => Ok(()),
+                (None, None) => Err(format!("written at v{to}: different bytes")),
+                (Some(e), None) => Err(format!("written at v{to}: kafka-wire refuses ({e}), Java writes it")),
+                (None, Some(e)) => Err(format!("written at v{to}: Java refuses ({e}), kafka-wire writes it")),
+            };
+            matrix.record(r, "c", result.map_err(|e| format!("seed {seed}: {e}")));
+        }
+        for c in a["truncated"].as_array().into_iter().flatten() {
+            // kafka-wire refuses every cut of its own samples (checked when writing them).
+            let java = c["javaRefuses"].as_bool() == Some(true);
+            matrix.record(
+                r,
+                "c",
+                agree_refusal(
+                    "kafka-wire's sample truncated to {len} bytes",
+                    c["len"].as_u64().unwrap_or(0) as usize,
+                    java,
+                    true,
+                ),
+            );
+        }
+    }
+}
+
+// ---- records ----
+
+fn b64(b: Option<&Bytes>) -> Value {
+    use base64::Engine as _;
+    b.map_or(Value::Null, |b| Value::String(base64::engine::general_purpose::STANDARD.encode(b)))
+}
+
+fn ts_name(t: TimestampType) -> &'static str {
+    match t {
+        TimestampType::CreateTime => "CreateTime",
+        TimestampType::LogAppendTime => "LogAppendTime",
+    }
+}
+
+/// A blob in the JSON shape of `Records.describe` on the Java side.
+fn describe(blob: Bytes) -> Result<Value, String> {
+    match describe_whole(blob)? {
+        (batches, None) => Ok(batches),
+        (_, Some(p)) => Err(format!("the last batch is partial ({p} bytes)")),
+    }
+}
+
+/// The whole batches of a blob, and the size of a partial batch after them.
+fn describe_whole(blob: Bytes) -> Result<(Value, Option<usize>), String> {
+    let mut out = Vec::new();
+    for (i, batch) in Batches::new(blob).enumerate() {
+        let batch = batch.map_err(|e| format!("batch {i}: {e}"))?;
+        let records = batch.records().map_err(|e| format!("batch {i} records: {e}"))?;
+        let recs: Vec<Value> = records
+            .iter()
+            .map(|r| {
+                let headers: Vec<Value> =
+                    r.headers.iter().map(|h| json!({"key": h.key.to_string(), "value": b64(h.value.as_ref())})).collect();
+                json!({"offset": r.offset, "timestamp": r.timestamp, "key": b64(r.key.as_ref()), "value": b64(r.value.as_ref()), "headers": headers})
+            })
+            .collect();
+        let o = match &batch {
+            Batch::V2(b) => json!({
+                "magic": 2, "baseOffset": b.base_offset(), "lastOffset": b.last_offset(),
+                "compression": b.compression().name(), "timestampType": ts_name(b.timestamp_type()),
+                "maxTimestamp": b.max_timestamp(), "producerId": b.producer_id(), "producerEpoch": b.producer_epoch(),
+                "baseSequence": b.base_sequence(), "partitionLeaderEpoch": b.partition_leader_epoch(),
+                "transactional": b.is_transactional(), "control": b.is_control(), "crc": b.crc(), "records": recs,
+            }),
+            Batch::Legacy(m) => json!({
+                "magic": m.magic(), "baseOffset": records.first().map_or(m.offset(), |r| r.offset), "lastOffset": m.offset(),
+                "compression": m.compression().name(),
+                "timestampType": if m.magic() == 0 { "NoTimestampType" } else { ts_name(m.timestamp_type()) },
+                "records": recs,
+            }),
+            Batch::Partial(p) => return Ok((Value::Array(out), Some(p.bytes.len()))),
+        };
+        out.push(o);
+    }
+    Ok((Value::Array(out), None))
+}
+
+/// Blobs kafka-wire's builders write, for Java to read.
+/// Each with the records that went in (none for control batches), which Java must read back.
+fn rust_blobs() -> Vec<(String, Bytes, Vec<Record>)> {
+    let records = |magic: i8, base: i64, n: i64| -> Vec<Record> {
+        (0..n)
+            .map(|i| {
+                let key = (i % 3 != 1).then(|| Bytes::from(format!("k{i}")));
+                let value = (i % 4 != 2).then(|| Bytes::from(format!("value-{i}")));
+                let r = Record::new(base + i, 1_700_000_000_000 + 10 * i, key, value);
+                if magic < 2 {
+                    r
+                } else {
+                    r.with_header("h", Some(Bytes::from(format!("x{i}"))))
+                        .with_header("h", None)
+                        .with_header("é", Some(Bytes::from_static(&[1, 2])))
+                }
+            })
+            .collect()
+    };
+    let codecs = [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd];
+    let mut out = Vec::new();
+    for magic in [0i8, 1] {
+        for codec in &codecs[..4] {
+            let mut b = LegacyBuilder::new(magic).compression(*codec);
+            let mut input = records(magic, 50, 3);
+            for r in &input {
+                b.append(r.clone()).expect("legacy append");
+            }
+            if magic == 0 {
+                // Magic 0 has no timestamps; Java reads -1.
+                input.iter_mut().for_each(|r| r.timestamp = -1);
+            }
+            out.push((format!("kafka-wire magic {magic} {}", codec.name()), b.build().expect("legacy build"), input));
+        }
+    }
+    let v2 = |codec: Compression, base: i64, n: i64, f: &dyn Fn(RecordBatchBuilder) -> RecordBatchBuilder| {
+        let mut b = f(RecordBatchBuilder::new().base_offset(base).compression(codec));
+        let input = records(2, base, n);
+        for r in &input {
+            b.append(r.clone()).expect("append");
+        }
+        (b.build().expect("build"), input)
+    };
+    let case = |name: &str, (blob, input): (Bytes, Vec<Record>)| (name.to_string(), blob, input);
+    for codec in codecs {
+        out.push(case(
+            &format!("kafka-wire magic 2 {}", codec.name()),
+            v2(codec, 100, 4, &|b| b.partition_leader_epoch(3)),
+        ));
+    }
+    out.push(case("kafka-wire idempotent", v2(Compression::Lz4, 0, 3, &|b| b.producer(42, 3, 7))));
+    out.push(case(
+        "kafka-wire transactional",
+        v2(Compression::Zstd, 1000, 4, &|b| b.producer(4242, 1, 0).transactional(true)),
+    ));
+    // Java reports a log-append-time batch's records at the batch's timestamp: compared apart.
+    out.push(case(
+        "kafka-wire log append time",
+        v2(Compression::Gzip, 7, 2, &|b| b.timestamp_type(TimestampType::LogAppendTime)),
+    ));
+    let commit = RecordBatchBuilder::end_txn_marker(1004, 1_700_000_000_500, 4242, 1, true, 17).expect("marker");
+    out.push(("kafka-wire control commit".into(), commit.clone(), Vec::new()));
+    out.push((
+        "kafka-wire control abort".into(),
+        RecordBatchBuilder::end_txn_marker(2000, 1, 4243, 2, false, 18).expect("marker"),
+        Vec::new(),
+    ));
+    let mut several = Vec::new();
+    let mut input = Vec::new();
+    for (blob, records) in [v2(Compression::None, 0, 2, &|b| b), v2(Compression::Snappy, 2, 3, &|b| b)] {
+        several.extend_from_slice(&blob);
+        input.extend(records);
+    }
+    several.extend_from_slice(&commit);
+    out.push(("kafka-wire several batches".into(), Bytes::from(several), input));
+    out
+}
+
+fn check_records(dir: &Path, cp: &str, matrix: &mut Matrix) {
+    for line in read_jsonl(&dir.join("java-records.jsonl")) {
+        let case = line["case"].as_str().unwrap_or_default().to_string();
+        let result = describe(hex_bytes(&line["hex"])).and_then(|ours| match json_diff("", &ours, &line["batches"]) {
+            None => Ok(()),
+            Some(d) => Err(format!("kafka-wire reads it differently: {d}")),
+        });
+        matrix.record(&format!("records: {case}"), "a", result);
+        // Rejections: a flipped byte fails a CRC on both sides; a blob cut short gives the same
+        // whole batches on both, and kafka-wire reports the rest as a partial batch.
+        let java = line["corrupt"]["javaRefuses"].as_bool() == Some(true);
+        let ours = describe(hex_bytes(&line["corrupt"]["hex"])).is_err();
+        matrix.record(&format!("records: {case}"), "c", agree_refusal("a flipped last byte", 0, java, ours));
+        let cut = &line["cut"];
+        let result = describe_whole(hex_bytes(&cut["hex"])).and_then(|(whole, partial)| {
+            if let Some(d) = json_diff("", &whole, &cut["batches"]) {
+                return Err(format!("cut one byte short, the whole batches differ: {d}"));
+            }
+            let rest = hex_bytes(&cut["hex"]).len() - cut["validBytes"].as_u64().unwrap_or(0) as usize;
+            match partial {
+                Some(p) if p == rest => Ok(()),
+                p => Err(format!("cut one byte short: kafka-wire's partial batch is {p:?} bytes, Java leaves {rest}")),
+            }
+        });
+        matrix.record(&format!("records: {case}"), "c", result);
+    }
+    let blobs = rust_blobs();
+    // Each blob as built, with its last byte flipped, and cut one byte short.
+    let variants = |b: &Bytes| {
+        let mut flipped = b.to_vec();
+        if let Some(last) = flipped.last_mut() {
+            *last ^= 0x5a;
+        }
+        [b.clone(), Bytes::from(flipped), b.slice(..b.len() - 1)]
+    };
+    let input: String = blobs
+        .iter()
+        .flat_map(|(case, b, _)| variants(b).map(|v| format!("{}\n", json!({"case": case, "hex": hex::encode(&v)}))))
+        .collect();
+    let answers = run_java(cp, "records-check", dir, "rust-records.jsonl", &input);
+    assert_eq!(answers.len(), 3 * blobs.len(), "Java answered every blob");
+    for ((case, blob, input), a) in blobs.iter().zip(answers.chunks(3)) {
+        let row = format!("records: {case}");
+        let [_, flipped, cut] = variants(blob);
+        let java = a[1].get("javaError").is_some();
+        matrix.record(&row, "c", agree_refusal("a flipped last byte", 0, java, describe(flipped).is_err()));
+        let result = describe_whole(cut.clone()).and_then(|(whole, partial)| {
+            if let Some(e) = a[2].get("javaError") {
+                return Err(format!("cut one byte short, Java refuses the whole batches: {e}"));
+            }
+            if let Some(d) = json_diff("", &whole, &a[2]["batches"]) {
+                return Err(format!("cut one byte short, the whole batches differ: {d}"));
+            }
+            let rest = cut.len() - a[2]["validBytes"].as_u64().unwrap_or(0) as usize;
+            match partial {
+                Some(p) if p == rest => Ok(()),
+                p => Err(format!("cut one byte short: kafka-wire's partial batch is {p:?} bytes, Java leaves {rest}")),
+            }
+        });
+        matrix.record(&row, "c", result);
+        let a = &a[0];
+        let result = (|| {
+            if let Some(e) = a.get("javaError") {
+                return Err(format!("Java: {e}"));
+            }
+            if a["validBytes"] != a["sizeInBytes"] {
+                return Err(format!("Java reads {} of {} bytes as whole batches", a["validBytes"], a["sizeInBytes"]));
+            }
+            let ours = describe(blob.clone())?;
+            if let Some(d) = json_diff("", &ours, &a["batches"]) {
+                return Err(format!("Java reads it differently: {d}"));
+            }
+            if input.is_empty() {
+                return Ok(());
+            }
+            // The records that went into kafka-wire's builder come back out of Java.
+            let append_time =
+                a["batches"].as_array().into_iter().flatten().any(|b| b["timestampType"] == "LogAppendTime");
+            let java: Vec<Value> = a["batches"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|b| b["control"] != true)
+                .flat_map(|b| b["records"].as_array().cloned().unwrap_or_default())
+                .map(|mut r| {
+                    if append_time {
+                        r["timestamp"] = Value::Null;
+                    }
+                    r
+                })
+                .collect();
+            let expected: Vec<Value> = input
+                .iter()
+                .map(|r| {
+                    let headers: Vec<Value> = r
+                        .headers
+                        .iter()
+                        .map(|h| json!({"key": h.key.to_string(), "value": b64(h.value.as_ref())}))
+                        .collect();
+                    let ts = if append_time { Value::Null } else { json!(r.timestamp) };
+                    json!({"offset": r.offset, "timestamp": ts, "key": b64(r.key.as_ref()), "value": b64(r.value.as_ref()), "headers": headers})
+                })
+                .collect();
+            match json_diff("", &Value::Array(expected), &Value::Array(java)) {
+                None => Ok(()),
+                Some(d) => Err(format!("Java's records are not the ones built: {d}")),
+            }
+        })();
+        matrix.record(&row, "b", result);
+    }
+}
+
+// ---- tables ----
+
+fn check_tables(dir: &Path, matrix: &mut Matrix) {
+    let tables: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("java-tables.json")).expect("java-tables.json"))
+            .expect("JSON");
+    let java_errors = tables["errors"].as_array().expect("errors");
+    for e in java_errors {
+        let code = e["code"].as_i64().unwrap_or(i64::MIN);
+        let r = format!("Errors {code}");
+        match ERROR_CODES.iter().find(|i| i64::from(i.code) == code) {
+            None => matrix.record(&r, "table", Err(format!("kafka-wire has no error code {code} ({})", e["name"]))),
+            Some(i) => {
+                // The message apart, so an explained message difference cannot hide another.
+                let ours = json!({"code": i.code, "name": i.name, "retriable": i.retriable});
+                let java = json!({"code": e["code"], "name": e["name"], "retriable": e["retriable"]});
+                matrix.record(
+                    &r,
+                    "table",
+                    json_diff("", &ours, &java).map_or(Ok(()), |d| Err(format!("differs at {d}"))),
+                );
+                let m = json_diff(".message", &json!(i.message), &e["message"]);
+                matrix.record(&r, "table", m.map_or(Ok(()), |d| Err(format!("differs at {d}"))));
+            }
+        }
+    }
+    for i in ERROR_CODES.iter().filter(|i| !java_errors.iter().any(|e| e["code"].as_i64() == Some(i.code.into()))) {
+        matrix.record(
+            &format!("Errors {}", i.code),
+            "table",
+            Err(format!("Java has no error code {} ({})", i.code, i.name)),
+        );
+    }
+    let java_apis = tables["apis"].as_array().expect("apis");
+    for a in java_apis {
+        let key = a["key"].as_i64().unwrap_or(-1) as i16;
+        let result = match ApiKey::from_i16(key) {
+            None => Err(format!("kafka-wire has no api key {key} ({})", a["name"])),
+            Some(k) => {
+                let info = k.info();
+                // Java says "none" as lowest 0, highest -1.
+                let (lo, hi) =
+                    (a["lowestDeprecated"].as_i64().unwrap_or(0), a["highestDeprecated"].as_i64().unwrap_or(-1));
+                let deprecated = if hi < lo { json!(null) } else { json!([lo, hi]) };
+                let java = json!({
+                    "name": a["name"], "lowest": a["lowest"], "highest": a["highest"],
+                    "latestVersionUnstable": a["latestVersionUnstable"], "deprecated": deprecated,
+                    // Java's enum names (ZK_BROKER) against the spec's (zkBroker).
+                    "listeners": sorted(a["listeners"].as_array().into_iter().flatten().map(|l| l.as_str().unwrap_or_default().replace('_', "").to_lowercase())),
+                    "requestHeaderVersions": a["requestHeaderVersions"], "responseHeaderVersions": a["responseHeaderVersions"],
+                });
+                let ours = json!({
+                    "name": k.name(), "lowest": info.valid.lo, "highest": info.valid.hi,
+                    "latestVersionUnstable": info.latest_version_unstable,
+                    "deprecated": if info.deprecated.is_empty() { json!(null) } else { json!([info.deprecated.lo, info.deprecated.hi]) },
+                    "listeners": sorted(info.listeners.iter().map(|l| l.to_lowercase())),
+                    "requestHeaderVersions": info.valid.iter().map(|v| k.request_header_version(v)).collect::<Vec<_>>(),
+                    "responseHeaderVersions": info.valid.iter().map(|v| k.response_header_version(v)).collect::<Vec<_>>(),
+                });
+                // Deprecation apart, so an explained difference there cannot hide another.
+                let (mut ours, mut java) = (ours, java);
+                let (od, jd) = (ours["deprecated"].take(), java["deprecated"].take());
+                let d = json_diff(".deprecated", &od, &jd).map_or(Ok(()), |d| Err(format!("differs at {d}")));
+                let rest = json_diff("", &ours, &java).map_or(Ok(()), |e| Err(format!("differs at {e}")));
+                rest.and(d)
+            }
+        };
+        matrix.record(&format!("ApiKeys {key}"), "table", result);
+    }
+    for k in ApiKey::ALL.iter().filter(|k| !java_apis.iter().any(|a| a["key"].as_i64() == Some(k.key().into()))) {
+        matrix.record(
+            &format!("ApiKeys {}", k.key()),
+            "table",
+            Err(format!("Java has no api key {} ({})", k.key(), k.name())),
+        );
+    }
+}
+
+// ---- plumbing ----
+
+fn sorted(items: impl Iterator<Item = String>) -> Vec<String> {
+    let mut v: Vec<String> = items.collect();
+    v.sort();
+    v
+}
+
+fn read_jsonl(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("a JSON line")).collect()
+}
+
+/// Writes `input` to `dir/name`, runs `Oracle <command> dir/name dir/name.answers`, reads the answers.
+fn run_java(cp: &str, command: &str, dir: &Path, name: &str, input: &str) -> Vec<Value> {
+    let inp = dir.join(name);
+    let out = dir.join(format!("{name}.answers"));
+    std::fs::write(&inp, input).expect("write vectors");
+    let status = std::process::Command::new("java")
+        .args(["-cp", cp, "oracle.Oracle", command])
+        .arg(&inp)
+        .arg(&out)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("run java");
+    assert!(status.success(), "java Oracle {command} failed: {status}");
+    read_jsonl(&out)
+}
+
+#[test]
+fn java_oracle() {
+    let (Some(dir), Some(cp)) = (std::env::var_os("KAFKA_WIRE_JAVA_ORACLE"), std::env::var("KAFKA_WIRE_JAVA_CP").ok())
+    else {
+        println!("skipped: set KAFKA_WIRE_JAVA_ORACLE and KAFKA_WIRE_JAVA_CP (scripts/java-oracle.sh does)");
+        return;
+    };
+    let dir = PathBuf::from(dir);
+    let tables: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("java-tables.json")).expect("java-tables.json"))
+            .expect("JSON");
+    let version = tables["kafkaClients"].as_str().unwrap_or("?").to_string();
+
+    let mut java: HashMap<String, Vec<Value>> = HashMap::new();
+    for line in read_jsonl(&dir.join("java-vectors.jsonl")) {
+        java.entry(line["name"].as_str().unwrap_or_default().to_string()).or_default().push(line);
+    }
+    let mut matrix = Matrix::default();
+    let mut visitor = Visitor { java: &java, matrix: &mut matrix, rust_vectors: Vec::new(), seen: Vec::new() };
+    visit_json_messages(&mut visitor);
+    let Visitor { rust_vectors, seen, .. } = visitor;
+    for (name, lines) in &java {
+        if !seen.contains(name) {
+            for l in lines {
+                matrix.record(
+                    &row(name, l["version"].as_i64().unwrap_or(-1)),
+                    "a",
+                    Err(format!("kafka-wire has no message {name}")),
+                );
+            }
+        }
+    }
+    let input: String = rust_vectors.iter().map(|(l, _)| format!("{l}\n")).collect();
+    let answers = run_java(&cp, "check", &dir, "rust-vectors.jsonl", &input);
+    check_java_answers(&mut matrix, &rust_vectors, &answers);
+    check_tables(&dir, &mut matrix);
+    check_records(&dir, &cp, &mut matrix);
+
+    let ctx = Ctx {
+        tables: tables.clone(),
+        jar_specs: dir.join("specs"),
+        our_specs: Path::new(env!("CARGO_MANIFEST_DIR")).join(kafka_wire::SPEC_DIR),
+    };
+    let report = report(&matrix, &version, &ctx);
+    std::fs::write(dir.join("MATRIX.md"), &report.markdown).expect("write matrix");
+    std::fs::write(dir.join("cells.json"), serde_json::to_string_pretty(&report.cells).expect("JSON"))
+        .expect("write cells");
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/java/MATRIX-kafka-clients-{version}.md"));
+    if std::env::var_os("KAFKA_WIRE_UPDATE_MATRIX").is_some() {
+        std::fs::write(&committed, &report.markdown).expect("write tests/java matrix");
+    }
+    let stale_matrix = std::fs::read_to_string(&committed).map_or(true, |m| m != report.markdown);
+    println!("{}", report.summary);
+    assert!(
+        report.unexplained.is_empty(),
+        "{} cells disagree:\n{}",
+        report.unexplained.len(),
+        report.unexplained.join("\n")
+    );
+    assert!(report.stale.is_empty(), "explanations that match no disagreement any more: {:?}", report.stale);
+    assert!(
+        !stale_matrix,
+        "{} is not this run's matrix ({}): rerun with KAFKA_WIRE_UPDATE_MATRIX=1 and review the diff",
+        committed.display(),
+        dir.join("MATRIX.md").display()
+    );
+    println!("java oracle: {} of {} cells agree (kafka-clients {version})", report.agree, report.total);
+}
+
+struct Report {
+    markdown: String,
+    cells: Value,
+    summary: String,
+    unexplained: Vec<String>,
+    stale: Vec<&'static str>,
+    agree: usize,
+    total: usize,
+}
+
+fn report(matrix: &Matrix, version: &str, ctx: &Ctx) -> Report {
+    let mut unexplained = Vec::new();
+    let mut used: Vec<&str> = Vec::new();
+    let mut per_column: BTreeMap<&str, (usize, usize, usize)> = BTreeMap::new();
+    let mut cells = Vec::new();
+    // Row -> column -> short status, for the markdown.
+    let mut grid: BTreeMap<(String, i64, String), BTreeMap<&str, String>> = BTreeMap::new();
+    let mut notes: BTreeMap<&str, &str> = BTreeMap::new();
+    let (mut agree, mut total) = (0, 0);
+    for ((r, c), cell) in &matrix.cells {
+        let key = format!("{r} ({c})");
+        let (status, short) = if cell.failures.is_empty() {
+            agree += 1;
+            ("agree".to_string(), format!("agree ({})", cell.checks))
+        } else {
+            match explain(ctx, r, c, &cell.failures) {
+                Some((id, Ok(()))) => {
+                    used.push(id);
+                    agree += 1;
+                    notes.insert(id, EXPLAINED.iter().find(|e| e.0 == id).map_or("", |e| e.2));
+                    (
+                        format!("explained ({id}): {}", cell.failures[0]),
+                        format!("explained ({id}): {}", cell.failures[0]),
+                    )
+                }
+                Some((id, Err(e))) => {
+                    unexplained
+                        .push(format!("{key}: explanation {id} no longer holds: {e}; {}", cell.failures.join("; ")));
+                    (format!("DIFFER: {}", cell.failures[0]), format!("**DIFFER**: {}", cell.failures[0]))
+                }
+                None => {
+                    unexplained.push(format!("{key}: {}", cell.failures.join("; ")));
+                    (format!("DIFFER: {}", cell.failures[0]), format!("**DIFFER**: {}", cell.failures[0]))
+                }
+            }
+        };
+        total += 1;
+        let e = per_column.entry(c.as_str()).or_default();
+        e.0 += 1;
+        if status == "agree" {
+            e.1 += 1;
+        } else if status.starts_with("explained") {
+            e.2 += 1;
+        }
+        cells.push(json!({"row": r, "column": c, "checks": cell.checks, "status": status}));
+        // Sort "Name v10" after "Name v9", "Errors 100" after "Errors 99".
+        let (name, n) = match r.rsplit_once(' ') {
+            Some((name, n)) => match n.trim_start_matches('v').parse::<i64>() {
+                Ok(n) => (name.to_string(), n),
+                Err(_) => (r.clone(), 0),
+            },
+            None => (r.clone(), 0),
+        };
+        grid.entry((name, n, r.clone())).or_default().insert(c.as_str(), short.replace('|', "\\|"));
+    }
+    let stale =
+        EXPLAINED.iter().filter(|e| explanation_applies(e, version) && !used.contains(&e.0)).map(|e| e.0).collect();
+    let mut summary = String::new();
+    let mut md = format!(
+        "# Java oracle matrix: kafka-wire vs kafka-clients {version}\n\n\
+         Generated by `scripts/java-oracle.sh` (`tests/java_oracle.rs`; `KAFKA_WIRE_UPDATE_MATRIX=1` rewrites this file,\n\
+         and the test fails while it differs from a run). Do not edit. Explanations are code in `tests/java_oracle.rs`\n\
+         (`EXPLAINED`, `explain`), which checks each one still holds.\n\n\
+         - **a**: Java builds the values (every field set, nulls, 0/1/several elements, tagged and unknown tagged fields); kafka-wire decodes Java's bytes (every byte), re-encodes them identically, prints Java's JSON and reads it back to the same value. Records: Java's `MemoryRecordsBuilder` blobs read by kafka-wire.\n\
+         - **b**: kafka-wire's schema-driven samples; Java reads them (every byte), writes identical bytes, prints kafka-wire's JSON and reads kafka-wire's JSON to an equal object. Records: kafka-wire's builder blobs read by `MemoryRecords.readableRecords` (`ensureValid()` on every batch).\n\
+         - **c**: rejections agree: truncated bodies (both directions), a null in a field not nullable at the version (JSON), a tag the message has only at other versions; a value written at neighbouring versions (both directions) gives the same bytes or is refused by both (a non-default value in a non-ignorable field the version lacks). Records: a flipped last byte fails a CRC on both sides; a blob cut one byte short gives the same whole batches, and the rest is a partial batch.\n\
+         - **table**: `Errors` (name, retriable, message) and `ApiKeys` (versions, unstable latest, deprecation, listeners, header versions).\n\n\
+         JSON: kafka-wire keeps unknown tagged fields as `_unknownTaggedFields` and `records` as base64; Java's converter drops the first and writes the second as an empty binary. The Java side checks it did exactly that and adds kafka-wire's form before comparing, so every other byte of the JSON is compared as is.\n\n\
+         | column | cells | agree | explained |\n| --- | ---: | ---: | ---: |\n"
+    );
+    for (c, (n, a, x)) in &per_column {
+        let _ = writeln!(md, "| {c} | {n} | {a} | {x} |");
+        let _ = writeln!(summary, "  ({c}) {a} agree + {x} explained of {n}");
+    }
+    if !notes.is_empty() {
+        md.push_str("\n## Explanations\n\n");
+        for (id, why) in &notes {
+            let _ = writeln!(md, "- **{id}**: {why}");
+        }
+    }
+    md.push_str("\n## Cells\n\n| row | a | b | c | table |\n| --- | --- | --- | --- | --- |\n");
+    for ((_, _, r), cols) in &grid {
+        let get = |c: &str| cols.get(c).map_or("–", String::as_str);
+        let _ = writeln!(md, "| {r} | {} | {} | {} | {} |", get("a"), get("b"), get("c"), get("table"));
+    }
+    Report { markdown: md, cells: Value::Array(cells), summary, unexplained, stale, agree, total }
+}
