@@ -17,8 +17,24 @@ use std::process::Command;
 
 use kafka_wire::runtime::json::serde_json::{self, Value};
 
+/// Skips with a line saying why: `KAFKA_WIRE_SKIP_INTEROP=1`, or a tool the capture needs is
+/// missing (tcpdump, tshark, confluent-kafka), unless `KAFKA_WIRE_REQUIRE_CLIENTS` requires them.
 fn skip() -> bool {
-    std::env::var("KAFKA_WIRE_SKIP_INTEROP").is_ok_and(|v| v == "1")
+    if std::env::var("KAFKA_WIRE_SKIP_INTEROP").is_ok_and(|v| v == "1") {
+        eprintln!("skipped: KAFKA_WIRE_SKIP_INTEROP=1");
+        return true;
+    }
+    let probes: [&[&str]; 3] = [&["tcpdump", "--version"], &["tshark", "--version"], &["python3", "-c", "import confluent_kafka"]];
+    for probe in probes {
+        let ok = Command::new(probe[0]).args(&probe[1..]).output().is_ok_and(|o| o.status.success());
+        if !ok {
+            let what = format!("`{}` fails: install what .ci/run installs for it", probe.join(" "));
+            assert!(std::env::var_os("KAFKA_WIRE_REQUIRE_CLIENTS").is_none(), "{what}");
+            eprintln!("skipped: {what}");
+            return true;
+        }
+    }
+    false
 }
 
 /// Captures a producer session against a broker that caps Metadata/Produce at `cap`.
@@ -188,7 +204,6 @@ fn compare(name: &str, cap: Option<i16>, compare_topics: bool) {
 #[test]
 fn librdkafka_capture_matches_tshark() {
     if skip() {
-        eprintln!("skipped: KAFKA_WIRE_SKIP_INTEROP=1");
         return;
     }
     // Current versions (Produce v10, Metadata v12, flexible): tshark 4.0 does not dissect every

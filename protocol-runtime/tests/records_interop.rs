@@ -5,8 +5,8 @@
 //! - batches written by this crate (every magic and codec) are read back by kafka-python.
 //!
 //! The vectors are generated at test time; nothing third-party is committed. The tests need
-//! Python 3 with the packages listed in `tests/interop/records/README.md`; set
-//! `KAFKA_WIRE_SKIP_INTEROP=1` to skip them (they print a notice). `KAFKA_WIRE_PYTHON` names the
+//! Python 3 with the packages listed in `tests/interop/records/README.md`; without them (or with
+//! `KAFKA_WIRE_SKIP_INTEROP=1`) they skip with a notice, unless `KAFKA_WIRE_REQUIRE_CLIENTS` is set. `KAFKA_WIRE_PYTHON` names the
 //! interpreter (default `python3`).
 
 use std::path::PathBuf;
@@ -20,7 +20,17 @@ fn skip(test: &str) -> bool {
         println!("NOTICE: {test} skipped (KAFKA_WIRE_SKIP_INTEROP=1)");
         return true;
     }
-    false
+    // A newcomer's machine may lack the Python packages: say what to install, unless CI
+    // (KAFKA_WIRE_REQUIRE_CLIENTS) requires them.
+    let probe = "import kafka, confluent_kafka, snappy, lz4, zstandard, xxhash";
+    let py = std::env::var("KAFKA_WIRE_PYTHON").unwrap_or_else(|_| "python3".to_string());
+    let ok = Command::new(&py).args(["-c", probe]).output().is_ok_and(|o| o.status.success());
+    if !ok {
+        let what = format!("`{py} -c \"{probe}\"` fails: install the packages in tests/interop/records/README.md (.ci/run does)");
+        assert!(std::env::var_os("KAFKA_WIRE_REQUIRE_CLIENTS").is_none(), "{what}");
+        println!("NOTICE: {test} skipped: {what}");
+    }
+    !ok
 }
 
 fn script_dir() -> PathBuf {
