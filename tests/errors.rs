@@ -154,6 +154,20 @@ fn decode_known_tag_in_a_version_where_it_is_not_valid() {
 }
 
 #[test]
+fn a_lenient_decode_keeps_a_tag_of_another_version_and_marks_it() {
+    use kafka_wire::runtime::lenient::{decode_leniently, Leniency, LeniencyKind};
+    let bytes = fetch_v12_with_tags(&[1, 1, 0]);
+    let (decoded, notes) = decode_leniently(|| FetchRequest::decode(&mut bytes.clone(), 12));
+    let request = decoded.unwrap();
+    let tags: Vec<u32> = request.unknown_tagged_fields.iter().map(|f| f.tag).collect();
+    assert_eq!(tags, [1], "kept as an unknown tagged field");
+    assert_eq!(notes, [Leniency { kind: LeniencyKind::TagNotValidForVersion { tag: 1 }, remaining: 0 }]);
+    assert_eq!(request.to_bytes(12).unwrap(), bytes, "written back as it came");
+    // Strict again outside the scope.
+    assert!(FetchRequest::decode(&mut bytes.clone(), 12).is_err());
+}
+
+#[test]
 fn decode_tagged_field_whose_size_does_not_match() {
     // Tag 0 (ClusterId, compact nullable string) declares 5 bytes but the string "ab" takes 3.
     let bytes = fetch_v12_with_tags(&[1, 0, 5, 3, b'a', b'b', 0, 0]);

@@ -24,6 +24,11 @@ use crate::error::CliError;
 #[derive(Parser)]
 #[command(name = "kafka-wire", version, about)]
 struct Cli {
+    /// Decode leniently, as a dissector: accept what the spec forbids but real peers send (a
+    /// null where the version allows none, a tag of another version, trailing bytes after a
+    /// body) and list each place under "_lenient" in the body's JSON. Strict by default.
+    #[arg(long, global = true)]
+    lenient: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -125,6 +130,9 @@ struct RecordsArgs {
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {
+    if cli.lenient {
+        message::set_lenient();
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     match cli.command {

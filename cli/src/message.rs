@@ -1,9 +1,11 @@
 //! `kafka-wire decode` and `encode`: message bodies and frames to and from JSON.
 
 use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use kafka_wire::messages::{RequestHeader, ResponseHeader};
 use kafka_wire::runtime::json::serde_json::{json, Value};
+use kafka_wire::runtime::lenient::{decode_leniently, Leniency, LeniencyKind};
 use kafka_wire::{ApiKey, Bytes, Decode, JsonMessage, RequestKind, ResponseKind};
 
 use crate::error::CliError;
@@ -24,20 +26,43 @@ fn known(key: i16) -> Result<ApiKey, String> {
     ApiKey::from_i16(key).ok_or_else(|| format!("unknown api key {key}"))
 }
 
-/// Decodes a body that must use every byte of `buf`.
+/// `--lenient`: decode what real peers send against the spec, and mark where (one mode for the
+/// whole process, set once by `main`).
+static LENIENT: AtomicBool = AtomicBool::new(false);
+
+/// Makes every decode of this process lenient (`--lenient`).
+pub fn set_lenient() {
+    LENIENT.store(true, Ordering::Relaxed);
+}
+
+/// Decodes a body that must use every byte of `buf`. Leniently (`--lenient`), what the spec
+/// forbids but peers send is accepted and listed under `"_lenient"`: `[{"offset", "what"}]`.
 fn body_json(key: i16, version: i16, request: bool, mut buf: Bytes) -> Result<Value, String> {
     let total = buf.len();
-    let json = if request {
-        let body = RequestKind::decode(key, version, &mut buf).map_err(|e| e.to_string())?;
-        body.to_json(version)
-    } else {
-        let body = ResponseKind::decode(key, version, &mut buf).map_err(|e| e.to_string())?;
-        body.to_json(version)
+    let decode = |buf: &mut Bytes| -> Result<Result<Value, _>, String> {
+        Ok(if request {
+            RequestKind::decode(key, version, buf).map_err(|e| e.to_string())?.to_json(version)
+        } else {
+            ResponseKind::decode(key, version, buf).map_err(|e| e.to_string())?.to_json(version)
+        })
     };
-    if !buf.is_empty() {
-        return Err(format!("{} trailing bytes after the body at offset {}", buf.len(), total - buf.len()));
+    if !LENIENT.load(Ordering::Relaxed) {
+        let json = decode(&mut buf)?;
+        if !buf.is_empty() {
+            return Err(format!("{} trailing bytes after the body at offset {}", buf.len(), total - buf.len()));
+        }
+        return json.map_err(|e| e.to_string());
     }
-    json.map_err(|e| e.to_string())
+    let (json, mut notes) = decode_leniently(|| decode(&mut buf));
+    let mut json = json?.map_err(|e| e.to_string())?;
+    if !buf.is_empty() {
+        notes.push(Leniency { kind: LeniencyKind::TrailingBytes { left: buf.len() }, remaining: buf.len() });
+    }
+    if let (Value::Object(obj), false) = (&mut json, notes.is_empty()) {
+        let marks = notes.iter().map(|n| json!({"offset": total.saturating_sub(n.remaining), "what": n.kind.to_string()}));
+        obj.insert("_lenient".into(), Value::Array(marks.collect()));
+    }
+    Ok(json)
 }
 
 /// Decodes a message body to JSON.

@@ -129,6 +129,26 @@ fn apis_lists_every_key() {
 // ---- decode ----
 
 #[test]
+fn lenient_decode_accepts_and_marks_what_the_spec_forbids() {
+    // Metadata v4: one topic whose name is null (nullable only from v10), then two stray bytes.
+    let body = "00000001 ffff 01";
+    let args = ["decode", "--api-key", "Metadata", "--api-version", "4", "--request", "--hex"];
+    let err = fails(&[&args[..], &[body]].concat(), b"", 1);
+    assert!(err.contains("Name") && err.contains("null"), "{err}");
+    let lenient = ok_json(&[&["--lenient"], &args[..], &[body]].concat(), b"");
+    assert_eq!(
+        lenient,
+        json!({"topics": [{"name": ""}], "allowAutoTopicCreation": true,
+               "_lenient": [{"offset": 6, "what": "null string in a version where the field is not nullable"}]})
+    );
+    let trailing = ok_json(&[&["--lenient"], &args[..], &["00000000 01 abcd"]].concat(), b"");
+    assert_eq!(trailing["_lenient"], json!([{"offset": 5, "what": "2 trailing bytes after the body"}]));
+    // Valid input is unmarked, and strict is the default for it too.
+    let clean = ok_json(&[&["--lenient"], &args[..], &["00000000 01"]].concat(), b"");
+    assert_eq!(clean, json!({"topics": [], "allowAutoTopicCreation": true}));
+}
+
+#[test]
 fn decode_a_body_from_hex_and_from_stdin() {
     let expected = json!({
         "topics": [{"topicId": "AAAAAAAAAAAAAAAAAAAAAA", "name": "foo"}],

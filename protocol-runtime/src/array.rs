@@ -65,7 +65,18 @@ fn prealloc<T>(n: usize, remaining: usize) -> usize {
     n.min(cap)
 }
 
-/// Reads an array that must not be null.
+/// A null array where the version allows none: an error, or empty in a lenient decode.
+#[cold]
+fn null_array(buf: &Bytes) -> Result<(), DecodeError> {
+    let remaining = bytes::Buf::remaining(buf);
+    if crate::lenient::tolerate(crate::lenient::LeniencyKind::NullArray, remaining) {
+        Ok(())
+    } else {
+        Err(DecodeError::new(DecodeErrorKind::UnexpectedNull, remaining))
+    }
+}
+
+/// Reads an array that must not be null (a lenient decode reads null as empty).
 #[inline]
 pub fn read_array<T>(
     buf: &mut Bytes,
@@ -74,7 +85,7 @@ pub fn read_array<T>(
 ) -> Result<Vec<T>, DecodeError> {
     match read_nullable_array(buf, compact, elem)? {
         Some(v) => Ok(v),
-        None => Err(DecodeError::new(DecodeErrorKind::UnexpectedNull, bytes::Buf::remaining(buf))),
+        None => null_array(buf).map(|()| Vec::new()),
     }
 }
 
@@ -139,7 +150,7 @@ where
 {
     match read_nullable_fixed_array::<A>(buf, compact)? {
         Some(v) => Ok(v),
-        None => Err(DecodeError::new(DecodeErrorKind::UnexpectedNull, bytes::Buf::remaining(buf))),
+        None => null_array(buf).map(|()| SmallVec::new()),
     }
 }
 

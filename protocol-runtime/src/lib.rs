@@ -16,6 +16,7 @@ pub mod array;
 pub mod error;
 #[cfg(feature = "serde")]
 pub mod json;
+pub mod lenient;
 #[allow(clippy::arithmetic_side_effects)] // not reached by input
 pub mod error_code;
 pub mod length;

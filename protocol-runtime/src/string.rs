@@ -30,11 +30,14 @@ pub fn read_nullable_string(buf: &mut Bytes, compact: bool) -> Result<Option<Byt
     ByteString::try_from(raw).map(Some).map_err(|_| DecodeError::new(DecodeErrorKind::InvalidUtf8, remaining))
 }
 
-/// Reads a string that must not be null.
+/// Reads a string that must not be null (a lenient decode reads null as `""`).
 #[inline]
 pub fn read_string(buf: &mut Bytes, compact: bool) -> Result<ByteString, DecodeError> {
     match read_nullable_string(buf, compact)? {
         Some(s) => Ok(s),
+        None if crate::lenient::tolerate(crate::lenient::LeniencyKind::NullString, bytes::Buf::remaining(buf)) => {
+            Ok(ByteString::new())
+        }
         None => Err(null_error(buf)),
     }
 }

@@ -115,7 +115,17 @@ pub fn read_tagged_fields(
         let size = read_unsigned_varint(buf)? as usize;
         let mut sub = take(buf, size)?;
         let after = buf.remaining();
-        if known(tag, &mut sub).map_err(|e| e.shift(after))? {
+        let is_known = match known(tag, &mut sub) {
+            Err(e) if matches!(e.kind(), DecodeErrorKind::TagNotValidForVersion { .. }) => {
+                let kind = crate::lenient::LeniencyKind::TagNotValidForVersion { tag };
+                if !crate::lenient::tolerate(kind, sub.remaining().saturating_add(after)) {
+                    return Err(e.shift(after));
+                }
+                false
+            }
+            r => r.map_err(|e| e.shift(after))?,
+        };
+        if is_known {
             if sub.has_remaining() {
                 let left = sub.remaining();
                 return Err(DecodeError::new(
@@ -130,7 +140,8 @@ pub fn read_tagged_fields(
     Ok(())
 }
 
-/// Fails a known tag seen in a version where its field does not exist.
+/// Fails a known tag seen in a version where its field does not exist, as Java does (a lenient
+/// decode keeps it as an unknown tagged field instead: see [`read_tagged_fields`]).
 #[cold]
 pub fn tag_not_valid(tag: u32, version: i16, sub: &Bytes) -> DecodeError {
     DecodeError::new(DecodeErrorKind::TagNotValidForVersion { tag, version }, sub.remaining())
