@@ -13,9 +13,6 @@ use tokio::net::TcpStream;
 use crate::broker::{errors, Broker};
 use crate::{groups, handlers};
 
-/// Largest request accepted (Kafka's `socket.request.max.bytes` default).
-const MAX_REQUEST_SIZE: usize = 100 * 1024 * 1024;
-
 enum Sasl {
     /// No SASL configured: every request is served.
     Off,
@@ -40,8 +37,10 @@ enum Reply {
 pub async fn serve(broker: Arc<Broker>, mut stream: TcpStream, peer: SocketAddr) {
     // The sans-io codec over a plain read loop, rather than tokio-util's Framed, because after a
     // v0 SaslHandshake the next frame is a bare SASL token with no request header.
-    let mut codec = ServerCodec::with_max_frame_size(MAX_REQUEST_SIZE);
-    let raw_frames = FrameDecoder::new(MAX_REQUEST_SIZE);
+    // Requests up to the maximum frame size of the limits in force (Kafka's default
+    // `socket.request.max.bytes`, 100 MiB, unless configured).
+    let mut codec = ServerCodec::new();
+    let raw_frames = FrameDecoder::default();
     let mut input = BytesMut::with_capacity(64 * 1024);
     let mut output = BytesMut::new();
     let mut sasl = if broker.config.sasl_plain.is_some() { Sasl::Handshake } else { Sasl::Off };

@@ -5,11 +5,11 @@ use bytes::{Bytes, BytesMut};
 use super::frame::{begin_frame, FrameDecoder};
 use super::CodecError;
 use crate::messages::{RequestHeader, ResponseHeader};
-use crate::{ApiKey, Decode, Encode, RequestKind, ResponseKind};
+use crate::{ApiKey, Encode, RequestKind, ResponseKind};
 
 /// One request as read off the wire: its header, decoded, and its body, not yet decoded.
 ///
-/// The header is read at the version [`request_header_version`](super::request_header_version)
+/// The header is read at the version [`request_header_version`](crate::header::request_header_version)
 /// gives for its api key and version (v1 for an api key this build does not know), so a request
 /// of an unknown api or version still yields its correlation id and can be answered.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,16 +25,7 @@ pub struct RequestFrame {
 impl RequestFrame {
     /// Reads the header of a frame (without its size prefix); the rest is the body.
     pub fn parse(mut frame: Bytes) -> Result<RequestFrame, CodecError> {
-        let (key, version) = match frame.get(..4) {
-            Some(b) => (i16::from_be_bytes([b[0], b[1]]), i16::from_be_bytes([b[2], b[3]])),
-            // Too short for a header: let the header decoder say what is missing.
-            None => (-1, -1),
-        };
-        let header_version = match ApiKey::from_i16(key) {
-            Some(api) => super::request_header_version(api, version),
-            None => 1,
-        };
-        let header = RequestHeader::decode(&mut frame, header_version).map_err(CodecError::Header)?;
+        let (header, header_version) = crate::header::decode_request_header(&mut frame).map_err(CodecError::Header)?;
         Ok(RequestFrame { header, header_version, body: frame })
     }
 
@@ -104,7 +95,7 @@ impl Response {
         if !self.api_key.info().valid.contains(self.version) {
             return Err(CodecError::UnsupportedVersion { api_key: self.api_key, version: self.version });
         }
-        let header_version = self.api_key.response_header_version(self.version);
+        let header_version = crate::header::response_header_version(self.api_key, self.version);
         let header = ResponseHeader { correlation_id: self.correlation_id, ..Default::default() };
         let len = header.encoded_len(header_version) + self.body.encoded_len(self.version);
         let start = dst.len();
