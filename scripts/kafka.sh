@@ -151,6 +151,8 @@ share.coordinator.state.topic.num.partitions=3
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 super.users=User:ANONYMOUS;User:admin
 EOF
+  # KIP-848's consumer protocol: advertised by 3.9 but off by default there (on from 4.0).
+  case $version in 3.*) echo "group.coordinator.rebalance.protocols=classic,consumer" ;; esac
 }
 
 log_config() {
@@ -215,6 +217,7 @@ ssl.keystore.location=$dir/certs/broker.p12
 ssl.keystore.password=kafka-wire
 ssl.key.password=kafka-wire
 ssl.client.auth=none
+delegation.token.secret.key=kafka-wire-test-token-secret
 EOF
       format_args=(--add-scram 'SCRAM-SHA-256=[name=alice,password=alice-secret]'
         --add-scram 'SCRAM-SHA-512=[name=alice,password=alice-secret]')
