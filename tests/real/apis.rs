@@ -27,6 +27,8 @@ const CONCURRENT_TRANSACTIONS: i16 = 51;
 #[derive(Debug, Default)]
 pub struct State {
     pub topic_id: Uuid,
+    /// Every topic this run saw in Metadata, by name (Produce v13 names topics by id).
+    pub topic_ids: std::collections::HashMap<String, Uuid>,
     pub cluster_id: String,
     pub log_dir: String,
     pub metadata_level: i16,
@@ -79,7 +81,7 @@ fn produce_request(s: &Sweep, v: i16, topic: &str, partition: i32, records: Byte
         ..Default::default()
     };
     // v13 names topics by id (Kafka 4.x specs only).
-    let id = if topic == TOPIC { s.state.topic_id } else { Uuid::ZERO };
+    let id = s.state.topic_ids.get(topic).copied().unwrap_or(Uuid::ZERO);
     patch(req, v, json!({"topicData": [{"topicId": uuid_json(id)}]}))
 }
 
@@ -116,6 +118,9 @@ fn wait_for_leaders(s: &mut Sweep, topic: &str, partitions: usize) -> R<Metadata
             t.error_code == 0 && t.partitions.len() == partitions && t.partitions.iter().all(|p| p.leader_id >= 0)
         });
         if ok {
+            for t in &m.topics {
+                s.state.topic_ids.insert(t.name.as_deref().unwrap_or("").to_owned(), t.topic_id);
+            }
             return Ok(m);
         }
         if Instant::now() > deadline {
@@ -245,9 +250,11 @@ pub fn exercise(s: &mut Sweep, api: ApiKey, v: i16) -> R<String> {
                 };
                 let r = s.conn.call(v, req)?;
                 expect(&r, &[])?;
-                let r = as_resp!(r, ListOffsets);
-                let p = &r.topics[0].partitions[0];
-                found.push(if v == 0 { p.old_style_offsets.first().copied().unwrap_or(-1) } else { p.offset });
+                // v0 answers a list of offsets, a field Kafka 4's specs dropped: read it as JSON.
+                let json = r.to_json(v).map_err(|e| e.to_string())?;
+                let p = &json["topics"][0]["partitions"][0];
+                let offset = if v == 0 { &p["oldStyleOffsets"][0] } else { &p["offset"] };
+                found.push(offset.as_i64().unwrap_or(-1));
             }
             if found[0] != 0 || found[1] < 5 {
                 return Err(format!("earliest/latest {found:?}"));
