@@ -50,6 +50,17 @@ fn now_ms() -> i64 {
 }
 
 /// The newest version both sides support (for helper requests around the one under test).
+pub fn newest_version(s: &Sweep, api: ApiKey) -> i16 {
+    newest(s, api)
+}
+
+/// Produces `n` uncompressed records to `topic`/`partition` at the newest Produce version.
+pub fn produce_records(s: &mut Sweep, topic: &str, partition: i32, n: usize) -> R<()> {
+    let pv = newest(s, ApiKey::Produce);
+    let req = produce_request(s, pv, topic, partition, batch(Compression::None, n)?, -1)?;
+    expect(&s.conn.call(pv, req)?, &[])
+}
+
 fn newest(s: &Sweep, api: ApiKey) -> i16 {
     s.common().into_iter().find(|(a, _)| *a == api).map(|(_, r)| r.hi).unwrap_or_else(|| api.stable_versions().hi)
 }
@@ -786,11 +797,15 @@ fn by_json(s: &mut Sweep, api: ApiKey, v: i16) -> R<String> {
         // AddRaftVoter, RemoveRaftVoter: the quorum is static (controller.quorum.voters), so
         // kraft.version is 0 and the controller refuses membership changes.
         80 => {
-            let req = j(json!({
+            let mut body = json!({
                 "clusterId": s.state.cluster_id, "timeoutMs": 30000, "voterId": 2,
                 "voterDirectoryId": uuid_json(Uuid::from_u64_pair(1, 2)),
                 "listeners": [{"name": "CONTROLLER", "host": "127.0.0.1", "port": 1}]
-            }))?;
+            });
+            if v >= 1 {
+                body["ackWhenCommitted"] = json!(true);
+            }
+            let req = j(body)?;
             let r = s.conn.call(v, req)?;
             expect(&r, &[35])?;
             Ok("static quorum: UNSUPPORTED_VERSION".into())
@@ -801,7 +816,8 @@ fn by_json(s: &mut Sweep, api: ApiKey, v: i16) -> R<String> {
             expect(&r, &[35])?;
             Ok("static quorum: UNSUPPORTED_VERSION".into())
         }
-        _ => Err(format!("no request builder for {} in this sweep", api.name())),
+        _ => super::kafka4::exercise(s, api, v)
+            .unwrap_or_else(|| Err(format!("no request builder for {} in this sweep", api.name()))),
     }
 }
 

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 mod apis;
+mod kafka4;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
