@@ -1351,15 +1351,34 @@ pub fn refused_versions(s: &mut Sweep) {
         Ok("refused: UNSUPPORTED_VERSION at v0 with the broker's ranges".into())
     })();
     s.rows.push(Row { api: ApiKey::ApiVersions, version: v, outcome: to_outcome(outcome) });
+    // Versions this build knows on either side of the broker's range (one each): Kafka parses
+    // the header, finds the version unsupported and closes the connection without an answer.
     for k in s.advertised.api_keys.clone() {
         let Some(api) = ApiKey::from_i16(k.api_key) else { continue };
-        if api != ApiKey::ApiVersions && api.stable_versions().hi > k.max_version {
-            s.notes.push(format!(
-                "{} v{}: known to this build, not advertised by the broker (not sent)",
-                api.name(),
-                k.max_version + 1
-            ));
+        if api == ApiKey::ApiVersions {
+            continue;
         }
+        let ours = api.stable_versions();
+        let below = (k.min_version > ours.lo).then(|| k.min_version - 1);
+        let above = (ours.hi > k.max_version).then(|| k.max_version + 1);
+        for v in [below, above].into_iter().flatten() {
+            let outcome = refused(s, api, v);
+            s.rows.push(Row { api, version: v, outcome: to_outcome(outcome) });
+        }
+    }
+}
+
+fn refused(s: &Sweep, api: ApiKey, v: i16) -> R<String> {
+    let header = RequestHeader { request_api_key: api.key(), request_api_version: v, correlation_id: 7, client_id: Some(bs("sweep")), ..Default::default() };
+    let mut body = kafka_wire::BytesMut::new();
+    kafka_wire::Encode::encode(&header, &mut body, api.request_header_version(v)).map_err(|e| e.to_string())?;
+    let mut frame = (body.len() as i32).to_be_bytes().to_vec();
+    frame.extend_from_slice(&body);
+    let mut conn = Conn::connect(&s.broker.plaintext)?;
+    match conn.raw(&frame) {
+        Ok(answer) => Err(format!("v{v} is not advertised, yet the broker answered {} bytes", answer.len())),
+        Err(e) if e.contains("closed") || e.contains("reset") => Ok(format!("refused: not advertised, connection closed ({e})")),
+        Err(e) => Err(format!("v{v}: {e}")),
     }
 }
 

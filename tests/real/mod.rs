@@ -291,6 +291,8 @@ pub struct Sweep {
     pub rows: Vec<Row>,
     pub notes: Vec<String>,
     pub state: apis::State,
+    /// Appended to the table's file name.
+    pub label: String,
 }
 
 impl Sweep {
@@ -308,7 +310,7 @@ impl Sweep {
             panic!("ApiVersions answered with another api")
         };
         assert_eq!(advertised.error_code, 0, "ApiVersions v{v}");
-        Sweep { broker, conn, advertised, rows: Vec::new(), notes: Vec::new(), state: apis::State::default() }
+        Sweep { broker, conn, advertised, rows: Vec::new(), notes: Vec::new(), state: apis::State::default(), label: String::new() }
     }
 
     /// Every (api, version) both sides support, in key order.
@@ -364,6 +366,16 @@ impl Sweep {
         eprintln!("sweep against Kafka {} took {:?}", self.broker.version, started.elapsed());
     }
 
+    /// Only the versions the broker must refuse: for a build from another release's specs,
+    /// which knows versions this broker lacks.
+    pub fn run_refusals(&mut self) {
+        self.label = "-refusals".into();
+        apis::refused_versions(self);
+        if self.rows.len() <= 1 {
+            self.notes.push("this build knows no version outside the broker's ranges but ApiVersions'".into());
+        }
+    }
+
     pub fn failures(&self) -> Vec<String> {
         self.rows
             .iter()
@@ -402,7 +414,7 @@ impl Sweep {
             self.broker.version
         );
         text += &summary;
-        std::fs::write(dir.join(format!("{}.txt", self.broker.version)), &text).unwrap();
+        std::fs::write(dir.join(format!("{}{}.txt", self.broker.version, self.label)), &text).unwrap();
         eprint!("{text}");
         (passed, self.rows.len())
     }
