@@ -219,6 +219,18 @@ pub fn setup(s: &mut Sweep) -> R<()> {
 pub fn exercise(s: &mut Sweep, api: ApiKey, v: i16) -> R<String> {
     let run = s.state.run.clone();
     match api {
+        // Kafka 4 removed Produce v0-2 (KIP-896) but still lists them in ApiVersions: a request
+        // at those versions closes the connection, like any unsupported version.
+        ApiKey::Produce if v < 3 && s.broker.major() >= 4 => {
+            let req = produce_request(s, v, TOPIC, 0, batch(Compression::None, 1)?, -1)?;
+            let result = s.conn.call(v, req);
+            s.conn = Conn::connect(&s.broker.plaintext)?;
+            match result {
+                Err(e) if e.contains("closed") => Ok("advertised, but removed in Kafka 4: connection closed".into()),
+                Err(e) => Err(e),
+                Ok(r) => Err(format!("answered {:?}", errors(&r))),
+            }
+        }
         ApiKey::Produce => {
             let mut offsets = Vec::new();
             for c in [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd] {
