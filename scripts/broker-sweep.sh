@@ -8,8 +8,10 @@
 #
 # Specs per broker line (override with KAFKA_WIRE_SWEEP_SPECS_3 / KAFKA_WIRE_SWEEP_SPECS_4):
 # 3.x with the default spec set in target/, 4.x with kafka-4.3.0 in target/k43, so the two
-# builds do not rebuild each other. KAFKA_WIRE_SWEEP_CROSS=1 also checks, with the other
-# line's build, that every version that build knows and the broker lacks is refused.
+# builds do not rebuild each other. Also, unless set to 0: KAFKA_WIRE_SWEEP_CROSS checks with
+# the other line's build that every version that build knows and the broker lacks is refused;
+# KAFKA_WIRE_SWEEP_CLUSTER starts a 3-node cluster of the version for tests/broker_real.rs's
+# three_node_cluster.
 # Broker logs stay in target/kafka/<version>/ when something fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,8 +36,13 @@ sweep() {
     if [ -n "$specs" ]; then export KAFKA_WIRE_SPECS=$specs; fi
     export CARGO_TARGET_DIR
     CARGO_TARGET_DIR=$(target_for "$line")
-    KAFKA_WIRE_BROKER="$PWD/target/kafka/$version/env" KAFKA_WIRE_REQUIRE_BROKER=1 KAFKA_WIRE_SWEEP_ONLY=$only \
-      nice -n 10 cargo test --test broker_real -- --nocapture >"target/broker-sweep/$version$suffix.log" 2>&1
+    if [ "$only" = cluster ]; then
+      KAFKA_WIRE_CLUSTER="$PWD/target/kafka/$version-cluster/env" KAFKA_WIRE_REQUIRE_CLUSTER=1 \
+        nice -n 10 cargo test --test broker_real three_node_cluster -- --nocapture >"target/broker-sweep/$version$suffix.log" 2>&1
+    else
+      KAFKA_WIRE_BROKER="$PWD/target/kafka/$version/env" KAFKA_WIRE_REQUIRE_BROKER=1 KAFKA_WIRE_SWEEP_ONLY=$only \
+        nice -n 10 cargo test --test broker_real -- --nocapture >"target/broker-sweep/$version$suffix.log" 2>&1
+    fi
   )
 }
 
@@ -43,7 +50,7 @@ mkdir -p target/broker-sweep
 summary=()
 status=0
 running=""
-trap '[ -n "$running" ] && scripts/kafka.sh stop "$running" >/dev/null 2>&1' EXIT
+trap '[ -n "$running" ] && scripts/kafka.sh stop $running >/dev/null 2>&1' EXIT
 for version in "$@"; do
   t0=$SECONDS
   if ! scripts/kafka.sh start "$version" >"target/broker-sweep/$version.start.log" 2>&1; then
@@ -58,12 +65,30 @@ for version in "$@"; do
   ok=1
   sweep "$version" "$version" || ok=0
   t2=$SECONDS
-  if [ "${KAFKA_WIRE_SWEEP_CROSS:-0}" = 1 ]; then
+  if [ "${KAFKA_WIRE_SWEEP_CROSS:-1}" = 1 ]; then
     sweep "$version" "$(other_line "$version")" refusals || ok=0
   fi
   scripts/kafka.sh stop "$version" >/dev/null 2>&1
   running=""
-  echo "== Apache Kafka $version: broker up in $((t1 - t0)) s, sweep (with its build) $((t2 - t1)) s, all $((SECONDS - t0)) s"
+  t3=$SECONDS
+  cluster="skipped (KAFKA_WIRE_SWEEP_CLUSTER=0)"
+  if [ "${KAFKA_WIRE_SWEEP_CLUSTER:-1}" = 1 ]; then
+    if scripts/kafka.sh start "$version" --nodes 3 >"target/broker-sweep/$version-cluster.start.log" 2>&1; then
+      running="$version --nodes 3"
+      if sweep "$version" "$version" cluster; then
+        cluster=$(grep -o "3-node Kafka.*" "target/broker-sweep/$version-cluster.log" | head -1)
+      else
+        ok=0
+        cluster="FAILED: $(grep -A3 panicked "target/broker-sweep/$version-cluster.log" | head -4)"
+      fi
+      scripts/kafka.sh stop "$version" --nodes 3 >/dev/null 2>&1
+      running=""
+    else
+      ok=0
+      cluster="FAILED to start (logs in target/kafka/$version-cluster): $(tail -5 "target/broker-sweep/$version-cluster.start.log")"
+    fi
+  fi
+  echo "== Apache Kafka $version: broker up in $((t1 - t0)) s, sweep (with its build) $((t2 - t1)) s, refusals $((t3 - t2)) s, 3-node cluster $((SECONDS - t3)) s, all $((SECONDS - t0)) s"
   if [ -f "target/broker-sweep/$version.txt" ]; then
     sed '$d' "target/broker-sweep/$version.txt"
     line=$(tail -n1 "target/broker-sweep/$version.txt")
@@ -75,6 +100,7 @@ for version in "$@"; do
     echo "-- refusals, with the build from the other release's specs:"
     cat "target/broker-sweep/$version-refusals.txt"
   fi
+  echo "-- 3 nodes: $cluster"
   if [ $ok = 0 ]; then
     status=1
     grep -A30 "panicked" "target/broker-sweep/$version.log" | head -40 || true

@@ -37,15 +37,15 @@ pub struct State {
 }
 
 /// From v3 the broker checks the client software name and version (KIP-511): never empty.
-fn api_versions_request() -> ApiVersionsRequest {
+pub fn api_versions_request() -> ApiVersionsRequest {
     ApiVersionsRequest { client_software_name: bs("kafka-wire-sweep"), client_software_version: bs("0.1.0"), ..Default::default() }
 }
 
-fn bs(s: impl Into<String>) -> ByteString {
+pub fn bs(s: impl Into<String>) -> ByteString {
     ByteString::from(s.into())
 }
 
-fn now_ms() -> i64 {
+pub fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
 
@@ -61,7 +61,7 @@ pub fn produce_records(s: &mut Sweep, topic: &str, partition: i32, n: usize) -> 
     expect(&s.conn.call(pv, req)?, &[])
 }
 
-fn newest(s: &Sweep, api: ApiKey) -> i16 {
+pub fn newest(s: &Sweep, api: ApiKey) -> i16 {
     s.common().into_iter().find(|(a, _)| *a == api).map(|(_, r)| r.hi).unwrap_or_else(|| api.stable_versions().hi)
 }
 
@@ -69,7 +69,7 @@ fn supported(s: &Sweep, api: ApiKey) -> bool {
     s.common().iter().any(|(a, _)| *a == api)
 }
 
-fn batch(compression: Compression, n: usize) -> R<Bytes> {
+pub fn batch(compression: Compression, n: usize) -> R<Bytes> {
     let mut b = RecordBatchBuilder::new().compression(compression);
     let ts = now_ms();
     for i in 0..n {
@@ -79,7 +79,7 @@ fn batch(compression: Compression, n: usize) -> R<Bytes> {
     b.build().map_err(|e| e.to_string())
 }
 
-fn produce_request(s: &Sweep, v: i16, topic: &str, partition: i32, records: Bytes, acks: i16) -> R<ProduceRequest> {
+pub fn produce_request(s: &Sweep, v: i16, topic: &str, partition: i32, records: Bytes, acks: i16) -> R<ProduceRequest> {
     use produce_request::*;
     let req = ProduceRequest {
         acks,
@@ -96,7 +96,7 @@ fn produce_request(s: &Sweep, v: i16, topic: &str, partition: i32, records: Byte
     patch(req, v, json!({"topicData": [{"topicId": uuid_json(id)}]}))
 }
 
-fn create_topics(s: &mut Sweep, topics: &[(&str, i32)]) -> R<ResponseKind> {
+pub fn create_topics(s: &mut Sweep, topics: &[(&str, i32)]) -> R<ResponseKind> {
     use create_topics_request::*;
     let v = newest(s, ApiKey::CreateTopics);
     let req = CreateTopicsRequest {
@@ -110,7 +110,7 @@ fn create_topics(s: &mut Sweep, topics: &[(&str, i32)]) -> R<ResponseKind> {
     s.conn.call(v, req)
 }
 
-fn metadata(s: &mut Sweep, v: i16, topics: &[&str]) -> R<MetadataResponse> {
+pub fn metadata(s: &mut Sweep, v: i16, topics: &[&str]) -> R<MetadataResponse> {
     use metadata_request::*;
     let req = MetadataRequest {
         topics: Some(topics.iter().map(|t| MetadataRequestTopic { name: Some(bs(*t)), ..Default::default() }).collect()),
@@ -120,7 +120,7 @@ fn metadata(s: &mut Sweep, v: i16, topics: &[&str]) -> R<MetadataResponse> {
 }
 
 /// Waits (bounded) until every partition of `topic` has a leader.
-fn wait_for_leaders(s: &mut Sweep, topic: &str, partitions: usize) -> R<MetadataResponse> {
+pub fn wait_for_leaders(s: &mut Sweep, topic: &str, partitions: usize) -> R<MetadataResponse> {
     let v = newest(s, ApiKey::Metadata);
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
@@ -141,7 +141,7 @@ fn wait_for_leaders(s: &mut Sweep, topic: &str, partitions: usize) -> R<Metadata
     }
 }
 
-fn commit_offset(s: &mut Sweep, v: i16, group: &str, offset: i64) -> R<ResponseKind> {
+pub fn commit_offset(s: &mut Sweep, v: i16, group: &str, offset: i64) -> R<ResponseKind> {
     use offset_commit_request::*;
     let req = OffsetCommitRequest {
         group_id: bs(group),

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 mod apis;
+pub mod cluster;
 mod kafka4;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -33,10 +34,16 @@ pub struct Broker {
 
 impl Broker {
     pub fn from_env() -> Option<Broker> {
-        let required = std::env::var_os("KAFKA_WIRE_REQUIRE_BROKER").is_some_and(|v| v == "1");
-        let Some(spec) = std::env::var("KAFKA_WIRE_BROKER").ok().filter(|s| !s.is_empty()) else {
-            assert!(!required, "KAFKA_WIRE_REQUIRE_BROKER=1 but KAFKA_WIRE_BROKER is unset (scripts/broker-sweep.sh sets it)");
-            eprintln!("skipping: KAFKA_WIRE_BROKER is unset (start a broker with scripts/kafka.sh, or run scripts/broker-sweep.sh)");
+        Broker::from_var("KAFKA_WIRE_BROKER", "KAFKA_WIRE_REQUIRE_BROKER", "scripts/kafka.sh start VERSION")
+    }
+
+    /// From `var` (an env file or `host:port`); `None` with a note when unset, unless
+    /// `require`=1, which makes that a failure.
+    pub fn from_var(var: &str, require: &str, how: &str) -> Option<Broker> {
+        let required = std::env::var_os(require).is_some_and(|v| v == "1");
+        let Some(spec) = std::env::var(var).ok().filter(|s| !s.is_empty()) else {
+            assert!(!required, "{require}=1 but {var} is unset (scripts/broker-sweep.sh sets it)");
+            eprintln!("skipping: {var} is unset (start a broker with {how}, or run scripts/broker-sweep.sh)");
             return None;
         };
         let mut vars = BTreeMap::new();
@@ -49,7 +56,9 @@ impl Broker {
         } else {
             vars.insert("PLAINTEXT".into(), spec.clone());
         }
-        let plaintext = vars.get("PLAINTEXT").cloned().unwrap_or_else(|| panic!("{spec}: no PLAINTEXT address"));
+        let first_node = vars.get("BOOTSTRAP").and_then(|b| b.split(',').next()).map(str::to_owned);
+        let plaintext =
+            vars.get("PLAINTEXT").cloned().or(first_node).unwrap_or_else(|| panic!("{spec}: no PLAINTEXT address"));
         let version = std::env::var("KAFKA_WIRE_BROKER_VERSION")
             .ok()
             .or_else(|| vars.get("KAFKA_VERSION").cloned())
@@ -408,8 +417,10 @@ impl Sweep {
         for n in &self.notes {
             text += &format!("# note: {n}\n");
         }
+        // The refusal-only table gets another word, so `broker sweep:` lines stay one per version.
+        let what = if self.label.is_empty() { "broker sweep" } else { "broker refusals" };
         let summary = format!(
-            "broker sweep: {passed} of {} api versions pass against Apache Kafka {}\n",
+            "{what}: {passed} of {} api versions pass against Apache Kafka {}\n",
             self.rows.len(),
             self.broker.version
         );
