@@ -257,6 +257,7 @@ EOF
     echo "NODE${i}_PID=$!" >>"$dir/env.tmp"
   done
   echo "KAFKA_LOGS=$dir" >>"$dir/env.tmp"
+  echo "KAFKA_LIB=$lib" >>"$dir/env.tmp"
   local deadline=$((SECONDS + START_TIMEOUT)) addr n=0
   for addr in ${bootstrap//,/ }; do
     n=$((n + 1))
