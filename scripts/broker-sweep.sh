@@ -11,7 +11,8 @@
 # builds do not rebuild each other. Also, unless set to 0: KAFKA_WIRE_SWEEP_CROSS checks with
 # the other line's build that every version that build knows and the broker lacks is refused;
 # KAFKA_WIRE_SWEEP_CLUSTER starts a 3-node cluster of the version for tests/broker_real.rs's
-# three_node_cluster.
+# three_node_cluster; KAFKA_WIRE_SWEEP_PCAP captures Kafka's Java clients against the broker and
+# checks `kafka-wire pcap` against tshark (cli/tests/pcap_interop.rs; needs root, tcpdump, tshark).
 # Broker logs stay in target/kafka/<version>/ when something fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +37,10 @@ sweep() {
     if [ -n "$specs" ]; then export KAFKA_WIRE_SPECS=$specs; fi
     export CARGO_TARGET_DIR
     CARGO_TARGET_DIR=$(target_for "$line")
-    if [ "$only" = cluster ]; then
+    if [ "$only" = pcap ]; then
+      KAFKA_WIRE_BROKER="$PWD/target/kafka/$version/env" KAFKA_WIRE_REQUIRE_BROKER=1 \
+        nice -n 10 cargo test -p kafka-wire-cli --test pcap_interop java_clients -- --nocapture >"target/broker-sweep/$version$suffix.log" 2>&1
+    elif [ "$only" = cluster ]; then
       KAFKA_WIRE_CLUSTER="$PWD/target/kafka/$version-cluster/env" KAFKA_WIRE_REQUIRE_CLUSTER=1 \
         nice -n 10 cargo test --test broker_real three_node_cluster -- --nocapture >"target/broker-sweep/$version$suffix.log" 2>&1
     else
@@ -53,6 +57,8 @@ running=""
 trap '[ -n "$running" ] && scripts/kafka.sh stop $running >/dev/null 2>&1' EXIT
 for version in "$@"; do
   t0=$SECONDS
+  # A fresh broker each time, not one left running by hand with other state.
+  scripts/kafka.sh stop "$version" >/dev/null 2>&1 || true
   if ! scripts/kafka.sh start "$version" >"target/broker-sweep/$version.start.log" 2>&1; then
     cat "target/broker-sweep/$version.start.log" >&2
     summary+=("broker sweep: Apache Kafka $version did not start (logs in target/kafka/$version)")
@@ -65,6 +71,16 @@ for version in "$@"; do
   ok=1
   sweep "$version" "$version" || ok=0
   t2=$SECONDS
+  pcap="skipped (KAFKA_WIRE_SWEEP_PCAP=0)"
+  if [ "${KAFKA_WIRE_SWEEP_PCAP:-1}" = 1 ]; then
+    if sweep "$version" "$version" pcap; then
+      pcap="Java admin, producer and consumer: kafka-wire pcap agrees with tshark"
+    else
+      ok=0
+      pcap="FAILED: $(grep -A3 -E "panicked|^error" "target/broker-sweep/$version-pcap.log" | head -6)"
+    fi
+  fi
+  t2p=$SECONDS
   if [ "${KAFKA_WIRE_SWEEP_CROSS:-1}" = 1 ]; then
     sweep "$version" "$(other_line "$version")" refusals || ok=0
   fi
@@ -88,7 +104,7 @@ for version in "$@"; do
       cluster="FAILED to start (logs in target/kafka/$version-cluster): $(tail -5 "target/broker-sweep/$version-cluster.start.log")"
     fi
   fi
-  echo "== Apache Kafka $version: broker up in $((t1 - t0)) s, sweep (with its build) $((t2 - t1)) s, refusals $((t3 - t2)) s, 3-node cluster $((SECONDS - t3)) s, all $((SECONDS - t0)) s"
+  echo "== Apache Kafka $version: broker up in $((t1 - t0)) s, sweep (with its build) $((t2 - t1)) s, pcap $((t2p - t2)) s, refusals $((t3 - t2p)) s, 3-node cluster $((SECONDS - t3)) s, all $((SECONDS - t0)) s"
   if [ -f "target/broker-sweep/$version.txt" ]; then
     sed '$d' "target/broker-sweep/$version.txt"
     line=$(tail -n1 "target/broker-sweep/$version.txt")
@@ -100,6 +116,7 @@ for version in "$@"; do
     echo "-- refusals, with the build from the other release's specs:"
     cat "target/broker-sweep/$version-refusals.txt"
   fi
+  echo "-- pcap: $pcap"
   echo "-- 3 nodes: $cluster"
   if [ $ok = 0 ]; then
     status=1

@@ -65,10 +65,6 @@ pub fn newest(s: &Sweep, api: ApiKey) -> i16 {
     s.common().into_iter().find(|(a, _)| *a == api).map(|(_, r)| r.hi).unwrap_or_else(|| api.stable_versions().hi)
 }
 
-fn supported(s: &Sweep, api: ApiKey) -> bool {
-    s.common().iter().any(|(a, _)| *a == api)
-}
-
 pub fn batch(compression: Compression, n: usize) -> R<Bytes> {
     let mut b = RecordBatchBuilder::new().compression(compression);
     let ts = now_ms();
@@ -249,13 +245,25 @@ pub fn exercise(s: &mut Sweep, api: ApiKey, v: i16) -> R<String> {
             if !offsets.windows(2).all(|w| w[1] == w[0] + 3) {
                 return Err(format!("base offsets {offsets:?} are not 3 apart"));
             }
+            // Read the batches back as the broker stores them: every codec decodes, every value.
+            let values = fetch_values(s, TOPIC, 0, offsets[0])?;
+            let codecs: Vec<String> = ["none", "gzip", "snappy", "lz4", "zstd"].iter().take(offsets.len()).map(|c| c.to_string()).collect();
+            for (i, c) in codecs.iter().enumerate() {
+                for r in 0..3 {
+                    let want = format!("value {r} {c}");
+                    if values.get(i * 3 + r).map(String::as_str) != Some(want.as_str()) {
+                        return Err(format!("fetched back {:?}, wanted {want:?} at {}", values.get(i * 3 + r), i * 3 + r));
+                    }
+                }
+            }
             // acks=0: no answer; the next request's answer proves the broker took it in order.
             let req = produce_request(s, v, TOPIC, 0, batch(Compression::None, 1)?, 0)?;
             if s.conn.send(v, req.into())?.is_some() {
                 return Err("a response to acks=0".into());
             }
             expect(&s.conn.call(newest(s, ApiKey::ApiVersions), api_versions_request())?, &[])?;
-            Ok(format!("5 codecs, acks=-1 and 0, offsets {offsets:?}"))
+            let zstd = if offsets.len() == 5 { "zstd" } else { "zstd refused (before v7)" };
+            Ok(format!("none, gzip, snappy, lz4, {zstd}: fetched back; acks=0 too; offsets {offsets:?}"))
         }
         ApiKey::Fetch => fetch(s, v),
         ApiKey::ListOffsets => {
@@ -716,7 +724,8 @@ pub fn exercise(s: &mut Sweep, api: ApiKey, v: i16) -> R<String> {
                 feature_updates: vec![FeatureUpdateKey {
                     feature: bs("metadata.version"),
                     max_version_level: level,
-                    upgrade_type: if v >= 1 { 1 } else { 1 },
+                    // UPGRADE (v1+; the default, so v0 needs nothing): to the level it has.
+                    upgrade_type: 1,
                     ..Default::default()
                 }],
                 validate_only: v >= 1,
@@ -943,6 +952,35 @@ fn fetch(s: &mut Sweep, v: i16) -> R<String> {
         note += &format!(", session {} incremental", r.session_id);
     }
     Ok(note)
+}
+
+/// The values of `topic`/`partition` from `offset` on, read at the newest Fetch version.
+fn fetch_values(s: &mut Sweep, topic: &str, partition: i32, offset: i64) -> R<Vec<String>> {
+    use fetch_request::*;
+    let v = newest(s, ApiKey::Fetch);
+    let id = s.state.topic_ids.get(topic).copied().unwrap_or(Uuid::ZERO);
+    let req = FetchRequest {
+        max_wait_ms: 100,
+        min_bytes: 1,
+        max_bytes: 1 << 20,
+        topics: vec![FetchTopic {
+            topic: if v < 13 { bs(topic) } else { ByteString::new() },
+            topic_id: if v >= 13 { id } else { Uuid::ZERO },
+            partitions: vec![FetchPartition { partition, fetch_offset: offset, partition_max_bytes: 1 << 20, ..Default::default() }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let r = s.conn.call(v, req)?;
+    expect(&r, &[])?;
+    let r = as_resp!(r, Fetch);
+    let records = Option::<Bytes>::from(r.responses[0].partitions[0].records.clone()).unwrap_or_default();
+    let (decoded, _) = decode_all(records, &DecodeOptions::default()).map_err(|e| format!("records: {e}"))?;
+    Ok(decoded
+        .into_iter()
+        .filter(|r| r.offset >= offset)
+        .map(|r| String::from_utf8_lossy(&r.value.unwrap_or_default()).into_owned())
+        .collect())
 }
 
 fn subscription() -> Bytes {
@@ -1362,7 +1400,7 @@ pub fn refused_versions(s: &mut Sweep) {
         }
         Ok("refused: UNSUPPORTED_VERSION at v0 with the broker's ranges".into())
     })();
-    s.rows.push(Row { api: ApiKey::ApiVersions, version: v, outcome: to_outcome(outcome) });
+    s.rows.push(Row { api: ApiKey::ApiVersions, version: v, outcome: to_outcome(outcome), ms: 0 });
     // Versions this build knows on either side of the broker's range (one each): Kafka parses
     // the header, finds the version unsupported and closes the connection without an answer.
     for k in s.advertised.api_keys.clone() {
@@ -1374,8 +1412,9 @@ pub fn refused_versions(s: &mut Sweep) {
         let below = (k.min_version > ours.lo).then(|| k.min_version - 1);
         let above = (ours.hi > k.max_version).then(|| k.max_version + 1);
         for v in [below, above].into_iter().flatten() {
+            let t = std::time::Instant::now();
             let outcome = refused(s, api, v);
-            s.rows.push(Row { api, version: v, outcome: to_outcome(outcome) });
+            s.rows.push(Row { api, version: v, outcome: to_outcome(outcome), ms: t.elapsed().as_millis() });
         }
     }
 }

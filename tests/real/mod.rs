@@ -1,6 +1,7 @@
 //! The sweep's plumbing: a blocking connection on kafka-wire's sans-io [`ClientCodec`], the
 //! byte-for-byte re-encoding check on every response, and the result table.
 
+// Each test binary uses part of this module.
 #![allow(dead_code)]
 
 mod apis;
@@ -13,7 +14,7 @@ use std::net::TcpStream;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use kafka_wire::codec::{ClientCodec, CodecError, Request};
+use kafka_wire::codec::{ClientCodec, Request};
 use kafka_wire::runtime::json::serde_json;
 use kafka_wire::messages::ApiVersionsResponse;
 use kafka_wire::{ApiKey, BytesMut, Encode, JsonMessage, RequestKind, ResponseKind, VersionRange, Visit};
@@ -106,11 +107,11 @@ impl Conn {
         if !expects_response {
             return Ok(None);
         }
+        // Keep the frame's bytes for the re-encoding check, then hand it to the codec whole.
         let raw = self.read_frame().map_err(|e| format!("{} v{version}: {e}", api.name()))?;
-        let mut frame_buf = BytesMut::from(&raw[..]);
         let mut sized = BytesMut::with_capacity(raw.len() + 4);
         sized.extend_from_slice(&(raw.len() as i32).to_be_bytes());
-        sized.extend_from_slice(&frame_buf.split()[..]);
+        sized.extend_from_slice(&raw);
         let frame = match self.codec.decode_response(&mut sized) {
             Ok(Some(frame)) => frame,
             Ok(None) => return Err(format!("{} v{version}: a whole frame did not decode", api.name())),
@@ -169,13 +170,6 @@ impl Conn {
     pub fn raw(&mut self, frame: &[u8]) -> R<Vec<u8>> {
         self.stream.write_all(frame).map_err(|e| format!("write: {e}"))?;
         self.read_frame()
-    }
-
-    /// True once the broker has closed the connection (read returns 0 within the timeout).
-    pub fn closed_by_broker(&mut self) -> bool {
-        self.stream.set_read_timeout(Some(Duration::from_secs(10))).ok();
-        let mut b = [0u8; 1];
-        matches!(self.stream.read(&mut b), Ok(0) | Err(_))
     }
 }
 
@@ -291,6 +285,8 @@ pub struct Row {
     pub api: ApiKey,
     pub version: i16,
     pub outcome: Outcome,
+    /// Wall time of the row's requests, for the table.
+    pub ms: u128,
 }
 
 pub struct Sweep {
@@ -368,7 +364,7 @@ impl Sweep {
                         self.conn = c;
                     }
                 }
-                self.rows.push(Row { api, version, outcome });
+                self.rows.push(Row { api, version, outcome, ms: t.elapsed().as_millis() });
             }
         }
         apis::refused_versions(self);
@@ -400,8 +396,8 @@ impl Sweep {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target").join("broker-sweep");
         std::fs::create_dir_all(&dir).unwrap();
         let mut text = format!(
-            "# kafka-wire sweep against Apache Kafka {} ({} listener), specs {}\n{:<34} {:>3}  {:<6} {}\n",
-            self.broker.version, self.broker.plaintext, kafka_wire::SPEC_DIR, "api", "v", "result", "detail"
+            "# kafka-wire sweep against Apache Kafka {} ({} listener), specs {}\n{:<34} {:>3}  {:<6} {:>6}  {}\n",
+            self.broker.version, self.broker.plaintext, kafka_wire::SPEC_DIR, "api", "v", "result", "ms", "detail"
         );
         let mut passed = 0;
         for r in &self.rows {
@@ -412,7 +408,14 @@ impl Sweep {
                 }
                 Outcome::Fail(d) => ("FAIL", d.as_str()),
             };
-            text += &format!("{:<34} {:>3}  {:<6} {}\n", format!("{}({})", r.api.name(), r.api.key()), r.version, word, detail);
+            text += &format!(
+                "{:<34} {:>3}  {:<6} {:>6}  {}\n",
+                format!("{}({})", r.api.name(), r.api.key()),
+                r.version,
+                word,
+                r.ms,
+                detail
+            );
         }
         for n in &self.notes {
             text += &format!("# note: {n}\n");
@@ -440,9 +443,4 @@ macro_rules! as_resp {
             other => return Err(format!("expected {}, got {}", stringify!($v), other.api_key().name())),
         }
     };
-}
-
-/// Helper for codec errors in messages.
-pub fn codec_err(e: CodecError) -> String {
-    e.to_string()
 }
