@@ -1280,6 +1280,25 @@ fn sasl_authenticate(s: &mut Sweep, v: i16) -> R<String> {
         expect(&ResponseKind::SaslAuthenticate(r), &[58])?;
     }
     notes.push("SCRAM-SHA-256/512 server-first ok, bad proof SASL_AUTHENTICATION_FAILED");
+    // A whole SCRAM-SHA-256 exchange as alice (made at format time), the server's signature
+    // checked; then the authorizer refuses her too.
+    let mut conn = Conn::connect(&addr)?;
+    expect(&ResponseKind::SaslHandshake(handshake(&mut conn, hv, "SCRAM-SHA-256")?), &[])?;
+    let mut scram = super::scram::Scram::new("alice", "alice-secret", "kafkawirescramnonce");
+    let r = authenticate(&mut conn, v, Bytes::from(scram.first()))?;
+    expect(&ResponseKind::SaslAuthenticate(r.clone()), &[])?;
+    let client_final = scram.finish(&String::from_utf8_lossy(&r.auth_bytes))?;
+    let r = authenticate(&mut conn, v, Bytes::from(client_final))?;
+    expect(&ResponseKind::SaslAuthenticate(r.clone()), &[])?;
+    if !scram.verify(&String::from_utf8_lossy(&r.auth_bytes)) {
+        return Err(format!("server-final {:?} does not verify", String::from_utf8_lossy(&r.auth_bytes)));
+    }
+    let m = conn.call(mv, MetadataRequest {
+        topics: Some(vec![metadata_request::MetadataRequestTopic { name: Some(bs(TOPIC)), ..Default::default() }]),
+        ..Default::default()
+    })?;
+    expect(&m, &[29])?;
+    notes.push("SCRAM-SHA-256 as alice ok (server signature verified), TOPIC_AUTHORIZATION_FAILED");
     Ok(notes.join("; "))
 }
 

@@ -7,6 +7,7 @@
 mod apis;
 pub mod cluster;
 mod kafka4;
+mod scram;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
