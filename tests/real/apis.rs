@@ -1237,6 +1237,14 @@ fn authenticate(conn: &mut Conn, v: i16, token: Bytes) -> R<SaslAuthenticateResp
     Ok(as_resp!(conn.call(v, SaslAuthenticateRequest { auth_bytes: token, ..Default::default() })?, SaslAuthenticate))
 }
 
+/// Metadata of TOPIC alone: what alice, who has no ACLs, is refused.
+fn topic_metadata_request() -> MetadataRequest {
+    MetadataRequest {
+        topics: Some(vec![metadata_request::MetadataRequestTopic { name: Some(bs(TOPIC)), ..Default::default() }]),
+        ..Default::default()
+    }
+}
+
 fn sasl_authenticate(s: &mut Sweep, v: i16) -> R<String> {
     let addr = sasl_addr(s)?;
     let hv = newest(s, ApiKey::SaslHandshake);
@@ -1247,10 +1255,7 @@ fn sasl_authenticate(s: &mut Sweep, v: i16) -> R<String> {
     let r = authenticate(&mut conn, v, Bytes::from_static(b"\0alice\0alice-secret"))?;
     expect(&ResponseKind::SaslAuthenticate(r), &[])?;
     let mv = newest(s, ApiKey::Metadata);
-    let m = conn.call(mv, MetadataRequest {
-        topics: Some(vec![metadata_request::MetadataRequestTopic { name: Some(bs(TOPIC)), ..Default::default() }]),
-        ..Default::default()
-    })?;
+    let m = conn.call(mv, topic_metadata_request())?;
     expect(&m, &[29])?;
     notes.push("PLAIN ok, alice TOPIC_AUTHORIZATION_FAILED");
     // A wrong password.
@@ -1293,10 +1298,7 @@ fn sasl_authenticate(s: &mut Sweep, v: i16) -> R<String> {
     if !scram.verify(&String::from_utf8_lossy(&r.auth_bytes)) {
         return Err(format!("server-final {:?} does not verify", String::from_utf8_lossy(&r.auth_bytes)));
     }
-    let m = conn.call(mv, MetadataRequest {
-        topics: Some(vec![metadata_request::MetadataRequestTopic { name: Some(bs(TOPIC)), ..Default::default() }]),
-        ..Default::default()
-    })?;
+    let m = conn.call(mv, topic_metadata_request())?;
     expect(&m, &[29])?;
     notes.push("SCRAM-SHA-256 as alice ok (server signature verified), TOPIC_AUTHORIZATION_FAILED");
     Ok(notes.join("; "))
