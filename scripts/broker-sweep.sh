@@ -6,26 +6,29 @@
 #
 #   scripts/broker-sweep.sh [VERSION...]        (default: 3.9.2 4.4.0)
 #
-# Specs per broker line (override with KAFKA_WIRE_SWEEP_SPECS_3 / KAFKA_WIRE_SWEEP_SPECS_4):
-# 3.x with the default spec set in target/, 4.x with kafka-4.3.0 in target/k43, so the two
-# builds do not rebuild each other. Also, unless set to 0: KAFKA_WIRE_SWEEP_CROSS checks with
-# the other line's build that every version that build knows and the broker lacks is refused;
-# KAFKA_WIRE_SWEEP_CLUSTER starts a 3-node cluster of the version for tests/broker_real.rs's
-# three_node_cluster; KAFKA_WIRE_SWEEP_PCAP captures Kafka's Java clients against the broker and
-# checks `kafka-wire pcap` against tshark (cli/tests/pcap_interop.rs; needs root, tcpdump, tshark).
+# The default build (Kafka 3.9.0 and 4.3.0 merged, in target/) speaks both lines, so one build
+# sweeps both, and every version it knows that a broker does not advertise is checked to be
+# refused. KAFKA_WIRE_SWEEP_SPECS_3 / KAFKA_WIRE_SWEEP_SPECS_4 sweep a line with other specs
+# instead (each in target/sweep-<line>); with those set, KAFKA_WIRE_SWEEP_CROSS=1 also checks
+# the refusals with the other line's build. Unless set to 0: KAFKA_WIRE_SWEEP_CLUSTER starts a
+# 3-node cluster of the version for tests/broker_real.rs's three_node_cluster;
+# KAFKA_WIRE_SWEEP_PCAP captures Kafka's Java clients against the broker and checks
+# `kafka-wire pcap` against tshark (cli/tests/pcap_interop.rs; needs root, tcpdump, tshark).
 # Broker logs stay in target/kafka/<version>/ when something fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-shared=../shared/message-specs
 [ $# -gt 0 ] || set -- 3.9.2 4.4.0
 
 specs_for() {
   case $1 in
     3.*) echo "${KAFKA_WIRE_SWEEP_SPECS_3-}" ;;
-    *) echo "${KAFKA_WIRE_SWEEP_SPECS_4-$shared/kafka-4.3.0}" ;;
+    *) echo "${KAFKA_WIRE_SWEEP_SPECS_4-}" ;;
   esac
 }
-target_for() { case $1 in 3.*) echo "${CARGO_TARGET_DIR:-target}" ;; *) echo target/k43 ;; esac; }
+line_of() { case $1 in 3.*) echo 3 ;; *) echo 4 ;; esac; }
+target_for() {
+  if [ -n "$(specs_for "$1")" ]; then echo "target/sweep-$(line_of "$1")"; else echo "${CARGO_TARGET_DIR:-target}"; fi
+}
 other_line() { case $1 in 3.*) echo 4.0.0 ;; *) echo 3.0.0 ;; esac; }
 
 # sweep VERSION SPEC_VERSION [refusals]: the test binary built for SPEC_VERSION's line.
@@ -81,7 +84,7 @@ for version in "$@"; do
     fi
   fi
   t2p=$SECONDS
-  if [ "${KAFKA_WIRE_SWEEP_CROSS:-1}" = 1 ]; then
+  if [ "${KAFKA_WIRE_SWEEP_CROSS:-0}" = 1 ]; then
     sweep "$version" "$(other_line "$version")" refusals || ok=0
   fi
   scripts/kafka.sh stop "$version" >/dev/null 2>&1

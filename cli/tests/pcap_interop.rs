@@ -249,7 +249,6 @@ fn librdkafka_capture_matches_tshark() {
 #[test]
 fn java_clients_against_real_kafka_match_tshark() {
     if skip() {
-        eprintln!("skipped: KAFKA_WIRE_SKIP_INTEROP=1");
         return;
     }
     let Some(env) = std::env::var("KAFKA_WIRE_BROKER").ok().filter(|s| !s.is_empty()) else {

@@ -1403,7 +1403,7 @@ pub fn refused_versions(s: &mut Sweep) {
     let outcome = (|| -> R<String> {
         // The codec does not encode versions this build does not know: a hand-built frame,
         // with the header version kafka-wire predicts for it.
-        let hv = kafka_wire::codec::request_header_version(ApiKey::ApiVersions, v);
+        let hv = kafka_wire::header::request_header_version(ApiKey::ApiVersions.key(), v);
         let header = RequestHeader { request_api_key: 18, request_api_version: v, correlation_id: 99, client_id: Some(bs("sweep")), ..Default::default() };
         let mut body = kafka_wire::BytesMut::new();
         kafka_wire::Encode::encode(&header, &mut body, hv).map_err(|e| e.to_string())?;
