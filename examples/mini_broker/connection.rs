@@ -143,11 +143,10 @@ async fn handle(broker: &Broker, frame: &RequestFrame, sasl: &mut Sasl) -> (i16,
         // No response type to answer with; Kafka closes the connection too.
         Err(e) => return (version, Reply::Close(e.to_string())),
     };
-    if api == ApiKey::ApiVersions && !handlers::supported(api).is_some_and(|r| r.contains(version)) {
-        // As Kafka: UNSUPPORTED_VERSION at v0, with the ApiVersions range, so that the client
-        // can retry with a version both sides know.
-        let body = handlers::api_versions(errors::UNSUPPORTED_VERSION, true);
-        return (0, Reply::Send(body.into()));
+    // As Kafka: an ApiVersions version it does not serve gets UNSUPPORTED_VERSION at v0 with the
+    // ApiVersions range, so that the client can retry with a version both sides know.
+    if let Some(answer) = handlers::supported(ApiKey::ApiVersions).and_then(|r| frame.unsupported_api_versions(r)) {
+        return (answer.version, Reply::Send(answer.body));
     }
     let pre_auth = matches!(sasl, Sasl::Handshake | Sasl::Authenticate | Sasl::RawToken);
     if pre_auth && !matches!(api, ApiKey::ApiVersions | ApiKey::SaslHandshake | ApiKey::SaslAuthenticate) {
@@ -166,7 +165,7 @@ async fn handle(broker: &Broker, frame: &RequestFrame, sasl: &mut Sasl) -> (i16,
     };
     let client_id = frame.client_id().unwrap_or("");
     let reply = match request {
-        RequestKind::ApiVersions(_) => Reply::Send(handlers::api_versions(errors::NONE, false).into()),
+        RequestKind::ApiVersions(_) => Reply::Send(handlers::api_versions(errors::NONE).into()),
         RequestKind::Metadata(r) => Reply::Send(handlers::metadata(broker, &r, version).into()),
         RequestKind::CreateTopics(r) => Reply::Send(handlers::create_topics(broker, &r, version).into()),
         RequestKind::Produce(r) => match handlers::produce(broker, &r) {

@@ -3,7 +3,7 @@
 use bytes::{Bytes, BytesMut};
 
 use super::frame::{begin_frame, FrameDecoder};
-use super::{CodecError, InFlight};
+use super::{CodecError, InFlight, Selection};
 use crate::messages::{RequestHeader, ResponseHeader};
 use crate::{ApiKey, ByteString, Decode, DecodeError, DecodeErrorKind, Encode, RequestKind, ResponseKind};
 
@@ -130,27 +130,78 @@ impl ClientCodec {
     /// Takes the next response off `src`, or `None` if it has not all arrived.
     #[cfg_attr(not(feature = "precompiled"), inline)]
     pub fn decode_response(&mut self, src: &mut BytesMut) -> Result<Option<ResponseFrame>, CodecError> {
+        let Some((frame, _, api_key, version)) = self.next_response(src)? else {
+            return Ok(None);
+        };
+        Self::decode_frame(frame, api_key, version).map(Some)
+    }
+
+    /// Like [`decode_response`](Self::decode_response), but decodes only responses whose api and
+    /// version `selection` asks for; the others come back whole as the bytes that arrived,
+    /// unparsed beyond the correlation id.
+    #[cfg_attr(not(feature = "precompiled"), inline)]
+    pub fn decode_response_selected(
+        &mut self,
+        src: &mut BytesMut,
+        selection: &Selection,
+    ) -> Result<Option<SelectedResponse>, CodecError> {
+        let Some((frame, correlation_id, api_key, version)) = self.next_response(src)? else {
+            return Ok(None);
+        };
+        if !selection.wants(api_key.key(), version) {
+            return Ok(Some(SelectedResponse::Raw { correlation_id, api_key, version, frame }));
+        }
+        Self::decode_frame(frame, api_key, version).map(|r| Some(SelectedResponse::Decoded(r)))
+    }
+
+    /// The next whole response frame, with the request it answers (forgotten from the in-flight
+    /// table).
+    fn next_response(&mut self, src: &mut BytesMut) -> Result<Option<(Bytes, i32, ApiKey, i16)>, CodecError> {
         let Some(frame) = self.frames.decode(src)? else {
             return Ok(None);
         };
-        let mut frame = frame.freeze();
-        let Some(b) = frame.get(..4) else {
+        let frame = frame.freeze();
+        let Some(b) = frame.first_chunk::<4>() else {
             let available = frame.len();
             return Err(CodecError::Header(DecodeError::new(
                 DecodeErrorKind::UnexpectedEnd { needed: 4, available },
                 available,
             )));
         };
-        let correlation_id = i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        let correlation_id = i32::from_be_bytes(*b);
         let (api_key, version) = self.in_flight.take(correlation_id).ok_or(CodecError::UnknownCorrelationId(correlation_id))?;
+        Ok(Some((frame, correlation_id, api_key, version)))
+    }
+
+    #[cfg_attr(not(feature = "precompiled"), inline)]
+    fn decode_frame(mut frame: Bytes, api_key: ApiKey, version: i16) -> Result<ResponseFrame, CodecError> {
         let header = ResponseHeader::decode(&mut frame, crate::header::response_header_version(api_key, version))
             .map_err(CodecError::Header)?;
         let (version, body) = decode_response_body(api_key, version, &frame, |version, buf| {
             ResponseKind::decode(api_key.key(), version, buf)
         })
         .map_err(|(version, source)| CodecError::Body { api_key, version, source })?;
-        Ok(Some(ResponseFrame { header, api_key, version, body }))
+        Ok(ResponseFrame { header, api_key, version, body })
     }
+}
+
+/// A response as [`ClientCodec::decode_response_selected`] gives it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SelectedResponse {
+    /// Decoded: its api and version were selected.
+    Decoded(ResponseFrame),
+    /// Passed through: the whole frame as it came (without its size prefix), with what it
+    /// answers.
+    Raw {
+        /// The correlation id.
+        correlation_id: i32,
+        /// The api of the request.
+        api_key: ApiKey,
+        /// The version of the request.
+        version: i16,
+        /// The frame: response header and body, untouched.
+        frame: Bytes,
+    },
 }
 
 /// Decodes a response body (the frame after its header) with `decode` at the request's

@@ -45,12 +45,14 @@ mod client;
 mod error;
 mod frame;
 mod in_flight;
+mod selection;
 mod server;
 #[cfg(feature = "tokio")]
 mod tokio;
 
-pub use client::{decode_response_body, ClientCodec, Request, ResponseFrame};
+pub use client::{decode_response_body, ClientCodec, Request, ResponseFrame, SelectedResponse};
 pub use error::CodecError;
 pub use frame::{FrameDecoder, DEFAULT_MAX_FRAME_SIZE};
 pub use in_flight::InFlight;
+pub use selection::Selection;
 pub use server::{RequestFrame, Response, ServerCodec};

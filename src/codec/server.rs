@@ -5,7 +5,8 @@ use bytes::{Bytes, BytesMut};
 use super::frame::{begin_frame, FrameDecoder};
 use super::CodecError;
 use crate::messages::{RequestHeader, ResponseHeader};
-use crate::{ApiKey, Encode, RequestKind, ResponseKind};
+use super::Selection;
+use crate::{ApiKey, Encode, RequestKind, ResponseKind, VersionRange};
 
 /// One request as read off the wire: its header, decoded, and its body, not yet decoded.
 ///
@@ -47,6 +48,31 @@ impl RequestFrame {
     /// The client id, if the client sent one.
     pub fn client_id(&self) -> Option<&str> {
         self.header.client_id.as_deref()
+    }
+
+    /// Decodes the body only when `selection` asks for its api and version; otherwise `None`,
+    /// and the frame passes on as the bytes that came (a proxy forwards `body` untouched,
+    /// unparsed beyond the header). Errors as [`decode_body`](Self::decode_body).
+    #[cfg_attr(not(feature = "precompiled"), inline)]
+    pub fn decode_selected(&self, selection: &Selection) -> Result<Option<RequestKind>, CodecError> {
+        if !selection.wants(self.header.request_api_key, self.version()) {
+            return Ok(None);
+        }
+        self.decode_body().map(Some)
+    }
+
+    /// The KIP-511 answer when this is an ApiVersions request of a version this build does not
+    /// support: UNSUPPORTED_VERSION at v0 with the ApiVersions versions `supported` (what this
+    /// side serves; a subset of the build's), built without decoding the body. `None` for
+    /// anything else.
+    pub fn unsupported_api_versions(&self, supported: VersionRange) -> Option<Response> {
+        let wanted = self.header.request_api_key == ApiKey::ApiVersions.key() && !supported.contains(self.version());
+        wanted.then(|| Response {
+            correlation_id: self.correlation_id(),
+            api_key: ApiKey::ApiVersions,
+            version: 0,
+            body: crate::negotiate::unsupported_api_versions(supported).into(),
+        })
     }
 
     /// Decodes the body: [`CodecError::UnknownApiKey`] or [`CodecError::UnsupportedVersion`]
