@@ -26,6 +26,7 @@ use kafka_wire::records::{Batch, Batches, Compression, LegacyBuilder, Record, Re
 use kafka_wire::runtime::error_code::ERROR_CODES;
 use kafka_wire::runtime::json::serde_json::{self, json, Value};
 use kafka_wire::runtime::sample::{JsonMessageVisitor, Sample, SampleRng};
+use kafka_wire::runtime::VersionRange;
 use kafka_wire::{ApiKey, Bytes, JsonMessage, Message};
 
 /// Seeds of kafka-wire samples per (message, version) in direction (b).
@@ -37,8 +38,180 @@ struct Ctx {
     tables: Value,
     /// The specs inside the kafka-clients jar (`<dir>/specs`, extracted by the script).
     jar_specs: PathBuf,
-    /// The specs this kafka-wire build was generated from.
-    our_specs: PathBuf,
+    /// The same, indexed.
+    jar_index: SpecIndex,
+    /// The spec sets this kafka-wire build was generated from.
+    build: Build,
+}
+
+/// The spec sets of this kafka-wire build: `kafka_wire::SPEC_DIR`, one directory or several
+/// releases' joined by `:` (oldest first) for a merged build (the default: kafka-3.9.0 and
+/// kafka-4.3.0).
+struct Build {
+    /// (release name as `ApiKey::info().releases` names it, directory, its specs), oldest first.
+    releases: Vec<(String, PathBuf, SpecIndex)>,
+    /// The release this kafka-clients jar is (same major.minor; the only one in a single-release
+    /// build): the versions it defines are the ones the jar must agree on.
+    jar_release: usize,
+}
+
+impl Build {
+    fn new(kafka_clients: &str) -> Build {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let releases: Vec<(String, PathBuf, SpecIndex)> = std::env::split_paths(kafka_wire::SPEC_DIR)
+            .map(|d| {
+                let dir = root.join(d);
+                let name = dir.canonicalize().unwrap_or_else(|_| dir.clone()).file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+                let index = SpecIndex::read(&dir);
+                (name, dir, index)
+            })
+            .collect();
+        assert!(!releases.is_empty(), "kafka_wire::SPEC_DIR is empty");
+        let minor: String = kafka_clients.split('.').take(2).map(|p| format!("{p}.")).collect();
+        let jar_release = if releases.len() == 1 {
+            0
+        } else {
+            releases
+                .iter()
+                .position(|r| r.0.trim_start_matches("kafka-").starts_with(&minor))
+                .unwrap_or_else(|| panic!("the merged build ({}) has no release for kafka-clients {kafka_clients}", kafka_wire::SPEC_DIR))
+        };
+        Build { releases, jar_release }
+    }
+
+    fn merged(&self) -> bool {
+        self.releases.len() > 1
+    }
+
+    fn jar_release(&self) -> &str {
+        &self.releases[self.jar_release].0
+    }
+
+    /// "merged 3.9.0+4.3.0 build".
+    fn label(&self) -> String {
+        let names: Vec<&str> = self.releases.iter().map(|r| r.0.trim_start_matches("kafka-")).collect();
+        format!("merged {} build", names.join("+"))
+    }
+
+    /// The spec of kafka-wire's message `name` in release `i`: by api key and direction for api
+    /// messages (Kafka 4.1 renamed api 74), else by name.
+    fn spec(&self, i: usize, name: &str) -> Option<&Value> {
+        let index = &self.releases[i].2;
+        match api_of(name) {
+            Some((api, kind)) => index.by_api.get(&(api.key(), kind.to_string())),
+            None => index.by_name.get(name),
+        }
+    }
+
+    fn defines(&self, i: usize, name: &str, version: i16) -> bool {
+        self.spec(i, name)
+            .and_then(|s| spec_range(s["validVersions"].as_str()))
+            .is_some_and(|(lo, hi)| lo <= i64::from(version) && i64::from(version) <= hi)
+    }
+
+    /// The versions of an api to compare with the jar: those of the jar's release (all of them
+    /// in a single-release build).
+    fn versions_of(&self, info: &kafka_wire::runtime::ApiInfo) -> Result<VersionRange, String> {
+        if !self.merged() {
+            return Ok(info.valid);
+        }
+        let rel = self.jar_release();
+        info.releases
+            .iter()
+            .find(|r| r.release == rel)
+            .map(|r| r.valid)
+            .ok_or_else(|| format!("ApiKey::info().releases of {} has no {rel}", info.name))
+    }
+
+    fn dir_of(&self, release: &str) -> Option<&Path> {
+        self.releases.iter().find(|r| r.0 == release).map(|r| r.1.as_path())
+    }
+
+    /// Why kafka-wire has `name` v`version` and the jar does not, or why that is a disagreement:
+    /// the jar's release must not define it (checked in its spec and, for an api, in the
+    /// generated `ApiKey::info().releases`).
+    fn kafka_wire_only(&self, name: &str, version: i16) -> Result<String, String> {
+        let rel = self.jar_release();
+        if self.defines(self.jar_release, name, version) {
+            return Err(format!("{rel} defines {name} v{version}, but kafka-clients does not have it"));
+        }
+        let by = match api_of(name) {
+            Some((api, _)) => {
+                let info = api.info();
+                if info.releases.iter().any(|r| r.release == rel && r.valid.contains(version)) {
+                    return Err(format!("ApiKey::info().releases says {rel} defines {name} v{version}"));
+                }
+                info.origin(version).ok_or_else(|| format!("no origin for {name} v{version}"))?.release.to_string()
+            }
+            None => (0..self.releases.len())
+                .rev()
+                .find(|&i| self.defines(i, name, version))
+                .map(|i| self.releases[i].0.clone())
+                .ok_or_else(|| format!("no release of the build defines {name} v{version}"))?,
+        };
+        let i = self.releases.iter().position(|r| r.0 == by).ok_or_else(|| format!("{by} is not in the build"))?;
+        if !self.defines(i, name, version) {
+            return Err(format!("{by}'s spec does not define {name} v{version}"));
+        }
+        Ok(format!("not in {rel}, defined by {by}"))
+    }
+}
+
+/// Spec files of one directory, by message name and by (api key, request/response).
+#[derive(Default)]
+struct SpecIndex {
+    by_name: HashMap<String, Value>,
+    by_api: HashMap<(i16, String), Value>,
+}
+
+impl SpecIndex {
+    fn read(dir: &Path) -> SpecIndex {
+        let mut index = SpecIndex::default();
+        for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.expect("dir entry").path();
+            if !path.extension().is_some_and(|e| e == "json") {
+                continue;
+            }
+            let spec = read_spec(&path).unwrap_or_else(|e| panic!("{e}"));
+            if let (Some(key), Some(kind)) = (spec["apiKey"].as_i64(), spec["type"].as_str()) {
+                index.by_api.insert((key as i16, kind.to_string()), spec.clone());
+            }
+            if let Some(name) = spec["name"].as_str() {
+                index.by_name.insert(name.to_string(), spec.clone());
+            }
+        }
+        index
+    }
+}
+
+/// The api key and direction of a request or response message name (kafka-wire's names).
+fn api_of(name: &str) -> Option<(ApiKey, &'static str)> {
+    let (base, kind) = if let Some(b) = name.strip_suffix("Request") {
+        (b, "request")
+    } else {
+        (name.strip_suffix("Response")?, "response")
+    };
+    ApiKey::ALL.iter().copied().find(|k| k.name() == base).map(|k| (k, kind))
+}
+
+/// A spec's version range ("0-6", "0", "3+" or "none") as a closed range; `None` for none.
+fn spec_range(text: Option<&str>) -> Option<(i64, i64)> {
+    let d = text?;
+    if d == "none" {
+        return None;
+    }
+    if let Some(lo) = d.strip_suffix('+') {
+        return Some((lo.parse().ok()?, i64::from(i16::MAX)));
+    }
+    let (lo, hi) = d.split_once('-').unwrap_or((d, d));
+    Some((lo.parse().ok()?, hi.parse().ok()?))
+}
+
+/// A spec file, without Kafka's // comment lines (the license).
+fn read_spec(path: &Path) -> Result<Value, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let json: String = text.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
+    serde_json::from_str(&json).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Error messages older kafka-clients releases (version prefix) word differently from 4.4.0
@@ -75,19 +248,39 @@ fn explain(ctx: &Ctx, row: &str, column: &str, failures: &[String]) -> Option<(&
         let key: i64 = key.parse().ok()?;
         let java = ctx.tables["apis"].as_array()?.iter().find(|a| a["key"].as_i64() == Some(key))?;
         let api = ApiKey::from_i16(key as i16)?;
-        let file = format!("{}Request.json", api.name());
         let check = (|| {
-            let jar = spec_deprecated(&ctx.jar_specs.join(&file))?;
-            let ours = spec_deprecated(&ctx.our_specs.join(&file))?;
+            // Over the versions the jar's release defines, which of them each side deprecates:
+            // the jar's own spec, Java's ApiKeys, the spec kafka-wire generated each version from
+            // (the release that defines it, `ApiKey::info().origin`), and kafka-wire's ApiInfo.
+            let info = api.info();
+            let valid = ctx.build.versions_of(&info)?;
+            let file = format!("{}Request.json", api.name());
+            let jar_spec = ctx.jar_index.by_api.get(&(api.key(), "request".to_string())).ok_or(format!("the jar has no spec for api {key}"))?;
+            let jar = spec_range(jar_spec["deprecatedVersions"].as_str());
             let (lo, hi) =
                 (java["lowestDeprecated"].as_i64().unwrap_or(0), java["highestDeprecated"].as_i64().unwrap_or(-1));
-            let java = if hi < lo { None } else { Some((lo, hi)) };
-            let d = api.info().deprecated;
-            let wire = (!d.is_empty()).then(|| (i64::from(d.lo), i64::from(d.hi)));
+            let in_range = |r: Option<(i64, i64)>, v: i16| r.is_some_and(|(lo, hi)| lo <= i64::from(v) && i64::from(v) <= hi);
+            let mut ours = Vec::new();
+            for v in valid.iter() {
+                let release = info.origin(v).ok_or(format!("no origin for {file} v{v}"))?.release;
+                let i = ctx.build.releases.iter().position(|r| r.0 == release).ok_or(format!("{release} not in the build"))?;
+                let spec = ctx.build.spec(i, &format!("{}Request", api.name())).ok_or(format!("{release} has no {file}"))?;
+                ours.push(in_range(spec_range(spec["deprecatedVersions"].as_str()), v));
+            }
+            let jar: Vec<bool> = valid.iter().map(|v| in_range(jar, v)).collect();
+            let java: Vec<bool> = valid.iter().map(|v| lo <= i64::from(v) && i64::from(v) <= hi).collect();
+            let wire: Vec<bool> = valid.iter().map(|v| info.deprecated.contains(v)).collect();
             if jar == java && ours == wire && jar != ours {
                 Ok(())
             } else {
-                Err(format!("{file}: jar {jar:?}, ours {ours:?}, Java {java:?}, kafka-wire {wire:?}"))
+                let show = |d: &[bool]| shown_versions(valid, d);
+                Err(format!(
+                    "{file}: jar {}, ours {}, Java {}, kafka-wire {}",
+                    show(&jar),
+                    show(&ours),
+                    show(&java),
+                    show(&wire)
+                ))
             }
         })();
         return EXPLAINED
@@ -126,17 +319,15 @@ fn explain(ctx: &Ctx, row: &str, column: &str, failures: &[String]) -> Option<(&
     EXPLAINED.iter().find(|e| e.0 == id.0 && explanation_applies(e, version)).map(|e| (e.0, id.1))
 }
 
-/// A spec's `deprecatedVersions` ("0-6", "0" or none) as a closed range.
-fn spec_deprecated(path: &Path) -> Result<Option<(i64, i64)>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    // Kafka's specs carry // comment lines (the license).
-    let json: String = text.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
-    let spec: Value = serde_json::from_str(&json).map_err(|e| format!("{}: {e}", path.display()))?;
-    let Some(d) = spec["deprecatedVersions"].as_str() else { return Ok(None) };
-    let (lo, hi) = d.split_once('-').unwrap_or((d, d));
-    match (lo.parse(), hi.parse()) {
-        (Ok(lo), Ok(hi)) => Ok(Some((lo, hi))),
-        _ => Err(format!("{}: deprecatedVersions {d:?}", path.display())),
+/// The versions of `valid` where `set` holds, as Kafka writes a range ("0-6", "none").
+fn shown_versions(valid: VersionRange, set: &[bool]) -> String {
+    let on: Vec<i16> = valid.iter().zip(set).filter(|(_, &s)| s).map(|(v, _)| v).collect();
+    match (on.first(), on.last()) {
+        (Some(lo), Some(hi)) if on.len() == (hi - lo + 1) as usize => {
+            if lo == hi { lo.to_string() } else { format!("{lo}-{hi}") }
+        }
+        (Some(_), _) => format!("{on:?}"),
+        _ => "none".into(),
     }
 }
 
@@ -150,6 +341,10 @@ struct Cell {
 #[derive(Default)]
 struct Matrix {
     cells: BTreeMap<(String, String), Cell>,
+    /// What kafka-wire has and the jar does not, where the jar's release does not define it
+    /// either (a merged build's versions of other releases): not sent to Java, not counted as
+    /// cells, listed with where they come from.
+    only: BTreeMap<(String, String), String>,
 }
 
 impl Matrix {
@@ -215,6 +410,11 @@ struct Visitor<'a> {
     /// kafka-wire's samples for Java, and what Java must answer.
     rust_vectors: Vec<(Value, RustExpect)>,
     seen: Vec<String>,
+    /// The versions Java has of each message (kafka-wire's names).
+    jar_versions: HashMap<String, std::collections::BTreeSet<i16>>,
+    /// kafka-wire's name -> the jar's, where they differ (api 74, renamed in Kafka 4.1).
+    java_names: HashMap<String, String>,
+    build: &'a Build,
 }
 
 struct RustExpect {
@@ -315,8 +515,21 @@ impl JsonMessageVisitor for Visitor<'_> {
         for line in self.java.get(M::NAME).into_iter().flatten() {
             self.check_java::<M>(line);
         }
+        let empty = std::collections::BTreeSet::new();
+        let jar = self.jar_versions.get(M::NAME).unwrap_or(&empty);
+        let java_name = self.java_names.get(M::NAME).map_or(M::NAME, String::as_str).to_string();
         for version in M::VERSIONS.iter() {
             let r = row(M::NAME, version.into());
+            if !jar.contains(&version) {
+                // The jar does not have this version: fine only where its release lacks it too.
+                match self.build.kafka_wire_only(M::NAME, version) {
+                    Ok(why) => {
+                        self.matrix.only.insert((r, "b".into()), why);
+                    }
+                    Err(e) => self.matrix.record(&r, "b", Err(format!("kafka-clients does not have it: {e}"))),
+                }
+                continue;
+            }
             for seed in 0..RUST_SEEDS {
                 let value = M::sample(version, &mut SampleRng::new(seed));
                 let (bytes, json) = match (value.to_bytes(version), value.to_json(version)) {
@@ -342,9 +555,11 @@ impl JsonMessageVisitor for Visitor<'_> {
                 }
                 // The value written at other versions: kafka-wire's bytes or refusal, which Java
                 // must match with its own value read from this version's bytes.
-                let cross: Vec<Value> = [version - 1, version + 1, M::VERSIONS.lo, M::VERSIONS.hi]
+                // The jar's lowest and highest, as Java's own vectors do.
+                let (lo, hi) = (*jar.first().unwrap_or(&version), *jar.last().unwrap_or(&version));
+                let cross: Vec<Value> = [version - 1, version + 1, lo, hi]
                     .into_iter()
-                    .filter(|&w| w != version && M::VERSIONS.contains(w))
+                    .filter(|&w| w != version && M::VERSIONS.contains(w) && jar.contains(&w))
                     .collect::<std::collections::BTreeSet<i16>>()
                     .into_iter()
                     .map(|w| match value.to_bytes(w) {
@@ -353,7 +568,7 @@ impl JsonMessageVisitor for Visitor<'_> {
                     })
                     .collect();
                 let id = self.rust_vectors.len();
-                let line = json!({"id": id, "name": M::NAME, "version": version, "seed": seed,
+                let line = json!({"id": id, "name": java_name, "version": version, "seed": seed,
                     "hex": hex::encode(&bytes), "json": json, "truncated": prefixes, "crossVersions": cross});
                 self.rust_vectors.push((line, RustExpect { row: r.clone(), json }));
             }
@@ -672,7 +887,7 @@ fn check_records(dir: &Path, cp: &str, matrix: &mut Matrix) {
 
 // ---- tables ----
 
-fn check_tables(dir: &Path, matrix: &mut Matrix) {
+fn check_tables(dir: &Path, build: &Build, matrix: &mut Matrix) {
     let tables: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("java-tables.json")).expect("java-tables.json"))
             .expect("JSON");
@@ -708,26 +923,34 @@ fn check_tables(dir: &Path, matrix: &mut Matrix) {
         let key = a["key"].as_i64().unwrap_or(-1) as i16;
         let result = match ApiKey::from_i16(key) {
             None => Err(format!("kafka-wire has no api key {key} ({})", a["name"])),
-            Some(k) => {
+            Some(k) => (|| {
                 let info = k.info();
+                // A merged build against the versions of the jar's release (`info.releases`).
+                let valid = build.versions_of(&info)?;
+                let unstable = if build.merged() {
+                    info.releases.iter().find(|r| r.release == build.jar_release()).is_some_and(|r| r.latest_version_unstable)
+                } else {
+                    info.latest_version_unstable
+                };
+                let deprecated = info.deprecated.intersect(&valid);
                 // Java says "none" as lowest 0, highest -1.
                 let (lo, hi) =
                     (a["lowestDeprecated"].as_i64().unwrap_or(0), a["highestDeprecated"].as_i64().unwrap_or(-1));
-                let deprecated = if hi < lo { json!(null) } else { json!([lo, hi]) };
+                let java_deprecated = if hi < lo { json!(null) } else { json!([lo, hi]) };
                 let java = json!({
                     "name": a["name"], "lowest": a["lowest"], "highest": a["highest"],
-                    "latestVersionUnstable": a["latestVersionUnstable"], "deprecated": deprecated,
+                    "latestVersionUnstable": a["latestVersionUnstable"], "deprecated": java_deprecated,
                     // Java's enum names (ZK_BROKER) against the spec's (zkBroker).
                     "listeners": sorted(a["listeners"].as_array().into_iter().flatten().map(|l| l.as_str().unwrap_or_default().replace('_', "").to_lowercase())),
                     "requestHeaderVersions": a["requestHeaderVersions"], "responseHeaderVersions": a["responseHeaderVersions"],
                 });
                 let ours = json!({
-                    "name": k.name(), "lowest": info.valid.lo, "highest": info.valid.hi,
-                    "latestVersionUnstable": info.latest_version_unstable,
-                    "deprecated": if info.deprecated.is_empty() { json!(null) } else { json!([info.deprecated.lo, info.deprecated.hi]) },
+                    "name": k.name(), "lowest": valid.lo, "highest": valid.hi,
+                    "latestVersionUnstable": unstable,
+                    "deprecated": if deprecated.is_empty() { json!(null) } else { json!([deprecated.lo, deprecated.hi]) },
                     "listeners": sorted(info.listeners.iter().map(|l| l.to_lowercase())),
-                    "requestHeaderVersions": info.valid.iter().map(|v| k.request_header_version(v)).collect::<Vec<_>>(),
-                    "responseHeaderVersions": info.valid.iter().map(|v| k.response_header_version(v)).collect::<Vec<_>>(),
+                    "requestHeaderVersions": valid.iter().map(|v| k.request_header_version(v)).collect::<Vec<_>>(),
+                    "responseHeaderVersions": valid.iter().map(|v| k.response_header_version(v)).collect::<Vec<_>>(),
                 });
                 // Deprecation apart, so an explained difference there cannot hide another.
                 let (mut ours, mut java) = (ours, java);
@@ -735,16 +958,24 @@ fn check_tables(dir: &Path, matrix: &mut Matrix) {
                 let d = json_diff(".deprecated", &od, &jd).map_or(Ok(()), |d| Err(format!("differs at {d}")));
                 let rest = json_diff("", &ours, &java).map_or(Ok(()), |e| Err(format!("differs at {e}")));
                 rest.and(d)
-            }
+            })(),
         };
         matrix.record(&format!("ApiKeys {key}"), "table", result);
     }
     for k in ApiKey::ALL.iter().filter(|k| !java_apis.iter().any(|a| a["key"].as_i64() == Some(k.key().into()))) {
-        matrix.record(
-            &format!("ApiKeys {}", k.key()),
-            "table",
-            Err(format!("Java has no api key {} ({})", k.key(), k.name())),
-        );
+        let r = format!("ApiKeys {}", k.key());
+        // Fine where the jar's release does not define the api either (a merged build's apis of
+        // other releases): checked in `ApiKey::info().releases` and in that release's spec.
+        let rel = build.jar_release();
+        let info = k.info();
+        let theirs = info.releases.iter().find(|r| r.release == rel).map_or(VersionRange::NONE, |r| r.valid);
+        let spec = build.spec(build.jar_release, &format!("{}Request", k.name()));
+        if build.merged() && theirs.is_empty() && spec.map_or(true, |s| spec_range(s["validVersions"].as_str()).is_none()) {
+            let by: Vec<&str> = info.releases.iter().filter(|r| !r.valid.is_empty()).map(|r| r.release).collect();
+            matrix.only.insert((r, "table".into()), format!("not in {rel}, defined by {}", by.join(", ")));
+        } else {
+            matrix.record(&r, "table", Err(format!("Java has no api key {} ({})", k.key(), k.name())));
+        }
     }
 }
 
@@ -790,12 +1021,36 @@ fn java_oracle() {
             .expect("JSON");
     let version = tables["kafkaClients"].as_str().unwrap_or("?").to_string();
 
+    let build = Build::new(&version);
+    // Java's messages under kafka-wire's names: an api by its key and direction (a merged build
+    // names api 74 as Kafka 4.1 renamed it).
     let mut java: HashMap<String, Vec<Value>> = HashMap::new();
+    let mut java_names = HashMap::new();
+    let mut jar_versions: HashMap<String, std::collections::BTreeSet<i16>> = HashMap::new();
     for line in read_jsonl(&dir.join("java-vectors.jsonl")) {
-        java.entry(line["name"].as_str().unwrap_or_default().to_string()).or_default().push(line);
+        let java_name = line["name"].as_str().unwrap_or_default().to_string();
+        let key = line["apiKey"].as_i64().unwrap_or(-1);
+        let ours = (key >= 0)
+            .then(|| ApiKey::from_i16(key as i16))
+            .flatten()
+            .map(|k| format!("{}{}", k.name(), if line["kind"] == "request" { "Request" } else { "Response" }))
+            .unwrap_or_else(|| java_name.clone());
+        if ours != java_name {
+            java_names.insert(ours.clone(), java_name);
+        }
+        jar_versions.entry(ours.clone()).or_default().insert(line["version"].as_i64().unwrap_or(-1) as i16);
+        java.entry(ours).or_default().push(line);
     }
     let mut matrix = Matrix::default();
-    let mut visitor = Visitor { java: &java, matrix: &mut matrix, rust_vectors: Vec::new(), seen: Vec::new() };
+    let mut visitor = Visitor {
+        java: &java,
+        matrix: &mut matrix,
+        rust_vectors: Vec::new(),
+        seen: Vec::new(),
+        jar_versions,
+        java_names,
+        build: &build,
+    };
     visit_json_messages(&mut visitor);
     let Visitor { rust_vectors, seen, .. } = visitor;
     for (name, lines) in &java {
@@ -812,19 +1067,24 @@ fn java_oracle() {
     let input: String = rust_vectors.iter().map(|(l, _)| format!("{l}\n")).collect();
     let answers = run_java(&cp, "check", &dir, "rust-vectors.jsonl", &input);
     check_java_answers(&mut matrix, &rust_vectors, &answers);
-    check_tables(&dir, &mut matrix);
+    check_tables(&dir, &build, &mut matrix);
     check_records(&dir, &cp, &mut matrix);
 
     let ctx = Ctx {
         tables: tables.clone(),
         jar_specs: dir.join("specs"),
-        our_specs: Path::new(env!("CARGO_MANIFEST_DIR")).join(kafka_wire::SPEC_DIR),
+        jar_index: SpecIndex::read(&dir.join("specs")),
+        build,
     };
     let report = report(&matrix, &version, &ctx);
     std::fs::write(dir.join("MATRIX.md"), &report.markdown).expect("write matrix");
     std::fs::write(dir.join("cells.json"), serde_json::to_string_pretty(&report.cells).expect("JSON"))
         .expect("write cells");
-    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/java/MATRIX-kafka-clients-{version}.md"));
+    // One committed matrix per (kafka-clients version, spec set): the merged default build's
+    // apart from the single-release build's.
+    let suffix = if ctx.build.merged() { "-merged" } else { "" };
+    let committed =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/java/MATRIX-kafka-clients-{version}{suffix}.md"));
     if std::env::var_os("KAFKA_WIRE_UPDATE_MATRIX").is_some() {
         std::fs::write(&committed, &report.markdown).expect("write tests/java matrix");
     }
@@ -843,7 +1103,21 @@ fn java_oracle() {
         committed.display(),
         dir.join("MATRIX.md").display()
     );
-    println!("java oracle: {} of {} cells agree (kafka-clients {version})", report.agree, report.total);
+    if ctx.build.merged() {
+        println!(
+            "kafka-wire only: {} message versions and api keys the jar's release ({}) does not define; not sent to Java, not cells",
+            matrix.only.len(),
+            ctx.build.jar_release()
+        );
+        println!(
+            "java oracle: {} of {} cells agree (kafka-clients {version}, {})",
+            report.agree,
+            report.total,
+            ctx.build.label()
+        );
+    } else {
+        println!("java oracle: {} of {} cells agree (kafka-clients {version})", report.agree, report.total);
+    }
 }
 
 struct Report {
@@ -911,11 +1185,22 @@ fn report(matrix: &Matrix, version: &str, ctx: &Ctx) -> Report {
         };
         grid.entry((name, n, r.clone())).or_default().insert(c.as_str(), short.replace('|', "\\|"));
     }
+    let mut only_per_column: BTreeMap<&str, usize> = BTreeMap::new();
+    for ((r, c), why) in &matrix.only {
+        *only_per_column.entry(c.as_str()).or_default() += 1;
+        cells.push(json!({"row": r, "column": c, "checks": 0, "status": format!("kafka-wire only: {why}")}));
+        let (name, n) = match r.rsplit_once(' ') {
+            Some((name, n)) => (name.to_string(), n.trim_start_matches('v').parse::<i64>().unwrap_or(0)),
+            None => (r.clone(), 0),
+        };
+        grid.entry((name, n, r.clone())).or_default().insert(c.as_str(), format!("kafka-wire only: {why}"));
+    }
     let stale =
         EXPLAINED.iter().filter(|e| explanation_applies(e, version) && !used.contains(&e.0)).map(|e| e.0).collect();
     let mut summary = String::new();
+    let title = if ctx.build.merged() { format!("{version} ({})", ctx.build.label()) } else { version.to_string() };
     let mut md = format!(
-        "# Java oracle matrix: kafka-wire vs kafka-clients {version}\n\n\
+        "# Java oracle matrix: kafka-wire vs kafka-clients {title}\n\n\
          Generated by `scripts/java-oracle.sh` (`tests/java_oracle.rs`; `KAFKA_WIRE_UPDATE_MATRIX=1` rewrites this file,\n\
          and the test fails while it differs from a run). Do not edit. Explanations are code in `tests/java_oracle.rs`\n\
          (`EXPLAINED`, `explain`), which checks each one still holds.\n\n\
@@ -923,12 +1208,36 @@ fn report(matrix: &Matrix, version: &str, ctx: &Ctx) -> Report {
          - **b**: kafka-wire's schema-driven samples; Java reads them (every byte), writes identical bytes, prints kafka-wire's JSON and reads kafka-wire's JSON to an equal object. Records: kafka-wire's builder blobs read by `MemoryRecords.readableRecords` (`ensureValid()` on every batch).\n\
          - **c**: rejections agree: truncated bodies (both directions), a null in a field not nullable at the version (JSON), a tag the message has only at other versions; a value written at neighbouring versions (both directions) gives the same bytes or is refused by both (a non-default value in a non-ignorable field the version lacks). Records: a flipped last byte fails a CRC on both sides; a blob cut one byte short gives the same whole batches, and the rest is a partial batch.\n\
          - **table**: `Errors` (name, retriable, message) and `ApiKeys` (versions, unstable latest, deprecation, listeners, header versions).\n\n\
-         JSON: kafka-wire keeps unknown tagged fields as `_unknownTaggedFields` and `records` as base64; Java's converter drops the first and writes the second as an empty binary. The Java side checks it did exactly that and adds kafka-wire's form before comparing, so every other byte of the JSON is compared as is.\n\n\
-         | column | cells | agree | explained |\n| --- | ---: | ---: | ---: |\n"
+         JSON: kafka-wire keeps unknown tagged fields as `_unknownTaggedFields` and `records` as base64; Java's converter drops the first and writes the second as an empty binary. The Java side checks it did exactly that and adds kafka-wire's form before comparing, so every other byte of the JSON is compared as is.\n\n"
     );
+    if ctx.build.merged() {
+        let _ = write!(
+            md,
+            "\n\
+             This build is merged from several releases' specs (`kafka_wire::SPEC_DIR`: {}), oldest first; each version\n\
+             comes from the newest release that defines it (`ApiKey::info().origin`). Java is compared on every version\n\
+             its jar has. What kafka-wire has and the jar does not is listed as **kafka-wire only**, not sent to Java and\n\
+             not counted as cells, where the jar's release ({}) does not define it either (checked in its spec and in\n\
+             `ApiKey::info().releases`; otherwise the cell fails). The `ApiKeys` table compares the versions, unstable\n\
+             flag, deprecation and header versions of {} (`ApiKey::info().releases`).\n\n",
+            ctx.build.releases.iter().map(|r| r.0.as_str()).collect::<Vec<_>>().join(", "),
+            ctx.build.jar_release(),
+            ctx.build.jar_release()
+        );
+        md.push_str("| column | cells | agree | explained | kafka-wire only (not cells) |\n| --- | ---: | ---: | ---: | ---: |\n");
+    } else {
+        md.push_str("| column | cells | agree | explained |\n| --- | ---: | ---: | ---: |\n");
+    }
     for (c, (n, a, x)) in &per_column {
-        let _ = writeln!(md, "| {c} | {n} | {a} | {x} |");
+        if ctx.build.merged() {
+            let _ = writeln!(md, "| {c} | {n} | {a} | {x} | {} |", only_per_column.get(c).unwrap_or(&0));
+        } else {
+            let _ = writeln!(md, "| {c} | {n} | {a} | {x} |");
+        }
         let _ = writeln!(summary, "  ({c}) {a} agree + {x} explained of {n}");
+    }
+    for (c, o) in &only_per_column {
+        let _ = writeln!(summary, "  ({c}) kafka-wire only: {o}");
     }
     if !notes.is_empty() {
         md.push_str("\n## Explanations\n\n");
