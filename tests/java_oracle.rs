@@ -241,7 +241,7 @@ enum Builds {
 
 /// Explained disagreements: (id, the kafka-clients versions it is for (prefixes), builds, why).
 const EXPLAINED: &[(&str, &[&str], Builds, &str)] = &[
-    ("deprecated-3.9.1", &["3.9."], Builds::Single, "kafka-clients 3.9.1 changed `deprecatedVersions` in its own specs after 3.9.0; kafka-wire follows the kafka-3.9.0 specs it is built from (checked: the jar's spec says what Java says, and kafka-wire says what the spec of the release that defines each version says)"),
+    ("deprecated-3.9.1", &["3.9."], Builds::Single, "kafka-clients 3.9.1 changed `deprecatedVersions` in its own specs after 3.9.0; kafka-wire follows the kafka-3.9.0 specs it is built from (checked: the jar's spec says what Java says, kafka-3.9.0's what kafka-wire says)"),
     ("older-message", &["3.9.", "4.3."], Builds::Any, "kafka-wire's Errors table has kafka-clients 4.4.0's messages; this release words this one differently (checked against its text)"),
     ("newer-code", &["3.9.", "4.3."], Builds::Any, "error code added after this kafka-clients release (kafka-wire's table is 4.4.0's; checked: above Java's highest code)"),
     ("none-message", &[""], Builds::Any, "Java's Errors.NONE has no exception, so message() falls back to the enum name \"NONE\"; kafka-wire's table says \"No error\" (checked: exactly these two texts)"),
