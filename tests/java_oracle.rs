@@ -16,6 +16,11 @@
 //!   at neighbouring versions is refused by both (a non-default value in a non-ignorable field the
 //!   version lacks, a null it does not allow) or written to the same bytes.
 //! - Records, the `Errors` table and the `ApiKeys` table.
+//!
+//! A merged build (`kafka_wire::SPEC_DIR` lists several releases, the default) is compared on
+//! every version the jar has, against the release of the jar's major.minor ([`Build`]); what only
+//! kafka-wire has is listed as "kafka-wire only" where that release lacks it too, and the
+//! versions the releases define differently follow the newer one, each explained.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
