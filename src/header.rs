@@ -88,10 +88,21 @@ pub fn peek_request_header(body: &[u8]) -> Result<RequestHeaderPeek<'_>, DecodeE
 }
 
 /// Decodes a whole request header from `buf` (the bytes after the size prefix), at the version
-/// [`request_header_version`] gives for the api key and version it starts with, also for apis
-/// and versions this build does not know. Returns the header and its version; `buf` is left at
-/// the start of the body.
+/// [`request_header_version`] gives for the api key and version it starts with (also for
+/// versions newer than this build). An api key this build does not know is an error. Returns
+/// the header and its version; `buf` is left at the start of the body.
 pub fn decode_request_header(buf: &mut Bytes) -> Result<(RequestHeader, i16), DecodeError> {
+    let peek = peek_request_header(buf.chunk())?;
+    if peek.known_api_key().is_none() {
+        let left = buf.remaining();
+        return Err(DecodeError::new(DecodeErrorKind::UnknownApiKey(peek.api_key), left).in_message("RequestHeader", -1, left));
+    }
+    read_request_header(buf)
+}
+
+/// Like [`decode_request_header`], also for api keys this build does not know (read at v1), as
+/// a broker reads a request it must still answer.
+pub(crate) fn read_request_header(buf: &mut Bytes) -> Result<(RequestHeader, i16), DecodeError> {
     let (key, version) = match buf.chunk().first_chunk::<4>() {
         Some([k0, k1, v0, v1]) => (i16::from_be_bytes([*k0, *k1]), i16::from_be_bytes([*v0, *v1])),
         // Too short for a header: let the header decoder say what is missing.

@@ -74,11 +74,13 @@ pub fn decode_body(key: i16, version: i16, request: bool, bytes: &[u8]) -> Resul
 
 /// A request payload (a frame without its size): header and body JSON.
 pub fn request_json(payload: &[u8]) -> Result<(Value, Value), String> {
+    let (key, _, _) =
+        header::peek_request_start(payload).ok_or_else(|| format!("request of {} bytes is shorter than a header", payload.len()))?;
+    known(key)?;
     let mut buf = Bytes::copy_from_slice(payload);
     let (header, hv) = header::decode_request_header(&mut buf).map_err(|e| e.to_string())?;
-    let (key, version) = (header.request_api_key, header.request_api_version);
+    let version = header.request_api_version;
     let header = header.to_json(hv).map_err(|e| e.to_string())?;
-    known(key)?;
     let offset = payload.len() - buf.len();
     let body = body_json(key, version, true, buf).map_err(|e| format!("body (after {offset} header bytes): {e}"))?;
     Ok((header, body))

@@ -26,7 +26,7 @@ pub struct RequestFrame {
 impl RequestFrame {
     /// Reads the header of a frame (without its size prefix); the rest is the body.
     pub fn parse(mut frame: Bytes) -> Result<RequestFrame, CodecError> {
-        let (header, header_version) = crate::header::decode_request_header(&mut frame).map_err(CodecError::Header)?;
+        let (header, header_version) = crate::header::read_request_header(&mut frame).map_err(CodecError::Header)?;
         Ok(RequestFrame { header, header_version, body: frame })
     }
 
