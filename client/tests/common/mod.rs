@@ -1,0 +1,60 @@
+//! Where the broker is: `KAFKA_WIRE_BROKER=<env file of scripts/kafka.sh>`; tests skip with a
+//! printed reason when it is unset, and fail instead under `KAFKA_WIRE_REQUIRE_BROKER=1`.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use kafka_wire_client::{Client, ClientConfig};
+
+pub struct Broker {
+    pub vars: BTreeMap<String, String>,
+    pub env_file: PathBuf,
+}
+
+impl Broker {
+    pub fn from_env(test: &str) -> Option<Broker> {
+        let required = std::env::var_os("KAFKA_WIRE_REQUIRE_BROKER").is_some_and(|v| v == "1");
+        let Some(spec) = std::env::var("KAFKA_WIRE_BROKER").ok().filter(|s| !s.is_empty()) else {
+            assert!(!required, "KAFKA_WIRE_REQUIRE_BROKER=1 but KAFKA_WIRE_BROKER is unset");
+            eprintln!("skipping {test}: KAFKA_WIRE_BROKER is unset (scripts/client-tests.sh sets it)");
+            return None;
+        };
+        let text = std::fs::read_to_string(&spec).unwrap_or_else(|e| panic!("KAFKA_WIRE_BROKER={spec}: {e}"));
+        let vars = text
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+            .collect();
+        Some(Broker { vars, env_file: PathBuf::from(spec) })
+    }
+
+    pub fn var(&self, key: &str) -> &str {
+        self.vars.get(key).unwrap_or_else(|| panic!("{}: no {key}", self.env_file.display()))
+    }
+
+    pub fn version(&self) -> &str {
+        self.vars.get("KAFKA_VERSION").map(String::as_str).unwrap_or("unknown")
+    }
+
+    pub fn plaintext(&self) -> ClientConfig {
+        ClientConfig::new(self.var("PLAINTEXT")).client_id("kafka-wire-client-tests")
+    }
+
+    pub async fn client(&self) -> Client {
+        Client::connect(self.plaintext()).await.expect("connects over PLAINTEXT")
+    }
+
+    /// The broker certificate and key (for the test's TLS-terminating proxy).
+    pub fn certs_dir(&self) -> PathBuf {
+        PathBuf::from(self.var("SSL_CA")).parent().expect("certs dir").to_owned()
+    }
+}
+
+/// A topic name unique to this run.
+pub fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    format!("{prefix}-{}-{}", std::process::id(), nanos % 1_000_000_000)
+}
+
+pub fn init_tracing() {}
