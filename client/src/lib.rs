@@ -16,6 +16,8 @@ pub mod admin;
 pub mod cluster;
 pub mod conn;
 pub mod error;
+pub mod partitioner;
+pub mod producer;
 pub mod sasl;
 pub mod tls;
 
@@ -23,5 +25,6 @@ pub use admin::{Admin, ConfigOp, ConfigResource, NewTopic, ScramChange};
 pub use cluster::{Client, ClientConfig, ClusterMetadata};
 pub use conn::{ConnectOptions, Connection};
 pub use error::{Error, Result};
+pub use producer::{Acks, Delivery, Producer, ProducerConfig, ProducerRecord, RecordMetadata};
 pub use sasl::{Sasl, ScramMechanism};
 pub use tls::TlsConfig;

@@ -58,3 +58,52 @@ pub fn unique(prefix: &str) -> String {
 }
 
 pub fn init_tracing() {}
+
+/// A record read back with kafka-wire's own Fetch, with its batch's producer fields.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    pub record: kafka_wire::runtime::records::Record,
+    pub producer_id: i64,
+    pub base_sequence: i32,
+    pub compression: kafka_wire::runtime::records::Compression,
+}
+
+/// Fetches `partition` of `topic` from offset 0 until `count` records (bounded rounds).
+pub async fn fetch_all(client: &Client, topic: &str, partition: i32, count: usize) -> Vec<Fetched> {
+    use kafka_wire::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_wire::records::{Batch, RecordsField};
+    let leader = client.metadata().leader(topic, partition).expect("a leader");
+    let mut out = Vec::new();
+    let mut offset = 0;
+    for _ in 0..50 {
+        if out.len() >= count {
+            break;
+        }
+        let request = kafka_wire::messages::FetchRequest {
+            replica_id: -1,
+            max_wait_ms: 200,
+            min_bytes: 1,
+            max_bytes: 50 << 20,
+            topics: vec![FetchTopic {
+                topic: topic.to_owned().into(),
+                partitions: vec![FetchPartition { partition, fetch_offset: offset, partition_max_bytes: 10 << 20, ..Default::default() }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let Some(kafka_wire::ResponseKind::Fetch(r)) = client.call_node(leader, request).await.expect("fetch") else { panic!("not a Fetch response") };
+        let p = &r.responses[0].partitions[0];
+        assert_eq!(p.error_code, 0, "fetch {topic}-{partition}");
+        for batch in p.records.batches() {
+            let Batch::V2(b) = batch.expect("a batch") else { continue };
+            for rec in b.records().expect("records") {
+                let rec = rec.expect("a record");
+                if rec.offset >= offset {
+                    offset = rec.offset + 1;
+                    out.push(Fetched { record: rec, producer_id: b.producer_id(), base_sequence: b.base_sequence(), compression: b.compression() });
+                }
+            }
+        }
+    }
+    out
+}
