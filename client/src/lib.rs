@@ -28,3 +28,8 @@ pub use error::{Error, Result};
 pub use producer::{Acks, Delivery, Producer, ProducerConfig, ProducerRecord, RecordMetadata};
 pub use sasl::{Sasl, ScramMechanism};
 pub use tls::TlsConfig;
+
+/// The README's examples, compiled as doctests so they keep up with the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
