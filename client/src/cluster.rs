@@ -300,13 +300,28 @@ impl Client {
     }
 
     async fn call_addr(&self, addr: &str, body: impl Into<RequestKind>) -> Result<ResponseKind> {
-        self.connection(addr).await?.request(body).await
+        let body = body.into();
+        let api = body.api_key();
+        self.call_at(addr, body).await?.ok_or_else(|| Error::UnexpectedResponse(format!("no response to {}", api.name())))
+    }
+
+    /// Sends `body` on the connection to `addr`. A pooled connection that turns out to be
+    /// closed (the broker dropped it while idle) is replaced once.
+    async fn call_at(&self, addr: &str, body: RequestKind) -> Result<Option<ResponseKind>> {
+        let conn = self.connection(addr).await?;
+        match conn.call(body.clone()).await {
+            Err(Error::Disconnected(m)) if conn.is_closed() => {
+                debug!(addr = %addr, reason = %m, "pooled connection was closed: reconnecting");
+                self.connection(addr).await?.call(body).await
+            }
+            r => r,
+        }
     }
 
     /// Sends `body` to broker `node` and waits for the response.
     pub async fn call_node(&self, node: i32, body: impl Into<RequestKind>) -> Result<Option<ResponseKind>> {
         let addr = self.node_addr(node).await?;
-        self.connection(&addr).await?.call(body).await
+        self.call_at(&addr, body.into()).await
     }
 
     /// The address of broker `node`, refreshing metadata once if it is unknown.

@@ -305,7 +305,7 @@ impl Connection {
         let lifetime_ms = async {
             let auth_err = |message: String| Error::Authentication { mechanism: mechanism.to_owned(), message };
             let ResponseKind::SaslHandshake(h) =
-                self.sasl_call(SaslHandshakeRequest { mechanism: ByteString::from_static(mechanism), ..Default::default() }.into()).await?
+                self.sasl_call(SaslHandshakeRequest { mechanism: ByteString::from_static(mechanism) }.into()).await?
             else {
                 return Err(Error::UnexpectedResponse("not a SaslHandshake response".into()));
             };

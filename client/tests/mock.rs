@@ -22,6 +22,10 @@ enum Mode {
     OldProduce,
     /// SASL/PLAIN with a 400 ms session lifetime; counts handshakes.
     ShortSessions,
+    /// Never answers Metadata.
+    Silent,
+    /// Answers one Metadata request per connection, then closes it; counts connections.
+    OnePerConnection,
 }
 
 fn api_versions(mode: Mode) -> ApiVersionsResponse {
@@ -45,6 +49,9 @@ async fn mock(mode: Mode, handshakes: Arc<AtomicUsize>) -> String {
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
             let handshakes = handshakes.clone();
+            if let Mode::OnePerConnection = mode {
+                handshakes.fetch_add(1, Ordering::SeqCst);
+            }
             tokio::spawn(async move {
                 let mut conn = Framed::new(tcp, ServerCodec::new());
                 while let Some(Ok(frame)) = conn.next().await {
@@ -67,7 +74,15 @@ async fn mock(mode: Mode, handshakes: Arc<AtomicUsize>) -> String {
                                 let _ = conn.get_mut().write_all(&raw).await;
                                 continue;
                             }
-                            ResponseKind::from(MetadataResponse::default())
+                            if let Mode::Silent = mode {
+                                continue;
+                            }
+                            let body = ResponseKind::from(MetadataResponse::default());
+                            if let Mode::OnePerConnection = mode {
+                                let _ = conn.send(Response::new(&frame, body).unwrap()).await;
+                                return;
+                            }
+                            body
                         }
                         _ => return,
                     };
@@ -129,4 +144,39 @@ async fn sessions_with_a_lifetime_are_reauthenticated() {
     println!("{n} requests, {h} handshakes");
     assert!(h >= 3, "re-authenticated {} times in 1.5 s of 400 ms sessions", h - 1);
     let _ = Bytes::new();
+}
+
+#[tokio::test]
+async fn a_request_without_an_answer_times_out() {
+    let addr = mock(Mode::Silent, Default::default()).await;
+    let options = ConnectOptions { request_timeout: Duration::from_millis(300), ..Default::default() };
+    let conn = Connection::connect(&addr, &options).await.unwrap();
+    let start = std::time::Instant::now();
+    let err = conn.request(MetadataRequest::default()).await.unwrap_err();
+    assert!(matches!(err, Error::Timeout { api: ApiKey::Metadata, .. }), "{err:?}");
+    assert!(err.is_retriable());
+    assert!(start.elapsed() >= Duration::from_millis(290));
+}
+
+#[tokio::test]
+async fn closed_connections_are_reopened_and_failed_connects_back_off() {
+    let connections = Arc::new(AtomicUsize::new(0));
+    let addr = mock(Mode::OnePerConnection, connections.clone()).await;
+    let mut config = kafka_wire_client::ClientConfig::new(&addr);
+    config.reconnect_backoff = Duration::from_millis(300);
+    config.reconnect_backoff_max = Duration::from_millis(300);
+    let client = kafka_wire_client::Client::connect(config).await.unwrap();
+    for _ in 0..3 {
+        // Each call finds the connection closed by the broker after the last one: reconnects.
+        assert!(matches!(client.call_any(MetadataRequest::default()).await.unwrap(), ResponseKind::Metadata(_)));
+    }
+    assert!(connections.load(Ordering::SeqCst) >= 4, "{} connections", connections.load(Ordering::SeqCst));
+
+    // Nothing listens there: the first connect fails at once, the next waits out the backoff.
+    let dead = TcpListener::bind("127.0.0.1:0").await.unwrap().local_addr().unwrap().to_string();
+    let err = client.connection(&dead).await.unwrap_err();
+    assert!(matches!(err, Error::Io { .. }) && err.is_retriable(), "{err:?}");
+    let start = std::time::Instant::now();
+    client.connection(&dead).await.unwrap_err();
+    assert!(start.elapsed() >= Duration::from_millis(200), "backed off {:?}", start.elapsed());
 }

@@ -83,6 +83,6 @@ fn murmur2_matches_kafka_utils() {
         let ours = format!("{} {} {}", murmur2(k), partition_for_key(k, 7), partition_for_key(k, 3));
         assert_eq!(&ours, line, "key {:?}", String::from_utf8_lossy(k));
     }
-    println!("murmur2: {} keys agree with Kafka's Utils ({} = {}, {} = {}, {} = {})", keys.len(), "\"\"", lines[0], "\"a\"", lines[1], "\"hello\"", lines[2]);
+    println!("murmur2: {} keys agree with Kafka's Utils (\"\" = {}, \"a\" = {}, \"hello\" = {})", keys.len(), lines[0], lines[1], lines[2]);
     let _ = std::fs::remove_dir_all(&dir);
 }
