@@ -20,28 +20,43 @@ async fn topics_partitions_configs_cluster() {
     assert_eq!(err.code().and_then(|c| c.name()), Some("TOPIC_ALREADY_EXISTS"), "{err}");
     assert!(!err.is_retriable());
 
-    assert!(admin.list_topics(false).await.unwrap().contains(&name));
+    common::eventually("the new topic listed with 2 partitions", || async {
+        admin.list_topics(false).await.unwrap().contains(&name)
+            && admin.describe_topics(&[&name]).await.unwrap().remove(0).is_ok_and(|t| t.partitions.len() == 2)
+    })
+    .await;
     let t = admin.describe_topics(&[&name]).await.unwrap().remove(0).unwrap();
     assert_eq!(t.partitions.len(), 2);
     assert_eq!(t.id, created.id);
     assert!(t.partitions.iter().all(|p| p.leader == 1 && p.replicas == vec![1]));
 
     admin.create_partitions(&[(&name, 3)]).await.unwrap().remove(0).unwrap();
-    let t = admin.describe_topics(&[&name]).await.unwrap().remove(0).unwrap();
-    assert_eq!(t.partitions.len(), 3);
+    common::eventually("3 partitions", || async { admin.describe_topics(&[&name]).await.unwrap().remove(0).unwrap().partitions.len() == 3 }).await;
     let err = admin.create_partitions(&[(&name, 2)]).await.unwrap().remove(0).unwrap_err();
     assert_eq!(err.code().and_then(|c| c.name()), Some("INVALID_PARTITIONS"), "{err}");
 
     let value = |entries: &[ConfigEntry], key: &str| entries.iter().find(|e| e.name == key).and_then(|e| e.value.clone());
     let configs = admin.describe_configs(ConfigResource::Topic, &name, None).await.unwrap();
     assert_eq!(value(&configs, "retention.ms").as_deref(), Some("3600000"));
+    // Changes reach the broker through the metadata log: bounded waits for them to show.
+    let settled = |expected: Vec<(&'static str, &'static str)>| {
+        let (admin, name) = (admin.clone(), name.clone());
+        async move {
+            let keys: Vec<&str> = expected.iter().map(|(k, _)| *k).collect();
+            for _ in 0..100 {
+                let configs = admin.describe_configs(ConfigResource::Topic, &name, Some(&keys)).await.unwrap();
+                if expected.iter().all(|(k, v)| value(&configs, k).as_deref() == Some(*v)) {
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            panic!("configs of {name} never became {expected:?}");
+        }
+    };
     admin.alter_configs(ConfigResource::Topic, &name, &[("retention.ms", ConfigOp::Set("7200000".into())), ("cleanup.policy", ConfigOp::Set("compact".into()))]).await.unwrap();
-    let configs = admin.describe_configs(ConfigResource::Topic, &name, Some(&["retention.ms", "cleanup.policy"])).await.unwrap();
-    assert_eq!(value(&configs, "retention.ms").as_deref(), Some("7200000"));
-    assert_eq!(value(&configs, "cleanup.policy").as_deref(), Some("compact"));
+    settled(vec![("retention.ms", "7200000"), ("cleanup.policy", "compact")]).await;
     admin.alter_configs(ConfigResource::Topic, &name, &[("cleanup.policy", ConfigOp::Delete)]).await.unwrap();
-    let configs = admin.describe_configs(ConfigResource::Topic, &name, Some(&["cleanup.policy"])).await.unwrap();
-    assert_eq!(value(&configs, "cleanup.policy").as_deref(), Some("delete"));
+    settled(vec![("cleanup.policy", "delete")]).await;
     let broker = admin.describe_configs(ConfigResource::Broker, "1", Some(&["num.partitions"])).await.unwrap();
     assert_eq!(value(&broker, "num.partitions").as_deref(), Some("1"));
 

@@ -107,3 +107,19 @@ pub async fn fetch_all(client: &Client, topic: &str, partition: i32, count: usiz
     }
     out
 }
+
+/// Polls `check` every 100 ms until it holds, for at most 10 s (changes reach brokers through
+/// the metadata log, a little after the controller answers).
+pub async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..100 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("{what}: not within 10 s");
+}
