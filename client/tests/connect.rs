@@ -111,19 +111,32 @@ async fn scram_sha256_and_sha512_authenticate_and_refuse_a_wrong_password() {
 /// A TLS-terminating proxy in front of the SASL_PLAINTEXT listener, with the broker's own
 /// certificate (the broker script has no SASL_SSL listener): the client runs SCRAM inside TLS.
 async fn tls_proxy(b: &Broker) -> String {
+    tls_proxy_to(b, b.var("SASL_PLAINTEXT"), false).await
+}
+
+/// The same in front of any listener; with `client_auth`, clients must present a certificate
+/// signed by the test CA.
+async fn tls_proxy_to(b: &Broker, upstream: &str, client_auth: bool) -> String {
     let dir = b.certs_dir();
     let chain: Vec<_> = rustls_pemfile::certs(&mut &std::fs::read(dir.join("broker.pem")).unwrap()[..]).collect::<Result<_, _>>().unwrap();
     let key = rustls_pemfile::private_key(&mut &std::fs::read(dir.join("broker.key")).unwrap()[..]).unwrap().unwrap();
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone()).with_safe_default_protocol_versions().unwrap();
+    let builder = if client_auth {
+        let mut roots = rustls::RootCertStore::empty();
+        for c in rustls_pemfile::certs(&mut &std::fs::read(dir.join("ca.pem")).unwrap()[..]) {
+            roots.add(c.unwrap()).unwrap();
+        }
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider).build().unwrap();
+        builder.with_client_cert_verifier(verifier)
+    } else {
+        builder.with_no_client_auth()
+    };
+    let config = builder.with_single_cert(chain, key).unwrap();
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
-    let upstream = b.var("SASL_PLAINTEXT").to_owned();
+    let upstream = upstream.to_owned();
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
             let (acceptor, upstream) = (acceptor.clone(), upstream.clone());
@@ -160,4 +173,34 @@ async fn pipelined_requests_share_one_connection() {
     for c in calls {
         assert!(matches!(c.await.unwrap().unwrap(), kafka_wire::ResponseKind::Metadata(_)));
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_certificates() {
+    let Some(b) = Broker::from_env("client_certificates") else { return };
+    // A client certificate signed by the test CA, made at test time.
+    let certs = b.certs_dir();
+    let dir = std::env::temp_dir().join(common::unique("kw-client-cert"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new("openssl").args(args).current_dir(&dir).output().expect("openssl runs");
+        assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    run(&["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=kafka-wire-client", "-keyout", "client.key", "-out", "client.csr"]);
+    let (ca, ca_key) = (certs.join("ca.pem"), certs.join("ca.key"));
+    // v3 with extensions: webpki takes no v1 certificates.
+    std::fs::write(dir.join("ext.cnf"), "extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n").unwrap();
+    run(&["x509", "-req", "-days", "1", "-in", "client.csr", "-CA", ca.to_str().unwrap(), "-CAkey", ca_key.to_str().unwrap(), "-CAcreateserial", "-CAserial", "client.srl", "-extfile", "ext.cnf", "-out", "client.pem"]);
+    let (chain, key) = (std::fs::read(dir.join("client.pem")).unwrap(), std::fs::read(dir.join("client.key")).unwrap());
+
+    let proxy = tls_proxy_to(&b, b.var("PLAINTEXT"), true).await;
+    let with_cert = TlsConfig::ca_file(b.var("SSL_CA")).client_cert(chain, key);
+    let conn = Connection::connect(&proxy, &ConnectOptions { tls: Some(with_cert), ..Default::default() }).await.expect("mutual TLS");
+    conn.request(kafka_wire::messages::MetadataRequest::default()).await.expect("Metadata over mutual TLS");
+    let without = ConnectOptions { tls: Some(TlsConfig::ca_file(b.var("SSL_CA"))), ..Default::default() };
+    let err = Connection::connect(&proxy, &without).await.expect_err("no client certificate");
+    println!("no client certificate: {err}");
+    assert!(matches!(&err, Error::Tls { message, .. } if message.contains("CertificateRequired")), "{err:?}");
+    assert!(!err.is_retriable());
+    let _ = std::fs::remove_dir_all(&dir);
 }
