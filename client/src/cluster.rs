@@ -330,7 +330,7 @@ impl Client {
             return Ok(b.addr());
         }
         let m = self.refresh_metadata().await?;
-        m.brokers.get(&node).map(BrokerInfo::addr).ok_or_else(|| Error::Config(format!("no broker with node id {node}")))
+        m.brokers.get(&node).map(BrokerInfo::addr).ok_or(Error::UnknownBroker(node))
     }
 
     /// Sends `body` to some broker (the first known that answers).

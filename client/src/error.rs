@@ -77,6 +77,8 @@ pub enum Error {
     Config(String),
     /// Metadata does not know the topic or partition.
     UnknownTopicOrPartition(String),
+    /// Metadata names a broker (as a leader, say) that it does not list.
+    UnknownBroker(i32),
     /// The producer's buffer is full, it is closed, or the record could not be delivered in
     /// the delivery timeout.
     Producer(String),
@@ -89,7 +91,7 @@ impl Error {
         match self {
             Error::Io { .. } | Error::Timeout { .. } | Error::Disconnected(_) => true,
             Error::Broker { code, .. } => code.is_retriable(),
-            Error::UnknownTopicOrPartition(_) => true,
+            Error::UnknownTopicOrPartition(_) | Error::UnknownBroker(_) => true,
             _ => false,
         }
     }
@@ -153,6 +155,7 @@ impl fmt::Display for Error {
             Error::Disconnected(m) => write!(f, "disconnected: {m}"),
             Error::Config(m) => write!(f, "configuration: {m}"),
             Error::UnknownTopicOrPartition(m) => write!(f, "unknown topic or partition: {m}"),
+            Error::UnknownBroker(id) => write!(f, "metadata lists no broker with node id {id}"),
             Error::Producer(m) => write!(f, "producer: {m}"),
         }
     }

@@ -218,11 +218,23 @@ struct Shared {
     memory: Arc<Semaphore>,
 }
 
-/// A producer on a [`Client`]. Cheap to clone; [`close`](Producer::close) to finish.
+/// A producer on a [`Client`]. Cheap to clone; [`close`](Producer::close) to finish. When
+/// the last clone is dropped without `close`, queued records are still sent, then the
+/// sender stops.
 #[derive(Clone)]
 pub struct Producer {
     shared: Arc<Shared>,
     sender: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
+    _last: Arc<LastHandle>,
+}
+
+struct LastHandle(Arc<Shared>);
+
+impl Drop for LastHandle {
+    fn drop(&mut self) {
+        self.0.lock().closed = true;
+        self.0.wake.notify_one();
+    }
 }
 
 fn now_ms() -> i64 {
@@ -248,7 +260,7 @@ impl Producer {
             memory: Arc::new(Semaphore::new(permits)),
         });
         let sender = tokio::spawn(sender_loop(shared.clone()).instrument(tracing::debug_span!("kafka.producer")));
-        Ok(Producer { shared, sender: Arc::new(Mutex::new(Some(sender))) })
+        Ok(Producer { shared: shared.clone(), sender: Arc::new(Mutex::new(Some(sender))), _last: Arc::new(LastHandle(shared)) })
     }
 
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, State>> {
@@ -604,7 +616,7 @@ async fn send_batches(shared: &Shared, node: i32, batches: Vec<(String, i32, Bat
                     state.pending -= batch.records.len();
                     for (i, p) in batch.records.into_iter().enumerate() {
                         let (offset, timestamp) = match offsets {
-                            Some((base, append)) => (base + i as i64, if append >= 0 { append } else { p.record.timestamp }),
+                            Some((base, append)) => (base.saturating_add(i as i64), if append >= 0 { append } else { p.record.timestamp }),
                             None => (-1, p.record.timestamp),
                         };
                         let _ = p.reply.send(Ok(RecordMetadata { topic: topic.clone(), partition, offset, timestamp }));

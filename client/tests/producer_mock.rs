@@ -24,6 +24,10 @@ struct Script {
     failures: usize,
     /// The error code they fail with.
     error: i16,
+    /// Answer with this base offset (42 unless set).
+    base_offset: Option<i64>,
+    /// Answer for partition 9 instead of 0.
+    wrong_partition: bool,
     produces: AtomicUsize,
     metadata: AtomicUsize,
     sequences: std::sync::Mutex<Vec<(i64, i32)>>,
@@ -74,7 +78,13 @@ async fn broker(script: Arc<Script>) -> String {
                             ProduceResponse {
                                 responses: vec![TopicProduceResponse {
                                     name: "t".into(),
-                                    partition_responses: vec![PartitionProduceResponse { index: 0, error_code, base_offset: 42, log_append_time_ms: -1, ..Default::default() }],
+                                    partition_responses: vec![PartitionProduceResponse {
+                                        index: if script.wrong_partition { 9 } else { 0 },
+                                        error_code,
+                                        base_offset: script.base_offset.unwrap_or(42),
+                                        log_append_time_ms: -1,
+                                        ..Default::default()
+                                    }],
                                     ..Default::default()
                                 }],
                                 ..Default::default()
@@ -140,4 +150,49 @@ async fn non_retriable_errors_fail_at_once() {
     assert!(!err.is_retriable());
     assert_eq!(script.produces.load(Ordering::SeqCst), 1);
     producer.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn odd_produce_responses_are_errors_or_saturate_not_panics() {
+    let script = Arc::new(Script { wrong_partition: true, ..Default::default() });
+    let addr = broker(script.clone()).await;
+    let producer = Producer::new(Client::connect(ClientConfig::new(&addr)).await.unwrap(), config()).unwrap();
+    let err = producer.send(ProducerRecord::new("t", "v")).await.unwrap().await.unwrap_err();
+    assert!(matches!(&err, Error::UnexpectedResponse(m) if m.contains("t-0")), "{err:?}");
+    producer.close().await.unwrap();
+
+    let script = Arc::new(Script { base_offset: Some(i64::MAX), ..Default::default() });
+    let addr = broker(script.clone()).await;
+    let producer = Producer::new(Client::connect(ClientConfig::new(&addr)).await.unwrap(), ProducerConfig { linger: Duration::from_millis(50), ..config() }).unwrap();
+    let (a, b) = (producer.send(ProducerRecord::new("t", "a")).await.unwrap(), producer.send(ProducerRecord::new("t", "b")).await.unwrap());
+    assert_eq!((a.await.unwrap().offset, b.await.unwrap().offset), (i64::MAX, i64::MAX));
+    producer.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn metadata_is_refreshed_periodically() {
+    let script = Arc::new(Script::default());
+    let addr = broker(script.clone()).await;
+    let mut config = ClientConfig::new(&addr);
+    config.metadata_max_age = Duration::from_millis(200);
+    let client = Client::connect(config).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let n = script.metadata.load(Ordering::SeqCst);
+    assert!((4..=8).contains(&n), "{n} Metadata requests in 1.1 s at a 200 ms max age");
+    drop(client);
+    // The refresh task ends with the client.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after = script.metadata.load(Ordering::SeqCst);
+    assert!(after <= n + 1, "refreshes went on after the client was dropped: {n} -> {after}");
+}
+
+#[tokio::test]
+async fn a_dropped_producer_delivers_what_it_queued_then_stops() {
+    let script = Arc::new(Script::default());
+    let addr = broker(script.clone()).await;
+    let client = Client::connect(ClientConfig::new(&addr)).await.unwrap();
+    let producer = Producer::new(client, ProducerConfig { linger: Duration::from_millis(100), ..config() }).unwrap();
+    let d = producer.send(ProducerRecord::new("t", "v")).await.unwrap();
+    drop(producer);
+    assert_eq!(d.await.unwrap().offset, 42);
 }
