@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -86,6 +86,10 @@ struct Shared {
     tx: mpsc::Sender<Command>,
     next_correlation_id: AtomicI32,
     closed: AtomicBool,
+    /// Successful SASL authentications (1 + re-authentications).
+    authentications: AtomicU32,
+    /// The session lifetime the broker set at the last authentication, in ms (0: none).
+    session_lifetime_ms: std::sync::atomic::AtomicI64,
     /// Every ordinary request holds this for reading until its response; re-authentication
     /// takes it for writing, so it runs alone on the connection (KIP-368).
     gate: RwLock<()>,
@@ -177,6 +181,8 @@ impl Connection {
             tx,
             next_correlation_id: AtomicI32::new(1),
             closed: AtomicBool::new(false),
+            authentications: AtomicU32::new(0),
+            session_lifetime_ms: std::sync::atomic::AtomicI64::new(0),
             gate: RwLock::new(()),
             negotiated: Mutex::new(None),
         });
@@ -193,6 +199,18 @@ impl Connection {
     /// The broker's address.
     pub fn addr(&self) -> &str {
         &self.shared.addr
+    }
+
+    /// How many times this connection has authenticated with SASL: 1, plus one per
+    /// re-authentication (KIP-368).
+    pub fn authentications(&self) -> u32 {
+        self.shared.authentications.load(Ordering::Acquire)
+    }
+
+    /// The session lifetime the broker set at the last SASL authentication (`None`: none).
+    pub fn session_lifetime(&self) -> Option<Duration> {
+        let ms = self.shared.session_lifetime_ms.load(Ordering::Acquire);
+        (ms > 0).then(|| Duration::from_millis(ms as u64))
     }
 
     /// Whether the connection has been closed (by an error or by the broker).
@@ -347,6 +365,8 @@ impl Connection {
         .instrument(span)
         .await?;
         info!(mechanism, user = sasl.username(), session_lifetime_ms = lifetime_ms, "authenticated");
+        self.shared.authentications.fetch_add(1, Ordering::AcqRel);
+        self.shared.session_lifetime_ms.store(lifetime_ms, Ordering::Release);
         if lifetime_ms > 0 {
             self.schedule_reauthentication(sasl.clone(), lifetime_ms);
         }
