@@ -111,12 +111,15 @@ async fn scram_sha256_and_sha512_authenticate_and_refuse_a_wrong_password() {
 /// A TLS-terminating proxy in front of the SASL_PLAINTEXT listener, with the broker's own
 /// certificate (the broker script has no SASL_SSL listener): the client runs SCRAM inside TLS.
 async fn tls_proxy(b: &Broker) -> String {
-    tls_proxy_to(b, b.var("SASL_PLAINTEXT"), false).await
+    tls_proxy_to(b, b.var("SASL_PLAINTEXT"), false).await.0
 }
+
+/// The SNI names the proxy's clients sent, one per connection.
+type Snis = Arc<std::sync::Mutex<Vec<Option<String>>>>;
 
 /// The same in front of any listener; with `client_auth`, clients must present a certificate
 /// signed by the test CA.
-async fn tls_proxy_to(b: &Broker, upstream: &str, client_auth: bool) -> String {
+async fn tls_proxy_to(b: &Broker, upstream: &str, client_auth: bool) -> (String, Snis) {
     let dir = b.certs_dir();
     let chain: Vec<_> = rustls_pemfile::certs(&mut &std::fs::read(dir.join("broker.pem")).unwrap()[..]).collect::<Result<_, _>>().unwrap();
     let key = rustls_pemfile::private_key(&mut &std::fs::read(dir.join("broker.key")).unwrap()[..]).unwrap().unwrap();
@@ -137,18 +140,21 @@ async fn tls_proxy_to(b: &Broker, upstream: &str, client_auth: bool) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let upstream = upstream.to_owned();
+    let snis = Snis::default();
+    let seen = snis.clone();
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
-            let (acceptor, upstream) = (acceptor.clone(), upstream.clone());
+            let (acceptor, upstream, seen) = (acceptor.clone(), upstream.clone(), seen.clone());
             tokio::spawn(async move {
                 let Ok(mut tls) = acceptor.accept(tcp).await else { return };
+                seen.lock().unwrap().push(tls.get_ref().1.server_name().map(str::to_owned));
                 let Ok(mut up) = TcpStream::connect(&upstream).await else { return };
                 let _ = tokio::io::copy_bidirectional(&mut tls, &mut up).await;
                 let _ = tls.shutdown().await;
             });
         }
     });
-    addr
+    (addr, snis)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -193,10 +199,14 @@ async fn client_certificates() {
     run(&["x509", "-req", "-days", "1", "-in", "client.csr", "-CA", ca.to_str().unwrap(), "-CAkey", ca_key.to_str().unwrap(), "-CAcreateserial", "-CAserial", "client.srl", "-extfile", "ext.cnf", "-out", "client.pem"]);
     let (chain, key) = (std::fs::read(dir.join("client.pem")).unwrap(), std::fs::read(dir.join("client.key")).unwrap());
 
-    let proxy = tls_proxy_to(&b, b.var("PLAINTEXT"), true).await;
+    let (proxy, snis) = tls_proxy_to(&b, b.var("PLAINTEXT"), true).await;
     let with_cert = TlsConfig::ca_file(b.var("SSL_CA")).client_cert(chain, key);
     let conn = Connection::connect(&proxy, &ConnectOptions { tls: Some(with_cert), ..Default::default() }).await.expect("mutual TLS");
     conn.request(kafka_wire::messages::MetadataRequest::default()).await.expect("Metadata over mutual TLS");
+    // SNI: none for an IP address (RFC 6066), the configured name otherwise.
+    let named = TlsConfig::ca_file(b.var("SSL_CA")).client_cert(std::fs::read(dir.join("client.pem")).unwrap(), std::fs::read(dir.join("client.key")).unwrap()).server_name("localhost");
+    Connection::connect(&proxy, &ConnectOptions { tls: Some(named), ..Default::default() }).await.expect("mutual TLS as localhost");
+    assert_eq!(*snis.lock().unwrap(), vec![None, Some("localhost".to_owned())]);
     let without = ConnectOptions { tls: Some(TlsConfig::ca_file(b.var("SSL_CA"))), ..Default::default() };
     let err = Connection::connect(&proxy, &without).await.expect_err("no client certificate");
     println!("no client certificate: {err}");
