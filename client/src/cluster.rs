@@ -310,8 +310,8 @@ impl Client {
     async fn call_at(&self, addr: &str, body: RequestKind) -> Result<Option<ResponseKind>> {
         let conn = self.connection(addr).await?;
         match conn.call(body.clone()).await {
-            Err(Error::Disconnected(m)) if conn.is_closed() => {
-                debug!(addr = %addr, reason = %m, "pooled connection was closed: reconnecting");
+            Err(e @ (Error::Disconnected(_) | Error::Io { .. })) if conn.is_closed() => {
+                debug!(addr = %addr, reason = %e, "pooled connection was closed: reconnecting");
                 self.connection(addr).await?.call(body).await
             }
             r => r,

@@ -86,6 +86,8 @@ struct Shared {
     tx: mpsc::Sender<Command>,
     next_correlation_id: AtomicI32,
     closed: AtomicBool,
+    /// Why the connection closed, for requests that come after.
+    close_reason: Mutex<Option<Error>>,
     /// Successful SASL authentications (1 + re-authentications).
     authentications: AtomicU32,
     /// The session lifetime the broker set at the last authentication, in ms (0: none).
@@ -181,6 +183,7 @@ impl Connection {
             tx,
             next_correlation_id: AtomicI32::new(1),
             closed: AtomicBool::new(false),
+            close_reason: Mutex::new(None),
             authentications: AtomicU32::new(0),
             session_lifetime_ms: std::sync::atomic::AtomicI64::new(0),
             gate: RwLock::new(()),
@@ -251,7 +254,7 @@ impl Connection {
     async fn send(&self, version: i16, body: RequestKind) -> Result<Option<ResponseFrame>> {
         let api = body.api_key();
         if self.is_closed() {
-            return Err(Error::Disconnected(format!("connection to {} is closed", self.shared.addr)));
+            return Err(self.closed_error());
         }
         let id = self.shared.next_correlation_id.fetch_add(1, Ordering::Relaxed) & i32::MAX;
         let request = Request::new(api, version, id, body).with_client_id(self.shared.options.client_id.as_str());
@@ -260,16 +263,22 @@ impl Connection {
             .tx
             .send(Command { request, reply })
             .await
-            .map_err(|_| Error::Disconnected(format!("connection to {} is closed", self.shared.addr)))?;
+            .map_err(|_| self.closed_error())?;
         let timeout = self.shared.options.request_timeout;
         match tokio::time::timeout(timeout, rx).await {
             Err(_) => {
                 warn!(api = api.name(), ?timeout, addr = %self.shared.addr, "request timed out");
                 Err(Error::Timeout { api, after: timeout })
             }
-            Ok(Err(_)) => Err(Error::Disconnected(format!("connection to {} closed", self.shared.addr))),
+            Ok(Err(_)) => Err(self.closed_error()),
             Ok(Ok(r)) => r,
         }
+    }
+
+    /// The error that closed the connection, or a plain disconnection.
+    fn closed_error(&self) -> Error {
+        let reason = self.shared.close_reason.lock().ok().and_then(|r| r.clone());
+        reason.unwrap_or_else(|| Error::Disconnected(format!("connection to {} is closed", self.shared.addr)))
     }
 
     /// ApiVersions at our newest version; a broker that does not know it answers
@@ -433,14 +442,17 @@ async fn io_task(mut framed: Stream, mut rx: mpsc::Receiver<Command>, shared: We
             },
         }
     };
-    if let Some(s) = shared.upgrade() {
-        s.closed.store(true, Ordering::Release);
-    }
-    rx.close();
     if let Some(e) = &error {
         warn!(error = %e, in_flight = pending.len(), "connection closed");
     }
     let e = error.unwrap_or_else(|| Error::Disconnected(format!("connection to {addr} dropped")));
+    if let Some(s) = shared.upgrade() {
+        if let Ok(mut reason) = s.close_reason.lock() {
+            *reason = Some(e.clone());
+        }
+        s.closed.store(true, Ordering::Release);
+    }
+    rx.close();
     for (_, reply) in pending.drain() {
         let _ = reply.send(Err(e.clone()));
     }
