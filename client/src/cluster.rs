@@ -1,0 +1,457 @@
+//! The cluster view: bootstrap, a metadata cache (brokers, topics, partitions, leaders)
+//! refreshed periodically and on demand, a connection per broker with reconnect backoff, and
+//! requests routed to the broker they belong to.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use kafka_wire::messages::{metadata_request::MetadataRequestTopic, MetadataRequest};
+use kafka_wire::{ByteString, ErrorCode, RequestKind, ResponseKind, Uuid};
+use tracing::{debug, info, warn, Instrument};
+
+use crate::conn::{ConnectOptions, Connection};
+use crate::error::{Error, Result};
+use crate::sasl::Sasl;
+use crate::tls::TlsConfig;
+
+/// Client settings.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// `host:port` addresses to start from.
+    pub bootstrap: Vec<String>,
+    /// Connection settings (client id, TLS, SASL, timeouts).
+    pub connection: ConnectOptions,
+    /// How old metadata may get before it is refreshed (Java's `metadata.max.age.ms`).
+    pub metadata_max_age: Duration,
+    /// The first wait before reconnecting to a broker that failed (`reconnect.backoff.ms`).
+    pub reconnect_backoff: Duration,
+    /// The longest such wait (`reconnect.backoff.max.ms`).
+    pub reconnect_backoff_max: Duration,
+}
+
+impl ClientConfig {
+    /// Settings for these bootstrap addresses (comma-separated `host:port` list).
+    pub fn new(bootstrap: &str) -> ClientConfig {
+        ClientConfig {
+            bootstrap: bootstrap.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect(),
+            connection: ConnectOptions::default(),
+            metadata_max_age: Duration::from_secs(300),
+            reconnect_backoff: Duration::from_millis(50),
+            reconnect_backoff_max: Duration::from_secs(1),
+        }
+    }
+
+    /// Connect with TLS.
+    pub fn tls(mut self, tls: TlsConfig) -> Self {
+        self.connection.tls = Some(tls);
+        self
+    }
+
+    /// Authenticate with SASL.
+    pub fn sasl(mut self, sasl: Sasl) -> Self {
+        self.connection.sasl = Some(sasl);
+        self
+    }
+
+    /// The client id.
+    pub fn client_id(mut self, id: impl Into<String>) -> Self {
+        self.connection.client_id = id.into();
+        self
+    }
+
+    /// The per-request timeout.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.connection.request_timeout = timeout;
+        self
+    }
+}
+
+/// A broker as Metadata lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerInfo {
+    /// The node id.
+    pub id: i32,
+    /// The host.
+    pub host: String,
+    /// The port.
+    pub port: i32,
+    /// The rack.
+    pub rack: Option<String>,
+}
+
+impl BrokerInfo {
+    /// `host:port`.
+    pub fn addr(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// A partition as Metadata lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionInfo {
+    /// The partition index.
+    pub index: i32,
+    /// The leader's node id, -1 when there is none.
+    pub leader: i32,
+    /// The leader epoch.
+    pub leader_epoch: i32,
+    /// The replicas.
+    pub replicas: Vec<i32>,
+    /// The in-sync replicas.
+    pub isr: Vec<i32>,
+    /// The partition's error (LEADER_NOT_AVAILABLE, ...), NONE when fine.
+    pub error: ErrorCode,
+}
+
+/// A topic as Metadata lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicInfo {
+    /// The name.
+    pub name: String,
+    /// The topic id.
+    pub id: Uuid,
+    /// Whether the topic is internal (`__consumer_offsets`, ...).
+    pub internal: bool,
+    /// The partitions, by index.
+    pub partitions: Vec<PartitionInfo>,
+}
+
+/// A snapshot of the cluster.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterMetadata {
+    /// The cluster id.
+    pub cluster_id: Option<String>,
+    /// The controller's node id (in KRaft, a broker that forwards to the controller).
+    pub controller_id: i32,
+    /// The brokers, by node id.
+    pub brokers: BTreeMap<i32, BrokerInfo>,
+    /// The topics, by name.
+    pub topics: BTreeMap<String, TopicInfo>,
+    fetched_at: Option<Instant>,
+}
+
+impl ClusterMetadata {
+    /// The leader of a partition, if known.
+    pub fn leader(&self, topic: &str, partition: i32) -> Option<i32> {
+        let p = self.topics.get(topic)?.partitions.iter().find(|p| p.index == partition)?;
+        (p.leader >= 0).then_some(p.leader)
+    }
+}
+
+#[derive(Default)]
+struct Slot {
+    conn: Option<Connection>,
+    failures: u32,
+    retry_at: Option<Instant>,
+}
+
+struct Inner {
+    config: ClientConfig,
+    metadata: RwLock<Arc<ClusterMetadata>>,
+    slots: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Slot>>>>,
+    refresh: tokio::sync::Mutex<()>,
+}
+
+/// A client of one cluster: shared by the [`Admin`](crate::Admin) and
+/// [`Producer`](crate::Producer) built on it. Cheap to clone.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+impl Client {
+    /// Connects to the cluster: reads Metadata from the first bootstrap broker that answers,
+    /// and starts the periodic metadata refresh.
+    pub async fn connect(config: ClientConfig) -> Result<Client> {
+        if config.bootstrap.is_empty() {
+            return Err(Error::Config("no bootstrap address".into()));
+        }
+        let inner = Arc::new(Inner {
+            config,
+            metadata: RwLock::new(Arc::new(ClusterMetadata::default())),
+            slots: Mutex::new(HashMap::new()),
+            refresh: tokio::sync::Mutex::new(()),
+        });
+        let client = Client { inner };
+        client.refresh_metadata().await?;
+        let weak = Arc::downgrade(&client.inner);
+        let period = client.inner.config.metadata_max_age;
+        tokio::spawn(periodic_refresh(weak, period));
+        Ok(client)
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &ClientConfig {
+        &self.inner.config
+    }
+
+    /// The current metadata snapshot.
+    pub fn metadata(&self) -> Arc<ClusterMetadata> {
+        self.inner.metadata.read().map(|m| m.clone()).unwrap_or_default()
+    }
+
+    /// Reads Metadata for every topic from some broker (a known one, else the bootstrap list)
+    /// and replaces the cache. Concurrent callers share one refresh.
+    pub async fn refresh_metadata(&self) -> Result<Arc<ClusterMetadata>> {
+        let before = self.metadata().fetched_at;
+        let _one = self.inner.refresh.lock().await;
+        let current = self.metadata();
+        if current.fetched_at != before && current.fetched_at.is_some() {
+            return Ok(current); // someone else refreshed while we waited
+        }
+        let span = tracing::debug_span!("kafka.metadata_refresh");
+        async {
+            let mut addrs: Vec<String> = current.brokers.values().map(BrokerInfo::addr).collect();
+            for b in &self.inner.config.bootstrap {
+                if !addrs.contains(b) {
+                    addrs.push(b.clone());
+                }
+            }
+            let mut last = None;
+            for addr in addrs {
+                let request = MetadataRequest { topics: None, allow_auto_topic_creation: false, ..Default::default() };
+                match self.call_addr(&addr, request).await {
+                    Ok(ResponseKind::Metadata(r)) => {
+                        let m = Arc::new(parse_metadata(r));
+                        debug!(brokers = m.brokers.len(), topics = m.topics.len(), "metadata refreshed");
+                        if let Ok(mut w) = self.inner.metadata.write() {
+                            *w = m.clone();
+                        }
+                        return Ok(m);
+                    }
+                    Ok(other) => last = Some(Error::UnexpectedResponse(format!("{:?} to Metadata", other.api_key()))),
+                    // Authentication and version errors will not improve on another broker.
+                    Err(e @ (Error::Authentication { .. } | Error::Tls { .. } | Error::Config(_))) => return Err(e),
+                    Err(e) => {
+                        warn!(addr = %addr, error = %e, "metadata request failed");
+                        last = Some(e)
+                    }
+                }
+            }
+            Err(last.unwrap_or_else(|| Error::Config("no broker to ask for metadata".into())))
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Metadata for `topic`, refreshing once if it is unknown or has partitions without a leader.
+    pub async fn topic(&self, topic: &str) -> Result<TopicInfo> {
+        let m = self.metadata();
+        if let Some(t) = m.topics.get(topic).filter(|t| t.partitions.iter().all(|p| p.leader >= 0)) {
+            return Ok(t.clone());
+        }
+        let m = self.refresh_metadata().await?;
+        m.topics.get(topic).cloned().ok_or_else(|| Error::UnknownTopicOrPartition(topic.to_owned()))
+    }
+
+    /// Metadata for specific topics straight from a broker (not cached): for topics this
+    /// principal may only describe by name.
+    pub async fn fetch_topic_metadata(&self, topics: &[&str]) -> Result<ClusterMetadata> {
+        let request = MetadataRequest {
+            topics: Some(
+                topics.iter().map(|t| MetadataRequestTopic { name: Some(ByteString::from(t.to_string())), ..Default::default() }).collect(),
+            ),
+            allow_auto_topic_creation: false,
+            ..Default::default()
+        };
+        match self.call_any(request).await? {
+            ResponseKind::Metadata(r) => Ok(parse_metadata(r)),
+            other => Err(Error::UnexpectedResponse(format!("{:?} to Metadata", other.api_key()))),
+        }
+    }
+
+    /// The connection to `addr`, opening one (after the backoff of earlier failures) if needed.
+    pub async fn connection(&self, addr: &str) -> Result<Connection> {
+        let slot = {
+            let mut slots = self.inner.slots.lock().map_err(|_| Error::Disconnected("poisoned".into()))?;
+            slots.entry(addr.to_owned()).or_default().clone()
+        };
+        let mut slot = slot.lock().await;
+        if let Some(c) = slot.conn.as_ref().filter(|c| !c.is_closed()) {
+            return Ok(c.clone());
+        }
+        slot.conn = None;
+        if let Some(at) = slot.retry_at {
+            // Bounded by reconnect_backoff_max.
+            tokio::time::sleep_until(at.into()).await;
+        }
+        match Connection::connect(addr, &self.inner.config.connection).await {
+            Ok(c) => {
+                slot.failures = 0;
+                slot.retry_at = None;
+                slot.conn = Some(c.clone());
+                Ok(c)
+            }
+            Err(e) => {
+                slot.failures = slot.failures.saturating_add(1);
+                let cfg = &self.inner.config;
+                let exp = cfg.reconnect_backoff.saturating_mul(1u32 << slot.failures.min(16).saturating_sub(1));
+                let backoff = exp.min(cfg.reconnect_backoff_max).mul_f64(0.8 + 0.4 * crate::conn::random_unit());
+                slot.retry_at = Some(Instant::now() + backoff);
+                warn!(addr = %addr, error = %e, ?backoff, "connect failed");
+                Err(e)
+            }
+        }
+    }
+
+    async fn call_addr(&self, addr: &str, body: impl Into<RequestKind>) -> Result<ResponseKind> {
+        let body = body.into();
+        let api = body.api_key();
+        self.call_at(addr, body).await?.ok_or_else(|| Error::UnexpectedResponse(format!("no response to {}", api.name())))
+    }
+
+    /// Sends `body` on the connection to `addr`. A pooled connection that turns out to be
+    /// closed (the broker dropped it while idle) is replaced once.
+    async fn call_at(&self, addr: &str, body: RequestKind) -> Result<Option<ResponseKind>> {
+        let conn = self.connection(addr).await?;
+        match conn.call(body.clone()).await {
+            Err(e @ (Error::Disconnected(_) | Error::Io { .. })) if conn.is_closed() => {
+                debug!(addr = %addr, reason = %e, "pooled connection was closed: reconnecting");
+                self.connection(addr).await?.call(body).await
+            }
+            r => r,
+        }
+    }
+
+    /// Sends `body` to broker `node` and waits for the response.
+    pub async fn call_node(&self, node: i32, body: impl Into<RequestKind>) -> Result<Option<ResponseKind>> {
+        let addr = self.node_addr(node).await?;
+        self.call_at(&addr, body.into()).await
+    }
+
+    /// The address of broker `node`, refreshing metadata once if it is unknown.
+    pub async fn node_addr(&self, node: i32) -> Result<String> {
+        if let Some(b) = self.metadata().brokers.get(&node) {
+            return Ok(b.addr());
+        }
+        let m = self.refresh_metadata().await?;
+        m.brokers.get(&node).map(BrokerInfo::addr).ok_or(Error::UnknownBroker(node))
+    }
+
+    /// Sends `body` to some broker (the first known that answers).
+    pub async fn call_any(&self, body: impl Into<RequestKind>) -> Result<ResponseKind> {
+        let body = body.into();
+        let m = self.metadata();
+        let mut addrs: Vec<String> = m.brokers.values().map(BrokerInfo::addr).collect();
+        if addrs.is_empty() {
+            addrs = self.inner.config.bootstrap.clone();
+        }
+        let mut last = None;
+        for addr in addrs {
+            match self.call_addr(&addr, body.clone()).await {
+                Ok(r) => return Ok(r),
+                Err(e) if e.is_retriable() => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| Error::Config("no broker known".into())))
+    }
+
+    /// Sends `body` to the controller (as Metadata names it).
+    pub async fn call_controller(&self, body: impl Into<RequestKind>) -> Result<ResponseKind> {
+        let controller = self.metadata().controller_id;
+        if controller < 0 {
+            return self.call_any(body).await;
+        }
+        let api = {
+            let b: RequestKind = body.into();
+            let api = b.api_key();
+            (b, api)
+        };
+        self.call_node(controller, api.0)
+            .await?
+            .ok_or_else(|| Error::UnexpectedResponse(format!("no response to {}", api.1.name())))
+    }
+
+    /// Sends `body` to the leader of `topic`/`partition`.
+    pub async fn call_leader(&self, topic: &str, partition: i32, body: impl Into<RequestKind>) -> Result<Option<ResponseKind>> {
+        let leader = match self.metadata().leader(topic, partition) {
+            Some(l) => l,
+            None => self
+                .refresh_metadata()
+                .await?
+                .leader(topic, partition)
+                .ok_or_else(|| Error::UnknownTopicOrPartition(format!("{topic}-{partition} has no known leader")))?,
+        };
+        self.call_node(leader, body).await
+    }
+
+    /// Whether an error code calls for fresh metadata (leadership or topic changed).
+    pub fn needs_metadata_refresh(code: ErrorCode) -> bool {
+        matches!(
+            code.name(),
+            Some(
+                "NOT_LEADER_OR_FOLLOWER"
+                    | "UNKNOWN_TOPIC_OR_PARTITION"
+                    | "LEADER_NOT_AVAILABLE"
+                    | "FENCED_LEADER_EPOCH"
+                    | "UNKNOWN_LEADER_EPOCH"
+                    | "NOT_CONTROLLER"
+                    | "UNKNOWN_TOPIC_ID"
+                    | "KAFKA_STORAGE_ERROR"
+            )
+        )
+    }
+}
+
+/// A Metadata response's partitions, sorted by index.
+pub(crate) fn partitions_of(partitions: &[kafka_wire::messages::metadata_response::MetadataResponsePartition]) -> Vec<PartitionInfo> {
+    let mut out: Vec<PartitionInfo> = partitions
+        .iter()
+        .map(|p| PartitionInfo {
+            index: p.partition_index,
+            leader: p.leader_id,
+            leader_epoch: p.leader_epoch,
+            replicas: p.replica_nodes.to_vec(),
+            isr: p.isr_nodes.to_vec(),
+            error: ErrorCode(p.error_code),
+        })
+        .collect();
+    out.sort_by_key(|p| p.index);
+    out
+}
+
+fn parse_metadata(r: kafka_wire::messages::MetadataResponse) -> ClusterMetadata {
+    let brokers = r
+        .brokers
+        .into_iter()
+        .map(|b| {
+            (b.node_id, BrokerInfo { id: b.node_id, host: b.host.to_string(), port: b.port, rack: b.rack.map(|r| r.to_string()) })
+        })
+        .collect();
+    let topics = r
+        .topics
+        .into_iter()
+        .filter(|t| t.error_code == 0)
+        .filter_map(|t| {
+            let name = t.name?.to_string();
+            let partitions = partitions_of(&t.partitions);
+            Some((name.clone(), TopicInfo { name, id: t.topic_id, internal: t.is_internal, partitions }))
+        })
+        .collect();
+    ClusterMetadata {
+        cluster_id: r.cluster_id.map(|c| c.to_string()),
+        controller_id: r.controller_id,
+        brokers,
+        topics,
+        fetched_at: Some(Instant::now()),
+    }
+}
+
+async fn periodic_refresh(weak: Weak<Inner>, period: Duration) {
+    loop {
+        tokio::time::sleep(period).await;
+        let Some(inner) = weak.upgrade() else { return };
+        let client = Client { inner };
+        if let Err(e) = client.refresh_metadata().await {
+            warn!(error = %e, "periodic metadata refresh failed");
+        } else {
+            info!("periodic metadata refresh");
+        }
+    }
+}

@@ -1,0 +1,463 @@
+//! One broker connection: TCP or TLS, ApiVersions negotiation, SASL, pipelined requests.
+//!
+//! A connection is a task owning a `Framed` stream with kafka-wire's [`ClientCodec`]; callers
+//! send requests through a channel and wait for their response by correlation id, so many
+//! requests are in flight at once. A frame the codec refuses closes that connection (every
+//! waiting request gets the error); other connections go on.
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use kafka_wire::codec::{ClientCodec, Request, ResponseFrame};
+use kafka_wire::messages::{ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest};
+use kafka_wire::negotiate::{negotiate, NegotiateOptions, Negotiated};
+use kafka_wire::{ApiKey, ByteString, Bytes, RequestKind, ResponseKind, VersionRange};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot, RwLock};
+use tokio_util::codec::Framed;
+use tracing::{debug, info, warn, Instrument};
+
+use crate::error::{Error, Result};
+use crate::sasl::{Sasl, ScramClient};
+use crate::tls::TlsConfig;
+
+/// How to connect to brokers.
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    /// The client id sent in every request header.
+    pub client_id: String,
+    /// TLS, or plain TCP when `None`.
+    pub tls: Option<TlsConfig>,
+    /// SASL authentication, or none.
+    pub sasl: Option<Sasl>,
+    /// How long a TCP connect plus TLS handshake may take.
+    pub connect_timeout: Duration,
+    /// How long any one response may take.
+    pub request_timeout: Duration,
+    /// The largest response frame accepted.
+    pub max_frame_size: usize,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            client_id: "kafka-wire-client".into(),
+            tls: None,
+            sasl: None,
+            connect_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(30),
+            max_frame_size: kafka_wire::codec::DEFAULT_MAX_FRAME_SIZE,
+        }
+    }
+}
+
+/// The versions this client can use of an api, beyond what the build knows: magic v2 record
+/// batches only (Produce 3+, Fetch 4+), topic names rather than ids in Produce and Fetch,
+/// Metadata with auto-creation control (4+), SaslHandshake v1 (tokens in SaslAuthenticate).
+pub fn client_versions(api: ApiKey) -> VersionRange {
+    match api {
+        ApiKey::Produce => VersionRange::new(3, 12),
+        ApiKey::Fetch => VersionRange::new(4, 12),
+        ApiKey::Metadata => VersionRange::new(4, i16::MAX),
+        ApiKey::SaslHandshake => VersionRange::new(1, 1),
+        _ => VersionRange::new(0, i16::MAX),
+    }
+}
+
+trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+type Stream = Framed<Pin<Box<dyn Io>>, ClientCodec>;
+
+type Reply = oneshot::Sender<Result<Option<ResponseFrame>>>;
+
+struct Command {
+    request: Request,
+    reply: Reply,
+}
+
+struct Shared {
+    addr: String,
+    options: ConnectOptions,
+    tx: mpsc::Sender<Command>,
+    next_correlation_id: AtomicI32,
+    closed: AtomicBool,
+    /// Why the connection closed, for requests that come after.
+    close_reason: Mutex<Option<Error>>,
+    /// Successful SASL authentications (1 + re-authentications).
+    authentications: AtomicU32,
+    /// The session lifetime the broker set at the last authentication, in ms (0: none).
+    session_lifetime_ms: std::sync::atomic::AtomicI64,
+    /// Every ordinary request holds this for reading until its response; re-authentication
+    /// takes it for writing, so it runs alone on the connection (KIP-368).
+    gate: RwLock<()>,
+    negotiated: Mutex<Option<Arc<Versions>>>,
+}
+
+/// What one broker supports, from its ApiVersions response.
+#[derive(Debug)]
+pub struct Versions {
+    negotiated: Negotiated,
+    theirs: HashMap<i16, VersionRange>,
+}
+
+impl Versions {
+    fn new(response: &kafka_wire::messages::ApiVersionsResponse) -> Versions {
+        let negotiated = negotiate(response, NegotiateOptions::default());
+        let theirs = response.api_keys.iter().map(|k| (k.api_key, VersionRange::new(k.min_version, k.max_version))).collect();
+        Versions { negotiated, theirs }
+    }
+
+    /// The version to use for `api`: the highest this build, this client and the broker
+    /// support, or a typed error naming the ranges when there is none.
+    pub fn version(&self, api: ApiKey) -> Result<i16> {
+        let common = self.negotiated.version(api).map_err(Error::negotiation)?;
+        let limit = client_versions(api);
+        let theirs = self.theirs.get(&api.key()).copied().unwrap_or(VersionRange::new(0, common));
+        let v = common.min(limit.hi);
+        if v < limit.lo || v < theirs.lo {
+            return Err(Error::UnsupportedVersion {
+                api,
+                reason: format!("the broker supports {theirs}, this client needs {limit}"),
+            });
+        }
+        Ok(v)
+    }
+}
+
+/// A connection to one broker. Cheap to clone; closed when the last clone is dropped.
+#[derive(Clone)]
+pub struct Connection {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Connection({})", self.shared.addr)
+    }
+}
+
+fn host_of(addr: &str) -> &str {
+    // "[::1]:9092", "host:9092"
+    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+    host.trim_start_matches('[').trim_end_matches(']')
+}
+
+impl Connection {
+    /// Connects to `addr` (`host:port`), negotiates versions and authenticates.
+    pub async fn connect(addr: &str, options: &ConnectOptions) -> Result<Connection> {
+        let span = tracing::info_span!("kafka.connect", addr = %addr, tls = options.tls.is_some(), sasl = options.sasl.as_ref().map(Sasl::mechanism_name));
+        Self::connect_inner(addr, options).instrument(span).await
+    }
+
+    async fn connect_inner(addr: &str, options: &ConnectOptions) -> Result<Connection> {
+        let io_err = |e: std::io::Error| Error::Io { addr: addr.to_owned(), message: e.to_string() };
+        let tcp = tokio::time::timeout(options.connect_timeout, TcpStream::connect(addr))
+            .await
+            .map_err(|_| Error::Io { addr: addr.to_owned(), message: format!("connect timed out after {:?}", options.connect_timeout) })?
+            .map_err(io_err)?;
+        tcp.set_nodelay(true).map_err(io_err)?;
+        let io: Pin<Box<dyn Io>> = match &options.tls {
+            None => Box::pin(tcp),
+            Some(tls) => {
+                let config = tls.build()?;
+                let name = tls.name_for(host_of(addr))?;
+                let connector = tokio_rustls::TlsConnector::from(config);
+                let stream = tokio::time::timeout(options.connect_timeout, connector.connect(name, tcp))
+                    .await
+                    .map_err(|_| Error::Tls { addr: addr.to_owned(), message: "handshake timed out".into() })?
+                    .map_err(|e| Error::Tls { addr: addr.to_owned(), message: e.to_string() })?;
+                debug!("TLS established");
+                Box::pin(stream)
+            }
+        };
+        let framed = Framed::new(io, ClientCodec::with_max_frame_size(options.max_frame_size));
+        let (tx, rx) = mpsc::channel(256);
+        let shared = Arc::new(Shared {
+            addr: addr.to_owned(),
+            options: options.clone(),
+            tx,
+            next_correlation_id: AtomicI32::new(1),
+            closed: AtomicBool::new(false),
+            close_reason: Mutex::new(None),
+            authentications: AtomicU32::new(0),
+            session_lifetime_ms: std::sync::atomic::AtomicI64::new(0),
+            gate: RwLock::new(()),
+            negotiated: Mutex::new(None),
+        });
+        tokio::spawn(io_task(framed, rx, Arc::downgrade(&shared)).instrument(tracing::debug_span!("kafka.conn", addr = %addr)));
+        let conn = Connection { shared };
+        conn.negotiate().await?;
+        if let Some(sasl) = &options.sasl {
+            conn.authenticate(sasl, false).await?;
+        }
+        info!("connected");
+        Ok(conn)
+    }
+
+    /// The broker's address.
+    pub fn addr(&self) -> &str {
+        &self.shared.addr
+    }
+
+    /// How many times this connection has authenticated with SASL: 1, plus one per
+    /// re-authentication (KIP-368).
+    pub fn authentications(&self) -> u32 {
+        self.shared.authentications.load(Ordering::Acquire)
+    }
+
+    /// The session lifetime the broker set at the last SASL authentication (`None`: none).
+    pub fn session_lifetime(&self) -> Option<Duration> {
+        let ms = self.shared.session_lifetime_ms.load(Ordering::Acquire);
+        (ms > 0).then(|| Duration::from_millis(ms as u64))
+    }
+
+    /// Whether the connection has been closed (by an error or by the broker).
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::Acquire) || self.shared.tx.is_closed()
+    }
+
+    /// The broker's versions.
+    pub fn versions(&self) -> Result<Arc<Versions>> {
+        self.shared.negotiated.lock().map_err(|_| Error::Disconnected("poisoned".into()))?.clone().ok_or_else(|| {
+            Error::Disconnected(format!("{}: versions not negotiated", self.shared.addr))
+        })
+    }
+
+    /// The version this connection uses for `api`.
+    pub fn version(&self, api: ApiKey) -> Result<i16> {
+        self.versions()?.version(api)
+    }
+
+    /// Sends `body` at the negotiated version and waits for the response (none for Produce
+    /// with acks=0).
+    pub async fn call(&self, body: impl Into<RequestKind>) -> Result<Option<ResponseKind>> {
+        let body = body.into();
+        let version = self.version(body.api_key())?;
+        let _guard = self.shared.gate.read().await;
+        Ok(self.send(version, body).await?.map(|f| f.body))
+    }
+
+    /// Like [`call`](Connection::call) for requests that always have a response.
+    pub async fn request(&self, body: impl Into<RequestKind>) -> Result<ResponseKind> {
+        let body = body.into();
+        let api = body.api_key();
+        self.call(body).await?.ok_or_else(|| Error::UnexpectedResponse(format!("no response to {}", api.name())))
+    }
+
+    /// Sends at an explicit version, with no gate (used under the gate or before any other
+    /// request can be sent).
+    async fn send(&self, version: i16, body: RequestKind) -> Result<Option<ResponseFrame>> {
+        let api = body.api_key();
+        if self.is_closed() {
+            return Err(self.closed_error());
+        }
+        let id = self.shared.next_correlation_id.fetch_add(1, Ordering::Relaxed) & i32::MAX;
+        let request = Request::new(api, version, id, body).with_client_id(self.shared.options.client_id.as_str());
+        let (reply, rx) = oneshot::channel();
+        self.shared
+            .tx
+            .send(Command { request, reply })
+            .await
+            .map_err(|_| self.closed_error())?;
+        let timeout = self.shared.options.request_timeout;
+        match tokio::time::timeout(timeout, rx).await {
+            Err(_) => {
+                warn!(api = api.name(), ?timeout, addr = %self.shared.addr, "request timed out");
+                Err(Error::Timeout { api, after: timeout })
+            }
+            Ok(Err(_)) => Err(self.closed_error()),
+            Ok(Ok(r)) => r,
+        }
+    }
+
+    /// The error that closed the connection, or a plain disconnection.
+    fn closed_error(&self) -> Error {
+        let reason = self.shared.close_reason.lock().ok().and_then(|r| r.clone());
+        reason.unwrap_or_else(|| Error::Disconnected(format!("connection to {} is closed", self.shared.addr)))
+    }
+
+    /// ApiVersions at our newest version; a broker that does not know it answers
+    /// UNSUPPORTED_VERSION at v0 with its range (KIP-511), and we retry at the newest common one.
+    async fn negotiate(&self) -> Result<()> {
+        let ours = ApiKey::ApiVersions.info().versions(false);
+        let request = || {
+            RequestKind::from(ApiVersionsRequest {
+                client_software_name: ByteString::from_static("kafka-wire-client"),
+                client_software_version: ByteString::from_static(env!("CARGO_PKG_VERSION")),
+                ..Default::default()
+            })
+        };
+        let mut version = ours.hi;
+        let mut response = self.expect_api_versions(self.send(version, request()).await?)?;
+        if response.error_code == 35 {
+            let theirs = response.api_keys.iter().find(|k| k.api_key == ApiKey::ApiVersions.key());
+            let common = theirs.map(|k| VersionRange::new(k.min_version, k.max_version).intersect(&ours));
+            version = common.filter(|c| !c.is_empty()).map(|c| c.hi).ok_or_else(|| Error::UnsupportedVersion {
+                api: ApiKey::ApiVersions,
+                reason: format!("the broker supports {:?}, this build {ours}", theirs.map(|k| (k.min_version, k.max_version))),
+            })?;
+            debug!(version, "retrying ApiVersions at the broker's version");
+            response = self.expect_api_versions(self.send(version, request()).await?)?;
+        }
+        Error::check(response.error_code, None, || format!("ApiVersions v{version} to {}", self.shared.addr))?;
+        let versions = Versions::new(&response);
+        debug!(apis = response.api_keys.len(), "negotiated");
+        *self.shared.negotiated.lock().map_err(|_| Error::Disconnected("poisoned".into()))? = Some(Arc::new(versions));
+        Ok(())
+    }
+
+    fn expect_api_versions(&self, frame: Option<ResponseFrame>) -> Result<kafka_wire::messages::ApiVersionsResponse> {
+        match frame.map(|f| f.body) {
+            Some(ResponseKind::ApiVersions(r)) => Ok(r),
+            other => Err(Error::UnexpectedResponse(format!("{:?} to ApiVersions", other.map(|b| b.api_key())))),
+        }
+    }
+
+    async fn sasl_call(&self, body: RequestKind) -> Result<ResponseKind> {
+        let version = self.version(body.api_key())?;
+        let api = body.api_key();
+        self.send(version, body).await?.map(|f| f.body).ok_or_else(|| Error::UnexpectedResponse(format!("no {} response", api.name())))
+    }
+
+    /// SaslHandshake v1 and the SaslAuthenticate exchange of `sasl`; when the broker sets a
+    /// session lifetime, schedules re-authentication before it ends (KIP-368).
+    async fn authenticate(&self, sasl: &Sasl, reauth: bool) -> Result<()> {
+        let mechanism = sasl.mechanism_name();
+        let span = tracing::info_span!("kafka.sasl", mechanism, user = sasl.username(), reauth);
+        let lifetime_ms = async {
+            let auth_err = |message: String| Error::Authentication { mechanism: mechanism.to_owned(), message };
+            let ResponseKind::SaslHandshake(h) =
+                self.sasl_call(SaslHandshakeRequest { mechanism: ByteString::from_static(mechanism) }.into()).await?
+            else {
+                return Err(Error::UnexpectedResponse("not a SaslHandshake response".into()));
+            };
+            if h.error_code != 0 {
+                let offered: Vec<&str> = h.mechanisms.iter().map(|m| &m[..]).collect();
+                return Err(auth_err(format!(
+                    "{} (the broker offers {})",
+                    kafka_wire::ErrorCode(h.error_code).name().unwrap_or("handshake refused"),
+                    offered.join(", ")
+                )));
+            }
+            let authenticate = |token: Bytes| async move {
+                let ResponseKind::SaslAuthenticate(r) =
+                    self.sasl_call(SaslAuthenticateRequest { auth_bytes: token, ..Default::default() }.into()).await?
+                else {
+                    return Err(Error::UnexpectedResponse("not a SaslAuthenticate response".into()));
+                };
+                if r.error_code != 0 {
+                    let name = kafka_wire::ErrorCode(r.error_code).name().unwrap_or("UNKNOWN");
+                    return Err(auth_err(format!("{name}: {}", r.error_message.as_deref().unwrap_or(""))));
+                }
+                Ok(r)
+            };
+            let last = match sasl {
+                Sasl::Plain { username, password } => {
+                    authenticate(Bytes::from(format!("\0{username}\0{password}"))).await?
+                }
+                Sasl::Scram { mechanism: m, username, password } => {
+                    let mut scram = ScramClient::new(*m, username, password).map_err(auth_err)?;
+                    let first = authenticate(Bytes::from(scram.first())).await?;
+                    let fin = scram.final_message(&first.auth_bytes).map_err(auth_err)?;
+                    let last = authenticate(Bytes::from(fin)).await?;
+                    scram.verify_server_final(&last.auth_bytes).map_err(auth_err)?;
+                    last
+                }
+            };
+            Ok(last.session_lifetime_ms)
+        }
+        .instrument(span)
+        .await?;
+        info!(mechanism, user = sasl.username(), session_lifetime_ms = lifetime_ms, "authenticated");
+        self.shared.authentications.fetch_add(1, Ordering::AcqRel);
+        self.shared.session_lifetime_ms.store(lifetime_ms, Ordering::Release);
+        if lifetime_ms > 0 {
+            self.schedule_reauthentication(sasl.clone(), lifetime_ms);
+        }
+        Ok(())
+    }
+
+    fn schedule_reauthentication(&self, sasl: Sasl, lifetime_ms: i64) {
+        // As Kafka's Java client: at 85-95% of the session lifetime.
+        let jitter = random_unit();
+        let after = Duration::from_millis(((lifetime_ms as f64) * (0.85 + 0.10 * jitter)) as u64);
+        let weak: Weak<Shared> = Arc::downgrade(&self.shared);
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            let Some(shared) = weak.upgrade() else { return };
+            let conn = Connection { shared };
+            if conn.is_closed() {
+                return;
+            }
+            let _exclusive = conn.shared.gate.write().await;
+            if let Err(e) = Box::pin(conn.authenticate(&sasl, true)).await {
+                warn!(addr = %conn.shared.addr, error = %e, "re-authentication failed: closing the connection");
+                conn.shared.closed.store(true, Ordering::Release);
+            }
+        });
+    }
+}
+
+/// A number in [0, 1) from the OS random source (0.5 if none).
+pub(crate) fn random_unit() -> f64 {
+    crate::sasl::random_bytes(4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64 / (u32::MAX as f64 + 1.0))
+        .unwrap_or(0.5)
+}
+
+/// Owns the stream: writes requests as they come, reads responses and hands each to the
+/// request with its correlation id. Any error ends the connection, failing what waits.
+async fn io_task(mut framed: Stream, mut rx: mpsc::Receiver<Command>, shared: Weak<Shared>) {
+    let mut pending: HashMap<i32, Reply> = HashMap::new();
+    let addr = shared.upgrade().map(|s| s.addr.clone()).unwrap_or_default();
+    let error = loop {
+        tokio::select! {
+            command = rx.recv() => {
+                let Some(Command { request, reply }) = command else { break None };
+                let id = request.header.correlation_id;
+                let expects_response = request.expects_response();
+                match framed.send(request).await {
+                    Ok(()) if expects_response => { pending.insert(id, reply); }
+                    Ok(()) => { let _ = reply.send(Ok(None)); }
+                    Err(e) => {
+                        let e = Error::codec(&addr, e);
+                        let _ = reply.send(Err(e.clone()));
+                        break Some(e);
+                    }
+                }
+            }
+            frame = framed.next() => match frame {
+                None => break Some(Error::Disconnected(format!("{addr} closed the connection"))),
+                Some(Err(e)) => break Some(Error::codec(&addr, e)),
+                Some(Ok(frame)) => {
+                    if let Some(reply) = pending.remove(&frame.header.correlation_id) {
+                        let _ = reply.send(Ok(Some(frame)));
+                    }
+                }
+            },
+        }
+    };
+    if let Some(e) = &error {
+        warn!(error = %e, in_flight = pending.len(), "connection closed");
+    }
+    let e = error.unwrap_or_else(|| Error::Disconnected(format!("connection to {addr} dropped")));
+    if let Some(s) = shared.upgrade() {
+        if let Ok(mut reason) = s.close_reason.lock() {
+            *reason = Some(e.clone());
+        }
+        s.closed.store(true, Ordering::Release);
+    }
+    rx.close();
+    for (_, reply) in pending.drain() {
+        let _ = reply.send(Err(e.clone()));
+    }
+    // Commands queued behind the error.
+    while let Ok(Command { reply, .. }) = rx.try_recv() {
+        let _ = reply.send(Err(e.clone()));
+    }
+}

@@ -1,0 +1,35 @@
+//! kafka-wire-client: an async Apache Kafka client on tokio, built on kafka-wire's generated
+//! message types and its connection codec.
+//!
+//! - [`Connection`]: one broker, TCP or TLS (rustls), SASL PLAIN / SCRAM-SHA-256 / SCRAM-SHA-512
+//!   with re-authentication (KIP-368), ApiVersions negotiation, pipelined requests with
+//!   per-request timeouts.
+//! - [`Client`]: the cluster: bootstrap, metadata cache, connection per broker with reconnect
+//!   backoff, routing to leaders and the controller.
+//! - [`Admin`]: topics, partitions, cluster, configs, SCRAM users.
+//! - [`Producer`]: Java's partitioner, batching, compression, acks, idempotence, retries.
+//!
+//! Every failure is an [`Error`], with [`Error::is_retriable`].
+#![warn(missing_docs)]
+
+pub mod admin;
+pub mod cluster;
+pub mod conn;
+pub mod error;
+pub mod partitioner;
+pub mod producer;
+pub mod sasl;
+pub mod tls;
+
+pub use admin::{Admin, ConfigOp, ConfigResource, NewTopic, ScramChange};
+pub use cluster::{Client, ClientConfig, ClusterMetadata};
+pub use conn::{ConnectOptions, Connection};
+pub use error::{Error, Result};
+pub use producer::{Acks, Delivery, Producer, ProducerConfig, ProducerRecord, RecordMetadata};
+pub use sasl::{Sasl, ScramMechanism};
+pub use tls::TlsConfig;
+
+/// The README's examples, compiled as doctests so they keep up with the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -1,0 +1,125 @@
+//! Where the broker is: `KAFKA_WIRE_BROKER=<env file of scripts/kafka.sh>`; tests skip with a
+//! printed reason when it is unset, and fail instead under `KAFKA_WIRE_REQUIRE_BROKER=1`.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use kafka_wire_client::{Client, ClientConfig};
+
+pub struct Broker {
+    pub vars: BTreeMap<String, String>,
+    pub env_file: PathBuf,
+}
+
+impl Broker {
+    pub fn from_env(test: &str) -> Option<Broker> {
+        let required = std::env::var_os("KAFKA_WIRE_REQUIRE_BROKER").is_some_and(|v| v == "1");
+        let Some(spec) = std::env::var("KAFKA_WIRE_BROKER").ok().filter(|s| !s.is_empty()) else {
+            assert!(!required, "KAFKA_WIRE_REQUIRE_BROKER=1 but KAFKA_WIRE_BROKER is unset");
+            eprintln!("skipping {test}: KAFKA_WIRE_BROKER is unset (scripts/client-tests.sh sets it)");
+            return None;
+        };
+        let text = std::fs::read_to_string(&spec).unwrap_or_else(|e| panic!("KAFKA_WIRE_BROKER={spec}: {e}"));
+        let vars = text
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+            .collect();
+        Some(Broker { vars, env_file: PathBuf::from(spec) })
+    }
+
+    pub fn var(&self, key: &str) -> &str {
+        self.vars.get(key).unwrap_or_else(|| panic!("{}: no {key}", self.env_file.display()))
+    }
+
+    pub fn version(&self) -> &str {
+        self.vars.get("KAFKA_VERSION").map(String::as_str).unwrap_or("unknown")
+    }
+
+    pub fn plaintext(&self) -> ClientConfig {
+        ClientConfig::new(self.var("PLAINTEXT")).client_id("kafka-wire-client-tests")
+    }
+
+    pub async fn client(&self) -> Client {
+        Client::connect(self.plaintext()).await.expect("connects over PLAINTEXT")
+    }
+
+    /// The broker certificate and key (for the test's TLS-terminating proxy).
+    pub fn certs_dir(&self) -> PathBuf {
+        PathBuf::from(self.var("SSL_CA")).parent().expect("certs dir").to_owned()
+    }
+}
+
+/// A topic name unique to this run.
+pub fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    format!("{prefix}-{}-{}", std::process::id(), nanos % 1_000_000_000)
+}
+
+pub fn init_tracing() {}
+
+/// A record read back with kafka-wire's own Fetch, with its batch's producer fields.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    pub record: kafka_wire::runtime::records::Record,
+    pub producer_id: i64,
+    pub base_sequence: i32,
+    pub compression: kafka_wire::runtime::records::Compression,
+}
+
+/// Fetches `partition` of `topic` from offset 0 until `count` records (bounded rounds).
+pub async fn fetch_all(client: &Client, topic: &str, partition: i32, count: usize) -> Vec<Fetched> {
+    use kafka_wire::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_wire::records::{Batch, RecordsField};
+    let leader = client.metadata().leader(topic, partition).expect("a leader");
+    let mut out = Vec::new();
+    let mut offset = 0;
+    for _ in 0..50 {
+        if out.len() >= count {
+            break;
+        }
+        let request = kafka_wire::messages::FetchRequest {
+            replica_id: -1,
+            max_wait_ms: 200,
+            min_bytes: 1,
+            max_bytes: 50 << 20,
+            topics: vec![FetchTopic {
+                topic: topic.to_owned().into(),
+                partitions: vec![FetchPartition { partition, fetch_offset: offset, partition_max_bytes: 10 << 20, ..Default::default() }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let Some(kafka_wire::ResponseKind::Fetch(r)) = client.call_node(leader, request).await.expect("fetch") else { panic!("not a Fetch response") };
+        let p = &r.responses[0].partitions[0];
+        assert_eq!(p.error_code, 0, "fetch {topic}-{partition}");
+        for batch in p.records.batches() {
+            let Batch::V2(b) = batch.expect("a batch") else { continue };
+            for rec in b.records().expect("records") {
+                let rec = rec.expect("a record");
+                if rec.offset >= offset {
+                    offset = rec.offset + 1;
+                    out.push(Fetched { record: rec, producer_id: b.producer_id(), base_sequence: b.base_sequence(), compression: b.compression() });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Polls `check` every 100 ms until it holds, for at most 10 s (changes reach brokers through
+/// the metadata log, a little after the controller answers).
+pub async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..100 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("{what}: not within 10 s");
+}

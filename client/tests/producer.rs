@@ -1,0 +1,177 @@
+//! The producer against the real broker: Java's partitioning, read-back, codecs, acks,
+//! idempotence, buffer memory, flush and close.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::{fetch_all, unique, Broker};
+use kafka_wire::runtime::records::Compression;
+use kafka_wire::Bytes;
+use kafka_wire_client::partitioner::partition_for_key;
+use kafka_wire_client::{Acks, Admin, Client, Error, NewTopic, Producer, ProducerConfig, ProducerRecord};
+
+async fn topic(client: &Client, prefix: &str, partitions: i32) -> String {
+    let name = unique(prefix);
+    Admin::new(client.clone()).create_topic(NewTopic::new(&name, partitions)).await.expect("creates the topic");
+    name
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keyed_records_land_where_java_puts_them_and_read_back_identically() {
+    let Some(b) = Broker::from_env("keyed_records_land_where_java_puts_them_and_read_back_identically") else { return };
+    let client = b.client().await;
+    let name = topic(&client, "kw-keyed", 6).await;
+    let producer = Producer::new(client.clone(), ProducerConfig::default()).unwrap();
+    let mut deliveries = Vec::new();
+    let mut sent: BTreeMap<i32, Vec<(Bytes, Bytes, i64)>> = BTreeMap::new();
+    for i in 0..300 {
+        let (key, value) = (Bytes::from(format!("key-{i}")), Bytes::from(format!("value-{i}-{}", "x".repeat(i % 50))));
+        let ts = 1_700_000_000_000 + i as i64;
+        let record = ProducerRecord::new(&name, value.clone()).key(key.clone()).timestamp(ts).header("i", Some(Bytes::from(i.to_string())));
+        deliveries.push((key.clone(), producer.send(record).await.unwrap()));
+        sent.entry(partition_for_key(&key, 6)).or_default().push((key, value, ts));
+    }
+    let mut offsets: BTreeMap<i32, Vec<i64>> = BTreeMap::new();
+    for (key, d) in deliveries {
+        let m = d.await.unwrap();
+        assert_eq!(m.partition, partition_for_key(&key, 6), "key {key:?}");
+        offsets.entry(m.partition).or_default().push(m.offset);
+    }
+    for (p, o) in &offsets {
+        assert_eq!(*o, (0..o.len() as i64).collect::<Vec<_>>(), "partition {p}: offsets in send order");
+    }
+    assert_eq!(sent.len(), 6, "300 keys spread over all partitions");
+    for (p, records) in &sent {
+        let back = fetch_all(&client, &name, *p, records.len()).await;
+        for f in &back {
+            let i = f.record.key.as_deref().and_then(|k| std::str::from_utf8(&k[4..]).ok()).unwrap().to_owned();
+            assert_eq!(f.record.headers.to_vec(), vec![kafka_wire::runtime::records::Header::new("i", Some(Bytes::from(i)))]);
+        }
+        let back: Vec<_> = back.iter().map(|f| (f.record.key.clone().unwrap(), f.record.value.clone().unwrap(), f.record.timestamp)).collect();
+        assert_eq!(&back, records, "partition {p} reads back identically");
+    }
+    let back = fetch_all(&client, &name, 0, 1).await;
+    assert!(back[0].producer_id >= 0, "idempotent by default: batches carry a producer id");
+    producer.close().await.unwrap();
+    let err = producer.send(ProducerRecord::new(&name, "late")).await.err().expect("closed");
+    assert!(matches!(err, Error::Producer(_)), "{err:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_codec_and_acks_level() {
+    let Some(b) = Broker::from_env("every_codec_and_acks_level") else { return };
+    let client = b.client().await;
+    let cases = [
+        (Compression::None, Acks::All, true),
+        (Compression::Gzip, Acks::All, true),
+        (Compression::Snappy, Acks::Leader, false),
+        (Compression::Lz4, Acks::All, false),
+        (Compression::Zstd, Acks::All, true),
+        (Compression::None, Acks::None, false),
+    ];
+    for (compression, acks, idempotence) in cases {
+        let name = topic(&client, "kw-codec", 1).await;
+        let config = ProducerConfig { compression, acks, idempotence, linger: Duration::from_millis(20), batch_size: 2000, ..Default::default() };
+        let producer = Producer::new(client.clone(), config).unwrap();
+        let values: Vec<Bytes> = (0..200).map(|i| Bytes::from(format!("{compression:?}-{i}-{}", "abc".repeat(i % 30)))).collect();
+        let mut ds = Vec::new();
+        for v in &values {
+            ds.push(producer.send(ProducerRecord::new(&name, v.clone()).partition(0)).await.unwrap());
+        }
+        producer.flush().await.unwrap();
+        for (i, d) in ds.into_iter().enumerate() {
+            let m = d.await.unwrap();
+            let expected = if acks == Acks::None { -1 } else { i as i64 };
+            assert_eq!(m.offset, expected, "{compression:?} {acks:?}");
+        }
+        let back = fetch_all(&client, &name, 0, values.len()).await;
+        let got: Vec<Bytes> = back.iter().map(|f| f.record.value.clone().unwrap()).collect();
+        assert_eq!(got, values, "{compression:?} {acks:?} reads back");
+        assert!(back.iter().all(|f| f.compression == compression), "{compression:?}");
+        assert_eq!(back.iter().all(|f| f.producer_id >= 0), idempotence, "{compression:?}: producer id iff idempotent");
+        if idempotence {
+            // Sequences run on across batches: each batch starts where the previous ended.
+            // On a new topic with one producer, a batch's base sequence is its first offset.
+            let mut seen = std::collections::BTreeSet::new();
+            for f in &back {
+                if seen.insert(f.base_sequence) {
+                    assert_eq!(f.base_sequence as i64, f.record.offset, "{compression:?}: base sequence of the batch at {}", f.record.offset);
+                }
+            }
+            assert!(seen.len() > 1, "{compression:?}: several batches");
+        }
+        producer.close().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unkeyed_records_stick_to_a_partition_per_batch() {
+    let Some(b) = Broker::from_env("unkeyed_records_stick_to_a_partition_per_batch") else { return };
+    let client = b.client().await;
+    let name = topic(&client, "kw-sticky", 4).await;
+    let config = ProducerConfig { linger: Duration::from_millis(200), batch_size: 1000, ..Default::default() };
+    let producer = Producer::new(client.clone(), config).unwrap();
+    let mut ds = Vec::new();
+    // 40-byte records, 1000-byte batches: about 20 per batch, then the next partition.
+    for i in 0..200 {
+        ds.push(producer.send(ProducerRecord::new(&name, format!("{i:016}"))).await.unwrap());
+    }
+    let mut partitions = Vec::new();
+    for d in ds {
+        partitions.push(d.await.unwrap().partition);
+    }
+    let runs = partitions.windows(2).filter(|w| w[0] != w[1]).count() + 1;
+    let mut used = partitions.clone();
+    used.sort();
+    used.dedup();
+    println!("sticky: {runs} runs over partitions {used:?}");
+    assert!((5..=15).contains(&runs), "{runs} runs of one partition: {partitions:?}");
+    assert!(used.len() >= 2, "moves on to other partitions");
+    producer.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn buffer_memory_is_bounded() {
+    let Some(b) = Broker::from_env("buffer_memory_is_bounded") else { return };
+    let client = b.client().await;
+    let name = topic(&client, "kw-memory", 1).await;
+    let config = ProducerConfig {
+        buffer_memory: 3000,
+        max_block: Duration::from_millis(300),
+        linger: Duration::from_secs(30),
+        batch_size: 1 << 20,
+        ..Default::default()
+    };
+    let producer = Producer::new(client.clone(), config).unwrap();
+    let value = Bytes::from(vec![b'v'; 1000]);
+    let d1 = producer.send(ProducerRecord::new(&name, value.clone())).await.unwrap();
+    let d2 = producer.send(ProducerRecord::new(&name, value.clone())).await.unwrap();
+    let start = std::time::Instant::now();
+    let err = producer.send(ProducerRecord::new(&name, value.clone())).await.err().expect("the buffer is full");
+    assert!(start.elapsed() >= Duration::from_millis(250), "send waited max_block");
+    assert!(matches!(&err, Error::Producer(m) if m.contains("buffer memory")), "{err:?}");
+    let err = producer.send(ProducerRecord::new(&name, Bytes::from(vec![0; 5000]))).await.err().expect("larger than the buffer");
+    assert!(matches!(err, Error::Producer(_)));
+    producer.flush().await.unwrap();
+    assert_eq!(d1.await.unwrap().offset, 0);
+    assert_eq!(d2.await.unwrap().offset, 1);
+    // Memory came back.
+    producer.send(ProducerRecord::new(&name, value)).await.unwrap();
+    producer.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_topics_and_partitions_are_typed_errors() {
+    let Some(b) = Broker::from_env("unknown_topics_and_partitions_are_typed_errors") else { return };
+    let client = b.client().await;
+    let name = topic(&client, "kw-unknown", 2).await;
+    let config = ProducerConfig { max_block: Duration::from_millis(300), ..Default::default() };
+    let producer = Producer::new(client.clone(), config).unwrap();
+    let err = producer.send(ProducerRecord::new(&name, "x").partition(5)).await.err().expect("no partition 5");
+    assert!(matches!(err, Error::UnknownTopicOrPartition(_)), "{err:?}");
+    let err = producer.send(ProducerRecord::new("kw-no-such-topic", "x")).await.err().expect("no such topic");
+    assert!(matches!(err, Error::UnknownTopicOrPartition(_)), "{err:?}");
+    producer.close().await.unwrap();
+}
