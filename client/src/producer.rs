@@ -641,6 +641,17 @@ async fn send_batches(shared: &Shared, node: i32, batches: Vec<(String, i32, Bat
                                 q.next_sequence = 0;
                             }
                         }
+                        // Past the delivery timeout, say so (with the last error), as the queue
+                        // scan does for batches that expire between attempts.
+                        let e = if expired && e.is_retriable() && batch.attempts <= cfg.retries {
+                            Error::Producer(format!(
+                                "{} record(s) for {topic}-{partition} expired after the delivery timeout of {:?}: last error {e}",
+                                batch.records.len(),
+                                cfg.delivery_timeout
+                            ))
+                        } else {
+                            e
+                        };
                         shared.fail(&mut state, batch, e);
                     }
                 }
