@@ -13,6 +13,8 @@
 #[allow(clippy::arithmetic_side_effects)] // not reached by input
 pub mod api;
 pub mod array;
+#[doc(hidden)]
+pub mod encoding;
 pub mod error;
 #[cfg(feature = "serde")]
 pub mod json;
