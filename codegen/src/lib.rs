@@ -21,6 +21,7 @@ pub mod merge;
 pub mod model;
 pub mod spec;
 pub mod version;
+pub mod wire;
 
 use std::path::{Path, PathBuf};
 

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use crate::error::Error;
 use crate::spec::{FieldSpec, MessageSpec, StructSpec};
 use crate::version::VersionRange;
+use crate::wire::{DefaultKind, Fixed};
 
 /// What a message spec describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,22 +159,8 @@ impl Struct {
 /// A field's type.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FieldType {
-    /// `bool`
-    Bool,
-    /// `int8`
-    Int8,
-    /// `int16`
-    Int16,
-    /// `uint16`
-    Uint16,
-    /// `int32`
-    Int32,
-    /// `int64`
-    Int64,
-    /// `float64`
-    Float64,
-    /// `uuid`
-    Uuid,
+    /// A fixed-width type (`bool`, `int8` ... `uuid`): see [`crate::wire`].
+    Fixed(Fixed),
     /// `string`
     String,
     /// `bytes`
@@ -188,15 +175,10 @@ pub enum FieldType {
 
 impl FieldType {
     fn parse(text: &str) -> Option<FieldType> {
+        if let Some(t) = Fixed::parse(text) {
+            return Some(FieldType::Fixed(t));
+        }
         Some(match text {
-            "bool" => FieldType::Bool,
-            "int8" => FieldType::Int8,
-            "int16" => FieldType::Int16,
-            "uint16" => FieldType::Uint16,
-            "int32" => FieldType::Int32,
-            "int64" => FieldType::Int64,
-            "float64" => FieldType::Float64,
-            "uuid" => FieldType::Uuid,
             "string" => FieldType::String,
             "bytes" => FieldType::Bytes,
             "records" => FieldType::Records,
@@ -235,16 +217,17 @@ impl FieldType {
         )
     }
 
+    /// The fixed-width type, if it is one.
+    pub fn fixed(&self) -> Option<Fixed> {
+        match self {
+            FieldType::Fixed(t) => Some(*t),
+            FieldType::String | FieldType::Bytes | FieldType::Records | FieldType::Struct(_) | FieldType::Array(_) => None,
+        }
+    }
+
     /// Wire size of fixed-size types.
     pub fn fixed_size(&self) -> Option<usize> {
-        Some(match self {
-            FieldType::Bool | FieldType::Int8 => 1,
-            FieldType::Int16 | FieldType::Uint16 => 2,
-            FieldType::Int32 => 4,
-            FieldType::Int64 | FieldType::Float64 => 8,
-            FieldType::Uuid => 16,
-            _ => return None,
-        })
+        self.fixed().map(Fixed::size)
     }
 }
 
@@ -292,8 +275,10 @@ pub struct Field {
     pub default: DefaultValue,
     /// Whether this is the map key of its struct's array.
     pub map_key: bool,
-    /// The entity type, when given.
+    /// The entity type, when given (as the spec spells it).
     pub entity_type: Option<String>,
+    /// The entity type, when it is a known one.
+    pub entity: Option<Entity>,
 }
 
 impl Field {
@@ -595,14 +580,53 @@ fn lower_header_versions(
     Ok(entries)
 }
 
+/// Kafka's `EntityType`, the known ones (`unknown` is none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entity {
+    /// `topicName`: a string.
+    TopicName,
+    /// `groupId`: a string.
+    GroupId,
+    /// `transactionalId`: a string.
+    TransactionalId,
+    /// `producerId`: an int64.
+    ProducerId,
+    /// `brokerId`: an int32.
+    BrokerId,
+}
+
+impl Entity {
+    /// The entity a spec's `entityType` names; `Ok(None)` for `unknown`.
+    fn parse(text: &str) -> Result<Option<Entity>, String> {
+        Ok(Some(match text {
+            "unknown" => return Ok(None),
+            "topicName" => Entity::TopicName,
+            "groupId" => Entity::GroupId,
+            "transactionalId" => Entity::TransactionalId,
+            "producerId" => Entity::ProducerId,
+            "brokerId" => Entity::BrokerId,
+            other => return Err(format!("unknown entityType \"{other}\"")),
+        }))
+    }
+
+    /// The type of the field (or of its array's elements).
+    pub fn ty(self) -> FieldType {
+        match self {
+            Entity::TopicName | Entity::GroupId | Entity::TransactionalId => FieldType::String,
+            Entity::ProducerId => FieldType::Fixed(Fixed::Int64),
+            Entity::BrokerId => FieldType::Fixed(Fixed::Int32),
+        }
+    }
+}
+
 /// Kafka's `EntityType`: the known entity types and the type each names (array elements included).
-fn check_entity_type(ty: &FieldType, entity: &str) -> Result<(), String> {
-    let (base, base_name) = match entity {
-        "unknown" => return Ok(()),
-        "transactionalId" | "groupId" | "topicName" => (FieldType::String, "string"),
-        "producerId" => (FieldType::Int64, "int64"),
-        "brokerId" => (FieldType::Int32, "int32"),
-        other => return Err(format!("unknown entityType \"{other}\"")),
+fn check_entity_type(ty: &FieldType, entity: &str) -> Result<Option<Entity>, String> {
+    let Some(known) = Entity::parse(entity)? else { return Ok(None) };
+    let base = known.ty();
+    let base_name = match known {
+        Entity::TopicName | Entity::GroupId | Entity::TransactionalId => "string",
+        Entity::ProducerId => Fixed::Int64.row().spec,
+        Entity::BrokerId => Fixed::Int32.row().spec,
     };
     let elem = match ty {
         FieldType::Array(inner) => inner.as_ref(),
@@ -611,7 +635,7 @@ fn check_entity_type(ty: &FieldType, entity: &str) -> Result<(), String> {
     if *elem != base {
         return Err(format!("entityType {entity} needs type {base_name} (or an array of it)"));
     }
-    Ok(())
+    Ok(Some(known))
 }
 
 fn check_struct_name(file: &str, path: &str, name: &str) -> Result<(), Error> {
@@ -827,9 +851,10 @@ impl Lowering<'_> {
         if f.map_key.unwrap_or(false) && matches!(ty, FieldType::Array(_) | FieldType::Struct(_)) {
             return Err(self.err(path, "a mapKey cannot be an array or struct"));
         }
-        if let Some(entity) = &f.entity_type {
-            check_entity_type(&ty, entity).map_err(|m| self.err(path, m))?;
-        }
+        let entity = match &f.entity_type {
+            Some(e) => check_entity_type(&ty, e).map_err(|m| self.err(path, m))?,
+            None => None,
+        };
         let default = self.lower_default(f, &ty, versions_raw, nullable_raw, path)?;
         Ok(Field {
             name: f.name.clone(),
@@ -845,6 +870,7 @@ impl Lowering<'_> {
             default,
             map_key: f.map_key.unwrap_or(false),
             entity_type: f.entity_type.clone(),
+            entity,
         })
     }
 
@@ -889,22 +915,21 @@ impl Lowering<'_> {
             }
         };
         match ty {
-            // Kafka's FieldSpec compares bool defaults ignoring case.
-            FieldType::Bool if text.eq_ignore_ascii_case("true") => Ok(DefaultValue::Bool(true)),
-            FieldType::Bool if text.eq_ignore_ascii_case("false") => Ok(DefaultValue::Bool(false)),
-            FieldType::Int8 => int(i8::MIN.into(), i8::MAX.into()),
-            FieldType::Int16 => int(i16::MIN.into(), i16::MAX.into()),
-            FieldType::Uint16 => int(0, u16::MAX.into()),
-            FieldType::Int32 => int(i32::MIN.into(), i32::MAX.into()),
-            FieldType::Int64 => int(i64::MIN, i64::MAX),
-            FieldType::Float64 => text.trim().parse::<f64>().map(DefaultValue::Float).map_err(|_| bad()),
+            FieldType::Fixed(t) => match t.row().literal {
+                // Kafka's FieldSpec compares bool defaults ignoring case.
+                DefaultKind::Bool if text.eq_ignore_ascii_case("true") => Ok(DefaultValue::Bool(true)),
+                DefaultKind::Bool if text.eq_ignore_ascii_case("false") => Ok(DefaultValue::Bool(false)),
+                DefaultKind::Bool => Err(bad()),
+                DefaultKind::Int { lo, hi } => int(lo, hi),
+                DefaultKind::Float => text.trim().parse::<f64>().map(DefaultValue::Float).map_err(|_| bad()),
+                DefaultKind::Uuid if text.is_empty() => Ok(DefaultValue::Natural),
+                DefaultKind::Uuid => Err(bad()),
+            },
             FieldType::String if text.is_empty() => Ok(DefaultValue::Natural),
             FieldType::String => Ok(DefaultValue::Str(text)),
-            FieldType::Uuid | FieldType::Bytes | FieldType::Records | FieldType::Struct(_) if text.is_empty() => {
-                Ok(DefaultValue::Natural)
-            }
+            FieldType::Bytes | FieldType::Records | FieldType::Struct(_) if text.is_empty() => Ok(DefaultValue::Natural),
             FieldType::Array(_) if text.is_empty() || text == "[]" => Ok(DefaultValue::Natural),
-            _ => Err(bad()),
+            FieldType::Bytes | FieldType::Records | FieldType::Struct(_) | FieldType::Array(_) => Err(bad()),
         }
     }
 }

@@ -11,6 +11,7 @@ use super::cond::{cond, Cond};
 use super::types::{default_expr, differs_from_default, field_ident, field_type, struct_ident};
 use crate::model::{DefaultValue, Field, FieldType, Message, Struct};
 use crate::version::VersionRange;
+use crate::wire::DefaultKind;
 
 /// Emits a struct and its trait impls. `top` is true for the message body itself.
 pub fn emit_struct(msg: &Message, s: &Struct, top: bool) -> TokenStream {
@@ -395,9 +396,9 @@ impl Gen<'_> {
     fn read_nullable(&self, f: &Field, p: VersionRange) -> TokenStream {
         let c = self.compact(f, p);
         match &f.ty {
-            FieldType::String => quote!(rt::string::read_nullable_string(buf, #c)),
-            FieldType::Bytes | FieldType::Records => quote!(rt::string::read_nullable_bytes(buf, #c)),
-            FieldType::Array(inner) if is_fixed(inner) => quote!(rt::array::read_nullable_fixed_array(buf, #c)),
+            FieldType::String => quote!(rt::encoding::string::read_nullable(buf, #c)),
+            FieldType::Bytes | FieldType::Records => quote!(rt::encoding::bytes::read_nullable(buf, #c)),
+            FieldType::Array(inner) if inner.fixed().is_some() => quote!(rt::array::read_nullable_fixed_array(buf, #c)),
             FieldType::Array(inner) => {
                 let elem = self.read_elem(f, inner, p);
                 quote!(rt::array::read_nullable_array(buf, #c, #elem))
@@ -407,17 +408,17 @@ impl Gen<'_> {
                 quote!(rt::message::read_nullable_struct(buf, |buf| <#n as rt::Decode>::decode(buf, version)))
             }
             // Lowering only allows the types above to be nullable.
-            other => self.read_value(f, other, p),
+            FieldType::Fixed(_) => self.read_value(f, &f.ty, p),
         }
     }
 
     fn read_value(&self, f: &Field, ty: &FieldType, p: VersionRange) -> TokenStream {
         let c = self.compact(f, p);
         match ty {
-            FieldType::String => quote!(rt::string::read_string(buf, #c)),
-            FieldType::Bytes | FieldType::Records => quote!(rt::string::read_bytes(buf, #c)),
+            FieldType::String => quote!(rt::encoding::string::read(buf, #c)),
+            FieldType::Bytes | FieldType::Records => quote!(rt::encoding::bytes::read(buf, #c)),
             // Fixed-width elements are read in bulk, the element type inferred from the field's.
-            FieldType::Array(inner) if is_fixed(inner) => quote!(rt::array::read_fixed_array(buf, #c)),
+            FieldType::Array(inner) if inner.fixed().is_some() => quote!(rt::array::read_fixed_array(buf, #c)),
             FieldType::Array(inner) => {
                 let elem = self.read_elem(f, inner, p);
                 quote!(rt::array::read_array(buf, #c, #elem))
@@ -426,8 +427,8 @@ impl Gen<'_> {
                 let n = struct_ident(n);
                 quote!(<#n as rt::Decode>::decode(buf, version))
             }
-            fixed => {
-                let func = read_fixed_fn(fixed);
+            FieldType::Fixed(t) => {
+                let func = t.func("read");
                 quote!(#func(buf))
             }
         }
@@ -436,11 +437,11 @@ impl Gen<'_> {
     /// A function or closure reading one array element.
     fn read_elem(&self, f: &Field, ty: &FieldType, p: VersionRange) -> TokenStream {
         match ty {
-            FieldType::String | FieldType::Bytes | FieldType::Struct(_) => {
+            FieldType::Fixed(t) => t.func("read"),
+            FieldType::String | FieldType::Bytes | FieldType::Records | FieldType::Struct(_) | FieldType::Array(_) => {
                 let r = self.read_value(f, ty, p);
                 quote!(|buf| #r)
             }
-            fixed => read_fixed_fn(fixed),
         }
     }
 
@@ -589,14 +590,15 @@ impl Gen<'_> {
         let id = field_ident(&f.name);
         let c = self.compact(f, p);
         match &f.ty {
-            FieldType::String => quote!(rt::string::write_nullable_string(buf, self.#id.as_deref(), #c)),
-            FieldType::Bytes | FieldType::Records => quote!(rt::string::write_nullable_bytes(buf, self.#id.as_deref(), #c)),
+            FieldType::String => quote!(rt::encoding::string::write_nullable(buf, self.#id.as_deref(), #c)),
+            FieldType::Bytes | FieldType::Records => quote!(rt::encoding::bytes::write_nullable(buf, self.#id.as_deref(), #c)),
             FieldType::Array(inner) => {
                 let elem = self.write_elem(f, inner, p);
                 quote!(rt::array::write_nullable_array(buf, self.#id.as_deref(), #c, #elem))
             }
             FieldType::Struct(_) => quote!(rt::message::write_nullable_struct(buf, self.#id.as_ref(), version)),
-            other => self.write_value(f, other, p, &Val::Place(quote!(self.#id))).expr(),
+            // Lowering only allows the types above to be nullable.
+            FieldType::Fixed(_) => self.write_value(f, &f.ty, p, &Val::Place(quote!(self.#id))).expr(),
         }
     }
 
@@ -605,16 +607,15 @@ impl Gen<'_> {
         let c = self.compact(f, p);
         let r = v.by_ref();
         match ty {
-            FieldType::String => Write::Fallible(quote!(rt::string::write_string(buf, #r, #c))),
-            FieldType::Bytes | FieldType::Records => Write::Fallible(quote!(rt::string::write_bytes(buf, #r, #c))),
+            FieldType::String => Write::Fallible(quote!(rt::encoding::string::write(buf, #r, #c))),
+            FieldType::Bytes | FieldType::Records => Write::Fallible(quote!(rt::encoding::bytes::write(buf, #r, #c))),
             FieldType::Array(inner) => {
                 let elem = self.write_elem(f, inner, p);
                 Write::Fallible(quote!(rt::array::write_array(buf, #r, #c, #elem)))
             }
             FieldType::Struct(_) => Write::Fallible(quote!(rt::Encode::encode(#r, buf, version))),
-            FieldType::Uuid => Write::Stmt(quote!(rt::uuid::write_uuid(buf, #r);)),
-            fixed => {
-                let func = write_fixed_fn(fixed);
+            FieldType::Fixed(t) => {
+                let func = t.func("write");
                 let val = v.by_value();
                 Write::Stmt(quote!(#func(buf, #val);))
             }
@@ -676,28 +677,34 @@ impl Gen<'_> {
     }
 
     fn sample_value(&self, f: &Field, ty: &FieldType) -> TokenStream {
-        let int_default = || match &f.default {
-            DefaultValue::Int(v) if matches!(ty, FieldType::Int8 | FieldType::Int16 | FieldType::Uint16 | FieldType::Int32 | FieldType::Int64) && *ty == f.ty => {
-                let abs = Literal::i64_unsuffixed(v.unsigned_abs() as i64);
-                if *v < 0 { quote!(-#abs) } else { quote!(#abs) }
-            }
-            _ => quote!(0),
-        };
         match ty {
-            FieldType::Bool => match (&f.default, *ty == f.ty) {
-                (DefaultValue::Bool(true), true) => quote!(false),
-                _ => quote!(true),
-            },
-            FieldType::Int8 => { let d = int_default(); quote!(rng.i8_except(#d)) }
-            FieldType::Int16 => { let d = int_default(); quote!(rng.i16_except(#d)) }
-            FieldType::Uint16 => { let d = int_default(); quote!(rng.u16_except(#d)) }
-            FieldType::Int32 => { let d = int_default(); quote!(rng.i32_except(#d)) }
-            FieldType::Int64 => { let d = int_default(); quote!(rng.i64_except(#d)) }
-            FieldType::Float64 => match &f.default {
-                DefaultValue::Float(v) => { let l = Literal::f64_unsuffixed(*v); quote!(rng.f64_except(#l)) }
-                _ => quote!(rng.f64_except(0.0)),
-            },
-            FieldType::Uuid => quote!(rng.uuid()),
+            FieldType::Fixed(t) => {
+                // The field's own default is avoided; array elements avoid the natural one.
+                let own = *ty == f.ty;
+                let row = t.row();
+                let method = row.sample.map(|m| proc_macro2::Ident::new(m, proc_macro2::Span::call_site()));
+                match (row.literal, method) {
+                    (DefaultKind::Bool, _) | (_, None) => match (&f.default, own) {
+                        (DefaultValue::Bool(true), true) => quote!(false),
+                        _ => quote!(true),
+                    },
+                    (DefaultKind::Int { .. }, Some(m)) => {
+                        let d = match &f.default {
+                            DefaultValue::Int(v) if own => {
+                                let abs = Literal::i64_unsuffixed(v.unsigned_abs() as i64);
+                                if *v < 0 { quote!(-#abs) } else { quote!(#abs) }
+                            }
+                            _ => quote!(0),
+                        };
+                        quote!(rng.#m(#d))
+                    }
+                    (DefaultKind::Float, Some(m)) => match &f.default {
+                        DefaultValue::Float(v) => { let l = Literal::f64_unsuffixed(*v); quote!(rng.#m(#l)) }
+                        _ => quote!(rng.#m(0.0)),
+                    },
+                    (DefaultKind::Uuid, Some(m)) => quote!(rng.#m()),
+                }
+            }
             FieldType::String => match (&f.default, *ty == f.ty) {
                 (DefaultValue::Str(d), true) => quote!(rng.string_except(#d)),
                 _ => quote!(rng.string_except("")),
@@ -789,8 +796,8 @@ impl Gen<'_> {
         let id = field_ident(&f.name);
         let c = self.compact(f, p);
         match &f.ty {
-            FieldType::String => quote!(rt::string::nullable_string_len(self.#id.as_deref(), #c)),
-            FieldType::Bytes | FieldType::Records => quote!(rt::string::nullable_bytes_len(self.#id.as_deref(), #c)),
+            FieldType::String => quote!(rt::encoding::string::len_nullable(self.#id.as_deref(), #c)),
+            FieldType::Bytes | FieldType::Records => quote!(rt::encoding::bytes::len_nullable(self.#id.as_deref(), #c)),
             FieldType::Array(inner) => match inner.fixed_size() {
                 Some(size) => quote!(rt::array::nullable_fixed_array_len(self.#id.as_deref(), #c, #size)),
                 None => {
@@ -799,7 +806,8 @@ impl Gen<'_> {
                 }
             },
             FieldType::Struct(_) => quote!(rt::message::nullable_struct_len(self.#id.as_ref(), version)),
-            other => self.len_value(f, other, p, &quote!(&self.#id)),
+            // Lowering only allows the types above to be nullable.
+            FieldType::Fixed(_) => self.len_value(f, &f.ty, p, &quote!(&self.#id)),
         }
     }
 
@@ -807,8 +815,8 @@ impl Gen<'_> {
     fn len_value(&self, f: &Field, ty: &FieldType, p: VersionRange, v: &TokenStream) -> TokenStream {
         let c = self.compact(f, p);
         match ty {
-            FieldType::String => quote!(rt::string::string_len(#v, #c)),
-            FieldType::Bytes | FieldType::Records => quote!(rt::string::bytes_len(#v, #c)),
+            FieldType::String => quote!(rt::encoding::string::len(#v, #c)),
+            FieldType::Bytes | FieldType::Records => quote!(rt::encoding::bytes::len(#v, #c)),
             FieldType::Array(inner) => match inner.fixed_size() {
                 Some(size) => quote!(rt::array::fixed_array_len(#v, #c, #size)),
                 None => {
@@ -817,8 +825,8 @@ impl Gen<'_> {
                 }
             },
             FieldType::Struct(_) => quote!(rt::Encode::encoded_len(#v, version)),
-            fixed => {
-                let size = fixed.fixed_size().unwrap_or_default();
+            FieldType::Fixed(t) => {
+                let size = t.size();
                 quote!(#size)
             }
         }
@@ -930,45 +938,5 @@ impl Write {
             }),
             Write::Fallible(e) => e,
         }
-    }
-}
-
-/// Whether `ty` is a fixed-width value (its arrays are read by `rt::array::read_fixed_array`).
-fn is_fixed(ty: &FieldType) -> bool {
-    matches!(
-        ty,
-        FieldType::Bool
-            | FieldType::Int8
-            | FieldType::Int16
-            | FieldType::Uint16
-            | FieldType::Int32
-            | FieldType::Int64
-            | FieldType::Float64
-            | FieldType::Uuid
-    )
-}
-
-fn read_fixed_fn(ty: &FieldType) -> TokenStream {
-    match ty {
-        FieldType::Bool => quote!(rt::primitive::read_bool),
-        FieldType::Int8 => quote!(rt::primitive::read_i8),
-        FieldType::Int16 => quote!(rt::primitive::read_i16),
-        FieldType::Uint16 => quote!(rt::primitive::read_u16),
-        FieldType::Int32 => quote!(rt::primitive::read_i32),
-        FieldType::Int64 => quote!(rt::primitive::read_i64),
-        FieldType::Float64 => quote!(rt::primitive::read_f64),
-        _ => quote!(rt::uuid::read_uuid),
-    }
-}
-
-fn write_fixed_fn(ty: &FieldType) -> TokenStream {
-    match ty {
-        FieldType::Bool => quote!(rt::primitive::write_bool),
-        FieldType::Int8 => quote!(rt::primitive::write_i8),
-        FieldType::Int16 => quote!(rt::primitive::write_i16),
-        FieldType::Uint16 => quote!(rt::primitive::write_u16),
-        FieldType::Int32 => quote!(rt::primitive::write_i32),
-        FieldType::Int64 => quote!(rt::primitive::write_i64),
-        _ => quote!(rt::primitive::write_f64),
     }
 }
