@@ -19,6 +19,7 @@ pub mod emit;
 pub mod error;
 pub mod merge;
 pub mod model;
+pub mod plan;
 pub mod spec;
 pub mod version;
 pub mod wire;

@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::error::Error;
+use crate::plan::{FieldPlan, StructPlan};
 use crate::spec::{FieldSpec, MessageSpec, StructSpec};
 use crate::version::VersionRange;
 use crate::wire::{DefaultKind, Fixed};
@@ -147,6 +148,8 @@ pub struct Struct {
     pub reach: VersionRange,
     /// Flexible versions within `reach`.
     pub flexible: VersionRange,
+    /// The decisions emission takes for the whole struct (see [`crate::plan`]).
+    pub plan: StructPlan,
 }
 
 impl Struct {
@@ -279,6 +282,8 @@ pub struct Field {
     pub entity_type: Option<String>,
     /// The entity type, when it is a known one.
     pub entity: Option<Entity>,
+    /// Every version check emission needs, resolved against the struct's reachable versions.
+    pub plan: FieldPlan,
 }
 
 impl Field {
@@ -515,6 +520,7 @@ fn lower_message(file: &str, spec: &MessageSpec) -> Result<Message, Error> {
         }
     }
     compute_reach(&mut structs, valid, flexible);
+    structs.iter_mut().for_each(crate::plan::plan_struct);
     Ok(Message {
         file: file.to_string(),
         name: spec.name.clone(),
@@ -751,6 +757,7 @@ impl Lowering<'_> {
             fields: lowered,
             reach: VersionRange::NONE,
             flexible: VersionRange::NONE,
+            plan: StructPlan::default(),
         })
     }
 
@@ -871,6 +878,7 @@ impl Lowering<'_> {
             map_key: f.map_key.unwrap_or(false),
             entity_type: f.entity_type.clone(),
             entity,
+            plan: FieldPlan::default(),
         })
     }
 

@@ -207,10 +207,10 @@ fn emit_api_key(model: &Model) -> TokenStream {
     }
 }
 
-fn emit_dispatch(model: &Model, request: bool) -> TokenStream {
-    let (enum_name, kind_word) = if request { ("RequestKind", "request") } else { ("ResponseKind", "response") };
-    let enum_ident = format_ident!("{}", enum_name);
-    let pairs: Vec<_> = model
+/// (variant, message type) of every api with a request (or response) type, by api key: the
+/// arms of the dispatch enums and of their JSON helpers.
+pub fn dispatch_pairs(model: &Model, request: bool) -> Vec<(proc_macro2::Ident, proc_macro2::Ident)> {
+    model
         .apis
         .iter()
         .filter_map(|a| {
@@ -218,7 +218,13 @@ fn emit_dispatch(model: &Model, request: bool) -> TokenStream {
             let m = model.messages.get(idx)?;
             Some((variant(a), format_ident!("{}", m.name)))
         })
-        .collect();
+        .collect()
+}
+
+fn emit_dispatch(model: &Model, request: bool) -> TokenStream {
+    let (enum_name, kind_word) = if request { ("RequestKind", "request") } else { ("ResponseKind", "response") };
+    let enum_ident = format_ident!("{}", enum_name);
+    let pairs = dispatch_pairs(model, request);
     let variants = pairs.iter().map(|(v, t)| {
         let doc = format!("A `{t}`.");
         quote! {

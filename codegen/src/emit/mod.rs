@@ -1,9 +1,14 @@
 //! Stage 3: model -> Rust code. A pure function of the model; it never validates.
 
 mod access;
+mod body;
 mod cond;
+mod decode;
+mod encode;
 mod index;
 mod json;
+mod sample;
+mod size;
 mod structs;
 mod types;
 

@@ -484,7 +484,7 @@ impl rt::Encode for SnapshotPartition {
         if version >= 1 {
             rt::Encode::encode(&self.leader, buf, version).field("Leader")?;
         } else {
-            if !(version >= 1) && self.leader != LeaderInfo::default() {
+            if self.leader != LeaderInfo::default() {
                 return Err(rt::message::non_default().field("Leader"));
             }
         }
