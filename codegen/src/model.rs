@@ -33,6 +33,29 @@ pub struct Model {
     pub apis: Vec<Api>,
 }
 
+impl Model {
+    /// Keeps only the requests and responses of `keys` (headers and data messages stay), and
+    /// only those apis; the apis' message indices follow.
+    pub fn retain_api_keys(&mut self, keys: &BTreeSet<i16>) {
+        let keep = |m: &Message| m.api_key.map_or(true, |k| keys.contains(&k));
+        let mut new_index = Vec::with_capacity(self.messages.len());
+        let mut next = 0usize;
+        for m in &self.messages {
+            new_index.push(keep(m).then(|| {
+                next += 1;
+                next - 1
+            }));
+        }
+        self.messages.retain(keep);
+        self.apis.retain(|a| keys.contains(&a.key));
+        let remap = |i: Option<usize>| i.and_then(|i| new_index.get(i).copied().flatten());
+        for a in &mut self.apis {
+            a.request = remap(a.request);
+            a.response = remap(a.response);
+        }
+    }
+}
+
 /// An api key and its request/response pair.
 #[derive(Debug, Clone)]
 pub struct Api {

@@ -11,6 +11,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::body::version_param;
+use crate::config::Options;
 use super::cond::{bool_expr, cond, Cond};
 use super::types::{default_expr, differs_from_default, field_ident, field_type, struct_ident};
 use crate::model::{Model, Struct};
@@ -26,7 +27,8 @@ pub fn json_name(spec_name: &str) -> String {
 }
 
 /// The `JsonMessage` impl of a struct. `top` is true for the message body itself.
-pub fn emit_struct_json(s: &Struct, top: bool) -> TokenStream {
+pub(crate) fn emit_struct_json(s: &Struct, top: bool, options: &Options) -> TokenStream {
+    let Some(cfg) = Options::cfg(&[&options.json]) else { return TokenStream::new() };
     let name = struct_ident(&s.name);
     let to = to_json_body(s);
     let from = from_json_body(s);
@@ -41,7 +43,7 @@ pub fn emit_struct_json(s: &Struct, top: bool) -> TokenStream {
     let tv = version_param(&to);
     let fv = version_param(&from);
     quote! {
-        #[cfg(feature = "serde")]
+        #cfg
         impl rt::json::JsonMessage for #name {
             fn to_json(&self, #tv: i16) -> Result<rt::json::Value, rt::json::JsonError> {
                 #to
@@ -140,7 +142,8 @@ fn from_json_body(s: &Struct) -> TokenStream {
 }
 
 /// JSON helpers on the `RequestKind` / `ResponseKind` dispatch enums.
-pub fn emit_dispatch_json(model: &Model) -> TokenStream {
+pub(crate) fn emit_dispatch_json(model: &Model, options: &Options) -> TokenStream {
+    let Some(cfg) = Options::cfg(&[&options.json]) else { return TokenStream::new() };
     let one = |request: bool| {
         let (enum_name, word) = if request { ("RequestKind", "request") } else { ("ResponseKind", "response") };
         let enum_ident = format_ident!("{}", enum_name);
@@ -155,7 +158,7 @@ pub fn emit_dispatch_json(model: &Model) -> TokenStream {
         let from_doc = format!("Reads the {word} body of `api_key` at `version` from Kafka's JSON form.");
         let to_doc = format!("The {word} body in Kafka's JSON form at `version`.");
         quote! {
-            #[cfg(feature = "serde")]
+            #cfg
             impl #enum_ident {
                 #[doc = #from_doc]
                 pub fn from_json(api_key: i16, version: i16, value: &rt::json::Value) -> Result<Self, rt::json::JsonError> {

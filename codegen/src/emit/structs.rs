@@ -10,12 +10,13 @@ use proc_macro2::{Literal, TokenStream};
 use quote::quote;
 
 use super::body::version_param;
+use crate::config::Options;
 use super::types::{default_expr, field_ident, field_type, struct_ident};
 use crate::model::{DefaultValue, Field, Message, Struct};
 use crate::version::VersionRange;
 
 /// Emits a struct and its trait impls. `top` is true for the message body itself.
-pub fn emit_struct(msg: &Message, s: &Struct, top: bool) -> TokenStream {
+pub(crate) fn emit_struct(msg: &Message, s: &Struct, top: bool, options: &Options) -> TokenStream {
     let name = struct_ident(&s.name);
     let doc = struct_doc(msg, s, top);
     let fields = s.fields.iter().map(|f| {
@@ -127,11 +128,22 @@ pub fn emit_struct(msg: &Message, s: &Struct, top: bool) -> TokenStream {
     };
 
     let doc = doc_attrs(&doc);
-    let json = super::json::emit_struct_json(s, top);
+    let json = super::json::emit_struct_json(s, top, options);
+    let derives = options.derives();
     let sample_version = version_param(&sample);
+    let sample_impl = Options::cfg(&[&options.sample]).map(|cfg| {
+        quote! {
+            #cfg
+            impl rt::sample::Sample for #name {
+                fn sample(#sample_version: i16, rng: &mut rt::sample::SampleRng) -> Self {
+                    #sample
+                }
+            }
+        }
+    });
     quote! {
         #doc
-        #[derive(Debug, Clone, PartialEq)]
+        #[derive(Debug, Clone, PartialEq #(, #derives)*)]
         pub struct #name {
             #(#fields)*
             #unknown_decl
@@ -151,12 +163,7 @@ pub fn emit_struct(msg: &Message, s: &Struct, top: bool) -> TokenStream {
 
         #access
 
-        #[cfg(feature = "sample")]
-        impl rt::sample::Sample for #name {
-            fn sample(#sample_version: i16, rng: &mut rt::sample::SampleRng) -> Self {
-                #sample
-            }
-        }
+        #sample_impl
 
         #json
     }
