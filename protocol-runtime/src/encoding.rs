@@ -9,6 +9,10 @@
 //! [`uuid`](crate::uuid) and [`string`](crate::string), inlined away.
 //!
 //! Adding a fixed-width wire type: one line in `fixed!` below (and the row in the codegen's table).
+//!
+//! The other helpers only generated code calls are hidden from the docs in the same way: the
+//! modules `array` and `length`, and the `#[doc(hidden)]` functions of `tagged`, `message`,
+//! `json` and `limits` (`read_known`, `non_default`, `missing`, `charge_array`, ...).
 
 /// Modules of fixed-width types: `read(buf)`, `write(buf, value)`, `SIZE`, `len(&value)`.
 macro_rules! fixed {

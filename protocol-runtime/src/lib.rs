@@ -12,6 +12,7 @@
 
 #[allow(clippy::arithmetic_side_effects)] // not reached by input
 pub mod api;
+#[doc(hidden)] // generated code calls it; not public API
 pub mod array;
 #[doc(hidden)]
 pub mod encoding;
@@ -21,6 +22,7 @@ pub mod json;
 pub mod lenient;
 #[allow(clippy::arithmetic_side_effects)] // not reached by input
 pub mod error_code;
+#[doc(hidden)] // generated code calls it; not public API
 pub mod length;
 pub mod limits;
 pub mod message;

@@ -193,6 +193,7 @@ pub fn current() -> DecodeLimits {
     LIMITS.with(Cell::get)
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Runs the decoding of one top-level message with a fresh allocation budget, then gives the
 /// enclosing message (if any) its budget back, also if `f` panics. Used by [`decode_message`](crate::message::decode_message).
 #[inline]
@@ -201,6 +202,7 @@ pub fn with_message_budget<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Checks an array (or tagged section) of `n` elements of `elem_size` bytes each against the
 /// element limit and the message's allocation budget, and charges the budget.
 #[inline]
@@ -229,6 +231,7 @@ fn over_budget(bytes: usize, remaining: usize) -> DecodeError {
     exceeded(Limit::MessageAlloc, used.saturating_add(bytes), max, remaining)
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Checks a string length against [`DecodeLimits::max_string_len`] (and Kafka's 32767).
 #[inline]
 pub fn check_string_len(n: usize, remaining: usize) -> Result<(), DecodeError> {
@@ -248,6 +251,7 @@ fn string_too_long(n: usize, max: usize, remaining: usize) -> DecodeError {
     }
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Checks a bytes length against [`DecodeLimits::max_bytes_len`].
 #[inline]
 pub fn check_bytes_len(n: usize, remaining: usize) -> Result<(), DecodeError> {
