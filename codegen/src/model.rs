@@ -815,12 +815,7 @@ impl Lowering<'_> {
         let tag = match &f.tag {
             None => None,
             Some(v) => {
-                let n = match v {
-                    serde_json::Value::Number(n) => n.as_i64(),
-                    serde_json::Value::String(s) => s.trim().parse::<i64>().ok(),
-                    _ => None,
-                };
-                match n {
+                match f.tag_number() {
                     Some(n) if (0..=i64::from(i32::MAX)).contains(&n) => Some(n as u32),
                     _ => return Err(self.err(path, format!("invalid tag {v}"))),
                 }
