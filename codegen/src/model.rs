@@ -231,16 +231,16 @@ impl FieldType {
         match self {
             FieldType::Struct(n) => Some(n),
             FieldType::Array(inner) => inner.struct_name(),
-            _ => None,
+            FieldType::Fixed(_) | FieldType::String | FieldType::Bytes | FieldType::Records => None,
         }
     }
 
     /// Whether Kafka allows the type to be nullable.
     pub fn can_be_nullable(&self) -> bool {
-        matches!(
-            self,
-            FieldType::String | FieldType::Bytes | FieldType::Records | FieldType::Struct(_) | FieldType::Array(_)
-        )
+        match self {
+            FieldType::String | FieldType::Bytes | FieldType::Records | FieldType::Struct(_) | FieldType::Array(_) => true,
+            FieldType::Fixed(_) => false,
+        }
     }
 
     /// The fixed-width type, if it is one.

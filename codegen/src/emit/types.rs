@@ -5,7 +5,7 @@ use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{format_ident, quote};
 
 use crate::model::{DefaultValue, Field, FieldType};
-use crate::wire::Fixed;
+use crate::wire::DefaultKind;
 
 /// The Rust identifier of a field (`r#type` for keywords).
 pub fn field_ident(name: &str) -> Ident {
@@ -108,15 +108,21 @@ pub fn default_expr(f: &Field) -> TokenStream {
 /// A boolean expression: true when `value` (an expression of the field's type) differs from
 /// the default. Common cases avoid building the default.
 pub fn differs_from_default(f: &Field, value: &TokenStream) -> TokenStream {
-    match (&f.default, f.is_option(), &f.ty) {
-        (DefaultValue::Null, _, _) => quote!(#value.is_some()),
-        (DefaultValue::Natural, false, FieldType::String | FieldType::Bytes | FieldType::Records | FieldType::Array(_)) => {
-            quote!(!#value.is_empty())
-        }
-        (DefaultValue::Natural, false, FieldType::Fixed(Fixed::Bool)) => quote!(#value),
-        _ => {
-            let d = default_expr(f);
-            quote!(#value != #d)
-        }
+    let compare = || {
+        let d = default_expr(f);
+        quote!(#value != #d)
+    };
+    match (&f.default, f.is_option()) {
+        (DefaultValue::Null, _) => quote!(#value.is_some()),
+        (DefaultValue::Natural, false) => match &f.ty {
+            FieldType::String | FieldType::Bytes | FieldType::Records | FieldType::Array(_) => quote!(!#value.is_empty()),
+            FieldType::Fixed(t) => match t.row().literal {
+                DefaultKind::Bool => quote!(#value),
+                DefaultKind::Int { .. } | DefaultKind::Float | DefaultKind::Uuid => compare(),
+            },
+            FieldType::Struct(_) => compare(),
+        },
+        (DefaultValue::Natural, true)
+        | (DefaultValue::Bool(_) | DefaultValue::Int(_) | DefaultValue::Float(_) | DefaultValue::Str(_), _) => compare(),
     }
 }
