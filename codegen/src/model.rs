@@ -403,8 +403,9 @@ pub fn lower_releases(specs: &[(String, MessageSpec)], releases: &[Release]) -> 
     for (file, spec) in specs {
         if spec.kind == "response" {
             if let Some(api) = spec.api_key.and_then(|k| apis.get(&k)) {
-                // Emission pairs a request with its response by name (the `Request` trait's
-                // `Response` type), so the names must agree as well as the key.
+                // Emission pairs a request with its response by the api's index; the names must
+                // agree as well as the key, as in Kafka's specs (`ApiKey` variants and the
+                // dispatch enums name both after the api).
                 let expected = format!("{}Response", api.name);
                 if spec.name != expected {
                     return Err(Error::invalid(
