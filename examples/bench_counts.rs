@@ -116,6 +116,26 @@ fn copy_ops<A: Message + 'static>(ops: &mut Vec<Op>, spec: &'static Spec, ours: 
     }));
 }
 
+/// What selective decoding saves a proxy: the workload's response as a frame read through
+/// `ClientCodec`, decoded (`proxy_decode`) or passed through raw (`proxy_passthrough`, a
+/// `Selection` without its api). Both copy the frame into the read buffer first, as a socket does.
+fn proxy_ops<A: Message + Into<kafka_wire::ResponseKind> + 'static>(ops: &mut Vec<Op>, spec: &'static Spec, ours: A, api: kafka_wire::ApiKey) {
+    use kafka_wire::codec::{ClientCodec, Response, Selection, ServerCodec};
+    let v = spec.version;
+    let mut frame = BytesMut::new();
+    let response = Response { correlation_id: 1, api_key: api, version: v, body: ours.into() };
+    ServerCodec::new().encode_response(response, &mut frame).unwrap();
+    let frame = frame.freeze();
+    for (name, selection) in [("proxy_decode", Selection::none().api(api)), ("proxy_passthrough", Selection::none())] {
+        let (f, mut codec) = (frame.clone(), ClientCodec::new());
+        ops.push(op(spec, name, "kafka-wire", move || {
+            codec.expect_response(1, api, v).unwrap();
+            let mut buf = BytesMut::from(&f[..]);
+            std::hint::black_box(codec.decode_response_selected(&mut buf, &selection).unwrap().unwrap());
+        }));
+    }
+}
+
 fn record_ops(ops: &mut Vec<Op>, d: &Data) {
     let spec = &workloads::W5;
     let builder = std::rc::Rc::new(kw::w5(d));
@@ -169,6 +189,7 @@ fn ops(d: &Data, only: Option<&str>) -> Vec<Op> {
     let mut ops = Vec::new();
     if want(&workloads::W1) {
         message_ops(&mut ops, &workloads::W1, kw::w1(d), kp::w1(d));
+        proxy_ops(&mut ops, &workloads::W1, kw::w1(d), kafka_wire::ApiKey::Metadata);
     }
     if want(&workloads::W2) {
         message_ops(&mut ops, &workloads::W2, kw::w2(d), kp::w2(d));
@@ -177,6 +198,7 @@ fn ops(d: &Data, only: Option<&str>) -> Vec<Op> {
     if want(&workloads::W3) {
         message_ops(&mut ops, &workloads::W3, kw::w3(d), kp::w3(d));
         copy_ops(&mut ops, &workloads::W3, kw::w3(d), kw::w3_shared);
+        proxy_ops(&mut ops, &workloads::W3, kw::w3(d), kafka_wire::ApiKey::Fetch);
     }
     if want(&workloads::W4A) {
         message_ops(&mut ops, &workloads::W4A, kw::w4a(), kp::w4a());

@@ -150,6 +150,11 @@ impl Client {
                 if t.error_code == 0 && !t.partitions.is_empty() {
                     return Ok((t.topic_id, t.partitions.len()));
                 }
+                // Waiting only helps while the error is retriable (say, a topic being created).
+                let code = kafka_wire::ErrorCode(t.error_code);
+                if !code.is_ok() && !code.is_retriable() {
+                    return Err(format!("Metadata for {topic}: {}", code.name().unwrap_or("unknown error")).into());
+                }
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }

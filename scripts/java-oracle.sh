@@ -4,19 +4,23 @@
 # For each kafka-clients version: builds tests/java against it (Maven Central), has Java write its
 # vectors into target/java-oracle/<version>/, then runs tests/java_oracle.rs on them with kafka-wire
 # generated from the matching specs (the Rust test has Java check kafka-wire's output in turn).
-# Prints each version's matrix summary and, last, one line per version:
+# Prints each run's matrix summary and, last, one line per run:
 #   java oracle: <agree> of <cells> cells agree (kafka-clients <version>)
+#   java oracle: <agree> of <cells> cells agree (kafka-clients <version>, merged 3.9.0+4.3.0 build)
 #
 # KAFKA_WIRE_JAVA_VERSIONS: space-separated <kafka-clients version>=<specs>, where <specs> is a
-#   spec directory or "jar" for the specs inside that kafka-clients jar.
-# KAFKA_WIRE_UPDATE_MATRIX=1: rewrite tests/java/MATRIX-kafka-clients-<version>.md.
+#   spec directory, "jar" for the specs inside that kafka-clients jar, "default" for kafka-wire's
+#   default build (KAFKA_WIRE_SPECS unset: kafka-3.9.0 and kafka-4.3.0 merged), or several spec
+#   directories joined by ":" (oldest first) for a merged build of those.
+# KAFKA_WIRE_UPDATE_MATRIX=1: rewrite tests/java/MATRIX-kafka-clients-<version>.md (a merged
+#   build's: MATRIX-kafka-clients-<version>-merged.md).
 # KAFKA_WIRE_JAVA_TARGET_DIR: one cargo target directory for every spec set (CI: `target`, where
 #   the dependencies are already built; only kafka-wire is rebuilt per spec set). By default each
 #   spec set has its own (target/oracle-<specs>), so switching between them rebuilds nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-versions=${KAFKA_WIRE_JAVA_VERSIONS:-"3.9.2=../shared/message-specs/kafka-3.9.0 4.4.0=jar 4.3.0=../shared/message-specs/kafka-4.3.0"}
+versions=${KAFKA_WIRE_JAVA_VERSIONS:-"3.9.2=../shared/message-specs/kafka-3.9.0 4.4.0=jar 4.3.0=../shared/message-specs/kafka-4.3.0 3.9.2=default 4.3.0=default"}
 seeds=${KAFKA_WIRE_JAVA_SEEDS:-4}
 
 for tool in java mvn cargo; do
@@ -28,9 +32,12 @@ status=0
 for entry in $versions; do
   version=${entry%%=*}
   specs=${entry#*=}
-  out=$root/target/java-oracle/$version
+  case $specs in
+    default | *:*) out=$root/target/java-oracle/$version-merged; label="$version, merged build ($specs)" ;;
+    *) out=$root/target/java-oracle/$version; label=$version ;;
+  esac
   mkdir -p "$out"
-  echo "== kafka-clients $version"
+  echo "== kafka-clients $label"
   t0=$SECONDS
   # Debian's Maven prints colour resets even with -q -B; errors still show.
   mvn -q -B -f tests/java/pom.xml -Dkafka.version="$version" package 2>&1 | sed 's/\x1b\[[0-9;]*m//g'
@@ -44,6 +51,11 @@ for entry in $versions; do
   if [ "$specs" = jar ]; then
     specs=$out/specs
     target=target/oracle-$version
+  elif [ "$specs" = default ]; then
+    # KAFKA_WIRE_SPECS unset: the default merged build, whatever it is made of.
+    target=target/oracle-merged
+  elif [[ $specs == *:* ]]; then
+    target=target/oracle-merged-$(tr ':' '\n' <<<"$specs" | xargs -n1 basename | sed 's/^kafka-//' | paste -sd+)
   else
     target=target/oracle-$(basename "$specs" | sed 's/^kafka-//')
   fi
@@ -54,18 +66,24 @@ for entry in $versions; do
   java -cp "$cp" oracle.Oracle gen "$out" "$seeds" 2>"$out/java-gen.stderr"
   echo "   java gen: $((SECONDS - t0)) s"
   t0=$SECONDS
+  if [ "$specs" = default ]; then
+    spec_env=(-u KAFKA_WIRE_SPECS)
+  else
+    spec_env=("KAFKA_WIRE_SPECS=$specs")
+  fi
   set +e
-  KAFKA_WIRE_JAVA_ORACLE=$out KAFKA_WIRE_JAVA_CP=$cp KAFKA_WIRE_SPECS=$specs CARGO_TARGET_DIR=$target \
+  env "${spec_env[@]}" KAFKA_WIRE_JAVA_ORACLE=$out KAFKA_WIRE_JAVA_CP=$cp CARGO_TARGET_DIR=$target \
     nice -n 10 cargo test -q --test java_oracle -- --nocapture >"$out/test.log" 2>&1
   rc=$?
   set -e
   echo "   cargo test (build and run): $((SECONDS - t0)) s"
   sed -n '/^| column |/,/^$/p' "$out/MATRIX.md" 2>/dev/null || true
   grep -E '^\| .*\*\*DIFFER' "$out/MATRIX.md" 2>/dev/null | head -50 || true
+  grep '^kafka-wire only: ' "$out/test.log" | sed 's/^/   /' || true
   if [ $rc -ne 0 ]; then
     status=1
     grep -E 'cells disagree|no longer holds|is not this run|panicked|^error' -A3 "$out/test.log" | head -40 || true
-    lines+=("java oracle: FAILED (kafka-clients $version; see $out/test.log and $out/MATRIX.md)")
+    lines+=("java oracle: FAILED (kafka-clients $label; see $out/test.log and $out/MATRIX.md)")
   else
     lines+=("$(grep '^java oracle: ' "$out/test.log" | tail -1)")
   fi

@@ -1,15 +1,60 @@
 #!/usr/bin/env bash
-# Runs every test: the whole workspace on the default spec set (Kafka 3.9.0 and 4.3.0 merged),
-# the precompiled feature, then the generated crate again on each release alone, as CI does.
+# Every test, as CI runs them:
+#  1. the whole workspace on the default spec set (Kafka 3.9.0 and 4.3.0 merged), the
+#     precompiled feature, and the generated crate on each release alone;
+#  2. Apache Kafka's own generated Java classes as the oracle (scripts/java-oracle.sh);
+#  3. real Apache Kafka brokers, 3.9 and 4.x, swept api by api (scripts/broker-sweep.sh);
+#  4. every Kafka release's specs from 2.4.0 on (scripts/releases.sh);
+#  5. the packaged crate built downstream, offline (scripts/package.sh).
+# Steps 2-5 need Java 17+, Maven and Maven Central (and root with tcpdump for the broker sweep's
+# capture check); without them they are skipped with a line saying what is missing, unless
+# KAFKA_WIRE_REQUIRE_CLIENTS is set (CI sets it), which makes that a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 shared=../shared/message-specs
-cargo test --workspace
-echo "== the connection codec and dispatch with --features precompiled"
-cargo test -p kafka-wire --features precompiled --lib --test broker_codec --test tooling
+step() { echo; echo "== $* ($(date -u +%H:%M:%S))"; }
+missing() {
+  if [ -n "${KAFKA_WIRE_REQUIRE_CLIENTS:-}" ]; then echo "missing: $1" >&2; exit 1; fi
+  echo "skipping: $1"
+}
+start=$SECONDS
 
+step "the workspace on the default specs"
+cargo test --workspace
+step "the connection codec and dispatch with --features precompiled"
+cargo test -p kafka-wire --features precompiled --lib --test broker_codec --test tooling
 for release in kafka-3.9.0 kafka-4.3.0; do
-  echo "== again with KAFKA_WIRE_SPECS=$shared/$release alone"
+  step "the generated crate with KAFKA_WIRE_SPECS=$shared/$release alone"
   KAFKA_WIRE_SPECS="$shared/$release" cargo test -p kafka-wire
 done
+echo "== cargo tests: $((SECONDS - start)) s"
+
+if command -v java >/dev/null && command -v mvn >/dev/null; then
+  t=$SECONDS
+  step "Apache Kafka's Java classes as the oracle"
+  KAFKA_WIRE_JAVA_TARGET_DIR=target scripts/java-oracle.sh
+  echo "== java oracle: $((SECONDS - t)) s"
+
+  t=$SECONDS
+  step "real Apache Kafka brokers"
+  if [ "$(id -u)" != 0 ] || ! command -v tcpdump >/dev/null || ! command -v tshark >/dev/null; then
+    missing "the broker sweep's capture check needs root, tcpdump and tshark"
+    export KAFKA_WIRE_SWEEP_PCAP=0
+  fi
+  scripts/broker-sweep.sh
+  echo "== broker sweep: $((SECONDS - t)) s"
+
+  t=$SECONDS
+  step "every Kafka release's specs"
+  scripts/releases.sh
+  echo "== releases: $((SECONDS - t)) s"
+else
+  missing "Java 17+ and Maven (the Java oracle, the real brokers, every release's specs)"
+fi
+
+t=$SECONDS
+step "the packaged crate, built downstream offline"
+scripts/package.sh
+echo "== package: $((SECONDS - t)) s"
+echo "== all tests: $((SECONDS - start)) s"

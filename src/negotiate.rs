@@ -91,3 +91,36 @@ pub fn negotiate(response: &ApiVersionsResponse, options: NegotiateOptions) -> N
     }
     out
 }
+
+/// What a proxy in front of a broker advertises: the broker's ApiVersionsResponse with each
+/// api's range intersected with what this build decodes (stable versions unless
+/// `include_unstable`), and apis this build does not know, or whose ranges do not meet, left
+/// out, so clients never pick a version the proxy cannot read. Everything else of the response
+/// (error code, throttle time, features, unknown tagged fields) is kept as the broker sent it.
+pub fn mediate(broker: &ApiVersionsResponse, options: NegotiateOptions) -> ApiVersionsResponse {
+    let mut out = broker.clone();
+    out.api_keys.retain_mut(|theirs| {
+        let Some(api) = ApiKey::from_i16(theirs.api_key) else { return false };
+        let common = api.info().versions(options.include_unstable).intersect(&VersionRange::new(theirs.min_version, theirs.max_version));
+        (theirs.min_version, theirs.max_version) = (common.lo, common.hi);
+        !common.is_empty()
+    });
+    out
+}
+
+/// The answer to an ApiVersionsRequest of a version the responder does not support (KIP-511):
+/// to be sent at version 0, with UNSUPPORTED_VERSION and the one api ApiVersions at `supported`,
+/// so that the client retries at a version both sides know. The request body is never decoded:
+/// its version may be newer than anything this build can read.
+pub fn unsupported_api_versions(supported: VersionRange) -> ApiVersionsResponse {
+    ApiVersionsResponse {
+        error_code: crate::ErrorCode::UNSUPPORTED_VERSION.0,
+        api_keys: vec![crate::messages::api_versions_response::ApiVersion {
+            api_key: ApiKey::ApiVersions.key(),
+            min_version: supported.lo,
+            max_version: supported.hi,
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}

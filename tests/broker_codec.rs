@@ -73,9 +73,9 @@ fn unknown_api_keys_and_versions_are_typed_errors_with_the_header_intact() {
 fn a_newer_api_versions_request_is_read_with_a_flexible_header() {
     // ApiVersions is flexible from v3, open-ended, so an unknown newer version has header v2.
     let newer = ApiKey::ApiVersions.info().valid.hi + 1;
-    assert_eq!(kafka_wire::codec::request_header_version(ApiKey::ApiVersions, newer), 2);
-    assert_eq!(kafka_wire::codec::request_header_version(ApiKey::ApiVersions, 2), 1);
-    assert_eq!(kafka_wire::codec::request_header_version(ApiKey::ControlledShutdown, 0), 0);
+    assert_eq!(kafka_wire::header::request_header_version(ApiKey::ApiVersions.key(), newer), 2);
+    assert_eq!(kafka_wire::header::request_header_version(ApiKey::ApiVersions.key(), 2), 1);
+    assert_eq!(kafka_wire::header::request_header_version(ApiKey::ControlledShutdown.key(), 0), 0);
 }
 
 #[test]

@@ -16,6 +16,11 @@
 //!   at neighbouring versions is refused by both (a non-default value in a non-ignorable field the
 //!   version lacks, a null it does not allow) or written to the same bytes.
 //! - Records, the `Errors` table and the `ApiKeys` table.
+//!
+//! A merged build (`kafka_wire::SPEC_DIR` lists several releases, the default) is compared on
+//! every version the jar has, against the release of the jar's major.minor ([`Build`]); what only
+//! kafka-wire has is listed as "kafka-wire only" where that release lacks it too, and the
+//! versions the releases define differently follow the newer one, each explained.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -26,6 +31,7 @@ use kafka_wire::records::{Batch, Batches, Compression, LegacyBuilder, Record, Re
 use kafka_wire::runtime::error_code::ERROR_CODES;
 use kafka_wire::runtime::json::serde_json::{self, json, Value};
 use kafka_wire::runtime::sample::{JsonMessageVisitor, Sample, SampleRng};
+use kafka_wire::runtime::VersionRange;
 use kafka_wire::{ApiKey, Bytes, JsonMessage, Message};
 
 /// Seeds of kafka-wire samples per (message, version) in direction (b).
@@ -36,9 +42,194 @@ struct Ctx {
     /// Java's tables (`java-tables.json`).
     tables: Value,
     /// The specs inside the kafka-clients jar (`<dir>/specs`, extracted by the script).
-    jar_specs: PathBuf,
-    /// The specs this kafka-wire build was generated from.
-    our_specs: PathBuf,
+    jar_index: SpecIndex,
+    /// The spec sets this kafka-wire build was generated from.
+    build: Build,
+}
+
+/// The spec sets of this kafka-wire build: `kafka_wire::SPEC_DIR`, one directory or several
+/// releases' joined by `:` (oldest first) for a merged build (the default: kafka-3.9.0 and
+/// kafka-4.3.0).
+struct Build {
+    /// (release name as `ApiKey::info().releases` names it, directory, its specs), oldest first.
+    releases: Vec<(String, PathBuf, SpecIndex)>,
+    /// The release this kafka-clients jar is (same major.minor; the only one in a single-release
+    /// build): the versions it defines are the ones the jar must agree on.
+    jar_release: usize,
+}
+
+impl Build {
+    fn new(kafka_clients: &str) -> Build {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let releases: Vec<(String, PathBuf, SpecIndex)> = std::env::split_paths(kafka_wire::SPEC_DIR)
+            .map(|d| {
+                let dir = root.join(d);
+                let name = dir.canonicalize().unwrap_or_else(|_| dir.clone()).file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+                let index = SpecIndex::read(&dir);
+                (name, dir, index)
+            })
+            .collect();
+        assert!(!releases.is_empty(), "kafka_wire::SPEC_DIR is empty");
+        let minor: String = kafka_clients.split('.').take(2).map(|p| format!("{p}.")).collect();
+        let jar_release = if releases.len() == 1 {
+            0
+        } else {
+            releases
+                .iter()
+                .position(|r| r.0.trim_start_matches("kafka-").starts_with(&minor))
+                .unwrap_or_else(|| {
+                    // A newer jar than any release of the build (4.4.0 against the default): its
+                    // new versions would be Java's only; compare it with its own specs instead.
+                    panic!(
+                        "the merged build ({}) has no release for kafka-clients {kafka_clients}; compare it with its own specs ({kafka_clients}=jar)",
+                        kafka_wire::SPEC_DIR
+                    )
+                })
+        };
+        Build { releases, jar_release }
+    }
+
+    fn merged(&self) -> bool {
+        self.releases.len() > 1
+    }
+
+    fn jar_release(&self) -> &str {
+        &self.releases[self.jar_release].0
+    }
+
+    /// "merged 3.9.0+4.3.0 build".
+    fn label(&self) -> String {
+        let names: Vec<&str> = self.releases.iter().map(|r| r.0.trim_start_matches("kafka-")).collect();
+        format!("merged {} build", names.join("+"))
+    }
+
+    /// The spec of kafka-wire's message `name` in release `i`: by api key and direction for api
+    /// messages (Kafka 4.1 renamed api 74), else by name.
+    fn spec(&self, i: usize, name: &str) -> Option<&Value> {
+        let index = &self.releases[i].2;
+        match api_of(name) {
+            Some((api, kind)) => index.by_api.get(&(api.key(), kind.to_string())),
+            None => index.by_name.get(name),
+        }
+    }
+
+    fn defines(&self, i: usize, name: &str, version: i16) -> bool {
+        self.spec(i, name)
+            .and_then(|s| spec_range(s["validVersions"].as_str()))
+            .is_some_and(|(lo, hi)| lo <= i64::from(version) && i64::from(version) <= hi)
+    }
+
+    /// The versions of an api to compare with the jar: those of the jar's release (all of them
+    /// in a single-release build).
+    fn versions_of(&self, info: &kafka_wire::runtime::ApiInfo) -> Result<VersionRange, String> {
+        if !self.merged() {
+            return Ok(info.valid);
+        }
+        let rel = self.jar_release();
+        info.releases
+            .iter()
+            .find(|r| r.release == rel)
+            .map(|r| r.valid)
+            .ok_or_else(|| format!("ApiKey::info().releases of {} has no {rel}", info.name))
+    }
+
+    /// The release the build takes `name` v`version` from: the newest that defines it
+    /// (`ApiKey::info().origin` for an api).
+    fn defining(&self, name: &str, version: i16) -> Option<usize> {
+        match api_of(name) {
+            Some((api, _)) => {
+                let release = api.info().origin(version)?.release;
+                self.releases.iter().position(|r| r.0 == release)
+            }
+            None => (0..self.releases.len()).rev().find(|&i| self.defines(i, name, version)),
+        }
+    }
+
+    /// Why kafka-wire has `name` v`version` and the jar does not, or why that is a disagreement:
+    /// the jar's release must not define it (checked in its spec and, for an api, in the
+    /// generated `ApiKey::info().releases`).
+    fn kafka_wire_only(&self, name: &str, version: i16) -> Result<String, String> {
+        let rel = self.jar_release();
+        if self.defines(self.jar_release, name, version) {
+            return Err(format!("{rel} defines {name} v{version}, but kafka-clients does not have it"));
+        }
+        let by = match api_of(name) {
+            Some((api, _)) => {
+                let info = api.info();
+                if info.releases.iter().any(|r| r.release == rel && r.valid.contains(version)) {
+                    return Err(format!("ApiKey::info().releases says {rel} defines {name} v{version}"));
+                }
+                info.origin(version).ok_or_else(|| format!("no origin for {name} v{version}"))?.release.to_string()
+            }
+            None => (0..self.releases.len())
+                .rev()
+                .find(|&i| self.defines(i, name, version))
+                .map(|i| self.releases[i].0.clone())
+                .ok_or_else(|| format!("no release of the build defines {name} v{version}"))?,
+        };
+        let i = self.releases.iter().position(|r| r.0 == by).ok_or_else(|| format!("{by} is not in the build"))?;
+        if !self.defines(i, name, version) {
+            return Err(format!("{by}'s spec does not define {name} v{version}"));
+        }
+        Ok(format!("not in {rel}, defined by {by}"))
+    }
+}
+
+/// Spec files of one directory, by message name and by (api key, request/response).
+#[derive(Default)]
+struct SpecIndex {
+    by_name: HashMap<String, Value>,
+    by_api: HashMap<(i16, String), Value>,
+}
+
+impl SpecIndex {
+    fn read(dir: &Path) -> SpecIndex {
+        let mut index = SpecIndex::default();
+        for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.expect("dir entry").path();
+            if !path.extension().is_some_and(|e| e == "json") {
+                continue;
+            }
+            let spec = read_spec(&path).unwrap_or_else(|e| panic!("{e}"));
+            if let (Some(key), Some(kind)) = (spec["apiKey"].as_i64(), spec["type"].as_str()) {
+                index.by_api.insert((key as i16, kind.to_string()), spec.clone());
+            }
+            if let Some(name) = spec["name"].as_str() {
+                index.by_name.insert(name.to_string(), spec.clone());
+            }
+        }
+        index
+    }
+}
+
+/// The api key and direction of a request or response message name (kafka-wire's names).
+fn api_of(name: &str) -> Option<(ApiKey, &'static str)> {
+    let (base, kind) = if let Some(b) = name.strip_suffix("Request") {
+        (b, "request")
+    } else {
+        (name.strip_suffix("Response")?, "response")
+    };
+    ApiKey::ALL.iter().copied().find(|k| k.name() == base).map(|k| (k, kind))
+}
+
+/// A spec's version range ("0-6", "0", "3+" or "none") as a closed range; `None` for none.
+fn spec_range(text: Option<&str>) -> Option<(i64, i64)> {
+    let d = text?;
+    if d == "none" {
+        return None;
+    }
+    if let Some(lo) = d.strip_suffix('+') {
+        return Some((lo.parse().ok()?, i64::from(i16::MAX)));
+    }
+    let (lo, hi) = d.split_once('-').unwrap_or((d, d));
+    Some((lo.parse().ok()?, hi.parse().ok()?))
+}
+
+/// A spec file, without Kafka's // comment lines (the license).
+fn read_spec(path: &Path) -> Result<Value, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let json: String = text.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
+    serde_json::from_str(&json).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Error messages older kafka-clients releases (version prefix) word differently from 4.4.0
@@ -50,24 +241,89 @@ const OLDER_MESSAGES: &[(&str, i64, &str)] = &[
     ("4.3.", 124, "The share coordinator rejected the request because the share-group state epoch did not match."),
 ];
 
-/// Explained disagreements: (id, the kafka-clients versions it is for (prefixes), why).
-const EXPLAINED: &[(&str, &[&str], &str)] = &[
-    ("deprecated-3.9.1", &["3.9."], "kafka-clients 3.9.1 changed `deprecatedVersions` in its own specs after 3.9.0; kafka-wire follows the kafka-3.9.0 specs it is built from (checked: the jar's spec says what Java says, kafka-3.9.0's what kafka-wire says)"),
-    ("older-message", &["3.9.", "4.3."], "kafka-wire's Errors table has kafka-clients 4.4.0's messages; this release words this one differently (checked against its text)"),
-    ("newer-code", &["3.9.", "4.3."], "error code added after this kafka-clients release (kafka-wire's table is 4.4.0's; checked: above Java's highest code)"),
-    ("none-message", &[""], "Java's Errors.NONE has no exception, so message() falls back to the enum name \"NONE\"; kafka-wire's table says \"No error\" (checked: exactly these two texts)"),
+/// Which builds an explanation is for.
+#[derive(PartialEq)]
+enum Builds {
+    Any,
+    /// From one release's specs.
+    Single,
+    /// Merged from several releases (the default build).
+    Merged,
+}
+
+/// Explained disagreements: (id, the kafka-clients versions it is for (prefixes), builds, why).
+const EXPLAINED: &[(&str, &[&str], Builds, &str)] = &[
+    ("deprecated-3.9.1", &["3.9."], Builds::Single, "kafka-clients 3.9.1 changed `deprecatedVersions` in its own specs after 3.9.0; kafka-wire follows the kafka-3.9.0 specs it is built from (checked: the jar's spec says what Java says, kafka-3.9.0's what kafka-wire says)"),
+    ("older-message", &["3.9.", "4.3."], Builds::Any, "kafka-wire's Errors table has kafka-clients 4.4.0's messages; this release words this one differently (checked against its text)"),
+    ("newer-code", &["3.9.", "4.3."], Builds::Any, "error code added after this kafka-clients release (kafka-wire's table is 4.4.0's; checked: above Java's highest code)"),
+    ("none-message", &[""], Builds::Any, "Java's Errors.NONE has no exception, so message() falls back to the enum name \"NONE\"; kafka-wire's table says \"No error\" (checked: exactly these two texts)"),
+    ("unstable-older", &["3.9."], Builds::Merged, "the jar's release marks this version unstable (`latestVersionUnstable`, its newest, no compatibility promised) and a newer release of the build redefined it; the merged build follows the newer release, so the jar speaks another protocol at this version (checked: the jar's release and the jar's own spec mark the request's newest version unstable, `ApiKey::info().origin(v)` is the newer release, whose spec of this message differs)"),
+    ("newer-tag", &["3.9."], Builds::Merged, "Java writes an unknown tagged field whose tag a newer release gave a field at later versions; the merged build follows the newer release for this version (as its kafka-clients does), which refuses a tag known only at other versions, where this jar keeps it as unknown (checked: the version's origin is the newer release, whose spec has the tag in that struct at other versions only, and the jar's spec has no field with that tag there)"),
+    ("renamed-field", &["3.9."], Builds::Merged, "a newer release of the build renamed the field; the merged build's JSON uses the newer name at every version (the wire is the same; checked apart from the names: kafka-wire reads Java's JSON under its names, and Java reads kafka-wire's under Java's, to equal values) (checked: the jar's release's spec has the old name and not the new one in that struct, the newest release's the new and not the old, with the same type)"),
+    ("merged-listeners", &["4.3."], Builds::Merged, "a merged build's `ApiKey::info().listeners` is the union of its releases' listeners (kafka-3.9.0 adds `zkBroker`, which Kafka 4 removed); this jar's release lists fewer (checked: kafka-wire's are the union of the releases' specs, Java's its own spec's, and the extra ones come from other releases only)"),
+    ("renamed-api", &["3.9."], Builds::Merged, "Kafka 4.1 renamed the api; the merged build uses the newest release's name (checked: Java's name is the jar's release's spec's, kafka-wire's the newest release's)"),
 ];
 
-fn explanation_applies(e: &(&str, &[&str], &str), version: &str) -> bool {
+fn explanation_applies(e: &(&str, &[&str], Builds, &str), version: &str, merged: bool) -> bool {
     e.1.iter().any(|p| version.starts_with(p))
+        && match e.2 {
+            Builds::Any => true,
+            Builds::Single => !merged,
+            Builds::Merged => merged,
+        }
 }
 
 /// The explanation for a disagreeing cell, if one applies: its id, and whether it still holds.
 fn explain(ctx: &Ctx, row: &str, column: &str, failures: &[String]) -> Option<(&'static str, Result<(), String>)> {
-    if column != "table" {
-        return None;
-    }
     let version = ctx.tables["kafkaClients"].as_str().unwrap_or_default();
+    let find = |id: &str, check: Result<(), String>| {
+        EXPLAINED.iter().find(|e| e.0 == id && explanation_applies(e, version, ctx.build.merged())).map(|e| (e.0, check))
+    };
+    if column != "table" {
+        if !ctx.build.merged() {
+            return None;
+        }
+        let (name, v) = row.rsplit_once(" v")?;
+        let v: i16 = v.parse().ok()?;
+        let (id, check) = explain_merged(ctx, name, v, failures)?;
+        return find(id, check);
+    }
+    if let Some(key) = row.strip_prefix("ApiKeys ") {
+        if ctx.build.merged() && failures.iter().all(|f| f.starts_with("differs at .listeners")) {
+            let api = ApiKey::from_i16(key.parse().ok()?)?;
+            let java = ctx.tables["apis"].as_array()?.iter().find(|a| a["key"].as_i64() == Some(api.key().into()))?;
+            let norm = |l: &Value| l.as_str().unwrap_or_default().replace('_', "").to_lowercase();
+            let set = |v: Option<&Value>| -> std::collections::BTreeSet<String> {
+                v.and_then(|v| v["listeners"].as_array()).into_iter().flatten().map(norm).collect()
+            };
+            let request = format!("{}Request", api.name());
+            let union: std::collections::BTreeSet<String> =
+                (0..ctx.build.releases.len()).flat_map(|i| set(ctx.build.spec(i, &request))).collect();
+            let ours: std::collections::BTreeSet<String> = api.info().listeners.iter().map(|l| l.to_lowercase()).collect();
+            let theirs = set(Some(java));
+            let jar_spec = set(ctx.jar_index.by_api.get(&(api.key(), "request".into())));
+            let jar_release = set(ctx.build.spec(ctx.build.jar_release, &request));
+            let check = if ours == union && theirs == jar_spec && theirs == jar_release && theirs.is_subset(&ours) {
+                Ok(())
+            } else {
+                Err(format!("kafka-wire {ours:?}, the releases' union {union:?}, Java {theirs:?}, the jar's spec {jar_spec:?}, the jar's release {jar_release:?}"))
+            };
+            return find("merged-listeners", check);
+        }
+        if ctx.build.merged() && failures.iter().all(|f| f.starts_with("differs at .name")) {
+            let api = ApiKey::from_i16(key.parse().ok()?)?;
+            let java = ctx.tables["apis"].as_array()?.iter().find(|a| a["key"].as_i64() == Some(api.key().into()))?;
+            let base = |s: Option<&Value>| s.and_then(|s| s["name"].as_str()).map(|n| n.trim_end_matches("Request").to_string());
+            let theirs = base(ctx.build.spec(ctx.build.jar_release, &format!("{}Request", api.name())));
+            let newest = base(ctx.build.spec(ctx.build.releases.len() - 1, &format!("{}Request", api.name())));
+            let check = if theirs.as_deref() == java["name"].as_str() && newest.as_deref() == Some(api.name()) && theirs != newest {
+                Ok(())
+            } else {
+                Err(format!("Java {}, the jar's release {theirs:?}, the newest {newest:?}, kafka-wire {}", java["name"], api.name()))
+            };
+            return find("renamed-api", check);
+        }
+    }
     let id = if let Some(key) = row.strip_prefix("ApiKeys ") {
         if !failures.iter().all(|f| f.starts_with("differs at .deprecated")) {
             return None;
@@ -75,24 +331,44 @@ fn explain(ctx: &Ctx, row: &str, column: &str, failures: &[String]) -> Option<(&
         let key: i64 = key.parse().ok()?;
         let java = ctx.tables["apis"].as_array()?.iter().find(|a| a["key"].as_i64() == Some(key))?;
         let api = ApiKey::from_i16(key as i16)?;
-        let file = format!("{}Request.json", api.name());
         let check = (|| {
-            let jar = spec_deprecated(&ctx.jar_specs.join(&file))?;
-            let ours = spec_deprecated(&ctx.our_specs.join(&file))?;
+            // Over the versions the jar's release defines, which of them each side deprecates:
+            // the jar's own spec, Java's ApiKeys, the spec kafka-wire generated each version from
+            // (the release that defines it, `ApiKey::info().origin`), and kafka-wire's ApiInfo.
+            let info = api.info();
+            let valid = ctx.build.versions_of(&info)?;
+            let file = format!("{}Request.json", api.name());
+            let jar_spec = ctx.jar_index.by_api.get(&(api.key(), "request".to_string())).ok_or(format!("the jar has no spec for api {key}"))?;
+            let jar = spec_range(jar_spec["deprecatedVersions"].as_str());
             let (lo, hi) =
                 (java["lowestDeprecated"].as_i64().unwrap_or(0), java["highestDeprecated"].as_i64().unwrap_or(-1));
-            let java = if hi < lo { None } else { Some((lo, hi)) };
-            let d = api.info().deprecated;
-            let wire = (!d.is_empty()).then(|| (i64::from(d.lo), i64::from(d.hi)));
+            let in_range = |r: Option<(i64, i64)>, v: i16| r.is_some_and(|(lo, hi)| lo <= i64::from(v) && i64::from(v) <= hi);
+            let mut ours = Vec::new();
+            for v in valid.iter() {
+                let release = info.origin(v).ok_or(format!("no origin for {file} v{v}"))?.release;
+                let i = ctx.build.releases.iter().position(|r| r.0 == release).ok_or(format!("{release} not in the build"))?;
+                let spec = ctx.build.spec(i, &format!("{}Request", api.name())).ok_or(format!("{release} has no {file}"))?;
+                ours.push(in_range(spec_range(spec["deprecatedVersions"].as_str()), v));
+            }
+            let jar: Vec<bool> = valid.iter().map(|v| in_range(jar, v)).collect();
+            let java: Vec<bool> = valid.iter().map(|v| lo <= i64::from(v) && i64::from(v) <= hi).collect();
+            let wire: Vec<bool> = valid.iter().map(|v| info.deprecated.contains(v)).collect();
             if jar == java && ours == wire && jar != ours {
                 Ok(())
             } else {
-                Err(format!("{file}: jar {jar:?}, ours {ours:?}, Java {java:?}, kafka-wire {wire:?}"))
+                let show = |d: &[bool]| shown_versions(valid, d);
+                Err(format!(
+                    "{file}: jar {}, ours {}, Java {}, kafka-wire {}",
+                    show(&jar),
+                    show(&ours),
+                    show(&java),
+                    show(&wire)
+                ))
             }
         })();
         return EXPLAINED
             .iter()
-            .find(|e| e.0 == "deprecated-3.9.1" && explanation_applies(e, version))
+            .find(|e| e.0 == "deprecated-3.9.1" && explanation_applies(e, version, ctx.build.merged()))
             .map(|e| (e.0, check));
     } else if let Some(code) = row.strip_prefix("Errors ") {
         let code: i64 = code.parse().ok()?;
@@ -123,20 +399,154 @@ fn explain(ctx: &Ctx, row: &str, column: &str, failures: &[String]) -> Option<(&
     } else {
         return None;
     };
-    EXPLAINED.iter().find(|e| e.0 == id.0 && explanation_applies(e, version)).map(|e| (e.0, id.1))
+    EXPLAINED.iter().find(|e| e.0 == id.0 && explanation_applies(e, version, ctx.build.merged())).map(|e| (e.0, id.1))
 }
 
-/// A spec's `deprecatedVersions` ("0-6", "0" or none) as a closed range.
-fn spec_deprecated(path: &Path) -> Result<Option<(i64, i64)>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    // Kafka's specs carry // comment lines (the license).
-    let json: String = text.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
-    let spec: Value = serde_json::from_str(&json).map_err(|e| format!("{}: {e}", path.display()))?;
-    let Some(d) = spec["deprecatedVersions"].as_str() else { return Ok(None) };
-    let (lo, hi) = d.split_once('-').unwrap_or((d, d));
-    match (lo.parse(), hi.parse()) {
-        (Ok(lo), Ok(hi)) => Ok(Some((lo, hi))),
-        _ => Err(format!("{}: deprecatedVersions {d:?}", path.display())),
+/// Explanations of a merged build's disagreements in columns a-c for message `name` v`v`.
+fn explain_merged(ctx: &Ctx, name: &str, v: i16, failures: &[String]) -> Option<(&'static str, Result<(), String>)> {
+    let build = &ctx.build;
+    let jar = build.jar_release;
+    let defining = build.defining(name, v)?;
+    // The jar's release marks the version unstable and a newer release redefined it.
+    if let Some((api, _)) = api_of(name) {
+        let unstable_newest = |spec: Option<&Value>| {
+            spec.is_some_and(|s| {
+                s["latestVersionUnstable"] == true && spec_range(s["validVersions"].as_str()).is_some_and(|r| r.1 == i64::from(v))
+            })
+        };
+        let request = format!("{}Request", api.name());
+        if unstable_newest(build.spec(jar, &request)) {
+            let check = (|| {
+                if !unstable_newest(ctx.jar_index.by_api.get(&(api.key(), "request".into()))) {
+                    return Err(format!("the jar's own spec does not mark {request} v{v} unstable"));
+                }
+                if defining == jar {
+                    return Err(format!("{name} v{v} comes from {}", build.releases[jar].0));
+                }
+                let (old, new) = (build.spec(jar, name), build.spec(defining, name));
+                if old.map(|s| &s["fields"]) == new.map(|s| &s["fields"]) {
+                    return Err(format!("{name}'s fields are the same in {} and {}", build.releases[jar].0, build.releases[defining].0));
+                }
+                Ok(())
+            })();
+            return Some(("unstable-older", check));
+        }
+    }
+    let failures: Vec<&str> = failures.iter().map(|f| f.split_once(": ").filter(|(s, _)| s.starts_with("seed ")).map_or(f.as_str(), |(_, r)| r)).collect();
+    if failures.iter().all(|f| f.contains(" is not valid for version ") && f.contains(": tag ")) {
+        let check = failures.iter().try_for_each(|f| {
+            let tag: i64 = f.rsplit_once(": tag ").and_then(|(_, t)| t.split(' ').next()?.parse().ok()).ok_or(format!("no tag in {f}"))?;
+            let path = f.split_once(" field ").map_or("", |(_, p)| p.split(" at offset").next().unwrap_or(""));
+            let path: Vec<String> = path.split('.').filter(|p| !p.is_empty()).map(|p| p.split('[').next().unwrap_or(p).to_string()).collect();
+            if defining == jar {
+                return Err(format!("{name} v{v} comes from the jar's release"));
+            }
+            let new = build.spec(defining, name).and_then(|s| struct_fields(s, &path)).ok_or(format!("{name}: no struct {path:?} in {}", build.releases[defining].0))?;
+            let tagged = new.iter().find(|f| field_tag(f) == Some(tag)).ok_or(format!("{}: no tag {tag} in {path:?}", build.releases[defining].0))?;
+            if spec_range(tagged["taggedVersions"].as_str()).is_some_and(|(lo, hi)| lo <= i64::from(v) && i64::from(v) <= hi) {
+                return Err(format!("tag {tag} is valid at v{v} in {}", build.releases[defining].0));
+            }
+            let by_api = api_of(name).map(|(api, kind)| (api.key(), kind.to_string()));
+            let java_spec = by_api.as_ref().map_or_else(|| ctx.jar_index.by_name.get(name), |k| ctx.jar_index.by_api.get(k));
+            let old = java_spec.and_then(|s| struct_fields(s, &path)).ok_or(format!("{name}: no struct {path:?} in the jar's spec"))?;
+            match old.iter().find(|f| field_tag(f) == Some(tag)) {
+                Some(f) => Err(format!("the jar's spec has tag {tag} in {path:?}: {}", f["name"])),
+                None => Ok(()),
+            }
+        });
+        return Some(("newer-tag", check));
+    }
+    if failures.iter().all(|f| f.starts_with("JSON differs only by renamed fields: ")) {
+        let newest = (0..build.releases.len()).rev().find(|&i| build.spec(i, name).is_some())?;
+        let check = failures.iter().try_for_each(|f| {
+            for r in f.trim_start_matches("JSON differs only by renamed fields: ").split(", ") {
+                // "<path>.<new> is Java's <path>.<old>"
+                let (ours, theirs) = r.split_once(" is Java's ").ok_or(format!("cannot read {r}"))?;
+                let (path, new) = ours.rsplit_once('.').ok_or(format!("cannot read {r}"))?;
+                let old = theirs.rsplit_once('.').map(|(_, o)| o).ok_or(format!("cannot read {r}"))?;
+                let path: Vec<String> = path.split('.').filter(|p| !p.is_empty()).map(|p| p.trim_end_matches("[]").to_string()).collect();
+                // The same struct in the jar's release, under its names (a renamed parent).
+                let mut prefix = String::new();
+                let mut old_path = Vec::new();
+                for seg in &path {
+                    let renamed_parent = renames_in(f).into_iter().find(|(p, n, _)| *p == prefix && n == seg);
+                    old_path.push(renamed_parent.map_or(seg.clone(), |(_, _, o)| o));
+                    prefix = format!("{prefix}.{seg}[]");
+                }
+                let named = |fields: &[Value], n: &str| fields.iter().find(|f| f["name"].as_str().is_some_and(|x| camel(x) == n)).cloned();
+                let jar_fields = build.spec(jar, name).and_then(|s| struct_fields(s, &old_path)).ok_or(format!("no struct {old_path:?} in {}", build.releases[jar].0))?;
+                let new_fields = build.spec(newest, name).and_then(|s| struct_fields(s, &path)).ok_or(format!("no struct {path:?} in {}", build.releases[newest].0))?;
+                let (o, n) = match (named(&jar_fields, old), named(&jar_fields, new), named(&new_fields, new), named(&new_fields, old)) {
+                    (Some(o), None, Some(n), None) => (o, n),
+                    x => return Err(format!("{r}: {} has {old}: {}, {new}: {}; {} has {new}: {}, {old}: {}", build.releases[jar].0, x.0.is_some(), x.1.is_some(), build.releases[newest].0, x.2.is_some(), x.3.is_some())),
+                };
+                let wire_type = |t: &Value| {
+                    let t = t.as_str().unwrap_or_default();
+                    let inner = t.trim_start_matches("[]");
+                    let primitive = inner.starts_with(|c: char| c.is_ascii_lowercase());
+                    (t.len() - inner.len(), if primitive { inner.to_string() } else { "struct".into() })
+                };
+                if wire_type(&o["type"]) != wire_type(&n["type"]) {
+                    return Err(format!("{r}: type {} vs {}", o["type"], n["type"]));
+                }
+            }
+            Ok(())
+        });
+        return Some(("renamed-field", check));
+    }
+    None
+}
+
+/// The renames a "JSON differs only by renamed fields" failure lists: (path, new, old).
+fn renames_in(failure: &str) -> Vec<(String, String, String)> {
+    failure
+        .trim_start_matches("JSON differs only by renamed fields: ")
+        .split(", ")
+        .filter_map(|r| {
+            let (ours, theirs) = r.split_once(" is Java's ")?;
+            let (path, new) = ours.rsplit_once('.')?;
+            Some((path.to_string(), new.to_string(), theirs.rsplit_once('.')?.1.to_string()))
+        })
+        .collect()
+}
+
+/// Kafka's JSON name of a spec field (`ReplicaEpoch` -> `replicaEpoch`).
+fn camel(name: &str) -> String {
+    let mut c = name.chars();
+    c.next().map_or_else(String::new, |f| f.to_lowercase().chain(c).collect())
+}
+
+/// A field's `tag` (a number or a string in Kafka's specs).
+fn field_tag(f: &Value) -> Option<i64> {
+    f["tag"].as_i64().or_else(|| f["tag"].as_str()?.parse().ok())
+}
+
+/// The fields of the struct at `path` (field names, spec or JSON spelling) in a spec: inline
+/// `fields`, else the common struct its type names.
+fn struct_fields(spec: &Value, path: &[String]) -> Option<Vec<Value>> {
+    let mut fields = spec["fields"].as_array()?.clone();
+    for seg in path {
+        let f = fields.iter().find(|f| f["name"].as_str().is_some_and(|n| n == seg || camel(n) == *seg))?.clone();
+        fields = match f["fields"].as_array() {
+            Some(inner) => inner.clone(),
+            None => {
+                let t = f["type"].as_str()?.trim_start_matches("[]");
+                spec["commonStructs"].as_array()?.iter().find(|s| s["name"] == t)?["fields"].as_array()?.clone()
+            }
+        };
+    }
+    Some(fields)
+}
+
+/// The versions of `valid` where `set` holds, as Kafka writes a range ("0-6", "none").
+fn shown_versions(valid: VersionRange, set: &[bool]) -> String {
+    let on: Vec<i16> = valid.iter().zip(set).filter(|(_, &s)| s).map(|(v, _)| v).collect();
+    match (on.first(), on.last()) {
+        (Some(lo), Some(hi)) if on.len() == (hi - lo + 1) as usize => {
+            if lo == hi { lo.to_string() } else { format!("{lo}-{hi}") }
+        }
+        (Some(_), _) => format!("{on:?}"),
+        _ => "none".into(),
     }
 }
 
@@ -150,6 +560,10 @@ struct Cell {
 #[derive(Default)]
 struct Matrix {
     cells: BTreeMap<(String, String), Cell>,
+    /// What kafka-wire has and the jar does not, where the jar's release does not define it
+    /// either (a merged build's versions of other releases): not sent to Java, not counted as
+    /// cells, listed with where they come from.
+    only: BTreeMap<(String, String), String>,
 }
 
 impl Matrix {
@@ -199,6 +613,135 @@ fn json_diff(path: &str, a: &Value, b: &Value) -> Option<String> {
     }
 }
 
+/// A field kafka-wire's JSON names `new` where Java's names it `old`, in the objects at `path`
+/// (array indexes left out: `.topics[].partitions[]`).
+#[derive(Clone, Debug, PartialEq)]
+struct Rename {
+    path: String,
+    old: String,
+    new: String,
+}
+
+enum JsonDiff {
+    /// The JSON differs (the first difference).
+    Differs(String),
+    /// The JSON is the same but for these field names.
+    Renamed(Vec<Rename>),
+}
+
+impl std::fmt::Display for JsonDiff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JsonDiff::Differs(d) => write!(f, "JSON differs at {d}"),
+            JsonDiff::Renamed(r) => {
+                let r: Vec<String> = r.iter().map(|r| format!("{}.{} is Java's {}.{}", r.path, r.new, r.path, r.old)).collect();
+                write!(f, "JSON differs only by renamed fields: {}", r.join(", "))
+            }
+        }
+    }
+}
+
+/// kafka-wire's JSON against Java's: equal, equal but for renamed fields (in an object, the one
+/// key only kafka-wire has and the one only Java has), or the first difference.
+fn compare_json(ours: &Value, java: &Value) -> Result<(), JsonDiff> {
+    let Some(d) = json_diff("", ours, java) else { return Ok(()) };
+    let mut renames = Vec::new();
+    find_renames("", ours, java, &mut renames);
+    if !renames.is_empty() && json_diff("", ours, &renamed(java, &renames)).is_none() {
+        return Err(JsonDiff::Renamed(renames));
+    }
+    Err(JsonDiff::Differs(d))
+}
+
+fn find_renames(path: &str, ours: &Value, java: &Value, out: &mut Vec<Rename>) {
+    match (ours, java) {
+        (Value::Object(x), Value::Object(y)) => {
+            let mut only_ours: Vec<&String> = x.keys().filter(|k| !y.contains_key(*k)).collect();
+            let mut only_java: Vec<&String> = y.keys().filter(|k| !x.contains_key(*k)).collect();
+            // Pairs: by equal values first (several renamed fields in one object), then the
+            // one left on each side (a renamed struct whose insides differ by renames too).
+            let mut pairs = Vec::new();
+            only_ours.retain(|n| match only_java.iter().position(|o| y[*o] == x[*n]) {
+                Some(i) => {
+                    pairs.push((*n, only_java.remove(i)));
+                    false
+                }
+                None => true,
+            });
+            if let ([new], [old]) = (only_ours.as_slice(), only_java.as_slice()) {
+                pairs.push((new, old));
+            }
+            for (new, old) in pairs {
+                let r = Rename { path: path.to_string(), old: old.to_string(), new: new.to_string() };
+                if !out.contains(&r) {
+                    out.push(r);
+                }
+                find_renames(&format!("{path}.{new}"), &x[new], &y[old], out);
+            }
+            for (k, v) in x {
+                if let Some(w) = y.get(k) {
+                    find_renames(&format!("{path}.{k}"), v, w, out);
+                }
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            for (v, w) in x.iter().zip(y) {
+                find_renames(&format!("{path}[]"), v, w, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// kafka-wire's JSON under Java's names (`renames` undone).
+fn renamed_back(ours: &Value, renames: &[Rename]) -> Value {
+    // Children first, while the path still has kafka-wire's names.
+    fn walk(path: &str, v: &mut Value, renames: &[Rename]) {
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m.iter_mut() {
+                    walk(&format!("{path}.{k}"), x, renames);
+                }
+                for r in renames.iter().filter(|r| r.path == path) {
+                    if let Some(x) = m.remove(&r.new) {
+                        m.insert(r.old.clone(), x);
+                    }
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(|x| walk(&format!("{path}[]"), x, renames)),
+            _ => {}
+        }
+    }
+    let mut out = ours.clone();
+    walk("", &mut out, renames);
+    out
+}
+
+/// Java's JSON with `renames` applied (its names replaced by kafka-wire's).
+fn renamed(java: &Value, renames: &[Rename]) -> Value {
+    fn walk(path: &str, v: &mut Value, renames: &[Rename]) {
+        match v {
+            Value::Object(m) => {
+                for r in renames.iter().filter(|r| r.path == path) {
+                    if let Some(x) = m.remove(&r.old) {
+                        m.insert(r.new.clone(), x);
+                    }
+                }
+                for (k, x) in m.iter_mut() {
+                    walk(&format!("{path}.{k}"), x, renames);
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(|x| walk(&format!("{path}[]"), x, renames)),
+            _ => {}
+        }
+    }
+    let mut out = java.clone();
+    if !renames.is_empty() {
+        walk("", &mut out, renames);
+    }
+    out
+}
+
 fn cuts(len: usize) -> Vec<usize> {
     let mut c: Vec<usize> = [0, 1, len / 2, len.saturating_sub(1)].into_iter().filter(|&c| c < len).collect();
     c.dedup();
@@ -215,6 +758,11 @@ struct Visitor<'a> {
     /// kafka-wire's samples for Java, and what Java must answer.
     rust_vectors: Vec<(Value, RustExpect)>,
     seen: Vec<String>,
+    /// The versions Java has of each message (kafka-wire's names).
+    jar_versions: HashMap<String, std::collections::BTreeSet<i16>>,
+    /// kafka-wire's name -> the jar's, where they differ (api 74, renamed in Kafka 4.1).
+    java_names: HashMap<String, String>,
+    build: &'a Build,
 }
 
 struct RustExpect {
@@ -232,7 +780,9 @@ impl Visitor<'_> {
             return;
         }
         let bytes = hex_bytes(&line["hex"]);
-        let java_json = &line["json"];
+        // Java's JSON under kafka-wire's field names, where a merged build names a field as the
+        // newer release renamed it (found by comparing the JSON, reported, checked in `explain`).
+        let mut renames = Vec::new();
         let result = (|| {
             let mut buf = bytes.clone();
             let value = M::decode(&mut buf, v).map_err(|e| format!("decode: {e}"))?;
@@ -244,15 +794,20 @@ impl Visitor<'_> {
                 return Err("re-encoding gave different bytes".into());
             }
             let ours = value.to_json(v).map_err(|e| format!("to_json: {e}"))?;
-            if let Some(d) = json_diff("", &ours, java_json) {
-                return Err(format!("JSON differs at {d}"));
+            let compared = compare_json(&ours, &line["json"]);
+            if let Err(JsonDiff::Renamed(r)) = &compared {
+                renames = r.clone();
             }
-            let read = M::from_json(java_json, v).map_err(|e| format!("from_json of Java's JSON: {e}"))?;
+            // Read back under kafka-wire's names, so a rename hides nothing else.
+            let java_json = renamed(&line["json"], &renames);
+            let read = M::from_json(&java_json, v).map_err(|e| format!("from_json of Java's JSON: {e}"))?;
+            compared.map_err(|d| d.to_string())?;
             if read != value {
                 return Err("Java's JSON read back to a different value".into());
             }
             Ok(())
         })();
+        let java_json = &renamed(&line["json"], &renames);
         self.matrix.record(&r, "a", result.map_err(|e| format!("seed {}: {e}", line["seed"])));
 
         for c in line["truncated"].as_array().into_iter().flatten() {
@@ -280,7 +835,7 @@ impl Visitor<'_> {
             // Refused: by the JSON reader, or by the writer of what it read (Java's reader takes a
             // null anywhere; its writer refuses one the version does not allow).
             let java = n["javaJsonRefuses"].as_bool() == Some(true);
-            let ours = M::from_json(&n["json"], v).map_or(true, |m| m.to_bytes(v).is_err());
+            let ours = M::from_json(&renamed(&n["json"], &renames), v).map_or(true, |m| m.to_bytes(v).is_err());
             let what = format!("JSON with {} null", n["field"]);
             self.matrix.record(&r, "c", agree_refusal(&what, 0, java, ours));
             // Java's own value with the null must fare the same as its JSON.
@@ -315,8 +870,21 @@ impl JsonMessageVisitor for Visitor<'_> {
         for line in self.java.get(M::NAME).into_iter().flatten() {
             self.check_java::<M>(line);
         }
+        let empty = std::collections::BTreeSet::new();
+        let jar = self.jar_versions.get(M::NAME).unwrap_or(&empty);
+        let java_name = self.java_names.get(M::NAME).map_or(M::NAME, String::as_str).to_string();
         for version in M::VERSIONS.iter() {
             let r = row(M::NAME, version.into());
+            if !jar.contains(&version) {
+                // The jar does not have this version: fine only where its release lacks it too.
+                match self.build.kafka_wire_only(M::NAME, version) {
+                    Ok(why) => {
+                        self.matrix.only.insert((r, "b".into()), why);
+                    }
+                    Err(e) => self.matrix.record(&r, "b", Err(format!("kafka-clients does not have it: {e}"))),
+                }
+                continue;
+            }
             for seed in 0..RUST_SEEDS {
                 let value = M::sample(version, &mut SampleRng::new(seed));
                 let (bytes, json) = match (value.to_bytes(version), value.to_json(version)) {
@@ -342,9 +910,11 @@ impl JsonMessageVisitor for Visitor<'_> {
                 }
                 // The value written at other versions: kafka-wire's bytes or refusal, which Java
                 // must match with its own value read from this version's bytes.
-                let cross: Vec<Value> = [version - 1, version + 1, M::VERSIONS.lo, M::VERSIONS.hi]
+                // The jar's lowest and highest, as Java's own vectors do.
+                let (lo, hi) = (*jar.first().unwrap_or(&version), *jar.last().unwrap_or(&version));
+                let cross: Vec<Value> = [version - 1, version + 1, lo, hi]
                     .into_iter()
-                    .filter(|&w| w != version && M::VERSIONS.contains(w))
+                    .filter(|&w| w != version && M::VERSIONS.contains(w) && jar.contains(&w))
                     .collect::<std::collections::BTreeSet<i16>>()
                     .into_iter()
                     .map(|w| match value.to_bytes(w) {
@@ -353,7 +923,7 @@ impl JsonMessageVisitor for Visitor<'_> {
                     })
                     .collect();
                 let id = self.rust_vectors.len();
-                let line = json!({"id": id, "name": M::NAME, "version": version, "seed": seed,
+                let line = json!({"id": id, "name": java_name, "version": version, "seed": seed,
                     "hex": hex::encode(&bytes), "json": json, "truncated": prefixes, "crossVersions": cross});
                 self.rust_vectors.push((line, RustExpect { row: r.clone(), json }));
             }
@@ -362,9 +932,16 @@ impl JsonMessageVisitor for Visitor<'_> {
 }
 
 /// Java's answers about kafka-wire's samples.
-fn check_java_answers(matrix: &mut Matrix, vectors: &[(Value, RustExpect)], answers: &[Value]) {
+/// `retried`: Java's answers for kafka-wire's JSON under Java's field names, by vector index,
+/// where the two differ only by renamed fields.
+fn check_java_answers(
+    matrix: &mut Matrix,
+    vectors: &[(Value, RustExpect)],
+    answers: &[Value],
+    retried: &HashMap<usize, Value>,
+) {
     assert_eq!(answers.len(), vectors.len(), "Java answered every kafka-wire vector");
-    for ((line, expect), a) in vectors.iter().zip(answers) {
+    for (i, ((line, expect), a)) in vectors.iter().zip(answers).enumerate() {
         let r = &expect.row;
         let seed = &line["seed"];
         let result = (|| {
@@ -374,9 +951,19 @@ fn check_java_answers(matrix: &mut Matrix, vectors: &[(Value, RustExpect)], answ
             if a["rewriteEqual"].as_bool() != Some(true) {
                 return Err("Java re-wrote different bytes".into());
             }
-            if let Some(d) = json_diff("", &expect.json, &a["json"]) {
-                return Err(format!("JSON differs at {d}"));
+            let compared = compare_json(&expect.json, &a["json"]);
+            if let Err(JsonDiff::Renamed(_)) = &compared {
+                // Java's reading of kafka-wire's JSON under Java's names.
+                let again = retried.get(&i).ok_or("no answer for the renamed JSON")?;
+                if let Some(e) = again.get("jsonReadError") {
+                    return Err(format!("Java cannot read kafka-wire's JSON under its names: {e}"));
+                }
+                if again["jsonReadEqual"].as_bool() != Some(true) {
+                    return Err("Java read kafka-wire's JSON under its names to a different object".into());
+                }
+                return Err(compared.unwrap_err().to_string());
             }
+            compared.map_err(|d| d.to_string())?;
             if let Some(e) = a.get("jsonReadError") {
                 return Err(format!("Java cannot read kafka-wire's JSON: {e}"));
             }
@@ -672,7 +1259,7 @@ fn check_records(dir: &Path, cp: &str, matrix: &mut Matrix) {
 
 // ---- tables ----
 
-fn check_tables(dir: &Path, matrix: &mut Matrix) {
+fn check_tables(dir: &Path, build: &Build, matrix: &mut Matrix) {
     let tables: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("java-tables.json")).expect("java-tables.json"))
             .expect("JSON");
@@ -708,43 +1295,68 @@ fn check_tables(dir: &Path, matrix: &mut Matrix) {
         let key = a["key"].as_i64().unwrap_or(-1) as i16;
         let result = match ApiKey::from_i16(key) {
             None => Err(format!("kafka-wire has no api key {key} ({})", a["name"])),
-            Some(k) => {
+            Some(k) => (|| {
                 let info = k.info();
+                // A merged build against the versions of the jar's release (`info.releases`).
+                let valid = build.versions_of(&info)?;
+                let unstable = if build.merged() {
+                    info.releases.iter().find(|r| r.release == build.jar_release()).is_some_and(|r| r.latest_version_unstable)
+                } else {
+                    info.latest_version_unstable
+                };
+                let deprecated = info.deprecated.intersect(&valid);
                 // Java says "none" as lowest 0, highest -1.
                 let (lo, hi) =
                     (a["lowestDeprecated"].as_i64().unwrap_or(0), a["highestDeprecated"].as_i64().unwrap_or(-1));
-                let deprecated = if hi < lo { json!(null) } else { json!([lo, hi]) };
+                let java_deprecated = if hi < lo { json!(null) } else { json!([lo, hi]) };
                 let java = json!({
                     "name": a["name"], "lowest": a["lowest"], "highest": a["highest"],
-                    "latestVersionUnstable": a["latestVersionUnstable"], "deprecated": deprecated,
+                    "latestVersionUnstable": a["latestVersionUnstable"], "deprecated": java_deprecated,
                     // Java's enum names (ZK_BROKER) against the spec's (zkBroker).
                     "listeners": sorted(a["listeners"].as_array().into_iter().flatten().map(|l| l.as_str().unwrap_or_default().replace('_', "").to_lowercase())),
                     "requestHeaderVersions": a["requestHeaderVersions"], "responseHeaderVersions": a["responseHeaderVersions"],
                 });
                 let ours = json!({
-                    "name": k.name(), "lowest": info.valid.lo, "highest": info.valid.hi,
-                    "latestVersionUnstable": info.latest_version_unstable,
-                    "deprecated": if info.deprecated.is_empty() { json!(null) } else { json!([info.deprecated.lo, info.deprecated.hi]) },
+                    "name": k.name(), "lowest": valid.lo, "highest": valid.hi,
+                    "latestVersionUnstable": unstable,
+                    "deprecated": if deprecated.is_empty() { json!(null) } else { json!([deprecated.lo, deprecated.hi]) },
                     "listeners": sorted(info.listeners.iter().map(|l| l.to_lowercase())),
-                    "requestHeaderVersions": info.valid.iter().map(|v| k.request_header_version(v)).collect::<Vec<_>>(),
-                    "responseHeaderVersions": info.valid.iter().map(|v| k.response_header_version(v)).collect::<Vec<_>>(),
+                    "requestHeaderVersions": valid.iter().map(|v| k.request_header_version(v)).collect::<Vec<_>>(),
+                    "responseHeaderVersions": valid.iter().map(|v| k.response_header_version(v)).collect::<Vec<_>>(),
                 });
                 // Deprecation apart, so an explained difference there cannot hide another.
                 let (mut ours, mut java) = (ours, java);
                 let (od, jd) = (ours["deprecated"].take(), java["deprecated"].take());
                 let d = json_diff(".deprecated", &od, &jd).map_or(Ok(()), |d| Err(format!("differs at {d}")));
+                // The name apart too (a merged build names a renamed api as the newest release).
+                let (on, jn) = (ours["name"].take(), java["name"].take());
+                let n = json_diff(".name", &on, &jn).map_or(Ok(()), |d| Err(format!("differs at {d}")));
                 let rest = json_diff("", &ours, &java).map_or(Ok(()), |e| Err(format!("differs at {e}")));
-                rest.and(d)
-            }
+                Ok([rest, d, n])
+            })(),
         };
-        matrix.record(&format!("ApiKeys {key}"), "table", result);
+        // Each part's failure apart, so an explained one cannot hide another; one check if all agree.
+        let r = format!("ApiKeys {key}");
+        match result {
+            Err(e) => matrix.record(&r, "table", Err(e)),
+            Ok(parts) if parts.iter().all(Result::is_ok) => matrix.record(&r, "table", Ok(())),
+            Ok(parts) => parts.into_iter().filter(Result::is_err).for_each(|p| matrix.record(&r, "table", p)),
+        }
     }
     for k in ApiKey::ALL.iter().filter(|k| !java_apis.iter().any(|a| a["key"].as_i64() == Some(k.key().into()))) {
-        matrix.record(
-            &format!("ApiKeys {}", k.key()),
-            "table",
-            Err(format!("Java has no api key {} ({})", k.key(), k.name())),
-        );
+        let r = format!("ApiKeys {}", k.key());
+        // Fine where the jar's release does not define the api either (a merged build's apis of
+        // other releases): checked in `ApiKey::info().releases` and in that release's spec.
+        let rel = build.jar_release();
+        let info = k.info();
+        let theirs = info.releases.iter().find(|r| r.release == rel).map_or(VersionRange::NONE, |r| r.valid);
+        let spec = build.spec(build.jar_release, &format!("{}Request", k.name()));
+        if build.merged() && theirs.is_empty() && spec.map_or(true, |s| spec_range(s["validVersions"].as_str()).is_none()) {
+            let by: Vec<&str> = info.releases.iter().filter(|r| !r.valid.is_empty()).map(|r| r.release).collect();
+            matrix.only.insert((r, "table".into()), format!("not in {rel}, defined by {}", by.join(", ")));
+        } else {
+            matrix.record(&r, "table", Err(format!("Java has no api key {} ({})", k.key(), k.name())));
+        }
     }
 }
 
@@ -790,12 +1402,36 @@ fn java_oracle() {
             .expect("JSON");
     let version = tables["kafkaClients"].as_str().unwrap_or("?").to_string();
 
+    let build = Build::new(&version);
+    // Java's messages under kafka-wire's names: an api by its key and direction (a merged build
+    // names api 74 as Kafka 4.1 renamed it).
     let mut java: HashMap<String, Vec<Value>> = HashMap::new();
+    let mut java_names = HashMap::new();
+    let mut jar_versions: HashMap<String, std::collections::BTreeSet<i16>> = HashMap::new();
     for line in read_jsonl(&dir.join("java-vectors.jsonl")) {
-        java.entry(line["name"].as_str().unwrap_or_default().to_string()).or_default().push(line);
+        let java_name = line["name"].as_str().unwrap_or_default().to_string();
+        let key = line["apiKey"].as_i64().unwrap_or(-1);
+        let ours = (key >= 0)
+            .then(|| ApiKey::from_i16(key as i16))
+            .flatten()
+            .map(|k| format!("{}{}", k.name(), if line["kind"] == "request" { "Request" } else { "Response" }))
+            .unwrap_or_else(|| java_name.clone());
+        if ours != java_name {
+            java_names.insert(ours.clone(), java_name);
+        }
+        jar_versions.entry(ours.clone()).or_default().insert(line["version"].as_i64().unwrap_or(-1) as i16);
+        java.entry(ours).or_default().push(line);
     }
     let mut matrix = Matrix::default();
-    let mut visitor = Visitor { java: &java, matrix: &mut matrix, rust_vectors: Vec::new(), seen: Vec::new() };
+    let mut visitor = Visitor {
+        java: &java,
+        matrix: &mut matrix,
+        rust_vectors: Vec::new(),
+        seen: Vec::new(),
+        jar_versions,
+        java_names,
+        build: &build,
+    };
     visit_json_messages(&mut visitor);
     let Visitor { rust_vectors, seen, .. } = visitor;
     for (name, lines) in &java {
@@ -811,20 +1447,47 @@ fn java_oracle() {
     }
     let input: String = rust_vectors.iter().map(|(l, _)| format!("{l}\n")).collect();
     let answers = run_java(&cp, "check", &dir, "rust-vectors.jsonl", &input);
-    check_java_answers(&mut matrix, &rust_vectors, &answers);
-    check_tables(&dir, &mut matrix);
+    // Where Java's JSON differs from kafka-wire's only by renamed fields (a merged build names
+    // them as the newest release does), Java reads kafka-wire's JSON again under its own names.
+    let retry: Vec<(usize, Value)> = rust_vectors
+        .iter()
+        .zip(&answers)
+        .enumerate()
+        .filter_map(|(i, ((line, expect), a))| match compare_json(&expect.json, &a["json"]) {
+            Err(JsonDiff::Renamed(r)) => {
+                let mut l = line.clone();
+                l["json"] = renamed_back(&expect.json, &r);
+                Some((i, l))
+            }
+            _ => None,
+        })
+        .collect();
+    let retried: HashMap<usize, Value> = if retry.is_empty() {
+        HashMap::new()
+    } else {
+        let input: String = retry.iter().map(|(_, l)| format!("{l}\n")).collect();
+        let again = run_java(&cp, "check", &dir, "rust-vectors-renamed.jsonl", &input);
+        assert_eq!(again.len(), retry.len(), "Java answered every renamed vector");
+        retry.iter().map(|(i, _)| *i).zip(again).collect()
+    };
+    check_java_answers(&mut matrix, &rust_vectors, &answers, &retried);
+    check_tables(&dir, &build, &mut matrix);
     check_records(&dir, &cp, &mut matrix);
 
     let ctx = Ctx {
         tables: tables.clone(),
-        jar_specs: dir.join("specs"),
-        our_specs: Path::new(env!("CARGO_MANIFEST_DIR")).join(kafka_wire::SPEC_DIR),
+        jar_index: SpecIndex::read(&dir.join("specs")),
+        build,
     };
     let report = report(&matrix, &version, &ctx);
     std::fs::write(dir.join("MATRIX.md"), &report.markdown).expect("write matrix");
     std::fs::write(dir.join("cells.json"), serde_json::to_string_pretty(&report.cells).expect("JSON"))
         .expect("write cells");
-    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/java/MATRIX-kafka-clients-{version}.md"));
+    // One committed matrix per (kafka-clients version, spec set): the merged default build's
+    // apart from the single-release build's.
+    let suffix = if ctx.build.merged() { "-merged" } else { "" };
+    let committed =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/java/MATRIX-kafka-clients-{version}{suffix}.md"));
     if std::env::var_os("KAFKA_WIRE_UPDATE_MATRIX").is_some() {
         std::fs::write(&committed, &report.markdown).expect("write tests/java matrix");
     }
@@ -843,7 +1506,21 @@ fn java_oracle() {
         committed.display(),
         dir.join("MATRIX.md").display()
     );
-    println!("java oracle: {} of {} cells agree (kafka-clients {version})", report.agree, report.total);
+    if ctx.build.merged() {
+        println!(
+            "kafka-wire only: {} message versions and api keys the jar's release ({}) does not define; not sent to Java, not cells",
+            matrix.only.len(),
+            ctx.build.jar_release()
+        );
+        println!(
+            "java oracle: {} of {} cells agree (kafka-clients {version}, {})",
+            report.agree,
+            report.total,
+            ctx.build.label()
+        );
+    } else {
+        println!("java oracle: {} of {} cells agree (kafka-clients {version})", report.agree, report.total);
+    }
 }
 
 struct Report {
@@ -875,7 +1552,7 @@ fn report(matrix: &Matrix, version: &str, ctx: &Ctx) -> Report {
                 Some((id, Ok(()))) => {
                     used.push(id);
                     agree += 1;
-                    notes.insert(id, EXPLAINED.iter().find(|e| e.0 == id).map_or("", |e| e.2));
+                    notes.insert(id, EXPLAINED.iter().find(|e| e.0 == id).map_or("", |e| e.3));
                     (
                         format!("explained ({id}): {}", cell.failures[0]),
                         format!("explained ({id}): {}", cell.failures[0]),
@@ -911,11 +1588,22 @@ fn report(matrix: &Matrix, version: &str, ctx: &Ctx) -> Report {
         };
         grid.entry((name, n, r.clone())).or_default().insert(c.as_str(), short.replace('|', "\\|"));
     }
+    let mut only_per_column: BTreeMap<&str, usize> = BTreeMap::new();
+    for ((r, c), why) in &matrix.only {
+        *only_per_column.entry(c.as_str()).or_default() += 1;
+        cells.push(json!({"row": r, "column": c, "checks": 0, "status": format!("kafka-wire only: {why}")}));
+        let (name, n) = match r.rsplit_once(' ') {
+            Some((name, n)) => (name.to_string(), n.trim_start_matches('v').parse::<i64>().unwrap_or(0)),
+            None => (r.clone(), 0),
+        };
+        grid.entry((name, n, r.clone())).or_default().insert(c.as_str(), format!("kafka-wire only: {why}"));
+    }
     let stale =
-        EXPLAINED.iter().filter(|e| explanation_applies(e, version) && !used.contains(&e.0)).map(|e| e.0).collect();
+        EXPLAINED.iter().filter(|e| explanation_applies(e, version, ctx.build.merged()) && !used.contains(&e.0)).map(|e| e.0).collect();
     let mut summary = String::new();
+    let title = if ctx.build.merged() { format!("{version} ({})", ctx.build.label()) } else { version.to_string() };
     let mut md = format!(
-        "# Java oracle matrix: kafka-wire vs kafka-clients {version}\n\n\
+        "# Java oracle matrix: kafka-wire vs kafka-clients {title}\n\n\
          Generated by `scripts/java-oracle.sh` (`tests/java_oracle.rs`; `KAFKA_WIRE_UPDATE_MATRIX=1` rewrites this file,\n\
          and the test fails while it differs from a run). Do not edit. Explanations are code in `tests/java_oracle.rs`\n\
          (`EXPLAINED`, `explain`), which checks each one still holds.\n\n\
@@ -923,12 +1611,36 @@ fn report(matrix: &Matrix, version: &str, ctx: &Ctx) -> Report {
          - **b**: kafka-wire's schema-driven samples; Java reads them (every byte), writes identical bytes, prints kafka-wire's JSON and reads kafka-wire's JSON to an equal object. Records: kafka-wire's builder blobs read by `MemoryRecords.readableRecords` (`ensureValid()` on every batch).\n\
          - **c**: rejections agree: truncated bodies (both directions), a null in a field not nullable at the version (JSON), a tag the message has only at other versions; a value written at neighbouring versions (both directions) gives the same bytes or is refused by both (a non-default value in a non-ignorable field the version lacks). Records: a flipped last byte fails a CRC on both sides; a blob cut one byte short gives the same whole batches, and the rest is a partial batch.\n\
          - **table**: `Errors` (name, retriable, message) and `ApiKeys` (versions, unstable latest, deprecation, listeners, header versions).\n\n\
-         JSON: kafka-wire keeps unknown tagged fields as `_unknownTaggedFields` and `records` as base64; Java's converter drops the first and writes the second as an empty binary. The Java side checks it did exactly that and adds kafka-wire's form before comparing, so every other byte of the JSON is compared as is.\n\n\
-         | column | cells | agree | explained |\n| --- | ---: | ---: | ---: |\n"
+         JSON: kafka-wire keeps unknown tagged fields as `_unknownTaggedFields` and `records` as base64; Java's converter drops the first and writes the second as an empty binary. The Java side checks it did exactly that and adds kafka-wire's form before comparing, so every other byte of the JSON is compared as is.\n\n"
     );
+    if ctx.build.merged() {
+        let _ = write!(
+            md,
+            "\n\
+             This build is merged from several releases' specs (`kafka_wire::SPEC_DIR`: {}), oldest first; each version\n\
+             comes from the newest release that defines it (`ApiKey::info().origin`). Java is compared on every version\n\
+             its jar has. What kafka-wire has and the jar does not is listed as **kafka-wire only**, not sent to Java and\n\
+             not counted as cells, where the jar's release ({}) does not define it either (checked in its spec and in\n\
+             `ApiKey::info().releases`; otherwise the cell fails). The `ApiKeys` table compares the versions, unstable\n\
+             flag, deprecation and header versions of {} (`ApiKey::info().releases`).\n\n",
+            ctx.build.releases.iter().map(|r| r.0.as_str()).collect::<Vec<_>>().join(", "),
+            ctx.build.jar_release(),
+            ctx.build.jar_release()
+        );
+        md.push_str("| column | cells | agree | explained | kafka-wire only (not cells) |\n| --- | ---: | ---: | ---: | ---: |\n");
+    } else {
+        md.push_str("| column | cells | agree | explained |\n| --- | ---: | ---: | ---: |\n");
+    }
     for (c, (n, a, x)) in &per_column {
-        let _ = writeln!(md, "| {c} | {n} | {a} | {x} |");
+        if ctx.build.merged() {
+            let _ = writeln!(md, "| {c} | {n} | {a} | {x} | {} |", only_per_column.get(c).unwrap_or(&0));
+        } else {
+            let _ = writeln!(md, "| {c} | {n} | {a} | {x} |");
+        }
         let _ = writeln!(summary, "  ({c}) {a} agree + {x} explained of {n}");
+    }
+    for (c, o) in &only_per_column {
+        let _ = writeln!(summary, "  ({c}) kafka-wire only: {o}");
     }
     if !notes.is_empty() {
         md.push_str("\n## Explanations\n\n");

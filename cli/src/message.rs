@@ -3,10 +3,12 @@
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use kafka_wire::messages::{RequestHeader, ResponseHeader};
+use kafka_wire::messages::ResponseHeader;
 use kafka_wire::runtime::json::serde_json::{json, Value};
+use kafka_wire::codec::decode_response_body;
+use kafka_wire::header;
 use kafka_wire::runtime::lenient::{decode_leniently, Leniency, LeniencyKind};
-use kafka_wire::{ApiKey, Bytes, Decode, JsonMessage, RequestKind, ResponseKind};
+use kafka_wire::{ApiKey, Bytes, Decode, DecodeError, DecodeErrorKind, JsonMessage, RequestKind, ResponseKind};
 
 use crate::error::CliError;
 use crate::input;
@@ -70,50 +72,42 @@ pub fn decode_body(key: i16, version: i16, request: bool, bytes: &[u8]) -> Resul
     body_json(key, version, request, Bytes::copy_from_slice(bytes)).map_err(CliError::Input)
 }
 
-/// What a request's first eight bytes say, for any api key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RequestPeek {
-    /// The api key.
-    pub api_key: i16,
-    /// The api version.
-    pub api_version: i16,
-    /// The correlation id.
-    pub correlation_id: i32,
-}
-
-/// Reads the api key, version and correlation id at the start of a request payload.
-pub fn peek_request(payload: &[u8]) -> Option<RequestPeek> {
-    let b: &[u8; 8] = payload.get(..8)?.try_into().ok()?;
-    Some(RequestPeek {
-        api_key: i16::from_be_bytes([b[0], b[1]]),
-        api_version: i16::from_be_bytes([b[2], b[3]]),
-        correlation_id: i32::from_be_bytes([b[4], b[5], b[6], b[7]]),
-    })
-}
-
 /// A request payload (a frame without its size): header and body JSON.
 pub fn request_json(payload: &[u8]) -> Result<(Value, Value), String> {
-    let peek = peek_request(payload).ok_or_else(|| format!("request of {} bytes is shorter than a header", payload.len()))?;
-    let api = known(peek.api_key)?;
-    let hv = api.request_header_version(peek.api_version);
+    let (key, _, _) =
+        header::peek_request_start(payload).ok_or_else(|| format!("request of {} bytes is shorter than a header", payload.len()))?;
+    known(key)?;
     let mut buf = Bytes::copy_from_slice(payload);
-    let header = RequestHeader::decode(&mut buf, hv).map_err(|e| e.to_string())?;
+    let (header, hv) = header::decode_request_header(&mut buf).map_err(|e| e.to_string())?;
+    let version = header.request_api_version;
     let header = header.to_json(hv).map_err(|e| e.to_string())?;
     let offset = payload.len() - buf.len();
-    let body = body_json(peek.api_key, peek.api_version, true, buf).map_err(|e| format!("body (after {offset} header bytes): {e}"))?;
+    let body = body_json(key, version, true, buf).map_err(|e| format!("body (after {offset} header bytes): {e}"))?;
     Ok((header, body))
 }
 
-/// A response payload of `key` at `version`: header and body JSON.
+/// A response payload of `key` at `version`: header and body JSON (an ApiVersions error
+/// response at v0 is read as the codec reads it, see [`decode_response_body`]).
 pub fn response_json(payload: &[u8], key: i16, version: i16) -> Result<(Value, Value), String> {
     let api = known(key)?;
-    let hv = api.response_header_version(version);
+    let hv = header::response_header_version(api, version);
     let mut buf = Bytes::copy_from_slice(payload);
     let header = ResponseHeader::decode(&mut buf, hv).map_err(|e| e.to_string())?;
     let header = header.to_json(hv).map_err(|e| e.to_string())?;
     let offset = payload.len() - buf.len();
-    let body = body_json(key, version, false, buf).map_err(|e| format!("body (after {offset} header bytes): {e}"))?;
+    let (_, body) = decode_response_body(api, version, &buf, |version, body| {
+        body_json(key, version, false, body.clone()).map_err(|e| DecodeError::new(DecodeErrorKind::Invalid(e), 0))
+    })
+    .map_err(|(_, e)| format!("body (after {offset} header bytes): {}", invalid_text(e)))?;
     Ok((header, body))
+}
+
+/// The message of an error made from text by [`response_json`].
+fn invalid_text(e: DecodeError) -> String {
+    match e.kind() {
+        DecodeErrorKind::Invalid(text) => text.clone(),
+        _ => e.to_string(),
+    }
 }
 
 /// Splits a size-prefixed frame into its payload, checking the size.

@@ -95,3 +95,51 @@ fn the_default_releases_merge_into_every_version_of_both() {
     assert_eq!(live.len(), 93);
     assert_eq!(versions, 361);
 }
+
+/// Kafka 2.5 renamed FetchRequest's `MaxWait` to `MaxWaitMs` while adding a tagged field in front:
+/// the rename is recognised by wire position, not list position.
+#[test]
+fn a_renamed_field_is_matched_by_its_wire_position() {
+    let old = pair("0-3", r#"{"name": "A", "type": "int32", "versions": "0+"}, {"name": "MaxWait", "type": "int32", "versions": "0+"}"#);
+    let new = pair(
+        "0-4",
+        r#"{"name": "Tagged", "type": "string", "versions": "2+", "taggedVersions": "2+", "tag": 0, "nullableVersions": "2+", "default": "null"},
+           {"name": "A", "type": "int32", "versions": "0+"}, {"name": "MaxWaitMs", "type": "int32", "versions": "0+"}"#,
+    );
+    let m = merged(&old, &new).unwrap();
+    let msg = m.messages.iter().find(|m| m.name == "ThingRequest").unwrap();
+    let names: Vec<_> = msg.structs[0].fields.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["Tagged", "A", "MaxWaitMs"], "one field under the newer name");
+}
+
+/// A tagged field added to a version both releases have (no version bump needed), and
+/// `bytes` becoming `records`, merge; an untagged field added to an existing version does not.
+#[test]
+fn tagged_fields_join_existing_versions_and_bytes_is_records() {
+    let old = pair("0-3", r#"{"name": "R", "type": "bytes", "versions": "0+", "nullableVersions": "0+"}"#);
+    let new = pair(
+        "0-3",
+        r#"{"name": "R", "type": "records", "versions": "0+", "nullableVersions": "0+"},
+           {"name": "T", "type": "int32", "versions": "2+", "taggedVersions": "2+", "tag": 0}"#,
+    );
+    let m = merged(&old, &new).unwrap();
+    assert_eq!(field(&m, "T").tagged, VersionRange::new(2, 3));
+    assert_eq!(field(&m, "R").ty, FieldType::Records, "the newer type kept");
+    let new = pair("0-3", r#"{"name": "R", "type": "bytes", "versions": "0+", "nullableVersions": "0+"}, {"name": "U", "type": "int32", "versions": "2+"}"#);
+    let err = merged(&old, &new).unwrap_err();
+    assert!(err.ends_with("U: cannot merge releases: present at v2 in one release only"), "{err}");
+}
+
+/// Api 74 was renamed between releases: the request and response merge by key under the newer name.
+#[test]
+fn an_api_renamed_between_releases_merges_by_key() {
+    let spec = |kind: &str, name: &str, valid: &str| {
+        format!(r#"{{"apiKey": 74, "type": "{kind}", "name": "{name}", "validVersions": "{valid}", "flexibleVersions": "0+", "fields": []}}"#)
+    };
+    let old = vec![("OldRequest.json", spec("request", "OldRequest", "0")), ("OldResponse.json", spec("response", "OldResponse", "0"))];
+    let new = vec![("NewRequest.json", spec("request", "NewRequest", "0-1")), ("NewResponse.json", spec("response", "NewResponse", "0-1"))];
+    let m = merged(&old, &new).unwrap();
+    let api = m.apis.iter().find(|a| a.key == 74).unwrap();
+    assert_eq!((api.name.as_str(), api.valid), ("New", VersionRange::new(0, 1)));
+    assert!(!m.messages.iter().any(|m| m.name.starts_with("Old")), "no second type for the old name");
+}

@@ -13,9 +13,6 @@ use tokio::net::TcpStream;
 use crate::broker::{errors, Broker};
 use crate::{groups, handlers};
 
-/// Largest request accepted (Kafka's `socket.request.max.bytes` default).
-const MAX_REQUEST_SIZE: usize = 100 * 1024 * 1024;
-
 enum Sasl {
     /// No SASL configured: every request is served.
     Off,
@@ -40,8 +37,10 @@ enum Reply {
 pub async fn serve(broker: Arc<Broker>, mut stream: TcpStream, peer: SocketAddr) {
     // The sans-io codec over a plain read loop, rather than tokio-util's Framed, because after a
     // v0 SaslHandshake the next frame is a bare SASL token with no request header.
-    let mut codec = ServerCodec::with_max_frame_size(MAX_REQUEST_SIZE);
-    let raw_frames = FrameDecoder::new(MAX_REQUEST_SIZE);
+    // Requests up to the maximum frame size of the limits in force (Kafka's default
+    // `socket.request.max.bytes`, 100 MiB, unless configured).
+    let mut codec = ServerCodec::new();
+    let raw_frames = FrameDecoder::default();
     let mut input = BytesMut::with_capacity(64 * 1024);
     let mut output = BytesMut::new();
     let mut sasl = if broker.config.sasl_plain.is_some() { Sasl::Handshake } else { Sasl::Off };
@@ -144,11 +143,10 @@ async fn handle(broker: &Broker, frame: &RequestFrame, sasl: &mut Sasl) -> (i16,
         // No response type to answer with; Kafka closes the connection too.
         Err(e) => return (version, Reply::Close(e.to_string())),
     };
-    if api == ApiKey::ApiVersions && !handlers::supported(api).is_some_and(|r| r.contains(version)) {
-        // As Kafka: UNSUPPORTED_VERSION at v0, with the ApiVersions range, so that the client
-        // can retry with a version both sides know.
-        let body = handlers::api_versions(errors::UNSUPPORTED_VERSION, true);
-        return (0, Reply::Send(body.into()));
+    // As Kafka: an ApiVersions version it does not serve gets UNSUPPORTED_VERSION at v0 with the
+    // ApiVersions range, so that the client can retry with a version both sides know.
+    if let Some(answer) = handlers::supported(ApiKey::ApiVersions).and_then(|r| frame.unsupported_api_versions(r)) {
+        return (answer.version, Reply::Send(answer.body));
     }
     let pre_auth = matches!(sasl, Sasl::Handshake | Sasl::Authenticate | Sasl::RawToken);
     if pre_auth && !matches!(api, ApiKey::ApiVersions | ApiKey::SaslHandshake | ApiKey::SaslAuthenticate) {
@@ -167,7 +165,7 @@ async fn handle(broker: &Broker, frame: &RequestFrame, sasl: &mut Sasl) -> (i16,
     };
     let client_id = frame.client_id().unwrap_or("");
     let reply = match request {
-        RequestKind::ApiVersions(_) => Reply::Send(handlers::api_versions(errors::NONE, false).into()),
+        RequestKind::ApiVersions(_) => Reply::Send(handlers::api_versions(errors::NONE).into()),
         RequestKind::Metadata(r) => Reply::Send(handlers::metadata(broker, &r, version).into()),
         RequestKind::CreateTopics(r) => Reply::Send(handlers::create_topics(broker, &r, version).into()),
         RequestKind::Produce(r) => match handlers::produce(broker, &r) {

@@ -51,10 +51,9 @@ fn s(v: &str) -> ByteString {
     ByteString::from(v.to_owned())
 }
 
-pub fn api_versions(error_code: i16, only_self: bool) -> ApiVersionsResponse {
+pub fn api_versions(error_code: i16) -> ApiVersionsResponse {
     let api_keys = IMPLEMENTED
         .iter()
-        .filter(|(k, _, _)| !only_self || *k == ApiKey::ApiVersions)
         .filter_map(|(k, _, _)| {
             let r = supported(*k)?;
             Some(ApiVersion { api_key: k.key(), min_version: r.lo, max_version: r.hi, ..Default::default() })

@@ -3,7 +3,8 @@
 //! each target in `targets.rs` expects. Generated rather than committed, so the corpus follows
 //! the specs the crate is built from.
 
-use kafka_wire::messages::{visit_messages, RequestHeader};
+use kafka_wire::header;
+use kafka_wire::messages::{visit_messages, RequestHeader, ResponseHeader};
 use kafka_wire::runtime::records::{Compression, LegacyBuilder, Record, RecordBatchBuilder};
 use kafka_wire::runtime::sample::{MessageVisitor, Sample, SampleRng};
 use kafka_wire::{ApiKey, Bytes, Encode, Message};
@@ -33,14 +34,17 @@ impl MessageVisitor for Collect {
             self.0.push((target, name.clone(), with_sel(&[])));
             self.0.push(("roundtrip", name.clone(), with_sel(&[dir])));
             if request {
-                self.0.push(("decode_frame", name, frame(key, version, &body)));
+                // Fed in two parts, cut 5 bytes in: the size prefix and one header byte first.
+                self.0.push(("decode_frame", name, [&[5u8][..], &request_frame(key, version, &body)].concat()));
+            } else {
+                self.0.push(("decode_response_frame", name, [&sel[..], &response_frame(key, version, &body)].concat()));
             }
         }
     }
 }
 
 /// A size-prefixed request frame: header at the version Kafka uses, then the body.
-fn frame(key: ApiKey, version: i16, body: &[u8]) -> Vec<u8> {
+fn request_frame(key: ApiKey, version: i16, body: &[u8]) -> Vec<u8> {
     let header = RequestHeader {
         request_api_key: key.key(),
         request_api_version: version,
@@ -48,7 +52,17 @@ fn frame(key: ApiKey, version: i16, body: &[u8]) -> Vec<u8> {
         client_id: Some("fuzz".into()),
         ..Default::default()
     };
-    let header_version = key.request_header_version(version);
+    size_prefixed(&header, header::request_header_version(key.key(), version), body)
+}
+
+/// A size-prefixed response frame answering correlation id 1 (what `decode_response_frame`
+/// has in flight).
+fn response_frame(key: ApiKey, version: i16, body: &[u8]) -> Vec<u8> {
+    let header = ResponseHeader { correlation_id: 1, ..Default::default() };
+    size_prefixed(&header, header::response_header_version(key, version), body)
+}
+
+fn size_prefixed(header: &impl Encode, header_version: i16, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     let size = header.encoded_len(header_version) + body.len();
     out.extend_from_slice(&(size as i32).to_be_bytes());

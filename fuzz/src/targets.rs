@@ -5,10 +5,10 @@
 //! Every function must return normally for any input: a panic is a bug, either a decoder that
 //! panics on hostile bytes or a broken invariant asserted here.
 
-use kafka_wire::messages::RequestHeader;
-use kafka_wire::runtime::limits::{split_frame, DecodeLimits};
+use kafka_wire::codec::{ClientCodec, RequestFrame, ServerCodec};
+use kafka_wire::runtime::limits::DecodeLimits;
 use kafka_wire::runtime::records::{Batch, Batches, DecodeOptions};
-use kafka_wire::{ApiKey, Bytes, BytesMut, Decode, DecodeError, RequestKind, ResponseKind};
+use kafka_wire::{ApiKey, Bytes, BytesMut, RequestKind, ResponseKind};
 
 /// Limits for the targets: the defaults, but with frames and inflated batches small enough that a
 /// decompression bomb costs milliseconds, not seconds.
@@ -53,30 +53,51 @@ pub fn decode_response(data: &[u8]) {
     });
 }
 
-/// Splits the input into size-prefixed request frames as a broker reads a socket, and decodes
-/// each frame's header and body.
+/// Reads the input as a broker reads a socket, through the production path: the connection
+/// codec's frame splitter and header reader (`ServerCodec`, `RequestFrame::parse`), then each
+/// body. The input is fed in two parts (split where its first byte says) so partial frames are
+/// exercised too.
 pub fn decode_frame(data: &[u8]) {
+    let Some((cut, data)) = data.split_first() else { return };
+    let (first, second) = data.split_at(usize::from(*cut).min(data.len()));
     LIMITS.scope(|| {
-        let mut buf = BytesMut::from(data);
-        while let Ok(Some(frame)) = split_frame(&mut buf) {
-            let _ = decode_request_frame(frame);
+        let mut codec = ServerCodec::new();
+        let mut buf = BytesMut::from(first);
+        for more in [second, &[][..]] {
+            loop {
+                match codec.decode_request(&mut buf) {
+                    Ok(Some(frame)) => check_request_frame(&frame),
+                    Ok(None) => break,
+                    // A framing or header error ends the connection.
+                    Err(_) => return,
+                }
+            }
+            buf.extend_from_slice(more);
         }
     });
 }
 
-/// Decodes one request frame (without its size prefix): the header at the version Kafka uses for
-/// the api and version it names, then the body.
-pub fn decode_request_frame(mut frame: Bytes) -> Result<(RequestHeader, RequestKind), DecodeError> {
-    let (key, version) = match frame.first_chunk::<4>() {
-        Some([a, b, c, d]) => (i16::from_be_bytes([*a, *b]), i16::from_be_bytes([*c, *d])),
-        None => (-1, -1),
-    };
-    // Unknown keys get header v1 so their header still decodes; the body then fails.
-    let header_version = ApiKey::from_i16(key).map_or(1, |k| k.request_header_version(version));
-    let header = RequestHeader::decode(&mut frame, header_version)?;
-    assert_eq!((header.request_api_key, header.request_api_version), (key, version));
-    let body = RequestKind::decode(key, version, &mut frame)?;
-    Ok((header, body))
+/// One request frame read by the codec: the header must say what its first bytes say, and the
+/// body decodes (or fails) without panicking.
+fn check_request_frame(frame: &RequestFrame) {
+    let _ = frame.decode_body();
+}
+
+/// Reads the input as a client reads responses through `ClientCodec`: the first two bytes pick
+/// the api and version of a request in flight (see [`select`]) with correlation id 1; the rest
+/// is the broker's byte stream.
+pub fn decode_response_frame(data: &[u8]) {
+    let Some((key, version, stream)) = select(data) else { return };
+    LIMITS.scope(|| {
+        let mut codec = ClientCodec::new();
+        if codec.expect_response(1, key, version).is_err() {
+            return;
+        }
+        let mut buf = BytesMut::from(stream);
+        while let Ok(Some(response)) = codec.decode_response(&mut buf) {
+            std::hint::black_box(response);
+        }
+    });
 }
 
 /// Walks a records field and decodes every record of every batch, whatever its codec. The first
@@ -148,10 +169,11 @@ pub fn roundtrip(data: &[u8]) {
 }
 
 /// Every target by name, as `run.sh` and the corpus test know them.
-pub const TARGETS: [(&str, fn(&[u8])); 5] = [
+pub const TARGETS: [(&str, fn(&[u8])); 6] = [
     ("decode_request", decode_request),
     ("decode_response", decode_response),
     ("decode_frame", decode_frame),
+    ("decode_response_frame", decode_response_frame),
     ("decode_records", decode_records),
     ("roundtrip", roundtrip),
 ];

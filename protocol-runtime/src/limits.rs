@@ -26,15 +26,16 @@
 use std::cell::Cell;
 use std::fmt;
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::Bytes;
 
 use crate::error::{DecodeError, DecodeErrorKind};
 
 /// Bounds applied while decoding. Every field is an inclusive maximum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DecodeLimits {
-    /// Largest frame (the size after the int32 size prefix) [`split_frame`] accepts. Default:
-    /// 100 MiB, Kafka's `socket.request.max.bytes`.
+    /// Largest frame (the size after the int32 size prefix) the connection codec's frame
+    /// decoder accepts when made with these limits in force. Default: 100 MiB, Kafka's
+    /// `socket.request.max.bytes`.
     pub max_frame_size: usize,
     /// Most elements one array (or one tagged-field section) may claim. Default: 4 Mi.
     pub max_array_len: usize,
@@ -90,18 +91,6 @@ impl DecodeLimits {
     pub fn record_options(&self) -> crate::records::DecodeOptions {
         crate::records::DecodeOptions { max_decompressed_size: self.max_decompressed_size, verify_crc: true }
     }
-
-    /// Checks a frame's int32 size prefix: not negative and at most
-    /// [`max_frame_size`](Self::max_frame_size).
-    pub fn check_frame_size(&self, size: i32) -> Result<usize, DecodeError> {
-        let Ok(n) = usize::try_from(size) else {
-            return Err(DecodeError::new(DecodeErrorKind::NegativeLength(i64::from(size)), 0));
-        };
-        if n > self.max_frame_size {
-            return Err(exceeded(Limit::FrameSize, n, self.max_frame_size, 0));
-        }
-        Ok(n)
-    }
 }
 
 impl Default for DecodeLimits {
@@ -114,8 +103,6 @@ impl Default for DecodeLimits {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Limit {
-    /// [`DecodeLimits::max_frame_size`].
-    FrameSize,
     /// [`DecodeLimits::max_array_len`].
     ArrayLen,
     /// [`DecodeLimits::max_string_len`].
@@ -131,7 +118,6 @@ pub enum Limit {
 impl fmt::Display for Limit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Limit::FrameSize => "max_frame_size",
             Limit::ArrayLen => "max_array_len",
             Limit::StringLen => "max_string_len",
             Limit::BytesLen => "max_bytes_len",
@@ -262,22 +248,6 @@ pub fn check_bytes_len(n: usize, remaining: usize) -> Result<(), DecodeError> {
     Ok(())
 }
 
-/// Splits one size-prefixed frame off the front of `buf`, as read from a socket: `Ok(None)` when
-/// the frame is not complete yet, an error when its size is negative or over
-/// [`DecodeLimits::max_frame_size`] of the limits in force (checked as soon as the four size
-/// bytes arrive, before waiting for or buffering the rest).
-pub fn split_frame(buf: &mut BytesMut) -> Result<Option<Bytes>, DecodeError> {
-    let Some(prefix) = buf.first_chunk::<4>() else {
-        return Ok(None);
-    };
-    let size = current().check_frame_size(i32::from_be_bytes(*prefix))?;
-    if buf.len().saturating_sub(4) < size {
-        return Ok(None);
-    }
-    buf.advance(4);
-    Ok(Some(buf.split_to(size).freeze()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -332,24 +302,6 @@ mod tests {
                 assert!(charge_array(7, 8, 0).is_ok());
                 assert!(charge_array(1, 8, 0).is_err());
             });
-        });
-    }
-
-    #[test]
-    fn frames_checked_on_their_size_prefix() {
-        let limits = DecodeLimits { max_frame_size: 8, ..DecodeLimits::DEFAULT };
-        limits.scope(|| {
-            let mut buf = BytesMut::from(&[0, 0, 0, 3, 1, 2][..]);
-            assert_eq!(split_frame(&mut buf).unwrap(), None);
-            buf.extend_from_slice(&[3, 0, 0]);
-            assert_eq!(&split_frame(&mut buf).unwrap().unwrap()[..], [1, 2, 3]);
-            assert_eq!(&buf[..], [0, 0]);
-            // Nine bytes claimed: refused before they arrive.
-            let mut big = BytesMut::from(&[0, 0, 0, 9][..]);
-            let err = split_frame(&mut big).unwrap_err();
-            assert_eq!(err.kind(), &DecodeErrorKind::LimitExceeded { limit: Limit::FrameSize, value: 9, max: 8 });
-            let mut neg = BytesMut::from(&[0xff, 0xff, 0xff, 0xff][..]);
-            assert_eq!(split_frame(&mut neg).unwrap_err().kind(), &DecodeErrorKind::NegativeLength(-1));
         });
     }
 }

@@ -124,12 +124,19 @@ fn write_case(out: &mut String, name: &str, magic: i8, codec: Compression, data:
 /// Decodes a case's records field and checks every record, the magic and the codec.
 fn check_case(case: &Case) {
     let mut got = Vec::new();
+    // librdkafka sends a batch uncompressed when compressing does not make it smaller, which a
+    // small batch (a loaded machine can split the records into several) may be: its batches are
+    // the codec's or uncompressed, and at least one is the codec's.
+    let may_skip = case.name.starts_with("librdkafka") && case.codec != "none";
+    let mut with_codec = 0;
     for batch in Batches::new(case.data.clone()) {
         let batch = batch.unwrap_or_else(|e| panic!("{}: {e}", case.name));
         assert!(!batch.is_partial(), "{}: unexpected partial batch", case.name);
         assert_eq!(batch.magic(), Some(case.magic), "{}", case.name);
-        if case.codec != "mixed" {
-            assert_eq!(batch.compression().unwrap().name(), case.codec, "{}", case.name);
+        let codec = batch.compression().unwrap().name();
+        with_codec += usize::from(codec == case.codec);
+        if case.codec != "mixed" && !(may_skip && codec == "none") {
+            assert_eq!(codec, case.codec, "{}", case.name);
         }
         if let Batch::V2(b) = &batch {
             // Header fields agree with the records.
@@ -145,6 +152,9 @@ fn check_case(case: &Case) {
         got.extend(batch.records().unwrap_or_else(|e| panic!("{}: {e}", case.name)));
     }
     assert_eq!(got.len(), case.records.len(), "{}: record count", case.name);
+    if may_skip {
+        assert!(with_codec > 0, "{}: no batch is {}", case.name, case.codec);
+    }
     for (g, e) in got.iter().zip(&case.records) {
         assert_eq!(g, e, "{}", case.name);
     }

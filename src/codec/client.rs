@@ -1,11 +1,9 @@
 //! The client side: requests out, responses in, matched by correlation id.
 
-use std::collections::HashMap;
-
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 
 use super::frame::{begin_frame, FrameDecoder};
-use super::CodecError;
+use super::{CodecError, InFlight, Selection};
 use crate::messages::{RequestHeader, ResponseHeader};
 use crate::{ApiKey, ByteString, Decode, DecodeError, DecodeErrorKind, Encode, RequestKind, ResponseKind};
 
@@ -64,7 +62,7 @@ pub struct ResponseFrame {
 #[derive(Debug, Clone, Default)]
 pub struct ClientCodec {
     frames: FrameDecoder,
-    in_flight: HashMap<i32, (ApiKey, i16)>,
+    in_flight: InFlight,
 }
 
 impl ClientCodec {
@@ -75,12 +73,21 @@ impl ClientCodec {
 
     /// A codec accepting responses of at most `max_frame_size` bytes.
     pub fn with_max_frame_size(max_frame_size: usize) -> Self {
-        ClientCodec { frames: FrameDecoder::new(max_frame_size), in_flight: HashMap::new() }
+        ClientCodec { frames: FrameDecoder::new(max_frame_size), in_flight: InFlight::new() }
     }
 
     /// Requests sent and not yet answered.
     pub fn in_flight(&self) -> usize {
         self.in_flight.len()
+    }
+
+    /// Expects a response to a request that was sent without this codec (a proxy forwarding a
+    /// request frame as it came): its correlation id, api and version.
+    pub fn expect_response(&mut self, correlation_id: i32, api_key: ApiKey, version: i16) -> Result<(), CodecError> {
+        if !api_key.info().valid.contains(version) {
+            return Err(CodecError::UnsupportedVersion { api_key, version });
+        }
+        self.in_flight.insert(correlation_id, api_key, version)
     }
 
     /// Encodes `request` onto `dst` and, if it expects a response, remembers its correlation id.
@@ -101,20 +108,17 @@ impl ClientCodec {
         }
         let correlation_id = request.header.correlation_id;
         let expects_response = request.expects_response();
-        if expects_response && self.in_flight.contains_key(&correlation_id) {
+        if expects_response && self.in_flight.contains(correlation_id) {
             return Err(CodecError::DuplicateCorrelationId(correlation_id));
         }
-        let header_version = api_key.request_header_version(version);
+        let header_version = crate::header::request_header_version(key, version);
         let len = request.header.encoded_len(header_version) + request.body.encoded_len(version);
         let start = dst.len();
         let result = begin_frame(dst, len, i32::MAX as usize)
             .and_then(|()| request.header.encode(dst, header_version).map_err(CodecError::Encode))
             .and_then(|()| request.body.encode(dst, version).map_err(CodecError::Encode));
         match result {
-            Ok(()) if expects_response => {
-                self.in_flight.insert(correlation_id, (api_key, version));
-                Ok(())
-            }
+            Ok(()) if expects_response => self.in_flight.insert(correlation_id, api_key, version),
             Ok(()) => Ok(()),
             Err(e) => {
                 dst.truncate(start);
@@ -126,33 +130,96 @@ impl ClientCodec {
     /// Takes the next response off `src`, or `None` if it has not all arrived.
     #[cfg_attr(not(feature = "precompiled"), inline)]
     pub fn decode_response(&mut self, src: &mut BytesMut) -> Result<Option<ResponseFrame>, CodecError> {
+        let Some((frame, _, api_key, version)) = self.next_response(src)? else {
+            return Ok(None);
+        };
+        Self::decode_frame(frame, api_key, version).map(Some)
+    }
+
+    /// Like [`decode_response`](Self::decode_response), but decodes only responses whose api and
+    /// version `selection` asks for; the others come back whole as the bytes that arrived,
+    /// unparsed beyond the correlation id.
+    #[cfg_attr(not(feature = "precompiled"), inline)]
+    pub fn decode_response_selected(
+        &mut self,
+        src: &mut BytesMut,
+        selection: &Selection,
+    ) -> Result<Option<SelectedResponse>, CodecError> {
+        let Some((frame, correlation_id, api_key, version)) = self.next_response(src)? else {
+            return Ok(None);
+        };
+        if !selection.wants(api_key.key(), version) {
+            return Ok(Some(SelectedResponse::Raw { correlation_id, api_key, version, frame }));
+        }
+        Self::decode_frame(frame, api_key, version).map(|r| Some(SelectedResponse::Decoded(r)))
+    }
+
+    /// The next whole response frame, with the request it answers (forgotten from the in-flight
+    /// table).
+    fn next_response(&mut self, src: &mut BytesMut) -> Result<Option<(Bytes, i32, ApiKey, i16)>, CodecError> {
         let Some(frame) = self.frames.decode(src)? else {
             return Ok(None);
         };
-        let mut frame = frame.freeze();
-        let Some(b) = frame.get(..4) else {
+        let frame = frame.freeze();
+        let Some(b) = frame.first_chunk::<4>() else {
             let available = frame.len();
             return Err(CodecError::Header(DecodeError::new(
                 DecodeErrorKind::UnexpectedEnd { needed: 4, available },
                 available,
             )));
         };
-        let correlation_id = i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-        let (api_key, version) =
-            self.in_flight.remove(&correlation_id).ok_or(CodecError::UnknownCorrelationId(correlation_id))?;
-        let header = ResponseHeader::decode(&mut frame, api_key.response_header_version(version))
+        let correlation_id = i32::from_be_bytes(*b);
+        let (api_key, version) = self.in_flight.take(correlation_id).ok_or(CodecError::UnknownCorrelationId(correlation_id))?;
+        Ok(Some((frame, correlation_id, api_key, version)))
+    }
+
+    #[cfg_attr(not(feature = "precompiled"), inline)]
+    fn decode_frame(mut frame: Bytes, api_key: ApiKey, version: i16) -> Result<ResponseFrame, CodecError> {
+        let header = ResponseHeader::decode(&mut frame, crate::header::response_header_version(api_key, version))
             .map_err(CodecError::Header)?;
-        let body = frame;
-        match ResponseKind::decode(api_key.key(), version, &mut body.clone()) {
-            Ok(decoded) => Ok(Some(ResponseFrame { header, api_key, version, body: decoded })),
-            // A broker that does not support the ApiVersions version asked for answers with an
-            // error at v0 (UNSUPPORTED_VERSION and its own range), as Kafka's clients expect.
-            Err(_) if api_key == ApiKey::ApiVersions && version != 0 => {
-                ResponseKind::decode(api_key.key(), 0, &mut body.clone())
-                    .map(|decoded| Some(ResponseFrame { header, api_key, version: 0, body: decoded }))
-                    .map_err(|source| CodecError::Body { api_key, version: 0, source })
-            }
-            Err(source) => Err(CodecError::Body { api_key, version, source }),
+        let (version, body) = decode_response_body(api_key, version, &frame, |version, buf| {
+            ResponseKind::decode(api_key.key(), version, buf)
+        })
+        .map_err(|(version, source)| CodecError::Body { api_key, version, source })?;
+        Ok(ResponseFrame { header, api_key, version, body })
+    }
+}
+
+/// A response as [`ClientCodec::decode_response_selected`] gives it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SelectedResponse {
+    /// Decoded: its api and version were selected.
+    Decoded(ResponseFrame),
+    /// Passed through: the whole frame as it came (without its size prefix), with what it
+    /// answers.
+    Raw {
+        /// The correlation id.
+        correlation_id: i32,
+        /// The api of the request.
+        api_key: ApiKey,
+        /// The version of the request.
+        version: i16,
+        /// The frame: response header and body, untouched.
+        frame: Bytes,
+    },
+}
+
+/// Decodes a response body (the frame after its header) with `decode` at the request's
+/// version, and returns the version it was read at. A broker that does not support the
+/// ApiVersions version asked for answers with an error at v0 (UNSUPPORTED_VERSION and its own
+/// range, KIP-511), as Kafka's clients expect: such a body that does not decode at its version
+/// is read at v0. An error names the version it happened at.
+pub fn decode_response_body<T>(
+    api_key: ApiKey,
+    version: i16,
+    body: &Bytes,
+    decode: impl Fn(i16, &mut Bytes) -> Result<T, DecodeError>,
+) -> Result<(i16, T), (i16, DecodeError)> {
+    match decode(version, &mut body.clone()) {
+        Ok(decoded) => Ok((version, decoded)),
+        Err(_) if api_key == ApiKey::ApiVersions && version != 0 => {
+            decode(0, &mut body.clone()).map(|decoded| (0, decoded)).map_err(|e| (0, e))
         }
+        Err(e) => Err((version, e)),
     }
 }

@@ -1,11 +1,14 @@
-//! Size-prefix framing.
+//! Size-prefix framing: the one frame splitter of the crate, used by the codecs, the CLI's
+//! capture reader, the mini broker and the fuzz targets.
 
 use bytes::{Buf, BufMut, BytesMut};
 
 use super::CodecError;
+use crate::runtime::limits::{self, DecodeLimits};
 
-/// Default largest frame accepted: 100 MiB, Kafka's `socket.request.max.bytes` default.
-pub const DEFAULT_MAX_FRAME_SIZE: usize = 100 * 1024 * 1024;
+/// Default largest frame accepted: 100 MiB, Kafka's `socket.request.max.bytes` default
+/// ([`DecodeLimits::max_frame_size`] of the default limits).
+pub const DEFAULT_MAX_FRAME_SIZE: usize = DecodeLimits::DEFAULT.max_frame_size;
 
 /// Splits int32-size-prefixed frames off a buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,9 +16,11 @@ pub struct FrameDecoder {
     max_frame_size: usize,
 }
 
+/// The [`DecodeLimits::max_frame_size`] in force where it is made (the default limits unless a
+/// [`DecodeLimits::scope`] is active).
 impl Default for FrameDecoder {
     fn default() -> Self {
-        FrameDecoder { max_frame_size: DEFAULT_MAX_FRAME_SIZE }
+        FrameDecoder { max_frame_size: limits::current().max_frame_size }
     }
 }
 
@@ -34,14 +39,9 @@ impl FrameDecoder {
     /// more bytes are needed. A size past the maximum is an error as soon as the prefix has
     /// arrived: the space reserved in `src` is never more than the maximum.
     pub fn decode(&self, src: &mut BytesMut) -> Result<Option<BytesMut>, CodecError> {
-        let Some(prefix) = src.get(..4).and_then(|p| <[u8; 4]>::try_from(p).ok()) else {
+        let Some(size) = self.frame_size(src)? else {
             return Ok(None);
         };
-        let size = i32::from_be_bytes(prefix);
-        let size = usize::try_from(size).map_err(|_| CodecError::NegativeFrameSize(size))?;
-        if size > self.max_frame_size {
-            return Err(CodecError::FrameTooLarge { size, max: self.max_frame_size });
-        }
         if src.len() - 4 < size {
             // The size is bounded above, so reserving for the rest of the frame is safe and
             // saves reallocations while it arrives.
@@ -50,6 +50,29 @@ impl FrameDecoder {
         }
         src.advance(4);
         Ok(Some(src.split_to(size)))
+    }
+
+    /// The size of the frame at the start of `src` (after its 4-byte prefix), checked against
+    /// the maximum; `None` until the prefix has arrived.
+    pub fn frame_size(&self, src: &[u8]) -> Result<Option<usize>, CodecError> {
+        let Some(prefix) = src.first_chunk::<4>() else {
+            return Ok(None);
+        };
+        let size = i32::from_be_bytes(*prefix);
+        let size = usize::try_from(size).map_err(|_| CodecError::NegativeFrameSize(size))?;
+        if size > self.max_frame_size {
+            return Err(CodecError::FrameTooLarge { size, max: self.max_frame_size });
+        }
+        Ok(Some(size))
+    }
+
+    /// The next whole frame at the start of `src` (without its prefix) and the bytes it takes
+    /// with the prefix, for readers that keep their own buffer; `None` until it has all arrived.
+    pub fn split<'a>(&self, src: &'a [u8]) -> Result<Option<(&'a [u8], usize)>, CodecError> {
+        let Some(size) = self.frame_size(src)? else {
+            return Ok(None);
+        };
+        Ok(src.get(4..4 + size).map(|frame| (frame, 4 + size)))
     }
 }
 
@@ -63,4 +86,32 @@ pub(crate) fn begin_frame(dst: &mut BytesMut, len: usize, max: usize) -> Result<
     dst.reserve(4 + len);
     dst.put_i32(len as i32);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_checked_on_their_size_prefix_against_the_limits_in_force() {
+        let limits = DecodeLimits { max_frame_size: 8, ..DecodeLimits::DEFAULT };
+        limits.scope(|| {
+            let frames = FrameDecoder::default();
+            let mut buf = BytesMut::from(&[0, 0, 0, 3, 1, 2][..]);
+            assert_eq!(frames.decode(&mut buf).unwrap(), None);
+            buf.extend_from_slice(&[3, 0, 0]);
+            assert_eq!(&frames.decode(&mut buf).unwrap().unwrap()[..], [1, 2, 3]);
+            assert_eq!(&buf[..], [0, 0]);
+            // Nine bytes claimed: refused before they arrive.
+            let mut big = BytesMut::from(&[0, 0, 0, 9][..]);
+            assert!(matches!(frames.decode(&mut big), Err(CodecError::FrameTooLarge { size: 9, max: 8 })));
+            let mut neg = BytesMut::from(&[0xff, 0xff, 0xff, 0xff][..]);
+            assert!(matches!(frames.decode(&mut neg), Err(CodecError::NegativeFrameSize(-1))));
+            // The slice form agrees.
+            assert_eq!(frames.split(&[0, 0, 0, 2, 7, 8, 9]).unwrap(), Some((&[7u8, 8][..], 6)));
+            assert_eq!(frames.split(&[0, 0, 0, 2, 7]).unwrap(), None);
+            assert!(frames.split(&[0, 0, 0, 9]).is_err());
+        });
+        assert_eq!(FrameDecoder::default().max_frame_size(), DEFAULT_MAX_FRAME_SIZE, "the default limits outside");
+    }
 }

@@ -12,7 +12,11 @@
 //! - [`ClientCodec`] (client side) writes [`Request`]s and remembers each correlation id's api
 //!   key and version, so that it can decode the matching [`ResponseFrame`].
 //!
-//! Both are sans-io: they read from and write to a `BytesMut`. With the `tokio` feature they also
+//! Both are sans-io: they read from and write to a `BytesMut`. They are built from the pieces
+//! every other reader of Kafka frames here uses too (the CLI's capture reader, the mini broker,
+//! the fuzz targets): [`FrameDecoder`] splits frames, [`crate::header`] holds the one rule for
+//! header versions, [`InFlight`] tracks correlation ids and [`decode_response_body`] decodes a
+//! response body with the ApiVersions fallback of KIP-511. With the `tokio` feature they also
 //! implement tokio-util's `Decoder` and `Encoder`, for use with `Framed`. Every frame is checked
 //! against a maximum size ([`DEFAULT_MAX_FRAME_SIZE`] unless configured) before anything is
 //! buffered for it, and every failure is a [`CodecError`].
@@ -40,26 +44,15 @@
 mod client;
 mod error;
 mod frame;
+mod in_flight;
+mod selection;
 mod server;
 #[cfg(feature = "tokio")]
 mod tokio;
 
-pub use client::{ClientCodec, Request, ResponseFrame};
+pub use client::{decode_response_body, ClientCodec, Request, ResponseFrame, SelectedResponse};
 pub use error::CodecError;
 pub use frame::{FrameDecoder, DEFAULT_MAX_FRAME_SIZE};
+pub use in_flight::InFlight;
+pub use selection::Selection;
 pub use server::{RequestFrame, Response, ServerCodec};
-
-use crate::ApiKey;
-
-/// The request header version for `api` at `version`, also for versions newer than this build
-/// knows: Kafka's `flexibleVersions` are open-ended ("3+"), so a newer version of an api that
-/// is flexible at its newest known version is flexible too. That is how a broker reads the
-/// header of an ApiVersions request it does not support, to answer it.
-pub fn request_header_version(api: ApiKey, version: i16) -> i16 {
-    let info = api.info();
-    if version > info.valid.hi && !info.flexible.is_empty() && info.flexible.hi == info.valid.hi {
-        2
-    } else {
-        api.request_header_version(version)
-    }
-}

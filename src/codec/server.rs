@@ -5,11 +5,12 @@ use bytes::{Bytes, BytesMut};
 use super::frame::{begin_frame, FrameDecoder};
 use super::CodecError;
 use crate::messages::{RequestHeader, ResponseHeader};
-use crate::{ApiKey, Decode, Encode, RequestKind, ResponseKind};
+use super::Selection;
+use crate::{ApiKey, Encode, RequestKind, ResponseKind, VersionRange};
 
 /// One request as read off the wire: its header, decoded, and its body, not yet decoded.
 ///
-/// The header is read at the version [`request_header_version`](super::request_header_version)
+/// The header is read at the version [`request_header_version`](crate::header::request_header_version)
 /// gives for its api key and version (v1 for an api key this build does not know), so a request
 /// of an unknown api or version still yields its correlation id and can be answered.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,16 +26,7 @@ pub struct RequestFrame {
 impl RequestFrame {
     /// Reads the header of a frame (without its size prefix); the rest is the body.
     pub fn parse(mut frame: Bytes) -> Result<RequestFrame, CodecError> {
-        let (key, version) = match frame.get(..4) {
-            Some(b) => (i16::from_be_bytes([b[0], b[1]]), i16::from_be_bytes([b[2], b[3]])),
-            // Too short for a header: let the header decoder say what is missing.
-            None => (-1, -1),
-        };
-        let header_version = match ApiKey::from_i16(key) {
-            Some(api) => super::request_header_version(api, version),
-            None => 1,
-        };
-        let header = RequestHeader::decode(&mut frame, header_version).map_err(CodecError::Header)?;
+        let (header, header_version) = crate::header::read_request_header(&mut frame).map_err(CodecError::Header)?;
         Ok(RequestFrame { header, header_version, body: frame })
     }
 
@@ -56,6 +48,31 @@ impl RequestFrame {
     /// The client id, if the client sent one.
     pub fn client_id(&self) -> Option<&str> {
         self.header.client_id.as_deref()
+    }
+
+    /// Decodes the body only when `selection` asks for its api and version; otherwise `None`,
+    /// and the frame passes on as the bytes that came (a proxy forwards `body` untouched,
+    /// unparsed beyond the header). Errors as [`decode_body`](Self::decode_body).
+    #[cfg_attr(not(feature = "precompiled"), inline)]
+    pub fn decode_selected(&self, selection: &Selection) -> Result<Option<RequestKind>, CodecError> {
+        if !selection.wants(self.header.request_api_key, self.version()) {
+            return Ok(None);
+        }
+        self.decode_body().map(Some)
+    }
+
+    /// The KIP-511 answer when this is an ApiVersions request of a version this build does not
+    /// support: UNSUPPORTED_VERSION at v0 with the ApiVersions versions `supported` (what this
+    /// side serves; a subset of the build's), built without decoding the body. `None` for
+    /// anything else.
+    pub fn unsupported_api_versions(&self, supported: VersionRange) -> Option<Response> {
+        let wanted = self.header.request_api_key == ApiKey::ApiVersions.key() && !supported.contains(self.version());
+        wanted.then(|| Response {
+            correlation_id: self.correlation_id(),
+            api_key: ApiKey::ApiVersions,
+            version: 0,
+            body: crate::negotiate::unsupported_api_versions(supported).into(),
+        })
     }
 
     /// Decodes the body: [`CodecError::UnknownApiKey`] or [`CodecError::UnsupportedVersion`]
@@ -104,7 +121,7 @@ impl Response {
         if !self.api_key.info().valid.contains(self.version) {
             return Err(CodecError::UnsupportedVersion { api_key: self.api_key, version: self.version });
         }
-        let header_version = self.api_key.response_header_version(self.version);
+        let header_version = crate::header::response_header_version(self.api_key, self.version);
         let header = ResponseHeader { correlation_id: self.correlation_id, ..Default::default() };
         let len = header.encoded_len(header_version) + self.body.encoded_len(self.version);
         let start = dst.len();

@@ -5,12 +5,10 @@
 //! would be plausible: a sane size followed by a request of a known api key and version that
 //! decodes completely, or a response whose correlation id answers a pending request.
 
-use std::collections::HashMap;
+use kafka_wire::codec::{FrameDecoder, InFlight};
+use kafka_wire::header::peek_request_start;
 
-use crate::message::{peek_request, request_json, response_json};
-
-/// Kafka's default `socket.request.max.bytes`: no frame is larger.
-pub const MAX_FRAME: usize = 100 << 20;
+use crate::message::{request_json, response_json};
 
 /// What a stream yields.
 #[derive(Debug)]
@@ -23,14 +21,13 @@ pub enum Item {
     Cut(usize),
 }
 
-/// Requests waiting for a response on one connection: correlation id -> (api key, version).
-pub type Pending = HashMap<i32, (i16, i16)>;
-
-/// The frame splitter of one direction.
+/// The frame splitter of one direction: the codec's [`FrameDecoder`] (frames up to the maximum
+/// size of the limits in force) over a buffer that also resynchronises.
 #[derive(Debug, Default)]
 pub struct Framer {
     buf: Vec<u8>,
     synced: bool,
+    frames: FrameDecoder,
 }
 
 enum Candidate {
@@ -42,7 +39,7 @@ enum Candidate {
 impl Framer {
     /// A framer whose first byte starts a frame (`synced`) or not.
     pub fn new(synced: bool) -> Self {
-        Framer { buf: Vec::new(), synced }
+        Framer { buf: Vec::new(), synced, frames: FrameDecoder::default() }
     }
 
     /// Bytes are missing before the next data: drops any partial frame and resynchronises.
@@ -57,7 +54,7 @@ impl Framer {
     /// Adds stream bytes and splits off every whole frame. `request` says which direction;
     /// `pending` is used to recognise responses when resynchronising. `end` is true at the end
     /// of the capture, when nothing more will arrive.
-    pub fn push(&mut self, data: &[u8], request: bool, pending: &Pending, end: bool, out: &mut Vec<Item>) {
+    pub fn push(&mut self, data: &[u8], request: bool, pending: &InFlight, end: bool, out: &mut Vec<Item>) {
         self.buf.extend_from_slice(data);
         let mut start = 0;
         loop {
@@ -66,7 +63,7 @@ impl Framer {
                 break;
             }
             if !self.synced {
-                match resync(rest, request, pending, end) {
+                match resync(&self.frames, rest, request, pending, end) {
                     Some(skip) => {
                         if skip > 0 {
                             out.push(Item::Skipped(skip, "not at a frame boundary (mid-stream start or after a gap)"));
@@ -83,47 +80,31 @@ impl Framer {
                     None => break,
                 }
             }
-            let Some(size) = frame_size(rest) else {
-                if end {
-                    out.push(Item::Cut(rest.len()));
-                    start = self.buf.len();
-                }
-                break;
-            };
-            let Some(size) = size.filter(|s| *s <= MAX_FRAME) else {
-                // An impossible size: the stream is not where it seemed; look for a boundary.
-                self.synced = false;
-                continue;
-            };
-            match rest.get(4..4 + size) {
-                Some(frame) => {
+            match self.frames.split(rest) {
+                Ok(Some((frame, used))) => {
                     out.push(Item::Frame(frame.to_vec()));
-                    start += 4 + size;
+                    start += used;
                 }
-                None => {
+                Ok(None) => {
                     if end {
                         out.push(Item::Cut(rest.len()));
                         start = self.buf.len();
                     }
                     break;
                 }
+                // An impossible size: the stream is not where it seemed; look for a boundary.
+                Err(_) => self.synced = false,
             }
         }
         self.buf.drain(..start.min(self.buf.len()));
     }
 }
 
-/// The size prefix: `None` when fewer than 4 bytes, `Some(None)` when negative.
-fn frame_size(b: &[u8]) -> Option<Option<usize>> {
-    let size = i32::from_be_bytes(b.get(..4)?.try_into().ok()?);
-    Some(usize::try_from(size).ok())
-}
-
 /// The offset of the first plausible frame in `b`, or `None` if none is found yet.
-fn resync(b: &[u8], request: bool, pending: &Pending, end: bool) -> Option<usize> {
+fn resync(frames: &FrameDecoder, b: &[u8], request: bool, pending: &InFlight, end: bool) -> Option<usize> {
     for i in 0..b.len() {
         let rest = b.get(i..).unwrap_or_default();
-        match candidate(rest, request, pending) {
+        match candidate(frames, rest, request, pending) {
             Candidate::Yes => return Some(i),
             Candidate::NeedMore if !end => return None,
             _ => {}
@@ -132,16 +113,19 @@ fn resync(b: &[u8], request: bool, pending: &Pending, end: bool) -> Option<usize
     None
 }
 
-fn candidate(b: &[u8], request: bool, pending: &Pending) -> Candidate {
-    let Some(size) = frame_size(b) else { return Candidate::NeedMore };
-    let Some(size) = size.filter(|s| (4..=MAX_FRAME).contains(s)) else { return Candidate::No };
+fn candidate(frames: &FrameDecoder, b: &[u8], request: bool, pending: &InFlight) -> Candidate {
+    let size = match frames.frame_size(b) {
+        Ok(None) => return Candidate::NeedMore,
+        Ok(Some(size)) if size >= 4 => size,
+        _ => return Candidate::No,
+    };
     let Some(head) = b.get(4..b.len().min(12)) else { return Candidate::NeedMore };
     if request {
         if head.len() < 8 {
             return Candidate::NeedMore;
         }
-        let Some(peek) = peek_request(head) else { return Candidate::No };
-        let known = kafka_wire::ApiKey::from_i16(peek.api_key).is_some_and(|k| k.info().valid.contains(peek.api_version));
+        let Some((key, version, _)) = peek_request_start(head) else { return Candidate::No };
+        let known = kafka_wire::ApiKey::from_i16(key).is_some_and(|k| k.info().valid.contains(version));
         if !known {
             return Candidate::No;
         }
@@ -154,9 +138,9 @@ fn candidate(b: &[u8], request: bool, pending: &Pending) -> Candidate {
         let Some(corr) = head.get(..4).and_then(|c| c.try_into().ok()).map(i32::from_be_bytes) else {
             return Candidate::NeedMore;
         };
-        let Some(&(key, version)) = pending.get(&corr) else { return Candidate::No };
+        let Some((key, version)) = pending.get(corr) else { return Candidate::No };
         match b.get(4..4 + size) {
-            Some(frame) if response_json(frame, key, version).is_ok() => Candidate::Yes,
+            Some(frame) if response_json(frame, key.key(), version).is_ok() => Candidate::Yes,
             Some(_) => Candidate::No,
             None => Candidate::NeedMore,
         }

@@ -16,13 +16,16 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
+use kafka_wire::codec::InFlight;
+use kafka_wire::header::peek_request_start;
 use kafka_wire::runtime::json::serde_json::{json, Map, Value};
+use kafka_wire::ApiKey;
 
 use self::capture::{Capture, Segment};
-use self::frames::{Framer, Item, Pending};
+use self::frames::{Framer, Item};
 use self::tcp::{Chunk, HalfStream};
 use crate::error::CliError;
-use crate::message::{peek_request, request_json, response_json};
+use crate::message::{request_json, response_json};
 
 /// One direction of a connection.
 #[derive(Default)]
@@ -37,7 +40,7 @@ struct Conn {
     broker: SocketAddr,
     requests: Side,
     responses: Side,
-    pending: Pending,
+    pending: InFlight,
 }
 
 struct Decoder<'a, W: Write> {
@@ -108,7 +111,7 @@ impl<W: Write> Decoder<'_, W> {
             broker,
             requests: Side::default(),
             responses: Side::default(),
-            pending: Pending::new(),
+            pending: InFlight::new(),
         });
         let side = if request { &mut conn.requests } else { &mut conn.responses };
         let mut chunks = Vec::new();
@@ -160,11 +163,16 @@ impl<W: Write> Decoder<'_, W> {
                 o.insert("error".into(), json!(format!("frame cut short: {n} bytes, then data missing from the capture")));
             }
             Item::Frame(payload) if request => {
-                if let Some(peek) = peek_request(&payload) {
-                    o.insert("apiKey".into(), json!(peek.api_key));
-                    o.insert("apiVersion".into(), json!(peek.api_version));
-                    o.insert("correlationId".into(), json!(peek.correlation_id));
-                    conn.pending.insert(peek.correlation_id, (peek.api_key, peek.api_version));
+                if let Some((key, version, correlation_id)) = peek_request_start(&payload) {
+                    o.insert("apiKey".into(), json!(key));
+                    o.insert("apiVersion".into(), json!(version));
+                    o.insert("correlationId".into(), json!(correlation_id));
+                    // A retransmitted request id replaces the one before; unknown apis cannot
+                    // be answered in a way this build reads.
+                    if let Some(api) = ApiKey::from_i16(key) {
+                        conn.pending.take(correlation_id);
+                        let _ = conn.pending.insert(correlation_id, api, version);
+                    }
                 }
                 match request_json(&payload) {
                     Ok((header, body)) => {
@@ -181,11 +189,11 @@ impl<W: Write> Decoder<'_, W> {
                 if let Some(corr) = corr {
                     o.insert("correlationId".into(), json!(corr));
                 }
-                match corr.and_then(|c| conn.pending.remove(&c)) {
-                    Some((key, version)) => {
-                        o.insert("apiKey".into(), json!(key));
+                match corr.and_then(|c| conn.pending.take(c)) {
+                    Some((api, version)) => {
+                        o.insert("apiKey".into(), json!(api.key()));
                         o.insert("apiVersion".into(), json!(version));
-                        match response_json(&payload, key, version) {
+                        match response_json(&payload, api.key(), version) {
                             Ok((header, body)) => {
                                 o.insert("header".into(), header);
                                 o.insert("body".into(), body);

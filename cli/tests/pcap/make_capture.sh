@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Captures real Kafka client traffic on loopback: tcpdump records port PORT while a librdkafka
 # producer (cli/tests/pcap/client.py) talks to the broker already listening there.
-# Usage: make_capture.sh OUT.pcap PORT   (needs root for the capture, tcpdump, python3 with
-# confluent-kafka; cli/tests/pcap_interop.rs runs it against a tiny broker it starts itself).
+# Usage: make_capture.sh OUT.pcap PORT [CLIENT COMMAND...]   (needs root for the capture,
+# tcpdump, python3 with confluent-kafka; cli/tests/pcap_interop.rs runs it against a tiny broker
+# it starts itself). With a client command, that runs instead of the librdkafka producer (the
+# Java clients against a real broker).
 set -euo pipefail
 out=$1
 port=$2
@@ -20,7 +22,11 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 status=0
-timeout 60 python3 "$here/client.py" "$port" || status=$?
+if [ $# -gt 2 ]; then
+  timeout 180 "${@:3}" || status=$?
+else
+  timeout 60 python3 "$here/client.py" "$port" || status=$?
+fi
 # Let tcpdump write the last packets (the file grows as it does) before stopping it.
 last=-1
 for _ in $(seq 30); do

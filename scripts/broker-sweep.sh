@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# The conformance sweep (tests/broker_real.rs) against real Apache Kafka brokers, one version at
+# a time: start it with scripts/kafka.sh, run the sweep with the build whose specs match, stop
+# it, print its table. The last lines, one per version:
+#   broker sweep: <passed> of <exercised> api versions pass against Apache Kafka <version>
+#
+#   scripts/broker-sweep.sh [VERSION...]        (default: 3.9.2 4.4.0)
+#
+# The default build (Kafka 3.9.0 and 4.3.0 merged, in target/) speaks both lines, so one build
+# sweeps both, and every version it knows that a broker does not advertise is checked to be
+# refused. KAFKA_WIRE_SWEEP_SPECS_3 / KAFKA_WIRE_SWEEP_SPECS_4 sweep a line with other specs
+# instead (each in target/sweep-<line>); with those set, KAFKA_WIRE_SWEEP_CROSS=1 also checks
+# the refusals with the other line's build. Unless set to 0: KAFKA_WIRE_SWEEP_CLUSTER starts a
+# 3-node cluster of the version for tests/broker_real.rs's three_node_cluster;
+# KAFKA_WIRE_SWEEP_PCAP captures Kafka's Java clients against the broker and checks
+# `kafka-wire pcap` against tshark (cli/tests/pcap_interop.rs; needs root, tcpdump, tshark).
+# Broker logs stay in target/kafka/<version>/ when something fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -gt 0 ] || set -- 3.9.2 4.4.0
+
+specs_for() {
+  case $1 in
+    3.*) echo "${KAFKA_WIRE_SWEEP_SPECS_3-}" ;;
+    *) echo "${KAFKA_WIRE_SWEEP_SPECS_4-}" ;;
+  esac
+}
+line_of() { case $1 in 3.*) echo 3 ;; *) echo 4 ;; esac; }
+target_for() {
+  if [ -n "$(specs_for "$1")" ]; then echo "target/sweep-$(line_of "$1")"; else echo "${CARGO_TARGET_DIR:-target}"; fi
+}
+other_line() { case $1 in 3.*) echo 4.0.0 ;; *) echo 3.0.0 ;; esac; }
+
+# sweep VERSION SPEC_VERSION [refusals]: the test binary built for SPEC_VERSION's line.
+sweep() {
+  local version=$1 line=$2 only=${3:-} specs suffix=""
+  [ -n "$only" ] && suffix=-$only
+  specs=$(specs_for "$line")
+  (
+    if [ -n "$specs" ]; then export KAFKA_WIRE_SPECS=$specs; fi
+    export CARGO_TARGET_DIR
+    CARGO_TARGET_DIR=$(target_for "$line")
+    if [ "$only" = pcap ]; then
+      KAFKA_WIRE_BROKER="$PWD/target/kafka/$version/env" KAFKA_WIRE_REQUIRE_BROKER=1 \
+        nice -n 10 cargo test -p kafka-wire-cli --test pcap_interop java_clients -- --nocapture >"target/broker-sweep/$version$suffix.log" 2>&1
+    elif [ "$only" = cluster ]; then
+      KAFKA_WIRE_CLUSTER="$PWD/target/kafka/$version-cluster/env" KAFKA_WIRE_REQUIRE_CLUSTER=1 \
+        nice -n 10 cargo test --test broker_real three_node_cluster -- --nocapture >"target/broker-sweep/$version$suffix.log" 2>&1
+    else
+      KAFKA_WIRE_BROKER="$PWD/target/kafka/$version/env" KAFKA_WIRE_REQUIRE_BROKER=1 KAFKA_WIRE_SWEEP_ONLY=$only \
+        nice -n 10 cargo test --test broker_real -- --nocapture >"target/broker-sweep/$version$suffix.log" 2>&1
+    fi
+  )
+}
+
+mkdir -p target/broker-sweep
+summary=()
+status=0
+running=""
+trap '[ -n "$running" ] && scripts/kafka.sh stop $running >/dev/null 2>&1' EXIT
+for version in "$@"; do
+  t0=$SECONDS
+  # A fresh broker each time, not one left running by hand with other state.
+  scripts/kafka.sh stop "$version" >/dev/null 2>&1 || true
+  if ! scripts/kafka.sh start "$version" >"target/broker-sweep/$version.start.log" 2>&1; then
+    cat "target/broker-sweep/$version.start.log" >&2
+    summary+=("broker sweep: Apache Kafka $version did not start (logs in target/kafka/$version)")
+    status=1
+    continue
+  fi
+  running=$version
+  t1=$SECONDS
+  rm -f "target/broker-sweep/$version.txt" "target/broker-sweep/$version-refusals.txt"
+  ok=1
+  sweep "$version" "$version" || ok=0
+  t2=$SECONDS
+  pcap="skipped (KAFKA_WIRE_SWEEP_PCAP=0)"
+  if [ "${KAFKA_WIRE_SWEEP_PCAP:-1}" = 1 ]; then
+    if sweep "$version" "$version" pcap; then
+      pcap="Java admin, producer and consumer: kafka-wire pcap agrees with tshark"
+    else
+      ok=0
+      pcap="FAILED: $(grep -A3 -E "panicked|^error" "target/broker-sweep/$version-pcap.log" | head -6)"
+    fi
+  fi
+  t2p=$SECONDS
+  if [ "${KAFKA_WIRE_SWEEP_CROSS:-0}" = 1 ]; then
+    sweep "$version" "$(other_line "$version")" refusals || ok=0
+  fi
+  scripts/kafka.sh stop "$version" >/dev/null 2>&1
+  running=""
+  t3=$SECONDS
+  cluster="skipped (KAFKA_WIRE_SWEEP_CLUSTER=0)"
+  if [ "${KAFKA_WIRE_SWEEP_CLUSTER:-1}" = 1 ]; then
+    if scripts/kafka.sh start "$version" --nodes 3 >"target/broker-sweep/$version-cluster.start.log" 2>&1; then
+      running="$version --nodes 3"
+      if sweep "$version" "$version" cluster; then
+        cluster=$(grep -o "3-node Kafka.*" "target/broker-sweep/$version-cluster.log" | head -1)
+      else
+        ok=0
+        cluster="FAILED: $(grep -A3 panicked "target/broker-sweep/$version-cluster.log" | head -4)"
+      fi
+      scripts/kafka.sh stop "$version" --nodes 3 >/dev/null 2>&1
+      running=""
+    else
+      ok=0
+      cluster="FAILED to start (logs in target/kafka/$version-cluster): $(tail -5 "target/broker-sweep/$version-cluster.start.log")"
+    fi
+  fi
+  echo "== Apache Kafka $version: broker up in $((t1 - t0)) s, sweep (with its build) $((t2 - t1)) s, pcap $((t2p - t2)) s, refusals $((t3 - t2p)) s, 3-node cluster $((SECONDS - t3)) s, all $((SECONDS - t0)) s"
+  if [ -f "target/broker-sweep/$version.txt" ]; then
+    sed '$d' "target/broker-sweep/$version.txt"
+    line=$(tail -n1 "target/broker-sweep/$version.txt")
+  else
+    tail -30 "target/broker-sweep/$version.log"
+    line="broker sweep: no table for Apache Kafka $version (see target/broker-sweep/$version.log)"
+  fi
+  if [ -f "target/broker-sweep/$version-refusals.txt" ]; then
+    echo "-- refusals, with the build from the other release's specs:"
+    cat "target/broker-sweep/$version-refusals.txt"
+  fi
+  echo "-- pcap: $pcap"
+  echo "-- 3 nodes: $cluster"
+  if [ $ok = 0 ]; then
+    status=1
+    grep -A30 "panicked" "target/broker-sweep/$version.log" | head -40 || true
+    echo "(broker logs kept in target/kafka/$version)"
+  fi
+  summary+=("$line")
+done
+printf '%s\n' "${summary[@]}"
+exit $status

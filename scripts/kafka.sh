@@ -1,0 +1,287 @@
+#!/usr/bin/env bash
+# A real Apache Kafka broker for the tests, resolved from Maven Central (no tarball downloads).
+#
+#   scripts/kafka.sh classpath VERSION          resolve the broker's jars into target/kafka/cache/VERSION/lib
+#   scripts/kafka.sh start VERSION [--nodes 3]  format KRaft storage and start; prints the env file
+#   scripts/kafka.sh status VERSION [--nodes 3] exit 0 if every process is alive
+#   scripts/kafka.sh stop VERSION [--nodes 3]   SIGTERM each PID, bounded wait, then SIGKILL
+#
+# One node: a combined broker+controller on loopback, free ports, listeners PLAINTEXT,
+# SASL_PLAINTEXT (PLAIN users admin/alice; SCRAM-SHA-256/512 user alice created at format time)
+# and SSL (a CA and broker certificate made here with openssl), the StandardAuthorizer with
+# ANONYMOUS (PLAINTEXT, SSL) and admin as super users, so ACLs apply to SASL users only.
+# Three nodes: three combined processes, PLAINTEXT only, small heaps.
+#
+# Addresses go to target/kafka/<VERSION>[-cluster]/env (KEY=VALUE lines, also printed), logs to
+# logs/ beside it; they are kept after stop. Override the java binary with KAFKA_WIRE_JAVA.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+usage() { echo "usage: $0 classpath|start|status|stop VERSION [--nodes 1|3]" >&2; exit 2; }
+[ $# -ge 2 ] || usage
+cmd=$1 version=$2
+shift 2
+nodes=1
+while [ $# -gt 0 ]; do
+  case $1 in
+    --nodes) nodes=${2:?}; shift 2 ;;
+    *) usage ;;
+  esac
+done
+case $nodes in 1|3) ;; *) usage ;; esac
+
+base=${KAFKA_WIRE_KAFKA_DIR:-$root/target/kafka}
+lib=$base/cache/$version/lib
+if [ "$nodes" = 1 ]; then dir=$base/$version; else dir=$base/$version-cluster; fi
+java=${KAFKA_WIRE_JAVA:-java}
+START_TIMEOUT=${KAFKA_WIRE_START_TIMEOUT:-120}
+STOP_TIMEOUT=30
+
+log() { echo "kafka.sh: $*" >&2; }
+
+classpath() {
+  [ -f "$lib/.complete" ] && return 0
+  local profile=log4j2
+  case $version in 0.*|1.*|2.*|3.*) profile=log4j1 ;; esac
+  mkdir -p "$base/cache"
+  log "resolving org.apache.kafka:kafka_2.13:$version from Maven Central into $lib"
+  rm -rf "$lib"
+  if ! timeout 1200 mvn -B -q -f "$root/scripts/kafka/pom.xml" -Dkafka.version="$version" -P "$profile" \
+      dependency:copy-dependencies -DoutputDirectory="$lib" >"$base/cache/mvn-$version.log" 2>&1; then
+    tail -20 "$base/cache/mvn-$version.log" >&2
+    log "could not resolve Kafka $version (log: $base/cache/mvn-$version.log)"
+    exit 1
+  fi
+  touch "$lib/.complete"
+}
+
+# N free loopback ports, all bound at once so they differ.
+free_ports() {
+  python3 - "$1" <<'EOF'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+EOF
+}
+
+# True once the broker at $1 answers ApiVersions v0 with correlation id 1 and no error.
+answers_api_versions() {
+  python3 - "$1" <<'EOF'
+import socket, struct, sys
+host, port = sys.argv[1].rsplit(":", 1)
+try:
+    s = socket.create_connection((host, int(port)), timeout=3)
+    # size, api key 18, version 0, correlation id 1, null client id
+    s.sendall(struct.pack(">ihhih", 10, 18, 0, 1, -1))
+    data = b""
+    while len(data) < 10:
+        chunk = s.recv(10 - len(data))
+        if not chunk:
+            break
+        data += chunk
+    _, corr, err = struct.unpack(">iih", data)
+    sys.exit(0 if corr == 1 and err == 0 else 1)
+except Exception:
+    sys.exit(1)
+EOF
+}
+
+pids() { cat "$dir"/node*/pid 2>/dev/null || true; }
+
+alive() {
+  local any=0 pid
+  for pid in $(pids); do
+    kill -0 "$pid" 2>/dev/null || return 1
+    any=1
+  done
+  [ $any = 1 ]
+}
+
+stop() {
+  local pid
+  for pid in $(pids); do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in $(pids); do
+    for _ in $(seq $((STOP_TIMEOUT * 5))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    if kill -0 "$pid" 2>/dev/null; then log "pid $pid still alive after ${STOP_TIMEOUT}s: SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; fi
+  done
+  rm -f "$dir"/node*/pid
+}
+
+make_certs() {
+  local c=$dir/certs
+  mkdir -p "$c"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=kafka-wire-test-ca \
+    -keyout "$c/ca.key" -out "$c/ca.pem" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout "$c/broker.key" -out "$c/broker.csr" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$c/ext.cnf"
+  openssl x509 -req -days 2 -in "$c/broker.csr" -CA "$c/ca.pem" -CAkey "$c/ca.key" -CAcreateserial \
+    -extfile "$c/ext.cnf" -out "$c/broker.pem" 2>/dev/null
+  openssl pkcs12 -export -in "$c/broker.pem" -inkey "$c/broker.key" -certfile "$c/ca.pem" -name broker \
+    -passout pass:kafka-wire -out "$c/broker.p12"
+}
+
+# node_config NODE_ID NODE_DIR LISTENERS ADVERTISED PROTOCOL_MAP VOTERS
+node_config() {
+  local id=$1 nd=$2
+  cat <<EOF
+process.roles=broker,controller
+node.id=$id
+controller.quorum.voters=$6
+listeners=$3
+advertised.listeners=$4
+listener.security.protocol.map=$5
+inter.broker.listener.name=PLAINTEXT
+controller.listener.names=CONTROLLER
+log.dirs=$nd/data
+num.partitions=1
+auto.create.topics.enable=false
+delete.topic.enable=true
+group.initial.rebalance.delay.ms=0
+offsets.topic.num.partitions=3
+offsets.topic.replication.factor=$nodes
+transaction.state.log.num.partitions=3
+transaction.state.log.replication.factor=$nodes
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=$nodes
+share.coordinator.state.topic.min.isr=1
+share.coordinator.state.topic.num.partitions=3
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+super.users=User:ANONYMOUS;User:admin
+EOF
+  # KIP-848's consumer protocol: advertised by 3.9 but off by default there (on from 4.0).
+  case $version in 3.*) echo "group.coordinator.rebalance.protocols=classic,consumer" ;; esac
+}
+
+log_config() {
+  local nd=$1
+  cat >"$nd/log4j.properties" <<EOF
+log4j.rootLogger=INFO, file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File=$nd/logs/server.log
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+EOF
+  cat >"$nd/log4j2.properties" <<EOF
+rootLogger.level=INFO
+rootLogger.appenderRef.file.ref=file
+appender.file.type=File
+appender.file.name=file
+appender.file.fileName=$nd/logs/server.log
+appender.file.layout.type=PatternLayout
+appender.file.layout.pattern=[%d] %p %m (%c)%n
+EOF
+}
+
+start() {
+  if alive; then log "already running"; cat "$dir/env"; return 0; fi
+  stop
+  classpath
+  local cp="$lib/*" heap="-Xms256m -Xmx768m"
+  [ "$nodes" = 3 ] && heap="-Xms128m -Xmx384m"
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  local cluster_id
+  cluster_id=$("$java" -cp "$cp" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -1)
+  local ports
+  read -r -a ports <<<"$(free_ports $((nodes * 4)))"
+  local voters="" i
+  for i in $(seq "$nodes"); do voters+="${voters:+,}$i@127.0.0.1:${ports[$(((i - 1) * 4 + 3))]}"; done
+  {
+    echo "KAFKA_VERSION=$version"
+    echo "KAFKA_CLUSTER_ID=$cluster_id"
+    echo "KAFKA_NODES=$nodes"
+  } >"$dir/env.tmp"
+  local bootstrap=""
+  for i in $(seq "$nodes"); do
+    local nd=$dir/node$i p0=${ports[$(((i - 1) * 4))]} p1=${ports[$(((i - 1) * 4 + 1))]}
+    local p2=${ports[$(((i - 1) * 4 + 2))]} pc=${ports[$(((i - 1) * 4 + 3))]}
+    mkdir -p "$nd/logs"
+    log_config "$nd"
+    local format_args=()
+    if [ "$nodes" = 1 ]; then
+      make_certs
+      node_config 1 "$nd" \
+        "PLAINTEXT://127.0.0.1:$p0,SASL_PLAINTEXT://127.0.0.1:$p1,SSL://127.0.0.1:$p2,CONTROLLER://127.0.0.1:$pc" \
+        "PLAINTEXT://127.0.0.1:$p0,SASL_PLAINTEXT://127.0.0.1:$p1,SSL://127.0.0.1:$p2" \
+        "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,CONTROLLER:PLAINTEXT" "$voters" >"$nd/server.properties"
+      cat >>"$nd/server.properties" <<EOF
+sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
+listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret" user_alice="alice-secret";
+listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+ssl.keystore.type=PKCS12
+ssl.keystore.location=$dir/certs/broker.p12
+ssl.keystore.password=kafka-wire
+ssl.key.password=kafka-wire
+ssl.client.auth=none
+delegation.token.secret.key=kafka-wire-test-token-secret
+EOF
+      format_args=(--add-scram 'SCRAM-SHA-256=[name=alice,password=alice-secret]'
+        --add-scram 'SCRAM-SHA-512=[name=alice,password=alice-secret]')
+      {
+        echo "PLAINTEXT=127.0.0.1:$p0"
+        echo "SASL_PLAINTEXT=127.0.0.1:$p1"
+        echo "SSL=127.0.0.1:$p2"
+        echo "CONTROLLER=127.0.0.1:$pc"
+        echo "SSL_CA=$dir/certs/ca.pem"
+        echo "SASL_PLAIN_USERS=admin:admin-secret,alice:alice-secret"
+        echo "SASL_SCRAM_USERS=alice:alice-secret"
+      } >>"$dir/env.tmp"
+    else
+      node_config "$i" "$nd" "PLAINTEXT://127.0.0.1:$p0,CONTROLLER://127.0.0.1:$pc" "PLAINTEXT://127.0.0.1:$p0" \
+        "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT" "$voters" >"$nd/server.properties"
+      echo "NODE${i}_PLAINTEXT=127.0.0.1:$p0" >>"$dir/env.tmp"
+    fi
+    bootstrap+="${bootstrap:+,}127.0.0.1:$p0"
+    if ! "$java" -cp "$cp" -Dlog4j.configuration="file:$nd/log4j.properties" -Dlog4j2.configurationFile="$nd/log4j2.properties" \
+        kafka.tools.StorageTool format -t "$cluster_id" -c "$nd/server.properties" "${format_args[@]}" \
+        >"$nd/logs/format.log" 2>&1; then
+      cat "$nd/logs/format.log" >&2
+      log "storage format failed (logs kept in $nd/logs)"
+      exit 1
+    fi
+  done
+  echo "BOOTSTRAP=$bootstrap" >>"$dir/env.tmp"
+  for i in $(seq "$nodes"); do
+    local nd=$dir/node$i
+    # -XX:TieredStopAtLevel=1 and SerialGC: a quicker start and less CPU on a small shared machine.
+    # shellcheck disable=SC2086
+    nohup "$java" $heap -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
+      -Dlog4j.configuration="file:$nd/log4j.properties" -Dlog4j2.configurationFile="$nd/log4j2.properties" \
+      -Dkafka.logs.dir="$nd/logs" -cp "$cp" kafka.Kafka "$nd/server.properties" \
+      >"$nd/logs/stdout.log" 2>&1 </dev/null &
+    echo $! >"$nd/pid"
+    echo "NODE${i}_PID=$!" >>"$dir/env.tmp"
+  done
+  echo "KAFKA_LOGS=$dir" >>"$dir/env.tmp"
+  echo "KAFKA_LIB=$lib" >>"$dir/env.tmp"
+  local deadline=$((SECONDS + START_TIMEOUT)) addr n=0
+  for addr in ${bootstrap//,/ }; do
+    n=$((n + 1))
+    until answers_api_versions "$addr" && grep -qs "Kafka Server started" "$dir/node$n/logs/server.log"; do
+      if ! alive || [ $SECONDS -ge $deadline ]; then
+        alive && log "no ApiVersions answer from $addr within ${START_TIMEOUT}s" || log "a broker process exited"
+        stop
+        tail -30 "$dir"/node*/logs/server.log "$dir"/node*/logs/stdout.log >&2 || true
+        log "logs kept in $dir"
+        exit 1
+      fi
+      sleep 0.5
+    done
+  done
+  mv "$dir/env.tmp" "$dir/env"
+  log "Kafka $version up in $((SECONDS))s ($nodes node(s)); env in $dir/env"
+  cat "$dir/env"
+}
+
+case $cmd in
+  classpath) classpath; echo "$lib" ;;
+  start) start ;;
+  status)
+    if alive; then cat "$dir/env"; else log "Kafka $version ($nodes node(s)) is not running"; exit 1; fi ;;
+  stop) stop; log "stopped (logs in $dir)" ;;
+  *) usage ;;
+esac
