@@ -84,10 +84,9 @@ fn main() {
         println!("cargo:rustc-cfg=kafka_specs_merged");
     }
     println!("cargo:rustc-env=KAFKA_WIRE_SPEC_DIR={shown}");
-    let result = match dirs.as_slice() {
-        [only] => kafka_wire_codegen::generate_dir(only, &out),
-        several => kafka_wire_codegen::generate_merged_dir(several, &out),
-    };
+    // kafka-wire's own settings: `::kafka_wire_runtime`, every api, features `sample`, `serde`
+    // and `precompiled`, files included from OUT_DIR.
+    let result = kafka_wire_codegen::Config::new().generate_dir(&dirs, &out);
     if let Err(e) = result {
         eprintln!("error: cannot generate Kafka messages from {shown}:\n  {e}");
         std::process::exit(1);

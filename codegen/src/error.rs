@@ -32,6 +32,9 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A [`Config`](crate::Config) setting is not usable (a runtime path or derive that is no
+    /// Rust path, an empty feature name).
+    Config(String),
     /// Generated tokens did not parse as Rust (a generator bug, reported instead of panicking).
     Emit {
         /// The output file.
@@ -51,6 +54,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::NoSpecs(msg) => f.write_str(msg),
+            Error::Config(msg) => write!(f, "config: {msg}"),
             Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
             Error::Json { file, source } => write!(f, "{file}: {source}"),
             Error::Invalid { file, path, message } if path.is_empty() => write!(f, "{file}: {message}"),

@@ -10,20 +10,25 @@
 //! # Ok::<(), kafka_wire_codegen::Error>(())
 //! ```
 //!
-//! The generated index (`messages.rs`) `include!`s the other files from `OUT_DIR`, so the
-//! output is meant for a build script; the crate that includes it must depend on
-//! `kafka-wire-runtime`.
+//! The generated index (`messages.rs`) `include!`s the other files (from `OUT_DIR` by default),
+//! so the output is meant for a build script; the crate that includes it must depend on
+//! `kafka-wire-runtime`. A [`Config`] sets the runtime crate's path, which api keys to generate,
+//! the feature gates of the sample and JSON impls, extra derives and how files are included.
 #![warn(missing_docs)]
 
+pub mod config;
 pub mod emit;
 pub mod error;
 pub mod merge;
 pub mod model;
+pub mod plan;
 pub mod spec;
 pub mod version;
+pub mod wire;
 
 use std::path::{Path, PathBuf};
 
+pub use config::{Config, Gate, Include};
 pub use emit::{GeneratedFile, INDEX_FILE};
 pub use error::Error;
 pub use model::Model;
@@ -65,7 +70,7 @@ pub fn generate_merged_dir(dirs: &[PathBuf], out_dir: &Path) -> Result<Vec<PathB
     write_files(generate_merged(dirs)?, out_dir)
 }
 
-fn write_files(files: Vec<GeneratedFile>, out_dir: &Path) -> Result<Vec<PathBuf>, Error> {
+pub(crate) fn write_files(files: Vec<GeneratedFile>, out_dir: &Path) -> Result<Vec<PathBuf>, Error> {
     std::fs::create_dir_all(out_dir).map_err(|source| Error::Io { path: out_dir.to_path_buf(), source })?;
     let mut paths = Vec::with_capacity(files.len());
     for f in files {

@@ -119,6 +119,22 @@ fn text(r: VersionRange, max: i16) -> String {
     }
 }
 
+/// One release's version ranges of a field (all empty where it lacks the field).
+#[derive(Clone, Copy)]
+struct Ranges {
+    /// `versions` (a tagged-only field's `taggedVersions`).
+    versions: VersionRange,
+    nullable: VersionRange,
+    tagged: VersionRange,
+    /// The field's own `flexibleVersions`.
+    flexible: VersionRange,
+}
+
+impl Ranges {
+    const NONE: Ranges =
+        Ranges { versions: VersionRange::NONE, nullable: VersionRange::NONE, tagged: VersionRange::NONE, flexible: VersionRange::NONE };
+}
+
 /// `old_unstable`: the older release's newest version of this api (request and response) is
 /// unstable.
 fn merge_message(file: &str, old: &MessageSpec, new: &MessageSpec, old_unstable: bool) -> Result<MessageSpec, Error> {
@@ -258,31 +274,30 @@ fn merge_field(
     both: &dyn Fn(i16) -> bool,
 ) -> Result<FieldSpec, Error> {
     let conflict = |msg: String| Error::invalid(file, path, format!("cannot merge releases: {msg}"));
-    let ranges = |f: Option<&FieldSpec>| -> Result<[VersionRange; 4], Error> {
-        let Some(f) = f else { return Ok([VersionRange::NONE; 4]) };
-        let versions = range(file, path, f.versions.as_deref().or(f.tagged_versions.as_deref()))?;
-        Ok([
-            versions,
-            range(file, path, f.nullable_versions.as_deref())?,
-            range(file, path, f.tagged_versions.as_deref())?,
-            range(file, path, f.flexible_versions.as_deref())?,
-        ])
+    let ranges = |f: Option<&FieldSpec>| -> Result<Ranges, Error> {
+        let Some(f) = f else { return Ok(Ranges::NONE) };
+        Ok(Ranges {
+            versions: range(file, path, f.versions.as_deref().or(f.tagged_versions.as_deref()))?,
+            nullable: range(file, path, f.nullable_versions.as_deref())?,
+            tagged: range(file, path, f.tagged_versions.as_deref())?,
+            flexible: range(file, path, f.flexible_versions.as_deref())?,
+        })
     };
     let (o, n) = (ranges(old)?, ranges(new)?);
     let shared = |v: i16| src.shared().any(|s| s == v);
-    let tagged_at = |r: &[VersionRange; 4], v: i16| r[0].contains(v) && r[2].contains(v);
+    let tagged_at = |r: &Ranges, v: i16| r.versions.contains(v) && r.tagged.contains(v);
     // The release whose definition holds at `v`: the newest that defines the version, or the
     // other one where only it has the field there as a tagged field (tagged fields join existing
     // versions without a version bump: Kafka 2.7 added ApiVersionsResponse v3's SupportedFeatures).
-    let side = |v: i16| -> Option<&[VersionRange; 4]> {
+    let side = |v: i16| -> Option<&Ranges> {
         if src.is_new(v) {
-            if n[0].contains(v) {
+            if n.versions.contains(v) {
                 Some(&n)
             } else {
                 (shared(v) && tagged_at(&o, v)).then_some(&o)
             }
         } else {
-            (o[0].contains(v) && src.old.contains(v)).then_some(&o)
+            (o.versions.contains(v) && src.old.contains(v)).then_some(&o)
         }
     };
     let present = |v: i16| side(v).is_some();
@@ -294,8 +309,8 @@ fn merge_field(
         return Err(conflict("field is in neither release".into()));
     };
     // Where both releases define a version, they must agree on the field's layout there.
-    let old_present = |v: i16| o[0].contains(v);
-    let new_present = |v: i16| n[0].contains(v);
+    let old_present = |v: i16| o.versions.contains(v);
+    let new_present = |v: i16| n.versions.contains(v);
     for v in src.shared().filter(|v| both(*v)) {
         if old_present(v) != new_present(v) {
             if tagged_at(if old_present(v) { &o } else { &n }, v) {
@@ -307,19 +322,22 @@ fn merge_field(
             continue;
         }
         if let Some(other) = other {
-            if !same_type(&other.ty, &base.ty) || tag_number(&other.tag) != tag_number(&base.tag) {
+            if !same_type(&other.ty, &base.ty) || other.tag_number() != base.tag_number() {
                 return Err(conflict(format!("type/tag differ: {} {:?} vs {} {:?}", other.ty, other.tag, base.ty, base.tag)));
             }
         }
-        // Nullability may widen (see `nullable` below); the rest must match.
-        for (i, what) in [(2, "taggedVersions"), (3, "flexibleVersions")] {
-            if o[i].contains(v) != n[i].contains(v) && (i != 3 || (old.is_some_and(|f| f.flexible_versions.is_some()) && new.is_some_and(|f| f.flexible_versions.is_some()))) {
-                return Err(conflict(format!("{what} differ at v{v}")));
-            }
+        // Nullability may widen (see `nullable` below); the rest must match. A field's own
+        // flexibleVersions count only where both releases give them.
+        if o.tagged.contains(v) != n.tagged.contains(v) {
+            return Err(conflict(format!("taggedVersions differ at v{v}")));
+        }
+        let both_flexible = old.is_some_and(|f| f.flexible_versions.is_some()) && new.is_some_and(|f| f.flexible_versions.is_some());
+        if both_flexible && o.flexible.contains(v) != n.flexible.contains(v) {
+            return Err(conflict(format!("flexibleVersions differ at v{v}")));
         }
     }
-    let prop = |i: usize, what: &str| -> Result<VersionRange, Error> {
-        exact_range(src.merged, present, |v| side(v).is_some_and(|r| r[i].contains(v)))
+    let prop = |of: fn(&Ranges) -> VersionRange, what: &str| -> Result<VersionRange, Error> {
+        exact_range(src.merged, present, |v| side(v).is_some_and(|r| of(r).contains(v)))
             .ok_or_else(|| conflict(format!("{what} cannot be expressed as one range across releases")))
     };
     let versions = exact_range(src.merged, |_| true, present)
@@ -328,14 +346,14 @@ fn merge_field(
     // records non-nullable), the merged field is nullable: it reads what either release
     // writes, and non-null values encode the same in both.
     let nullable = exact_range(src.merged, present, |v| match side(v) {
-        Some(_) if shared(v) && o[0].contains(v) && n[0].contains(v) => o[1].contains(v) || n[1].contains(v),
-        Some(r) => r[1].contains(v),
+        Some(_) if shared(v) && o.versions.contains(v) && n.versions.contains(v) => o.nullable.contains(v) || n.nullable.contains(v),
+        Some(r) => r.nullable.contains(v),
         None => false,
     })
     .ok_or_else(|| conflict("nullableVersions cannot be expressed as one range across releases".into()))?;
-    let tagged = prop(2, "taggedVersions")?;
+    let tagged = prop(|r| r.tagged, "taggedVersions")?;
     let flexible = if base.flexible_versions.is_some() || other.is_some_and(|o| o.flexible_versions.is_some()) {
-        Some(text(prop(3, "flexibleVersions")?, max))
+        Some(text(prop(|r| r.flexible, "flexibleVersions")?, max))
     } else {
         None
     };
@@ -376,14 +394,6 @@ fn same_type(a: &str, b: &str) -> bool {
     a == b || (is_struct(a) && is_struct(b) && arrays(a) == arrays(b)) || (byte_string(a) && byte_string(b))
 }
 
-/// A tag as a number, whether the spec wrote `0` or `"0"`.
-fn tag_number(tag: &Option<serde_json::Value>) -> Option<i64> {
-    match tag.as_ref()? {
-        serde_json::Value::Number(n) => n.as_i64(),
-        serde_json::Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-}
 
 #[cfg(test)]
 mod tests {

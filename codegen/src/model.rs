@@ -6,8 +6,10 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::error::Error;
+use crate::plan::{FieldPlan, StructPlan};
 use crate::spec::{FieldSpec, MessageSpec, StructSpec};
 use crate::version::VersionRange;
+use crate::wire::{DefaultKind, Fixed};
 
 /// What a message spec describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +31,29 @@ pub struct Model {
     pub messages: Vec<Message>,
     /// Every api key, including those whose versions are all removed, sorted by key.
     pub apis: Vec<Api>,
+}
+
+impl Model {
+    /// Keeps only the requests and responses of `keys` (headers and data messages stay), and
+    /// only those apis; the apis' message indices follow.
+    pub fn retain_api_keys(&mut self, keys: &BTreeSet<i16>) {
+        let keep = |m: &Message| m.api_key.map_or(true, |k| keys.contains(&k));
+        let mut new_index = Vec::with_capacity(self.messages.len());
+        let mut next = 0usize;
+        for m in &self.messages {
+            new_index.push(keep(m).then(|| {
+                next += 1;
+                next - 1
+            }));
+        }
+        self.messages.retain(keep);
+        self.apis.retain(|a| keys.contains(&a.key));
+        let remap = |i: Option<usize>| i.and_then(|i| new_index.get(i).copied().flatten());
+        for a in &mut self.apis {
+            a.request = remap(a.request);
+            a.response = remap(a.response);
+        }
+    }
 }
 
 /// An api key and its request/response pair.
@@ -146,6 +171,8 @@ pub struct Struct {
     pub reach: VersionRange,
     /// Flexible versions within `reach`.
     pub flexible: VersionRange,
+    /// The decisions emission takes for the whole struct (see [`crate::plan`]).
+    pub plan: StructPlan,
 }
 
 impl Struct {
@@ -158,22 +185,8 @@ impl Struct {
 /// A field's type.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FieldType {
-    /// `bool`
-    Bool,
-    /// `int8`
-    Int8,
-    /// `int16`
-    Int16,
-    /// `uint16`
-    Uint16,
-    /// `int32`
-    Int32,
-    /// `int64`
-    Int64,
-    /// `float64`
-    Float64,
-    /// `uuid`
-    Uuid,
+    /// A fixed-width type (`bool`, `int8` ... `uuid`): see [`crate::wire`].
+    Fixed(Fixed),
     /// `string`
     String,
     /// `bytes`
@@ -188,15 +201,10 @@ pub enum FieldType {
 
 impl FieldType {
     fn parse(text: &str) -> Option<FieldType> {
+        if let Some(t) = Fixed::parse(text) {
+            return Some(FieldType::Fixed(t));
+        }
         Some(match text {
-            "bool" => FieldType::Bool,
-            "int8" => FieldType::Int8,
-            "int16" => FieldType::Int16,
-            "uint16" => FieldType::Uint16,
-            "int32" => FieldType::Int32,
-            "int64" => FieldType::Int64,
-            "float64" => FieldType::Float64,
-            "uuid" => FieldType::Uuid,
             "string" => FieldType::String,
             "bytes" => FieldType::Bytes,
             "records" => FieldType::Records,
@@ -223,28 +231,29 @@ impl FieldType {
         match self {
             FieldType::Struct(n) => Some(n),
             FieldType::Array(inner) => inner.struct_name(),
-            _ => None,
+            FieldType::Fixed(_) | FieldType::String | FieldType::Bytes | FieldType::Records => None,
         }
     }
 
     /// Whether Kafka allows the type to be nullable.
     pub fn can_be_nullable(&self) -> bool {
-        matches!(
-            self,
-            FieldType::String | FieldType::Bytes | FieldType::Records | FieldType::Struct(_) | FieldType::Array(_)
-        )
+        match self {
+            FieldType::String | FieldType::Bytes | FieldType::Records | FieldType::Struct(_) | FieldType::Array(_) => true,
+            FieldType::Fixed(_) => false,
+        }
+    }
+
+    /// The fixed-width type, if it is one.
+    pub fn fixed(&self) -> Option<Fixed> {
+        match self {
+            FieldType::Fixed(t) => Some(*t),
+            FieldType::String | FieldType::Bytes | FieldType::Records | FieldType::Struct(_) | FieldType::Array(_) => None,
+        }
     }
 
     /// Wire size of fixed-size types.
     pub fn fixed_size(&self) -> Option<usize> {
-        Some(match self {
-            FieldType::Bool | FieldType::Int8 => 1,
-            FieldType::Int16 | FieldType::Uint16 => 2,
-            FieldType::Int32 => 4,
-            FieldType::Int64 | FieldType::Float64 => 8,
-            FieldType::Uuid => 16,
-            _ => return None,
-        })
+        self.fixed().map(Fixed::size)
     }
 }
 
@@ -292,8 +301,12 @@ pub struct Field {
     pub default: DefaultValue,
     /// Whether this is the map key of its struct's array.
     pub map_key: bool,
-    /// The entity type, when given.
+    /// The entity type, when given (as the spec spells it).
     pub entity_type: Option<String>,
+    /// The entity type, when it is a known one.
+    pub entity: Option<Entity>,
+    /// Every version check emission needs, resolved against the struct's reachable versions.
+    pub plan: FieldPlan,
 }
 
 impl Field {
@@ -390,8 +403,9 @@ pub fn lower_releases(specs: &[(String, MessageSpec)], releases: &[Release]) -> 
     for (file, spec) in specs {
         if spec.kind == "response" {
             if let Some(api) = spec.api_key.and_then(|k| apis.get(&k)) {
-                // Emission pairs a request with its response by name (the `Request` trait's
-                // `Response` type), so the names must agree as well as the key.
+                // Emission pairs a request with its response by the api's index; the names must
+                // agree as well as the key, as in Kafka's specs (`ApiKey` variants and the
+                // dispatch enums name both after the api).
                 let expected = format!("{}Response", api.name);
                 if spec.name != expected {
                     return Err(Error::invalid(
@@ -530,6 +544,7 @@ fn lower_message(file: &str, spec: &MessageSpec) -> Result<Message, Error> {
         }
     }
     compute_reach(&mut structs, valid, flexible);
+    structs.iter_mut().for_each(crate::plan::plan_struct);
     Ok(Message {
         file: file.to_string(),
         name: spec.name.clone(),
@@ -595,14 +610,53 @@ fn lower_header_versions(
     Ok(entries)
 }
 
+/// Kafka's `EntityType`, the known ones (`unknown` is none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entity {
+    /// `topicName`: a string.
+    TopicName,
+    /// `groupId`: a string.
+    GroupId,
+    /// `transactionalId`: a string.
+    TransactionalId,
+    /// `producerId`: an int64.
+    ProducerId,
+    /// `brokerId`: an int32.
+    BrokerId,
+}
+
+impl Entity {
+    /// The entity a spec's `entityType` names; `Ok(None)` for `unknown`.
+    fn parse(text: &str) -> Result<Option<Entity>, String> {
+        Ok(Some(match text {
+            "unknown" => return Ok(None),
+            "topicName" => Entity::TopicName,
+            "groupId" => Entity::GroupId,
+            "transactionalId" => Entity::TransactionalId,
+            "producerId" => Entity::ProducerId,
+            "brokerId" => Entity::BrokerId,
+            other => return Err(format!("unknown entityType \"{other}\"")),
+        }))
+    }
+
+    /// The type of the field (or of its array's elements).
+    pub fn ty(self) -> FieldType {
+        match self {
+            Entity::TopicName | Entity::GroupId | Entity::TransactionalId => FieldType::String,
+            Entity::ProducerId => FieldType::Fixed(Fixed::Int64),
+            Entity::BrokerId => FieldType::Fixed(Fixed::Int32),
+        }
+    }
+}
+
 /// Kafka's `EntityType`: the known entity types and the type each names (array elements included).
-fn check_entity_type(ty: &FieldType, entity: &str) -> Result<(), String> {
-    let (base, base_name) = match entity {
-        "unknown" => return Ok(()),
-        "transactionalId" | "groupId" | "topicName" => (FieldType::String, "string"),
-        "producerId" => (FieldType::Int64, "int64"),
-        "brokerId" => (FieldType::Int32, "int32"),
-        other => return Err(format!("unknown entityType \"{other}\"")),
+fn check_entity_type(ty: &FieldType, entity: &str) -> Result<Option<Entity>, String> {
+    let Some(known) = Entity::parse(entity)? else { return Ok(None) };
+    let base = known.ty();
+    let base_name = match known {
+        Entity::TopicName | Entity::GroupId | Entity::TransactionalId => "string",
+        Entity::ProducerId => Fixed::Int64.row().spec,
+        Entity::BrokerId => Fixed::Int32.row().spec,
     };
     let elem = match ty {
         FieldType::Array(inner) => inner.as_ref(),
@@ -611,7 +665,7 @@ fn check_entity_type(ty: &FieldType, entity: &str) -> Result<(), String> {
     if *elem != base {
         return Err(format!("entityType {entity} needs type {base_name} (or an array of it)"));
     }
-    Ok(())
+    Ok(Some(known))
 }
 
 fn check_struct_name(file: &str, path: &str, name: &str) -> Result<(), Error> {
@@ -727,6 +781,7 @@ impl Lowering<'_> {
             fields: lowered,
             reach: VersionRange::NONE,
             flexible: VersionRange::NONE,
+            plan: StructPlan::default(),
         })
     }
 
@@ -761,12 +816,7 @@ impl Lowering<'_> {
         let tag = match &f.tag {
             None => None,
             Some(v) => {
-                let n = match v {
-                    serde_json::Value::Number(n) => n.as_i64(),
-                    serde_json::Value::String(s) => s.trim().parse::<i64>().ok(),
-                    _ => None,
-                };
-                match n {
+                match f.tag_number() {
                     Some(n) if (0..=i64::from(i32::MAX)).contains(&n) => Some(n as u32),
                     _ => return Err(self.err(path, format!("invalid tag {v}"))),
                 }
@@ -827,9 +877,10 @@ impl Lowering<'_> {
         if f.map_key.unwrap_or(false) && matches!(ty, FieldType::Array(_) | FieldType::Struct(_)) {
             return Err(self.err(path, "a mapKey cannot be an array or struct"));
         }
-        if let Some(entity) = &f.entity_type {
-            check_entity_type(&ty, entity).map_err(|m| self.err(path, m))?;
-        }
+        let entity = match &f.entity_type {
+            Some(e) => check_entity_type(&ty, e).map_err(|m| self.err(path, m))?,
+            None => None,
+        };
         let default = self.lower_default(f, &ty, versions_raw, nullable_raw, path)?;
         Ok(Field {
             name: f.name.clone(),
@@ -845,6 +896,8 @@ impl Lowering<'_> {
             default,
             map_key: f.map_key.unwrap_or(false),
             entity_type: f.entity_type.clone(),
+            entity,
+            plan: FieldPlan::default(),
         })
     }
 
@@ -889,22 +942,21 @@ impl Lowering<'_> {
             }
         };
         match ty {
-            // Kafka's FieldSpec compares bool defaults ignoring case.
-            FieldType::Bool if text.eq_ignore_ascii_case("true") => Ok(DefaultValue::Bool(true)),
-            FieldType::Bool if text.eq_ignore_ascii_case("false") => Ok(DefaultValue::Bool(false)),
-            FieldType::Int8 => int(i8::MIN.into(), i8::MAX.into()),
-            FieldType::Int16 => int(i16::MIN.into(), i16::MAX.into()),
-            FieldType::Uint16 => int(0, u16::MAX.into()),
-            FieldType::Int32 => int(i32::MIN.into(), i32::MAX.into()),
-            FieldType::Int64 => int(i64::MIN, i64::MAX),
-            FieldType::Float64 => text.trim().parse::<f64>().map(DefaultValue::Float).map_err(|_| bad()),
+            FieldType::Fixed(t) => match t.row().literal {
+                // Kafka's FieldSpec compares bool defaults ignoring case.
+                DefaultKind::Bool if text.eq_ignore_ascii_case("true") => Ok(DefaultValue::Bool(true)),
+                DefaultKind::Bool if text.eq_ignore_ascii_case("false") => Ok(DefaultValue::Bool(false)),
+                DefaultKind::Bool => Err(bad()),
+                DefaultKind::Int { lo, hi } => int(lo, hi),
+                DefaultKind::Float => text.trim().parse::<f64>().map(DefaultValue::Float).map_err(|_| bad()),
+                DefaultKind::Uuid if text.is_empty() => Ok(DefaultValue::Natural),
+                DefaultKind::Uuid => Err(bad()),
+            },
             FieldType::String if text.is_empty() => Ok(DefaultValue::Natural),
             FieldType::String => Ok(DefaultValue::Str(text)),
-            FieldType::Uuid | FieldType::Bytes | FieldType::Records | FieldType::Struct(_) if text.is_empty() => {
-                Ok(DefaultValue::Natural)
-            }
+            FieldType::Bytes | FieldType::Records | FieldType::Struct(_) if text.is_empty() => Ok(DefaultValue::Natural),
             FieldType::Array(_) if text.is_empty() || text == "[]" => Ok(DefaultValue::Natural),
-            _ => Err(bad()),
+            FieldType::Bytes | FieldType::Records | FieldType::Struct(_) | FieldType::Array(_) => Err(bad()),
         }
     }
 }

@@ -122,6 +122,17 @@ pub struct FieldSpec {
     pub fields: Option<Vec<FieldSpec>>,
 }
 
+impl FieldSpec {
+    /// The tag as a number, whether the spec wrote `0` or `"0"`; `None` when absent or neither.
+    pub fn tag_number(&self) -> Option<i64> {
+        match self.tag.as_ref()? {
+            serde_json::Value::Number(n) => n.as_i64(),
+            serde_json::Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        }
+    }
+}
+
 /// Jackson's default coercions, as Kafka's generator reads the spec files with them.
 pub mod jackson {
     use serde::de::{DeserializeOwned, Error as _};

@@ -206,6 +206,7 @@ fn wrong(expected: &'static str, found: &Value) -> JsonError {
 
 // ---- helpers for generated code ----
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Converts a top-level message: checks the version, then names the message and version in any
 /// error.
 pub fn message_to_json<T: Message>(version: i16, fields: impl FnOnce() -> Result<Value, JsonError>) -> Result<Value, JsonError> {
@@ -215,6 +216,7 @@ pub fn message_to_json<T: Message>(version: i16, fields: impl FnOnce() -> Result
     fields().map_err(|e| e.in_message(T::NAME, version))
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Reads a top-level message: checks the version, then names the message and version in any
 /// error.
 pub fn message_from_json<T: Message>(version: i16, fields: impl FnOnce() -> Result<T, JsonError>) -> Result<T, JsonError> {
@@ -224,11 +226,13 @@ pub fn message_from_json<T: Message>(version: i16, fields: impl FnOnce() -> Resu
     fields().map_err(|e| e.in_message(T::NAME, version))
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// The object a struct is read from.
 pub fn object(value: &Value) -> Result<&Map<String, Value>, JsonError> {
     value.as_object().ok_or_else(|| wrong("an object", value))
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Fails on the first key of `obj` that is not in `known`.
 pub fn check_keys(obj: &Map<String, Value>, known: &[&str]) -> Result<(), JsonError> {
     match obj.keys().find(|k| !known.contains(&k.as_str())) {
@@ -237,42 +241,49 @@ pub fn check_keys(obj: &Map<String, Value>, known: &[&str]) -> Result<(), JsonEr
     }
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// The error for a missing mandatory field.
 #[cold]
 pub fn missing(key: &'static str) -> JsonError {
     JsonError::new(JsonErrorKind::MissingField).key(key)
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// The error for a field the version lacks.
 #[cold]
 pub fn not_in_version(key: &'static str) -> JsonError {
     JsonError::new(JsonErrorKind::FieldNotInVersion).key(key)
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// The error for an unsupported version of a message.
 #[cold]
 pub fn unsupported_version(name: &'static str, version: i16) -> JsonError {
     JsonError::new(JsonErrorKind::UnsupportedVersion(version)).in_message(name, version)
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// The error for an api key this build does not know.
 #[cold]
 pub fn unknown_api_key(key: i16) -> JsonError {
     JsonError::new(JsonErrorKind::UnknownApiKey(key))
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Writes the field `key`, naming it in errors.
 #[inline]
 pub fn field_to_json<T: JsonMessage>(v: &T, key: &'static str, version: i16) -> Result<Value, JsonError> {
     v.to_json(version).key(key)
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Reads the field `key`, naming it in errors.
 #[inline]
 pub fn field_from_json<T: JsonMessage>(v: &Value, key: &'static str, version: i16) -> Result<T, JsonError> {
     T::from_json(v, version).key(key)
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Writes the nullable field `key`: `null` where `nullable`, else an error.
 pub fn option_to_json<T: JsonMessage>(v: Option<&T>, nullable: bool, key: &'static str, version: i16) -> Result<Value, JsonError> {
     match v {
@@ -282,6 +293,7 @@ pub fn option_to_json<T: JsonMessage>(v: Option<&T>, nullable: bool, key: &'stat
     }
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Reads the nullable field `key`: `null` is `None` where `nullable`, else an error.
 pub fn option_from_json<T: JsonMessage>(v: &Value, nullable: bool, key: &'static str, version: i16) -> Result<Option<T>, JsonError> {
     match v {
@@ -291,6 +303,7 @@ pub fn option_from_json<T: JsonMessage>(v: &Value, nullable: bool, key: &'static
     }
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Writes unknown tagged fields under [`UNKNOWN_TAGGED_FIELDS`] when there are any.
 pub fn write_unknown_tagged(obj: &mut Map<String, Value>, fields: &UnknownTaggedFields) {
     if fields.is_empty() {
@@ -308,6 +321,7 @@ pub fn write_unknown_tagged(obj: &mut Map<String, Value>, fields: &UnknownTagged
     obj.insert(UNKNOWN_TAGGED_FIELDS.into(), Value::Array(list));
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Reads unknown tagged fields; `flexible` says whether the version has a tagged section.
 pub fn read_unknown_tagged(obj: &Map<String, Value>, flexible: bool) -> Result<UnknownTaggedFields, JsonError> {
     let mut out = UnknownTaggedFields::default();

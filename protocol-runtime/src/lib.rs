@@ -12,13 +12,17 @@
 
 #[allow(clippy::arithmetic_side_effects)] // not reached by input
 pub mod api;
+#[doc(hidden)] // generated code calls it; not public API
 pub mod array;
+#[doc(hidden)]
+pub mod encoding;
 pub mod error;
 #[cfg(feature = "serde")]
 pub mod json;
 pub mod lenient;
 #[allow(clippy::arithmetic_side_effects)] // not reached by input
 pub mod error_code;
+#[doc(hidden)] // generated code calls it; not public API
 pub mod length;
 pub mod limits;
 pub mod message;

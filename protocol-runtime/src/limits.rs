@@ -143,17 +143,34 @@ thread_local! {
 /// Runs `f` with `limits` in force for every decode on this thread, then restores the limits
 /// that were in force before (also if `f` panics). Scopes nest; the innermost wins.
 pub fn decode_with_limits<R>(limits: &DecodeLimits, f: impl FnOnce() -> R) -> R {
-    struct Restore(DecodeLimits, usize);
+    struct Restore(DecodeLimits);
     impl Drop for Restore {
         fn drop(&mut self) {
             LIMITS.with(|l| l.set(self.0));
-            ALLOC_LEFT.with(|a| a.set(self.1));
         }
     }
     let previous = LIMITS.with(|l| l.replace(*limits));
-    let alloc = ALLOC_LEFT.with(|a| a.replace(limits.max_message_alloc));
-    let _restore = Restore(previous, alloc);
+    // Dropped in reverse order: the budget, then the limits.
+    let _restore = Restore(previous);
+    let _budget = RestoreBudget::replace(limits.max_message_alloc);
     f()
+}
+
+/// Gives `ALLOC_LEFT` back the value it had when dropped, also when the decode panics.
+struct RestoreBudget(usize);
+
+impl RestoreBudget {
+    #[inline]
+    fn replace(budget: usize) -> RestoreBudget {
+        RestoreBudget(ALLOC_LEFT.with(|a| a.replace(budget)))
+    }
+}
+
+impl Drop for RestoreBudget {
+    #[inline]
+    fn drop(&mut self) {
+        ALLOC_LEFT.with(|a| a.set(self.0));
+    }
 }
 
 /// The limits in force on this thread.
@@ -162,17 +179,16 @@ pub fn current() -> DecodeLimits {
     LIMITS.with(Cell::get)
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Runs the decoding of one top-level message with a fresh allocation budget, then gives the
-/// enclosing message (if any) its budget back. Used by [`decode_message`](crate::message::decode_message).
+/// enclosing message (if any) its budget back, also if `f` panics. Used by [`decode_message`](crate::message::decode_message).
 #[inline]
 pub fn with_message_budget<R>(f: impl FnOnce() -> R) -> R {
-    let budget = LIMITS.with(|l| l.get().max_message_alloc);
-    let outer = ALLOC_LEFT.with(|a| a.replace(budget));
-    let r = f();
-    ALLOC_LEFT.with(|a| a.set(outer));
-    r
+    let _outer = RestoreBudget::replace(LIMITS.with(|l| l.get().max_message_alloc));
+    f()
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Checks an array (or tagged section) of `n` elements of `elem_size` bytes each against the
 /// element limit and the message's allocation budget, and charges the budget.
 #[inline]
@@ -201,6 +217,7 @@ fn over_budget(bytes: usize, remaining: usize) -> DecodeError {
     exceeded(Limit::MessageAlloc, used.saturating_add(bytes), max, remaining)
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Checks a string length against [`DecodeLimits::max_string_len`] (and Kafka's 32767).
 #[inline]
 pub fn check_string_len(n: usize, remaining: usize) -> Result<(), DecodeError> {
@@ -220,6 +237,7 @@ fn string_too_long(n: usize, max: usize, remaining: usize) -> DecodeError {
     }
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Checks a bytes length against [`DecodeLimits::max_bytes_len`].
 #[inline]
 pub fn check_bytes_len(n: usize, remaining: usize) -> Result<(), DecodeError> {
@@ -264,6 +282,26 @@ mod tests {
             });
             // The next message starts with the whole budget.
             with_message_budget(|| assert!(charge_array(12, 8, 0).is_ok()));
+        });
+    }
+
+    #[test]
+    fn budget_restored_when_a_nested_decode_panics() {
+        let limits = DecodeLimits { max_message_alloc: 100, ..DecodeLimits::DEFAULT };
+        limits.scope(|| {
+            with_message_budget(|| {
+                assert!(charge_array(5, 8, 0).is_ok());
+                let caught = std::panic::catch_unwind(|| {
+                    with_message_budget(|| {
+                        assert!(charge_array(12, 8, 0).is_ok());
+                        panic!("inside a nested message");
+                    })
+                });
+                assert!(caught.is_err());
+                // The outer message has 60 bytes left, not the inner one's 4.
+                assert!(charge_array(7, 8, 0).is_ok());
+                assert!(charge_array(1, 8, 0).is_err());
+            });
         });
     }
 }

@@ -85,6 +85,7 @@ pub trait Request: Message {
     type Response: Message;
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Decodes a top-level message: checks the version, then names the message, version and offset
 /// in any error. Used by generated code.
 #[inline]
@@ -101,6 +102,7 @@ pub fn decode_message<T: Message>(
     crate::limits::with_message_budget(|| fields(buf, version)).map_err(|e| e.in_message(T::NAME, version, total))
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Encodes a top-level message: checks the version, then names the message and version in any
 /// error. Used by generated code.
 #[inline]
@@ -115,6 +117,7 @@ pub fn encode_message<T: Message, B: BufMut>(
     fields(buf, version).map_err(|e| e.in_message(T::NAME, version))
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Reads a nullable struct: an int8 marker (negative for null), then the struct.
 #[inline]
 pub fn read_nullable_struct<T>(
@@ -128,6 +131,7 @@ pub fn read_nullable_struct<T>(
     }
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Writes a nullable struct: -1 for null, else 1 and the struct.
 #[inline]
 pub fn write_nullable_struct<T: Encode, B: BufMut>(buf: &mut B, value: Option<&T>, version: i16) -> Result<(), EncodeError> {
@@ -143,18 +147,21 @@ pub fn write_nullable_struct<T: Encode, B: BufMut>(buf: &mut B, value: Option<&T
     }
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Encoded size of a nullable struct.
 #[inline]
 pub fn nullable_struct_len<T: Encode>(value: Option<&T>, version: i16) -> usize {
     value.map_or(0, |v| v.encoded_len(version)).saturating_add(1)
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// The error for a non-default value in a version that lacks its (non-ignorable) field.
 #[cold]
 pub fn non_default() -> EncodeError {
     EncodeError::new(EncodeErrorKind::NonDefaultInVersion)
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// The error for null in a version in which the field is not nullable.
 #[cold]
 pub fn null_in_non_nullable() -> EncodeError {

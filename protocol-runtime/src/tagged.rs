@@ -75,18 +75,21 @@ fn not_flexible() -> EncodeError {
     EncodeError::new(EncodeErrorKind::TaggedFieldsInNonFlexibleVersion)
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Size of one tagged field with a value of `size` bytes: tag, size, value.
 #[inline]
 pub fn field_len(tag: u32, size: usize) -> usize {
     unsigned_varint_len(tag).saturating_add(unsigned_varint_len(size as u32)).saturating_add(size)
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Size of a whole section holding `count` fields whose own sizes add up to `fields_len`.
 #[inline]
 pub fn section_len(count: usize, fields_len: usize) -> usize {
     unsigned_varint_len(count as u32).saturating_add(fields_len)
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Reads a tagged-field section. `known(tag, sub)` decodes a known tag from `sub` (exactly the
 /// declared bytes) and returns `Ok(true)`, or returns `Ok(false)` for a tag it does not know,
 /// which is then kept in `unknown`.
@@ -140,6 +143,7 @@ pub fn read_tagged_fields(
     Ok(())
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Fails a known tag seen in a version where its field does not exist, as Java does (a lenient
 /// decode keeps it as an unknown tagged field instead: see [`read_tagged_fields`]).
 #[cold]
@@ -147,6 +151,7 @@ pub fn tag_not_valid(tag: u32, version: i16, sub: &Bytes) -> DecodeError {
     DecodeError::new(DecodeErrorKind::TagNotValidForVersion { tag, version }, sub.remaining())
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Decodes a known tagged value and reports a short value as a size mismatch rather than as the
 /// end of the message.
 #[inline]
@@ -200,6 +205,7 @@ fn write_raw<B: BufMut>(buf: &mut B, f: &RawTaggedField) {
     buf.put_slice(&f.data);
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Writes the header of a known tagged field: its tag and the size of its value.
 #[inline]
 pub fn write_field_header<B: BufMut>(buf: &mut B, tag: u32, size: usize) {
@@ -207,6 +213,7 @@ pub fn write_field_header<B: BufMut>(buf: &mut B, tag: u32, size: usize) {
     write_unsigned_varint(buf, size as u32);
 }
 
+#[doc(hidden)] // generated code calls it; not public API
 /// Writes a section with no known fields: just the unknown ones.
 #[inline]
 pub fn write_unknown_only<B: BufMut>(buf: &mut B, unknown: &UnknownTaggedFields) {

@@ -5,7 +5,8 @@ use proc_macro2::{Literal, TokenStream};
 use quote::quote;
 
 use super::types::{field_ident, struct_ident};
-use crate::model::{Field, FieldType, Struct};
+use crate::model::{Entity, Field, FieldType, Struct};
+use crate::wire::Fixed;
 
 /// `impl Visit` (and `impl Keyed` when the struct has `mapKey` fields).
 pub fn emit_access(s: &Struct) -> TokenStream {
@@ -16,9 +17,10 @@ pub fn emit_access(s: &Struct) -> TokenStream {
     for f in &s.fields {
         let id = field_ident(&f.name);
         let fname = Literal::string(&f.name);
-        if let Some(kind) = f.entity_type.as_deref().and_then(entity_variant) {
+        if let Some(entity) = f.entity {
+            let kind = entity_variant(entity);
             let field = quote!(rt::visit::EntityField { kind: rt::visit::EntityType::#kind, field: #fname });
-            let (r, w) = entity_visits(f, &field);
+            let (r, w) = entity_visits(f, entity, &field);
             read.push(r);
             write.push(w);
         }
@@ -56,21 +58,20 @@ pub fn emit_access(s: &Struct) -> TokenStream {
     }
 }
 
-fn entity_variant(entity: &str) -> Option<proc_macro2::Ident> {
+fn entity_variant(entity: Entity) -> proc_macro2::Ident {
     let v = match entity {
-        "topicName" => "TopicName",
-        "groupId" => "GroupId",
-        "transactionalId" => "TransactionalId",
-        "producerId" => "ProducerId",
-        "brokerId" => "BrokerId",
-        _ => return None,
+        Entity::TopicName => "TopicName",
+        Entity::GroupId => "GroupId",
+        Entity::TransactionalId => "TransactionalId",
+        Entity::ProducerId => "ProducerId",
+        Entity::BrokerId => "BrokerId",
     };
-    Some(quote::format_ident!("{}", v))
+    quote::format_ident!("{}", v)
 }
 
 /// Kafka names its error-code fields `ErrorCode` or `...ErrorCode`, always int16.
 fn is_error_code(f: &Field) -> bool {
-    f.ty == FieldType::Int16 && f.name.ends_with("ErrorCode")
+    f.ty == FieldType::Fixed(Fixed::Int16) && f.name.ends_with("ErrorCode")
 }
 
 /// Runs `body` with `v` bound to each struct value of field `f` (a struct, an optional struct,
@@ -86,16 +87,15 @@ fn each(f: &Field, mutable: bool, body: TokenStream) -> TokenStream {
     }
 }
 
-fn entity_visits(f: &Field, field: &TokenStream) -> (TokenStream, TokenStream) {
+fn entity_visits(f: &Field, entity: Entity, field: &TokenStream) -> (TokenStream, TokenStream) {
     let id = field_ident(&f.name);
-    let elem = match &f.ty {
-        FieldType::Array(inner) => inner.as_ref(),
-        other => other,
-    };
-    let (value, value_mut) = match elem {
-        FieldType::String => (quote!(rt::visit::EntityValue::Str(v)), quote!(rt::visit::EntityMut::Str(v))),
-        FieldType::Int32 => (quote!(rt::visit::EntityValue::Int32(*v)), quote!(rt::visit::EntityMut::Int32(v))),
-        _ => (quote!(rt::visit::EntityValue::Int64(*v)), quote!(rt::visit::EntityMut::Int64(v))),
+    // Lowering checked that the field (or its elements) has the entity's type.
+    let (value, value_mut) = match entity {
+        Entity::TopicName | Entity::GroupId | Entity::TransactionalId => {
+            (quote!(rt::visit::EntityValue::Str(v)), quote!(rt::visit::EntityMut::Str(v)))
+        }
+        Entity::BrokerId => (quote!(rt::visit::EntityValue::Int32(*v)), quote!(rt::visit::EntityMut::Int32(v))),
+        Entity::ProducerId => (quote!(rt::visit::EntityValue::Int64(*v)), quote!(rt::visit::EntityMut::Int64(v))),
     };
     match (&f.ty, f.is_option()) {
         (FieldType::Array(_), false) => (
@@ -133,7 +133,9 @@ fn emit_keyed(s: &Struct) -> Option<TokenStream> {
                 (FieldType::String, true) => (quote!(Option<&'a str>), quote!(self.#id.as_deref())),
                 (FieldType::Bytes | FieldType::Records, false) => (quote!(&'a [u8]), quote!(&*self.#id)),
                 (FieldType::Bytes | FieldType::Records, true) => (quote!(Option<&'a [u8]>), quote!(self.#id.as_deref())),
-                (ty, _) => (super::types::base_type(ty), quote!(self.#id)),
+                (FieldType::Fixed(t), _) => (t.rust_type(), quote!(self.#id)),
+                // Lowering refuses these as map keys.
+                (ty @ (FieldType::Struct(_) | FieldType::Array(_)), _) => (super::types::base_type(ty), quote!(self.#id)),
             }
         })
         .collect();

@@ -1,13 +1,12 @@
-//! Version conditionals, in the manner of Kafka's `VersionConditional`: given the versions a
-//! property holds in and the versions still possible at this point of the generated code, emit
-//! nothing, one comparison, or a range check.
+//! Version conditionals as tokens: a [`Check`] of the plan becomes nothing, one comparison or a
+//! range test of `version` (an `i16` in scope).
 
 use proc_macro2::{Literal, TokenStream};
 use quote::quote;
 
-use crate::version::VersionRange;
+use crate::plan::{Check, Compact};
 
-/// The outcome of testing `version` against a range where only `possible` versions can occur.
+/// A check as code.
 pub enum Cond {
     /// True for every possible version.
     Always,
@@ -21,32 +20,67 @@ fn lit(v: i16) -> Literal {
     Literal::i16_unsuffixed(v)
 }
 
-/// Tests `version` (an `i16` in scope) for membership of `range`, knowing it lies in `possible`.
-pub fn cond(range: VersionRange, possible: VersionRange) -> Cond {
-    let r = range.intersect(&possible);
-    if r.is_empty() {
-        return Cond::Never;
+/// The code of `check`.
+pub fn cond(check: Check) -> Cond {
+    match check {
+        Check::Always => Cond::Always,
+        Check::Never => Cond::Never,
+        Check::AtMost(hi) => {
+            let hi = lit(hi);
+            Cond::Expr(quote!(version <= #hi))
+        }
+        Check::AtLeast(lo) => {
+            let lo = lit(lo);
+            Cond::Expr(quote!(version >= #lo))
+        }
+        Check::Exactly(v) => {
+            let v = lit(v);
+            Cond::Expr(quote!(version == #v))
+        }
+        Check::Within(lo, hi) => {
+            let (lo, hi) = (lit(lo), lit(hi));
+            Cond::Expr(quote!((#lo..=#hi).contains(&version)))
+        }
     }
-    let lo_ok = r.lo <= possible.lo;
-    let hi_ok = r.hi >= possible.hi;
-    let (lo, hi) = (lit(r.lo), lit(r.hi));
-    match (lo_ok, hi_ok) {
-        (true, true) => Cond::Always,
-        (true, false) => Cond::Expr(quote!(version <= #hi)),
-        (false, true) => Cond::Expr(quote!(version >= #lo)),
-        (false, false) if r.lo == r.hi => Cond::Expr(quote!(version == #lo)),
-        (false, false) => Cond::Expr(quote!((#lo..=#hi).contains(&version))),
+}
+
+/// A `bool` expression of `check`.
+pub fn bool_expr(check: Check) -> TokenStream {
+    match cond(check) {
+        Cond::Always => quote!(true),
+        Cond::Never => quote!(false),
+        Cond::Expr(c) => c,
+    }
+}
+
+/// The `compact` argument of a length-prefixed value.
+pub fn compact(c: Compact) -> TokenStream {
+    match c {
+        Compact::Const(b) => quote!(#b),
+        Compact::Flexible => quote!(flexible),
+        Compact::Check(check) => bool_expr(check),
+    }
+}
+
+/// `if #c { #then }` where the check decides at run time, `then` where it always holds,
+/// nothing where it never does.
+pub fn guarded(check: Check, then: TokenStream) -> TokenStream {
+    match cond(check) {
+        Cond::Always => then,
+        Cond::Never => TokenStream::new(),
+        Cond::Expr(c) => quote!(if #c { #then }),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::version::VersionRange;
 
     fn show(range: &str, possible: &str) -> String {
         let r = VersionRange::parse(range).unwrap().clamp_hi(20);
         let p = VersionRange::parse(possible).unwrap();
-        match cond(r, p) {
+        match cond(Check::new(r, p)) {
             Cond::Always => "always".into(),
             Cond::Never => "never".into(),
             Cond::Expr(t) => t.to_string(),

@@ -6,6 +6,7 @@ use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 
 use super::structs::range_tokens;
+use crate::config::{Include, Options};
 use crate::model::{Api, HeaderVersion, Model};
 
 /// The module name of a message.
@@ -14,38 +15,55 @@ pub fn module_name(message: &str) -> String {
 }
 
 /// Emits the index. `file_of(name)` gives the file a module's code is in.
-pub fn emit_index(model: &Model) -> TokenStream {
+pub(crate) fn emit_index(model: &Model, options: &Options) -> TokenStream {
     let modules = model.messages.iter().map(|m| {
         let module = format_ident!("{}", module_name(&m.name));
         let ty = format_ident!("{}", m.name);
-        let file = format!("/{}.rs", module_name(&m.name));
+        let file = format!("{}.rs", module_name(&m.name));
+        let include = match options.include {
+            Include::OutDir => {
+                let file = format!("/{file}");
+                quote!(include!(concat!(env!("OUT_DIR"), #file));)
+            }
+            Include::Relative => quote!(include!(#file);),
+        };
         let doc = format!("`{}`, generated from `{}`.", m.name, m.file);
         quote! {
             #[doc = #doc]
             pub mod #module {
-                include!(concat!(env!("OUT_DIR"), #file));
+                #include
             }
             pub use #module::#ty;
         }
     });
     let api_key = emit_api_key(model);
-    let dispatch_req = emit_dispatch(model, true);
-    let dispatch_resp = emit_dispatch(model, false);
     let all: Vec<_> = model.messages.iter().map(|m| format_ident!("{}", m.name)).collect();
+    let dispatch_req = emit_dispatch(model, true, options);
+    let dispatch_resp = emit_dispatch(model, false, options);
+    let visit = Options::cfg(&[&options.sample]).map(|cfg| {
+        quote! {
+            /// Calls `visitor` once per message type (requests, responses, headers, data).
+            #cfg
+            pub fn visit_messages<V: rt::sample::MessageVisitor>(visitor: &mut V) {
+                #(visitor.visit::<#all>();)*
+            }
+        }
+    });
+    let visit_json = Options::cfg(&[&options.sample, &options.json]).map(|cfg| {
+        quote! {
+            /// Like `visit_messages`, with each type's JSON form too (features `sample` and `serde`).
+            #cfg
+            pub fn visit_json_messages<V: rt::sample::JsonMessageVisitor>(visitor: &mut V) {
+                #(visitor.visit::<#all>();)*
+            }
+        }
+    });
     quote! {
         #(#modules)*
 
-        /// Calls `visitor` once per message type (requests, responses, headers, data).
-        #[cfg(feature = "sample")]
-        pub fn visit_messages<V: rt::sample::MessageVisitor>(visitor: &mut V) {
-            #(visitor.visit::<#all>();)*
-        }
+        #visit
 
-        /// Like `visit_messages`, with each type's JSON form too (features `sample` and `serde`).
-        #[cfg(all(feature = "sample", feature = "serde"))]
-        pub fn visit_json_messages<V: rt::sample::JsonMessageVisitor>(visitor: &mut V) {
-            #(visitor.visit::<#all>();)*
-        }
+        #visit_json
 
         #api_key
         #dispatch_req
@@ -207,10 +225,10 @@ fn emit_api_key(model: &Model) -> TokenStream {
     }
 }
 
-fn emit_dispatch(model: &Model, request: bool) -> TokenStream {
-    let (enum_name, kind_word) = if request { ("RequestKind", "request") } else { ("ResponseKind", "response") };
-    let enum_ident = format_ident!("{}", enum_name);
-    let pairs: Vec<_> = model
+/// (variant, message type) of every api with a request (or response) type, by api key: the
+/// arms of the dispatch enums and of their JSON helpers.
+pub fn dispatch_pairs(model: &Model, request: bool) -> Vec<(proc_macro2::Ident, proc_macro2::Ident)> {
+    model
         .apis
         .iter()
         .filter_map(|a| {
@@ -218,7 +236,14 @@ fn emit_dispatch(model: &Model, request: bool) -> TokenStream {
             let m = model.messages.get(idx)?;
             Some((variant(a), format_ident!("{}", m.name)))
         })
-        .collect();
+        .collect()
+}
+
+fn emit_dispatch(model: &Model, request: bool, options: &Options) -> TokenStream {
+    let inline = options.inline_unless_precompiled();
+    let (enum_name, kind_word) = if request { ("RequestKind", "request") } else { ("ResponseKind", "response") };
+    let enum_ident = format_ident!("{}", enum_name);
+    let pairs = dispatch_pairs(model, request);
     let variants = pairs.iter().map(|(v, t)| {
         let doc = format!("A `{t}`.");
         quote! {
@@ -262,7 +287,7 @@ fn emit_dispatch(model: &Model, request: bool) -> TokenStream {
             #[doc = #decode_doc]
             // Inline: compiled (with every body it reaches) in the crate that calls it, unless
             // the `precompiled` feature compiles it here once.
-            #[cfg_attr(not(feature = "precompiled"), inline)]
+            #inline
             pub fn decode(api_key: i16, version: i16, buf: &mut rt::Bytes) -> Result<Self, rt::DecodeError> {
                 match ApiKey::from_i16(api_key) {
                     #(#decode)*
@@ -282,7 +307,7 @@ fn emit_dispatch(model: &Model, request: bool) -> TokenStream {
             }
 
             /// The exact encoded size at `version`.
-            #[cfg_attr(not(feature = "precompiled"), inline)]
+            #inline
             pub fn encoded_len(&self, version: i16) -> usize {
                 match self {
                     #(#len)*

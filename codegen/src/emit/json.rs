@@ -10,10 +10,11 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
-use super::cond::{cond, Cond};
+use super::body::version_param;
+use crate::config::Options;
+use super::cond::{bool_expr, cond, Cond};
 use super::types::{default_expr, differs_from_default, field_ident, field_type, struct_ident};
 use crate::model::{Model, Struct};
-use crate::version::VersionRange;
 
 /// The JSON key of a field: its spec name with the first letter lower-cased, as Kafka's
 /// `FieldSpec.camelCaseName()`.
@@ -26,7 +27,8 @@ pub fn json_name(spec_name: &str) -> String {
 }
 
 /// The `JsonMessage` impl of a struct. `top` is true for the message body itself.
-pub fn emit_struct_json(s: &Struct, top: bool) -> TokenStream {
+pub(crate) fn emit_struct_json(s: &Struct, top: bool, options: &Options) -> TokenStream {
+    let Some(cfg) = Options::cfg(&[&options.json]) else { return TokenStream::new() };
     let name = struct_ident(&s.name);
     let to = to_json_body(s);
     let from = from_json_body(s);
@@ -41,7 +43,7 @@ pub fn emit_struct_json(s: &Struct, top: bool) -> TokenStream {
     let tv = version_param(&to);
     let fv = version_param(&from);
     quote! {
-        #[cfg(feature = "serde")]
+        #cfg
         impl rt::json::JsonMessage for #name {
             fn to_json(&self, #tv: i16) -> Result<rt::json::Value, rt::json::JsonError> {
                 #to
@@ -55,38 +57,25 @@ pub fn emit_struct_json(s: &Struct, top: bool) -> TokenStream {
 }
 
 fn to_json_body(s: &Struct) -> TokenStream {
-    let reach = s.reach;
     let mut stmts = Vec::new();
     for f in &s.fields {
         let key = json_name(&f.name);
         let id = field_ident(&f.name);
-        let present = f.versions.intersect(&reach);
-        let value = |p: VersionRange| {
-            if f.is_option() {
-                let nullable = bool_cond(f.nullable, p);
-                quote!(rt::json::option_to_json(self.#id.as_ref(), #nullable, #key, version)?)
-            } else {
-                quote!(rt::json::field_to_json(&self.#id, #key, version)?)
-            }
+        let value = if f.is_option() {
+            let nullable = bool_expr(f.plan.present_nullable);
+            quote!(rt::json::option_to_json(self.#id.as_ref(), #nullable, #key, version)?)
+        } else {
+            quote!(rt::json::field_to_json(&self.#id, #key, version)?)
         };
         let differs = differs_from_default(f, &quote!(self.#id));
         // Within the present versions, tagged versions write only a non-default value.
-        let write = match cond(f.tagged, present) {
-            Cond::Never => {
-                let v = value(present);
-                quote!(obj.insert(#key.into(), #v);)
-            }
-            Cond::Always => {
-                let v = value(present);
-                quote!(if #differs { obj.insert(#key.into(), #v); })
-            }
-            Cond::Expr(c) => {
-                let v = value(present);
-                quote!(if !(#c) || #differs { obj.insert(#key.into(), #v); })
-            }
+        let write = match cond(f.plan.present_tagged) {
+            Cond::Never => quote!(obj.insert(#key.into(), #value);),
+            Cond::Always => quote!(if #differs { obj.insert(#key.into(), #value); }),
+            Cond::Expr(c) => quote!(if !(#c) || #differs { obj.insert(#key.into(), #value); }),
         };
         let absent = (!f.ignorable).then(|| quote!(if #differs { return Err(rt::json::not_in_version(#key)); }));
-        stmts.push(match (cond(f.versions, reach), absent) {
+        stmts.push(match (cond(f.plan.present), absent) {
             (Cond::Always, _) => write,
             (Cond::Never, absent) => absent.unwrap_or_default(),
             (Cond::Expr(c), None) => quote!(if #c { #write }),
@@ -105,7 +94,6 @@ fn to_json_body(s: &Struct) -> TokenStream {
 }
 
 fn from_json_body(s: &Struct) -> TokenStream {
-    let reach = s.reach;
     let mut keys: Vec<String> = s.fields.iter().map(|f| json_name(&f.name)).collect();
     let mut inits = Vec::new();
     for f in &s.fields {
@@ -113,21 +101,20 @@ fn from_json_body(s: &Struct) -> TokenStream {
         let id = field_ident(&f.name);
         let ty = field_type(f);
         let default = default_expr(f);
-        let present = f.versions.intersect(&reach);
         let read = if f.is_option() {
-            let nullable = bool_cond(f.nullable, present);
+            let nullable = bool_expr(f.plan.present_nullable);
             quote!(rt::json::option_from_json(v, #nullable, #key, version)?)
         } else {
             quote!(rt::json::field_from_json::<#ty>(v, #key, version)?)
         };
         // A field no reachable version has binds nothing (an unused `v` would warn).
-        let (bind, some) = match cond(f.versions, reach) {
+        let (bind, some) = match cond(f.plan.present) {
             Cond::Always => (quote!(v), read),
             Cond::Never => (quote!(_), quote!(return Err(rt::json::not_in_version(#key)))),
             Cond::Expr(c) => (quote!(v), quote!(if #c { #read } else { return Err(rt::json::not_in_version(#key)) })),
         };
         // Mandatory: present and not tagged.
-        let none = match cond(f.regular, reach) {
+        let none = match cond(f.plan.regular) {
             Cond::Always => quote!(return Err(rt::json::missing(#key))),
             Cond::Never => default,
             Cond::Expr(c) => quote!(if #c { return Err(rt::json::missing(#key)) } else { #default }),
@@ -141,7 +128,7 @@ fn from_json_body(s: &Struct) -> TokenStream {
     }
     let unknown = s.has_tagged_section().then(|| {
         keys.push("_unknownTaggedFields".to_string());
-        let flexible = bool_cond(s.flexible, reach);
+        let flexible = bool_expr(s.plan.flexible);
         quote!(unknown_tagged_fields: rt::json::read_unknown_tagged(obj, #flexible)?,)
     });
     quote! {
@@ -154,45 +141,13 @@ fn from_json_body(s: &Struct) -> TokenStream {
     }
 }
 
-/// A `bool` expression: whether `version` (within `possible`) is in `range`.
-fn bool_cond(range: VersionRange, possible: VersionRange) -> TokenStream {
-    match cond(range, possible) {
-        Cond::Always => quote!(true),
-        Cond::Never => quote!(false),
-        Cond::Expr(c) => c,
-    }
-}
-
-/// `version`, or `_version` when the body does not use it.
-fn version_param(body: &TokenStream) -> TokenStream {
-    fn uses(tokens: &TokenStream) -> bool {
-        tokens.clone().into_iter().any(|t| match t {
-            proc_macro2::TokenTree::Ident(i) => i == "version",
-            proc_macro2::TokenTree::Group(g) => uses(&g.stream()),
-            _ => false,
-        })
-    }
-    if uses(body) {
-        quote!(version)
-    } else {
-        quote!(_version)
-    }
-}
-
 /// JSON helpers on the `RequestKind` / `ResponseKind` dispatch enums.
-pub fn emit_dispatch_json(model: &Model) -> TokenStream {
+pub(crate) fn emit_dispatch_json(model: &Model, options: &Options) -> TokenStream {
+    let Some(cfg) = Options::cfg(&[&options.json]) else { return TokenStream::new() };
     let one = |request: bool| {
         let (enum_name, word) = if request { ("RequestKind", "request") } else { ("ResponseKind", "response") };
         let enum_ident = format_ident!("{}", enum_name);
-        let pairs: Vec<_> = model
-            .apis
-            .iter()
-            .filter_map(|a| {
-                let idx = if request { a.request } else { a.response }?;
-                let m = model.messages.get(idx)?;
-                Some((format_ident!("{}", a.name), format_ident!("{}", m.name)))
-            })
-            .collect();
+        let pairs = super::index::dispatch_pairs(model, request);
         let from = pairs.iter().map(|(v, t)| {
             quote!(Some(ApiKey::#v) => <#t as rt::json::JsonMessage>::from_json(value, version).map(Self::#v),)
         });
@@ -203,7 +158,7 @@ pub fn emit_dispatch_json(model: &Model) -> TokenStream {
         let from_doc = format!("Reads the {word} body of `api_key` at `version` from Kafka's JSON form.");
         let to_doc = format!("The {word} body in Kafka's JSON form at `version`.");
         quote! {
-            #[cfg(feature = "serde")]
+            #cfg
             impl #enum_ident {
                 #[doc = #from_doc]
                 pub fn from_json(api_key: i16, version: i16, value: &rt::json::Value) -> Result<Self, rt::json::JsonError> {

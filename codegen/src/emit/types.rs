@@ -5,6 +5,7 @@ use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{format_ident, quote};
 
 use crate::model::{DefaultValue, Field, FieldType};
+use crate::wire::DefaultKind;
 
 /// The Rust identifier of a field (`r#type` for keywords).
 pub fn field_ident(name: &str) -> Ident {
@@ -24,14 +25,7 @@ pub fn struct_ident(name: &str) -> Ident {
 /// The Rust type of a value of `ty` (without the `Option` of nullable fields).
 pub fn base_type(ty: &FieldType) -> TokenStream {
     match ty {
-        FieldType::Bool => quote!(bool),
-        FieldType::Int8 => quote!(i8),
-        FieldType::Int16 => quote!(i16),
-        FieldType::Uint16 => quote!(u16),
-        FieldType::Int32 => quote!(i32),
-        FieldType::Int64 => quote!(i64),
-        FieldType::Float64 => quote!(f64),
-        FieldType::Uuid => quote!(rt::Uuid),
+        FieldType::Fixed(t) => t.rust_type(),
         FieldType::String => quote!(rt::ByteString),
         FieldType::Bytes | FieldType::Records => quote!(rt::Bytes),
         FieldType::Struct(n) => {
@@ -39,15 +33,17 @@ pub fn base_type(ty: &FieldType) -> TokenStream {
             quote!(#n)
         }
         // Fixed-width elements: 16 bytes of them inline (a replica list), no allocation each.
-        FieldType::Array(inner) if inner.fixed_size().is_some() => {
-            let n = Literal::usize_unsuffixed(16 / inner.fixed_size().unwrap_or(16));
-            let inner = base_type(inner);
-            quote!(rt::SmallVec<[#inner; #n]>)
-        }
-        FieldType::Array(inner) => {
-            let inner = base_type(inner);
-            quote!(Vec<#inner>)
-        }
+        FieldType::Array(inner) => match inner.fixed() {
+            Some(t) => {
+                let n = Literal::usize_unsuffixed(16 / t.size());
+                let inner = t.rust_type();
+                quote!(rt::SmallVec<[#inner; #n]>)
+            }
+            None => {
+                let inner = base_type(inner);
+                quote!(Vec<#inner>)
+            }
+        },
     }
 }
 
@@ -63,18 +59,17 @@ pub fn field_type(f: &Field) -> TokenStream {
 
 fn natural(ty: &FieldType) -> TokenStream {
     match ty {
-        FieldType::Bool => quote!(false),
-        FieldType::Int8 | FieldType::Int16 | FieldType::Uint16 | FieldType::Int32 | FieldType::Int64 => quote!(0),
-        FieldType::Float64 => quote!(0.0),
-        FieldType::Uuid => quote!(rt::Uuid::ZERO),
+        FieldType::Fixed(t) => t.natural(),
         FieldType::String => quote!(rt::ByteString::new()),
         FieldType::Bytes | FieldType::Records => quote!(rt::Bytes::new()),
         FieldType::Struct(n) => {
             let n = struct_ident(n);
             quote!(#n::default())
         }
-        FieldType::Array(inner) if inner.fixed_size().is_some() => quote!(rt::SmallVec::new()),
-        FieldType::Array(_) => quote!(Vec::new()),
+        FieldType::Array(inner) => match inner.fixed() {
+            Some(_) => quote!(rt::SmallVec::new()),
+            None => quote!(Vec::new()),
+        },
     }
 }
 
@@ -113,15 +108,21 @@ pub fn default_expr(f: &Field) -> TokenStream {
 /// A boolean expression: true when `value` (an expression of the field's type) differs from
 /// the default. Common cases avoid building the default.
 pub fn differs_from_default(f: &Field, value: &TokenStream) -> TokenStream {
-    match (&f.default, f.is_option(), &f.ty) {
-        (DefaultValue::Null, _, _) => quote!(#value.is_some()),
-        (DefaultValue::Natural, false, FieldType::String | FieldType::Bytes | FieldType::Records | FieldType::Array(_)) => {
-            quote!(!#value.is_empty())
-        }
-        (DefaultValue::Natural, false, FieldType::Bool) => quote!(#value),
-        _ => {
-            let d = default_expr(f);
-            quote!(#value != #d)
-        }
+    let compare = || {
+        let d = default_expr(f);
+        quote!(#value != #d)
+    };
+    match (&f.default, f.is_option()) {
+        (DefaultValue::Null, _) => quote!(#value.is_some()),
+        (DefaultValue::Natural, false) => match &f.ty {
+            FieldType::String | FieldType::Bytes | FieldType::Records | FieldType::Array(_) => quote!(!#value.is_empty()),
+            FieldType::Fixed(t) => match t.row().literal {
+                DefaultKind::Bool => quote!(#value),
+                DefaultKind::Int { .. } | DefaultKind::Float | DefaultKind::Uuid => compare(),
+            },
+            FieldType::Struct(_) => compare(),
+        },
+        (DefaultValue::Natural, true)
+        | (DefaultValue::Bool(_) | DefaultValue::Int(_) | DefaultValue::Float(_) | DefaultValue::Str(_), _) => compare(),
     }
 }

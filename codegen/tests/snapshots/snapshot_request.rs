@@ -51,12 +51,12 @@ impl SnapshotRequest {
     ) -> Result<Self, rt::DecodeError> {
         let flexible = version >= 2;
         let group_id = (if version >= 1 {
-            rt::string::read_nullable_string(buf, flexible)
+            rt::encoding::string::read_nullable(buf, flexible)
         } else {
-            rt::string::read_string(buf, false).map(Some)
+            rt::encoding::string::read(buf, false).map(Some)
         })
             .field("GroupId")?;
-        let timeout_ms = rt::primitive::read_i32(buf).field("TimeoutMs")?;
+        let timeout_ms = rt::encoding::int32::read(buf).field("TimeoutMs")?;
         let topics = rt::array::read_array(
                 buf,
                 flexible,
@@ -64,7 +64,7 @@ impl SnapshotRequest {
             )
             .field("Topics")?;
         let rack = if version >= 3 {
-            rt::string::read_string(buf, true).field("Rack")?
+            rt::encoding::string::read(buf, true).field("Rack")?
         } else {
             rt::ByteString::from_static("none")
         };
@@ -79,7 +79,7 @@ impl SnapshotRequest {
                         trace_id = rt::tagged::read_known(
                                 0,
                                 buf,
-                                |buf| rt::primitive::read_i64(buf),
+                                |buf| rt::encoding::int64::read(buf),
                             )
                             .field("TraceId")?;
                         Ok(true)
@@ -102,9 +102,9 @@ impl SnapshotRequest {
         let mut len = 0usize;
         len
             += if version >= 1 {
-                rt::string::nullable_string_len(self.group_id.as_deref(), flexible)
+                rt::encoding::string::len_nullable(self.group_id.as_deref(), flexible)
             } else {
-                self.group_id.as_ref().map_or(0, |v| rt::string::string_len(v, false))
+                self.group_id.as_ref().map_or(0, |v| rt::encoding::string::len(v, false))
             };
         len += 4usize;
         len
@@ -114,7 +114,7 @@ impl SnapshotRequest {
                 |v| rt::Encode::encoded_len(v, version),
             );
         if version >= 3 {
-            len += rt::string::string_len(&self.rack, true);
+            len += rt::encoding::string::len(&self.rack, true);
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -136,15 +136,15 @@ impl SnapshotRequest {
     ) -> Result<(), rt::EncodeError> {
         let flexible = version >= 2;
         (if version >= 1 {
-            rt::string::write_nullable_string(buf, self.group_id.as_deref(), flexible)
+            rt::encoding::string::write_nullable(buf, self.group_id.as_deref(), flexible)
         } else {
             match &self.group_id {
-                Some(v) => rt::string::write_string(buf, v, false),
+                Some(v) => rt::encoding::string::write(buf, v, false),
                 None => Err(rt::message::null_in_non_nullable()),
             }
         })
             .field("GroupId")?;
-        rt::primitive::write_i32(buf, self.timeout_ms);
+        rt::encoding::int32::write(buf, self.timeout_ms);
         rt::array::write_array(
                 buf,
                 &self.topics,
@@ -153,7 +153,7 @@ impl SnapshotRequest {
             )
             .field("Topics")?;
         if version >= 3 {
-            rt::string::write_string(buf, &self.rack, true).field("Rack")?;
+            rt::encoding::string::write(buf, &self.rack, true).field("Rack")?;
         }
         if !(version >= 2) && self.trace_id != -1 {
             return Err(rt::message::non_default().field("TraceId"));
@@ -167,7 +167,7 @@ impl SnapshotRequest {
             raw.write_before(buf, 0);
             if write_trace_id {
                 rt::tagged::write_field_header(buf, 0, 8usize);
-                rt::primitive::write_i64(buf, self.trace_id);
+                rt::encoding::int64::write(buf, self.trace_id);
             }
             raw.finish(buf);
         } else {
@@ -430,7 +430,7 @@ impl SnapshotPartition {
         buf: &mut rt::Bytes,
         version: i16,
     ) -> Result<Self, rt::DecodeError> {
-        let index = rt::primitive::read_i32(buf).field("Index")?;
+        let index = rt::encoding::int32::read(buf).field("Index")?;
         let leader = if version >= 1 {
             <LeaderInfo as rt::Decode>::decode(buf, version).field("Leader")?
         } else {
@@ -480,11 +480,11 @@ impl rt::Encode for SnapshotPartition {
         version: i16,
     ) -> Result<(), rt::EncodeError> {
         let flexible = version >= 2;
-        rt::primitive::write_i32(buf, self.index);
+        rt::encoding::int32::write(buf, self.index);
         if version >= 1 {
             rt::Encode::encode(&self.leader, buf, version).field("Leader")?;
         } else {
-            if !(version >= 1) && self.leader != LeaderInfo::default() {
+            if self.leader != LeaderInfo::default() {
                 return Err(rt::message::non_default().field("Leader"));
             }
         }
@@ -628,7 +628,7 @@ impl SnapshotTopic {
         version: i16,
     ) -> Result<Self, rt::DecodeError> {
         let flexible = version >= 2;
-        let name = rt::string::read_string(buf, flexible).field("Name")?;
+        let name = rt::encoding::string::read(buf, flexible).field("Name")?;
         let partitions = rt::array::read_array(
                 buf,
                 flexible,
@@ -652,7 +652,7 @@ impl SnapshotTopic {
     fn encoded_len_fields<Lazy>(&self, version: i16) -> usize {
         let flexible = version >= 2;
         let mut len = 0usize;
-        len += rt::string::string_len(&self.name, flexible);
+        len += rt::encoding::string::len(&self.name, flexible);
         len
             += rt::array::array_len(
                 &self.partitions,
@@ -682,7 +682,7 @@ impl rt::Encode for SnapshotTopic {
         version: i16,
     ) -> Result<(), rt::EncodeError> {
         let flexible = version >= 2;
-        rt::string::write_string(buf, &self.name, flexible).field("Name")?;
+        rt::encoding::string::write(buf, &self.name, flexible).field("Name")?;
         rt::array::write_array(
                 buf,
                 &self.partitions,
@@ -838,8 +838,8 @@ impl LeaderInfo {
         buf: &mut rt::Bytes,
         version: i16,
     ) -> Result<Self, rt::DecodeError> {
-        let leader_id = rt::primitive::read_i32(buf).field("LeaderId")?;
-        let leader_epoch = rt::primitive::read_i32(buf).field("LeaderEpoch")?;
+        let leader_id = rt::encoding::int32::read(buf).field("LeaderId")?;
+        let leader_epoch = rt::encoding::int32::read(buf).field("LeaderEpoch")?;
         let mut unknown_tagged_fields = rt::UnknownTaggedFields::default();
         if version >= 2 {
             rt::tagged::read_tagged_fields(
@@ -882,8 +882,8 @@ impl rt::Encode for LeaderInfo {
         version: i16,
     ) -> Result<(), rt::EncodeError> {
         let flexible = version >= 2;
-        rt::primitive::write_i32(buf, self.leader_id);
-        rt::primitive::write_i32(buf, self.leader_epoch);
+        rt::encoding::int32::write(buf, self.leader_id);
+        rt::encoding::int32::write(buf, self.leader_epoch);
         if flexible {
             rt::tagged::write_unknown_only(buf, &self.unknown_tagged_fields);
         } else {

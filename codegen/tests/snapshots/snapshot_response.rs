@@ -29,7 +29,7 @@ impl SnapshotResponse {
         buf: &mut rt::Bytes,
         version: i16,
     ) -> Result<Self, rt::DecodeError> {
-        let error_code = rt::primitive::read_i16(buf).field("ErrorCode")?;
+        let error_code = rt::encoding::int16::read(buf).field("ErrorCode")?;
         let mut unknown_tagged_fields = rt::UnknownTaggedFields::default();
         if version >= 2 {
             rt::tagged::read_tagged_fields(
@@ -64,7 +64,7 @@ impl SnapshotResponse {
         version: i16,
     ) -> Result<(), rt::EncodeError> {
         let flexible = version >= 2;
-        rt::primitive::write_i16(buf, self.error_code);
+        rt::encoding::int16::write(buf, self.error_code);
         if flexible {
             rt::tagged::write_unknown_only(buf, &self.unknown_tagged_fields);
         } else {
