@@ -208,7 +208,8 @@ pub enum SelectedResponse {
 /// version, and returns the version it was read at. A broker that does not support the
 /// ApiVersions version asked for answers with an error at v0 (UNSUPPORTED_VERSION and its own
 /// range, KIP-511), as Kafka's clients expect: such a body that does not decode at its version
-/// is read at v0. An error names the version it happened at.
+/// is read at v0. When that fails too, the error is the one at the request's version (the
+/// fallback was a guess). An error names the version it happened at.
 pub fn decode_response_body<T>(
     api_key: ApiKey,
     version: i16,
@@ -217,8 +218,8 @@ pub fn decode_response_body<T>(
 ) -> Result<(i16, T), (i16, DecodeError)> {
     match decode(version, &mut body.clone()) {
         Ok(decoded) => Ok((version, decoded)),
-        Err(_) if api_key == ApiKey::ApiVersions && version != 0 => {
-            decode(0, &mut body.clone()).map(|decoded| (0, decoded)).map_err(|e| (0, e))
+        Err(e) if api_key == ApiKey::ApiVersions && version != 0 => {
+            decode(0, &mut body.clone()).map(|decoded| (0, decoded)).map_err(|_| (version, e))
         }
         Err(e) => Err((version, e)),
     }
