@@ -113,14 +113,11 @@ pub fn mediate(broker: &ApiVersionsResponse, options: NegotiateOptions) -> ApiVe
 /// so that the client retries at a version both sides know. The request body is never decoded:
 /// its version may be newer than anything this build can read.
 pub fn unsupported_api_versions(supported: VersionRange) -> ApiVersionsResponse {
-    ApiVersionsResponse {
-        error_code: crate::ErrorCode::UNSUPPORTED_VERSION.0,
-        api_keys: vec![crate::messages::api_versions_response::ApiVersion {
-            api_key: ApiKey::ApiVersions.key(),
-            min_version: supported.lo,
-            max_version: supported.hi,
-            ..Default::default()
-        }],
-        ..Default::default()
+    let mut response = ApiVersionsResponse { error_code: crate::ErrorCode::UNSUPPORTED_VERSION.0, ..Default::default() };
+    // The element type is not named: releases name it differently (2.4: ApiVersionsResponseKey).
+    response.api_keys.push(Default::default());
+    if let Some(api) = response.api_keys.last_mut() {
+        (api.api_key, api.min_version, api.max_version) = (ApiKey::ApiVersions.key(), supported.lo, supported.hi);
     }
+    response
 }
