@@ -167,6 +167,24 @@ impl Message {
             .filter_map(|s| s.endpoint().map(|e| s.reach.intersect(&e.host.versions)))
             .fold(VersionRange::NONE, |a, r| a.hull(&r))
     }
+
+    /// The structs that hold an endpoint or reach one through their fields: the only ones the
+    /// endpoint walker descends into (a Produce request's partitions need no walk).
+    pub fn structs_reaching_endpoints(&self) -> BTreeSet<&str> {
+        let mut out: BTreeSet<&str> = self.structs.iter().filter(|s| s.endpoint().is_some()).map(|s| s.name.as_str()).collect();
+        // To a fixed point: structs nest a few levels deep.
+        loop {
+            let before = out.len();
+            for s in &self.structs {
+                if s.fields.iter().any(|f| f.ty.struct_name().is_some_and(|n| out.contains(n))) {
+                    out.insert(s.name.as_str());
+                }
+            }
+            if out.len() == before {
+                return out;
+            }
+        }
+    }
 }
 
 /// A struct: the message body, an inline struct or a common struct.

@@ -8,8 +8,9 @@ use super::types::{field_ident, struct_ident};
 use crate::model::{EndpointFields, Entity, Field, FieldType, Struct};
 use crate::wire::Fixed;
 
-/// `impl Visit` (and `impl Keyed` when the struct has `mapKey` fields).
-pub fn emit_access(s: &Struct) -> TokenStream {
+/// `impl Visit` (and `impl Keyed` when the struct has `mapKey` fields). The endpoint walker
+/// descends only into the struct fields named in `reaching_endpoints`.
+pub fn emit_access(s: &Struct, reaching_endpoints: &std::collections::BTreeSet<&str>) -> TokenStream {
     let name = struct_ident(&s.name);
     let mut read = Vec::new();
     let mut write = Vec::new();
@@ -38,6 +39,8 @@ pub fn emit_access(s: &Struct) -> TokenStream {
             read.push(each(f, false, quote!(rt::visit::Visit::visit_entities(v, f);)));
             write.push(each(f, true, quote!(rt::visit::Visit::visit_entities_mut(v, f);)));
             errors.push(each(f, false, quote!(rt::visit::Visit::visit_error_codes(v, f);)));
+        }
+        if f.ty.struct_name().is_some_and(|n| reaching_endpoints.contains(n)) {
             endpoints.push(each(f, false, quote!(rt::visit::Visit::visit_endpoints(v, f);)));
             endpoints_mut.push(each(f, true, quote!(rt::visit::Visit::visit_endpoints_mut(v, f);)));
         }

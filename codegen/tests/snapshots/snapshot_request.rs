@@ -239,17 +239,9 @@ impl rt::visit::Visit for SnapshotRequest {
         }
     }
     #[inline]
-    fn visit_endpoints(&self, f: &mut dyn FnMut(rt::visit::Endpoint<'_>)) {
-        for v in self.topics.iter() {
-            rt::visit::Visit::visit_endpoints(v, f);
-        }
-    }
+    fn visit_endpoints(&self, _f: &mut dyn FnMut(rt::visit::Endpoint<'_>)) {}
     #[inline]
-    fn visit_endpoints_mut(&mut self, f: &mut dyn FnMut(rt::visit::EndpointMut<'_>)) {
-        for v in self.topics.iter_mut() {
-            rt::visit::Visit::visit_endpoints_mut(v, f);
-        }
-    }
+    fn visit_endpoints_mut(&mut self, _f: &mut dyn FnMut(rt::visit::EndpointMut<'_>)) {}
     #[inline]
     fn visit_error_codes(&self, f: &mut dyn FnMut(&'static str, rt::ErrorCode)) {
         for v in self.topics.iter() {
@@ -534,19 +526,9 @@ impl rt::visit::Visit for SnapshotPartition {
         }
     }
     #[inline]
-    fn visit_endpoints(&self, f: &mut dyn FnMut(rt::visit::Endpoint<'_>)) {
-        {
-            let v = &self.leader;
-            rt::visit::Visit::visit_endpoints(v, f);
-        }
-    }
+    fn visit_endpoints(&self, _f: &mut dyn FnMut(rt::visit::Endpoint<'_>)) {}
     #[inline]
-    fn visit_endpoints_mut(&mut self, f: &mut dyn FnMut(rt::visit::EndpointMut<'_>)) {
-        {
-            let v = &mut self.leader;
-            rt::visit::Visit::visit_endpoints_mut(v, f);
-        }
-    }
+    fn visit_endpoints_mut(&mut self, _f: &mut dyn FnMut(rt::visit::EndpointMut<'_>)) {}
     #[inline]
     fn visit_error_codes(&self, f: &mut dyn FnMut(&'static str, rt::ErrorCode)) {
         {
@@ -768,17 +750,9 @@ impl rt::visit::Visit for SnapshotTopic {
         }
     }
     #[inline]
-    fn visit_endpoints(&self, f: &mut dyn FnMut(rt::visit::Endpoint<'_>)) {
-        for v in self.partitions.iter() {
-            rt::visit::Visit::visit_endpoints(v, f);
-        }
-    }
+    fn visit_endpoints(&self, _f: &mut dyn FnMut(rt::visit::Endpoint<'_>)) {}
     #[inline]
-    fn visit_endpoints_mut(&mut self, f: &mut dyn FnMut(rt::visit::EndpointMut<'_>)) {
-        for v in self.partitions.iter_mut() {
-            rt::visit::Visit::visit_endpoints_mut(v, f);
-        }
-    }
+    fn visit_endpoints_mut(&mut self, _f: &mut dyn FnMut(rt::visit::EndpointMut<'_>)) {}
     #[inline]
     fn visit_error_codes(&self, f: &mut dyn FnMut(&'static str, rt::ErrorCode)) {
         for v in self.partitions.iter() {
