@@ -461,6 +461,50 @@ fn kafka_python_through_the_proxy() {
 }
 
 #[test]
+fn sasl_passes_through_the_proxy() {
+    let Some(env) = env_file("KAFKA_WIRE_PROXY_BROKER", "sasl_passes_through_the_proxy") else { return };
+    let proxy = Proxy::start(&env["SASL_PLAINTEXT"], &[]);
+    let sasl = ["-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=PLAIN", "-X", "sasl.username=admin", "-X", "sasl.password=admin-secret"];
+    let topic = unique("kw-proxy-sasl");
+    let mut producer = Command::new("kcat")
+        .args(["-b", &proxy.bootstrap, "-P", "-t", &topic, "-X", "acks=all", "-X", "allow.auto.create.topics=true"])
+        .args(sasl)
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("kcat runs");
+    producer.stdin.take().unwrap().write_all(b"one\ntwo\nthree\n").unwrap();
+    assert!(producer.wait().unwrap().success());
+    let consumed = Command::new("kcat")
+        .args(["-b", &proxy.bootstrap, "-C", "-t", &topic, "-o", "beginning", "-e", "-q"])
+        .args(sasl)
+        .output()
+        .expect("kcat runs");
+    assert!(consumed.status.success(), "{}", String::from_utf8_lossy(&consumed.stderr));
+    assert_eq!(String::from_utf8_lossy(&consumed.stdout), "one\ntwo\nthree\n");
+    let mut real = real_addresses(&env);
+    real.push(env["SASL_PLAINTEXT"].clone());
+    let a = assert_clean(&proxy, &real, "SASL PLAIN through the proxy");
+    // The handshake and the authentication itself went through untouched.
+    for api in [ApiKey::SaslHandshake, ApiKey::SaslAuthenticate] {
+        assert!(!a.apis_rewritten.contains(&api.key()), "{api:?} was rewritten");
+    }
+}
+
+#[test]
+fn tls_is_relayed_opaque() {
+    let Some(env) = env_file("KAFKA_WIRE_PROXY_BROKER", "tls_is_relayed_opaque") else { return };
+    let proxy = Proxy::start(&env["SSL"], &[]);
+    let tls = ["-X", "security.protocol=SSL", "-X", &format!("ssl.ca.location={}", env["SSL_CA"]), "-X", "ssl.endpoint.identification.algorithm=none"];
+    let listing = Command::new("kcat").args(["-b", &proxy.bootstrap, "-L"]).args(tls).output().expect("kcat runs");
+    assert!(listing.status.success(), "{}", String::from_utf8_lossy(&listing.stderr));
+    // Not terminated: the metadata inside is the broker's, as the proxy's docs say.
+    let text = String::from_utf8_lossy(&listing.stdout);
+    assert!(text.contains(&env["SSL"]), "{text}");
+    let traced = std::fs::read_dir(&proxy.trace).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(traced, 0, "a TLS connection was parsed as Kafka frames");
+}
+
+#[test]
 fn a_tenant_sees_only_its_topics_unprefixed() {
     let Some(env) = env_file("KAFKA_WIRE_PROXY_BROKER", "a_tenant_sees_only_its_topics_unprefixed") else { return };
     let direct = &env["PLAINTEXT"];
