@@ -466,8 +466,9 @@ fn sasl_passes_through_the_proxy() {
     let proxy = Proxy::start(&env["SASL_PLAINTEXT"], &[]);
     let sasl = ["-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=PLAIN", "-X", "sasl.username=admin", "-X", "sasl.password=admin-secret"];
     let topic = unique("kw-proxy-sasl");
+    java(&env, &["create", &env["PLAINTEXT"], &topic, "0", "1", "1"]);
     let mut producer = Command::new("kcat")
-        .args(["-b", &proxy.bootstrap, "-P", "-t", &topic, "-X", "acks=all", "-X", "allow.auto.create.topics=true"])
+        .args(["-b", &proxy.bootstrap, "-P", "-t", &topic, "-X", "acks=all"])
         .args(sasl)
         .stdin(Stdio::piped())
         .spawn()
