@@ -26,7 +26,8 @@ trap '[ -n "$running" ] && scripts/kafka.sh stop $running >/dev/null 2>&1' EXIT
 echo "proxy-tests: building" >&2
 if ! { nice -n 10 cargo build -p kafka-wire --example proxy --features tokio &&
   nice -n 10 cargo test -p kafka-wire --test proxy_real --test endpoints --test proxy --no-run &&
-  nice -n 10 cargo test -p kafka-wire-codegen --test endpoints --no-run; } >target/proxy-tests/build.log 2>&1; then
+  nice -n 10 cargo test -p kafka-wire-codegen --test endpoints --no-run &&
+  nice -n 10 cargo test -p kafka-wire --features tokio --example proxy --no-run; } >target/proxy-tests/build.log 2>&1; then
   tail -40 target/proxy-tests/build.log >&2
   echo "proxy: 0 passed, 1 failed"
   exit 1
@@ -70,11 +71,12 @@ broker() {
 run "walkers and codec" target/proxy-tests/offline.log -- \
   -p kafka-wire --test endpoints --test proxy
 run "walkers over every spec set" target/proxy-tests/codegen.log -- -p kafka-wire-codegen --test endpoints
+run "the proxy's unit tests" target/proxy-tests/unit.log -- -p kafka-wire --features tokio --example proxy
 
 t0=$SECONDS
 if broker; then
   run "Kafka $version" target/proxy-tests/$version.log \
-    KAFKA_WIRE_PROXY_BROKER="$PWD/target/kafka/$version/env" KAFKA_WIRE_REQUIRE_BROKER=1 -- \
+    KAFKA_WIRE_PROXY_BROKER="$PWD/target/kafka/$version/env" KAFKA_WIRE_REQUIRE_PROXY=1 -- \
     -p kafka-wire --test proxy_real -- --nocapture --test-threads 1 --skip three_brokers
   scripts/kafka.sh stop "$version" >/dev/null 2>&1 || true
 fi
@@ -84,7 +86,7 @@ if [ "$cluster" = 1 ]; then
   t0=$SECONDS
   if broker --nodes 3; then
     run "Kafka $version, 3 nodes" target/proxy-tests/$version-cluster.log \
-      KAFKA_WIRE_PROXY_CLUSTER="$PWD/target/kafka/$version-cluster/env" KAFKA_WIRE_REQUIRE_BROKER=1 -- \
+      KAFKA_WIRE_PROXY_CLUSTER="$PWD/target/kafka/$version-cluster/env" KAFKA_WIRE_REQUIRE_PROXY=1 -- \
       -p kafka-wire --test proxy_real -- --nocapture three_brokers
     scripts/kafka.sh stop "$version" --nodes 3 >/dev/null 2>&1 || true
   fi

@@ -9,7 +9,7 @@
 //! Run by `scripts/proxy-tests.sh`, which builds the example and starts the brokers. Needs
 //! `KAFKA_WIRE_PROXY_BIN` (the built example) and `KAFKA_WIRE_PROXY_BROKER` (a
 //! `scripts/kafka.sh` env file); the cluster test `KAFKA_WIRE_PROXY_CLUSTER` (a 3-node env
-//! file). Without them each test says so and passes, unless `KAFKA_WIRE_REQUIRE_BROKER=1`.
+//! file). Without them each test says so and passes, unless `KAFKA_WIRE_REQUIRE_PROXY=1`.
 //! `KAFKA_WIRE_PROXY_LOAD_REQUESTS` sets the load test's requests per side (default 100000).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -30,11 +30,11 @@ use tokio::net::TcpStream;
 // Setup
 
 fn env_file(var: &str, test: &str) -> Option<BTreeMap<String, String>> {
-    let required = std::env::var("KAFKA_WIRE_REQUIRE_BROKER").as_deref() == Ok("1");
+    let required = std::env::var("KAFKA_WIRE_REQUIRE_PROXY").as_deref() == Ok("1");
     let path = match std::env::var(var) {
         Ok(p) if !p.is_empty() => p,
         _ => {
-            assert!(!required, "{test}: {var} is not set and KAFKA_WIRE_REQUIRE_BROKER=1");
+            assert!(!required, "{test}: {var} is not set and KAFKA_WIRE_REQUIRE_PROXY=1");
             eprintln!("{test}: skipped ({var} not set; run scripts/proxy-tests.sh)");
             return None;
         }
@@ -266,6 +266,7 @@ import org.apache.kafka.clients.admin.*;
 import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.clients.producer.*;
 import org.apache.kafka.common.Node;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.*;
 
 public class ProxyClient {
@@ -287,6 +288,11 @@ public class ProxyClient {
             if (controller != null) System.out.println("controller " + controller.host() + ":" + controller.port());
             for (String t : admin.listTopics().names().get()) System.out.println("topic " + t);
             if (mode.equals("create")) return;
+            ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
+            AlterConfigOp op = new AlterConfigOp(new ConfigEntry("retention.ms", "123456789"), AlterConfigOp.OpType.SET);
+            admin.incrementalAlterConfigs(Map.of(resource, List.of(op))).all().get();
+            Config config = admin.describeConfigs(List.of(resource)).all().get().get(resource);
+            System.out.println("retention.ms " + config.get("retention.ms").value());
             Properties pp = (Properties) base.clone();
             pp.put("key.serializer", StringSerializer.class.getName());
             pp.put("value.serializer", StringSerializer.class.getName());
@@ -363,6 +369,7 @@ fn java_workload(env: &BTreeMap<String, String>, proxy: &Proxy, topic: &str, par
     let out = java(env, &["all", &proxy.bootstrap, topic, &n.to_string(), partitions, rf]);
     assert!(out.contains(&format!("produced {n}")), "{out:?}");
     assert!(out.contains(&format!("consumed {n}")), "{out:?}");
+    assert!(out.contains(&"retention.ms 123456789".to_string()), "the topic's config, altered and read back: {out:?}");
     let ports = proxy.local_ports();
     let nodes: Vec<&String> = out.iter().filter(|l| l.starts_with("node ")).collect();
     assert!(!nodes.is_empty(), "{out:?}");

@@ -65,7 +65,8 @@ async fn read_frame(r: &mut OwnedReadHalf, buf: &mut BytesMut, max: usize, side:
             if buf.len() >= total {
                 return Ok(Some(buf.split_to(total).freeze()));
             }
-            buf.reserve(total - buf.len());
+            // In steps: a size prefix alone must not make the proxy allocate what it claims.
+            buf.reserve((total - buf.len()).min(64 * 1024));
         } else {
             buf.reserve(4096);
         }
@@ -204,4 +205,30 @@ fn uvarint(bytes: &[u8]) -> Option<(u64, usize)> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use kafka_wire::messages::ProduceRequest;
+    use kafka_wire::Message;
+
+    use super::produce_acks;
+
+    #[test]
+    fn acks_are_peeked_at_every_produce_version() {
+        for version in ProduceRequest::VERSIONS.lo..=ProduceRequest::VERSIONS.hi {
+            for transactional_id in [None, Some("tx-one".into())] {
+                for acks in [0, 1, -1] {
+                    let transactional_id = if version >= 3 { transactional_id.clone() } else { None };
+                    let request = ProduceRequest { acks, transactional_id, timeout_ms: 1500, ..Default::default() };
+                    let body = request.to_bytes(version).unwrap();
+                    assert_eq!(produce_acks(version, &body), Some(acks), "v{version}");
+                }
+            }
+        }
+        // Too short to tell: not taken for acks=0.
+        assert_eq!(produce_acks(9, &[0x05, b'a']), None);
+        assert_eq!(produce_acks(3, &[0x7f, 0xff]), None);
+        assert_eq!(produce_acks(9, &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff]), None);
+    }
 }

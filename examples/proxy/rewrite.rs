@@ -13,6 +13,24 @@ use kafka_wire::{ApiKey, Bytes, Decode, EntityMut, EntityType, RequestKind, Resp
 
 use crate::{ProxyError, Shared};
 
+/// Kafka's `ConfigResource.Type.TOPIC`. Config resources name a topic by this type, not by an
+/// `entityType`, so the entity walker does not see them; they are renamed here.
+const TOPIC_RESOURCE: i8 = 2;
+
+/// Calls `$f` on the name of every topic config resource in the listed variants of `$body`.
+macro_rules! topic_resources {
+    ($body:expr, $f:expr, $($kind:path => $list:ident),* $(,)?) => {
+        match $body {
+            $($kind(m) => {
+                for r in m.$list.iter_mut().filter(|r| r.resource_type == TOPIC_RESOURCE) {
+                    $f(&mut r.resource_name);
+                }
+            })*
+            _ => {}
+        }
+    };
+}
+
 /// A tenant: its topic prefix and the ids of its topics, as the broker gave them.
 pub struct Tenant {
     prefix: String,
@@ -99,6 +117,14 @@ pub fn request(tenant: &Tenant, request: &RequestFrame, payload: &Bytes) -> Resu
         _ => {}
     });
     drop(ids);
+    topic_resources!(&mut body, |name: &mut kafka_wire::ByteString| {
+        *name = format!("{}{}", tenant.prefix, &**name).into();
+        changed = true;
+    },
+        RequestKind::DescribeConfigs => resources,
+        RequestKind::AlterConfigs => resources,
+        RequestKind::IncrementalAlterConfigs => resources,
+    );
     if !changed {
         return Ok(None);
     }
@@ -145,18 +171,23 @@ pub fn response(shared: &Arc<Shared>, api: ApiKey, version: i16, payload: &Bytes
     }
     if let Some(tenant) = &shared.tenant {
         changed |= tenant.learn_and_filter(&mut body);
-        body.visit_entities_mut(&mut |field, value| {
-            let name = match (field.kind, value) {
-                (EntityType::TopicName, EntityMut::Str(name)) | (EntityType::TopicName, EntityMut::NullableStr(Some(name))) => {
-                    name
-                }
-                _ => return,
-            };
+        let mut strip = |name: &mut kafka_wire::ByteString| {
             if let Some(ours) = name.strip_prefix(tenant.prefix.as_str()) {
                 *name = ours.to_string().into();
                 changed = true;
             }
+        };
+        body.visit_entities_mut(&mut |field, value| match (field.kind, value) {
+            (EntityType::TopicName, EntityMut::Str(name)) | (EntityType::TopicName, EntityMut::NullableStr(Some(name))) => {
+                strip(name)
+            }
+            _ => {}
         });
+        topic_resources!(&mut body, strip,
+            ResponseKind::DescribeConfigs => results,
+            ResponseKind::AlterConfigs => responses,
+            ResponseKind::IncrementalAlterConfigs => responses,
+        );
     }
     if !changed {
         return Ok(None);
