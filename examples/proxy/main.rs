@@ -29,7 +29,8 @@
 //!   are prefixed in requests and stripped in responses; Metadata and DescribeTopicPartitions
 //!   list only the tenant's topics; topic ids are checked against the ids the proxy saw the
 //!   broker give the tenant's topics, and any other id is sent as the zero id, which the broker
-//!   answers with UNKNOWN_TOPIC_ID. Config resources, ACLs and group ids are not prefixed.
+//!   answers with UNKNOWN_TOPIC_ID. Topic config resources (Describe/Alter/IncrementalAlterConfigs)
+//!   are prefixed too; ACLs and group ids are not.
 //! - **`--trace DIR`**: every frame in both directions, one file per connection (for the tests
 //!   in `tests/proxy_real.rs`; costly).
 
