@@ -133,6 +133,7 @@ struct Audit {
     to_client: usize,
     rewritten: usize,
     passed_identical: usize,
+    apis_passed: BTreeSet<i16>,
     apis_rewritten: BTreeSet<i16>,
     problems: Vec<String>,
 }
@@ -189,7 +190,10 @@ fn audit(dir: &Path, real: &[String], endpoints_only: bool) -> Audit {
             let from = if dir == "p2c" { "u2p" } else { "c2p" };
             match mode {
                 "pass" => match read.get(&(from, corr)) {
-                    Some(original) if *original == bytes => a.passed_identical += 1,
+                    Some(original) if *original == bytes => {
+                        a.passed_identical += 1;
+                        a.apis_passed.insert(api);
+                    }
                     Some(_) => a.problems.push(format!("{}: {dir} api {api} corr {corr} passed but changed", path.display())),
                     None => a.problems.push(format!("{}: {dir} api {api} corr {corr} passed, never read", path.display())),
                 },
@@ -392,13 +396,10 @@ fn java_clients_through_the_proxy() {
     assert!(a.apis_rewritten.contains(&ApiKey::FindCoordinator.key()), "{:?}", a.apis_rewritten);
 }
 
-#[test]
-fn kcat_through_the_proxy() {
-    let Some(env) = env_file("KAFKA_WIRE_PROXY_BROKER", "kcat_through_the_proxy") else { return };
-    let proxy = Proxy::start(&env["PLAINTEXT"], &[]);
-    let topic = unique("kw-proxy-kcat");
-    java(&env, &["create", &proxy.bootstrap, &topic, "0", "2", "1"]);
-    let listing = Command::new("kcat").args(["-b", &proxy.bootstrap, "-L", "-t", &topic]).output().expect("kcat runs");
+/// kcat through `proxy`: the brokers it lists are the proxy's, and 200 values produced to
+/// `topic` (which must exist) are consumed back. `extra` are kcat's `-X` settings.
+fn kcat_workload(proxy: &Proxy, topic: &str, extra: &[&str]) {
+    let listing = Command::new("kcat").args(["-b", &proxy.bootstrap, "-L", "-t", topic]).args(extra).output().expect("kcat runs");
     let listing = String::from_utf8_lossy(&listing.stdout).to_string();
     let ports = proxy.local_ports();
     let brokers: Vec<&str> = listing.lines().filter(|l| l.trim_start().starts_with("broker ")).collect();
@@ -409,19 +410,30 @@ fn kcat_through_the_proxy() {
     }
     let values: Vec<String> = (0..200).map(|i| format!("kcat-{i}")).collect();
     let mut producer = Command::new("kcat")
-        .args(["-b", &proxy.bootstrap, "-P", "-t", &topic, "-X", "acks=all"])
+        .args(["-b", &proxy.bootstrap, "-P", "-t", topic, "-X", "acks=all"])
+        .args(extra)
         .stdin(Stdio::piped())
         .spawn()
         .expect("kcat runs");
     producer.stdin.take().unwrap().write_all(format!("{}\n", values.join("\n")).as_bytes()).unwrap();
     assert!(producer.wait().unwrap().success());
     let consumed = Command::new("kcat")
-        .args(["-b", &proxy.bootstrap, "-C", "-t", &topic, "-o", "beginning", "-e", "-q"])
+        .args(["-b", &proxy.bootstrap, "-C", "-t", topic, "-o", "beginning", "-e", "-q"])
+        .args(extra)
         .output()
         .expect("kcat runs");
     assert!(consumed.status.success(), "{}", String::from_utf8_lossy(&consumed.stderr));
     let got: BTreeSet<String> = String::from_utf8_lossy(&consumed.stdout).lines().map(str::to_owned).collect();
     assert_eq!(got, values.iter().cloned().collect::<BTreeSet<_>>());
+}
+
+#[test]
+fn kcat_through_the_proxy() {
+    let Some(env) = env_file("KAFKA_WIRE_PROXY_BROKER", "kcat_through_the_proxy") else { return };
+    let proxy = Proxy::start(&env["PLAINTEXT"], &[]);
+    let topic = unique("kw-proxy-kcat");
+    java(&env, &["create", &proxy.bootstrap, &topic, "0", "2", "1"]);
+    kcat_workload(&proxy, &topic, &[]);
     assert_clean(&proxy, &real_addresses(&env), "kcat through the proxy");
 }
 
@@ -451,12 +463,9 @@ c.close()
 print("consumed %d" % len(seen))
 "#;
 
-#[test]
-fn kafka_python_through_the_proxy() {
-    let Some(env) = env_file("KAFKA_WIRE_PROXY_BROKER", "kafka_python_through_the_proxy") else { return };
-    let proxy = Proxy::start(&env["PLAINTEXT"], &[]);
-    let topic = unique("kw-proxy-py");
-    let out = Command::new("python3").args(["-c", PYTHON, &proxy.bootstrap, &topic, "300"]).output().expect("python3 runs");
+/// kafka-python through `proxy`: admin, producer and consumer group on a new `topic`.
+fn python_workload(proxy: &Proxy, topic: &str) {
+    let out = Command::new("python3").args(["-c", PYTHON, &proxy.bootstrap, topic, "300"]).output().expect("python3 runs");
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(out.status.success(), "{stdout}\n{}", tail(&String::from_utf8_lossy(&out.stderr), 30));
     assert!(stdout.contains("produced 300") && stdout.contains("consumed 300"), "{stdout}");
@@ -464,6 +473,13 @@ fn kafka_python_through_the_proxy() {
     for node in stdout.lines().filter(|l| l.starts_with("node ")) {
         assert!(ports.contains(&port_of(node)), "kafka-python sees {node}");
     }
+}
+
+#[test]
+fn kafka_python_through_the_proxy() {
+    let Some(env) = env_file("KAFKA_WIRE_PROXY_BROKER", "kafka_python_through_the_proxy") else { return };
+    let proxy = Proxy::start(&env["PLAINTEXT"], &[]);
+    python_workload(&proxy, &unique("kw-proxy-py"));
     assert_clean(&proxy, &real_addresses(&env), "kafka-python through the proxy");
 }
 
@@ -474,27 +490,14 @@ fn sasl_passes_through_the_proxy() {
     let sasl = ["-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=PLAIN", "-X", "sasl.username=admin", "-X", "sasl.password=admin-secret"];
     let topic = unique("kw-proxy-sasl");
     java(&env, &["create", &env["PLAINTEXT"], &topic, "0", "1", "1"]);
-    let mut producer = Command::new("kcat")
-        .args(["-b", &proxy.bootstrap, "-P", "-t", &topic, "-X", "acks=all"])
-        .args(sasl)
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("kcat runs");
-    producer.stdin.take().unwrap().write_all(b"one\ntwo\nthree\n").unwrap();
-    assert!(producer.wait().unwrap().success());
-    let consumed = Command::new("kcat")
-        .args(["-b", &proxy.bootstrap, "-C", "-t", &topic, "-o", "beginning", "-e", "-q"])
-        .args(sasl)
-        .output()
-        .expect("kcat runs");
-    assert!(consumed.status.success(), "{}", String::from_utf8_lossy(&consumed.stderr));
-    assert_eq!(String::from_utf8_lossy(&consumed.stdout), "one\ntwo\nthree\n");
+    kcat_workload(&proxy, &topic, &sasl);
     let mut real = real_addresses(&env);
     real.push(env["SASL_PLAINTEXT"].clone());
     let a = assert_clean(&proxy, &real, "SASL PLAIN through the proxy");
     // The handshake and the authentication itself went through untouched.
     for api in [ApiKey::SaslHandshake, ApiKey::SaslAuthenticate] {
         assert!(!a.apis_rewritten.contains(&api.key()), "{api:?} was rewritten");
+        assert!(a.apis_passed.contains(&api.key()), "no {api:?} passed through: {:?}", a.apis_passed);
     }
 }
 
@@ -540,8 +543,8 @@ fn a_tenant_sees_only_its_topics_unprefixed() {
 }
 
 #[test]
-fn java_clients_through_the_proxy_to_three_brokers() {
-    let Some(env) = env_file("KAFKA_WIRE_PROXY_CLUSTER", "java_clients_through_the_proxy_to_three_brokers") else { return };
+fn clients_through_the_proxy_to_three_brokers() {
+    let Some(env) = env_file("KAFKA_WIRE_PROXY_CLUSTER", "clients_through_the_proxy_to_three_brokers") else { return };
     let proxy = Proxy::start(&env["NODE1_PLAINTEXT"], &[]);
     let topic = unique("kw-proxy-cluster");
     let out = java_workload(&env, &proxy, &topic, "6", "3");
@@ -550,7 +553,11 @@ fn java_clients_through_the_proxy_to_three_brokers() {
     let upstreams: BTreeSet<String> = proxy.listeners.lock().unwrap().iter().map(|(_, u)| u.clone()).collect();
     let real: BTreeSet<String> = real_addresses(&env).into_iter().collect();
     assert_eq!(upstreams, real, "one listener per broker");
-    assert_clean(&proxy, &real_addresses(&env), "Java through the proxy to 3 brokers");
+    let kcat_topic = unique("kw-proxy-cluster-kcat");
+    java(&env, &["create", &proxy.bootstrap, &kcat_topic, "0", "3", "3"]);
+    kcat_workload(&proxy, &kcat_topic, &[]);
+    python_workload(&proxy, &unique("kw-proxy-cluster-py"));
+    assert_clean(&proxy, &real_addresses(&env), "Java, kcat and kafka-python through the proxy to 3 brokers");
 }
 
 // ---------------------------------------------------------------------------------------------
