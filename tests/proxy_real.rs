@@ -752,6 +752,17 @@ fn hostile_connections_leave_the_others_unaffected() {
         }
         println!("hostile: a healthy connection's slowest of 300 requests took {worst:?} beside a stalled reader");
         assert!(worst < Duration::from_secs(2), "{worst:?}");
+        // KIP-511: an ApiVersions version no one knows is answered by the proxy, at v0, with
+        // UNSUPPORTED_VERSION (35), its correlation id, and the versions the proxy serves.
+        let mut future = TcpStream::connect(&addr).await.unwrap();
+        let header = [0, 18, 0, 99, 0, 0, 0, 77, 0xff, 0xff, 0];
+        let mut frame = (header.len() as i32 + 3).to_be_bytes().to_vec();
+        frame.extend_from_slice(&header);
+        frame.extend_from_slice(&[0xde, 0xad, 0xbe]);
+        future.write_all(&frame).await.unwrap();
+        let mut answer = [0u8; 10];
+        tokio::time::timeout(Duration::from_secs(5), future.read_exact(&mut answer)).await.unwrap().unwrap();
+        assert_eq!(answer[4..], [0, 0, 0, 77, 0, 35], "{answer:?}");
         // A new connection is still served, and the slow reader still gets its answers.
         let mut fresh = Conn::open(&addr).await.unwrap();
         assert!(matches!(fresh.call(ApiKey::ApiVersions, 3, RequestKind::ApiVersions(Default::default())).await.unwrap(), ResponseKind::ApiVersions(_)));

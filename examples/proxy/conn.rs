@@ -34,7 +34,7 @@ pub async fn serve(shared: &Arc<Shared>, mut client: TcpStream, upstream: &str, 
     let mut server =
         TcpStream::connect(upstream).await.map_err(|e| ProxyError::io(format!("connecting to {upstream}"), e))?;
     let _ = server.set_nodelay(true);
-    if first[0] == TLS_HANDSHAKE {
+    if first == [TLS_HANDSHAKE] {
         // Not terminated: relayed opaque (see the crate docs).
         tokio::io::copy_bidirectional(&mut client, &mut server).await.map_err(|e| ProxyError::io("relaying TLS", e))?;
         return Ok(());
@@ -105,10 +105,7 @@ async fn requests(
         // KIP-511: an ApiVersions version this build cannot read is answered here, at v0.
         if let Some(answer) = request.unsupported_api_versions(ApiKey::ApiVersions.stable_versions()) {
             let mut out = BytesMut::new();
-            answer.encode(&mut out, shared.config.max_frame).map_err(|e| match e {
-                kafka_wire::codec::CodecError::Encode(e) => ProxyError::Encode(e),
-                other => ProxyError::Header(other),
-            })?;
+            answer.encode(&mut out, shared.config.max_frame).map_err(ProxyError::Answer)?;
             if let Some(t) = &trace {
                 t.frame("p2c", key, 0, correlation_id, "local", &out);
             }

@@ -242,6 +242,8 @@ pub enum ProxyError {
     },
     /// A rewritten message that does not encode.
     Encode(kafka_wire::EncodeError),
+    /// The proxy's own answer (KIP-511) that does not encode.
+    Answer(kafka_wire::codec::CodecError),
     /// A response to no request in flight.
     UnexpectedResponse(i32),
     /// A response frame too short for its header.
@@ -266,6 +268,7 @@ impl std::fmt::Display for ProxyError {
             ProxyError::Header(e) => write!(f, "request header: {e}"),
             ProxyError::Decode { what, api, version, source } => write!(f, "{what} {api:?} v{version}: {source}"),
             ProxyError::Encode(e) => write!(f, "re-encoding: {e}"),
+            ProxyError::Answer(e) => write!(f, "answering an ApiVersions request: {e}"),
             ProxyError::UnexpectedResponse(c) => write!(f, "a response with correlation id {c} to no request in flight"),
             ProxyError::ShortResponse(n) => write!(f, "a response frame of {n} bytes has no room for its header"),
             ProxyError::TooManyInFlight => write!(f, "more than {} requests in flight", conn::MAX_IN_FLIGHT),
@@ -278,7 +281,7 @@ impl std::error::Error for ProxyError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             ProxyError::Io { source, .. } => Some(source),
-            ProxyError::Header(e) => Some(e),
+            ProxyError::Header(e) | ProxyError::Answer(e) => Some(e),
             ProxyError::Decode { source, .. } => Some(source),
             ProxyError::Encode(e) => Some(e),
             _ => None,
