@@ -50,7 +50,8 @@ run() {
   read -r p f < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } } END { print p + 0, f + 0 }' "$log")
   if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi # a build or harness failure
   [ "$rc" = 0 ] || { status=1; grep -E -A15 '^failures:|panicked' "$log" | head -60 >&2; }
-  grep -oE '(load|hostile|tenant|Java through|kcat through|kafka-python through).*' "$log" >&2 || true
+  # The figures the tests print (latency, memory, frames checked), without the test names.
+  grep -E '(load|hostile|tenant|through the proxy)[^:]*: ' "$log" | sed -E 's/^test [a-z_]+ \.\.\. //' >&2 || true
   echo "proxy-tests: $name: $p passed, $f failed (log $log)" >&2
   passed=$((passed + p)) failed=$((failed + f))
 }
