@@ -299,7 +299,8 @@ impl Client {
         }
     }
 
-    async fn call_addr(&self, addr: &str, body: impl Into<RequestKind>) -> Result<ResponseKind> {
+    /// Sends `body` to the broker at `addr` (a group coordinator, say) and waits for the response.
+    pub async fn call_addr(&self, addr: &str, body: impl Into<RequestKind>) -> Result<ResponseKind> {
         let body = body.into();
         let api = body.api_key();
         self.call_at(addr, body).await?.ok_or_else(|| Error::UnexpectedResponse(format!("no response to {}", api.name())))
@@ -322,6 +323,12 @@ impl Client {
     pub async fn call_node(&self, node: i32, body: impl Into<RequestKind>) -> Result<Option<ResponseKind>> {
         let addr = self.node_addr(node).await?;
         self.call_at(&addr, body.into()).await
+    }
+
+    /// The version the connection to broker `node` uses for `api` (connecting if needed).
+    pub async fn node_version(&self, node: i32, api: kafka_wire::ApiKey) -> Result<i16> {
+        let addr = self.node_addr(node).await?;
+        self.connection(&addr).await?.version(api)
     }
 
     /// The address of broker `node`, refreshing metadata once if it is unknown.
