@@ -359,6 +359,46 @@ impl Client {
         Err(last.unwrap_or_else(|| Error::Config("no broker known".into())))
     }
 
+    /// Like [`call_any`](Client::call_any) for a request whose fields depend on the version
+    /// (`build` gets the version the broker's connection uses for `api`).
+    pub async fn call_any_versioned(&self, api: kafka_wire::ApiKey, build: impl Fn(i16) -> RequestKind) -> Result<ResponseKind> {
+        let m = self.metadata();
+        let mut addrs: Vec<String> = m.brokers.values().map(BrokerInfo::addr).collect();
+        if addrs.is_empty() {
+            addrs = self.inner.config.bootstrap.clone();
+        }
+        let mut last = None;
+        for addr in addrs {
+            let r = match self.connection(&addr).await.and_then(|c| c.version(api)) {
+                Ok(v) => self.call_addr(&addr, build(v)).await,
+                Err(e) => Err(e),
+            };
+            match r {
+                Ok(r) => return Ok(r),
+                Err(e) if e.is_retriable() => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| Error::Config("no broker known".into())))
+    }
+
+    /// Sends `build(version)` to the broker at `addr`, at the version its connection uses for
+    /// `api`, waiting at most `timeout` (the connection's request timeout when `None`).
+    pub async fn call_addr_versioned(
+        &self,
+        addr: &str,
+        api: kafka_wire::ApiKey,
+        build: impl Fn(i16) -> RequestKind,
+        timeout: Option<Duration>,
+    ) -> Result<ResponseKind> {
+        let conn = self.connection(addr).await?;
+        let body = build(conn.version(api)?);
+        match timeout {
+            Some(t) => conn.request_within(body, t).await,
+            None => conn.request(body).await,
+        }
+    }
+
     /// Sends `body` to the controller (as Metadata names it).
     pub async fn call_controller(&self, body: impl Into<RequestKind>) -> Result<ResponseKind> {
         let controller = self.metadata().controller_id;

@@ -57,12 +57,13 @@ impl Default for ConnectOptions {
 }
 
 /// The versions this client can use of an api, beyond what the build knows: magic v2 record
-/// batches only (Produce 3+, Fetch 4+), topic names rather than ids in Produce and Fetch,
+/// batches only (Produce 3+, Fetch 4+), topic names rather than ids in Produce (the consumer
+/// fetches by topic id from Fetch v13),
 /// Metadata with auto-creation control (4+), SaslHandshake v1 (tokens in SaslAuthenticate).
 pub fn client_versions(api: ApiKey) -> VersionRange {
     match api {
         ApiKey::Produce => VersionRange::new(3, 12),
-        ApiKey::Fetch => VersionRange::new(4, 12),
+        ApiKey::Fetch => VersionRange::new(4, i16::MAX),
         ApiKey::Metadata => VersionRange::new(4, i16::MAX),
         ApiKey::SaslHandshake => VersionRange::new(1, 1),
         _ => VersionRange::new(0, i16::MAX),

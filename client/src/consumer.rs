@@ -1010,22 +1010,22 @@ impl Consumer {
         self.coordinator = None;
     }
 
-    /// Sends a request to the group coordinator, finding it again (with backoff) while it
-    /// moves or loads. `code_of` reads the response's coordinator error, if any.
+    /// Sends `build(version)` to the group coordinator, finding it again (with backoff) while
+    /// it moves or loads. `code_of` reads the response's coordinator error, if any.
     pub(crate) async fn call_coordinator(
         &mut self,
-        body: impl Into<kafka_wire::RequestKind>,
+        api: ApiKey,
+        build: impl Fn(i16) -> kafka_wire::RequestKind,
         code_of: impl Fn(&ResponseKind) -> i16,
+        timeout: Option<Duration>,
     ) -> Result<ResponseKind> {
-        let body = body.into();
-        let api = body.api_key();
         let mut last = None;
         for attempt in 0..30u32 {
             if attempt > 0 {
                 tokio::time::sleep(self.config.retry_backoff).await;
             }
             let addr = self.coordinator().await?;
-            match self.client.call_addr(&addr, body.clone()).await {
+            match self.client.call_addr_versioned(&addr, api, &build, timeout).await {
                 Ok(r) => match code_of(&r) {
                     // COORDINATOR_LOAD_IN_PROGRESS: same coordinator, later.
                     14 => last = Some(Error::Broker { code: ErrorCode(14), message: None, context: api.name().into() }),
@@ -1054,33 +1054,37 @@ impl Consumer {
         for tp in tps {
             by_topic.entry(tp.topic.as_str()).or_default().push(tp.partition);
         }
-        let request = OffsetFetchRequest {
-            group_id: ByteString::from(group.clone()),
-            topics: Some(
-                by_topic
-                    .iter()
-                    .map(|(t, ps)| OffsetFetchRequestTopic { name: ByteString::from(t.to_string()), partition_indexes: ps.iter().copied().collect(), ..Default::default() })
-                    .collect(),
-            ),
-            groups: vec![OffsetFetchRequestGroup {
-                group_id: ByteString::from(group.clone()),
-                topics: Some(
+        // Up to v7 one group at the top level; from v8 a list of groups.
+        let build = |v: i16| {
+            let mut r = OffsetFetchRequest { require_stable: v >= 7, ..Default::default() };
+            if v < 8 {
+                r.group_id = ByteString::from(group.clone());
+                r.topics = Some(
                     by_topic
                         .iter()
-                        .map(|(t, ps)| OffsetFetchRequestTopics {
-                            name: ByteString::from(t.to_string()),
-                            topic_id: metadata.topics.get(*t).map_or(Uuid::ZERO, |i| i.id),
-                            partition_indexes: ps.iter().copied().collect(),
-                            ..Default::default()
-                        })
+                        .map(|(t, ps)| OffsetFetchRequestTopic { name: ByteString::from(t.to_string()), partition_indexes: ps.iter().copied().collect(), ..Default::default() })
                         .collect(),
-                ),
-                member_id: None,
-                member_epoch: -1,
-                ..Default::default()
-            }],
-            require_stable: true,
-            ..Default::default()
+                );
+            } else {
+                r.groups = vec![OffsetFetchRequestGroup {
+                    group_id: ByteString::from(group.clone()),
+                    topics: Some(
+                        by_topic
+                            .iter()
+                            .map(|(t, ps)| OffsetFetchRequestTopics {
+                                name: ByteString::from(t.to_string()),
+                                topic_id: metadata.topics.get(*t).map_or(Uuid::ZERO, |i| i.id),
+                                partition_indexes: ps.iter().copied().collect(),
+                                ..Default::default()
+                            })
+                            .collect(),
+                    ),
+                    member_id: None,
+                    member_epoch: -1,
+                    ..Default::default()
+                }];
+            }
+            kafka_wire::RequestKind::from(r)
         };
         let code_of = |r: &ResponseKind| match r {
             ResponseKind::OffsetFetch(r) => r.groups.first().map_or(r.error_code, |g| g.error_code),
@@ -1091,7 +1095,7 @@ impl Consumer {
             if attempt > 0 {
                 tokio::time::sleep(self.config.retry_backoff).await;
             }
-            let response = match self.call_coordinator(request.clone(), code_of).await? {
+            let response = match self.call_coordinator(ApiKey::OffsetFetch, build, code_of, None).await? {
                 ResponseKind::OffsetFetch(r) => r,
                 other => return Err(Error::UnexpectedResponse(format!("{:?} to OffsetFetch", other.api_key()))),
             };
@@ -1168,22 +1172,25 @@ impl Consumer {
                 ..Default::default()
             });
         }
-        let request = OffsetCommitRequest {
+        let instance = self.config.group_instance_id.clone().map(ByteString::from);
+        let build = |v: i16| {
+            kafka_wire::RequestKind::from(OffsetCommitRequest {
             group_id: ByteString::from(group.clone()),
             generation_id_or_member_epoch: generation,
-            member_id: ByteString::from(member_id),
-            group_instance_id: self.config.group_instance_id.clone().map(ByteString::from),
+            member_id: ByteString::from(member_id.clone()),
+            group_instance_id: if v >= 7 { instance.clone() } else { None },
             retention_time_ms: -1,
             topics: topics
-                .into_iter()
+                .iter()
                 .map(|(t, partitions)| OffsetCommitRequestTopic {
-                    name: ByteString::from(t.to_owned()),
-                    topic_id: metadata.topics.get(t).map_or(Uuid::ZERO, |i| i.id),
-                    partitions,
+                    name: ByteString::from(t.to_string()),
+                    topic_id: metadata.topics.get(*t).map_or(Uuid::ZERO, |i| i.id),
+                    partitions: partitions.clone(),
                     ..Default::default()
                 })
                 .collect(),
             ..Default::default()
+        })
         };
         let code_of = |r: &ResponseKind| match r {
             ResponseKind::OffsetCommit(r) => {
@@ -1191,7 +1198,7 @@ impl Consumer {
             }
             _ => 0,
         };
-        let response = match self.call_coordinator(request, code_of).await? {
+        let response = match self.call_coordinator(ApiKey::OffsetCommit, build, code_of, None).await? {
             ResponseKind::OffsetCommit(r) => r,
             other => return Err(Error::UnexpectedResponse(format!("{:?} to OffsetCommit", other.api_key()))),
         };

@@ -26,7 +26,7 @@ use kafka_wire::messages::{
     ConsumerGroupHeartbeatRequest, ConsumerProtocolAssignment, ConsumerProtocolSubscription, FindCoordinatorRequest,
     HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest,
 };
-use kafka_wire::{ByteString, Bytes, BytesMut, ErrorCode, Message, ResponseKind, Uuid};
+use kafka_wire::{ApiKey, ByteString, Bytes, BytesMut, ErrorCode, Message, ResponseKind, Uuid};
 use tokio::sync::Notify;
 use tracing::{debug, info, warn, Instrument};
 
@@ -209,13 +209,17 @@ pub(crate) async fn find_coordinator(client: &Client, group: &str, backoff: Dura
         if attempt > 0 {
             tokio::time::sleep(backoff).await;
         }
-        let request = FindCoordinatorRequest {
-            key: ByteString::from(group.to_owned()),
-            key_type: 0,
-            coordinator_keys: vec![ByteString::from(group.to_owned())],
-            ..Default::default()
+        // One key up to v3, a list of them from v4.
+        let build = |v: i16| {
+            let mut r = FindCoordinatorRequest { key_type: 0, ..Default::default() };
+            if v >= 4 {
+                r.coordinator_keys = vec![ByteString::from(group.to_owned())];
+            } else {
+                r.key = ByteString::from(group.to_owned());
+            }
+            kafka_wire::RequestKind::from(r)
         };
-        let response = match client.call_any(request).await {
+        let response = match client.call_any_versioned(ApiKey::FindCoordinator, build).await {
             Ok(ResponseKind::FindCoordinator(r)) => r,
             Ok(other) => return Err(Error::UnexpectedResponse(format!("{:?} to FindCoordinator", other.api_key()))),
             Err(e) if e.is_retriable() => {
@@ -332,11 +336,9 @@ impl Consumer {
         g.task = Some(task);
     }
 
-    async fn group_call(&mut self, body: impl Into<kafka_wire::RequestKind>, timeout: Duration) -> Result<ResponseKind> {
-        let body = body.into();
+    async fn group_call(&mut self, api: ApiKey, build: impl Fn(i16) -> kafka_wire::RequestKind, timeout: Duration) -> Result<ResponseKind> {
         let addr = self.coordinator().await?;
-        let conn = self.client.connection(&addr).await?;
-        match conn.request_within(body, timeout).await {
+        match self.client.call_addr_versioned(&addr, api, build, Some(timeout)).await {
             Err(e) if e.is_retriable() => {
                 self.coordinator_lost();
                 Err(e)
@@ -384,23 +386,26 @@ impl Consumer {
                 rack_id: None,
             };
             let metadata = encode_versioned(&subscription, ConsumerProtocolSubscription::VERSIONS.hi)?;
-            let request = JoinGroupRequest {
+            let instance = self.config.group_instance_id.clone().map(ByteString::from);
+            let protocols: Vec<JoinGroupRequestProtocol> = self
+                .config
+                .assignors
+                .iter()
+                .map(|a| JoinGroupRequestProtocol { name: ByteString::from_static(a.name()), metadata: metadata.clone(), ..Default::default() })
+                .collect();
+            let (session_timeout, rebalance_timeout) = (millis(self.config.session_timeout), millis(self.config.max_poll_interval));
+            let request = |v: i16| JoinGroupRequest {
                 group_id: ByteString::from(group_id.clone()),
-                session_timeout_ms: millis(self.config.session_timeout),
-                rebalance_timeout_ms: millis(self.config.max_poll_interval),
+                session_timeout_ms: session_timeout,
+                rebalance_timeout_ms: rebalance_timeout,
                 member_id: ByteString::from(member_id.clone()),
-                group_instance_id: self.config.group_instance_id.clone().map(ByteString::from),
+                group_instance_id: if v >= 5 { instance.clone() } else { None },
                 protocol_type: ByteString::from_static("consumer"),
-                protocols: self
-                    .config
-                    .assignors
-                    .iter()
-                    .map(|a| JoinGroupRequestProtocol { name: ByteString::from_static(a.name()), metadata: metadata.clone(), ..Default::default() })
-                    .collect(),
+                protocols: protocols.clone(),
                 reason: Some(ByteString::from_static("joining")),
                 ..Default::default()
             };
-            let join = match self.group_call(request, join_timeout).await {
+            let join = match self.group_call(ApiKey::JoinGroup, |v| request(v).into(), join_timeout).await {
                 Ok(ResponseKind::JoinGroup(r)) => r,
                 Ok(other) => return Err(Error::UnexpectedResponse(format!("{:?} to JoinGroup", other.api_key()))),
                 Err(e) if e.is_retriable() => {
@@ -455,17 +460,19 @@ impl Consumer {
             } else {
                 Vec::new()
             };
-            let sync = SyncGroupRequest {
-                group_id: ByteString::from(group_id.clone()),
-                generation_id: generation,
-                member_id: ByteString::from(my_id.clone()),
-                group_instance_id: self.config.group_instance_id.clone().map(ByteString::from),
-                protocol_type: Some(ByteString::from_static("consumer")),
-                protocol_name: Some(ByteString::from(protocol.clone())),
-                assignments,
-                ..Default::default()
+            let sync = |v: i16| {
+                kafka_wire::RequestKind::from(SyncGroupRequest {
+                    group_id: ByteString::from(group_id.clone()),
+                    generation_id: generation,
+                    member_id: ByteString::from(my_id.clone()),
+                    group_instance_id: if v >= 3 { instance.clone() } else { None },
+                    protocol_type: (v >= 5).then(|| ByteString::from_static("consumer")),
+                    protocol_name: (v >= 5).then(|| ByteString::from(protocol.clone())),
+                    assignments: assignments.clone(),
+                    ..Default::default()
+                })
             };
-            let sync = match self.group_call(sync, join_timeout).await {
+            let sync = match self.group_call(ApiKey::SyncGroup, sync, join_timeout).await {
                 Ok(ResponseKind::SyncGroup(r)) => r,
                 Ok(other) => return Err(Error::UnexpectedResponse(format!("{:?} to SyncGroup", other.api_key()))),
                 Err(e) if e.is_retriable() => {
@@ -644,19 +651,23 @@ impl Consumer {
                 if self.config.group_instance_id.is_some() || !joined {
                     return Ok(());
                 }
-                let request = LeaveGroupRequest {
-                    group_id: ByteString::from(group_id.clone()),
-                    member_id: ByteString::from(member_id.clone()),
-                    members: vec![MemberIdentity {
-                        member_id: ByteString::from(member_id.clone()),
-                        group_instance_id: None,
-                        reason: Some(ByteString::from_static("the consumer is closing")),
-                        ..Default::default()
-                    }],
-                    ..Default::default()
+                // One member id up to v2, a list of members from v3.
+                let request = |v: i16| {
+                    let mut r = LeaveGroupRequest { group_id: ByteString::from(group_id.clone()), ..Default::default() };
+                    if v >= 3 {
+                        r.members = vec![MemberIdentity {
+                            member_id: ByteString::from(member_id.clone()),
+                            group_instance_id: None,
+                            reason: Some(ByteString::from_static("the consumer is closing")),
+                            ..Default::default()
+                        }];
+                    } else {
+                        r.member_id = ByteString::from(member_id.clone());
+                    }
+                    kafka_wire::RequestKind::from(r)
                 };
                 let timeout = self.client.config().connection.request_timeout;
-                match self.group_call(request, timeout).await {
+                match self.group_call(ApiKey::LeaveGroup, request, timeout).await {
                     Ok(ResponseKind::LeaveGroup(r)) if r.error_code == 0 => info!(group = %group_id, member = %member_id, generation, "left the group"),
                     Ok(other) => warn!(group = %group_id, response = ?other.api_key(), "LeaveGroup refused"),
                     Err(e) => warn!(group = %group_id, error = %e, "LeaveGroup failed"),
@@ -674,7 +685,7 @@ impl Consumer {
                     ..Default::default()
                 };
                 let timeout = self.client.config().connection.request_timeout;
-                match self.group_call(request, timeout).await {
+                match self.group_call(ApiKey::ConsumerGroupHeartbeat, |_| request.clone().into(), timeout).await {
                     Ok(ResponseKind::ConsumerGroupHeartbeat(r)) if r.error_code == 0 => info!(group = %group_id, member = %member_id, "left the group"),
                     Ok(other) => warn!(group = %group_id, response = ?other.api_key(), "leaving heartbeat refused"),
                     Err(e) => warn!(group = %group_id, error = %e, "leaving heartbeat failed"),
@@ -689,8 +700,15 @@ fn millis(d: Duration) -> i32 {
     d.as_millis().min(i32::MAX as u128) as i32
 }
 
-/// Sends `body` to the group coordinator of `shared`, finding it when unknown.
-async fn heartbeat_call(client: &Client, group: &str, config: &crate::consumer::ConsumerConfig, shared: &Mutex<Membership>, body: kafka_wire::RequestKind) -> Result<ResponseKind> {
+/// Sends `build(version)` to the group coordinator of `shared`, finding it when unknown.
+async fn heartbeat_call(
+    client: &Client,
+    group: &str,
+    config: &crate::consumer::ConsumerConfig,
+    shared: &Mutex<Membership>,
+    api: ApiKey,
+    build: impl Fn(i16) -> kafka_wire::RequestKind,
+) -> Result<ResponseKind> {
     let known = lock(shared).coordinator.clone();
     let addr = match known {
         Some(a) => a,
@@ -700,7 +718,7 @@ async fn heartbeat_call(client: &Client, group: &str, config: &crate::consumer::
             a
         }
     };
-    let r = client.call_addr(&addr, body).await;
+    let r = client.call_addr_versioned(&addr, api, build, None).await;
     if r.as_ref().is_err_and(Error::is_retriable) {
         lock(shared).coordinator = None;
     }
@@ -725,14 +743,16 @@ async fn classic_heartbeats(client: Client, config: crate::consumer::ConsumerCon
         if !joined || member_id.is_empty() {
             continue;
         }
-        let request = HeartbeatRequest {
-            group_id: ByteString::from(group.clone()),
-            generation_id: generation,
-            member_id: ByteString::from(member_id),
-            group_instance_id: config.group_instance_id.clone().map(ByteString::from),
-            ..Default::default()
+        let request = |v: i16| {
+            kafka_wire::RequestKind::from(HeartbeatRequest {
+                group_id: ByteString::from(group.clone()),
+                generation_id: generation,
+                member_id: ByteString::from(member_id.clone()),
+                group_instance_id: if v >= 3 { config.group_instance_id.clone().map(ByteString::from) } else { None },
+                ..Default::default()
+            })
         };
-        let code = match heartbeat_call(&client, &group, &config, &shared, request.into()).await {
+        let code = match heartbeat_call(&client, &group, &config, &shared, ApiKey::Heartbeat, request).await {
             Ok(ResponseKind::Heartbeat(r)) => r.error_code,
             Ok(other) => {
                 warn!(response = ?other.api_key(), "not a Heartbeat response");
@@ -814,7 +834,7 @@ async fn consumer_heartbeats(
             ),
             ..Default::default()
         };
-        let response = match heartbeat_call(&client, &group, &config, &shared, request.into()).await {
+        let response = match heartbeat_call(&client, &group, &config, &shared, ApiKey::ConsumerGroupHeartbeat, |_| request.clone().into()).await {
             Ok(ResponseKind::ConsumerGroupHeartbeat(r)) => r,
             Ok(other) => {
                 warn!(response = ?other.api_key(), "not a ConsumerGroupHeartbeat response");

@@ -73,6 +73,8 @@ pub async fn fetch_all(client: &Client, topic: &str, partition: i32, count: usiz
     use kafka_wire::messages::fetch_request::{FetchPartition, FetchTopic};
     use kafka_wire::records::{Batch, RecordsField};
     let leader = client.metadata().leader(topic, partition).expect("a leader");
+    // Names up to Fetch v12, ids from v13: set both, the version picks.
+    let topic_id = client.metadata().topics.get(topic).map(|t| t.id).unwrap_or_default();
     let mut out = Vec::new();
     let mut offset = 0;
     for _ in 0..50 {
@@ -86,6 +88,7 @@ pub async fn fetch_all(client: &Client, topic: &str, partition: i32, count: usiz
             max_bytes: 50 << 20,
             topics: vec![FetchTopic {
                 topic: topic.to_owned().into(),
+                topic_id,
                 partitions: vec![FetchPartition { partition, fetch_offset: offset, partition_max_bytes: 10 << 20, ..Default::default() }],
                 ..Default::default()
             }],
