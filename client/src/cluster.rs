@@ -265,11 +265,32 @@ impl Client {
         }
     }
 
+    /// A client of the same cluster with connections of its own (and a copy of the metadata):
+    /// a consumer's long-polling Fetches and its JoinGroup, which the broker answers only when
+    /// the group is complete, must not hold up other users' requests on a shared connection
+    /// (a broker handles one request per connection at a time).
+    pub fn with_own_connections(&self) -> Client {
+        let inner = Arc::new(Inner {
+            config: self.inner.config.clone(),
+            metadata: RwLock::new(self.metadata()),
+            slots: Mutex::new(HashMap::new()),
+            refresh: tokio::sync::Mutex::new(()),
+        });
+        tokio::spawn(periodic_refresh(Arc::downgrade(&inner), inner.config.metadata_max_age));
+        Client { inner }
+    }
+
     /// The connection to `addr`, opening one (after the backoff of earlier failures) if needed.
     pub async fn connection(&self, addr: &str) -> Result<Connection> {
+        self.connection_keyed(addr, addr).await
+    }
+
+    /// A connection to `addr` pooled under `key`: a second connection to the same broker for
+    /// another purpose (the group coordinator's, say).
+    pub async fn connection_keyed(&self, key: &str, addr: &str) -> Result<Connection> {
         let slot = {
             let mut slots = self.inner.slots.lock().map_err(|_| Error::Disconnected("poisoned".into()))?;
-            slots.entry(addr.to_owned()).or_default().clone()
+            slots.entry(key.to_owned()).or_default().clone()
         };
         let mut slot = slot.lock().await;
         if let Some(c) = slot.conn.as_ref().filter(|c| !c.is_closed()) {
@@ -382,16 +403,18 @@ impl Client {
         Err(last.unwrap_or_else(|| Error::Config("no broker known".into())))
     }
 
-    /// Sends `build(version)` to the broker at `addr`, at the version its connection uses for
-    /// `api`, waiting at most `timeout` (the connection's request timeout when `None`).
-    pub async fn call_addr_versioned(
+    /// Sends `build(version)` to the broker at `addr` on the connection pooled under `key`, at
+    /// the version it uses for `api`, waiting at most `timeout` (the connection's request
+    /// timeout when `None`).
+    pub async fn call_keyed_versioned(
         &self,
+        key: &str,
         addr: &str,
         api: kafka_wire::ApiKey,
         build: impl Fn(i16) -> RequestKind,
         timeout: Option<Duration>,
     ) -> Result<ResponseKind> {
-        let conn = self.connection(addr).await?;
+        let conn = self.connection_keyed(key, addr).await?;
         let body = build(conn.version(api)?);
         match timeout {
             Some(t) => conn.request_within(body, t).await,

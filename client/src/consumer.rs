@@ -323,7 +323,7 @@ impl Consumer {
             return Err(Error::Config("group_instance_id needs a group_id".into()));
         }
         Ok(Consumer {
-            client,
+            client: client.with_own_connections(),
             config,
             assignment: BTreeMap::new(),
             group: None,
@@ -1025,7 +1025,7 @@ impl Consumer {
                 tokio::time::sleep(self.config.retry_backoff).await;
             }
             let addr = self.coordinator().await?;
-            match self.client.call_addr_versioned(&addr, api, &build, timeout).await {
+            match self.client.call_keyed_versioned(&crate::group::coordinator_key(&addr), &addr, api, &build, timeout).await {
                 Ok(r) => match code_of(&r) {
                     // COORDINATOR_LOAD_IN_PROGRESS: same coordinator, later.
                     14 => last = Some(Error::Broker { code: ErrorCode(14), message: None, context: api.name().into() }),

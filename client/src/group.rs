@@ -247,6 +247,12 @@ pub(crate) async fn find_coordinator(client: &Client, group: &str, backoff: Dura
     Err(last.unwrap_or_else(|| Error::Consumer(format!("no coordinator found for group {group}"))))
 }
 
+/// The coordinator gets a connection of its own (as Java's consumer does): fetches to the same
+/// broker do not wait behind a JoinGroup, nor heartbeats behind a long poll.
+pub(crate) fn coordinator_key(addr: &str) -> String {
+    format!("group coordinator {addr}")
+}
+
 fn to_bytestrings(v: &[String]) -> Vec<ByteString> {
     v.iter().map(|s| ByteString::from(s.clone())).collect()
 }
@@ -338,7 +344,7 @@ impl Consumer {
 
     async fn group_call(&mut self, api: ApiKey, build: impl Fn(i16) -> kafka_wire::RequestKind, timeout: Duration) -> Result<ResponseKind> {
         let addr = self.coordinator().await?;
-        match self.client.call_addr_versioned(&addr, api, build, Some(timeout)).await {
+        match self.client.call_keyed_versioned(&coordinator_key(&addr), &addr, api, build, Some(timeout)).await {
             Err(e) if e.is_retriable() => {
                 self.coordinator_lost();
                 Err(e)
@@ -718,7 +724,7 @@ async fn heartbeat_call(
             a
         }
     };
-    let r = client.call_addr_versioned(&addr, api, build, None).await;
+    let r = client.call_keyed_versioned(&coordinator_key(&addr), &addr, api, build, None).await;
     if r.as_ref().is_err_and(Error::is_retriable) {
         lock(shared).coordinator = None;
     }

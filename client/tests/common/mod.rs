@@ -57,7 +57,11 @@ pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}-{}", std::process::id(), nanos % 1_000_000_000)
 }
 
-pub fn init_tracing() {}
+/// `RUST_LOG=kafka_wire_client=debug` shows the client's events (off without it).
+pub fn init_tracing() {
+    let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() else { return };
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_test_writer().try_init();
+}
 
 /// A record read back with kafka-wire's own Fetch, with its batch's producer fields.
 #[derive(Debug, Clone)]
