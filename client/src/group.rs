@@ -623,7 +623,11 @@ impl Consumer {
                 warn!(error = %e, "commit of revoked partitions failed");
             }
         }
-        info!(revoked = revoked.len(), partitions = ?wanted.iter().map(ToString::to_string).collect::<Vec<_>>(), "reconciled the assignment");
+        if revoked.is_empty() && wanted.iter().all(|tp| self.assignment.contains_key(tp)) {
+            debug!("the assignment is unchanged");
+        } else {
+            info!(revoked = revoked.len(), partitions = ?wanted.iter().map(ToString::to_string).collect::<Vec<_>>(), "reconciled the assignment");
+        }
         self.set_assignment(&wanted);
         if let Some(g) = &self.group {
             g.lock().owned = target;
@@ -808,6 +812,10 @@ async fn consumer_heartbeats(
 ) {
     let group = config.group_id.clone().unwrap_or_default();
     let mut first = true;
+    // What the broker last acknowledged of our owned partitions and subscription: the
+    // request carries them only when they changed (a full request makes the broker send the
+    // whole assignment back).
+    let mut reported: Option<Vec<(Uuid, Vec<i32>)>> = None;
     loop {
         if !first {
             let interval = lock(&shared).heartbeat_interval.unwrap_or(config.heartbeat_interval);
@@ -824,20 +832,21 @@ async fn consumer_heartbeats(
         if stopped {
             return;
         }
-        // Every field every time: the broker takes what changed.
+        let full = epoch == 0 || reported.is_none();
+        let changed = full || reported.as_ref() != Some(&owned);
         let request = ConsumerGroupHeartbeatRequest {
             group_id: ByteString::from(group.clone()),
             member_id: ByteString::from(member_id),
             member_epoch: epoch,
             instance_id: config.group_instance_id.clone().map(ByteString::from),
             rack_id: None,
-            rebalance_timeout_ms: millis(config.max_poll_interval),
-            subscribed_topic_names: Some(to_bytestrings(&topics)),
+            rebalance_timeout_ms: if full { millis(config.max_poll_interval) } else { -1 },
+            subscribed_topic_names: full.then(|| to_bytestrings(&topics)),
             subscribed_topic_regex: None,
             server_assignor: None,
-            topic_partitions: Some(
-                owned.iter().map(|(id, ps)| HeartbeatTopicPartitions { topic_id: *id, partitions: ps.iter().copied().collect(), ..Default::default() }).collect(),
-            ),
+            topic_partitions: changed.then(|| {
+                owned.iter().map(|(id, ps)| HeartbeatTopicPartitions { topic_id: *id, partitions: ps.iter().copied().collect(), ..Default::default() }).collect()
+            }),
             ..Default::default()
         };
         let response = match heartbeat_call(&client, &group, &config, &shared, ApiKey::ConsumerGroupHeartbeat, |_| request.clone().into()).await {
@@ -852,10 +861,12 @@ async fn consumer_heartbeats(
             }
             Err(e) => {
                 warn!(error = %e, "heartbeat failed");
+                reported = None;
                 tokio::time::sleep(config.retry_backoff).await;
                 continue;
             }
         };
+        reported = (response.error_code == 0).then_some(owned);
         let mut m = lock(&shared);
         match response.error_code {
             0 => {
