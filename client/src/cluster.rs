@@ -364,20 +364,7 @@ impl Client {
     /// Sends `body` to some broker (the first known that answers).
     pub async fn call_any(&self, body: impl Into<RequestKind>) -> Result<ResponseKind> {
         let body = body.into();
-        let m = self.metadata();
-        let mut addrs: Vec<String> = m.brokers.values().map(BrokerInfo::addr).collect();
-        if addrs.is_empty() {
-            addrs = self.inner.config.bootstrap.clone();
-        }
-        let mut last = None;
-        for addr in addrs {
-            match self.call_addr(&addr, body.clone()).await {
-                Ok(r) => return Ok(r),
-                Err(e) if e.is_retriable() => last = Some(e),
-                Err(e) => return Err(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| Error::Config("no broker known".into())))
+        self.call_any_versioned(body.api_key(), |_| body.clone()).await
     }
 
     /// Like [`call_any`](Client::call_any) for a request whose fields depend on the version

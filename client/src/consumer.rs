@@ -239,6 +239,8 @@ pub struct FetchStats {
     pub buffered_records: usize,
     /// Their bytes (keys and values).
     pub buffered_bytes: usize,
+    /// Positions validated with OffsetForLeaderEpoch after a leader change.
+    pub validations: u64,
     /// Truncations detected after leader changes.
     pub truncations: u64,
 }
@@ -576,14 +578,20 @@ impl Consumer {
     async fn validate_positions(&mut self) -> Result<()> {
         let metadata = self.client.metadata();
         let mut by_leader: BTreeMap<i32, Vec<(TopicPartition, i32, i32)>> = BTreeMap::new();
-        for (tp, st) in &self.assignment {
-            let (true, Some(epoch)) = (st.needs_validation, st.epoch) else { continue };
-            let Some(p) = metadata.topics.get(&tp.topic).and_then(|t| t.partitions.iter().find(|p| p.index == tp.partition)) else { continue };
-            if p.leader >= 0 {
-                by_leader.entry(p.leader).or_default().push((tp.clone(), p.leader_epoch, epoch));
+        let mut refresh = false;
+        for (tp, st) in self.assignment.iter_mut() {
+            if !st.needs_validation {
+                continue;
+            }
+            let Some(epoch) = st.epoch else {
+                st.needs_validation = false; // nothing read yet: nothing to validate
+                continue;
+            };
+            match metadata.topics.get(&tp.topic).and_then(|t| t.partitions.iter().find(|p| p.index == tp.partition)) {
+                Some(p) if p.leader >= 0 => by_leader.entry(p.leader).or_default().push((tp.clone(), p.leader_epoch, epoch)),
+                _ => refresh = true,
             }
         }
-        let mut refresh = false;
         for (leader, parts) in by_leader {
             let mut topics: BTreeMap<&str, Vec<OffsetForLeaderPartition>> = BTreeMap::new();
             for (tp, current, epoch) in &parts {
@@ -628,6 +636,7 @@ impl Consumer {
                     } else {
                         self.on_truncation(&tp, Some((p.leader_epoch, p.end_offset)))?;
                     }
+                    self.stats.validations += 1;
                     if let Some(st) = self.assignment.get_mut(&tp) {
                         st.needs_validation = false;
                         st.validated_epoch = current;

@@ -270,7 +270,7 @@ async fn read_committed_skips_javas_aborted_transactions() {
         let config = ConsumerConfig { isolation_level: isolation, auto_offset_reset: OffsetReset::Earliest, ..Default::default() };
         let mut c = Consumer::new(client.clone(), config).unwrap();
         c.assign([tp.clone()]).unwrap();
-        let end = c.end_offsets(&[tp.clone()]).await.unwrap()[&tp];
+        let end = c.end_offsets(std::slice::from_ref(&tp)).await.unwrap()[&tp];
         let mut got = Vec::new();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
         while c.position(&tp).await.unwrap() < end && tokio::time::Instant::now() < deadline {

@@ -5,6 +5,12 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use kafka_wire::messages::{
+    alter_partition_reassignments_request::{ReassignablePartition, ReassignableTopic},
+    elect_leaders_request::TopicPartitions,
+    AlterPartitionReassignmentsRequest, ElectLeadersRequest,
+};
+use kafka_wire::ResponseKind;
 use kafka_wire_client::{Client, ClientConfig};
 
 pub struct Broker {
@@ -129,4 +135,57 @@ where
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     panic!("{what}: not within 10 s");
+}
+
+/// The 3-node cluster's env file (`KAFKA_WIRE_CLUSTER`); `None` (skip) without it, a failure
+/// then under `KAFKA_WIRE_REQUIRE_CLUSTER=1`.
+pub fn cluster_env() -> Option<BTreeMap<String, String>> {
+    let required = std::env::var_os("KAFKA_WIRE_REQUIRE_CLUSTER").is_some_and(|v| v == "1");
+    let Some(spec) = std::env::var("KAFKA_WIRE_CLUSTER").ok().filter(|s| !s.is_empty()) else {
+        assert!(!required, "KAFKA_WIRE_REQUIRE_CLUSTER=1 but KAFKA_WIRE_CLUSTER is unset");
+        eprintln!("skipping: KAFKA_WIRE_CLUSTER is unset (scripts/client-tests.sh sets it)");
+        return None;
+    };
+    let text = std::fs::read_to_string(&spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    Some(text.lines().filter_map(|l| l.split_once('=')).map(|(k, v)| (k.to_owned(), v.to_owned())).collect())
+}
+
+/// Moves `partition`'s leader to another replica (reassignment with the new leader first,
+/// then a preferred election); returns the new leader.
+pub async fn move_leader(admin_client: &Client, topic: &str, partition: i32) -> i32 {
+    let m = admin_client.fetch_topic_metadata(&[topic]).await.unwrap();
+    let p = m.topics[topic].partitions.iter().find(|p| p.index == partition).unwrap().clone();
+    let mut replicas = p.replicas.clone();
+    while replicas[0] == p.leader {
+        replicas.rotate_left(1);
+    }
+    let new_leader = replicas[0];
+    let alter = AlterPartitionReassignmentsRequest {
+        timeout_ms: 30_000,
+        topics: vec![ReassignableTopic {
+            name: topic.to_owned().into(),
+            partitions: vec![ReassignablePartition { partition_index: partition, replicas: Some(replicas.iter().copied().collect()), ..Default::default() }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let ResponseKind::AlterPartitionReassignments(r) = admin_client.call_controller(alter).await.unwrap() else { panic!("not an AlterPartitionReassignments response") };
+    assert_eq!(r.error_code, 0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let elect = ElectLeadersRequest {
+            election_type: 0,
+            topic_partitions: Some(vec![TopicPartitions { topic: topic.to_owned().into(), partitions: [partition].into_iter().collect(), ..Default::default() }]),
+            timeout_ms: 30_000,
+            ..Default::default()
+        };
+        admin_client.call_controller(elect).await.unwrap();
+        let m = admin_client.fetch_topic_metadata(&[topic]).await.unwrap();
+        if m.leader(topic, partition) == Some(new_leader) {
+            println!("{topic}-{partition}: leader {} -> {new_leader}", p.leader);
+            return new_leader;
+        }
+        assert!(std::time::Instant::now() < deadline, "the leader of {topic}-{partition} did not move to {new_leader}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 }
