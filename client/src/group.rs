@@ -356,9 +356,6 @@ impl Consumer {
     /// JoinGroup + SyncGroup until a generation is in place.
     async fn join_classic(&mut self) -> Result<()> {
         let group_id = self.group_id_owned()?;
-        let span = tracing::info_span!("kafka.group.join", group = %group_id);
-        let _enter = span.enter();
-        drop(_enter);
         // Eager protocol: give up everything first, committing what was consumed.
         if !self.assignment.is_empty() {
             if self.config.enable_auto_commit {
@@ -849,7 +846,15 @@ async fn consumer_heartbeats(
             }),
             ..Default::default()
         };
-        let response = match heartbeat_call(&client, &group, &config, &shared, ApiKey::ConsumerGroupHeartbeat, |_| request.clone().into()).await {
+        // v0 (Kafka 3.x): the broker makes the member id, so the first request has none.
+        let build = |v: i16| {
+            let mut r = request.clone();
+            if v == 0 && epoch == 0 {
+                r.member_id = ByteString::from_static("");
+            }
+            kafka_wire::RequestKind::from(r)
+        };
+        let response = match heartbeat_call(&client, &group, &config, &shared, ApiKey::ConsumerGroupHeartbeat, build).await {
             Ok(ResponseKind::ConsumerGroupHeartbeat(r)) => r,
             Ok(other) => {
                 warn!(response = ?other.api_key(), "not a ConsumerGroupHeartbeat response");

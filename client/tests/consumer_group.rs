@@ -250,12 +250,14 @@ async fn classic_group_rebalances_without_losing_or_redoing_commits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kip848_group_rebalances_without_losing_or_redoing_commits() {
     let Some(b) = Broker::from_env("kip848_group_rebalances_without_losing_or_redoing_commits") else { return };
-    if !b.version().starts_with('4') {
-        println!("KIP-848 groups are tested on Kafka 4 (this is {})", b.version());
-        return;
-    }
     let client = b.client().await;
     let addr = client.node_addr(*client.metadata().brokers.keys().next().unwrap()).await.unwrap();
-    assert!(client.connection(&addr).await.unwrap().version(ApiKey::ConsumerGroupHeartbeat).is_ok(), "Kafka 4 has ConsumerGroupHeartbeat");
+    let supported = client.connection(&addr).await.unwrap().version(ApiKey::ConsumerGroupHeartbeat).is_ok();
+    // Kafka 4 has it on by default, scripts/kafka.sh turns it on for 3.x (a preview there).
+    assert!(supported || !b.version().starts_with('4'), "Kafka 4 has ConsumerGroupHeartbeat");
+    if !supported {
+        println!("Kafka {} has no ConsumerGroupHeartbeat: KIP-848 not tested", b.version());
+        return;
+    }
     scenario(&b, GroupProtocol::Consumer).await;
 }
