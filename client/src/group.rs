@@ -293,6 +293,13 @@ impl Consumer {
         Ok(())
     }
 
+    /// The group generation (classic) or member epoch (KIP-848), once joined.
+    pub fn group_generation(&self) -> Option<i32> {
+        let g = self.group.as_ref()?;
+        let m = g.lock();
+        (m.generation > 0 && (m.joined || g.protocol == GroupProtocol::Consumer)).then_some(m.generation)
+    }
+
     /// The member id in the group, once joined.
     pub fn member_id(&self) -> Option<String> {
         self.group.as_ref().map(GroupState::member_id).filter(|m| !m.is_empty())

@@ -261,3 +261,66 @@ async fn kip848_group_rebalances_without_losing_or_redoing_commits() {
     }
     scenario(&b, GroupProtocol::Consumer).await;
 }
+
+/// A member that publishes its assignment and generation after every poll.
+fn watched(client: Client, config: ConsumerConfig, topic: String) -> (watch::Receiver<(BTreeSet<i32>, Option<i32>)>, watch::Sender<Stop>, tokio::task::JoinHandle<()>) {
+    let (state_tx, state_rx) = watch::channel((BTreeSet::new(), None));
+    let (stop_tx, stop_rx) = watch::channel(Stop::Run);
+    let h = tokio::spawn(async move {
+        let mut c = Consumer::new(client, config).unwrap();
+        c.subscribe(&[&topic]).unwrap();
+        loop {
+            let stop = *stop_rx.borrow();
+            match stop {
+                Stop::Run => {}
+                Stop::Close => return c.close().await.unwrap(),
+                Stop::Kill => return,
+            }
+            c.poll(Duration::from_millis(100)).await.unwrap();
+            state_tx.send_replace((c.assignment().iter().map(|tp| tp.partition).collect(), c.group_generation()));
+        }
+    });
+    (state_rx, stop_tx, h)
+}
+
+async fn wait_until(rx: &mut watch::Receiver<(BTreeSet<i32>, Option<i32>)>, what: &str, f: impl Fn(&(BTreeSet<i32>, Option<i32>)) -> bool) -> (BTreeSet<i32>, Option<i32>) {
+    tokio::time::timeout(Duration::from_secs(30), rx.wait_for(|s| f(s))).await.unwrap_or_else(|_| panic!("{what}: not within 30 s")).unwrap().clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_static_member_restarted_within_its_session_keeps_its_partitions() {
+    let Some(b) = Broker::from_env("a_static_member_restarted_within_its_session_keeps_its_partitions") else { return };
+    let client = b.client().await;
+    let topic = unique("kw-static");
+    Admin::new(client.clone()).create_topic(NewTopic::new(&topic, 4)).await.unwrap();
+    let config = |instance: &str| ConsumerConfig {
+        group_id: Some(format!("{topic}-group")),
+        group_instance_id: Some(instance.to_owned()),
+        session_timeout: Duration::from_secs(20),
+        heartbeat_interval: Duration::from_millis(500),
+        max_poll_interval: Duration::from_secs(20),
+        ..Default::default()
+    };
+    let (mut s1, stop1, h1) = watched(client.clone(), config("i1"), topic.clone());
+    let (mut s2, stop2, h2) = watched(client.clone(), config("i2"), topic.clone());
+    let (a1, _) = wait_until(&mut s1, "i1 has 2 partitions", |(a, _)| a.len() == 2).await;
+    let (a2, g2) = wait_until(&mut s2, "i2 has the other 2", |(a, g)| a.len() == 2 && g.is_some()).await;
+    assert!(a1.is_disjoint(&a2));
+    // Range over static members orders them by instance id: i1 first.
+    assert_eq!(a1, [0, 1].into_iter().collect::<BTreeSet<i32>>());
+    stop1.send(Stop::Kill).unwrap();
+    h1.await.unwrap();
+    let restarted = std::time::Instant::now();
+    let (mut s1b, stop1b, h1b) = watched(client.clone(), config("i1"), topic.clone());
+    let (again, _) = wait_until(&mut s1b, "i1 restarted gets its partitions back", |(a, _)| a.len() == 2).await;
+    assert_eq!(again, a1, "the same partitions");
+    assert!(restarted.elapsed() < Duration::from_secs(15), "back before the 20 s session timeout: {:?}", restarted.elapsed());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (still, g2_after) = s2.borrow().clone();
+    assert_eq!((still, g2_after), (a2, g2), "i2 saw no rebalance");
+    println!("static member i1 back in {:?} with {again:?}; i2 kept generation {g2:?}", restarted.elapsed());
+    stop1b.send(Stop::Close).unwrap();
+    stop2.send(Stop::Close).unwrap();
+    h1b.await.unwrap();
+    h2.await.unwrap();
+}
