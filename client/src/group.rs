@@ -150,6 +150,10 @@ pub(crate) struct GroupState {
     shared: Arc<Mutex<Membership>>,
     wake: Arc<Notify>,
     task: Option<tokio::task::JoinHandle<()>>,
+    /// Classic leader: the partition counts the assignment was computed with (0: a topic
+    /// metadata did not know yet), to rebalance when they change, as Java's leader does.
+    snapshot: Option<BTreeMap<String, i32>>,
+    snapshot_checked: std::time::Instant,
 }
 
 impl Drop for GroupState {
@@ -279,6 +283,8 @@ impl Consumer {
             shared,
             wake: Arc::new(Notify::new()),
             task: None,
+            snapshot: None,
+            snapshot_checked: std::time::Instant::now(),
         });
         Ok(())
     }
@@ -319,6 +325,8 @@ impl Consumer {
                 };
                 if needed {
                     self.join_classic().await?;
+                } else {
+                    self.check_snapshot().await;
                 }
             }
             GroupProtocol::Consumer => {
@@ -465,6 +473,9 @@ impl Consumer {
             let protocol = join.protocol_name.as_deref().unwrap_or("").to_owned();
             let generation = join.generation_id;
             info!(group = %group_id, generation, member = %my_id, leader = %join.leader, protocol, members = join.members.len(), "joined");
+            if let Some(g) = self.group.as_mut() {
+                g.snapshot = None; // set again below if this member leads
+            }
             let assignments = if join.leader[..] == my_id[..] && !join.skip_assignment {
                 self.assign_as_leader(&protocol, &join.members).await?
             } else {
@@ -534,6 +545,32 @@ impl Consumer {
         }
     }
 
+    /// Classic leader: rejoins when a subscribed topic's partition count differs from the one
+    /// the assignment used (a topic created or grown since). Metadata is refreshed for it at
+    /// most every second while a topic is unknown.
+    async fn check_snapshot(&mut self) {
+        let Some(g) = &self.group else { return };
+        let Some(snapshot) = g.snapshot.clone() else { return };
+        let unknown = snapshot.values().any(|n| *n == 0);
+        if unknown && g.snapshot_checked.elapsed() >= Duration::from_secs(1) {
+            if let Some(g) = self.group.as_mut() {
+                g.snapshot_checked = std::time::Instant::now();
+            }
+            if let Err(e) = self.client.refresh_metadata().await {
+                warn!(error = %e, "metadata refresh for the subscribed topics failed");
+            }
+        }
+        let metadata = self.client.metadata();
+        let now: BTreeMap<String, i32> =
+            snapshot.keys().map(|t| (t.clone(), metadata.topics.get(t).map_or(0, |i| i.partitions.len() as i32))).collect();
+        if now != snapshot {
+            info!(before = ?snapshot, now = ?now, "subscribed topics changed: rebalancing");
+            if let Some(g) = &self.group {
+                g.lock().rejoin.get_or_insert(ErrorCode(0));
+            }
+        }
+    }
+
     fn group_id_owned(&self) -> Result<String> {
         self.config.group_id.clone().ok_or_else(|| Error::Config("no group_id".into()))
     }
@@ -563,6 +600,10 @@ impl Consumer {
         }
         let counts: BTreeMap<String, i32> =
             all.iter().filter_map(|t| metadata.topics.get(*t).map(|i| (t.to_string(), i.partitions.len() as i32))).collect();
+        if let Some(g) = self.group.as_mut() {
+            g.snapshot = Some(all.iter().map(|t| (t.to_string(), counts.get(*t).copied().unwrap_or(0))).collect());
+            g.snapshot_checked = std::time::Instant::now();
+        }
         let assignment = match assignor {
             Assignor::Range => range_assign(&subs, &counts),
         };

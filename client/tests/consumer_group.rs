@@ -262,8 +262,11 @@ async fn kip848_group_rebalances_without_losing_or_redoing_commits() {
     scenario(&b, GroupProtocol::Consumer).await;
 }
 
+/// A member's assignment (partitions) and generation.
+type Seen = (BTreeSet<i32>, Option<i32>);
+
 /// A member that publishes its assignment and generation after every poll.
-fn watched(client: Client, config: ConsumerConfig, topic: String) -> (watch::Receiver<(BTreeSet<i32>, Option<i32>)>, watch::Sender<Stop>, tokio::task::JoinHandle<()>) {
+fn watched(client: Client, config: ConsumerConfig, topic: String) -> (watch::Receiver<Seen>, watch::Sender<Stop>, tokio::task::JoinHandle<()>) {
     let (state_tx, state_rx) = watch::channel((BTreeSet::new(), None));
     let (stop_tx, stop_rx) = watch::channel(Stop::Run);
     let h = tokio::spawn(async move {
@@ -283,7 +286,7 @@ fn watched(client: Client, config: ConsumerConfig, topic: String) -> (watch::Rec
     (state_rx, stop_tx, h)
 }
 
-async fn wait_until(rx: &mut watch::Receiver<(BTreeSet<i32>, Option<i32>)>, what: &str, f: impl Fn(&(BTreeSet<i32>, Option<i32>)) -> bool) -> (BTreeSet<i32>, Option<i32>) {
+async fn wait_until(rx: &mut watch::Receiver<Seen>, what: &str, f: impl Fn(&Seen) -> bool) -> Seen {
     tokio::time::timeout(Duration::from_secs(30), rx.wait_for(|s| f(s))).await.unwrap_or_else(|_| panic!("{what}: not within 30 s")).unwrap().clone()
 }
 
@@ -323,4 +326,22 @@ async fn a_static_member_restarted_within_its_session_keeps_its_partitions() {
     stop2.send(Stop::Close).unwrap();
     h1b.await.unwrap();
     h2.await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_topic_created_after_subscribing_is_assigned() {
+    let Some(b) = Broker::from_env("a_topic_created_after_subscribing_is_assigned") else { return };
+    let client = b.client().await;
+    let topic = unique("kw-later");
+    let config = ConsumerConfig { group_id: Some(format!("{topic}-group")), heartbeat_interval: Duration::from_millis(500), ..Default::default() };
+    let (mut seen, stop, h) = watched(client.clone(), config, topic.clone());
+    // Joined with nothing to assign: the topic does not exist yet.
+    wait_until(&mut seen, "joined", |(_, g)| g.is_some()).await;
+    assert!(seen.borrow().0.is_empty());
+    Admin::new(client.clone()).create_topic(NewTopic::new(&topic, 3)).await.unwrap();
+    // The leader sees the topic in metadata and rebalances.
+    let (a, g) = wait_until(&mut seen, "the new topic's partitions assigned", |(a, _)| a.len() == 3).await;
+    println!("assigned {a:?} in generation {g:?} once the topic existed");
+    stop.send(Stop::Close).unwrap();
+    h.await.unwrap();
 }
