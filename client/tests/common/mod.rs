@@ -189,3 +189,30 @@ pub async fn move_leader(admin_client: &Client, topic: &str, partition: i32) -> 
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
 }
+
+/// A broker double on kafka-wire's ServerCodec at a free local port: each request is answered
+/// with `answer(port, request)`; `None` closes that connection. Returns `host:port`.
+pub async fn serve<F>(answer: F) -> String
+where
+    F: Fn(u16, kafka_wire::RequestKind) -> Option<ResponseKind> + Send + Sync + 'static,
+{
+    use futures_util::{SinkExt, StreamExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a local port");
+    let local = listener.local_addr().expect("its address");
+    let answer = std::sync::Arc::new(answer);
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let answer = answer.clone();
+            tokio::spawn(async move {
+                let mut conn = tokio_util::codec::Framed::new(tcp, kafka_wire::codec::ServerCodec::new());
+                while let Some(Ok(frame)) = conn.next().await {
+                    let Some(body) = answer(local.port(), frame.decode_body().expect("a request the double can read")) else { return };
+                    if conn.send(kafka_wire::codec::Response::new(&frame, body).expect("a response")).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    local.to_string()
+}
