@@ -182,3 +182,20 @@ async fn a_dropped_producer_delivers_what_it_queued_then_stops() {
     drop(producer);
     assert_eq!(d.await.unwrap().offset, 42);
 }
+
+#[tokio::test]
+async fn an_idle_producer_sends_after_its_linger_not_its_idle_sleep() {
+    let script = Arc::new(Script::default());
+    let addr = broker(script.clone()).await;
+    let client = Client::connect(ClientConfig::new(&addr)).await.unwrap();
+    let producer = Producer::new(client, ProducerConfig { linger: Duration::from_millis(5), ..config() }).unwrap();
+    producer.send(ProducerRecord::new("t", "first")).await.unwrap().await.unwrap();
+    // The sender now sleeps (up to 500 ms) with nothing queued; a new record must wake it.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    for _ in 0..5 {
+        let t = std::time::Instant::now();
+        producer.send(ProducerRecord::new("t", "v")).await.unwrap().await.unwrap();
+        assert!(t.elapsed() < Duration::from_millis(250), "delivered {:?} after send with a 5 ms linger", t.elapsed());
+    }
+    producer.close().await.unwrap();
+}
