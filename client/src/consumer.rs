@@ -428,7 +428,8 @@ impl Consumer {
 
     /// The next batch of records (at most `max_poll_records`), waiting at most `timeout` for
     /// some. Group membership (joining, rebalancing, heartbeats' findings) and automatic
-    /// commits happen here.
+    /// commits happen here; a classic rebalance can hold it past `timeout` (JoinGroup waits for
+    /// the whole group, up to `max_poll_interval`).
     pub async fn poll(&mut self, timeout: Duration) -> Result<Vec<ConsumerRecord>> {
         self.poll_up_to(timeout, self.config.max_poll_records).await
     }
