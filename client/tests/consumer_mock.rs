@@ -3,7 +3,8 @@
 //! and the new leader's log ends at 7 for epoch 5 (7-9 were never replicated). The consumer's
 //! next fetch is fenced, it refreshes metadata, asks the new leader with OffsetForLeaderEpoch,
 //! moves its position back to 7 and reads the new leader's 7 and 8; under reset policy none it
-//! fails with `Error::LogTruncation` instead.
+//! fails with `Error::LogTruncation` instead. A fetch answered with a diverging epoch (Fetch v12+)
+//! moves the position back the same way, without OffsetForLeaderEpoch.
 
 mod common;
 
@@ -24,6 +25,9 @@ use kafka_wire_client::{Client, ClientConfig, Consumer, ConsumerConfig, Error, O
 
 #[derive(Default)]
 struct Log {
+    /// Answer the fetch past the truncation with a diverging epoch (Fetch v12+), as a real new
+    /// leader does when the fetch carries the last fetched epoch, instead of fencing it.
+    diverging: bool,
     fetches: AtomicUsize,
     /// (current leader epoch, epoch asked about) of each OffsetForLeaderEpoch.
     epoch_queries: std::sync::Mutex<Vec<(i32, i32)>>,
@@ -71,8 +75,14 @@ async fn broker(log: Arc<Log>) -> String {
                 let p = &f.topics[0].partitions[0];
                 log.fetch_offsets.lock().unwrap().push((p.fetch_offset, p.current_leader_epoch));
                 let n = log.fetches.fetch_add(1, Ordering::SeqCst);
+                let mut diverging_epoch = kafka_wire::messages::fetch_response::EpochEndOffset { epoch: -1, end_offset: -1, ..Default::default() };
                 let (error_code, records) = match (n, p.fetch_offset) {
                     (0, 0) => (0, Some(batch(0, 10, 5, "old"))),
+                    (_, 10) if log.diverging && p.last_fetched_epoch == 5 => {
+                        diverging_epoch.epoch = 5;
+                        diverging_epoch.end_offset = 7;
+                        (0, None)
+                    }
                     // The old leader's epoch is fenced at the new leader.
                     (_, _) if p.current_leader_epoch < 6 => (74, None),
                     (_, 7) => (0, Some(batch(7, 2, 6, "new"))),
@@ -82,7 +92,7 @@ async fn broker(log: Arc<Log>) -> String {
                 FetchResponse {
                     responses: vec![FetchableTopicResponse {
                         topic: "t".into(),
-                        partitions: vec![PartitionData { partition_index: 0, error_code, high_watermark: 9, records, ..Default::default() }],
+                        partitions: vec![PartitionData { partition_index: 0, error_code, high_watermark: 9, records, diverging_epoch, ..Default::default() }],
                         ..Default::default()
                     }],
                     ..Default::default()
@@ -110,7 +120,11 @@ async fn broker(log: Arc<Log>) -> String {
 }
 
 async fn consumer(reset: OffsetReset) -> (Consumer, Arc<Log>) {
-    let log = Arc::new(Log::default());
+    consumer_of(reset, Log::default()).await
+}
+
+async fn consumer_of(reset: OffsetReset, log: Log) -> (Consumer, Arc<Log>) {
+    let log = Arc::new(log);
     let addr = broker(log.clone()).await;
     let client = Client::connect(ClientConfig::new(&addr)).await.unwrap();
     let config = ConsumerConfig { auto_offset_reset: reset, retry_backoff: Duration::from_millis(10), ..Default::default() };
@@ -162,4 +176,22 @@ async fn with_reset_policy_none_a_truncation_is_an_error() {
         Err(Error::LogTruncation { partition, position: 10, end_offset: 7 }) => assert_eq!(partition, "t-0"),
         other => panic!("expected LogTruncation, got {other:?}"),
     }
+}
+
+#[tokio::test]
+async fn a_diverging_epoch_in_a_fetch_moves_the_position_back() {
+    let (mut c, log) = consumer_of(OffsetReset::Earliest, Log { diverging: true, ..Default::default() }).await;
+    let mut offsets = Vec::new();
+    for _ in 0..20 {
+        offsets.extend(c.poll(Duration::from_millis(100)).await.unwrap().iter().map(|r| r.offset));
+        if offsets.len() >= 12 {
+            break;
+        }
+    }
+    assert_eq!(offsets, vec![0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 7, 8]);
+    assert_eq!(c.stats().truncations, 1);
+    // Found by the fetch itself: the very next fetch is from 7 (the double then fences that
+    // epoch-5 fetch, and the position is validated under epoch 6 as after any leader change).
+    let fetches = log.fetch_offsets.lock().unwrap().clone();
+    assert_eq!(fetches.get(..3), Some(&[(0, 5), (10, 5), (7, 5)][..]), "{fetches:?}");
 }
