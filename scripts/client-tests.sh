@@ -7,8 +7,9 @@
 #
 #   scripts/client-tests.sh [--no-cluster] [VERSION...]   (default: 4.4.0; e.g. 4.4.0 3.9.2)
 #
-# Then, unless --no-cluster, a 3-node cluster of the first version for tests/cluster.rs
-# (leaders on several brokers, a leader moved under the producer), with KAFKA_WIRE_CLUSTER set.
+# Then, unless --no-cluster, a 3-node cluster of the first version for tests/cluster.rs and
+# tests/consumer_cluster.rs (leaders on several brokers, a leader moved under the producer and
+# under the consumer), with KAFKA_WIRE_CLUSTER set.
 #
 # Logs: target/client-tests/<version>.log; broker logs stay in target/kafka/<version>/.
 set -euo pipefail
@@ -62,8 +63,8 @@ broker() {
 for version in "$@"; do
   t0=$SECONDS
   broker "$version" || { running=""; continue; }
-  # The cluster test has a run of its own below.
-  harness="--skip three_nodes_routing_and_a_moved_leader" run "Kafka $version" "target/client-tests/$version.log" \
+  # The cluster tests have a run of their own below.
+  harness="--skip three_nodes_routing_and_a_moved_leader --skip a_leader_change_during_consumption_skips_nothing" run "Kafka $version" "target/client-tests/$version.log" \
     KAFKA_WIRE_BROKER="$PWD/target/kafka/$version/env" KAFKA_WIRE_REQUIRE_BROKER=1 --
   scripts/kafka.sh stop "$version" >/dev/null 2>&1 || true
   running=""
@@ -74,7 +75,7 @@ if [ "$cluster" = 1 ]; then
   version=$1
   if broker "$version" --nodes 3; then
     run "Kafka $version, 3 nodes" "target/client-tests/$version-cluster.log" \
-      KAFKA_WIRE_CLUSTER="$PWD/target/kafka/$version-cluster/env" KAFKA_WIRE_REQUIRE_CLUSTER=1 -- --test cluster
+      KAFKA_WIRE_CLUSTER="$PWD/target/kafka/$version-cluster/env" KAFKA_WIRE_REQUIRE_CLUSTER=1 -- --test cluster --test consumer_cluster
     scripts/kafka.sh stop "$version" --nodes 3 >/dev/null 2>&1 || true
   fi
   running=""

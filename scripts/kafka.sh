@@ -148,6 +148,12 @@ transaction.state.log.min.isr=1
 share.coordinator.state.topic.replication.factor=$nodes
 share.coordinator.state.topic.min.isr=1
 share.coordinator.state.topic.num.partitions=3
+# KIP-848 groups: seconds rather than 45 s sessions and 5 s heartbeats, so the consumer tests
+# see a crashed member replaced quickly (the classic protocol's are the client's to set).
+group.consumer.min.session.timeout.ms=3000
+group.consumer.session.timeout.ms=8000
+group.consumer.min.heartbeat.interval.ms=500
+group.consumer.heartbeat.interval.ms=1000
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 super.users=User:ANONYMOUS;User:admin
 EOF

@@ -265,11 +265,32 @@ impl Client {
         }
     }
 
+    /// A client of the same cluster with connections of its own (and a copy of the metadata):
+    /// a consumer's long-polling Fetches and its JoinGroup, which the broker answers only when
+    /// the group is complete, must not hold up other users' requests on a shared connection
+    /// (a broker handles one request per connection at a time).
+    pub fn with_own_connections(&self) -> Client {
+        let inner = Arc::new(Inner {
+            config: self.inner.config.clone(),
+            metadata: RwLock::new(self.metadata()),
+            slots: Mutex::new(HashMap::new()),
+            refresh: tokio::sync::Mutex::new(()),
+        });
+        tokio::spawn(periodic_refresh(Arc::downgrade(&inner), inner.config.metadata_max_age));
+        Client { inner }
+    }
+
     /// The connection to `addr`, opening one (after the backoff of earlier failures) if needed.
     pub async fn connection(&self, addr: &str) -> Result<Connection> {
+        self.connection_keyed(addr, addr).await
+    }
+
+    /// A connection to `addr` pooled under `key`: a second connection to the same broker for
+    /// another purpose (the group coordinator's, say).
+    pub async fn connection_keyed(&self, key: &str, addr: &str) -> Result<Connection> {
         let slot = {
             let mut slots = self.inner.slots.lock().map_err(|_| Error::Disconnected("poisoned".into()))?;
-            slots.entry(addr.to_owned()).or_default().clone()
+            slots.entry(key.to_owned()).or_default().clone()
         };
         let mut slot = slot.lock().await;
         if let Some(c) = slot.conn.as_ref().filter(|c| !c.is_closed()) {
@@ -299,7 +320,8 @@ impl Client {
         }
     }
 
-    async fn call_addr(&self, addr: &str, body: impl Into<RequestKind>) -> Result<ResponseKind> {
+    /// Sends `body` to the broker at `addr` (a group coordinator, say) and waits for the response.
+    pub async fn call_addr(&self, addr: &str, body: impl Into<RequestKind>) -> Result<ResponseKind> {
         let body = body.into();
         let api = body.api_key();
         self.call_at(addr, body).await?.ok_or_else(|| Error::UnexpectedResponse(format!("no response to {}", api.name())))
@@ -324,6 +346,12 @@ impl Client {
         self.call_at(&addr, body.into()).await
     }
 
+    /// The version the connection to broker `node` uses for `api` (connecting if needed).
+    pub async fn node_version(&self, node: i32, api: kafka_wire::ApiKey) -> Result<i16> {
+        let addr = self.node_addr(node).await?;
+        self.connection(&addr).await?.version(api)
+    }
+
     /// The address of broker `node`, refreshing metadata once if it is unknown.
     pub async fn node_addr(&self, node: i32) -> Result<String> {
         if let Some(b) = self.metadata().brokers.get(&node) {
@@ -336,6 +364,12 @@ impl Client {
     /// Sends `body` to some broker (the first known that answers).
     pub async fn call_any(&self, body: impl Into<RequestKind>) -> Result<ResponseKind> {
         let body = body.into();
+        self.call_any_versioned(body.api_key(), |_| body.clone()).await
+    }
+
+    /// Like [`call_any`](Client::call_any) for a request whose fields depend on the version
+    /// (`build` gets the version the broker's connection uses for `api`).
+    pub async fn call_any_versioned(&self, api: kafka_wire::ApiKey, build: impl Fn(i16) -> RequestKind) -> Result<ResponseKind> {
         let m = self.metadata();
         let mut addrs: Vec<String> = m.brokers.values().map(BrokerInfo::addr).collect();
         if addrs.is_empty() {
@@ -343,13 +377,36 @@ impl Client {
         }
         let mut last = None;
         for addr in addrs {
-            match self.call_addr(&addr, body.clone()).await {
+            let r = match self.connection(&addr).await.and_then(|c| c.version(api)) {
+                Ok(v) => self.call_addr(&addr, build(v)).await,
+                Err(e) => Err(e),
+            };
+            match r {
                 Ok(r) => return Ok(r),
                 Err(e) if e.is_retriable() => last = Some(e),
                 Err(e) => return Err(e),
             }
         }
         Err(last.unwrap_or_else(|| Error::Config("no broker known".into())))
+    }
+
+    /// Sends `build(version)` to the broker at `addr` on the connection pooled under `key`, at
+    /// the version it uses for `api`, waiting at most `timeout` (the connection's request
+    /// timeout when `None`).
+    pub async fn call_keyed_versioned(
+        &self,
+        key: &str,
+        addr: &str,
+        api: kafka_wire::ApiKey,
+        build: impl Fn(i16) -> RequestKind,
+        timeout: Option<Duration>,
+    ) -> Result<ResponseKind> {
+        let conn = self.connection_keyed(key, addr).await?;
+        let body = build(conn.version(api)?);
+        match timeout {
+            Some(t) => conn.request_within(body, t).await,
+            None => conn.request(body).await,
+        }
     }
 
     /// Sends `body` to the controller (as Metadata names it).

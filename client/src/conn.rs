@@ -57,12 +57,13 @@ impl Default for ConnectOptions {
 }
 
 /// The versions this client can use of an api, beyond what the build knows: magic v2 record
-/// batches only (Produce 3+, Fetch 4+), topic names rather than ids in Produce and Fetch,
+/// batches only (Produce 3+, Fetch 4+), topic names rather than ids in Produce (the consumer
+/// fetches by topic id from Fetch v13),
 /// Metadata with auto-creation control (4+), SaslHandshake v1 (tokens in SaslAuthenticate).
 pub fn client_versions(api: ApiKey) -> VersionRange {
     match api {
         ApiKey::Produce => VersionRange::new(3, 12),
-        ApiKey::Fetch => VersionRange::new(4, 12),
+        ApiKey::Fetch => VersionRange::new(4, i16::MAX),
         ApiKey::Metadata => VersionRange::new(4, i16::MAX),
         ApiKey::SaslHandshake => VersionRange::new(1, 1),
         _ => VersionRange::new(0, i16::MAX),
@@ -242,6 +243,19 @@ impl Connection {
         Ok(self.send(version, body).await?.map(|f| f.body))
     }
 
+    /// Like [`request`](Connection::request) with a timeout of its own (a JoinGroup waits for
+    /// the whole group, up to the rebalance timeout).
+    pub async fn request_within(&self, body: impl Into<RequestKind>, timeout: Duration) -> Result<ResponseKind> {
+        let body = body.into();
+        let api = body.api_key();
+        let version = self.version(api)?;
+        let _guard = self.shared.gate.read().await;
+        self.send_within(version, body, timeout)
+            .await?
+            .map(|f| f.body)
+            .ok_or_else(|| Error::UnexpectedResponse(format!("no response to {}", api.name())))
+    }
+
     /// Like [`call`](Connection::call) for requests that always have a response.
     pub async fn request(&self, body: impl Into<RequestKind>) -> Result<ResponseKind> {
         let body = body.into();
@@ -252,6 +266,10 @@ impl Connection {
     /// Sends at an explicit version, with no gate (used under the gate or before any other
     /// request can be sent).
     async fn send(&self, version: i16, body: RequestKind) -> Result<Option<ResponseFrame>> {
+        self.send_within(version, body, self.shared.options.request_timeout).await
+    }
+
+    async fn send_within(&self, version: i16, body: RequestKind, timeout: Duration) -> Result<Option<ResponseFrame>> {
         let api = body.api_key();
         if self.is_closed() {
             return Err(self.closed_error());
@@ -264,7 +282,6 @@ impl Connection {
             .send(Command { request, reply })
             .await
             .map_err(|_| self.closed_error())?;
-        let timeout = self.shared.options.request_timeout;
         match tokio::time::timeout(timeout, rx).await {
             Err(_) => {
                 warn!(api = api.name(), ?timeout, addr = %self.shared.addr, "request timed out");

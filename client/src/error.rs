@@ -82,6 +82,28 @@ pub enum Error {
     /// The producer's buffer is full, it is closed, or the record could not be delivered in
     /// the delivery timeout.
     Producer(String),
+    /// A fetch position is out of the partition's range and the reset policy is `None`.
+    OffsetOutOfRange {
+        /// `topic-partition`.
+        partition: String,
+        /// The position fetched from.
+        offset: i64,
+    },
+    /// The log was truncated below the consumer's position after a leader change (found by
+    /// OffsetForLeaderEpoch or a fetch's diverging epoch) and the reset policy is `None`.
+    LogTruncation {
+        /// `topic-partition`.
+        partition: String,
+        /// The consumer's position.
+        position: i64,
+        /// Where the new leader's log ends for the consumer's last epoch.
+        end_offset: i64,
+    },
+    /// A partition has no committed offset and the reset policy is `None`.
+    NoOffset(String),
+    /// The consumer cannot go on: not subscribed, fenced by another static member, a group
+    /// error that retrying does not fix, ...
+    Consumer(String),
 }
 
 impl Error {
@@ -157,6 +179,15 @@ impl fmt::Display for Error {
             Error::UnknownTopicOrPartition(m) => write!(f, "unknown topic or partition: {m}"),
             Error::UnknownBroker(id) => write!(f, "metadata lists no broker with node id {id}"),
             Error::Producer(m) => write!(f, "producer: {m}"),
+            Error::OffsetOutOfRange { partition, offset } => {
+                write!(f, "offset {offset} is out of range for {partition} and the reset policy is none")
+            }
+            Error::LogTruncation { partition, position, end_offset } => write!(
+                f,
+                "{partition} was truncated to {end_offset} below the position {position} after a leader change, and the reset policy is none"
+            ),
+            Error::NoOffset(p) => write!(f, "{p} has no committed offset and the reset policy is none"),
+            Error::Consumer(m) => write!(f, "consumer: {m}"),
         }
     }
 }

@@ -8,6 +8,8 @@
 //!   backoff, routing to leaders and the controller.
 //! - [`Admin`]: topics, partitions, cluster, configs, SCRAM users.
 //! - [`Producer`]: Java's partitioner, batching, compression, acks, idempotence, retries.
+//! - [`Consumer`]: manual assignment or consumer groups (classic and KIP-848), incremental
+//!   fetch sessions, read_committed, leader epochs, offsets and commits, streams.
 //!
 //! Every failure is an [`Error`], with [`Error::is_retriable`].
 #![warn(missing_docs)]
@@ -15,7 +17,9 @@
 pub mod admin;
 pub mod cluster;
 pub mod conn;
+pub mod consumer;
 pub mod error;
+pub mod group;
 pub mod partitioner;
 pub mod producer;
 pub mod sasl;
@@ -24,6 +28,11 @@ pub mod tls;
 pub use admin::{Admin, ConfigOp, ConfigResource, NewTopic, ScramChange};
 pub use cluster::{Client, ClientConfig, ClusterMetadata};
 pub use conn::{ConnectOptions, Connection};
+pub use consumer::{
+    Consumer, ConsumerConfig, ConsumerRecord, FetchStats, GroupProtocol, IsolationLevel, OffsetAndMetadata, OffsetReset, OffsetSpec,
+    TopicPartition,
+};
+pub use group::Assignor;
 pub use error::{Error, Result};
 pub use producer::{Acks, Delivery, Producer, ProducerConfig, ProducerRecord, RecordMetadata};
 pub use sasl::{Sasl, ScramMechanism};

@@ -342,7 +342,9 @@ impl Producer {
                     retry_at: None,
                     last_error: None,
                 });
-                size >= cfg.batch_size || queue.batches.len() > 1
+                // A new batch: the sender may be asleep past its linger deadline, wake it to
+                // schedule one (it sleeps up to 500 ms when nothing is queued).
+                true
             }
         };
         state.pending += 1;

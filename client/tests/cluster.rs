@@ -6,33 +6,19 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
 
 use kafka_wire::messages::{
-    alter_partition_reassignments_request::{ReassignablePartition, ReassignableTopic},
-    elect_leaders_request::TopicPartitions,
     produce_request::{PartitionProduceData, TopicProduceData},
-    AlterPartitionReassignmentsRequest, ElectLeadersRequest, ProduceRequest,
+    ProduceRequest,
 };
 use kafka_wire::runtime::records::{Record, RecordBatchBuilder};
 use kafka_wire::{Bytes, ResponseKind};
 use kafka_wire_client::partitioner::partition_for_key;
 use kafka_wire_client::{Admin, Client, ClientConfig, NewTopic, Producer, ProducerConfig, ProducerRecord};
 
-fn cluster_env() -> Option<std::collections::BTreeMap<String, String>> {
-    let required = std::env::var_os("KAFKA_WIRE_REQUIRE_CLUSTER").is_some_and(|v| v == "1");
-    let Some(spec) = std::env::var("KAFKA_WIRE_CLUSTER").ok().filter(|s| !s.is_empty()) else {
-        assert!(!required, "KAFKA_WIRE_REQUIRE_CLUSTER=1 but KAFKA_WIRE_CLUSTER is unset");
-        eprintln!("skipping: KAFKA_WIRE_CLUSTER is unset (scripts/client-tests.sh --cluster sets it)");
-        return None;
-    };
-    let text = std::fs::read_to_string(&spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
-    Some(text.lines().filter_map(|l| l.split_once('=')).map(|(k, v)| (k.to_owned(), v.to_owned())).collect())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_nodes_routing_and_a_moved_leader() {
-    let Some(env) = cluster_env() else { return };
+    let Some(env) = common::cluster_env() else { return };
     // Bootstrap from one node: the others come from Metadata.
     let first = env["BOOTSTRAP"].split(',').next().unwrap().to_owned();
     let client = Client::connect(ClientConfig::new(&first)).await.unwrap();
@@ -40,6 +26,8 @@ async fn three_nodes_routing_and_a_moved_leader() {
     let admin = Admin::new(client.clone());
     let name = common::unique("kw-cluster");
     admin.create_topic(NewTopic::new(&name, 6).replication_factor(3)).await.unwrap();
+    // Topics reach every broker's metadata a little after CreateTopics answers.
+    common::eventually("the topic in metadata", || async { client.topic(&name).await.is_ok() }).await;
     let t = client.topic(&name).await.unwrap();
     let leaders: BTreeSet<i32> = t.partitions.iter().map(|p| p.leader).collect();
     assert!(leaders.len() >= 2, "leaders spread over brokers: {leaders:?}");
@@ -77,41 +65,11 @@ async fn three_nodes_routing_and_a_moved_leader() {
     let Some(ResponseKind::Produce(r)) = client.call_node(follower, produce).await.unwrap() else { panic!("no Produce response") };
     assert_eq!(r.responses[0].partition_responses[0].error_code, 6, "NOT_LEADER_OR_FOLLOWER from broker {follower}");
 
-    // Move partition 0's leader; the producer's client still has the old leader cached.
-    let mut replicas = p0.replicas.clone();
-    while replicas[0] == p0.leader {
-        replicas.rotate_left(1);
-    }
-    let new_leader = replicas[0];
-    let alter = AlterPartitionReassignmentsRequest {
-        timeout_ms: 30_000,
-        topics: vec![ReassignableTopic {
-            name: name.clone().into(),
-            partitions: vec![ReassignablePartition { partition_index: 0, replicas: Some(replicas.iter().copied().collect()), ..Default::default() }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    // A second client does the move, so the producer's cache stays stale.
+    // Move partition 0's leader; the producer's client still has the old leader cached: a
+    // second client does the move.
     let other = Client::connect(ClientConfig::new(&first)).await.unwrap();
-    let ResponseKind::AlterPartitionReassignments(r) = other.call_controller(alter).await.unwrap() else { panic!() };
-    assert_eq!(r.error_code, 0);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let elect = ElectLeadersRequest {
-            election_type: 0,
-            topic_partitions: Some(vec![TopicPartitions { topic: name.clone().into(), partitions: [0].into_iter().collect(), ..Default::default() }]),
-            timeout_ms: 30_000,
-            ..Default::default()
-        };
-        other.call_controller(elect).await.unwrap();
-        let m = other.fetch_topic_metadata(&[&name]).await.unwrap();
-        if m.leader(&name, 0) == Some(new_leader) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "leader of partition 0 did not move to {new_leader}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let new_leader = common::move_leader(&other, &name, 0).await;
+    assert_ne!(new_leader, p0.leader);
     assert_eq!(client.metadata().leader(&name, 0), Some(p0.leader), "the producer's metadata is stale");
     let m = producer.send(ProducerRecord::new(&name, "after the move").partition(0)).await.unwrap().await.unwrap();
     assert_eq!((m.partition, m.offset), (0, per_partition[0] as i64));

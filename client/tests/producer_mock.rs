@@ -1,12 +1,12 @@
 //! Producer retries, metadata refreshes and the delivery timeout, against a broker double on
 //! kafka-wire's ServerCodec whose Produce answers are scripted.
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
-use kafka_wire::codec::{Response, ServerCodec};
 use kafka_wire::messages::{
     api_versions_response::ApiVersion,
     metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic},
@@ -15,8 +15,6 @@ use kafka_wire::messages::{
 };
 use kafka_wire::{ApiKey, RequestKind, ResponseKind};
 use kafka_wire_client::{Client, ClientConfig, Error, Producer, ProducerConfig, ProducerRecord};
-use tokio::net::TcpListener;
-use tokio_util::codec::Framed;
 
 #[derive(Default)]
 struct Script {
@@ -34,73 +32,61 @@ struct Script {
 }
 
 async fn broker(script: Arc<Script>) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let local = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let script = script.clone();
-            tokio::spawn(async move {
-                let mut conn = Framed::new(tcp, ServerCodec::new());
-                while let Some(Ok(frame)) = conn.next().await {
-                    let body: ResponseKind = match frame.decode_body().unwrap() {
-                        RequestKind::ApiVersions(_) => {
-                            let apis = [ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::Produce, ApiKey::InitProducerId];
-                            let api_keys = apis
-                                .iter()
-                                .map(|a| ApiVersion { api_key: a.key(), min_version: a.stable_versions().lo, max_version: a.stable_versions().hi, ..Default::default() })
-                                .collect();
-                            ApiVersionsResponse { api_keys, ..Default::default() }.into()
-                        }
-                        RequestKind::Metadata(_) => {
-                            script.metadata.fetch_add(1, Ordering::SeqCst);
-                            MetadataResponse {
-                                brokers: vec![MetadataResponseBroker { node_id: 1, host: "127.0.0.1".into(), port: local.port() as i32, ..Default::default() }],
-                                controller_id: 1,
-                                topics: vec![MetadataResponseTopic {
-                                    name: Some("t".into()),
-                                    partitions: vec![MetadataResponsePartition { partition_index: 0, leader_id: 1, ..Default::default() }],
-                                    ..Default::default()
-                                }],
-                                ..Default::default()
-                            }
-                            .into()
-                        }
-                        RequestKind::InitProducerId(_) => InitProducerIdResponse { producer_id: 7, producer_epoch: 0, ..Default::default() }.into(),
-                        RequestKind::Produce(p) => {
-                            let n = script.produces.fetch_add(1, Ordering::SeqCst);
-                            use kafka_wire::records::{Batch, RecordsField};
-                            for b in p.topic_data[0].partition_data[0].records.batches() {
-                                if let Ok(Batch::V2(b)) = b {
-                                    script.sequences.lock().unwrap().push((b.producer_id(), b.base_sequence()));
-                                }
-                            }
-                            let error_code = if n < script.failures { script.error } else { 0 };
-                            ProduceResponse {
-                                responses: vec![TopicProduceResponse {
-                                    name: "t".into(),
-                                    partition_responses: vec![PartitionProduceResponse {
-                                        index: if script.wrong_partition { 9 } else { 0 },
-                                        error_code,
-                                        base_offset: script.base_offset.unwrap_or(42),
-                                        log_append_time_ms: -1,
-                                        ..Default::default()
-                                    }],
-                                    ..Default::default()
-                                }],
-                                ..Default::default()
-                            }
-                            .into()
-                        }
-                        _ => return,
-                    };
-                    if conn.send(Response::new(&frame, body).unwrap()).await.is_err() {
-                        return;
+    common::serve(move |port, request| {
+        let body: ResponseKind = match request {
+            RequestKind::ApiVersions(_) => {
+                let apis = [ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::Produce, ApiKey::InitProducerId];
+                let api_keys = apis
+                    .iter()
+                    .map(|a| ApiVersion { api_key: a.key(), min_version: a.stable_versions().lo, max_version: a.stable_versions().hi, ..Default::default() })
+                    .collect();
+                ApiVersionsResponse { api_keys, ..Default::default() }.into()
+            }
+            RequestKind::Metadata(_) => {
+                script.metadata.fetch_add(1, Ordering::SeqCst);
+                MetadataResponse {
+                    brokers: vec![MetadataResponseBroker { node_id: 1, host: "127.0.0.1".into(), port: port as i32, ..Default::default() }],
+                    controller_id: 1,
+                    topics: vec![MetadataResponseTopic {
+                        name: Some("t".into()),
+                        partitions: vec![MetadataResponsePartition { partition_index: 0, leader_id: 1, ..Default::default() }],
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }
+                .into()
+            }
+            RequestKind::InitProducerId(_) => InitProducerIdResponse { producer_id: 7, producer_epoch: 0, ..Default::default() }.into(),
+            RequestKind::Produce(p) => {
+                let n = script.produces.fetch_add(1, Ordering::SeqCst);
+                use kafka_wire::records::{Batch, RecordsField};
+                for b in p.topic_data[0].partition_data[0].records.batches() {
+                    if let Ok(Batch::V2(b)) = b {
+                        script.sequences.lock().unwrap().push((b.producer_id(), b.base_sequence()));
                     }
                 }
-            });
-        }
-    });
-    local.to_string()
+                let error_code = if n < script.failures { script.error } else { 0 };
+                ProduceResponse {
+                    responses: vec![TopicProduceResponse {
+                        name: "t".into(),
+                        partition_responses: vec![PartitionProduceResponse {
+                            index: if script.wrong_partition { 9 } else { 0 },
+                            error_code,
+                            base_offset: script.base_offset.unwrap_or(42),
+                            log_append_time_ms: -1,
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }
+                .into()
+            }
+            _ => return None,
+        };
+        Some(body)
+    })
+    .await
 }
 
 fn config() -> ProducerConfig {
@@ -195,4 +181,21 @@ async fn a_dropped_producer_delivers_what_it_queued_then_stops() {
     let d = producer.send(ProducerRecord::new("t", "v")).await.unwrap();
     drop(producer);
     assert_eq!(d.await.unwrap().offset, 42);
+}
+
+#[tokio::test]
+async fn an_idle_producer_sends_after_its_linger_not_its_idle_sleep() {
+    let script = Arc::new(Script::default());
+    let addr = broker(script.clone()).await;
+    let client = Client::connect(ClientConfig::new(&addr)).await.unwrap();
+    let producer = Producer::new(client, ProducerConfig { linger: Duration::from_millis(5), ..config() }).unwrap();
+    producer.send(ProducerRecord::new("t", "first")).await.unwrap().await.unwrap();
+    // The sender now sleeps (up to 500 ms) with nothing queued; a new record must wake it.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    for _ in 0..5 {
+        let t = std::time::Instant::now();
+        producer.send(ProducerRecord::new("t", "v")).await.unwrap().await.unwrap();
+        assert!(t.elapsed() < Duration::from_millis(250), "delivered {:?} after send with a 5 ms linger", t.elapsed());
+    }
+    producer.close().await.unwrap();
 }

@@ -5,6 +5,12 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use kafka_wire::messages::{
+    alter_partition_reassignments_request::{ReassignablePartition, ReassignableTopic},
+    elect_leaders_request::TopicPartitions,
+    AlterPartitionReassignmentsRequest, ElectLeadersRequest,
+};
+use kafka_wire::ResponseKind;
 use kafka_wire_client::{Client, ClientConfig};
 
 pub struct Broker {
@@ -57,7 +63,11 @@ pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}-{}", std::process::id(), nanos % 1_000_000_000)
 }
 
-pub fn init_tracing() {}
+/// `RUST_LOG=kafka_wire_client=debug` shows the client's events (off without it).
+pub fn init_tracing() {
+    let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() else { return };
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_test_writer().try_init();
+}
 
 /// A record read back with kafka-wire's own Fetch, with its batch's producer fields.
 #[derive(Debug, Clone)]
@@ -73,6 +83,8 @@ pub async fn fetch_all(client: &Client, topic: &str, partition: i32, count: usiz
     use kafka_wire::messages::fetch_request::{FetchPartition, FetchTopic};
     use kafka_wire::records::{Batch, RecordsField};
     let leader = client.metadata().leader(topic, partition).expect("a leader");
+    // Names up to Fetch v12, ids from v13: set both, the version picks.
+    let topic_id = client.metadata().topics.get(topic).map(|t| t.id).unwrap_or_default();
     let mut out = Vec::new();
     let mut offset = 0;
     for _ in 0..50 {
@@ -86,6 +98,7 @@ pub async fn fetch_all(client: &Client, topic: &str, partition: i32, count: usiz
             max_bytes: 50 << 20,
             topics: vec![FetchTopic {
                 topic: topic.to_owned().into(),
+                topic_id,
                 partitions: vec![FetchPartition { partition, fetch_offset: offset, partition_max_bytes: 10 << 20, ..Default::default() }],
                 ..Default::default()
             }],
@@ -122,4 +135,84 @@ where
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     panic!("{what}: not within 10 s");
+}
+
+/// The 3-node cluster's env file (`KAFKA_WIRE_CLUSTER`); `None` (skip) without it, a failure
+/// then under `KAFKA_WIRE_REQUIRE_CLUSTER=1`.
+pub fn cluster_env() -> Option<BTreeMap<String, String>> {
+    let required = std::env::var_os("KAFKA_WIRE_REQUIRE_CLUSTER").is_some_and(|v| v == "1");
+    let Some(spec) = std::env::var("KAFKA_WIRE_CLUSTER").ok().filter(|s| !s.is_empty()) else {
+        assert!(!required, "KAFKA_WIRE_REQUIRE_CLUSTER=1 but KAFKA_WIRE_CLUSTER is unset");
+        eprintln!("skipping: KAFKA_WIRE_CLUSTER is unset (scripts/client-tests.sh sets it)");
+        return None;
+    };
+    let text = std::fs::read_to_string(&spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    Some(text.lines().filter_map(|l| l.split_once('=')).map(|(k, v)| (k.to_owned(), v.to_owned())).collect())
+}
+
+/// Moves `partition`'s leader to another replica (reassignment with the new leader first,
+/// then a preferred election); returns the new leader.
+pub async fn move_leader(admin_client: &Client, topic: &str, partition: i32) -> i32 {
+    let m = admin_client.fetch_topic_metadata(&[topic]).await.unwrap();
+    let p = m.topics[topic].partitions.iter().find(|p| p.index == partition).unwrap().clone();
+    let mut replicas = p.replicas.clone();
+    while replicas[0] == p.leader {
+        replicas.rotate_left(1);
+    }
+    let new_leader = replicas[0];
+    let alter = AlterPartitionReassignmentsRequest {
+        timeout_ms: 30_000,
+        topics: vec![ReassignableTopic {
+            name: topic.to_owned().into(),
+            partitions: vec![ReassignablePartition { partition_index: partition, replicas: Some(replicas.iter().copied().collect()), ..Default::default() }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let ResponseKind::AlterPartitionReassignments(r) = admin_client.call_controller(alter).await.unwrap() else { panic!("not an AlterPartitionReassignments response") };
+    assert_eq!(r.error_code, 0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let elect = ElectLeadersRequest {
+            election_type: 0,
+            topic_partitions: Some(vec![TopicPartitions { topic: topic.to_owned().into(), partitions: [partition].into_iter().collect(), ..Default::default() }]),
+            timeout_ms: 30_000,
+            ..Default::default()
+        };
+        admin_client.call_controller(elect).await.unwrap();
+        let m = admin_client.fetch_topic_metadata(&[topic]).await.unwrap();
+        if m.leader(topic, partition) == Some(new_leader) {
+            println!("{topic}-{partition}: leader {} -> {new_leader}", p.leader);
+            return new_leader;
+        }
+        assert!(std::time::Instant::now() < deadline, "the leader of {topic}-{partition} did not move to {new_leader}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+/// A broker double on kafka-wire's ServerCodec at a free local port: each request is answered
+/// with `answer(port, request)`; `None` closes that connection. Returns `host:port`.
+pub async fn serve<F>(answer: F) -> String
+where
+    F: Fn(u16, kafka_wire::RequestKind) -> Option<ResponseKind> + Send + Sync + 'static,
+{
+    use futures_util::{SinkExt, StreamExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a local port");
+    let local = listener.local_addr().expect("its address");
+    let answer = std::sync::Arc::new(answer);
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let answer = answer.clone();
+            tokio::spawn(async move {
+                let mut conn = tokio_util::codec::Framed::new(tcp, kafka_wire::codec::ServerCodec::new());
+                while let Some(Ok(frame)) = conn.next().await {
+                    let Some(body) = answer(local.port(), frame.decode_body().expect("a request the double can read")) else { return };
+                    if conn.send(kafka_wire::codec::Response::new(&frame, body).expect("a response")).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    local.to_string()
 }

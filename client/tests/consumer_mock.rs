@@ -1,0 +1,197 @@
+//! Truncation detection after a leader change, against a broker double on kafka-wire's
+//! ServerCodec: the consumer reads offsets 0-9 in leader epoch 5; the leader changes (epoch 6)
+//! and the new leader's log ends at 7 for epoch 5 (7-9 were never replicated). The consumer's
+//! next fetch is fenced, it refreshes metadata, asks the new leader with OffsetForLeaderEpoch,
+//! moves its position back to 7 and reads the new leader's 7 and 8; under reset policy none it
+//! fails with `Error::LogTruncation` instead. A fetch answered with a diverging epoch (Fetch v12+)
+//! moves the position back the same way, without OffsetForLeaderEpoch.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kafka_wire::messages::{
+    api_versions_response::ApiVersion,
+    fetch_response::{FetchableTopicResponse, PartitionData},
+    metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic},
+    offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderTopicResult},
+    *,
+};
+use kafka_wire::records::{Record, RecordBatchBuilder};
+use kafka_wire::{ApiKey, Bytes, RequestKind, ResponseKind, VersionRange};
+use kafka_wire_client::{Client, ClientConfig, Consumer, ConsumerConfig, Error, OffsetReset, TopicPartition};
+
+#[derive(Default)]
+struct Log {
+    /// Answer the fetch past the truncation with a diverging epoch (Fetch v12+), as a real new
+    /// leader does when the fetch carries the last fetched epoch, instead of fencing it.
+    diverging: bool,
+    fetches: AtomicUsize,
+    /// (current leader epoch, epoch asked about) of each OffsetForLeaderEpoch.
+    epoch_queries: std::sync::Mutex<Vec<(i32, i32)>>,
+    /// Fetch offsets and the current leader epochs sent with them.
+    fetch_offsets: std::sync::Mutex<Vec<(i64, i32)>>,
+}
+
+fn batch(base: i64, n: i64, epoch: i32, tag: &str) -> Bytes {
+    let mut b = RecordBatchBuilder::new().base_offset(base).partition_leader_epoch(epoch);
+    for o in base..base + n {
+        b.append(Record::new(o, 0, None, Some(Bytes::from(format!("{tag}-{o}"))))).unwrap();
+    }
+    b.build().unwrap()
+}
+
+/// The double: leader epoch 5 until the first fetch has been answered, then 6.
+async fn broker(log: Arc<Log>) -> String {
+    common::serve(move |port, request| {
+        let epoch = if log.fetches.load(Ordering::SeqCst) == 0 { 5 } else { 6 };
+        let body: ResponseKind = match request {
+            RequestKind::ApiVersions(_) => {
+                let apis = [ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::Fetch, ApiKey::OffsetForLeaderEpoch];
+                let api_keys = apis
+                    .iter()
+                    .map(|a| {
+                        // Fetch v12: topic names and the last fetched epoch.
+                        let v = if *a == ApiKey::Fetch { VersionRange::new(4, 12) } else { a.stable_versions() };
+                        ApiVersion { api_key: a.key(), min_version: v.lo, max_version: v.hi, ..Default::default() }
+                    })
+                    .collect();
+                ApiVersionsResponse { api_keys, ..Default::default() }.into()
+            }
+            RequestKind::Metadata(_) => MetadataResponse {
+                brokers: vec![MetadataResponseBroker { node_id: 1, host: "127.0.0.1".into(), port: port as i32, ..Default::default() }],
+                controller_id: 1,
+                topics: vec![MetadataResponseTopic {
+                    name: Some("t".into()),
+                    partitions: vec![MetadataResponsePartition { partition_index: 0, leader_id: 1, leader_epoch: epoch, ..Default::default() }],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }
+            .into(),
+            RequestKind::Fetch(f) => {
+                let p = &f.topics[0].partitions[0];
+                log.fetch_offsets.lock().unwrap().push((p.fetch_offset, p.current_leader_epoch));
+                let n = log.fetches.fetch_add(1, Ordering::SeqCst);
+                let mut diverging_epoch = kafka_wire::messages::fetch_response::EpochEndOffset { epoch: -1, end_offset: -1, ..Default::default() };
+                let (error_code, records) = match (n, p.fetch_offset) {
+                    (0, 0) => (0, Some(batch(0, 10, 5, "old"))),
+                    (_, 10) if log.diverging && p.last_fetched_epoch == 5 => {
+                        diverging_epoch.epoch = 5;
+                        diverging_epoch.end_offset = 7;
+                        (0, None)
+                    }
+                    // The old leader's epoch is fenced at the new leader.
+                    (_, _) if p.current_leader_epoch < 6 => (74, None),
+                    (_, 7) => (0, Some(batch(7, 2, 6, "new"))),
+                    // Anything else (offset 10: truncation not noticed) is empty.
+                    _ => (0, None),
+                };
+                FetchResponse {
+                    responses: vec![FetchableTopicResponse {
+                        topic: "t".into(),
+                        partitions: vec![PartitionData { partition_index: 0, error_code, high_watermark: 9, records, diverging_epoch, ..Default::default() }],
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }
+                .into()
+            }
+            RequestKind::OffsetForLeaderEpoch(r) => {
+                let p = &r.topics[0].partitions[0];
+                log.epoch_queries.lock().unwrap().push((p.current_leader_epoch, p.leader_epoch));
+                OffsetForLeaderEpochResponse {
+                    topics: vec![OffsetForLeaderTopicResult {
+                        topic: "t".into(),
+                        partitions: vec![EpochEndOffset { partition: 0, leader_epoch: 5, end_offset: 7, ..Default::default() }],
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }
+                .into()
+            }
+            _ => return None,
+        };
+        Some(body)
+    })
+    .await
+}
+
+async fn consumer(reset: OffsetReset) -> (Consumer, Arc<Log>) {
+    consumer_of(reset, Log::default()).await
+}
+
+async fn consumer_of(reset: OffsetReset, log: Log) -> (Consumer, Arc<Log>) {
+    let log = Arc::new(log);
+    let addr = broker(log.clone()).await;
+    let client = Client::connect(ClientConfig::new(&addr)).await.unwrap();
+    let config = ConsumerConfig { auto_offset_reset: reset, retry_backoff: Duration::from_millis(10), ..Default::default() };
+    let mut c = Consumer::new(client, config).unwrap();
+    let tp = TopicPartition::new("t", 0);
+    c.assign([tp.clone()]).unwrap();
+    c.seek(&tp, 0).unwrap();
+    (c, log)
+}
+
+#[tokio::test]
+async fn a_log_truncated_under_a_new_leader_moves_the_position_back() {
+    let (mut c, log) = consumer(OffsetReset::Earliest).await;
+    let mut values = Vec::new();
+    for _ in 0..20 {
+        for r in c.poll(Duration::from_millis(100)).await.unwrap() {
+            values.push((r.offset, String::from_utf8(r.value.unwrap().to_vec()).unwrap(), r.leader_epoch));
+        }
+        if values.len() >= 12 {
+            break;
+        }
+    }
+    let offsets: Vec<i64> = values.iter().map(|v| v.0).collect();
+    assert_eq!(offsets, vec![0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 7, 8], "{values:?}");
+    assert_eq!(values[10], (7, "new-7".to_owned(), Some(6)));
+    assert_eq!(*log.epoch_queries.lock().unwrap(), vec![(6, 5)], "asked the new leader (epoch 6) where epoch 5 ends");
+    let fetches = log.fetch_offsets.lock().unwrap().clone();
+    assert_eq!(fetches.first(), Some(&(0, 5)));
+    assert!(fetches.contains(&(10, 5)), "the fenced fetch: {fetches:?}");
+    assert!(fetches.contains(&(7, 6)), "then from the end of epoch 5 under epoch 6: {fetches:?}");
+    let stats = c.stats();
+    assert_eq!((stats.truncations, stats.validations), (1, 1), "{stats:?}");
+    assert_eq!(c.position(&TopicPartition::new("t", 0)).await.unwrap(), 9);
+}
+
+#[tokio::test]
+async fn with_reset_policy_none_a_truncation_is_an_error() {
+    let (mut c, _log) = consumer(OffsetReset::None).await;
+    let first = c.poll(Duration::from_secs(1)).await.unwrap();
+    assert_eq!(first.len(), 10);
+    let mut result = Ok(Vec::new());
+    for _ in 0..10 {
+        result = c.poll(Duration::from_millis(100)).await;
+        if result.is_err() {
+            break;
+        }
+    }
+    match result {
+        Err(Error::LogTruncation { partition, position: 10, end_offset: 7 }) => assert_eq!(partition, "t-0"),
+        other => panic!("expected LogTruncation, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_diverging_epoch_in_a_fetch_moves_the_position_back() {
+    let (mut c, log) = consumer_of(OffsetReset::Earliest, Log { diverging: true, ..Default::default() }).await;
+    let mut offsets = Vec::new();
+    for _ in 0..20 {
+        offsets.extend(c.poll(Duration::from_millis(100)).await.unwrap().iter().map(|r| r.offset));
+        if offsets.len() >= 12 {
+            break;
+        }
+    }
+    assert_eq!(offsets, vec![0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 7, 8]);
+    assert_eq!(c.stats().truncations, 1);
+    // Found by the fetch itself: the very next fetch is from 7 (the double then fences that
+    // epoch-5 fetch, and the position is validated under epoch 6 as after any leader change).
+    let fetches = log.fetch_offsets.lock().unwrap().clone();
+    assert_eq!(fetches.get(..3), Some(&[(0, 5), (10, 5), (7, 5)][..]), "{fetches:?}");
+}
