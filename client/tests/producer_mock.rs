@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
-use kafka_wire::codec::{Response, ServerCodec};
+use kafka_wire::codec::{OutboundResponse, ServerCodec};
 use kafka_wire::messages::{
     api_versions_response::ApiVersion,
     metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic},
@@ -93,7 +93,7 @@ async fn broker(script: Arc<Script>) -> String {
                         }
                         _ => return,
                     };
-                    if conn.send(Response::new(&frame, body).unwrap()).await.is_err() {
+                    if conn.send(OutboundResponse::new(&frame, body).unwrap()).await.is_err() {
                         return;
                     }
                 }
