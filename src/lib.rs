@@ -44,7 +44,9 @@ pub mod header;
 pub mod negotiate;
 pub mod records;
 
-pub use kafka_wire_runtime::visit::{EntityField, EntityMut, EntityType, EntityValue, Keyed, KeyedSlice, Visit};
+pub use kafka_wire_runtime::visit::{
+    Endpoint, EndpointMut, EntityField, EntityMut, EntityType, EntityValue, Keyed, KeyedSlice, PortMut, Visit,
+};
 pub use kafka_wire_runtime::ErrorCode;
 
 pub mod codec;

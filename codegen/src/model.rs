@@ -158,6 +158,35 @@ pub struct Message {
     pub structs: Vec<Struct>,
 }
 
+impl Message {
+    /// The versions in which some struct of the message holding a broker endpoint
+    /// ([`Struct::endpoint`]) can be on the wire: their hull, so never fewer than that.
+    pub fn endpoint_versions(&self) -> VersionRange {
+        self.structs
+            .iter()
+            .filter_map(|s| s.endpoint().map(|e| s.reach.intersect(&e.host.versions)))
+            .fold(VersionRange::NONE, |a, r| a.hull(&r))
+    }
+
+    /// The structs that hold an endpoint or reach one through their fields: the only ones the
+    /// endpoint walker descends into (a Produce request's partitions need no walk).
+    pub fn structs_reaching_endpoints(&self) -> BTreeSet<&str> {
+        let mut out: BTreeSet<&str> = self.structs.iter().filter(|s| s.endpoint().is_some()).map(|s| s.name.as_str()).collect();
+        // To a fixed point: structs nest a few levels deep.
+        loop {
+            let before = out.len();
+            for s in &self.structs {
+                if s.fields.iter().any(|f| f.ty.struct_name().is_some_and(|n| out.contains(n))) {
+                    out.insert(s.name.as_str());
+                }
+            }
+            if out.len() == before {
+                return out;
+            }
+        }
+    }
+}
+
 /// A struct: the message body, an inline struct or a common struct.
 #[derive(Debug, Clone)]
 pub struct Struct {
@@ -180,6 +209,50 @@ impl Struct {
     pub fn has_tagged_section(&self) -> bool {
         !self.flexible.is_empty()
     }
+
+    /// The struct's broker endpoint, when it holds one: a non-nullable string `<P>Host` beside an
+    /// int32 or uint16 `<P>Port` of the same prefix (`Host`/`Port`, UpdateMetadata v0's
+    /// `V0Host`/`V0Port`), with the optional siblings the specs name alike. Names, not a list of
+    /// structs, so a new api's endpoint is found without anyone adding it.
+    pub fn endpoint(&self) -> Option<EndpointFields<'_>> {
+        let named = |name: &str| self.fields.iter().find(|f| f.name == name);
+        let (host, port) = self.fields.iter().find_map(|host| {
+            let prefix = host.name.strip_suffix("Host")?;
+            if host.ty != FieldType::String || host.is_option() {
+                return None;
+            }
+            let port = named(&format!("{prefix}Port"))
+                .filter(|f| matches!(f.ty, FieldType::Fixed(Fixed::Int32 | Fixed::Uint16)))?;
+            Some((host, port))
+        })?;
+        let node_id = ["NodeId", "BrokerId", "LeaderId"]
+            .iter()
+            .find_map(|n| named(n))
+            .or_else(|| self.fields.iter().find(|f| f.entity == Some(Entity::BrokerId)))
+            .filter(|f| f.ty == FieldType::Fixed(Fixed::Int32));
+        // Racks are nullable in every spec; a non-nullable one would need another view type.
+        let rack = named("Rack").filter(|f| f.ty == FieldType::String && f.is_option());
+        let listener = ["Name", "Listener"]
+            .iter()
+            .find_map(|n| named(n))
+            .filter(|f| f.ty == FieldType::String && !f.is_option());
+        Some(EndpointFields { host, port, node_id, rack, listener })
+    }
+}
+
+/// The fields of a struct that make up a broker endpoint (see [`Struct::endpoint`]).
+#[derive(Debug, Clone, Copy)]
+pub struct EndpointFields<'a> {
+    /// `Host` (or `<P>Host`): a non-nullable string.
+    pub host: &'a Field,
+    /// `Port` (or `<P>Port`): int32 or uint16.
+    pub port: &'a Field,
+    /// `NodeId`, `BrokerId`, `LeaderId` or a `brokerId` entity (int32), when present.
+    pub node_id: Option<&'a Field>,
+    /// `Rack` (nullable string), when present.
+    pub rack: Option<&'a Field>,
+    /// `Name` or `Listener` (the listener name of listener structs), when present.
+    pub listener: Option<&'a Field>,
 }
 
 /// A field's type.
@@ -623,6 +696,8 @@ pub enum Entity {
     ProducerId,
     /// `brokerId`: an int32.
     BrokerId,
+    /// A topic id: a uuid named `TopicId` (no spec sets an entityType for them), or `topicId`.
+    TopicId,
 }
 
 impl Entity {
@@ -635,6 +710,7 @@ impl Entity {
             "transactionalId" => Entity::TransactionalId,
             "producerId" => Entity::ProducerId,
             "brokerId" => Entity::BrokerId,
+            "topicId" => Entity::TopicId,
             other => return Err(format!("unknown entityType \"{other}\"")),
         }))
     }
@@ -645,6 +721,7 @@ impl Entity {
             Entity::TopicName | Entity::GroupId | Entity::TransactionalId => FieldType::String,
             Entity::ProducerId => FieldType::Fixed(Fixed::Int64),
             Entity::BrokerId => FieldType::Fixed(Fixed::Int32),
+            Entity::TopicId => FieldType::Fixed(Fixed::Uuid),
         }
     }
 }
@@ -657,6 +734,7 @@ fn check_entity_type(ty: &FieldType, entity: &str) -> Result<Option<Entity>, Str
         Entity::TopicName | Entity::GroupId | Entity::TransactionalId => "string",
         Entity::ProducerId => Fixed::Int64.row().spec,
         Entity::BrokerId => Fixed::Int32.row().spec,
+        Entity::TopicId => Fixed::Uuid.row().spec,
     };
     let elem = match ty {
         FieldType::Array(inner) => inner.as_ref(),
@@ -879,6 +957,8 @@ impl Lowering<'_> {
         }
         let entity = match &f.entity_type {
             Some(e) => check_entity_type(&ty, e).map_err(|m| self.err(path, m))?,
+            // Kafka's specs give topic ids no entityType: a uuid named `TopicId` is one.
+            None if ty == FieldType::Fixed(Fixed::Uuid) && f.name == "TopicId" => Some(Entity::TopicId),
             None => None,
         };
         let default = self.lower_default(f, &ty, versions_raw, nullable_raw, path)?;

@@ -53,4 +53,4 @@ pub use limits::{decode_with_limits, DecodeLimits};
 pub use tagged::{RawTaggedField, UnknownTaggedFields};
 pub use uuid::Uuid;
 pub use version::VersionRange;
-pub use visit::{EntityType, Keyed, KeyedSlice, Visit};
+pub use visit::{Endpoint, EndpointMut, EntityType, Keyed, KeyedSlice, PortMut, Visit};

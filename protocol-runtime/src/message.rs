@@ -34,7 +34,7 @@ pub trait Decode: Sized {
 }
 
 /// A top-level message: a request, response, header or data spec.
-pub trait Message: Encode + Decode + Default + Clone + std::fmt::Debug + PartialEq {
+pub trait Message: Encode + Decode + Default + Clone + std::fmt::Debug + PartialEq + crate::visit::Visit {
     /// The spec's name (`MetadataRequest`).
     const NAME: &'static str;
     /// Every version this build can encode and decode, unstable ones included.

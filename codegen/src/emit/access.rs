@@ -1,19 +1,27 @@
-//! Generic access impls for each struct: entity visitors, error-code visitors
+//! Generic access impls for each struct: entity, endpoint and error-code visitors
 //! (`rt::visit::Visit`) and `mapKey` lookups (`rt::visit::Keyed`).
 
 use proc_macro2::{Literal, TokenStream};
 use quote::quote;
 
 use super::types::{field_ident, struct_ident};
-use crate::model::{Entity, Field, FieldType, Struct};
+use crate::model::{EndpointFields, Entity, Field, FieldType, Struct};
 use crate::wire::Fixed;
 
-/// `impl Visit` (and `impl Keyed` when the struct has `mapKey` fields).
-pub fn emit_access(s: &Struct) -> TokenStream {
+/// `impl Visit` (and `impl Keyed` when the struct has `mapKey` fields). The endpoint walker
+/// descends only into the struct fields named in `reaching_endpoints`.
+pub fn emit_access(s: &Struct, reaching_endpoints: &std::collections::BTreeSet<&str>) -> TokenStream {
     let name = struct_ident(&s.name);
     let mut read = Vec::new();
     let mut write = Vec::new();
     let mut errors = Vec::new();
+    let (mut endpoints, mut endpoints_mut) = match s.endpoint() {
+        Some(e) => {
+            let (r, w) = endpoint_visits(s, &e);
+            (vec![r], vec![w])
+        }
+        None => (Vec::new(), Vec::new()),
+    };
     for f in &s.fields {
         let id = field_ident(&f.name);
         let fname = Literal::string(&f.name);
@@ -32,9 +40,14 @@ pub fn emit_access(s: &Struct) -> TokenStream {
             write.push(each(f, true, quote!(rt::visit::Visit::visit_entities_mut(v, f);)));
             errors.push(each(f, false, quote!(rt::visit::Visit::visit_error_codes(v, f);)));
         }
+        if f.ty.struct_name().is_some_and(|n| reaching_endpoints.contains(n)) {
+            endpoints.push(each(f, false, quote!(rt::visit::Visit::visit_endpoints(v, f);)));
+            endpoints_mut.push(each(f, true, quote!(rt::visit::Visit::visit_endpoints_mut(v, f);)));
+        }
     }
     let param = |body: &Vec<TokenStream>| if body.is_empty() { quote!(_f) } else { quote!(f) };
     let (pr, pw, pe) = (param(&read), param(&write), param(&errors));
+    let (pn, pnw) = (param(&endpoints), param(&endpoints_mut));
     let keyed = emit_keyed(s);
     quote! {
         impl rt::visit::Visit for #name {
@@ -46,6 +59,16 @@ pub fn emit_access(s: &Struct) -> TokenStream {
             #[inline]
             fn visit_entities_mut(&mut self, #pw: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityMut<'_>)) {
                 #(#write)*
+            }
+
+            #[inline]
+            fn visit_endpoints(&self, #pn: &mut dyn FnMut(rt::visit::Endpoint<'_>)) {
+                #(#endpoints)*
+            }
+
+            #[inline]
+            fn visit_endpoints_mut(&mut self, #pnw: &mut dyn FnMut(rt::visit::EndpointMut<'_>)) {
+                #(#endpoints_mut)*
             }
 
             #[inline]
@@ -65,6 +88,7 @@ fn entity_variant(entity: Entity) -> proc_macro2::Ident {
         Entity::TransactionalId => "TransactionalId",
         Entity::ProducerId => "ProducerId",
         Entity::BrokerId => "BrokerId",
+        Entity::TopicId => "TopicId",
     };
     quote::format_ident!("{}", v)
 }
@@ -96,6 +120,7 @@ fn entity_visits(f: &Field, entity: Entity, field: &TokenStream) -> (TokenStream
         }
         Entity::BrokerId => (quote!(rt::visit::EntityValue::Int32(*v)), quote!(rt::visit::EntityMut::Int32(v))),
         Entity::ProducerId => (quote!(rt::visit::EntityValue::Int64(*v)), quote!(rt::visit::EntityMut::Int64(v))),
+        Entity::TopicId => (quote!(rt::visit::EntityValue::Uuid(*v)), quote!(rt::visit::EntityMut::Uuid(v))),
     };
     match (&f.ty, f.is_option()) {
         (FieldType::Array(_), false) => (
@@ -116,6 +141,46 @@ fn entity_visits(f: &Field, entity: Entity, field: &TokenStream) -> (TokenStream
             quote!({ let v = &mut self.#id; f(#field, #value_mut); }),
         ),
     }
+}
+
+/// The `f(Endpoint { .. })` and `f(EndpointMut { .. })` calls for a struct holding an endpoint.
+fn endpoint_visits(s: &Struct, e: &EndpointFields<'_>) -> (TokenStream, TokenStream) {
+    let name = Literal::string(&s.name);
+    let host = field_ident(&e.host.name);
+    let port = field_ident(&e.port.name);
+    let (port_read, port_mut) = match e.port.ty {
+        FieldType::Fixed(crate::wire::Fixed::Uint16) => {
+            (quote!(i32::from(self.#port)), quote!(rt::visit::PortMut::Uint16(&mut self.#port)))
+        }
+        _ => (quote!(self.#port), quote!(rt::visit::PortMut::Int32(&mut self.#port))),
+    };
+    let opt = |f: Option<&Field>, read: &dyn Fn(proc_macro2::Ident) -> TokenStream| match f {
+        Some(f) => read(field_ident(&f.name)),
+        None => quote!(None),
+    };
+    let node = opt(e.node_id, &|id| quote!(Some(self.#id)));
+    let node_mut = opt(e.node_id, &|id| quote!(Some(&mut self.#id)));
+    let rack = opt(e.rack, &|id| quote!(self.#id.as_deref()));
+    let rack_mut = opt(e.rack, &|id| quote!(Some(&mut self.#id)));
+    let listener = opt(e.listener, &|id| quote!(Some(&*self.#id)));
+    (
+        quote!(f(rt::visit::Endpoint {
+            struct_name: #name,
+            node_id: #node,
+            host: &self.#host,
+            port: #port_read,
+            rack: #rack,
+            listener: #listener,
+        });),
+        quote!(f(rt::visit::EndpointMut {
+            struct_name: #name,
+            node_id: #node_mut,
+            host: &mut self.#host,
+            port: #port_mut,
+            rack: #rack_mut,
+            listener: #listener,
+        });),
+    )
 }
 
 fn emit_keyed(s: &Struct) -> Option<TokenStream> {

@@ -145,6 +145,21 @@ fn emit_api_key(model: &Model) -> TokenStream {
     let request_declared = declared(|a| &a.request_header);
     let response_declared = declared(|a| &a.response_header);
     let count = model.apis.len();
+    let endpoint_arms = |pick: fn(&Api) -> Option<usize>| {
+        model
+            .apis
+            .iter()
+            .filter_map(|a| {
+                let r = model.messages.get(pick(a)?)?.endpoint_versions();
+                if r.is_empty() {
+                    return None;
+                }
+                let (v, r) = (variant(a), super::structs::range_tokens(r));
+                Some(quote!(ApiKey::#v => #r,))
+            })
+            .collect::<Vec<_>>()
+    };
+    let (request_endpoints, response_endpoints) = (endpoint_arms(|a| a.request), endpoint_arms(|a| a.response));
     quote! {
         /// Every api key of the spec set, with what its spec says about it.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -195,6 +210,29 @@ fn emit_api_key(model: &Model) -> TokenStream {
                     #controlled_shutdown
                     _ if self.info().flexible.contains(version) => 2,
                     _ => 1,
+                }
+            }
+
+            /// The request versions that can carry a broker endpoint (a struct with `Host` and
+            /// `Port`, see `Visit::visit_endpoints`); empty when none can. A proxy that decodes
+            /// these and passes the rest through unparsed still sees every endpoint.
+            #[allow(clippy::match_same_arms)]
+            pub const fn request_endpoint_versions(self) -> rt::VersionRange {
+                match self {
+                    #(#request_endpoints)*
+                    #[allow(unreachable_patterns)]
+                    _ => rt::VersionRange::NONE,
+                }
+            }
+
+            /// The response versions that can carry a broker endpoint, as
+            /// [`request_endpoint_versions`](Self::request_endpoint_versions) for responses.
+            #[allow(clippy::match_same_arms)]
+            pub const fn response_endpoint_versions(self) -> rt::VersionRange {
+                match self {
+                    #(#response_endpoints)*
+                    #[allow(unreachable_patterns)]
+                    _ => rt::VersionRange::NONE,
                 }
             }
 
@@ -336,6 +374,20 @@ fn emit_dispatch(model: &Model, request: bool, options: &Options) -> TokenStream
             fn visit_entities_mut(&mut self, f: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityMut<'_>)) {
                 match self {
                     #(Self::#variant_names(m) => rt::visit::Visit::visit_entities_mut(m, f),)*
+                }
+            }
+
+            #[inline]
+            fn visit_endpoints(&self, f: &mut dyn FnMut(rt::visit::Endpoint<'_>)) {
+                match self {
+                    #(Self::#variant_names(m) => rt::visit::Visit::visit_endpoints(m, f),)*
+                }
+            }
+
+            #[inline]
+            fn visit_endpoints_mut(&mut self, f: &mut dyn FnMut(rt::visit::EndpointMut<'_>)) {
+                match self {
+                    #(Self::#variant_names(m) => rt::visit::Visit::visit_endpoints_mut(m, f),)*
                 }
             }
 

@@ -47,7 +47,7 @@ pub(crate) fn emit_struct(msg: &Message, s: &Struct, top: bool, options: &Option
     let (dv, ev, lv) = (version_param(&decode), version_param(&encode), version_param(&len));
 
     let sample = super::sample::body(s);
-    let access = super::access::emit_access(s);
+    let access = super::access::emit_access(s, &msg.structs_reaching_endpoints());
     // The decode and size bodies are generic over a unit type parameter (`Lazy`, always `()`)
     // so they are compiled only in a crate that calls them, once, like the generic `encode`:
     // not all of them in this crate, and not copied into every codegen unit as `#[inline]`

@@ -239,6 +239,10 @@ impl rt::visit::Visit for SnapshotRequest {
         }
     }
     #[inline]
+    fn visit_endpoints(&self, _f: &mut dyn FnMut(rt::visit::Endpoint<'_>)) {}
+    #[inline]
+    fn visit_endpoints_mut(&mut self, _f: &mut dyn FnMut(rt::visit::EndpointMut<'_>)) {}
+    #[inline]
     fn visit_error_codes(&self, f: &mut dyn FnMut(&'static str, rt::ErrorCode)) {
         for v in self.topics.iter() {
             rt::visit::Visit::visit_error_codes(v, f);
@@ -522,6 +526,10 @@ impl rt::visit::Visit for SnapshotPartition {
         }
     }
     #[inline]
+    fn visit_endpoints(&self, _f: &mut dyn FnMut(rt::visit::Endpoint<'_>)) {}
+    #[inline]
+    fn visit_endpoints_mut(&mut self, _f: &mut dyn FnMut(rt::visit::EndpointMut<'_>)) {}
+    #[inline]
     fn visit_error_codes(&self, f: &mut dyn FnMut(&'static str, rt::ErrorCode)) {
         {
             let v = &self.leader;
@@ -742,6 +750,10 @@ impl rt::visit::Visit for SnapshotTopic {
         }
     }
     #[inline]
+    fn visit_endpoints(&self, _f: &mut dyn FnMut(rt::visit::Endpoint<'_>)) {}
+    #[inline]
+    fn visit_endpoints_mut(&mut self, _f: &mut dyn FnMut(rt::visit::EndpointMut<'_>)) {}
+    #[inline]
     fn visit_error_codes(&self, f: &mut dyn FnMut(&'static str, rt::ErrorCode)) {
         for v in self.partitions.iter() {
             rt::visit::Visit::visit_error_codes(v, f);
@@ -929,6 +941,10 @@ impl rt::visit::Visit for LeaderInfo {
             );
         }
     }
+    #[inline]
+    fn visit_endpoints(&self, _f: &mut dyn FnMut(rt::visit::Endpoint<'_>)) {}
+    #[inline]
+    fn visit_endpoints_mut(&mut self, _f: &mut dyn FnMut(rt::visit::EndpointMut<'_>)) {}
     #[inline]
     fn visit_error_codes(&self, _f: &mut dyn FnMut(&'static str, rt::ErrorCode)) {}
 }

@@ -112,6 +112,10 @@ impl rt::visit::Visit for SnapshotResponse {
         _f: &mut dyn FnMut(rt::visit::EntityField, rt::visit::EntityMut<'_>),
     ) {}
     #[inline]
+    fn visit_endpoints(&self, _f: &mut dyn FnMut(rt::visit::Endpoint<'_>)) {}
+    #[inline]
+    fn visit_endpoints_mut(&mut self, _f: &mut dyn FnMut(rt::visit::EndpointMut<'_>)) {}
+    #[inline]
     fn visit_error_codes(&self, f: &mut dyn FnMut(&'static str, rt::ErrorCode)) {
         f("ErrorCode", rt::ErrorCode(self.error_code));
     }
