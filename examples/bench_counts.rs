@@ -120,10 +120,10 @@ fn copy_ops<A: Message + 'static>(ops: &mut Vec<Op>, spec: &'static Spec, ours: 
 /// `ClientCodec`, decoded (`proxy_decode`) or passed through raw (`proxy_passthrough`, a
 /// `Selection` without its api). Both copy the frame into the read buffer first, as a socket does.
 fn proxy_ops<A: Message + Into<kafka_wire::ResponseKind> + 'static>(ops: &mut Vec<Op>, spec: &'static Spec, ours: A, api: kafka_wire::ApiKey) {
-    use kafka_wire::codec::{ClientCodec, Response, Selection, ServerCodec};
+    use kafka_wire::codec::{ClientCodec, OutboundResponse, Selection, ServerCodec};
     let v = spec.version;
     let mut frame = BytesMut::new();
-    let response = Response { correlation_id: 1, api_key: api, version: v, body: ours.into() };
+    let response = OutboundResponse { correlation_id: 1, api_key: api, version: v, body: ours.into() };
     ServerCodec::new().encode_response(response, &mut frame).unwrap();
     let frame = frame.freeze();
     for (name, selection) in [("proxy_decode", Selection::none().api(api)), ("proxy_passthrough", Selection::none())] {

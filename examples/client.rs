@@ -11,7 +11,7 @@ use std::error::Error;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures_util::{SinkExt, StreamExt};
-use kafka_wire::codec::{ClientCodec, Request};
+use kafka_wire::codec::{ClientCodec, OutboundRequest};
 use kafka_wire::messages::{
     fetch_request::{FetchPartition, FetchTopic},
     metadata_request::MetadataRequestTopic,
@@ -59,7 +59,7 @@ impl Client {
         let api = body.api_key();
         let correlation_id = self.next_correlation_id;
         self.next_correlation_id += 1;
-        let request = Request::new(api, version, correlation_id, body).with_client_id(CLIENT_ID);
+        let request = OutboundRequest::new(api, version, correlation_id, body).with_client_id(CLIENT_ID);
         self.conn.send(request).await?;
         let response = tokio::time::timeout(RESPONSE_TIMEOUT, self.conn.next())
             .await

@@ -4,7 +4,8 @@
 #     precompiled feature, and the generated crate on each release alone;
 #  2. Apache Kafka's own generated Java classes as the oracle (scripts/java-oracle.sh);
 #  3. real Apache Kafka brokers, 3.9 and 4.x, swept api by api (scripts/broker-sweep.sh), and
-#     the client crate against them (scripts/client-tests.sh);
+#     the client crate against them (scripts/client-tests.sh), and the proxy example between
+#     real clients and them (scripts/proxy-tests.sh);
 #  4. every Kafka release's specs from 2.4.0 on (scripts/releases.sh);
 #  5. the packaged crate built downstream, offline (scripts/package.sh).
 # Steps 2-5 need Java 17+, Maven and Maven Central (and root with tcpdump for the broker sweep's
@@ -50,6 +51,11 @@ if command -v java >/dev/null && command -v mvn >/dev/null; then
   step "kafka-wire-client against real Apache Kafka brokers"
   scripts/client-tests.sh 4.4.0 3.9.2
   echo "== client: $((SECONDS - t)) s"
+
+  t=$SECONDS
+  step "the proxy example between real clients and real Apache Kafka brokers"
+  scripts/proxy-tests.sh 4.4.0
+  echo "== proxy: $((SECONDS - t)) s"
 
   t=$SECONDS
   step "every Kafka release's specs"

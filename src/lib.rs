@@ -38,7 +38,7 @@ pub mod messages {
 pub use messages::{ApiKey, RequestKind, ResponseKind};
 /// JSON in the shape of Kafka's generated JSON converters (feature `serde`).
 #[cfg(feature = "serde")]
-pub use kafka_wire_runtime::json::{JsonError, JsonMessage};
+pub use kafka_wire_runtime::json::{JsonError, VersionedJson};
 
 pub mod header;
 pub mod negotiate;

@@ -1,7 +1,7 @@
 //! The connection codec (`kafka_wire::codec`): framing limits, header versions, unknown apis
 //! and versions, correlation-id tracking.
 
-use kafka_wire::codec::{ClientCodec, CodecError, FrameDecoder, Request, Response, ServerCodec};
+use kafka_wire::codec::{ClientCodec, CodecError, FrameDecoder, OutboundRequest, OutboundResponse, ServerCodec};
 use kafka_wire::messages::{ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse, ProduceRequest};
 use kafka_wire::{ApiKey, BytesMut, Encode, RequestKind, ResponseKind};
 
@@ -18,7 +18,7 @@ fn frame_larger_than_maximum_is_an_error_before_buffering() {
 #[test]
 fn partial_frames_wait_for_more_bytes() {
     let mut wire = BytesMut::new();
-    let request = Request::new(ApiKey::Metadata, 12, 9, MetadataRequest::default().into()).with_client_id("c");
+    let request = OutboundRequest::new(ApiKey::Metadata, 12, 9, MetadataRequest::default().into()).with_client_id("c");
     ClientCodec::new().encode_request(request, &mut wire).unwrap();
     let whole = wire.clone();
     let mut server = ServerCodec::new();
@@ -82,15 +82,15 @@ fn a_newer_api_versions_request_is_read_with_a_flexible_header() {
 fn client_matches_responses_by_correlation_id() {
     let (mut client, mut server) = (ClientCodec::new(), ServerCodec::new());
     let mut wire = BytesMut::new();
-    client.encode_request(Request::new(ApiKey::Metadata, 1, 1, MetadataRequest::default().into()), &mut wire).unwrap();
-    client.encode_request(Request::new(ApiKey::Metadata, 12, 2, MetadataRequest::default().into()), &mut wire).unwrap();
+    client.encode_request(OutboundRequest::new(ApiKey::Metadata, 1, 1, MetadataRequest::default().into()), &mut wire).unwrap();
+    client.encode_request(OutboundRequest::new(ApiKey::Metadata, 12, 2, MetadataRequest::default().into()), &mut wire).unwrap();
     assert!(matches!(
-        client.encode_request(Request::new(ApiKey::Metadata, 12, 2, MetadataRequest::default().into()), &mut wire),
+        client.encode_request(OutboundRequest::new(ApiKey::Metadata, 12, 2, MetadataRequest::default().into()), &mut wire),
         Err(CodecError::DuplicateCorrelationId(2))
     ));
     // acks = 0: no response expected, nothing remembered.
     let produce = ProduceRequest { acks: 0, ..Default::default() };
-    client.encode_request(Request::new(ApiKey::Produce, 9, 3, produce.into()), &mut wire).unwrap();
+    client.encode_request(OutboundRequest::new(ApiKey::Produce, 9, 3, produce.into()), &mut wire).unwrap();
     assert_eq!(client.in_flight(), 2);
 
     let first = server.decode_request(&mut wire).unwrap().unwrap();
@@ -98,7 +98,7 @@ fn client_matches_responses_by_correlation_id() {
     let mut back = BytesMut::new();
     // Answered out of order: the client still decodes each at its own version.
     for frame in [&second, &first] {
-        let response = Response::new(frame, MetadataResponse { controller_id: 5, ..Default::default() }.into()).unwrap();
+        let response = OutboundResponse::new(frame, MetadataResponse { controller_id: 5, ..Default::default() }.into()).unwrap();
         server.encode_response(response, &mut back).unwrap();
     }
     let a = client.decode_response(&mut back).unwrap().unwrap();
@@ -108,7 +108,7 @@ fn client_matches_responses_by_correlation_id() {
     assert_eq!(client.in_flight(), 0);
 
     // An unknown correlation id is an error, not a guess.
-    let response = Response::new(&first, MetadataResponse::default().into()).unwrap();
+    let response = OutboundResponse::new(&first, MetadataResponse::default().into()).unwrap();
     server.encode_response(response, &mut back).unwrap();
     assert!(matches!(client.decode_response(&mut back), Err(CodecError::UnknownCorrelationId(1))));
 }
@@ -117,7 +117,7 @@ fn client_matches_responses_by_correlation_id() {
 fn api_versions_error_at_v0_is_decoded_at_v0() {
     let mut client = ClientCodec::new();
     let mut wire = BytesMut::new();
-    client.encode_request(Request::new(ApiKey::ApiVersions, 3, 4, ApiVersionsRequest::default().into()), &mut wire).unwrap();
+    client.encode_request(OutboundRequest::new(ApiKey::ApiVersions, 3, 4, ApiVersionsRequest::default().into()), &mut wire).unwrap();
     // What a broker that does not know v3 sends: header v0, body v0 with error 35.
     let body = ApiVersionsResponse { error_code: 35, ..Default::default() };
     let mut frame = BytesMut::new();
@@ -133,9 +133,9 @@ fn api_versions_error_at_v0_is_decoded_at_v0() {
 fn mismatched_body_and_unknown_versions_are_refused_on_encode() {
     let mut client = ClientCodec::new();
     let mut wire = BytesMut::new();
-    let err = client.encode_request(Request::new(ApiKey::Fetch, 4, 1, MetadataRequest::default().into()), &mut wire).unwrap_err();
+    let err = client.encode_request(OutboundRequest::new(ApiKey::Fetch, 4, 1, MetadataRequest::default().into()), &mut wire).unwrap_err();
     assert!(matches!(err, CodecError::ApiKeyMismatch { header: ApiKey::Fetch, body: ApiKey::Metadata }), "{err}");
-    let err = client.encode_request(Request::new(ApiKey::Metadata, 999, 1, MetadataRequest::default().into()), &mut wire).unwrap_err();
+    let err = client.encode_request(OutboundRequest::new(ApiKey::Metadata, 999, 1, MetadataRequest::default().into()), &mut wire).unwrap_err();
     assert!(matches!(err, CodecError::UnsupportedVersion { .. }), "{err}");
     assert!(wire.is_empty());
     assert_eq!(client.in_flight(), 0);

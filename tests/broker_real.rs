@@ -42,7 +42,7 @@ fn api_versions_over_ssl() {
     use std::process::{Command, Stdio};
     use std::time::Duration;
 
-    use kafka_wire::codec::{ClientCodec, Request};
+    use kafka_wire::codec::{ClientCodec, OutboundRequest};
     use kafka_wire::messages::ApiVersionsRequest;
     use kafka_wire::{ApiKey, BytesMut, ResponseKind};
 
@@ -69,7 +69,7 @@ fn api_versions_over_ssl() {
         ..Default::default()
     };
     let version = ApiKey::ApiVersions.stable_versions().hi;
-    codec.encode_request(Request::new(ApiKey::ApiVersions, version, 1, request.into()), &mut out).unwrap();
+    codec.encode_request(OutboundRequest::new(ApiKey::ApiVersions, version, 1, request.into()), &mut out).unwrap();
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(&out).unwrap();
     stdin.flush().unwrap();

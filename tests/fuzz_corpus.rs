@@ -37,9 +37,9 @@ fn every_target_runs_cleanly_over_its_seeds() {
                 let (key, version, body) = targets::select(data).expect("seed selects a message");
                 let mut body = Bytes::copy_from_slice(body);
                 let ok = if *t == "decode_request" {
-                    RequestKind::decode(key.key(), version, &mut body).is_ok()
+                    RequestKind::decode(&mut body, key.key(), version).is_ok()
                 } else {
-                    ResponseKind::decode(key.key(), version, &mut body).is_ok()
+                    ResponseKind::decode(&mut body, key.key(), version).is_ok()
                 };
                 ok && body.is_empty()
             }

@@ -32,7 +32,7 @@ use kafka_wire::runtime::error_code::ERROR_CODES;
 use kafka_wire::runtime::json::serde_json::{self, json, Value};
 use kafka_wire::runtime::sample::{JsonMessageVisitor, Sample, SampleRng};
 use kafka_wire::runtime::VersionRange;
-use kafka_wire::{ApiKey, Bytes, JsonMessage, Message};
+use kafka_wire::{ApiKey, Bytes, VersionedJson, Message};
 
 /// Seeds of kafka-wire samples per (message, version) in direction (b).
 const RUST_SEEDS: u64 = 4;
@@ -771,7 +771,7 @@ struct RustExpect {
 }
 
 impl Visitor<'_> {
-    fn check_java<M: Message + JsonMessage>(&mut self, line: &Value) {
+    fn check_java<M: Message + VersionedJson>(&mut self, line: &Value) {
         let version = line["version"].as_i64().unwrap_or(-1);
         let r = row(M::NAME, version);
         let v = version as i16;
@@ -865,7 +865,7 @@ fn agree_refusal(what: &str, len: usize, java: bool, ours: bool) -> Result<(), S
 }
 
 impl JsonMessageVisitor for Visitor<'_> {
-    fn visit<M: Message + Sample + JsonMessage>(&mut self) {
+    fn visit<M: Message + Sample + VersionedJson>(&mut self) {
         self.seen.push(M::NAME.to_string());
         for line in self.java.get(M::NAME).into_iter().flatten() {
             self.check_java::<M>(line);

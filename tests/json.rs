@@ -5,7 +5,7 @@
 use kafka_wire::messages::{visit_messages, RequestHeader, ResponseHeader};
 use kafka_wire::runtime::json::JsonErrorKind;
 use kafka_wire::runtime::sample::{MessageVisitor, Sample, SampleRng};
-use kafka_wire::{ApiKey, JsonMessage, Message, RequestKind, ResponseKind};
+use kafka_wire::{ApiKey, VersionedJson, Message, RequestKind, ResponseKind};
 use kafka_wire::runtime::json::serde_json::{self, json, Value};
 
 /// For each request and response type, at every version and a few seeds: a sample value with
@@ -21,7 +21,7 @@ impl JsonRoundTrip {
         let value = M::sample(version, &mut SampleRng::new(seed));
         let wire = value.to_bytes(version).map_err(|e| format!("encode: {e}"))?;
         let (json, back_wire) = if request {
-            let kind = RequestKind::decode(key, version, &mut wire.clone()).map_err(|e| format!("decode: {e}"))?;
+            let kind = RequestKind::decode(&mut wire.clone(), key, version).map_err(|e| format!("decode: {e}"))?;
             let json = kind.to_json(version).map_err(|e| format!("to_json: {e}"))?;
             let text: Value = serde_json::from_str(&json.to_string()).map_err(|e| e.to_string())?;
             let back = RequestKind::from_json(key, version, &text).map_err(|e| format!("from_json: {e}\n{json}"))?;
@@ -32,7 +32,7 @@ impl JsonRoundTrip {
             back.encode(&mut out, version).map_err(|e| format!("re-encode: {e}"))?;
             (json, out)
         } else {
-            let kind = ResponseKind::decode(key, version, &mut wire.clone()).map_err(|e| format!("decode: {e}"))?;
+            let kind = ResponseKind::decode(&mut wire.clone(), key, version).map_err(|e| format!("decode: {e}"))?;
             let json = kind.to_json(version).map_err(|e| format!("to_json: {e}"))?;
             let text: Value = serde_json::from_str(&json.to_string()).map_err(|e| e.to_string())?;
             let back = ResponseKind::from_json(key, version, &text).map_err(|e| format!("from_json: {e}\n{json}"))?;

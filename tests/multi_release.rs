@@ -23,7 +23,7 @@ fn removed_old_versions_and_new_apis_in_one_build() {
         0x00, 0x00, 0x00, 0x02, // index 2
         0x00, 0x00, 0x00, 0x03, 0xaa, 0xbb, 0xcc, // records
     ];
-    let decoded = RequestKind::decode(0, 0, &mut Bytes::copy_from_slice(&v0)).expect("Produce v0 decodes");
+    let decoded = RequestKind::decode(&mut Bytes::copy_from_slice(&v0), 0, 0).expect("Produce v0 decodes");
     let RequestKind::Produce(produce) = decoded else { panic!("not a produce request") };
     assert_eq!(produce.acks, 1);
     assert_eq!(
@@ -46,7 +46,7 @@ fn removed_old_versions_and_new_apis_in_one_build() {
     let bytes = request.to_bytes(0).unwrap();
     let back = StreamsGroupHeartbeatRequest::decode(&mut bytes.clone(), 0).unwrap();
     assert_eq!(back, request);
-    assert!(matches!(RequestKind::decode(key.key(), 0, &mut bytes.clone()), Ok(RequestKind::StreamsGroupHeartbeat(_))));
+    assert!(matches!(RequestKind::decode(&mut bytes.clone(), key.key(), 0), Ok(RequestKind::StreamsGroupHeartbeat(_))));
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! ApiVersions version this build does not know, selective decoding with raw passthrough, and
 //! byte-exact re-encoding of frames a proxy decoded but did not change.
 
-use kafka_wire::codec::{ClientCodec, Request, SelectedResponse, Selection, ServerCodec};
+use kafka_wire::codec::{ClientCodec, OutboundRequest, SelectedResponse, Selection, ServerCodec};
 use kafka_wire::messages::api_versions_response::ApiVersion;
 use kafka_wire::messages::metadata_request::MetadataRequestTopic;
 use kafka_wire::messages::{ApiVersionsResponse, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse};
@@ -96,11 +96,11 @@ fn frames_not_selected_pass_through_untouched_and_selected_ones_decode() {
 
     // Responses: the Produce response comes back as the bytes that arrived.
     let mut client = ClientCodec::new();
-    client.encode_request(Request::new(ApiKey::Produce, 9, 3, ProduceRequest { acks: 1, ..Default::default() }.into()), &mut BytesMut::new()).unwrap();
-    client.encode_request(Request::new(ApiKey::Metadata, 12, 4, MetadataRequest::default().into()), &mut BytesMut::new()).unwrap();
+    client.encode_request(OutboundRequest::new(ApiKey::Produce, 9, 3, ProduceRequest { acks: 1, ..Default::default() }.into()), &mut BytesMut::new()).unwrap();
+    client.encode_request(OutboundRequest::new(ApiKey::Metadata, 12, 4, MetadataRequest::default().into()), &mut BytesMut::new()).unwrap();
     let mut wire = BytesMut::new();
     for (corr, api, body) in [(3, ApiKey::Produce, ResponseKind::from(ProduceResponse::default())), (4, ApiKey::Metadata, MetadataResponse::default().into())] {
-        let response = kafka_wire::codec::Response { correlation_id: corr, api_key: api, version: if corr == 3 { 9 } else { 12 }, body };
+        let response = kafka_wire::codec::OutboundResponse { correlation_id: corr, api_key: api, version: if corr == 3 { 9 } else { 12 }, body };
         ServerCodec::new().encode_response(response, &mut wire).unwrap();
     }
     let first_frame = Bytes::copy_from_slice(&wire[4..4 + i32::from_be_bytes(wire[..4].try_into().unwrap()) as usize]);

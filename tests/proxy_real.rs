@@ -19,7 +19,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kafka_wire::codec::{ClientCodec, Request};
+use kafka_wire::codec::{ClientCodec, OutboundRequest};
 use kafka_wire::messages::{ListGroupsRequest, MetadataRequest, ResponseHeader};
 use kafka_wire::negotiate::{mediate, NegotiateOptions};
 use kafka_wire::{ApiKey, Bytes, BytesMut, Decode, RequestKind, ResponseKind, Visit};
@@ -223,7 +223,7 @@ fn decode_response(api: i16, version: i16, frame: &[u8]) -> Result<ResponseKind,
     let key = ApiKey::from_i16(api).ok_or_else(|| format!("unknown api {api}"))?;
     let mut body = Bytes::copy_from_slice(frame.get(4..).ok_or("no size prefix")?);
     ResponseHeader::decode(&mut body, key.response_header_version(version)).map_err(|e| e.to_string())?;
-    ResponseKind::decode(api, version, &mut body).map_err(|e| e.to_string())
+    ResponseKind::decode(&mut body, api, version).map_err(|e| e.to_string())
 }
 
 /// Ok when `rewritten` is `original` with other endpoints (and, for ApiVersions, mediated).
@@ -581,7 +581,7 @@ impl Conn {
     async fn send(&mut self, api: ApiKey, version: i16, body: RequestKind) -> std::io::Result<()> {
         self.next += 1;
         let mut out = BytesMut::new();
-        self.codec.encode_request(Request::new(api, version, self.next, body), &mut out).map_err(std::io::Error::other)?;
+        self.codec.encode_request(OutboundRequest::new(api, version, self.next, body), &mut out).map_err(std::io::Error::other)?;
         self.stream.write_all(&out).await
     }
 

@@ -5,10 +5,10 @@ use std::io::{Read, Write};
 use kafka_wire::runtime::json::serde_json::{self, Value};
 use kafka_wire::ApiKey;
 
-use crate::error::CliError;
+use crate::error::{CliError, InputError};
 
 /// Parses an api key given as a number or a name (case-insensitive).
-pub fn parse_api_key(s: &str) -> Result<i16, String> {
+pub fn parse_api_key(s: &str) -> Result<i16, InputError> {
     if let Ok(k) = s.parse::<i16>() {
         return Ok(k);
     }
@@ -16,13 +16,13 @@ pub fn parse_api_key(s: &str) -> Result<i16, String> {
         .iter()
         .find(|k| k.name().eq_ignore_ascii_case(s))
         .map(|k| k.key())
-        .ok_or_else(|| format!("unknown api key \"{s}\" (a number or a name such as Metadata)"))
+        .ok_or_else(|| InputError::UnknownApiKeyName(s.to_string()))
 }
 
 /// Decodes hex, ignoring whitespace, naming the offset of a bad digit.
 pub fn parse_hex(s: &str) -> Result<Vec<u8>, CliError> {
     let digits: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-    hex::decode(&digits).map_err(|e| CliError::Input(format!("malformed hex: {e}")))
+    Ok(hex::decode(&digits).map_err(InputError::Hex)?)
 }
 
 /// The input bytes: `--hex` when given, else raw stdin.
@@ -43,14 +43,14 @@ pub fn stdin_json() -> Result<Value, CliError> {
     std::io::stdin()
         .lock()
         .read_to_string(&mut text)
-        .map_err(|e| CliError::Input(format!("reading stdin: {e}")))?;
-    serde_json::from_str(&text).map_err(|e| CliError::Input(format!("invalid JSON on stdin: {e}")))
+        .map_err(InputError::Stdin)?;
+    Ok(serde_json::from_str(&text).map_err(InputError::Json)?)
 }
 
 /// Prints a JSON value on one line, or indented.
 pub fn print_json(out: &mut impl Write, json: &Value, pretty: bool) -> Result<(), CliError> {
     let text = if pretty { serde_json::to_string_pretty(json) } else { serde_json::to_string(json) }
-        .map_err(|e| CliError::Input(e.to_string()))?;
+        .map_err(|e| CliError::Io(e.into()))?;
     writeln!(out, "{text}").map_err(CliError::io)
 }
 
@@ -64,12 +64,12 @@ pub fn jsonl(
 ) -> Result<(), CliError> {
     let mut failures = 0;
     for (n, line) in input.lines().enumerate() {
-        let line = line.map_err(|e| CliError::Input(format!("line {}: {e}", n + 1)))?;
+        let line = line.map_err(|source| InputError::Line { number: n + 1, source })?;
         if line.trim().is_empty() {
             continue;
         }
         let answer = serde_json::from_str::<Value>(&line)
-            .map_err(|e| CliError::Input(format!("invalid JSON: {e}")))
+            .map_err(|e| CliError::Input(InputError::Json(e)))
             .and_then(|v| handle(&v));
         let answer = match answer {
             Ok(v) => serde_json::json!({"ok": true, key: v}),
@@ -92,10 +92,12 @@ pub fn int_field<T: TryFrom<i64>>(v: &Value, key: &str) -> Result<T, CliError> {
     v.get(key)
         .and_then(Value::as_i64)
         .and_then(|n| T::try_from(n).ok())
-        .ok_or_else(|| CliError::Input(format!("\"{key}\" is missing or not a valid integer")))
+        .ok_or_else(|| InputError::Field { name: key.to_string(), expected: "a valid integer" }.into())
 }
 
 /// A required string field of a batch line.
 pub fn str_field<'a>(v: &'a Value, key: &str) -> Result<&'a str, CliError> {
-    v.get(key).and_then(Value::as_str).ok_or_else(|| CliError::Input(format!("\"{key}\" is missing or not a string")))
+    v.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| InputError::Field { name: key.to_string(), expected: "a string" }.into())
 }

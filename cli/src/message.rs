@@ -8,9 +8,9 @@ use kafka_wire::runtime::json::serde_json::{json, Value};
 use kafka_wire::codec::decode_response_body;
 use kafka_wire::header;
 use kafka_wire::runtime::lenient::{decode_leniently, Leniency, LeniencyKind};
-use kafka_wire::{ApiKey, Bytes, Decode, DecodeError, DecodeErrorKind, JsonMessage, RequestKind, ResponseKind};
+use kafka_wire::{ApiKey, Bytes, Decode, VersionedJson, RequestKind, ResponseKind};
 
-use crate::error::CliError;
+use crate::error::{CliError, InputError};
 use crate::input;
 use crate::Direction;
 
@@ -24,8 +24,8 @@ pub fn body_args(key: Option<i16>, version: Option<i16>, dir: Direction) -> Resu
     Ok((key, version, dir.request))
 }
 
-fn known(key: i16) -> Result<ApiKey, String> {
-    ApiKey::from_i16(key).ok_or_else(|| format!("unknown api key {key}"))
+fn known(key: i16) -> Result<ApiKey, InputError> {
+    ApiKey::from_i16(key).ok_or(InputError::UnknownApiKey(key))
 }
 
 /// `--lenient`: decode what real peers send against the spec, and mark where (one mode for the
@@ -39,24 +39,24 @@ pub fn set_lenient() {
 
 /// Decodes a body that must use every byte of `buf`. Leniently (`--lenient`), what the spec
 /// forbids but peers send is accepted and listed under `"_lenient"`: `[{"offset", "what"}]`.
-fn body_json(key: i16, version: i16, request: bool, mut buf: Bytes) -> Result<Value, String> {
+fn body_json(key: i16, version: i16, request: bool, mut buf: Bytes) -> Result<Value, InputError> {
     let total = buf.len();
-    let decode = |buf: &mut Bytes| -> Result<Result<Value, _>, String> {
+    let decode = |buf: &mut Bytes| -> Result<Result<Value, _>, InputError> {
         Ok(if request {
-            RequestKind::decode(key, version, buf).map_err(|e| e.to_string())?.to_json(version)
+            RequestKind::decode(buf, key, version)?.to_json(version)
         } else {
-            ResponseKind::decode(key, version, buf).map_err(|e| e.to_string())?.to_json(version)
+            ResponseKind::decode(buf, key, version)?.to_json(version)
         })
     };
     if !LENIENT.load(Ordering::Relaxed) {
         let json = decode(&mut buf)?;
         if !buf.is_empty() {
-            return Err(format!("{} trailing bytes after the body at offset {}", buf.len(), total - buf.len()));
+            return Err(InputError::TrailingBytes { left: buf.len(), offset: total - buf.len() });
         }
-        return json.map_err(|e| e.to_string());
+        return Ok(json?);
     }
     let (json, mut notes) = decode_leniently(|| decode(&mut buf));
-    let mut json = json?.map_err(|e| e.to_string())?;
+    let mut json = json??;
     if !buf.is_empty() {
         notes.push(Leniency { kind: LeniencyKind::TrailingBytes { left: buf.len() }, remaining: buf.len() });
     }
@@ -69,45 +69,35 @@ fn body_json(key: i16, version: i16, request: bool, mut buf: Bytes) -> Result<Va
 
 /// Decodes a message body to JSON.
 pub fn decode_body(key: i16, version: i16, request: bool, bytes: &[u8]) -> Result<Value, CliError> {
-    body_json(key, version, request, Bytes::copy_from_slice(bytes)).map_err(CliError::Input)
+    Ok(body_json(key, version, request, Bytes::copy_from_slice(bytes))?)
 }
 
 /// A request payload (a frame without its size): header and body JSON.
-pub fn request_json(payload: &[u8]) -> Result<(Value, Value), String> {
-    let (key, _, _) =
-        header::peek_request_start(payload).ok_or_else(|| format!("request of {} bytes is shorter than a header", payload.len()))?;
+pub fn request_json(payload: &[u8]) -> Result<(Value, Value), InputError> {
+    let (key, _, _) = header::peek_request_start(payload).ok_or(InputError::ShortRequest(payload.len()))?;
     known(key)?;
     let mut buf = Bytes::copy_from_slice(payload);
-    let (header, hv) = header::decode_request_header(&mut buf).map_err(|e| e.to_string())?;
+    let (header, hv) = header::decode_request_header(&mut buf)?;
     let version = header.request_api_version;
-    let header = header.to_json(hv).map_err(|e| e.to_string())?;
+    let header = header.to_json(hv)?;
     let offset = payload.len() - buf.len();
-    let body = body_json(key, version, true, buf).map_err(|e| format!("body (after {offset} header bytes): {e}"))?;
+    let body = body_json(key, version, true, buf)
+        .map_err(|e| InputError::Body { header_len: offset, source: Box::new(e) })?;
     Ok((header, body))
 }
 
 /// A response payload of `key` at `version`: header and body JSON (an ApiVersions error
 /// response at v0 is read as the codec reads it, see [`decode_response_body`]).
-pub fn response_json(payload: &[u8], key: i16, version: i16) -> Result<(Value, Value), String> {
+pub fn response_json(payload: &[u8], key: i16, version: i16) -> Result<(Value, Value), InputError> {
     let api = known(key)?;
     let hv = header::response_header_version(api, version);
     let mut buf = Bytes::copy_from_slice(payload);
-    let header = ResponseHeader::decode(&mut buf, hv).map_err(|e| e.to_string())?;
-    let header = header.to_json(hv).map_err(|e| e.to_string())?;
+    let header = ResponseHeader::decode(&mut buf, hv)?;
+    let header = header.to_json(hv)?;
     let offset = payload.len() - buf.len();
-    let (_, body) = decode_response_body(api, version, &buf, |version, body| {
-        body_json(key, version, false, body.clone()).map_err(|e| DecodeError::new(DecodeErrorKind::Invalid(e), 0))
-    })
-    .map_err(|(_, e)| format!("body (after {offset} header bytes): {}", invalid_text(e)))?;
+    let (_, body) = decode_response_body(api, version, &buf, |version, body| body_json(key, version, false, body.clone()))
+        .map_err(|(_, e)| InputError::Body { header_len: offset, source: Box::new(e) })?;
     Ok((header, body))
-}
-
-/// The message of an error made from text by [`response_json`].
-fn invalid_text(e: DecodeError) -> String {
-    match e.kind() {
-        DecodeErrorKind::Invalid(text) => text.clone(),
-        _ => e.to_string(),
-    }
 }
 
 /// Splits a size-prefixed frame into its payload, checking the size.
@@ -115,15 +105,11 @@ pub fn frame_payload(frame: &[u8]) -> Result<&[u8], CliError> {
     let size: [u8; 4] = frame
         .get(..4)
         .and_then(|b| b.try_into().ok())
-        .ok_or_else(|| CliError::Input(format!("truncated frame: {} bytes, shorter than the 4-byte size", frame.len())))?;
+        .ok_or(InputError::FrameTooShort(frame.len()))?;
     let size = i32::from_be_bytes(size);
     let payload = frame.get(4..).unwrap_or_default();
     if size < 0 || size as usize != payload.len() {
-        return Err(CliError::Input(format!(
-            "frame size {size} does not match the {} bytes after the size prefix{}",
-            payload.len(),
-            if size >= 0 && (size as usize) > payload.len() { " (truncated frame)" } else { "" }
-        )));
+        return Err(InputError::FrameSize { size, payload: payload.len() }.into());
     }
     Ok(payload)
 }
@@ -136,8 +122,7 @@ pub fn decode_frame(frame: &[u8], dir: Direction, key: Option<i16>, version: Opt
         response_json(payload, key, version)
     } else {
         request_json(payload)
-    }
-    .map_err(CliError::Input)?;
+    }?;
     Ok(json!({"header": header, "body": body}))
 }
 
@@ -145,7 +130,7 @@ fn kind(line: &Value) -> Result<bool, CliError> {
     match input::str_field(line, "kind")? {
         "request" => Ok(true),
         "response" => Ok(false),
-        other => Err(CliError::Input(format!("\"kind\" must be \"request\" or \"response\", not \"{other}\""))),
+        other => Err(InputError::Kind(other.to_string()).into()),
     }
 }
 
@@ -164,13 +149,13 @@ pub fn decode_jsonl(input: impl BufRead, out: &mut impl Write) -> Result<(), Cli
 pub fn encode_body(key: i16, version: i16, request: bool, json: &Value) -> Result<Vec<u8>, CliError> {
     let mut out = Vec::new();
     let r = if request {
-        let body = RequestKind::from_json(key, version, json).map_err(|e| CliError::Input(e.to_string()))?;
+        let body = RequestKind::from_json(key, version, json).map_err(InputError::JsonForm)?;
         body.encode(&mut out, version)
     } else {
-        let body = ResponseKind::from_json(key, version, json).map_err(|e| CliError::Input(e.to_string()))?;
+        let body = ResponseKind::from_json(key, version, json).map_err(InputError::JsonForm)?;
         body.encode(&mut out, version)
     };
-    r.map_err(|e| CliError::Input(e.to_string()))?;
+    r.map_err(InputError::Encode)?;
     Ok(out)
 }
 
@@ -180,7 +165,7 @@ pub fn encode_jsonl(input: impl BufRead, out: &mut impl Write) -> Result<(), Cli
         let key = input::int_field(line, "apiKey")?;
         let version = input::int_field(line, "apiVersion")?;
         let request = kind(line)?;
-        let body = line.get("json").ok_or_else(|| CliError::Input("\"json\" is missing".into()))?;
+        let body = line.get("json").ok_or_else(|| InputError::Missing("json"))?;
         Ok(Value::String(hex::encode(encode_body(key, version, request, body)?)))
     })
 }

@@ -8,7 +8,7 @@ use kafka_wire::runtime::json::serde_json::{json, Map, Value};
 use kafka_wire::runtime::records::{Batch, Batches, Record};
 use kafka_wire::Bytes;
 
-use crate::error::CliError;
+use crate::error::{CliError, InputError};
 use crate::input;
 
 fn b64(b: Option<&Bytes>) -> Value {
@@ -29,13 +29,13 @@ fn record_json(r: &Record) -> Value {
 
 /// The JSON of every batch in `bytes`; offsets are absolute for every magic.
 pub fn decode(bytes: Vec<u8>) -> Result<Value, CliError> {
-    to_json(Bytes::from(bytes)).map_err(CliError::Input)
+    Ok(to_json(Bytes::from(bytes))?)
 }
 
-fn to_json(bytes: Bytes) -> Result<Value, String> {
+fn to_json(bytes: Bytes) -> Result<Value, InputError> {
     let mut batches = Vec::new();
     for (i, batch) in Batches::new(bytes).enumerate() {
-        let batch = batch.map_err(|e| format!("batch {i}: {e}"))?;
+        let batch = batch.map_err(|source| InputError::Batch { index: i, source })?;
         let mut o = Map::new();
         match &batch {
             Batch::Partial(p) => {
@@ -59,7 +59,7 @@ fn to_json(bytes: Bytes) -> Result<Value, String> {
             }
         }
         if !batch.is_partial() {
-            let records = batch.records().map_err(|e| format!("batch {i}: {e}"))?;
+            let records = batch.records().map_err(|source| InputError::Batch { index: i, source })?;
             if let (Batch::Legacy(_), Some(first)) = (&batch, records.first()) {
                 // A legacy wrapper's own offset is its last inner offset; report the first.
                 o.insert("baseOffset".into(), json!(first.offset));

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
-use kafka_wire::codec::{ClientCodec, Request, ResponseFrame};
+use kafka_wire::codec::{ClientCodec, OutboundRequest, ResponseFrame};
 use kafka_wire::messages::{ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest};
 use kafka_wire::negotiate::{negotiate, NegotiateOptions, Negotiated};
 use kafka_wire::{ApiKey, ByteString, Bytes, RequestKind, ResponseKind, VersionRange};
@@ -77,7 +77,7 @@ type Stream = Framed<Pin<Box<dyn Io>>, ClientCodec>;
 type Reply = oneshot::Sender<Result<Option<ResponseFrame>>>;
 
 struct Command {
-    request: Request,
+    request: OutboundRequest,
     reply: Reply,
 }
 
@@ -275,7 +275,7 @@ impl Connection {
             return Err(self.closed_error());
         }
         let id = self.shared.next_correlation_id.fetch_add(1, Ordering::Relaxed) & i32::MAX;
-        let request = Request::new(api, version, id, body).with_client_id(self.shared.options.client_id.as_str());
+        let request = OutboundRequest::new(api, version, id, body).with_client_id(self.shared.options.client_id.as_str());
         let (reply, rx) = oneshot::channel();
         self.shared
             .tx

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
-use kafka_wire::codec::{Response, ServerCodec};
+use kafka_wire::codec::{OutboundResponse, ServerCodec};
 use kafka_wire::messages::{api_versions_response::ApiVersion, *};
 use kafka_wire::{ApiKey, Bytes, RequestKind, ResponseKind};
 use kafka_wire_client::{ConnectOptions, Connection, Error, Sasl};
@@ -79,14 +79,14 @@ async fn mock(mode: Mode, handshakes: Arc<AtomicUsize>) -> String {
                             }
                             let body = ResponseKind::from(MetadataResponse::default());
                             if let Mode::OnePerConnection = mode {
-                                let _ = conn.send(Response::new(&frame, body).unwrap()).await;
+                                let _ = conn.send(OutboundResponse::new(&frame, body).unwrap()).await;
                                 return;
                             }
                             body
                         }
                         _ => return,
                     };
-                    if conn.send(Response::new(&frame, body).unwrap()).await.is_err() {
+                    if conn.send(OutboundResponse::new(&frame, body).unwrap()).await.is_err() {
                         return;
                     }
                 }

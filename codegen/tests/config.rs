@@ -51,7 +51,7 @@ fn runtime_path_features_derives_and_includes_are_settings() {
     assert!(request.contains("#[derive(Debug, Clone, PartialEq, Eq, ::core::hash::Hash)]"));
     assert!(!request.contains("rt::sample::Sample"));
     assert!(!request.contains("feature ="), "no feature gates left:\n{request}");
-    assert!(request.contains("impl rt::json::JsonMessage for SnapshotRequest"));
+    assert!(request.contains("impl rt::json::VersionedJson for SnapshotRequest"));
     assert!(request.contains("type Response = super::snapshot_response::SnapshotResponse;"));
 }
 

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use kafka_wire::codec::{FrameDecoder, RequestFrame, Response, ServerCodec};
+use kafka_wire::codec::{FrameDecoder, RequestFrame, OutboundResponse, ServerCodec};
 use kafka_wire::messages::{SaslAuthenticateResponse, SaslHandshakeResponse};
 use kafka_wire::{ApiKey, ByteString, Bytes, BytesMut, RequestKind, ResponseKind};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -122,7 +122,7 @@ async fn answer(
     };
     if let Some(body) = body {
         let Ok(api_key) = frame.api_key() else { return false };
-        let response = Response { correlation_id: frame.correlation_id(), api_key, version, body };
+        let response = OutboundResponse { correlation_id: frame.correlation_id(), api_key, version, body };
         if let Err(e) = codec.encode_response(response, output) {
             eprintln!("{peer}: closing: cannot encode the {name} v{version} response: {e}");
             return false;

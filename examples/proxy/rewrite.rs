@@ -100,7 +100,7 @@ impl Tenant {
 pub fn request(tenant: &Tenant, request: &RequestFrame, payload: &Bytes) -> Result<Option<Vec<u8>>, ProxyError> {
     let Ok(api) = request.api_key() else { return Ok(None) };
     let version = request.version();
-    let mut body = RequestKind::decode(api.key(), version, &mut request.body.clone())
+    let mut body = RequestKind::decode(&mut request.body.clone(), api.key(), version)
         .map_err(|source| ProxyError::Decode { what: "request", api, version, source })?;
     let mut changed = false;
     let ids = tenant.ids();
@@ -138,7 +138,7 @@ pub fn response(shared: &Arc<Shared>, api: ApiKey, version: i16, payload: &Bytes
     let mut rest = payload.clone();
     ResponseHeader::decode(&mut rest, api.response_header_version(version))
         .map_err(|source| ProxyError::Decode { what: "response header", api, version, source })?;
-    let (version, mut body) = decode_response_body(api, version, &rest, |v, b| ResponseKind::decode(api.key(), v, b))
+    let (version, mut body) = decode_response_body(api, version, &rest, |v, b| ResponseKind::decode(b, api.key(), v))
         .map_err(|(version, source)| ProxyError::Decode { what: "response", api, version, source })?;
     let mut changed = false;
     if let ResponseKind::ApiVersions(r) = &mut body {

@@ -41,7 +41,7 @@ pub fn selector(key: ApiKey, version: i16) -> [u8; 2] {
 pub fn decode_request(data: &[u8]) {
     let Some((key, version, body)) = select(data) else { return };
     LIMITS.scope(|| {
-        let _ = RequestKind::decode(key.key(), version, &mut Bytes::copy_from_slice(body));
+        let _ = RequestKind::decode(&mut Bytes::copy_from_slice(body), key.key(), version);
     });
 }
 
@@ -49,7 +49,7 @@ pub fn decode_request(data: &[u8]) {
 pub fn decode_response(data: &[u8]) {
     let Some((key, version, body)) = select(data) else { return };
     LIMITS.scope(|| {
-        let _ = ResponseKind::decode(key.key(), version, &mut Bytes::copy_from_slice(body));
+        let _ = ResponseKind::decode(&mut Bytes::copy_from_slice(body), key.key(), version);
     });
 }
 
@@ -130,14 +130,14 @@ pub fn decode_records(data: &[u8]) {
 macro_rules! differential {
     ($kind:ty, $key:expr, $version:expr, $body:expr) => {{
         let (key, version) = ($key, $version);
-        let Ok(first) = <$kind>::decode(key, version, &mut Bytes::copy_from_slice($body)) else { return };
+        let Ok(first) = <$kind>::decode(&mut Bytes::copy_from_slice($body), key, version) else { return };
         let mut encoded = BytesMut::new();
         if let Err(e) = first.encode(&mut encoded, version) {
             panic!("decoded value does not encode back: {e}\n{first:?}");
         }
         assert_eq!(encoded.len(), first.encoded_len(version), "encoded_len disagrees with encode");
         let mut again = encoded.clone().freeze();
-        let second = match <$kind>::decode(key, version, &mut again) {
+        let second = match <$kind>::decode(&mut again, key, version) {
             Ok(v) => v,
             Err(e) => panic!("re-encoded value does not decode: {e}\n{first:?}"),
         };

@@ -34,6 +34,34 @@ fn fmt_path(path: &[PathSegment], f: &mut fmt::Formatter<'_>) -> fmt::Result {
     Ok(())
 }
 
+/// Which bound of [`DecodeLimits`](crate::limits::DecodeLimits) was exceeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Limit {
+    /// [`DecodeLimits::max_array_len`](crate::limits::DecodeLimits::max_array_len).
+    ArrayLen,
+    /// [`DecodeLimits::max_string_len`](crate::limits::DecodeLimits::max_string_len).
+    StringLen,
+    /// [`DecodeLimits::max_bytes_len`](crate::limits::DecodeLimits::max_bytes_len).
+    BytesLen,
+    /// [`DecodeLimits::max_message_alloc`](crate::limits::DecodeLimits::max_message_alloc).
+    MessageAlloc,
+    /// [`DecodeLimits::max_decompressed_size`](crate::limits::DecodeLimits::max_decompressed_size).
+    DecompressedSize,
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Limit::ArrayLen => "max_array_len",
+            Limit::StringLen => "max_string_len",
+            Limit::BytesLen => "max_bytes_len",
+            Limit::MessageAlloc => "max_message_alloc",
+            Limit::DecompressedSize => "max_decompressed_size",
+        })
+    }
+}
+
 /// What went wrong while decoding, without the context of where.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -90,13 +118,13 @@ pub enum DecodeErrorKind {
         /// How many.
         left: usize,
     },
-    /// A value is structurally invalid (records framing, checksums, limits).
-    Invalid(String),
+    /// A records field is malformed: a batch, record, legacy message or control record.
+    Records(RecordsError),
     /// A length, count or size fits in the input but is over a bound of the
     /// [`DecodeLimits`](crate::limits::DecodeLimits) in force.
     LimitExceeded {
         /// Which bound.
-        limit: crate::limits::Limit,
+        limit: Limit,
         /// The value seen (for the allocation budget: the bytes it would have reached).
         value: u64,
         /// The bound.
@@ -130,8 +158,288 @@ impl fmt::Display for DecodeErrorKind {
             UnsupportedVersion { version } => write!(f, "version {version} is not supported"),
             UnknownApiKey(k) => write!(f, "unknown api key {k}"),
             TrailingBytes { left } => write!(f, "{left} bytes left after the value"),
-            Invalid(msg) => f.write_str(msg),
+            Records(e) => fmt::Display::fmt(e, f),
             LimitExceeded { limit, value, max } => write!(f, "{value} exceeds the decode limit {limit} = {max}"),
+        }
+    }
+}
+
+/// What is wrong with a records field (`records` of Produce and Fetch, magic 0, 1 and 2).
+///
+/// Codecs are named by Kafka's name (`gzip`, `lz4`), so this module needs nothing from the
+/// records module and every module can use it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RecordsError {
+    /// An entry's size prefix is negative.
+    NegativeEntrySize {
+        /// The entry's base offset.
+        base_offset: i64,
+        /// The size read.
+        size: i32,
+    },
+    /// An entry's size leaves no room for its magic byte.
+    EntryTooSmallForMagic(usize),
+    /// An entry's magic byte is not 0, 1 or 2.
+    UnknownMagic(i8),
+    /// A batch is shorter than the 61-byte batch header.
+    BatchTooSmall {
+        /// Bytes of the batch.
+        len: usize,
+        /// The header size.
+        header: usize,
+    },
+    /// A batch's length field disagrees with the bytes it spans.
+    BatchLengthMismatch {
+        /// The length field.
+        length: i32,
+        /// Bytes of the batch.
+        len: usize,
+    },
+    /// A batch's magic is not 2.
+    BatchMagic(i8),
+    /// A batch's CRC-32C does not match its bytes.
+    BatchCrc {
+        /// The batch's base offset.
+        base_offset: i64,
+        /// The CRC in the header.
+        stored: u32,
+        /// The CRC of the bytes.
+        computed: u32,
+    },
+    /// The attributes name a codec Kafka does not define.
+    UnknownCodec {
+        /// The codec bits.
+        codec: u8,
+        /// In a legacy message's attributes (else a batch's).
+        legacy: bool,
+    },
+    /// A record or header count is negative.
+    NegativeCount {
+        /// `record` or `header`.
+        what: &'static str,
+        /// The count read.
+        count: i64,
+    },
+    /// A batch claims more records than its bytes can hold.
+    RecordCountExceeds {
+        /// The record count.
+        count: usize,
+        /// Bytes of records.
+        len: usize,
+    },
+    /// Control records were asked of a batch that is not a control batch.
+    NotControlBatch,
+    /// Bytes follow the last record a batch counts.
+    TrailingAfterRecords(usize),
+    /// A record's length is negative.
+    NegativeRecordLength(i32),
+    /// A record's bytes go on after its headers.
+    TrailingInRecord(usize),
+    /// A record claims more headers than its bytes can hold.
+    HeaderCountExceeds {
+        /// The header count.
+        count: usize,
+        /// Bytes remaining.
+        remaining: usize,
+    },
+    /// A header key's length is negative.
+    NegativeHeaderKeyLength(i32),
+    /// A header key is not UTF-8.
+    HeaderKeyUtf8,
+    /// The batch uses a codec this build was compiled without.
+    CodecDisabled(&'static str),
+    /// Compressed data does not inflate.
+    Decompress {
+        /// The codec.
+        codec: &'static str,
+        /// The codec library's message.
+        reason: String,
+    },
+    /// A control record's key version is not 0.
+    ControlKeyVersion(i16),
+    /// An end-transaction marker's version is not 0.
+    EndTxnMarkerVersion(i16),
+    /// A control record has a null key.
+    ControlNullKey,
+    /// A commit or abort marker has a null value.
+    EndTxnMarkerNullValue,
+    /// A legacy message is shorter than the smallest message.
+    MessageTooSmall {
+        /// Bytes of the message.
+        len: usize,
+        /// Its magic (0 or 1), once read.
+        magic: Option<i8>,
+    },
+    /// A legacy message's size field disagrees with its bytes.
+    MessageSizeMismatch {
+        /// The size field.
+        size: i32,
+        /// Bytes of the message.
+        len: usize,
+    },
+    /// A legacy message's magic is not 0 or 1.
+    MessageMagic(i8),
+    /// A legacy message's CRC-32 does not match its bytes.
+    MessageCrc {
+        /// The message's offset.
+        offset: i64,
+        /// The CRC in the message.
+        stored: u32,
+        /// The CRC of the bytes.
+        computed: u32,
+    },
+    /// A legacy message is compressed with zstd, which needs magic 2.
+    ZstdInLegacy,
+    /// Bytes follow a legacy message's value.
+    TrailingInMessage(usize),
+    /// A compressed legacy message has a null value.
+    CompressedNullValue,
+    /// The inner message set of a compressed message ends inside a message header.
+    TruncatedInnerMessage,
+    /// An inner message's size runs past the inner message set.
+    InnerMessageSizeExceeds {
+        /// The size field.
+        size: i32,
+        /// Bytes remaining.
+        remaining: usize,
+    },
+    /// A compressed message holds another compressed message.
+    NestedCompression,
+}
+
+impl fmt::Display for RecordsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use RecordsError::*;
+        match self {
+            NegativeEntrySize { base_offset, size } => {
+                write!(f, "record batch at offset {base_offset} has negative size {size}")
+            }
+            EntryTooSmallForMagic(size) => write!(f, "record batch size {size} is too small to hold a magic byte"),
+            UnknownMagic(m) => write!(f, "unknown record batch magic {m}"),
+            BatchTooSmall { len, header } => {
+                write!(f, "record batch of {len} bytes is smaller than the {header}-byte header")
+            }
+            BatchLengthMismatch { length, len } => {
+                write!(f, "record batch length {length} does not match its {len} bytes")
+            }
+            BatchMagic(m) => write!(f, "record batch magic {m} is not 2"),
+            BatchCrc { base_offset, stored, computed } => write!(
+                f,
+                "record batch at offset {base_offset} is corrupt: stored CRC-32C {stored:#010x}, computed {computed:#010x}"
+            ),
+            UnknownCodec { codec, legacy } => {
+                let place = if *legacy { "message" } else { "record batch" };
+                write!(f, "unknown compression codec {codec} in {place} attributes")
+            }
+            NegativeCount { what, count } => write!(f, "invalid negative {what} count {count}"),
+            RecordCountExceeds { count, len } => write!(f, "record count {count} cannot fit in {len} bytes of records"),
+            NotControlBatch => f.write_str("record batch is not a control batch"),
+            TrailingAfterRecords(n) => write!(f, "{n} bytes follow the last record of the batch"),
+            NegativeRecordLength(n) => write!(f, "invalid negative record length {n}"),
+            TrailingInRecord(n) => write!(f, "record has {n} bytes beyond its headers"),
+            HeaderCountExceeds { count, remaining } => {
+                write!(f, "header count {count} exceeds the {remaining} bytes remaining")
+            }
+            NegativeHeaderKeyLength(n) => write!(f, "invalid negative header key length {n}"),
+            HeaderKeyUtf8 => f.write_str("header key is not valid UTF-8"),
+            CodecDisabled(c) => write!(f, "compression codec {c} is not enabled in this build (cargo feature \"{c}\")"),
+            Decompress { codec, reason } => write!(f, "invalid {codec} data: {reason}"),
+            ControlKeyVersion(v) => write!(f, "invalid control record key version {v}"),
+            EndTxnMarkerVersion(v) => write!(f, "invalid end transaction marker version {v}"),
+            ControlNullKey => f.write_str("control record has a null key"),
+            EndTxnMarkerNullValue => f.write_str("end transaction marker has a null value"),
+            MessageTooSmall { len, magic: Some(m) } => write!(f, "magic {m} message of {len} bytes is too small"),
+            MessageTooSmall { len, magic: None } => {
+                write!(f, "message of {len} bytes is smaller than the smallest message")
+            }
+            MessageSizeMismatch { size, len } => write!(f, "message size {size} does not match its {len} bytes"),
+            MessageMagic(m) => write!(f, "message magic {m} is not 0 or 1"),
+            MessageCrc { offset, stored, computed } => write!(
+                f,
+                "message at offset {offset} is corrupt: stored CRC-32 {stored:#010x}, computed {computed:#010x}"
+            ),
+            ZstdInLegacy => f.write_str("zstd is not allowed in magic 0 and 1 messages"),
+            TrailingInMessage(n) => write!(f, "{n} bytes follow the message's value"),
+            CompressedNullValue => f.write_str("compressed message has a null value"),
+            TruncatedInnerMessage => f.write_str("truncated message inside a compressed message"),
+            InnerMessageSizeExceeds { size, remaining } => {
+                write!(f, "inner message size {size} exceeds the {remaining} bytes remaining")
+            }
+            NestedCompression => f.write_str("nested compressed messages are not allowed"),
+        }
+    }
+}
+
+/// Why records cannot be written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RecordsEncodeError {
+    /// Offsets must increase from record to record.
+    OffsetNotIncreasing {
+        /// The record's offset.
+        offset: i64,
+        /// The offset before it.
+        previous: i64,
+    },
+    /// A record's offset is more than an int32 delta from the batch's base offset.
+    OffsetDeltaOverflow {
+        /// The record's offset.
+        offset: i64,
+        /// The base offset.
+        base: i64,
+    },
+    /// A key or value is longer than an int32 length.
+    KeyOrValueTooLong,
+    /// A record is longer than an int32 length.
+    RecordTooLarge,
+    /// A batch is longer than an int32 length (its size, when known).
+    BatchTooLarge(Option<usize>),
+    /// A batch holds more than i32::MAX records.
+    TooManyRecords,
+    /// Control records go through the control-batch builder.
+    ControlRecordInDataBatch,
+    /// Magic 0 and 1 messages have no headers.
+    HeadersInLegacy(i8),
+    /// The legacy builder's magic is not 0 or 1.
+    LegacyMagic(i8),
+    /// zstd needs magic 2.
+    ZstdNeedsMagic2,
+    /// A compressed legacy message set is longer than an int32 length.
+    CompressedSetTooLarge,
+    /// This build was compiled without the codec.
+    CodecDisabled(&'static str),
+    /// The codec library failed.
+    CompressFailed {
+        /// The codec.
+        codec: &'static str,
+        /// The codec library's message.
+        reason: String,
+    },
+}
+
+impl fmt::Display for RecordsEncodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use RecordsEncodeError::*;
+        match self {
+            OffsetNotIncreasing { offset, previous } => {
+                write!(f, "record offset {offset} does not follow the previous offset {previous}")
+            }
+            OffsetDeltaOverflow { offset, base } => {
+                write!(f, "record offset {offset} is not within an int32 delta above the base offset {base}")
+            }
+            KeyOrValueTooLong => f.write_str("record key or value is longer than an int32 length"),
+            RecordTooLarge => f.write_str("record is too large"),
+            BatchTooLarge(Some(n)) => write!(f, "record batch of {n} bytes is too large"),
+            BatchTooLarge(None) => f.write_str("record batch is too large"),
+            TooManyRecords => f.write_str("too many records for one batch"),
+            ControlRecordInDataBatch => f.write_str("control records belong in a control batch"),
+            HeadersInLegacy(m) => write!(f, "magic {m} messages cannot carry headers"),
+            LegacyMagic(m) => write!(f, "legacy magic must be 0 or 1, not {m}"),
+            ZstdNeedsMagic2 => f.write_str("zstd needs magic 2"),
+            CompressedSetTooLarge => f.write_str("compressed message set is too large"),
+            CodecDisabled(c) => write!(f, "compression codec {c} is not enabled in this build (cargo feature \"{c}\")"),
+            CompressFailed { codec, reason } => write!(f, "{codec}: {reason}"),
         }
     }
 }
@@ -296,8 +604,8 @@ pub enum EncodeErrorKind {
     TaggedFieldsInNonFlexibleVersion,
     /// A string, bytes or array is longer than its length prefix can express.
     TooLong(usize),
-    /// A value cannot be written as it is (records framing, limits).
-    Invalid(String),
+    /// Records cannot be written as they are (offsets, sizes, codecs).
+    Records(RecordsEncodeError),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -394,7 +702,7 @@ impl fmt::Display for EncodeError {
                 f.write_str("tagged fields are set but the version is not flexible")
             }
             EncodeErrorKind::TooLong(n) => write!(f, "length {n} is too long to be serialized"),
-            EncodeErrorKind::Invalid(m) => f.write_str(m),
+            EncodeErrorKind::Records(e) => fmt::Display::fmt(e, f),
         }
     }
 }

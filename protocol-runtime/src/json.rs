@@ -34,7 +34,7 @@ pub const UNKNOWN_TAGGED_FIELDS: &str = "_unknownTaggedFields";
 
 /// A value with a JSON form at a protocol version: every generated message and struct, and the
 /// field types they hold.
-pub trait JsonMessage: Sized {
+pub trait VersionedJson: Sized {
     /// The JSON form of `self` at `version`. Fails when the value cannot be expressed at that
     /// version (a non-default value in a field the version lacks, null where not nullable).
     fn to_json(&self, version: i16) -> Result<Value, JsonError>;
@@ -272,20 +272,20 @@ pub fn unknown_api_key(key: i16) -> JsonError {
 #[doc(hidden)] // generated code calls it; not public API
 /// Writes the field `key`, naming it in errors.
 #[inline]
-pub fn field_to_json<T: JsonMessage>(v: &T, key: &'static str, version: i16) -> Result<Value, JsonError> {
+pub fn field_to_json<T: VersionedJson>(v: &T, key: &'static str, version: i16) -> Result<Value, JsonError> {
     v.to_json(version).key(key)
 }
 
 #[doc(hidden)] // generated code calls it; not public API
 /// Reads the field `key`, naming it in errors.
 #[inline]
-pub fn field_from_json<T: JsonMessage>(v: &Value, key: &'static str, version: i16) -> Result<T, JsonError> {
+pub fn field_from_json<T: VersionedJson>(v: &Value, key: &'static str, version: i16) -> Result<T, JsonError> {
     T::from_json(v, version).key(key)
 }
 
 #[doc(hidden)] // generated code calls it; not public API
 /// Writes the nullable field `key`: `null` where `nullable`, else an error.
-pub fn option_to_json<T: JsonMessage>(v: Option<&T>, nullable: bool, key: &'static str, version: i16) -> Result<Value, JsonError> {
+pub fn option_to_json<T: VersionedJson>(v: Option<&T>, nullable: bool, key: &'static str, version: i16) -> Result<Value, JsonError> {
     match v {
         Some(v) => v.to_json(version).key(key),
         None if nullable => Ok(Value::Null),
@@ -295,7 +295,7 @@ pub fn option_to_json<T: JsonMessage>(v: Option<&T>, nullable: bool, key: &'stat
 
 #[doc(hidden)] // generated code calls it; not public API
 /// Reads the nullable field `key`: `null` is `None` where `nullable`, else an error.
-pub fn option_from_json<T: JsonMessage>(v: &Value, nullable: bool, key: &'static str, version: i16) -> Result<Option<T>, JsonError> {
+pub fn option_from_json<T: VersionedJson>(v: &Value, nullable: bool, key: &'static str, version: i16) -> Result<Option<T>, JsonError> {
     match v {
         Value::Null if nullable => Ok(None),
         Value::Null => Err(JsonError::new(JsonErrorKind::NullNotAllowed).key(key)),
@@ -355,7 +355,7 @@ pub fn read_unknown_tagged(obj: &Map<String, Value>, flexible: bool) -> Result<U
 
 macro_rules! int_json {
     ($($ty:ty),*) => {$(
-        impl JsonMessage for $ty {
+        impl VersionedJson for $ty {
             fn to_json(&self, _version: i16) -> Result<Value, JsonError> {
                 Ok(Value::from(*self))
             }
@@ -381,7 +381,7 @@ macro_rules! int_json {
 
 int_json!(i8, i16, u16, i32, i64);
 
-impl JsonMessage for bool {
+impl VersionedJson for bool {
     fn to_json(&self, _version: i16) -> Result<Value, JsonError> {
         Ok(Value::Bool(*self))
     }
@@ -391,7 +391,7 @@ impl JsonMessage for bool {
     }
 }
 
-impl JsonMessage for f64 {
+impl VersionedJson for f64 {
     /// A JSON number; NaN and the infinities, which JSON lacks, as the strings Jackson would
     /// print for them (`"NaN"`, `"Infinity"`, `"-Infinity"`).
     fn to_json(&self, _version: i16) -> Result<Value, JsonError> {
@@ -414,7 +414,7 @@ impl JsonMessage for f64 {
     }
 }
 
-impl JsonMessage for ByteString {
+impl VersionedJson for ByteString {
     fn to_json(&self, _version: i16) -> Result<Value, JsonError> {
         Ok(Value::String(self.to_string()))
     }
@@ -424,7 +424,7 @@ impl JsonMessage for ByteString {
     }
 }
 
-impl JsonMessage for Bytes {
+impl VersionedJson for Bytes {
     /// Standard base64 with padding, as Jackson writes a `BinaryNode`.
     fn to_json(&self, _version: i16) -> Result<Value, JsonError> {
         Ok(Value::String(STANDARD.encode(self)))
@@ -454,7 +454,7 @@ impl Uuid {
     }
 }
 
-impl JsonMessage for Uuid {
+impl VersionedJson for Uuid {
     fn to_json(&self, _version: i16) -> Result<Value, JsonError> {
         Ok(Value::String(self.to_kafka_string()))
     }
@@ -465,7 +465,7 @@ impl JsonMessage for Uuid {
     }
 }
 
-fn array_to_json<T: JsonMessage>(items: &[T], version: i16) -> Result<Value, JsonError> {
+fn array_to_json<T: VersionedJson>(items: &[T], version: i16) -> Result<Value, JsonError> {
     items
         .iter()
         .enumerate()
@@ -474,7 +474,7 @@ fn array_to_json<T: JsonMessage>(items: &[T], version: i16) -> Result<Value, Jso
         .map(Value::Array)
 }
 
-fn array_from_json<T: JsonMessage, C: FromIterator<T>>(value: &Value, version: i16) -> Result<C, JsonError> {
+fn array_from_json<T: VersionedJson, C: FromIterator<T>>(value: &Value, version: i16) -> Result<C, JsonError> {
     let items = value.as_array().ok_or_else(|| wrong("an array", value))?;
     items
         .iter()
@@ -483,7 +483,7 @@ fn array_from_json<T: JsonMessage, C: FromIterator<T>>(value: &Value, version: i
         .collect()
 }
 
-impl<T: JsonMessage> JsonMessage for Vec<T> {
+impl<T: VersionedJson> VersionedJson for Vec<T> {
     fn to_json(&self, version: i16) -> Result<Value, JsonError> {
         array_to_json(self, version)
     }
@@ -493,9 +493,9 @@ impl<T: JsonMessage> JsonMessage for Vec<T> {
     }
 }
 
-impl<A: smallvec::Array> JsonMessage for smallvec::SmallVec<A>
+impl<A: smallvec::Array> VersionedJson for smallvec::SmallVec<A>
 where
-    A::Item: JsonMessage,
+    A::Item: VersionedJson,
 {
     fn to_json(&self, version: i16) -> Result<Value, JsonError> {
         array_to_json(self, version)

@@ -44,7 +44,10 @@ pub use bytestring::ByteString;
 pub use ::smallvec::{smallvec, SmallVec};
 /// The `smallvec` crate: generated messages hold arrays of fixed-width values as `SmallVec`s.
 pub use ::smallvec;
-pub use error::{DecodeContext, DecodeError, DecodeErrorKind, EncodeContext, EncodeError, EncodeErrorKind, PathSegment};
+pub use error::{
+    DecodeContext, DecodeError, DecodeErrorKind, EncodeContext, EncodeError, EncodeErrorKind, PathSegment, RecordsEncodeError,
+    RecordsError,
+};
 pub use message::{Decode, Encode, Message, Request};
 pub use limits::{decode_with_limits, DecodeLimits};
 pub use tagged::{RawTaggedField, UnknownTaggedFields};

@@ -24,10 +24,8 @@
 //! ```
 
 use std::cell::Cell;
-use std::fmt;
 
-use bytes::Bytes;
-
+pub use crate::error::Limit;
 use crate::error::{DecodeError, DecodeErrorKind};
 
 /// Bounds applied while decoding. Every field is an inclusive maximum.
@@ -54,15 +52,23 @@ pub struct DecodeLimits {
     pub max_decompressed_size: usize,
 }
 
+/// Kafka's maximum string length in bytes (also [`string::MAX_STRING_LEN`](crate::string::MAX_STRING_LEN)).
+pub const MAX_STRING_LEN: usize = 0x7fff;
+
+/// Default bound on the decompressed size of one batch: 64 MiB.
+pub const DEFAULT_MAX_DECOMPRESSED_SIZE: usize = 64 << 20;
+
+// The limits are the bottom layer of decoding: they import only the error types, and the
+// modules they bound (strings, records) take their defaults from here.
 impl DecodeLimits {
     /// The defaults, usable in `const` context.
     pub const DEFAULT: DecodeLimits = DecodeLimits {
         max_frame_size: 100 << 20,
         max_array_len: 4 << 20,
-        max_string_len: crate::string::MAX_STRING_LEN,
+        max_string_len: MAX_STRING_LEN,
         max_bytes_len: 100 << 20,
         max_message_alloc: 64 << 20,
-        max_decompressed_size: crate::records::DEFAULT_MAX_DECOMPRESSED_SIZE,
+        max_decompressed_size: DEFAULT_MAX_DECOMPRESSED_SIZE,
     };
 
     /// No bound beyond the structural ones (lengths within the input, strings within Kafka's
@@ -70,7 +76,7 @@ impl DecodeLimits {
     pub const UNLIMITED: DecodeLimits = DecodeLimits {
         max_frame_size: usize::MAX,
         max_array_len: usize::MAX,
-        max_string_len: crate::string::MAX_STRING_LEN,
+        max_string_len: MAX_STRING_LEN,
         max_bytes_len: usize::MAX,
         max_message_alloc: usize::MAX,
         max_decompressed_size: usize::MAX,
@@ -81,49 +87,11 @@ impl DecodeLimits {
     pub fn scope<R>(&self, f: impl FnOnce() -> R) -> R {
         decode_with_limits(self, f)
     }
-
-    /// Decodes a `T` at `version` under these limits.
-    pub fn decode<T: crate::Decode>(&self, buf: &mut Bytes, version: i16) -> Result<T, DecodeError> {
-        self.scope(|| T::decode(buf, version))
-    }
-
-    /// Options for the records module carrying [`max_decompressed_size`](Self::max_decompressed_size).
-    pub fn record_options(&self) -> crate::records::DecodeOptions {
-        crate::records::DecodeOptions { max_decompressed_size: self.max_decompressed_size, verify_crc: true }
-    }
 }
 
 impl Default for DecodeLimits {
     fn default() -> Self {
         DecodeLimits::DEFAULT
-    }
-}
-
-/// Which bound of [`DecodeLimits`] was exceeded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Limit {
-    /// [`DecodeLimits::max_array_len`].
-    ArrayLen,
-    /// [`DecodeLimits::max_string_len`].
-    StringLen,
-    /// [`DecodeLimits::max_bytes_len`].
-    BytesLen,
-    /// [`DecodeLimits::max_message_alloc`].
-    MessageAlloc,
-    /// [`DecodeLimits::max_decompressed_size`].
-    DecompressedSize,
-}
-
-impl fmt::Display for Limit {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Limit::ArrayLen => "max_array_len",
-            Limit::StringLen => "max_string_len",
-            Limit::BytesLen => "max_bytes_len",
-            Limit::MessageAlloc => "max_message_alloc",
-            Limit::DecompressedSize => "max_decompressed_size",
-        })
     }
 }
 
@@ -230,7 +198,7 @@ pub fn check_string_len(n: usize, remaining: usize) -> Result<(), DecodeError> {
 
 #[cold]
 fn string_too_long(n: usize, max: usize, remaining: usize) -> DecodeError {
-    if n > crate::string::MAX_STRING_LEN {
+    if n > MAX_STRING_LEN {
         DecodeError::new(DecodeErrorKind::StringTooLong(n), remaining)
     } else {
         exceeded(Limit::StringLen, n, max, remaining)

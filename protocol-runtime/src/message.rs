@@ -3,7 +3,16 @@
 use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::error::{DecodeError, DecodeErrorKind, EncodeError, EncodeErrorKind};
+use crate::limits::DecodeLimits;
 use crate::version::VersionRange;
+
+// Here rather than in limits.rs, which must not depend on the message traits.
+impl DecodeLimits {
+    /// Decodes a `T` at `version` under these limits.
+    pub fn decode<T: Decode>(&self, buf: &mut Bytes, version: i16) -> Result<T, DecodeError> {
+        self.scope(|| T::decode(buf, version))
+    }
+}
 
 /// Writes a value at a protocol version.
 pub trait Encode {

@@ -27,7 +27,7 @@ pub trait MessageVisitor {
 #[cfg(feature = "serde")]
 pub trait JsonMessageVisitor {
     /// Called once per message type.
-    fn visit<M: Message + Sample + crate::json::JsonMessage>(&mut self);
+    fn visit<M: Message + Sample + crate::json::VersionedJson>(&mut self);
 }
 
 /// A small deterministic generator (SplitMix64), so a failing seed reproduces exactly.

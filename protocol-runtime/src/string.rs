@@ -9,8 +9,7 @@ use bytestring::ByteString;
 use crate::error::{DecodeError, DecodeErrorKind, EncodeError, EncodeErrorKind};
 use crate::length::{len16_size, len32_size, read_len16, read_len32, take, write_len16, write_len32};
 
-/// Kafka's maximum string length in bytes.
-pub const MAX_STRING_LEN: usize = 0x7fff;
+pub use crate::limits::MAX_STRING_LEN;
 
 #[cold]
 fn null_error(buf: &Bytes) -> DecodeError {

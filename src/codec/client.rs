@@ -9,16 +9,16 @@ use crate::{ApiKey, ByteString, Decode, DecodeError, DecodeErrorKind, Encode, Re
 
 /// A request to send: its header (api key, version, correlation id, client id) and body.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Request {
+pub struct OutboundRequest {
     /// The header; its api key must be the body's.
     pub header: RequestHeader,
     /// The body.
     pub body: RequestKind,
 }
 
-impl Request {
+impl OutboundRequest {
     /// A request of `api_key` at `version` with no client id.
-    pub fn new(api_key: ApiKey, version: i16, correlation_id: i32, body: RequestKind) -> Request {
+    pub fn new(api_key: ApiKey, version: i16, correlation_id: i32, body: RequestKind) -> OutboundRequest {
         let header = RequestHeader {
             request_api_key: api_key.key(),
             request_api_version: version,
@@ -26,11 +26,11 @@ impl Request {
             client_id: None,
             ..Default::default()
         };
-        Request { header, body }
+        OutboundRequest { header, body }
     }
 
     /// Sets the client id.
-    pub fn with_client_id(mut self, client_id: impl Into<ByteString>) -> Request {
+    pub fn with_client_id(mut self, client_id: impl Into<ByteString>) -> OutboundRequest {
         self.header.client_id = Some(client_id.into());
         self
     }
@@ -55,7 +55,7 @@ pub struct ResponseFrame {
     pub body: ResponseKind,
 }
 
-/// The client side of a connection: encodes [`Request`]s, decodes [`ResponseFrame`]s.
+/// The client side of a connection: encodes [`OutboundRequest`]s, decodes [`ResponseFrame`]s.
 ///
 /// Remembers the api and version of every request sent that expects a response, until the
 /// response arrives, since that is what the response's header version and body depend on.
@@ -95,7 +95,7 @@ impl ClientCodec {
     // Inline here and below: these reach every message through the dispatch enums, which are
     // compiled in the crate that calls them, not all of them in this one (unless `precompiled`).
     #[cfg_attr(not(feature = "precompiled"), inline)]
-    pub fn encode_request(&mut self, request: Request, dst: &mut BytesMut) -> Result<(), CodecError> {
+    pub fn encode_request(&mut self, request: OutboundRequest, dst: &mut BytesMut) -> Result<(), CodecError> {
         let key = request.header.request_api_key;
         let api_key = ApiKey::from_i16(key).ok_or(CodecError::UnknownApiKey(key))?;
         let body_api = request.body.api_key();
@@ -178,7 +178,7 @@ impl ClientCodec {
         let header = ResponseHeader::decode(&mut frame, crate::header::response_header_version(api_key, version))
             .map_err(CodecError::Header)?;
         let (version, body) = decode_response_body(api_key, version, &frame, |version, buf| {
-            ResponseKind::decode(api_key.key(), version, buf)
+            ResponseKind::decode(buf, api_key.key(), version)
         })
         .map_err(|(version, source)| CodecError::Body { api_key, version, source })?;
         Ok(ResponseFrame { header, api_key, version, body })
@@ -209,13 +209,14 @@ pub enum SelectedResponse {
 /// ApiVersions version asked for answers with an error at v0 (UNSUPPORTED_VERSION and its own
 /// range, KIP-511), as Kafka's clients expect: such a body that does not decode at its version
 /// is read at v0. When that fails too, the error is the one at the request's version (the
-/// fallback was a guess). An error names the version it happened at.
-pub fn decode_response_body<T>(
+/// fallback was a guess). An error names the version it happened at. `decode` may fail with
+/// any error type (the CLI's decodes to JSON).
+pub fn decode_response_body<T, E>(
     api_key: ApiKey,
     version: i16,
     body: &Bytes,
-    decode: impl Fn(i16, &mut Bytes) -> Result<T, DecodeError>,
-) -> Result<(i16, T), (i16, DecodeError)> {
+    decode: impl Fn(i16, &mut Bytes) -> Result<T, E>,
+) -> Result<(i16, T), (i16, E)> {
     match decode(version, &mut body.clone()) {
         Ok(decoded) => Ok((version, decoded)),
         Err(e) if api_key == ApiKey::ApiVersions && version != 0 => {

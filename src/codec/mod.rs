@@ -8,8 +8,8 @@
 //!
 //! - [`ServerCodec`] (broker side) reads [`RequestFrame`]s: the header, the api key and version
 //!   and the body as `Bytes`, decoded into a [`RequestKind`](crate::RequestKind) on demand; it
-//!   writes [`Response`]s with the header version their api and version call for.
-//! - [`ClientCodec`] (client side) writes [`Request`]s and remembers each correlation id's api
+//!   writes [`OutboundResponse`]s with the header version their api and version call for.
+//! - [`ClientCodec`] (client side) writes [`OutboundRequest`]s and remembers each correlation id's api
 //!   key and version, so that it can decode the matching [`ResponseFrame`].
 //!
 //! Both are sans-io: they read from and write to a `BytesMut`. They are built from the pieces
@@ -22,18 +22,18 @@
 //! buffered for it, and every failure is a [`CodecError`].
 //!
 //! ```
-//! use kafka_wire::codec::{ClientCodec, Request, ServerCodec, Response};
+//! use kafka_wire::codec::{ClientCodec, OutboundRequest, ServerCodec, OutboundResponse};
 //! use kafka_wire::messages::{ApiVersionsRequest, ApiVersionsResponse};
 //! use kafka_wire::{ApiKey, BytesMut, ResponseKind};
 //!
 //! let (mut client, mut server) = (ClientCodec::new(), ServerCodec::new());
 //! let mut wire = BytesMut::new();
-//! let request = Request::new(ApiKey::ApiVersions, 3, 1, ApiVersionsRequest::default().into());
+//! let request = OutboundRequest::new(ApiKey::ApiVersions, 3, 1, ApiVersionsRequest::default().into());
 //! client.encode_request(request, &mut wire)?;
 //!
 //! let frame = server.decode_request(&mut wire)?.expect("a whole frame");
 //! assert_eq!((frame.api_key()?, frame.version(), frame.correlation_id()), (ApiKey::ApiVersions, 3, 1));
-//! let response = Response::new(&frame, ApiVersionsResponse::default().into())?;
+//! let response = OutboundResponse::new(&frame, ApiVersionsResponse::default().into())?;
 //! server.encode_response(response, &mut wire)?;
 //!
 //! let response = client.decode_response(&mut wire)?.expect("a whole frame");
@@ -50,9 +50,9 @@ mod server;
 #[cfg(feature = "tokio")]
 mod tokio;
 
-pub use client::{decode_response_body, ClientCodec, Request, ResponseFrame, SelectedResponse};
+pub use client::{decode_response_body, ClientCodec, OutboundRequest, ResponseFrame, SelectedResponse};
 pub use error::CodecError;
 pub use frame::{FrameDecoder, DEFAULT_MAX_FRAME_SIZE};
 pub use in_flight::InFlight;
 pub use selection::Selection;
-pub use server::{RequestFrame, Response, ServerCodec};
+pub use server::{RequestFrame, OutboundResponse, ServerCodec};

@@ -65,9 +65,9 @@ impl RequestFrame {
     /// support: UNSUPPORTED_VERSION at v0 with the ApiVersions versions `supported` (what this
     /// side serves; a subset of the build's), built without decoding the body. `None` for
     /// anything else.
-    pub fn unsupported_api_versions(&self, supported: VersionRange) -> Option<Response> {
+    pub fn unsupported_api_versions(&self, supported: VersionRange) -> Option<OutboundResponse> {
         let wanted = self.header.request_api_key == ApiKey::ApiVersions.key() && !supported.contains(self.version());
-        wanted.then(|| Response {
+        wanted.then(|| OutboundResponse {
             correlation_id: self.correlation_id(),
             api_key: ApiKey::ApiVersions,
             version: 0,
@@ -86,7 +86,7 @@ impl RequestFrame {
         if !api_key.info().valid.contains(version) {
             return Err(CodecError::UnsupportedVersion { api_key, version });
         }
-        RequestKind::decode(api_key.key(), version, &mut self.body.clone())
+        RequestKind::decode(&mut self.body.clone(), api_key.key(), version)
             .map_err(|source| CodecError::Body { api_key, version, source })
     }
 }
@@ -94,7 +94,7 @@ impl RequestFrame {
 /// A response to send: the body, the api and version it is encoded at, and the correlation id
 /// of the request it answers.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Response {
+pub struct OutboundResponse {
     /// The correlation id of the request.
     pub correlation_id: i32,
     /// The api (must be the body's).
@@ -105,10 +105,10 @@ pub struct Response {
     pub body: ResponseKind,
 }
 
-impl Response {
+impl OutboundResponse {
     /// A response to `request` at the request's version.
-    pub fn new(request: &RequestFrame, body: ResponseKind) -> Result<Response, CodecError> {
-        Ok(Response { correlation_id: request.correlation_id(), api_key: request.api_key()?, version: request.version(), body })
+    pub fn new(request: &RequestFrame, body: ResponseKind) -> Result<OutboundResponse, CodecError> {
+        Ok(OutboundResponse { correlation_id: request.correlation_id(), api_key: request.api_key()?, version: request.version(), body })
     }
 
     /// Encodes the frame (size, header, body) onto `dst`; on error `dst` is left as it was.
@@ -135,7 +135,7 @@ impl Response {
     }
 }
 
-/// The broker side of a connection: decodes [`RequestFrame`]s, encodes [`Response`]s.
+/// The broker side of a connection: decodes [`RequestFrame`]s, encodes [`OutboundResponse`]s.
 #[derive(Debug, Clone, Default)]
 pub struct ServerCodec {
     frames: FrameDecoder,
@@ -164,7 +164,7 @@ impl ServerCodec {
 
     /// Encodes `response` onto `dst`.
     #[cfg_attr(not(feature = "precompiled"), inline)]
-    pub fn encode_response(&mut self, response: Response, dst: &mut BytesMut) -> Result<(), CodecError> {
+    pub fn encode_response(&mut self, response: OutboundResponse, dst: &mut BytesMut) -> Result<(), CodecError> {
         // Responses are not bounded by what we accept; the int32 prefix is the only limit.
         response.encode(dst, i32::MAX as usize)
     }

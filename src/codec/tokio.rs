@@ -3,7 +3,7 @@
 use bytes::BytesMut;
 use tokio_util::codec::{Decoder, Encoder};
 
-use super::{ClientCodec, CodecError, Request, RequestFrame, Response, ResponseFrame, ServerCodec};
+use super::{ClientCodec, CodecError, OutboundRequest, RequestFrame, OutboundResponse, ResponseFrame, ServerCodec};
 
 impl Decoder for ServerCodec {
     type Item = RequestFrame;
@@ -15,11 +15,11 @@ impl Decoder for ServerCodec {
     }
 }
 
-impl Encoder<Response> for ServerCodec {
+impl Encoder<OutboundResponse> for ServerCodec {
     type Error = CodecError;
 
     #[cfg_attr(not(feature = "precompiled"), inline)]
-    fn encode(&mut self, item: Response, dst: &mut BytesMut) -> Result<(), CodecError> {
+    fn encode(&mut self, item: OutboundResponse, dst: &mut BytesMut) -> Result<(), CodecError> {
         self.encode_response(item, dst)
     }
 }
@@ -34,11 +34,11 @@ impl Decoder for ClientCodec {
     }
 }
 
-impl Encoder<Request> for ClientCodec {
+impl Encoder<OutboundRequest> for ClientCodec {
     type Error = CodecError;
 
     #[cfg_attr(not(feature = "precompiled"), inline)]
-    fn encode(&mut self, item: Request, dst: &mut BytesMut) -> Result<(), CodecError> {
+    fn encode(&mut self, item: OutboundRequest, dst: &mut BytesMut) -> Result<(), CodecError> {
         self.encode_request(item, dst)
     }
 }

@@ -185,7 +185,7 @@ pub fn record_versions(test: &str, versions: &BTreeMap<String, BTreeSet<i16>>) {
 /// The compression codecs of the batches a plain Fetch (v11, from offset 0) returns for
 /// partition 0 of `topic`, read with kafka-wire's own codec over a blocking socket.
 pub fn stored_codecs(addr: &str, topic: &str) -> BTreeSet<String> {
-    use kafka_wire::codec::{ClientCodec, Request};
+    use kafka_wire::codec::{ClientCodec, OutboundRequest};
     use kafka_wire::messages::fetch_request::{FetchPartition, FetchTopic};
     use kafka_wire::messages::FetchRequest;
     use kafka_wire::runtime::records::Batches;
@@ -207,7 +207,7 @@ pub fn stored_codecs(addr: &str, topic: &str) -> BTreeSet<String> {
         ..Default::default()
     };
     let mut buf = BytesMut::new();
-    codec.encode_request(Request::new(ApiKey::Fetch, 11, 1, request.into()), &mut buf).expect("encode");
+    codec.encode_request(OutboundRequest::new(ApiKey::Fetch, 11, 1, request.into()), &mut buf).expect("encode");
     stream.write_all(&buf).expect("send");
     buf.clear();
     let mut chunk = vec![0u8; 64 * 1024];

@@ -707,12 +707,12 @@ fn kp_bytes(value: Result<RequestKind, ResponseKind>, version: i16) -> Result<By
 fn kw_round_trip(key: i16, request: bool, version: i16, bytes: &Bytes) -> Outcome {
     let mut input = bytes.clone();
     let again = if request {
-        kafka_wire::RequestKind::decode(key, version, &mut input).map_err(|e| e.to_string()).and_then(|m| {
+        kafka_wire::RequestKind::decode(&mut input, key, version).map_err(|e| e.to_string()).and_then(|m| {
             let mut out = BytesMut::new();
             m.encode(&mut out, version).map(|()| out.freeze()).map_err(|e| e.to_string())
         })
     } else {
-        kafka_wire::ResponseKind::decode(key, version, &mut input).map_err(|e| e.to_string()).and_then(|m| {
+        kafka_wire::ResponseKind::decode(&mut input, key, version).map_err(|e| e.to_string()).and_then(|m| {
             let mut out = BytesMut::new();
             m.encode(&mut out, version).map(|()| out.freeze()).map_err(|e| e.to_string())
         })

@@ -150,7 +150,7 @@ fn share_consume(s: &mut Sweep, group: &str, fv: i16, av: i16) -> R<(String, Str
             let first = acq[0]["firstOffset"].as_i64().unwrap_or(-1);
             let last = acq[acq.len() - 1]["lastOffset"].as_i64().unwrap_or(-1);
             let records = p["records"].as_str().unwrap_or("");
-            let bytes = kafka_wire::runtime::json::JsonMessage::from_json(&Value::String(records.into()), fv)
+            let bytes = kafka_wire::runtime::json::VersionedJson::from_json(&Value::String(records.into()), fv)
                 .unwrap_or_else(|_| Bytes::new());
             let (decoded, _) = decode_all(bytes, &DecodeOptions::default()).map_err(|e| format!("records: {e}"))?;
             break (first, last, decoded.len());

@@ -15,10 +15,10 @@ use std::net::TcpStream;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use kafka_wire::codec::{ClientCodec, Request};
+use kafka_wire::codec::{ClientCodec, OutboundRequest};
 use kafka_wire::runtime::json::serde_json;
 use kafka_wire::messages::ApiVersionsResponse;
-use kafka_wire::{ApiKey, BytesMut, Encode, JsonMessage, RequestKind, ResponseKind, VersionRange, Visit};
+use kafka_wire::{ApiKey, BytesMut, Encode, VersionedJson, RequestKind, ResponseKind, VersionRange, Visit};
 
 pub type R<T> = Result<T, String>;
 
@@ -98,7 +98,7 @@ impl Conn {
         let api = body.api_key();
         let correlation_id = self.next_correlation_id;
         self.next_correlation_id += 1;
-        let request = Request::new(api, version, correlation_id, body).with_client_id("kafka-wire-sweep");
+        let request = OutboundRequest::new(api, version, correlation_id, body).with_client_id("kafka-wire-sweep");
         let expects_response = request.expects_response();
         let mut out = BytesMut::new();
         self.codec
@@ -232,7 +232,7 @@ fn messages(r: &ResponseKind) -> String {
 /// Sets fields that exist only in some spec sets or versions: `msg` at `version` as JSON,
 /// `patch` merged in (objects by key, arrays element by element; keys the version lacks are
 /// skipped), read back. So one builder serves every version and both spec sets.
-pub fn patch<T: JsonMessage>(msg: T, version: i16, patch: serde_json::Value) -> R<T> {
+pub fn patch<T: VersionedJson>(msg: T, version: i16, patch: serde_json::Value) -> R<T> {
     fn merge(base: &mut serde_json::Value, p: &serde_json::Value) {
         use serde_json::Value::{Array, Object};
         match (base, p) {

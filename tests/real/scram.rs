@@ -4,7 +4,7 @@
 //! the FIPS and RFC 7677 test vectors below.
 
 use kafka_wire::runtime::json::serde_json::Value;
-use kafka_wire::{Bytes, JsonMessage};
+use kafka_wire::{Bytes, VersionedJson};
 
 /// The first `n` primes.
 fn primes(n: usize) -> Vec<u64> {

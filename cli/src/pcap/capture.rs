@@ -12,6 +12,8 @@ use pcap_file::pcap::PcapReader;
 use pcap_file::pcapng::{Block, PcapNgReader};
 use pcap_file::DataLink;
 
+use crate::error::CaptureError;
+
 /// A TCP segment from the capture.
 #[derive(Debug, Clone)]
 pub struct Segment {
@@ -44,28 +46,28 @@ const PCAPNG_MAGIC: [u8; 4] = [0x0a, 0x0d, 0x0d, 0x0a];
 
 impl Capture {
     /// Opens a capture, telling the format from its first bytes.
-    pub fn open(path: &Path) -> Result<Self, String> {
-        let mut file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    pub fn open(path: &Path) -> Result<Self, CaptureError> {
+        let mut file = File::open(path).map_err(CaptureError::Open)?;
         let mut magic = [0u8; 4];
-        file.read_exact(&mut magic).map_err(|_| format!("{}: not a pcap or pcapng file (too short)", path.display()))?;
-        file.rewind().map_err(|e| e.to_string())?;
+        file.read_exact(&mut magic).map_err(|_| CaptureError::TooShort)?;
+        file.rewind().map_err(CaptureError::Rewind)?;
         let reader = BufReader::new(file);
         if magic == PCAPNG_MAGIC {
-            let r = PcapNgReader::new(reader).map_err(|e| format!("{}: invalid pcapng: {e}", path.display()))?;
+            let r = PcapNgReader::new(reader).map_err(CaptureError::PcapNgHeader)?;
             Ok(Capture::PcapNg(r))
         } else {
-            let r = PcapReader::new(reader).map_err(|e| format!("{}: not a pcap or pcapng file: {e}", path.display()))?;
+            let r = PcapReader::new(reader).map_err(CaptureError::PcapHeader)?;
             let link = r.header().datalink;
             Ok(Capture::Pcap(r, link))
         }
     }
 
     /// The next packet: time, link type and bytes. `None` at the end; an error for a corrupt file.
-    pub fn next_packet(&mut self) -> Option<Result<Packet, String>> {
+    pub fn next_packet(&mut self) -> Option<Result<Packet, CaptureError>> {
         match self {
             Capture::Pcap(r, link) => {
                 let link = *link;
-                r.next_packet().map(|p| p.map(|p| (p.timestamp, link, p.data.into_owned())).map_err(|e| e.to_string()))
+                r.next_packet().map(|p| p.map(|p| (p.timestamp, link, p.data.into_owned())).map_err(CaptureError::Corrupt))
             }
             Capture::PcapNg(r) => loop {
                 // Copy the packet out first: the block borrows the reader.
@@ -73,11 +75,11 @@ impl Capture {
                     Ok(Block::EnhancedPacket(p)) => (Some(p.interface_id), p.timestamp, p.data.into_owned()),
                     Ok(Block::SimplePacket(p)) => (None, Duration::ZERO, p.data.into_owned()),
                     Ok(_) => continue,
-                    Err(e) => return Some(Err(e.to_string())),
+                    Err(e) => return Some(Err(CaptureError::Corrupt(e))),
                 };
                 let index = iface.unwrap_or(0);
                 let Some(link) = usize::try_from(index).ok().and_then(|i| r.interfaces().get(i)).map(|i| i.linktype) else {
-                    return Some(Err(format!("packet on undeclared interface {index}")));
+                    return Some(Err(CaptureError::UndeclaredInterface(index)));
                 };
                 return Some(Ok((time, link, data)));
             },

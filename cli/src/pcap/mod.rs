@@ -24,7 +24,7 @@ use kafka_wire::ApiKey;
 use self::capture::{Capture, Segment};
 use self::frames::{Framer, Item};
 use self::tcp::{Chunk, HalfStream};
-use crate::error::CliError;
+use crate::error::{CaptureError, CliError, InputError};
 use crate::message::{request_json, response_json};
 
 /// One direction of a connection.
@@ -52,7 +52,8 @@ struct Decoder<'a, W: Write> {
 /// Reads `path` and prints its Kafka messages. A corrupt capture prints what came before the
 /// damage and then fails.
 pub fn run(path: &Path, ports: &[u16], out: &mut impl Write) -> Result<(), CliError> {
-    let mut cap = Capture::open(path).map_err(CliError::Input)?;
+    let capture_error = |what| CliError::Input(InputError::Capture { path: path.to_path_buf(), what });
+    let mut cap = Capture::open(path).map_err(capture_error)?;
     let mut dec = Decoder { ports, conns: HashMap::new(), out };
     let mut last = Duration::ZERO;
     let mut failure = None;
@@ -60,11 +61,11 @@ pub fn run(path: &Path, ports: &[u16], out: &mut impl Write) -> Result<(), CliEr
         // pcap-file is a third-party parser of untrusted bytes: a panic in it is a corrupt file,
         // not a crash of the tool.
         let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cap.next_packet()))
-            .unwrap_or_else(|_| Some(Err("the capture parser failed on malformed data".into())));
+            .unwrap_or(Some(Err(CaptureError::ParserPanicked)));
         match next {
             None => break,
             Some(Err(e)) => {
-                failure = Some(format!("{}: corrupt capture: {e}", path.display()));
+                failure = Some(e);
                 break;
             }
             Some(Ok((time, link, data))) => {
@@ -77,7 +78,7 @@ pub fn run(path: &Path, ports: &[u16], out: &mut impl Write) -> Result<(), CliEr
     }
     dec.finish(last)?;
     match failure {
-        Some(f) => Err(CliError::Input(f)),
+        Some(what) => Err(capture_error(what)),
         None => Ok(()),
     }
 }
@@ -180,7 +181,7 @@ impl<W: Write> Decoder<'_, W> {
                         o.insert("body".into(), body);
                     }
                     Err(e) => {
-                        o.insert("error".into(), json!(e));
+                        o.insert("error".into(), json!(e.to_string()));
                     }
                 }
             }
@@ -199,7 +200,7 @@ impl<W: Write> Decoder<'_, W> {
                                 o.insert("body".into(), body);
                             }
                             Err(e) => {
-                                o.insert("error".into(), json!(e));
+                                o.insert("error".into(), json!(e.to_string()));
                             }
                         }
                     }

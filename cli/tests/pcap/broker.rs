@@ -50,7 +50,7 @@ fn serve(mut conn: TcpStream, port: u16, cap: Option<i16>) -> std::io::Result<()
             continue;
         };
         let corr = header.correlation_id;
-        let body = match RequestKind::decode(key, version, &mut buf) {
+        let body = match RequestKind::decode(&mut buf, key, version) {
             Ok(b) => b,
             Err(_) if api == ApiKey::ApiVersions => {
                 respond(&mut conn, corr, api, 0, api_versions(UNSUPPORTED_VERSION, cap).into())?;

@@ -207,7 +207,7 @@ where
                 let mut conn = tokio_util::codec::Framed::new(tcp, kafka_wire::codec::ServerCodec::new());
                 while let Some(Ok(frame)) = conn.next().await {
                     let Some(body) = answer(local.port(), frame.decode_body().expect("a request the double can read")) else { return };
-                    if conn.send(kafka_wire::codec::Response::new(&frame, body).expect("a response")).await.is_err() {
+                    if conn.send(kafka_wire::codec::OutboundResponse::new(&frame, body).expect("a response")).await.is_err() {
                         return;
                     }
                 }

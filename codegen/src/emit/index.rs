@@ -326,7 +326,7 @@ fn emit_dispatch(model: &Model, request: bool, options: &Options) -> TokenStream
             // Inline: compiled (with every body it reaches) in the crate that calls it, unless
             // the `precompiled` feature compiles it here once.
             #inline
-            pub fn decode(api_key: i16, version: i16, buf: &mut rt::Bytes) -> Result<Self, rt::DecodeError> {
+            pub fn decode(buf: &mut rt::Bytes, api_key: i16, version: i16) -> Result<Self, rt::DecodeError> {
                 match ApiKey::from_i16(api_key) {
                     #(#decode)*
                     #removed

@@ -1,5 +1,5 @@
 //! JSON conversion in the shape of Kafka's generated `XxxJsonConverter` classes: one
-//! `rt::json::JsonMessage` impl per struct, and JSON helpers on the dispatch enums. Everything
+//! `rt::json::VersionedJson` impl per struct, and JSON helpers on the dispatch enums. Everything
 //! emitted here is behind the generated crate's `serde` feature.
 //!
 //! Per field, as Kafka's `JsonConverterGenerator` does it: written only in the versions it
@@ -26,7 +26,7 @@ pub fn json_name(spec_name: &str) -> String {
     }
 }
 
-/// The `JsonMessage` impl of a struct. `top` is true for the message body itself.
+/// The `VersionedJson` impl of a struct. `top` is true for the message body itself.
 pub(crate) fn emit_struct_json(s: &Struct, top: bool, options: &Options) -> TokenStream {
     let Some(cfg) = Options::cfg(&[&options.json]) else { return TokenStream::new() };
     let name = struct_ident(&s.name);
@@ -44,7 +44,7 @@ pub(crate) fn emit_struct_json(s: &Struct, top: bool, options: &Options) -> Toke
     let fv = version_param(&from);
     quote! {
         #cfg
-        impl rt::json::JsonMessage for #name {
+        impl rt::json::VersionedJson for #name {
             fn to_json(&self, #tv: i16) -> Result<rt::json::Value, rt::json::JsonError> {
                 #to
             }
@@ -149,9 +149,9 @@ pub(crate) fn emit_dispatch_json(model: &Model, options: &Options) -> TokenStrea
         let enum_ident = format_ident!("{}", enum_name);
         let pairs = super::index::dispatch_pairs(model, request);
         let from = pairs.iter().map(|(v, t)| {
-            quote!(Some(ApiKey::#v) => <#t as rt::json::JsonMessage>::from_json(value, version).map(Self::#v),)
+            quote!(Some(ApiKey::#v) => <#t as rt::json::VersionedJson>::from_json(value, version).map(Self::#v),)
         });
-        let to = pairs.iter().map(|(v, _)| quote!(Self::#v(m) => rt::json::JsonMessage::to_json(m, version),));
+        let to = pairs.iter().map(|(v, _)| quote!(Self::#v(m) => rt::json::VersionedJson::to_json(m, version),));
         let removed = (pairs.len() < model.apis.len()).then(|| {
             quote!(Some(k) => Err(rt::json::unsupported_version(k.name(), version)),)
         });

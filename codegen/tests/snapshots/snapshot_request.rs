@@ -270,7 +270,7 @@ impl rt::sample::Sample for SnapshotRequest {
     }
 }
 #[cfg(feature = "serde")]
-impl rt::json::JsonMessage for SnapshotRequest {
+impl rt::json::VersionedJson for SnapshotRequest {
     fn to_json(&self, version: i16) -> Result<rt::json::Value, rt::json::JsonError> {
         rt::json::message_to_json::<
             Self,
@@ -552,7 +552,7 @@ impl rt::sample::Sample for SnapshotPartition {
     }
 }
 #[cfg(feature = "serde")]
-impl rt::json::JsonMessage for SnapshotPartition {
+impl rt::json::VersionedJson for SnapshotPartition {
     fn to_json(&self, version: i16) -> Result<rt::json::Value, rt::json::JsonError> {
         let mut obj = rt::json::Map::new();
         obj.insert(
@@ -782,7 +782,7 @@ impl rt::sample::Sample for SnapshotTopic {
     }
 }
 #[cfg(feature = "serde")]
-impl rt::json::JsonMessage for SnapshotTopic {
+impl rt::json::VersionedJson for SnapshotTopic {
     fn to_json(&self, version: i16) -> Result<rt::json::Value, rt::json::JsonError> {
         let mut obj = rt::json::Map::new();
         obj.insert("name".into(), rt::json::field_to_json(&self.name, "name", version)?);
@@ -961,7 +961,7 @@ impl rt::sample::Sample for LeaderInfo {
     }
 }
 #[cfg(feature = "serde")]
-impl rt::json::JsonMessage for LeaderInfo {
+impl rt::json::VersionedJson for LeaderInfo {
     fn to_json(&self, version: i16) -> Result<rt::json::Value, rt::json::JsonError> {
         let mut obj = rt::json::Map::new();
         obj.insert(

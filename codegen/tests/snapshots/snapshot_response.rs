@@ -132,7 +132,7 @@ impl rt::sample::Sample for SnapshotResponse {
     }
 }
 #[cfg(feature = "serde")]
-impl rt::json::JsonMessage for SnapshotResponse {
+impl rt::json::VersionedJson for SnapshotResponse {
     fn to_json(&self, version: i16) -> Result<rt::json::Value, rt::json::JsonError> {
         rt::json::message_to_json::<
             Self,

@@ -20,7 +20,7 @@
 
 use bytes::{Buf, Bytes};
 
-use crate::error::DecodeError;
+use crate::error::{DecodeError, RecordsError};
 
 use super::compression::decompress;
 use super::control::ControlRecord;
@@ -63,21 +63,18 @@ impl RecordBatch {
     pub fn decode(raw: Bytes, options: &DecodeOptions) -> Result<RecordBatch, DecodeError> {
         let total = raw.len();
         if total < BATCH_HEADER_SIZE {
-            return Err(invalid(
-                format!("record batch of {total} bytes is smaller than the {BATCH_HEADER_SIZE}-byte header"),
-                total,
-            ));
+            return Err(invalid(RecordsError::BatchTooSmall { len: total, header: BATCH_HEADER_SIZE }, total));
         }
         let mut h = raw.clone();
         let base_offset = h.get_i64();
         let length = h.get_i32();
         if length < 0 || length as usize != total.saturating_sub(super::LOG_OVERHEAD) {
-            return Err(invalid(format!("record batch length {length} does not match its {total} bytes"), total));
+            return Err(invalid(RecordsError::BatchLengthMismatch { length, len: total }, total));
         }
         let partition_leader_epoch = h.get_i32();
         let magic = h.get_i8();
         if magic != 2 {
-            return Err(invalid(format!("record batch magic {magic} is not 2"), total));
+            return Err(invalid(RecordsError::BatchMagic(magic), total));
         }
         let crc = h.get_u32();
         let attributes = h.get_i16();
@@ -92,19 +89,20 @@ impl RecordBatch {
             let computed = crc32c::crc32c(raw.get(CRC_START..).unwrap_or_default());
             if computed != crc {
                 return Err(invalid(
-                    format!(
-                        "record batch at offset {base_offset} is corrupt: stored CRC-32C {crc:#010x}, computed {computed:#010x}"
-                    ),
+                    RecordsError::BatchCrc { base_offset, stored: crc, computed },
                     total.saturating_sub(CRC_START),
                 ));
             }
         }
         let codec = (attributes & ATTR_COMPRESSION_MASK) as u8;
         let Some(compression) = Compression::from_id(codec) else {
-            return Err(invalid(format!("unknown compression codec {codec} in record batch attributes"), total.saturating_sub(CRC_START)));
+            return Err(invalid(RecordsError::UnknownCodec { codec, legacy: false }, total.saturating_sub(CRC_START)));
         };
         if record_count < 0 {
-            return Err(invalid(format!("invalid negative record count {record_count}"), total.saturating_sub(57)));
+            return Err(invalid(
+                RecordsError::NegativeCount { what: "record", count: i64::from(record_count) },
+                total.saturating_sub(57),
+            ));
         }
         Ok(RecordBatch {
             raw,
@@ -256,10 +254,7 @@ impl RecordBatch {
         };
         let count = self.record_count as usize;
         if count > data.len() / MIN_RECORD_SIZE {
-            return Err(invalid(
-                format!("record count {count} cannot fit in {} bytes of records", data.len()),
-                data.len(),
-            ));
+            return Err(invalid(RecordsError::RecordCountExceeds { count, len: data.len() }, data.len()));
         }
         let log_append_time =
             (self.timestamp_type() == TimestampType::LogAppendTime).then_some(self.max_timestamp);
@@ -278,7 +273,7 @@ impl RecordBatch {
     /// batch.
     pub fn control_records(&self) -> Result<Vec<ControlRecord>, DecodeError> {
         if !self.is_control() {
-            return Err(invalid("record batch is not a control batch".to_string(), 0));
+            return Err(invalid(RecordsError::NotControlBatch, 0));
         }
         self.records()?.map(|r| r.and_then(|r| ControlRecord::parse(&r))).collect()
     }
@@ -323,7 +318,7 @@ impl Iterator for RecordIter {
                 return None;
             }
             self.failed = true;
-            return Some(Err(invalid(format!("{extra} bytes follow the last record of the batch"), extra)));
+            return Some(Err(invalid(RecordsError::TrailingAfterRecords(extra), extra)));
         }
         self.left = self.left.saturating_sub(1);
         match decode_record(&self.data, &mut self.pos, self.base_offset, self.base_timestamp, self.log_append_time) {

@@ -2,7 +2,7 @@
 
 use bytes::{BufMut, Bytes};
 
-use crate::error::EncodeError;
+use crate::error::{EncodeError, RecordsEncodeError};
 
 use super::batch::{
     ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE, ATTR_TRANSACTIONAL, BATCH_HEADER_SIZE, CRC_START,
@@ -18,15 +18,12 @@ use super::{
 fn check_record(r: &Record, prev: Option<i64>) -> Result<(), EncodeError> {
     if let Some(prev) = prev {
         if r.offset <= prev {
-            return Err(encode_invalid(format!(
-                "record offset {} does not follow the previous offset {prev}",
-                r.offset
-            )));
+            return Err(encode_invalid(RecordsEncodeError::OffsetNotIncreasing { offset: r.offset, previous: prev }));
         }
     }
     let too_big = |n: usize| n > i32::MAX as usize;
     if r.key.as_ref().is_some_and(|k| too_big(k.len())) || r.value.as_ref().is_some_and(|v| too_big(v.len())) {
-        return Err(encode_invalid("record key or value is longer than an int32 length".to_string()));
+        return Err(encode_invalid(RecordsEncodeError::KeyOrValueTooLong));
     }
     Ok(())
 }
@@ -44,12 +41,12 @@ fn records_size(records: &[Record], base_offset: i64, base_timestamp: i64) -> Re
     for r in records {
         let body = record_body_len(r, base_offset, base_timestamp);
         if body > i32::MAX as u64 {
-            return Err(encode_invalid("record is too large".to_string()));
+            return Err(encode_invalid(RecordsEncodeError::RecordTooLarge));
         }
         // body <= i32::MAX: the cast is exact and the sum cannot overflow.
         len = len
             .checked_add(crate::varint::varint_len(body as i32) + body as usize)
-            .ok_or_else(|| encode_invalid("record batch is too large".to_string()))?;
+            .ok_or_else(|| encode_invalid(RecordsEncodeError::BatchTooLarge(None)))?;
     }
     Ok(len)
 }
@@ -175,10 +172,7 @@ impl RecordBatchBuilder {
         let base = self.base_offset.or(self.records.first().map(|r| r.offset)).unwrap_or(record.offset);
         let delta = record.offset.checked_sub(base);
         if !delta.is_some_and(|d| (0..=i64::from(i32::MAX)).contains(&d)) {
-            return Err(encode_invalid(format!(
-                "record offset {} is not within an int32 delta above the base offset {base}",
-                record.offset
-            )));
+            return Err(encode_invalid(RecordsEncodeError::OffsetDeltaOverflow { offset: record.offset, base }));
         }
         self.records.push(record);
         Ok(())
@@ -187,7 +181,7 @@ impl RecordBatchBuilder {
     /// Appends a typed control record (the batch must be a control batch).
     pub fn append_control(&mut self, offset: i64, timestamp: i64, control: &ControlRecord) -> Result<(), EncodeError> {
         if !self.control {
-            return Err(encode_invalid("control records belong in a control batch".to_string()));
+            return Err(encode_invalid(RecordsEncodeError::ControlRecordInDataBatch));
         }
         let (key, value) = control.to_key_value();
         self.append(Record::new(offset, timestamp, Some(key), value))
@@ -246,10 +240,7 @@ impl RecordBatchBuilder {
         for r in records {
             check_record(r, prev)?;
             if !r.offset.checked_sub(base).is_some_and(|d| (0..=i64::from(i32::MAX)).contains(&d)) {
-                return Err(encode_invalid(format!(
-                    "record offset {} is not within an int32 delta above the base offset {base}",
-                    r.offset
-                )));
+                return Err(encode_invalid(RecordsEncodeError::OffsetDeltaOverflow { offset: r.offset, base }));
             }
             prev = Some(r.offset);
         }
@@ -263,7 +254,7 @@ impl RecordBatchBuilder {
         let base_timestamp = self.delete_horizon.or(records.first().map(|r| r.timestamp)).unwrap_or(NO_TIMESTAMP);
         let last_offset_delta = records.last().map_or(0, |r| r.offset.wrapping_sub(base_offset) as i32);
         let count =
-            i32::try_from(records.len()).map_err(|_| encode_invalid("too many records for one batch".to_string()))?;
+            i32::try_from(records.len()).map_err(|_| encode_invalid(RecordsEncodeError::TooManyRecords))?;
 
         let compressed = self.compression != Compression::None;
         let records_len =
@@ -293,7 +284,7 @@ impl RecordBatchBuilder {
         };
         let batch_len = out.len() - start - super::LOG_OVERHEAD;
         let batch_len =
-            i32::try_from(batch_len).map_err(|_| encode_invalid(format!("record batch of {batch_len} bytes is too large")))?;
+            i32::try_from(batch_len).map_err(|_| encode_invalid(RecordsEncodeError::BatchTooLarge(Some(batch_len))))?;
         if let Some(slot) = out.get_mut(start + 8..start + 12) {
             slot.copy_from_slice(&batch_len.to_be_bytes());
         }
@@ -361,7 +352,7 @@ impl LegacyBuilder {
     /// Appends a record; offsets must increase, and headers are not allowed before magic 2.
     pub fn append(&mut self, record: Record) -> Result<(), EncodeError> {
         if !record.headers.is_empty() {
-            return Err(encode_invalid(format!("magic {} messages cannot carry headers", self.magic)));
+            return Err(encode_invalid(RecordsEncodeError::HeadersInLegacy(self.magic)));
         }
         check_record(&record, self.records.last().map(|r| r.offset))?;
         self.records.push(record);
@@ -396,10 +387,10 @@ impl LegacyBuilder {
     /// Encodes the message set, appending it to `out`.
     pub fn build_into(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
         if !(0..=1).contains(&self.magic) {
-            return Err(encode_invalid(format!("legacy magic must be 0 or 1, not {}", self.magic)));
+            return Err(encode_invalid(RecordsEncodeError::LegacyMagic(self.magic)));
         }
         if self.compression == Compression::Zstd {
-            return Err(encode_invalid("zstd needs magic 2".to_string()));
+            return Err(encode_invalid(RecordsEncodeError::ZstdNeedsMagic2));
         }
         let attrs = self.ts_attr();
         if self.compression == Compression::None {
@@ -419,7 +410,7 @@ impl LegacyBuilder {
         let mut compressed = Vec::new();
         compress(self.compression, &inner, &mut compressed, self.magic)?;
         if compressed.len() > i32::MAX as usize - 64 {
-            return Err(encode_invalid("compressed message set is too large".to_string()));
+            return Err(encode_invalid(RecordsEncodeError::CompressedSetTooLarge));
         }
         let max_ts = self.records.iter().map(|r| r.timestamp).max().unwrap_or(NO_TIMESTAMP);
         let wrapper_attrs = attrs | self.compression.id() as i8;

@@ -14,7 +14,7 @@
 
 use bytes::Bytes;
 
-use crate::error::{DecodeError, EncodeError};
+use crate::error::{DecodeError, EncodeError, RecordsEncodeError, RecordsError};
 
 use super::{encode_invalid, invalid, Compression};
 
@@ -32,7 +32,7 @@ const XERIAL_BLOCK: usize = 32 * 1024;
 
 #[cold]
 fn disabled(c: Compression, remaining: usize) -> DecodeError {
-    invalid(format!("compression codec {c} is not enabled in this build (cargo feature \"{c}\")"), remaining)
+    invalid(RecordsError::CodecDisabled(c.name()), remaining)
 }
 
 #[cold]
@@ -45,7 +45,7 @@ fn too_big(value: usize, limit: usize, remaining: usize) -> DecodeError {
 #[cold]
 #[allow(dead_code)]
 fn corrupt(c: Compression, e: impl std::fmt::Display, remaining: usize) -> DecodeError {
-    invalid(format!("invalid {c} data: {e}"), remaining)
+    invalid(RecordsError::Decompress { codec: c.name(), reason: e.to_string() }, remaining)
 }
 
 /// Reads `reader` to the end into a buffer, failing once it passes `limit` bytes.
@@ -113,7 +113,7 @@ pub fn compress(codec: Compression, data: &[u8], out: &mut Vec<u8>, magic: i8) -
         Compression::Gzip => {
             use std::io::Write;
             let mut enc = flate2::write::GzEncoder::new(out, flate2::Compression::default());
-            enc.write_all(data).and_then(|_| enc.try_finish()).map_err(|e| encode_invalid(format!("gzip: {e}")))
+            enc.write_all(data).and_then(|_| enc.try_finish()).map_err(|e| compress_failed(Compression::Gzip, e))
         }
         #[cfg(feature = "snappy")]
         Compression::Snappy => {
@@ -124,7 +124,7 @@ pub fn compress(codec: Compression, data: &[u8], out: &mut Vec<u8>, magic: i8) -
                 out.extend_from_slice(&[0; 4]);
                 out.resize(at + 4 + snap::raw::max_compress_len(chunk.len()), 0);
                 let dst = out.get_mut(at + 4..).unwrap_or_default();
-                let n = enc.compress(chunk, dst).map_err(|e| encode_invalid(format!("snappy: {e}")))?;
+                let n = enc.compress(chunk, dst).map_err(|e| compress_failed(Compression::Snappy, e))?;
                 out.truncate(at + 4 + n);
                 if let Some(len) = out.get_mut(at..at + 4) {
                     len.copy_from_slice(&(n as u32).to_be_bytes());
@@ -139,8 +139,8 @@ pub fn compress(codec: Compression, data: &[u8], out: &mut Vec<u8>, magic: i8) -
             let start = out.len();
             let info = FrameInfo::new().block_size(BlockSize::Max64KB).block_mode(BlockMode::Independent);
             let mut enc = FrameEncoder::with_frame_info(info, &mut *out);
-            enc.write_all(data).map_err(|e| encode_invalid(format!("lz4: {e}")))?;
-            enc.finish().map_err(|e| encode_invalid(format!("lz4: {e}")))?;
+            enc.write_all(data).map_err(|e| compress_failed(Compression::Lz4, e))?;
+            enc.finish().map_err(|e| compress_failed(Compression::Lz4, e))?;
             if magic == 0 {
                 lz4_write_legacy_checksum(out.get_mut(start..).unwrap_or_default());
             }
@@ -148,12 +148,12 @@ pub fn compress(codec: Compression, data: &[u8], out: &mut Vec<u8>, magic: i8) -
         }
         #[cfg(feature = "zstd")]
         Compression::Zstd => {
-            let compressed = zstd::bulk::compress(data, 3).map_err(|e| encode_invalid(format!("zstd: {e}")))?;
+            let compressed = zstd::bulk::compress(data, 3).map_err(|e| compress_failed(Compression::Zstd, e))?;
             out.extend_from_slice(&compressed);
             Ok(())
         }
         #[allow(unreachable_patterns)]
-        c => Err(encode_invalid(format!("compression codec {c} is not enabled in this build (cargo feature \"{c}\")"))),
+        c => Err(encode_invalid(RecordsEncodeError::CodecDisabled(c.name()))),
     }
 }
 
@@ -276,4 +276,10 @@ mod tests {
         assert!(decompress(Compression::Lz4, &out, 100, 1).is_err());
         assert_eq!(&decompress(Compression::Lz4, &out, 100, 0).unwrap()[..], b"abcabcabc");
     }
+}
+
+#[cold]
+#[allow(dead_code)] // unused when every codec feature is off
+fn compress_failed(c: Compression, e: impl std::fmt::Display) -> EncodeError {
+    encode_invalid(RecordsEncodeError::CompressFailed { codec: c.name(), reason: e.to_string() })
 }

@@ -8,7 +8,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::error::DecodeError;
+use crate::error::{DecodeError, RecordsError};
 use crate::primitive::{read_i16, read_i32};
 
 use super::invalid;
@@ -81,7 +81,7 @@ impl ControlRecordKey {
         let mut b = key.clone();
         let version = read_i16(&mut b)?;
         if version < 0 {
-            return Err(invalid(format!("invalid control record key version {version}"), b.len()));
+            return Err(invalid(RecordsError::ControlKeyVersion(version), b.len()));
         }
         let kind = ControlRecordType::from_id(read_i16(&mut b)?);
         Ok(ControlRecordKey { version, kind })
@@ -111,7 +111,7 @@ impl EndTxnMarker {
         let mut b = value.clone();
         let version = read_i16(&mut b)?;
         if version < 0 {
-            return Err(invalid(format!("invalid end transaction marker version {version}"), b.len()));
+            return Err(invalid(RecordsError::EndTxnMarkerVersion(version), b.len()));
         }
         let coordinator_epoch = read_i32(&mut b)?;
         Ok(EndTxnMarker { version, coordinator_epoch })
@@ -146,13 +146,13 @@ impl ControlRecord {
     /// Types a record of a control batch.
     pub fn parse(record: &Record) -> Result<Self, DecodeError> {
         let Some(key) = &record.key else {
-            return Err(invalid("control record has a null key".to_string(), 0));
+            return Err(invalid(RecordsError::ControlNullKey, 0));
         };
         let key = ControlRecordKey::decode(key)?;
         match key.kind {
             ControlRecordType::Commit | ControlRecordType::Abort => {
                 let Some(value) = &record.value else {
-                    return Err(invalid("end transaction marker has a null value".to_string(), 0));
+                    return Err(invalid(RecordsError::EndTxnMarkerNullValue, 0));
                 };
                 let marker = EndTxnMarker::decode(value)?;
                 Ok(if key.kind == ControlRecordType::Commit {

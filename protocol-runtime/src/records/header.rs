@@ -6,7 +6,7 @@ use std::fmt;
 use bytes::{BufMut, Bytes};
 use bytestring::ByteString;
 
-use crate::error::DecodeError;
+use crate::error::{DecodeError, RecordsError};
 use crate::length::take;
 use crate::varint::{read_varint, varint_len, write_varint};
 
@@ -167,22 +167,22 @@ impl Headers {
 pub(crate) fn validate_headers(b: &[u8], pos: &mut usize, count: i32) -> Result<usize, DecodeError> {
     let remaining = b.len().saturating_sub(*pos);
     if count < 0 {
-        return Err(invalid(format!("invalid negative header count {count}"), remaining));
+        return Err(invalid(RecordsError::NegativeCount { what: "header", count: i64::from(count) }, remaining));
     }
     let count = count as usize;
     // Each header takes at least two bytes (two varint lengths).
     if count > remaining / 2 {
-        return Err(invalid(format!("header count {count} exceeds the {remaining} bytes remaining"), remaining));
+        return Err(invalid(RecordsError::HeaderCountExceeds { count, remaining }, remaining));
     }
     for _ in 0..count {
         let k = varint_at(b, pos)?;
         if k < 0 {
-            return Err(invalid(format!("invalid negative header key length {k}"), b.len().saturating_sub(*pos)));
+            return Err(invalid(RecordsError::NegativeHeaderKeyLength(k), b.len().saturating_sub(*pos)));
         }
         let at = b.len().saturating_sub(*pos);
         let key = range_at(b, pos, k as usize)?;
         if b.get(key).map(std::str::from_utf8).and_then(Result::ok).is_none() {
-            return Err(invalid("header key is not valid UTF-8".to_string(), at));
+            return Err(invalid(RecordsError::HeaderKeyUtf8, at));
         }
         let v = varint_at(b, pos)?;
         if v >= 0 {

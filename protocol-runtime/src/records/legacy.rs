@@ -20,7 +20,7 @@
 
 use bytes::{Buf, BufMut, Bytes};
 
-use crate::error::DecodeError;
+use crate::error::{DecodeError, RecordsError};
 use crate::string::read_nullable_bytes;
 
 use super::record::Record;
@@ -53,27 +53,27 @@ impl LegacyMessage {
     pub fn decode(raw: Bytes, options: &DecodeOptions) -> Result<LegacyMessage, DecodeError> {
         let total = raw.len();
         if total < MESSAGE_OVERHEAD_V0 {
-            return Err(invalid(format!("message of {total} bytes is smaller than the smallest message"), total));
+            return Err(invalid(RecordsError::MessageTooSmall { len: total, magic: None }, total));
         }
         let mut b = raw.clone();
         let offset = b.get_i64();
         let size = b.get_i32();
         if size < 0 || size as usize != total.saturating_sub(LOG_OVERHEAD) {
-            return Err(invalid(format!("message size {size} does not match its {total} bytes"), total));
+            return Err(invalid(RecordsError::MessageSizeMismatch { size, len: total }, total));
         }
         let crc = b.get_u32();
         let magic = b.get_i8();
         if !(0..=1).contains(&magic) {
-            return Err(invalid(format!("message magic {magic} is not 0 or 1"), b.len()));
+            return Err(invalid(RecordsError::MessageMagic(magic), b.len()));
         }
         if magic == 1 && total < MESSAGE_OVERHEAD_V1 {
-            return Err(invalid(format!("magic 1 message of {total} bytes is too small"), total));
+            return Err(invalid(RecordsError::MessageTooSmall { len: total, magic: Some(1) }, total));
         }
         if options.verify_crc {
             let computed = crc32fast::hash(raw.get(16..).unwrap_or_default());
             if computed != crc {
                 return Err(invalid(
-                    format!("message at offset {offset} is corrupt: stored CRC-32 {crc:#010x}, computed {computed:#010x}"),
+                    RecordsError::MessageCrc { offset, stored: crc, computed },
                     total.saturating_sub(16),
                 ));
             }
@@ -81,16 +81,16 @@ impl LegacyMessage {
         let attributes = b.get_i8();
         let codec = (attributes & 0x07) as u8;
         let Some(compression) = Compression::from_id(codec) else {
-            return Err(invalid(format!("unknown compression codec {codec} in message attributes"), b.len()));
+            return Err(invalid(RecordsError::UnknownCodec { codec, legacy: true }, b.len()));
         };
         if compression == Compression::Zstd {
-            return Err(invalid("zstd is not allowed in magic 0 and 1 messages".to_string(), b.len()));
+            return Err(invalid(RecordsError::ZstdInLegacy, b.len()));
         }
         let timestamp = if magic == 1 { Some(b.get_i64()) } else { None };
         let key = read_nullable_bytes(&mut b, false)?;
         let value = read_nullable_bytes(&mut b, false)?;
         if !b.is_empty() {
-            return Err(invalid(format!("{} bytes follow the message's value", b.len()), b.len()));
+            return Err(invalid(RecordsError::TrailingInMessage(b.len()), b.len()));
         }
         Ok(LegacyMessage { raw, offset, crc, magic, attributes, compression, timestamp, key, value })
     }
@@ -165,7 +165,7 @@ impl LegacyMessage {
             )]);
         }
         let Some(value) = &self.value else {
-            return Err(invalid("compressed message has a null value".to_string(), 0));
+            return Err(invalid(RecordsError::CompressedNullValue, 0));
         };
         let inner = decompress(self.compression, value, options.max_decompressed_size, self.magic)?;
         let inner = self.inner_messages(inner, options)?;
@@ -192,14 +192,14 @@ impl LegacyMessage {
         let mut out = Vec::with_capacity((set.len() / MESSAGE_OVERHEAD_V0).min(1024));
         while !set.is_empty() {
             if set.len() < LOG_OVERHEAD {
-                return Err(invalid("truncated message inside a compressed message".to_string(), set.len()));
+                return Err(invalid(RecordsError::TruncatedInnerMessage, set.len()));
             }
             let mut head = set.clone();
             head.advance(8);
             let size = head.get_i32();
             if size < 0 || size as usize > set.len().saturating_sub(LOG_OVERHEAD) {
                 return Err(invalid(
-                    format!("inner message size {size} exceeds the {} bytes remaining", set.len().saturating_sub(LOG_OVERHEAD)),
+                    RecordsError::InnerMessageSizeExceeds { size, remaining: set.len().saturating_sub(LOG_OVERHEAD) },
                     set.len(),
                 ));
             }
@@ -208,7 +208,7 @@ impl LegacyMessage {
             let raw = set.split_to(LOG_OVERHEAD.saturating_add(size as usize));
             let m = LegacyMessage::decode(raw, options).map_err(|e| e.shift(trailing))?;
             if m.compression != Compression::None {
-                return Err(invalid("nested compressed messages are not allowed".to_string(), set.len()));
+                return Err(invalid(RecordsError::NestedCompression, set.len()));
             }
             out.push(m);
         }

@@ -47,7 +47,7 @@ use std::fmt;
 
 use bytes::{Buf, Bytes};
 
-use crate::error::{DecodeError, DecodeErrorKind, EncodeError, EncodeErrorKind};
+use crate::error::{DecodeError, DecodeErrorKind, EncodeError, EncodeErrorKind, RecordsEncodeError, RecordsError};
 
 pub use batch::{RecordBatch, RecordIter};
 pub use builder::{LegacyBuilder, RecordBatchBuilder};
@@ -63,8 +63,7 @@ pub const LOG_OVERHEAD: usize = 12;
 /// Offset of the magic byte from the start of any entry.
 pub const MAGIC_OFFSET: usize = 16;
 
-/// Default bound on the decompressed size of one batch: 64 MiB.
-pub const DEFAULT_MAX_DECOMPRESSED_SIZE: usize = 64 << 20;
+pub use crate::limits::DEFAULT_MAX_DECOMPRESSED_SIZE;
 
 /// Value of producer id, epoch and sequence fields when the producer is not idempotent.
 pub const NO_PRODUCER_ID: i64 = -1;
@@ -177,7 +176,15 @@ impl Default for DecodeOptions {
     /// [`decode_with_limits`](crate::limits::decode_with_limits) scope), so records decoded
     /// inside a scope obey the same limits as the message that carried them.
     fn default() -> Self {
-        DecodeOptions { max_decompressed_size: crate::limits::current().max_decompressed_size, verify_crc: true }
+        crate::limits::current().record_options()
+    }
+}
+
+// Here rather than in limits.rs, which must not depend on the records module.
+impl crate::limits::DecodeLimits {
+    /// Options for the records module carrying [`max_decompressed_size`](Self::max_decompressed_size).
+    pub fn record_options(&self) -> DecodeOptions {
+        DecodeOptions { max_decompressed_size: self.max_decompressed_size, verify_crc: true }
     }
 }
 
@@ -288,10 +295,7 @@ impl Batches {
         let base_offset = head.get_i64();
         let size = head.get_i32();
         if size < 0 {
-            return Err(DecodeError::new(
-                DecodeErrorKind::Invalid(format!("record batch at offset {base_offset} has negative size {size}")),
-                available,
-            ));
+            return Err(invalid(RecordsError::NegativeEntrySize { base_offset, size }, available));
         }
         let size = size as usize;
         if size > head.remaining() {
@@ -303,19 +307,13 @@ impl Batches {
             })));
         }
         let Some(&magic) = head.chunk().get(MAGIC_OFFSET - LOG_OVERHEAD) else {
-            return Err(DecodeError::new(
-                DecodeErrorKind::Invalid(format!("record batch size {size} is too small to hold a magic byte")),
-                available,
-            ));
+            return Err(invalid(RecordsError::EntryTooSmallForMagic(size), available));
         };
         let entry = self.buf.split_to(LOG_OVERHEAD.saturating_add(size));
         match magic {
             2 => RecordBatch::decode(entry, &self.options).map(|b| Some(Batch::V2(b))),
             0 | 1 => LegacyMessage::decode(entry, &self.options).map(|m| Some(Batch::Legacy(m))),
-            m => Err(DecodeError::new(
-                DecodeErrorKind::Invalid(format!("unknown record batch magic {m}")),
-                available,
-            )),
+            m => Err(invalid(RecordsError::UnknownMagic(m as i8), available)),
         }
         .map_err(|e| e.shift(self.buf.remaining()))
     }
@@ -371,11 +369,11 @@ impl Batches {
 }
 
 #[cold]
-pub(crate) fn invalid(msg: String, remaining: usize) -> DecodeError {
-    DecodeError::new(DecodeErrorKind::Invalid(msg), remaining)
+pub(crate) fn invalid(e: RecordsError, remaining: usize) -> DecodeError {
+    DecodeError::new(DecodeErrorKind::Records(e), remaining)
 }
 
 #[cold]
-pub(crate) fn encode_invalid(msg: String) -> EncodeError {
-    EncodeError::new(EncodeErrorKind::Invalid(msg))
+pub(crate) fn encode_invalid(e: RecordsEncodeError) -> EncodeError {
+    EncodeError::new(EncodeErrorKind::Records(e))
 }

@@ -15,7 +15,7 @@ use bytestring::ByteString;
 
 use std::ops::Range;
 
-use crate::error::{DecodeError, DecodeErrorKind, EncodeError};
+use crate::error::{DecodeError, DecodeErrorKind, EncodeError, RecordsEncodeError, RecordsError};
 use crate::varint::{unsigned_varlong_len, varint_len, varlong_len, write_varint, write_varlong};
 
 use super::header::{validate_headers, Header, Headers};
@@ -143,7 +143,7 @@ pub(crate) fn decode_record(
     let all: &[u8] = data;
     let len = varint_at(all, pos)?;
     if len < 0 {
-        return Err(invalid(format!("invalid negative record length {len}"), all.len().saturating_sub(*pos)));
+        return Err(invalid(RecordsError::NegativeRecordLength(len), all.len().saturating_sub(*pos)));
     }
     let body = range_at(all, pos, len as usize)?;
     let trailing = all.len().saturating_sub(body.end);
@@ -161,7 +161,7 @@ pub(crate) fn decode_record(
         let headers_start = p;
         let count = validate_headers(b, &mut p, count)?;
         if p != b.len() {
-            return Err(invalid(format!("record has {} bytes beyond its headers", b.len().saturating_sub(p)), b.len().saturating_sub(p)));
+            return Err(invalid(RecordsError::TrailingInRecord(b.len().saturating_sub(p)), b.len().saturating_sub(p)));
         }
         Ok((ts_delta, offset_delta, key, value, count, headers_start..p))
     })();
@@ -340,7 +340,7 @@ pub(crate) fn write_record(
 #[cold]
 fn write_large(out: &mut Vec<u8>, r: &Record, offset_delta: i32, ts_delta: i64) -> Result<(), EncodeError> {
     let body = body_len(r, offset_delta, ts_delta);
-    let body = i32::try_from(body).map_err(|_| encode_invalid("record is too large".to_string()))?;
+    let body = i32::try_from(body).map_err(|_| encode_invalid(RecordsEncodeError::RecordTooLarge))?;
     write_varint(out, body);
     out.put_i8(0);
     write_varlong(out, ts_delta);
