@@ -19,8 +19,6 @@ if [ "${1-}" = --no-cluster ]; then cluster=0; shift; fi
 [ $# -gt 0 ] || set -- 4.4.0
 start=$SECONDS
 mkdir -p target/client-tests
-running=""
-trap '[ -n "$running" ] && scripts/kafka.sh stop $running >/dev/null 2>&1' EXIT
 
 echo "client-tests: building" >&2
 nice -n 10 cargo test -p kafka-wire-client --no-run >target/client-tests/build.log 2>&1 || {
@@ -29,35 +27,17 @@ nice -n 10 cargo test -p kafka-wire-client --no-run >target/client-tests/build.l
   exit 1
 }
 
-passed=0 failed=0 status=0
-# run NAME LOG ENV... -- CARGO_ARGS...: one cargo test run, its counts added to the totals.
+prefix=client-tests limit=900 logs=target/client-tests
+. scripts/lib/counted.sh
+# run NAME LOG ENV... -- [CARGO_ARGS...]: the client crate's tests, `harness` passed to the harness.
 run() {
-  local name=$1 log=$2 rc p f
+  local name=$1 log=$2
   shift 2
   local envs=()
   while [ "$1" != -- ]; do envs+=("$1"); shift; done
   shift
-  set +e
-  env "${envs[@]}" timeout 900 nice -n 10 cargo test -p kafka-wire-client --no-fail-fast "$@" -- --nocapture ${harness-} >"$log" 2>&1
-  rc=$?
-  set -e
-  read -r p f < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } } END { print p + 0, f + 0 }' "$log")
-  if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi # a build or harness failure
-  [ "$rc" = 0 ] || { status=1; grep -E -A15 '^failures:|panicked' "$log" | head -60 >&2; }
-  echo "client-tests: $name: $p passed, $f failed (log $log)" >&2
-  passed=$((passed + p)) failed=$((failed + f))
-}
-
-# broker VERSION [--nodes 3]: starts it (the env file path on stdout) or counts a failure.
-broker() {
-  running="$*"
-  local log="target/client-tests/$1${2:+-cluster}-broker.log"
-  if ! scripts/kafka.sh start "$@" >"$log" 2>&1; then
-    tail -20 "$log" >&2
-    echo "client-tests: Kafka $* did not start" >&2
-    failed=$((failed + 1)) status=1
-    return 1
-  fi
+  # shellcheck disable=SC2086
+  counted "$name" "$log" "${envs[@]}" -- -p kafka-wire-client --no-fail-fast "$@" -- --nocapture ${harness-}
 }
 
 for version in "$@"; do

@@ -20,8 +20,6 @@ if [ "${1-}" = --no-cluster ]; then cluster=0; shift; fi
 version=${1:-4.4.0}
 start=$SECONDS
 mkdir -p target/proxy-tests
-running=""
-trap '[ -n "$running" ] && scripts/kafka.sh stop $running >/dev/null 2>&1' EXIT
 
 echo "proxy-tests: building" >&2
 if ! { nice -n 10 cargo build -p kafka-wire --example proxy --features tokio &&
@@ -35,38 +33,13 @@ fi
 export KAFKA_WIRE_PROXY_BIN=$PWD/target/debug/examples/proxy
 export KAFKA_WIRE_PROXY_LOAD_REQUESTS=${KAFKA_WIRE_PROXY_LOAD_REQUESTS:-500000}
 
-passed=0 failed=0 status=0
-# run NAME LOG ENV... -- CARGO_ARGS...: one cargo test run, its counts added to the totals.
+prefix=proxy-tests limit=600 logs=target/proxy-tests
+. scripts/lib/counted.sh
+# run NAME LOG ENV... -- CARGO_ARGS...: `counted`, then the figures the tests print (latency,
+# memory, frames checked), without the test names.
 run() {
-  local name=$1 log=$2 rc p f
-  shift 2
-  local envs=()
-  while [ "$1" != -- ]; do envs+=("$1"); shift; done
-  shift
-  set +e
-  env "${envs[@]}" timeout 600 nice -n 10 cargo test "$@" >"$log" 2>&1
-  rc=$?
-  set -e
-  read -r p f < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } } END { print p + 0, f + 0 }' "$log")
-  if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi # a build or harness failure
-  [ "$rc" = 0 ] || { status=1; grep -E -A15 '^failures:|panicked' "$log" | head -60 >&2; }
-  # The figures the tests print (latency, memory, frames checked), without the test names.
-  grep -E '(load|hostile|tenant|through the proxy)[^:]*: ' "$log" | sed -E 's/^test [a-z_]+ \.\.\. //' >&2 || true
-  echo "proxy-tests: $name: $p passed, $f failed (log $log)" >&2
-  passed=$((passed + p)) failed=$((failed + f))
-}
-
-# broker [--nodes 3]: starts it or counts a failure.
-broker() {
-  running="$version $*"
-  local log="target/proxy-tests/$version${1:+-cluster}-broker.log"
-  # shellcheck disable=SC2086
-  if ! scripts/kafka.sh start $running >"$log" 2>&1; then
-    tail -20 "$log" >&2
-    echo "proxy-tests: Kafka $version $* did not start" >&2
-    failed=$((failed + 1)) status=1
-    return 1
-  fi
+  counted "$@"
+  grep -E '(load|hostile|tenant|through the proxy)[^:]*: ' "$2" | sed -E 's/^test [a-z_]+ \.\.\. //' >&2 || true
 }
 
 run "walkers and codec" target/proxy-tests/offline.log -- \
@@ -75,7 +48,7 @@ run "walkers over every spec set" target/proxy-tests/codegen.log -- -p kafka-wir
 run "the proxy's unit tests" target/proxy-tests/unit.log -- -p kafka-wire --features tokio --example proxy
 
 t0=$SECONDS
-if broker; then
+if broker "$version"; then
   run "Kafka $version" target/proxy-tests/$version.log \
     KAFKA_WIRE_PROXY_BROKER="$PWD/target/kafka/$version/env" KAFKA_WIRE_REQUIRE_PROXY=1 -- \
     -p kafka-wire --test proxy_real -- --nocapture --test-threads 1 --skip three_brokers
@@ -85,7 +58,7 @@ running=""
 echo "proxy-tests: Kafka $version took $((SECONDS - t0))s" >&2
 if [ "$cluster" = 1 ]; then
   t0=$SECONDS
-  if broker --nodes 3; then
+  if broker "$version" --nodes 3; then
     run "Kafka $version, 3 nodes" target/proxy-tests/$version-cluster.log \
       KAFKA_WIRE_PROXY_CLUSTER="$PWD/target/kafka/$version-cluster/env" KAFKA_WIRE_REQUIRE_PROXY=1 -- \
       -p kafka-wire --test proxy_real -- --nocapture three_brokers
