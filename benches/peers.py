@@ -4,7 +4,8 @@
 Per workload and operation: kafka-wire's median, and each peer's time divided by kafka-wire's
 (above 1: kafka-wire is faster), then allocations per operation where they are known.
 
-  criterion   target/criterion/**/new/{benchmark,estimates}.json   median (kafka-wire, kafka-protocol, krabka-protocol)
+  criterion   target/criterion/**/new/{benchmark,estimates}.json   median (kafka-wire, kafka-protocol: benches/codec.rs;
+              krabka-protocol: benches/krabka, same group names)
   JMH         target/peers/jmh.json                                median of the measurement iterations; gc.alloc.rate.norm
   go test     target/peers/go.txt (-benchmem -count N)              median of the N runs; allocs/op
   allocations target/peers/counts.txt (bench_counts)                kafka-wire's and kafka-protocol's allocs/op
@@ -71,8 +72,8 @@ if counts.exists():
             put(allocs, workload, op, who if who != "-" else "kafka-wire", f"{int(parts[1]):,}")
 
 # Peer operations kafka-wire has no exact twin of, compared with the nearest one.
-NEAREST = {"decode_unsafe": "decode"}
-ORDER = ["encode", "encode_size", "encode_sized", "encode_vectored", "memcpy", "decode", "decode_unsafe", "decode_vec"]
+NEAREST = {"decode_unsafe": "decode", "decode_borrow": "decode"}
+ORDER = ["encode", "encode_size", "encode_sized", "encode_vectored", "memcpy", "decode", "decode_borrow", "decode_unsafe", "decode_vec"]
 WORKLOADS = ["W1", "W2", "W3", "W4a", "W4b", "W5"]
 
 

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Every peer on the same frames, in one session, and one table (BENCHMARKS.md, "Every peer, one run"):
-#   criterion  kafka-wire, kafka-protocol 0.18 (and krabka-protocol if the bench has it), benches/codec.rs
+#   criterion  kafka-wire and kafka-protocol 0.18 (benches/codec.rs); krabka-protocol 0.8.0 (benches/krabka,
+#              its own crate: its manifest asks for rustc 1.98.1, it builds with --ignore-rust-version)
 #   JMH        Apache Kafka's generated classes from kafka-clients, benches/java
 #   go test    franz-go's kmsg, benches/go
 # The frames come from `bench_counts dump`; the Java and Go sides check length, digest and that
 # their own re-encode equals each frame before timing. Builds run under nice; the timed runs do not.
 #
 #   benches/peers.sh                 # everything, about 15 minutes after the builds
-#   SKIP=criterion benches/peers.sh  # reuse target/criterion from an earlier run (also: java, go)
+#   SKIP=criterion benches/peers.sh  # reuse target/criterion from an earlier run (also: krabka, java, go)
 # Needs cargo, Java 17+ with Maven, Go 1.22+, and their registries for the first build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +22,8 @@ uptime >"$out/uptime-before.txt"
 stamp "builds"
 nice -n 10 cargo build --release --example bench_counts --quiet
 [[ $skip == *" criterion "* ]] || nice -n 10 cargo bench --bench codec --no-run --quiet
+krabka=(cargo bench --ignore-rust-version --manifest-path benches/krabka/Cargo.toml --bench krabka)
+[[ $skip == *" krabka "* ]] || CARGO_TARGET_DIR=target/krabka nice -n 10 "${krabka[@]}" --no-run --quiet
 [[ $skip == *" java "* ]] || nice -n 10 mvn -q -B -f benches/java/pom.xml package 2>&1 | sed 's/\x1b\[[0-9;]*m//g'
 [[ $skip == *" go "* ]] || (cd benches/go && nice -n 10 go test -c -o ../../$out/peers-go.test . )
 
@@ -29,8 +32,14 @@ target/release/examples/bench_counts dump "$out/frames"
 target/release/examples/bench_counts >"$out/counts.txt"
 
 if [[ $skip != *" criterion "* ]]; then
-  stamp "criterion (kafka-wire, kafka-protocol, krabka-protocol where present)"
+  stamp "criterion (kafka-wire, kafka-protocol)"
   cargo bench --bench codec -- --warm-up-time 1 --measurement-time 3 >"$out/criterion.txt" 2>&1
+fi
+
+if [[ $skip != *" krabka "* ]]; then
+  stamp "criterion (krabka-protocol), into the same target/criterion"
+  KAFKA_WIRE_FRAMES=$PWD/$out/frames CRITERION_HOME=$PWD/target/criterion CARGO_TARGET_DIR=target/krabka \
+    "${krabka[@]}" >"$out/krabka.txt" 2>&1
 fi
 
 if [[ $skip != *" java "* ]]; then
