@@ -7,9 +7,9 @@
 # The frames come from `bench_counts dump`; the Java and Go sides check length, digest and that
 # their own re-encode equals each frame before timing. Builds run under nice; the timed runs do not.
 #
-#   benches/peers.sh                 # everything, about 15 minutes after the builds
+#   benches/peers.sh                 # everything: about 10 minutes after the builds (a first build: +15)
 #   SKIP=criterion benches/peers.sh  # reuse target/criterion from an earlier run (also: krabka, java, go)
-# Needs cargo, Java 17+ with Maven, Go 1.22+, and their registries for the first build.
+# Needs cargo, Java 17+ with Maven, Go 1.26+ (kmsg v1.15 asks for it), and their registries for the first build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=target/peers
