@@ -10,17 +10,20 @@ import json
 import pathlib
 import sys
 
-root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "target/criterion")
-medians = {}  # (group, op) -> {crate: ns}
-for bench in root.glob("*/*/new/benchmark.json"):
-    meta = json.loads(bench.read_text())
-    group, function = meta["group_id"], meta["function_id"]
-    if not group.startswith("W") or function is None:
-        continue
-    ns = json.loads((bench.parent / "estimates.json").read_text())["median"]["point_estimate"]
-    op, _, crate = function.partition("/")
-    medians.setdefault((group, op), {})[crate or "-"] = ns
 
+
+def criterion_medians(root):
+    """{(group, op): {crate: median ns}} from criterion's files under root ("-" for crate-less ids)."""
+    medians = {}
+    for bench in pathlib.Path(root).glob("*/*/new/benchmark.json"):
+        meta = json.loads(bench.read_text())
+        group, function = meta["group_id"], meta["function_id"]
+        if not group.startswith("W") or function is None:
+            continue
+        ns = json.loads((bench.parent / "estimates.json").read_text())["median"]["point_estimate"]
+        op, _, crate = function.partition("/")
+        medians.setdefault((group, op), {})[crate or "-"] = ns
+    return medians
 
 def fmt(ns):
     if ns is None:
@@ -37,12 +40,14 @@ def order(key):
     return (group.split()[0].lower(), ops.index(op) if op in ops else 99)
 
 
-print("| workload | operation | kafka-wire | kafka-protocol | kafka-protocol / kafka-wire |")
-print("|---|---|---:|---:|---:|")
-for group, op in sorted(medians, key=order):
-    m = medians[(group, op)]
-    ours, theirs = m.get("kafka-wire"), m.get("kafka-protocol")
-    ratio = f"**{theirs / ours:.2f}x**" if ours and theirs else "–"
-    if op == "memcpy":
-        ours = m.get("-")
-    print(f"| {group} | {op} | {fmt(ours)} | {fmt(theirs)} | {ratio} |")
+if __name__ == "__main__":
+    medians = criterion_medians(sys.argv[1] if len(sys.argv) > 1 else "target/criterion")
+    print("| workload | operation | kafka-wire | kafka-protocol | kafka-protocol / kafka-wire |")
+    print("|---|---|---:|---:|---:|")
+    for group, op in sorted(medians, key=order):
+        m = medians[(group, op)]
+        ours, theirs = m.get("kafka-wire"), m.get("kafka-protocol")
+        ratio = f"**{theirs / ours:.2f}x**" if ours and theirs else "–"
+        if op == "memcpy":
+            ours = m.get("-")
+        print(f"| {group} | {op} | {fmt(ours)} | {fmt(theirs)} | {ratio} |")

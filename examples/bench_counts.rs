@@ -5,6 +5,7 @@
 //! cargo run --release --example bench_counts               # the allocation table
 //! cargo run --release --example bench_counts -- list       # every operation id
 //! cargo run --release --example bench_counts -- run W1/decode/kafka-wire 10   # 10 times
+//! cargo run --release --example bench_counts -- dump DIR   # W1.bin..W5.bin for the other peers
 //! ```
 
 #[path = "../benches/workloads/mod.rs"]
@@ -212,6 +213,26 @@ fn ops(d: &Data, only: Option<&str>) -> Vec<Op> {
     ops
 }
 
+/// Writes the frames as `<id>.bin` (W1.bin, W4a.bin, ...), each checked first, for the peers in
+/// other languages (benches/java, benches/go), which check length and digest again themselves.
+fn dump(d: &Data, dir: &std::path::Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let frames = [
+        (&workloads::W1, kw::w1(d).to_bytes(workloads::W1.version).unwrap()),
+        (&workloads::W2, kw::w2(d).to_bytes(workloads::W2.version).unwrap()),
+        (&workloads::W3, kw::w3(d).to_bytes(workloads::W3.version).unwrap()),
+        (&workloads::W4A, kw::w4a().to_bytes(workloads::W4A.version).unwrap()),
+        (&workloads::W4B, kw::w4b().to_bytes(workloads::W4B.version).unwrap()),
+        (&workloads::W5, kw::w5(d).build().unwrap()),
+    ];
+    for (spec, frame) in frames {
+        workloads::check(spec, "kafka-wire", &frame).unwrap();
+        let path = dir.join(format!("{}.bin", spec.id));
+        std::fs::write(&path, &frame).unwrap();
+        println!("{} {} bytes fnv1a64 {:016x}", path.display(), frame.len(), spec.fnv1a64);
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let d = Data::new();
@@ -240,8 +261,9 @@ fn main() {
                 println!("{:<34} {a:>10} {r:>9} {b:>12}", op.id);
             }
         }
+        ["dump", dir] => dump(&d, std::path::Path::new(dir)),
         _ => {
-            eprintln!("usage: bench_counts [list | run <workload>/<op>/<crate> <iterations>]");
+            eprintln!("usage: bench_counts [list | run <workload>/<op>/<crate> <iterations> | dump <dir>]");
             std::process::exit(2);
         }
     }
