@@ -7,7 +7,9 @@
 #     the client crate against them (scripts/client-tests.sh), and the proxy example between
 #     real clients and them (scripts/proxy-tests.sh);
 #  4. every Kafka release's specs from 2.4.0 on (scripts/releases.sh);
-#  5. the packaged crate built downstream, offline (scripts/package.sh).
+#  5. the packaged crate built downstream, offline (scripts/package.sh);
+#  6. the benchmark peers (Kafka's Java classes, franz-go's kmsg) agreeing with kafka-wire's
+#     benchmark frames byte for byte (benches/peers-check.sh; needs Go too).
 # Steps 2-5 need Java 17+, Maven and Maven Central (and root with tcpdump for the broker sweep's
 # capture check); without them they are skipped with a line saying what is missing, unless
 # KAFKA_WIRE_REQUIRE_CLIENTS is set (CI sets it), which makes that a failure.
@@ -69,4 +71,13 @@ t=$SECONDS
 step "the packaged crate, built downstream offline"
 scripts/package.sh
 echo "== package: $((SECONDS - t)) s"
+
+if command -v go >/dev/null && command -v java >/dev/null && command -v mvn >/dev/null; then
+  t=$SECONDS
+  step "the benchmark peers on kafka-wire's benchmark frames"
+  benches/peers-check.sh
+  echo "== peers: $((SECONDS - t)) s"
+else
+  missing "Go, Java 17+ and Maven (the benchmark peers' frame checks)"
+fi
 echo "== all tests: $((SECONDS - start)) s"
