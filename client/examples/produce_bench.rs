@@ -1,0 +1,108 @@
+//! The producer benchmark of BENCHMARKS.md (issue 14): writes COUNT records of 100 bytes with
+//! acks=all (idempotent), linger 5 ms, 64 KiB batches and lz4, and prints records/s and MB/s
+//! from the first `send` to the end of `close` (every record acknowledged). Unkeyed records go
+//! through the default (sticky) partitioner, as Kafka's ProducerPerformance and librdkafka's
+//! do; `--round-robin` names the partitions instead (record i to partition i mod N). Creates
+//! the topic (6 partitions) if it does not exist. The values are 100 random letters, digits,
+//! `-` and `_` from a fixed-seed xorshift (random as ProducerPerformance's, so lz4 saves
+//! little); `payloads FILE COUNT` writes the same values one a line, for `kcat -P -l FILE` and
+//! ProducerPerformance's `--payload-file`.
+//!
+//!   cargo build --release -p kafka-wire-client --example produce_bench
+//!   target/release/examples/produce_bench BOOTSTRAP TOPIC COUNT [--round-robin]
+//!   target/release/examples/produce_bench payloads FILE COUNT
+//!
+//! It also writes the data set of the consumer benchmark (`consume_bench`).
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use kafka_wire::runtime::records::Compression;
+use kafka_wire_client::{Admin, Client, ClientConfig, NewTopic, Producer, ProducerConfig, ProducerRecord};
+
+const VALUE_LEN: usize = 100;
+
+/// The benchmark's values: a fixed-seed xorshift over 64 symbols, so every run (and every
+/// client, through the payload file) sends the same bytes.
+struct Values(u64);
+
+impl Values {
+    fn new() -> Values {
+        Values(0x9E37_79B9_7F4A_7C15)
+    }
+
+    fn next(&mut self) -> Vec<u8> {
+        const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        (0..VALUE_LEN)
+            .map(|_| {
+                self.0 ^= self.0 << 13;
+                self.0 ^= self.0 >> 7;
+                self.0 ^= self.0 << 17;
+                ALPHABET[(self.0 >> 58) as usize]
+            })
+            .collect()
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let usage = "usage: produce_bench BOOTSTRAP TOPIC COUNT [--round-robin] | produce_bench payloads FILE COUNT";
+    let (Some(first), Some(second), Some(count)) = (args.get(1), args.get(2), args.get(3)) else {
+        return Err(usage.into());
+    };
+    let count: usize = count.parse()?;
+    let mut values = Values::new();
+    if first == "payloads" {
+        let mut out = std::io::BufWriter::new(std::fs::File::create(second)?);
+        for _ in 0..count {
+            out.write_all(&values.next())?;
+            out.write_all(b"\n")?;
+        }
+        out.flush()?;
+        return Ok(());
+    }
+    let (bootstrap, topic) = (first, second);
+    let round_robin = match args.get(4).map(String::as_str) {
+        None => false,
+        Some("--round-robin") => true,
+        Some(_) => return Err(usage.into()),
+    };
+    let client = Client::connect(ClientConfig::new(bootstrap)).await?;
+    if client.topic(topic).await.is_err() {
+        Admin::new(client.clone()).create_topic(NewTopic::new(topic.as_str(), 6)).await?;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let partitions = client.topic(topic).await?.partitions.len();
+    // Java's names: acks=all and enable.idempotence=true are the defaults.
+    let config = ProducerConfig { compression: Compression::Lz4, batch_size: 64 << 10, linger: Duration::from_millis(5), ..Default::default() };
+    let producer = Producer::new(client, config)?;
+    let start = Instant::now();
+    // A window of outstanding deliveries, so the benchmark does not hold a million of them;
+    // buffer_memory (32 MiB) bounds the records queued in the producer itself.
+    let mut deliveries = std::collections::VecDeque::new();
+    for i in 0..count {
+        let mut record = ProducerRecord::new(topic.as_str(), values.next());
+        if round_robin {
+            record = record.partition((i % partitions) as i32);
+        }
+        deliveries.push_back(producer.send(record).await?);
+        if deliveries.len() > 100_000 {
+            if let Some(d) = deliveries.pop_front() {
+                d.await?;
+            }
+        }
+    }
+    for d in deliveries {
+        d.await?;
+    }
+    producer.close().await?;
+    let secs = start.elapsed().as_secs_f64();
+    let mb = (count * VALUE_LEN) as f64 / 1e6;
+    println!(
+        "kafka-wire-client: {count} records, {mb:.1} MB of values in {secs:.2} s: {:.0} records/s, {:.1} MB/s",
+        count as f64 / secs,
+        mb / secs
+    );
+    Ok(())
+}
