@@ -52,11 +52,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err(usage.into());
     };
     let count: usize = count.parse()?;
-    let mut values = Values::new();
+    let mut generator = Values::new();
     if first == "payloads" {
         let mut out = std::io::BufWriter::new(std::fs::File::create(second)?);
         for _ in 0..count {
-            out.write_all(&values.next())?;
+            out.write_all(&generator.next())?;
             out.write_all(b"\n")?;
         }
         out.flush()?;
@@ -77,12 +77,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Java's names: acks=all and enable.idempotence=true are the defaults.
     let config = ProducerConfig { compression: Compression::Lz4, batch_size: 64 << 10, linger: Duration::from_millis(5), ..Default::default() };
     let producer = Producer::new(client, config)?;
-    let start = Instant::now();
+    // The values are made before the clock starts, as the other clients read theirs from a
+    // file first, so the time is the producer's.
+    let values: Vec<Vec<u8>> = (0..count).map(|_| generator.next()).collect();
+    let (start, cpu_start) = (Instant::now(), cpu_seconds());
     // A window of outstanding deliveries, so the benchmark does not hold a million of them;
     // buffer_memory (32 MiB) bounds the records queued in the producer itself.
     let mut deliveries = std::collections::VecDeque::new();
-    for i in 0..count {
-        let mut record = ProducerRecord::new(topic.as_str(), values.next());
+    for (i, value) in values.into_iter().enumerate() {
+        let mut record = ProducerRecord::new(topic.as_str(), value);
         if round_robin {
             record = record.partition((i % partitions) as i32);
         }
@@ -98,11 +101,27 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     producer.close().await?;
     let secs = start.elapsed().as_secs_f64();
+    let cpu = match (cpu_start, cpu_seconds()) {
+        (Some(a), Some(b)) => format!("{:.2} s", b - a),
+        _ => "unknown".into(),
+    };
     let mb = (count * VALUE_LEN) as f64 / 1e6;
     println!(
-        "kafka-wire-client: {count} records, {mb:.1} MB of values in {secs:.2} s: {:.0} records/s, {:.1} MB/s",
+        "kafka-wire-client: {count} records, {mb:.1} MB of values in {secs:.2} s: {:.0} records/s, {:.1} MB/s, CPU (user + sys) {cpu}",
         count as f64 / secs,
         mb / secs
     );
     Ok(())
+}
+
+/// This process's user + system CPU time from /proc/self/stat (fields 14 and 15, in clock
+/// ticks of 1/100 s, the Linux value of USER_HZ), or `None` off Linux.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) may hold spaces; the fields after it start past its `)`.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
 }
