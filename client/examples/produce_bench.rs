@@ -80,7 +80,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The values are made before the clock starts, as the other clients read theirs from a
     // file first, so the time is the producer's.
     let values: Vec<Vec<u8>> = (0..count).map(|_| generator.next()).collect();
-    let (start, cpu_start) = (Instant::now(), cpu_seconds());
+    let (start, cpu_start, wait_start) = (Instant::now(), cpu_seconds(), run_queue_wait());
     // A window of outstanding deliveries, so the benchmark does not hold a million of them;
     // buffer_memory (32 MiB) bounds the records queued in the producer itself.
     let mut deliveries = std::collections::VecDeque::new();
@@ -105,9 +105,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         (Some(a), Some(b)) => format!("{:.2} s", b - a),
         _ => "unknown".into(),
     };
+    let waited = match (wait_start, run_queue_wait()) {
+        (Some(a), Some(b)) => format!("{:.2} s", b - a),
+        _ => "unknown".into(),
+    };
     let mb = (count * VALUE_LEN) as f64 / 1e6;
     println!(
-        "kafka-wire-client: {count} records, {mb:.1} MB of values in {secs:.2} s: {:.0} records/s, {:.1} MB/s, CPU (user + sys) {cpu}",
+        "kafka-wire-client: {count} records, {mb:.1} MB of values in {secs:.2} s: {:.0} records/s, {:.1} MB/s, CPU (user + sys) {cpu}, waiting for a CPU {waited}",
         count as f64 / secs,
         mb / secs
     );
@@ -124,4 +128,13 @@ fn cpu_seconds() -> Option<f64> {
     let utime: f64 = fields.get(11)?.parse().ok()?;
     let stime: f64 = fields.get(12)?.parse().ok()?;
     Some((utime + stime) / 100.0)
+}
+
+/// How long this thread (the runtime's only one) has waited runnable for a CPU, from
+/// /proc/thread-self/schedstat (its second field, in ns): on a loaded machine, the part of the
+/// wall time that is neither work nor waiting for the broker.
+fn run_queue_wait() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: f64 = stat.split(' ').nth(1)?.parse().ok()?;
+    Some(ns / 1e9)
 }

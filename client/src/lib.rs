@@ -34,7 +34,7 @@ pub use consumer::{
 };
 pub use group::Assignor;
 pub use error::{Error, Result};
-pub use producer::{Acks, Delivery, Producer, ProducerConfig, ProducerRecord, RecordMetadata};
+pub use producer::{Acks, Delivery, Producer, ProducerConfig, ProducerRecord, ProducerStats, RecordMetadata};
 pub use sasl::{Sasl, ScramMechanism};
 pub use tls::TlsConfig;
 

@@ -3,9 +3,13 @@
 //! retriable errors with backoff inside a delivery timeout, bounded buffer memory, `flush` and
 //! `close`.
 //!
-//! One batch per partition is in flight at a time, so records of a partition are written in
-//! the order they were sent, retries included; partitions and brokers proceed in parallel
-//! (Produce requests to one broker are pipelined on its connection).
+//! With idempotence up to `max_in_flight` (5) batches of a partition are in flight at once,
+//! as Java allows: the broker writes a partition's batches only in sequence order, so one
+//! refused behind an earlier failure (OUT_OF_ORDER_SEQUENCE_NUMBER) is resent after it, in
+//! order, and a resent one already written is a duplicate, not a second copy. Without
+//! idempotence one batch per partition is in flight, so retries cannot reorder. Partitions
+//! and brokers proceed in parallel (Produce requests to one broker are pipelined on its
+//! connection).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::future::Future;
@@ -77,6 +81,10 @@ pub struct ProducerConfig {
     pub max_request_size: usize,
     /// The broker's `timeout_ms` for acks (30 s).
     pub ack_timeout: Duration,
+    /// `max.in.flight.requests.per.connection` (5, at most 5 as the broker keeps the last 5
+    /// batches' sequences): batches of one partition in flight at once, with idempotence;
+    /// without it always 1.
+    pub max_in_flight: usize,
 }
 
 impl Default for ProducerConfig {
@@ -95,6 +103,7 @@ impl Default for ProducerConfig {
             max_block: Duration::from_secs(60),
             max_request_size: 1 << 20,
             ack_timeout: Duration::from_secs(30),
+            max_in_flight: 5,
         }
     }
 }
@@ -190,13 +199,31 @@ struct Batch {
     sequence: Option<(i64, i16, i32)>,
     retry_at: Option<Instant>,
     last_error: Option<Error>,
+    /// Its place among its partition's batches (they are sent, and resent, in this order).
+    ordinal: u64,
+    /// Whether it was sent while an earlier batch of its partition was in flight.
+    sent_behind: bool,
 }
 
 #[derive(Default)]
 struct Queue {
     batches: VecDeque<Batch>,
-    in_flight: bool,
+    in_flight: usize,
+    /// The producer id the in-flight batches were sent with.
+    flight_pid: Option<(i64, i16)>,
+    /// The producer id under which the broker has acknowledged a batch of this partition.
+    acked_pid: Option<(i64, i16)>,
     next_sequence: i32,
+    next_ordinal: u64,
+}
+
+/// What the producer has done so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProducerStats {
+    /// Produce requests sent.
+    pub requests: u64,
+    /// The most batches of one partition in flight at once.
+    pub max_in_flight: usize,
 }
 
 #[derive(Default)]
@@ -207,6 +234,7 @@ struct State {
     flushing: usize,
     closed: bool,
     producer_id: Option<(i64, i16)>,
+    stats: ProducerStats,
 }
 
 struct Shared {
@@ -250,6 +278,9 @@ impl Producer {
         if config.batch_size == 0 || config.buffer_memory == 0 {
             return Err(Error::Config("batch_size and buffer_memory must be positive".into()));
         }
+        if !(1..=5).contains(&config.max_in_flight) {
+            return Err(Error::Config("max_in_flight must be 1 to 5".into()));
+        }
         let permits = config.buffer_memory.min(Semaphore::MAX_PERMITS);
         let shared = Arc::new(Shared {
             client,
@@ -265,6 +296,11 @@ impl Producer {
 
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, State>> {
         self.shared.state.lock().map_err(|_| Error::Producer("state poisoned".into()))
+    }
+
+    /// Counts of what the producer has done so far.
+    pub fn stats(&self) -> ProducerStats {
+        self.shared.lock().stats
     }
 
     /// Queues a record; the returned [`Delivery`] resolves to where it was written. Waits (at
@@ -333,6 +369,8 @@ impl Producer {
                 b.bytes >= cfg.batch_size
             }
             None => {
+                let ordinal = queue.next_ordinal;
+                queue.next_ordinal += 1;
                 queue.batches.push_back(Batch {
                     records: vec![pending],
                     bytes: size,
@@ -341,6 +379,8 @@ impl Producer {
                     sequence: None,
                     retry_at: None,
                     last_error: None,
+                    ordinal,
+                    sent_behind: false,
                 });
                 // A new batch: the sender may be asleep past its linger deadline, wake it to
                 // schedule one (it sleeps up to 500 ms when nothing is queued).
@@ -427,6 +467,7 @@ impl Shared {
         let mut missing_leader = false;
         let mut expired = Vec::new();
         let producer_id = state.producer_id;
+        let limit = if cfg.idempotence { cfg.max_in_flight } else { 1 };
         for ((topic, partition), queue) in state.queues.iter_mut() {
             // Batches past the delivery timeout fail, in flight or not (the in-flight one fails
             // when its response comes).
@@ -435,10 +476,19 @@ impl Shared {
                     expired.push((topic.clone(), *partition, b));
                 }
             }
-            if queue.in_flight {
+            if queue.in_flight >= limit {
                 continue;
             }
             let Some(front) = queue.batches.front() else { continue };
+            // A resent batch, or one sent under a new producer id, waits until nothing of its
+            // partition is in flight: the broker must get the partition's sequences in order.
+            // So does any batch until one is acknowledged under this producer id: a broker
+            // without state for the producer takes any first sequence (KIP-360), so a second
+            // batch overtaking the first (spawned requests may reach the connection in either
+            // order) would be written, and the first refused.
+            if queue.in_flight > 0 && (front.attempts > 0 || queue.flight_pid != producer_id || queue.acked_pid != producer_id) {
+                continue;
+            }
             let due = front.created + cfg.linger;
             let ready = urgent || queue.batches.len() > 1 || front.bytes >= cfg.batch_size || now >= due || front.attempts > 0;
             let retry_ok = front.retry_at.map_or(true, |t| now >= t);
@@ -461,7 +511,18 @@ impl Shared {
                     queue.next_sequence = queue.next_sequence.wrapping_add(batch.records.len() as i32) & i32::MAX;
                 }
             }
-            queue.in_flight = true;
+            batch.sent_behind = queue.in_flight > 0;
+            queue.in_flight += 1;
+            queue.flight_pid = producer_id;
+            state.stats.max_in_flight = state.stats.max_in_flight.max(queue.in_flight);
+            // One batch per partition per request; another ready one goes in the next request,
+            // at once.
+            let more = queue.batches.front().is_some_and(|b| {
+                b.attempts == 0 && (urgent || queue.batches.len() > 1 || b.bytes >= cfg.batch_size || now >= b.created + cfg.linger)
+            });
+            if more && queue.in_flight < limit {
+                next = Some(now);
+            }
             out.entry(leader).or_default().push((topic.clone(), *partition, batch));
         }
         let needs_pid = cfg.idempotence && producer_id.is_none() && state.queues.values().any(|q| !q.batches.is_empty());
@@ -583,13 +644,18 @@ async fn send_batches(shared: &Shared, node: i32, batches: Vec<(String, i32, Bat
         ..Default::default()
     };
     let span = tracing::debug_span!("kafka.produce", node, batches = batches.len());
-    let result = if request.topic_data.is_empty() { Ok(None) } else { shared.client.call_node(node, request).instrument(span).await };
+    let result = if request.topic_data.is_empty() {
+        Ok(None)
+    } else {
+        shared.lock().stats.requests += 1;
+        shared.client.call_node(node, request).instrument(span).await
+    };
     let mut refresh = false;
     {
         let mut state = shared.lock();
         for ((topic, partition, mut batch), built) in batches.into_iter().zip(built) {
             if let Some(q) = state.queues.get_mut(&(topic.clone(), partition)) {
-                q.in_flight = false;
+                q.in_flight = q.in_flight.saturating_sub(1);
             }
             if let Err(e) = built {
                 shared.fail(&mut state, batch, Error::Producer(format!("could not build a batch for {topic}-{partition}: {e}")));
@@ -615,6 +681,9 @@ async fn send_batches(shared: &Shared, node: i32, batches: Vec<(String, i32, Bat
             };
             match outcome {
                 Ok(offsets) => {
+                    if let (Some((pid, epoch, _)), Some(q)) = (batch.sequence, state.queues.get_mut(&(topic.clone(), partition))) {
+                        q.acked_pid = Some((pid, epoch));
+                    }
                     state.pending -= batch.records.len();
                     for (i, p) in batch.records.into_iter().enumerate() {
                         let (offset, timestamp) = match offsets {
@@ -628,11 +697,17 @@ async fn send_batches(shared: &Shared, node: i32, batches: Vec<(String, i32, Bat
                     refresh |= e.code().is_some_and(Client::needs_metadata_refresh) || matches!(e, Error::Io { .. } | Error::Disconnected(_) | Error::Timeout { .. });
                     batch.attempts += 1;
                     let expired = Instant::now() >= batch.created + cfg.delivery_timeout;
-                    if e.is_retriable() && batch.attempts <= cfg.retries && !expired {
+                    // Sent behind an earlier batch of its partition, a refusal for its sequence
+                    // means that one was not written first (it failed, or came later): resend.
+                    let behind = batch.sent_behind && e.code() == Some(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER);
+                    if (e.is_retriable() || behind) && batch.attempts <= cfg.retries && !expired {
                         debug!(topic, partition, attempts = batch.attempts, error = %e, "retrying");
                         batch.retry_at = Some(Instant::now() + backoff(cfg, batch.attempts));
                         batch.last_error = Some(e);
-                        state.queues.entry((topic, partition)).or_default().batches.push_front(batch);
+                        // Back in its place: before the partition's later batches.
+                        let q = state.queues.entry((topic, partition)).or_default();
+                        let at = q.batches.iter().position(|b| b.ordinal > batch.ordinal).unwrap_or(q.batches.len());
+                        q.batches.insert(at, batch);
                     } else {
                         warn!(topic, partition, error = %e, "batch failed");
                         if batch.sequence.is_some() {

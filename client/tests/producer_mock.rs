@@ -29,6 +29,15 @@ struct Script {
     produces: AtomicUsize,
     metadata: AtomicUsize,
     sequences: std::sync::Mutex<Vec<(i64, i32)>>,
+    /// Check sequences as a broker does: write a batch only if it starts at the next
+    /// sequence (its offset is then its sequence), refuse a later one with
+    /// OUT_OF_ORDER_SEQUENCE_NUMBER.
+    check_sequences: bool,
+    /// Hold the answer to Produce request number N (from 0) this long (the producer sends
+    /// more meanwhile), then fail it with `error`.
+    hold_and_fail: Option<(usize, Duration)>,
+    next_sequence: std::sync::Mutex<i32>,
+    out_of_order: AtomicUsize,
 }
 
 async fn broker(script: Arc<Script>) -> String {
@@ -59,20 +68,39 @@ async fn broker(script: Arc<Script>) -> String {
             RequestKind::InitProducerId(_) => InitProducerIdResponse { producer_id: 7, producer_epoch: 0, ..Default::default() }.into(),
             RequestKind::Produce(p) => {
                 let n = script.produces.fetch_add(1, Ordering::SeqCst);
+                let held = script.hold_and_fail.is_some_and(|(at, _)| at == n);
+                if let (true, Some((_, d))) = (held, script.hold_and_fail) {
+                    std::thread::sleep(d);
+                }
                 use kafka_wire::records::{Batch, RecordsField};
+                let mut batch = None;
                 for b in p.topic_data[0].partition_data[0].records.batches() {
                     if let Ok(Batch::V2(b)) = b {
                         script.sequences.lock().unwrap().push((b.producer_id(), b.base_sequence()));
+                        batch = Some((b.base_sequence(), b.last_offset_delta() + 1));
                     }
                 }
-                let error_code = if n < script.failures { script.error } else { 0 };
+                let mut error_code = if n < script.failures || held { script.error } else { 0 };
+                let mut base_offset = script.base_offset.unwrap_or(42);
+                if let (true, 0, Some((sequence, count))) = (script.check_sequences, error_code, batch) {
+                    let mut next = script.next_sequence.lock().unwrap();
+                    base_offset = i64::from(sequence);
+                    if sequence == *next {
+                        *next += count;
+                    } else if sequence < *next {
+                        error_code = 46; // DUPLICATE_SEQUENCE_NUMBER
+                    } else {
+                        script.out_of_order.fetch_add(1, Ordering::SeqCst);
+                        error_code = 45; // OUT_OF_ORDER_SEQUENCE_NUMBER
+                    }
+                }
                 ProduceResponse {
                     responses: vec![TopicProduceResponse {
                         name: "t".into(),
                         partition_responses: vec![PartitionProduceResponse {
                             index: if script.wrong_partition { 9 } else { 0 },
                             error_code,
-                            base_offset: script.base_offset.unwrap_or(42),
+                            base_offset,
                             log_append_time_ms: -1,
                             ..Default::default()
                         }],
@@ -198,4 +226,39 @@ async fn an_idle_producer_sends_after_its_linger_not_its_idle_sleep() {
         assert!(t.elapsed() < Duration::from_millis(250), "delivered {:?} after send with a 5 ms linger", t.elapsed());
     }
     producer.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_in_flight_together_are_resent_in_order_after_a_failure() {
+    // The second batch (the first goes alone, until the broker has the producer's state) fails
+    // (NOT_LEADER_OR_FOLLOWER) after the producer has sent the next ones behind it; the double
+    // refuses those for their sequences, as a broker does. All of them must be written once,
+    // in the order sent.
+    let script = Arc::new(Script { error: 6, check_sequences: true, hold_and_fail: Some((1, Duration::from_millis(300))), ..Default::default() });
+    let addr = broker(script.clone()).await;
+    let client = Client::connect(ClientConfig::new(&addr)).await.unwrap();
+    // Full batches of 3 records go at once, the last one after the linger.
+    let producer = Producer::new(client, ProducerConfig { batch_size: 150, linger: Duration::from_millis(200), ..config() }).unwrap();
+    let mut deliveries = Vec::new();
+    for i in 0..20 {
+        deliveries.push(producer.send(ProducerRecord::new("t", format!("value {i:02} of the test"))).await.unwrap());
+    }
+    let mut offsets = Vec::new();
+    for d in deliveries {
+        offsets.push(d.await.unwrap().offset);
+    }
+    assert_eq!(offsets, (0..20).collect::<Vec<i64>>(), "each record written once, in the order sent");
+    let stats = producer.stats();
+    assert!(stats.max_in_flight >= 2, "batches of the partition were in flight together: {stats:?}");
+    assert!(script.out_of_order.load(Ordering::SeqCst) >= 1, "some were refused behind the failed one: {:?} {stats:?}", script.sequences.lock().unwrap());
+    producer.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn max_in_flight_is_checked() {
+    let client = Client::connect(ClientConfig::new(&broker(Arc::new(Script::default())).await)).await.unwrap();
+    for bad in [0, 6] {
+        let err = Producer::new(client.clone(), ProducerConfig { max_in_flight: bad, ..config() }).err();
+        assert!(matches!(err, Some(Error::Config(_))), "{bad}: {err:?}");
+    }
 }
