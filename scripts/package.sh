@@ -44,7 +44,7 @@ TOML
 cat > "$scratch/downstream/src/main.rs" <<'RS'
 use kafka_wire::messages::metadata_request::MetadataRequestTopic;
 use kafka_wire::messages::{ApiKey, MetadataRequest};
-use kafka_wire::runtime::json::JsonMessage;
+use kafka_wire::runtime::json::VersionedJson;
 use kafka_wire::{Bytes, Decode, Message};
 
 fn main() {
