@@ -295,8 +295,15 @@ public class ProxyClient {
             ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
             AlterConfigOp op = new AlterConfigOp(new ConfigEntry("retention.ms", "123456789"), AlterConfigOp.OpType.SET);
             admin.incrementalAlterConfigs(Map.of(resource, List.of(op))).all().get();
-            Config config = admin.describeConfigs(List.of(resource)).all().get().get(resource);
-            System.out.println("retention.ms " + config.get("retention.ms").value());
+            // Another node of a cluster may answer before the change reaches it: read until
+            // it shows, for at most 15 s.
+            String retention = "";
+            for (long end = System.currentTimeMillis() + 15000; System.currentTimeMillis() < end; Thread.sleep(200)) {
+                Config config = admin.describeConfigs(List.of(resource)).all().get().get(resource);
+                retention = config.get("retention.ms").value();
+                if (retention.equals("123456789")) break;
+            }
+            System.out.println("retention.ms " + retention);
             Properties pp = (Properties) base.clone();
             pp.put("key.serializer", StringSerializer.class.getName());
             pp.put("value.serializer", StringSerializer.class.getName());
