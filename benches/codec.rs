@@ -80,7 +80,7 @@ where
     frame
 }
 
-/// The physical reference for W2/W3: the frame's bytes copied into a pre-faulted buffer.
+/// The physical reference for W1/W2/W3: the frame's bytes copied into a pre-faulted buffer.
 fn memcpy(g: &mut BenchmarkGroup<'_, WallTime>, frame: &Bytes) {
     let src = frame.to_vec();
     let mut dst = vec![0xa5u8; src.len()];
@@ -111,7 +111,12 @@ fn vectored<A: Message>(g: &mut BenchmarkGroup<'_, WallTime>, spec: &Spec, ours:
 
 fn messages(c: &mut Criterion, d: &Data) {
     let spec = &workloads::W1;
-    message(&mut group(c, spec), spec, &kw::w1(d), &kp::w1(d));
+    let mut g = group(c, spec);
+    let frame = message(&mut g, spec, &kw::w1(d), &kp::w1(d));
+    // The borrowed view, read in full, against the physical floor.
+    g.bench_function(format!("view/{KW}"), |b| b.iter(|| kw::w1_view_read(black_box(&frame))));
+    memcpy(&mut g, &frame);
+    drop(g);
 
     let spec = &workloads::W2;
     let mut g = group(c, spec);

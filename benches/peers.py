@@ -73,7 +73,7 @@ if counts.exists():
 
 # Peer operations kafka-wire has no exact twin of, compared with the nearest one.
 NEAREST = {"decode_unsafe": "decode", "decode_borrow": "decode"}
-ORDER = ["encode", "encode_size", "encode_sized", "encode_vectored", "memcpy", "decode", "decode_borrow", "decode_unsafe", "decode_vec"]
+ORDER = ["encode", "encode_size", "encode_sized", "encode_vectored", "memcpy", "decode", "view", "decode_borrow", "decode_unsafe", "decode_vec"]
 WORKLOADS = ["W1", "W2", "W3", "W4a", "W4b", "W5"]
 
 
@@ -99,6 +99,9 @@ for workload, op in keys:
     row = [workload, op if ours is not None or op not in NEAREST else f"{op} (vs kw {NEAREST[op]})", fmt(ours) if ours is not None else "–"]
     for p in present:
         t = m.get(p)
+        # The view is compared with each peer's fullest borrowed-or-owned decode of the frame.
+        if op == "view" and t is None:
+            t = times.get((workload, "decode_borrow"), {}).get(p) or times.get((workload, "decode"), {}).get(p)
         if t is None:
             row.append("")
         elif absolute or base is None:

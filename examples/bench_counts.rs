@@ -190,6 +190,17 @@ fn ops(d: &Data, only: Option<&str>) -> Vec<Op> {
     let mut ops = Vec::new();
     if want(&workloads::W1) {
         message_ops(&mut ops, &workloads::W1, kw::w1(d), kp::w1(d));
+        // The borrowed view read in full, and the physical floor.
+        let frame = kw::w1(d).to_bytes(workloads::W1.version).unwrap();
+        ops.push(op(&workloads::W1, "view", "kafka-wire", move || {
+            std::hint::black_box(kw::w1_view_read(std::hint::black_box(&frame)));
+        }));
+        let src = kw::w1(d).to_bytes(workloads::W1.version).unwrap().to_vec();
+        let mut dst = vec![0xa5u8; src.len()];
+        ops.push(op(&workloads::W1, "memcpy", "-", move || {
+            dst.copy_from_slice(std::hint::black_box(&src));
+            std::hint::black_box(&mut dst);
+        }));
         proxy_ops(&mut ops, &workloads::W1, kw::w1(d), kafka_wire::ApiKey::Metadata);
     }
     if want(&workloads::W2) {

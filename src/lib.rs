@@ -48,6 +48,8 @@ pub use kafka_wire_runtime::visit::{
     Endpoint, EndpointMut, EntityField, EntityMut, EntityType, EntityValue, Keyed, KeyedSlice, PortMut, Visit,
 };
 pub use kafka_wire_runtime::ErrorCode;
+/// Borrowed views (`XxxView<'a>` beside every message): read in place, without allocating.
+pub use kafka_wire_runtime::view::{ArrayView, IntoOwned, MessageView, TaggedView, View, Viewed};
 
 pub mod codec;
 

@@ -155,6 +155,33 @@ pub mod kw {
     use kafka_wire::runtime::records::{Record, RecordBatchBuilder};
     use kafka_wire::Uuid;
 
+    /// W1 read in full through its borrowed view: every field of every broker, topic and
+    /// partition, folded into a checksum so nothing is optimised away. No allocation.
+    pub fn w1_view_read(frame: &[u8]) -> u64 {
+        use kafka_wire::messages::metadata_response::MetadataResponseView;
+        let mut buf = frame;
+        let m = MetadataResponseView::decode(&mut buf, super::W1.version).expect("W1 decodes");
+        let len = |s: Option<&str>| s.map_or(0, str::len) as u64;
+        let mut sum = m.throttle_time_ms as u64 ^ m.controller_id as u64 ^ len(m.cluster_id);
+        for b in m.brokers {
+            sum = sum.wrapping_add(b.node_id as u64 + b.host.len() as u64 + b.port as u64 + len(b.rack));
+        }
+        for t in m.topics {
+            let (hi, lo) = t.topic_id.as_u64_pair();
+            sum = sum.wrapping_add(t.error_code as u64 + len(t.name) + (hi ^ lo) + t.is_internal as u64);
+            sum ^= t.topic_authorized_operations as u64;
+            for p in t.partitions {
+                sum = sum.wrapping_add(
+                    p.error_code as u64 + p.partition_index as u64 + p.leader_id as u64 + p.leader_epoch as u64,
+                );
+                for r in p.replica_nodes.iter().chain(p.isr_nodes).chain(p.offline_replicas) {
+                    sum = sum.wrapping_add(r as u64);
+                }
+            }
+        }
+        sum
+    }
+
     pub fn w1(d: &Data) -> MetadataResponse {
         MetadataResponse {
             throttle_time_ms: 0,

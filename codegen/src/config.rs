@@ -51,6 +51,7 @@ pub struct Config {
     sample: Gate,
     json: Gate,
     precompiled: Gate,
+    views: Gate,
     derives: Vec<String>,
     include: Include,
 }
@@ -63,6 +64,7 @@ impl Default for Config {
             sample: Gate::Feature("sample".into()),
             json: Gate::Feature("serde".into()),
             precompiled: Gate::Feature("precompiled".into()),
+            views: Gate::Always,
             derives: Vec::new(),
             include: Include::OutDir,
         }
@@ -111,6 +113,12 @@ impl Config {
         self
     }
 
+    /// When the borrowed views (`XxxView<'a>`, read in place without allocating) are compiled.
+    pub fn views(&mut self, gate: Gate) -> &mut Self {
+        self.views = gate;
+        self
+    }
+
     /// Adds a derive (`Eq`, `Hash`, `serde::Serialize`) to every generated struct, after
     /// `Debug, Clone, PartialEq`.
     pub fn derive(&mut self, path: &str) -> &mut Self {
@@ -150,7 +158,7 @@ impl Config {
         };
         let runtime = path("runtime crate", &self.runtime)?;
         let derives = self.derives.iter().map(|d| path("derive", d)).collect::<Result<_, _>>()?;
-        for gate in [&self.sample, &self.json, &self.precompiled] {
+        for gate in [&self.sample, &self.json, &self.precompiled, &self.views] {
             if let Gate::Feature(name) = gate {
                 if name.is_empty() || name.contains('"') {
                     return Err(Error::Config(format!("invalid feature name \"{name}\"")));
@@ -162,6 +170,7 @@ impl Config {
             sample: self.sample.clone(),
             json: self.json.clone(),
             precompiled: self.precompiled.clone(),
+            views: self.views.clone(),
             derives,
             include: self.include,
         })
@@ -176,6 +185,7 @@ pub(crate) struct Options {
     pub sample: Gate,
     pub json: Gate,
     pub precompiled: Gate,
+    pub views: Gate,
     derives: Vec<String>,
     pub include: Include,
 }

@@ -35,6 +35,7 @@ pub mod tagged;
 pub mod uuid;
 pub mod varint;
 pub mod version;
+pub mod view;
 pub mod visit;
 
 pub use api::{ApiInfo, ReleaseVersions, VersionOrigin};
@@ -53,4 +54,5 @@ pub use limits::{decode_with_limits, DecodeLimits};
 pub use tagged::{RawTaggedField, UnknownTaggedFields};
 pub use uuid::Uuid;
 pub use version::VersionRange;
+pub use view::{ArrayView, IntoOwned, MessageView, TaggedView, View, Viewed};
 pub use visit::{Endpoint, EndpointMut, EntityType, Keyed, KeyedSlice, PortMut, Visit};

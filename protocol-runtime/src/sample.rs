@@ -22,6 +22,13 @@ pub trait MessageVisitor {
     fn visit<M: Message + Sample>(&mut self);
 }
 
+/// Visits every generated message type with its borrowed view (see the generated
+/// `visit_view_messages`).
+pub trait ViewMessageVisitor {
+    /// Called once per message type.
+    fn visit<M: Message + Sample + crate::view::Viewed>(&mut self);
+}
+
 /// Visits every generated message type with its JSON form (see the generated
 /// `visit_json_messages`): for tests that need a type's JSON without naming it.
 #[cfg(feature = "serde")]

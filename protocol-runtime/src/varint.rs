@@ -10,14 +10,17 @@ use bytes::{Buf, BufMut, Bytes};
 use crate::error::{DecodeError, DecodeErrorKind};
 
 #[cold]
-fn too_long(buf: &Bytes) -> DecodeError {
-    DecodeError::new(DecodeErrorKind::VarintTooLong, buf.remaining())
+fn too_long(buf: &[u8]) -> DecodeError {
+    DecodeError::new(DecodeErrorKind::VarintTooLong, buf.len())
 }
 
 #[cold]
-fn truncated(buf: &Bytes, needed: usize) -> DecodeError {
-    let available = buf.remaining();
-    DecodeError::new(DecodeErrorKind::UnexpectedEnd { needed, available }, available)
+fn truncated(buf: &[u8], needed: usize) -> DecodeError {
+    let available = buf.len();
+    DecodeError::new(
+        DecodeErrorKind::UnexpectedEnd { needed, available },
+        available,
+    )
 }
 
 #[inline(always)]
@@ -29,25 +32,47 @@ fn read_uleb(buf: &mut Bytes, bits: u32) -> Result<u64, DecodeError> {
             return Ok(u64::from(b));
         }
     }
+    // `Bytes` is contiguous: its chunk is all that remains.
+    let mut rest = buf.chunk();
+    let before = rest.len();
+    let v = read_uleb_slow(&mut rest, bits);
+    buf.advance(before.saturating_sub(rest.len()));
+    v
+}
+
+/// Reads an unsigned varint of at most `bits` bits from the front of a slice: the one
+/// implementation, shared by the `Bytes` readers above and the borrowed views.
+#[inline(always)]
+pub(crate) fn read_uleb_slice(buf: &mut &[u8], bits: u32) -> Result<u64, DecodeError> {
+    if let Some((&b, rest)) = buf.split_first() {
+        if b & 0x80 == 0 {
+            *buf = rest;
+            return Ok(u64::from(b));
+        }
+    }
     read_uleb_slow(buf, bits)
 }
 
 /// Two or more bytes, or the end of input: kept out of line so the fast path stays small.
 #[inline(never)]
-fn read_uleb_slow(buf: &mut Bytes, bits: u32) -> Result<u64, DecodeError> {
+fn read_uleb_slow(buf: &mut &[u8], bits: u32) -> Result<u64, DecodeError> {
     let mut value = 0u64;
     let mut shift = 0u32;
     loop {
-        let Some(&b) = buf.chunk().first() else {
+        let Some((&b, rest)) = buf.split_first() else {
             return Err(truncated(buf, 1));
         };
         let payload = u64::from(b & 0x7f);
         // Bits of this byte that would land beyond the type's width make it too long.
         // shift < bits here, so bits - shift cannot wrap.
-        if shift >= bits || (shift > 0 && bits.wrapping_sub(shift) < 7 && payload >> bits.wrapping_sub(shift) != 0) {
+        if shift >= bits
+            || (shift > 0
+                && bits.wrapping_sub(shift) < 7
+                && payload >> bits.wrapping_sub(shift) != 0)
+        {
             return Err(too_long(buf));
         }
-        buf.advance(1);
+        *buf = rest;
         value |= payload << shift;
         if b & 0x80 == 0 {
             return Ok(value);

@@ -1,30 +1,50 @@
 //! The body of a struct's `decode_fields`: each field read where its plan says it is regular,
-//! then the tagged section, whose arms read the known tags.
+//! then the tagged section, whose arms read the known tags. The same body, reading through
+//! `rt::view` instead, decodes the struct's borrowed view ([`Target::View`]).
 
 use proc_macro2::{Literal, TokenStream};
 use quote::quote;
 
 use super::body::{flexible_decl, if_flexible, local_ident, paren, split, Form};
 use super::cond::{compact, cond, Cond};
-use super::types::{default_expr, field_ident, struct_ident};
+use super::types::{default_expr, field_ident, struct_ident, view_default_expr};
 use crate::model::{Field, FieldType, Struct};
 use crate::plan::{Compact, Tagged, Value};
 
-/// The statements of `decode_fields`, ending in `Ok(Self { .. })`.
-pub fn body(s: &Struct) -> TokenStream {
+/// What a decode body builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// The owned struct, from `buf: &mut rt::Bytes`.
+    Owned,
+    /// Its borrowed view, from `buf: &mut &'a [u8]`.
+    View,
+}
+
+impl Target {
+    fn default(self, f: &Field) -> TokenStream {
+        match self {
+            Target::Owned => default_expr(f),
+            Target::View => view_default_expr(f),
+        }
+    }
+}
+
+/// The statements of `decode_fields` (or of a view's `decode_view_fields`), ending in
+/// `Ok(Self { .. })`.
+pub fn body(s: &Struct, target: Target) -> TokenStream {
     let mut lets = Vec::new();
     for f in &s.fields {
         let id = local_ident(f);
         let name = &f.name;
-        let default = default_expr(f);
+        let default = target.default(f);
         let regular = match cond(f.plan.regular) {
             Cond::Always => {
-                let read = paren(read_field(f, f.plan.regular_value));
+                let read = paren(read_field(f, f.plan.regular_value, target));
                 quote!(#read.field(#name)?)
             }
             Cond::Never => default.clone(),
             Cond::Expr(c) => {
-                let read = paren(read_field(f, f.plan.regular_value));
+                let read = paren(read_field(f, f.plan.regular_value, target));
                 quote!(if #c { #read.field(#name)? } else { #default })
             }
         };
@@ -47,8 +67,24 @@ pub fn body(s: &Struct) -> TokenStream {
         })
         .collect();
     // Arms in field order, as the fields are declared.
-    let arms: Vec<_> = s.fields.iter().filter_map(|f| f.plan.tagged.map(|t| tagged_arm(f, t))).collect();
-    let tagged = if s.has_tagged_section() {
+    let arms: Vec<_> = s.fields.iter().filter_map(|f| f.plan.tagged.map(|t| tagged_arm(f, t, target))).collect();
+    let tagged = if s.has_tagged_section() && target == Target::View {
+        let read = if arms.is_empty() {
+            quote!(rt::view::read_tagged(buf, |_, _| Ok(false))?)
+        } else {
+            quote! {
+                rt::view::read_tagged(buf, |tag, buf| match tag {
+                    #(#arms)*
+                    _ => Ok(false),
+                })?
+            }
+        };
+        match cond(s.plan.flexible) {
+            Cond::Always => quote!(let tagged_fields = #read;),
+            Cond::Expr(c) => quote!(let tagged_fields = if #c { #read } else { rt::view::TaggedView::default() };),
+            Cond::Never => quote!(let tagged_fields = rt::view::TaggedView::default();),
+        }
+    } else if s.has_tagged_section() {
         let read = if arms.is_empty() {
             quote!(rt::tagged::read_tagged_fields(buf, &mut unknown_tagged_fields, |_, _| Ok(false))?;)
         } else {
@@ -67,7 +103,10 @@ pub fn body(s: &Struct) -> TokenStream {
     } else {
         TokenStream::new()
     };
-    let unknown = s.has_tagged_section().then(|| quote!(unknown_tagged_fields,));
+    let unknown = s.has_tagged_section().then(|| match target {
+        Target::Owned => quote!(unknown_tagged_fields,),
+        Target::View => quote!(tagged_fields,),
+    });
     let body = quote!(#(#lets)* #tagged);
     let flex = flexible_decl(s, &body);
     quote! {
@@ -77,31 +116,38 @@ pub fn body(s: &Struct) -> TokenStream {
     }
 }
 
-fn tagged_arm(f: &Field, t: Tagged) -> TokenStream {
+fn tagged_arm(f: &Field, t: Tagged, target: Target) -> TokenStream {
     let id = local_ident(f);
     let name = &f.name;
     let tag_lit = Literal::u32_unsuffixed(t.tag);
+    let module = match target {
+        Target::Owned => quote!(rt::tagged),
+        Target::View => quote!(rt::view),
+    };
     let check = match cond(t.check) {
         Cond::Always => TokenStream::new(),
-        Cond::Never => quote!(return Err(rt::tagged::tag_not_valid(#tag_lit, version, buf));),
+        Cond::Never => quote!(return Err(#module::tag_not_valid(#tag_lit, version, buf));),
         Cond::Expr(c) => quote! {
             if !(#c) {
-                return Err(rt::tagged::tag_not_valid(#tag_lit, version, buf));
+                return Err(#module::tag_not_valid(#tag_lit, version, buf));
             }
         },
     };
-    let read = read_field(f, t.value);
+    let read = read_field(f, t.value, target);
     quote! {
         #tag_lit => {
             #check
-            #id = rt::tagged::read_known(#tag_lit, buf, |buf| #read).field(#name)?;
+            #id = #module::read_known(#tag_lit, buf, |buf| #read).field(#name)?;
             Ok(true)
         }
     }
 }
 
 /// An expression of type `Result<FieldType, DecodeError>` reading `f` as planned.
-fn read_field(f: &Field, value: Value) -> TokenStream {
+fn read_field(f: &Field, value: Value, target: Target) -> TokenStream {
+    if target == Target::View {
+        return split(value, |form, c| view_read(f, form, c));
+    }
     split(value, |form, c| match form {
         Form::Plain => read_value(f, &f.ty, c),
         Form::Nullable => read_nullable(f, c),
@@ -110,6 +156,26 @@ fn read_field(f: &Field, value: Value) -> TokenStream {
             quote!(#r.map(Some))
         }
     })
+}
+
+/// A view's read: [`rt::view::View`] for every plain value, whose type the struct's field
+/// decides, and the nullable readers by their prefix.
+fn view_read(f: &Field, form: Form, c: Compact) -> TokenStream {
+    // Fixed-width values have no length prefix.
+    let ct = if matches!(f.ty, FieldType::Fixed(_)) { quote!(false) } else { compact(c) };
+    let plain = quote!(rt::view::View::decode_view(buf, version, #ct));
+    match form {
+        Form::Plain => plain,
+        Form::NotNull => quote!(#plain.map(Some)),
+        Form::Nullable => match &f.ty {
+            FieldType::String => quote!(rt::view::nullable_str(buf, #ct)),
+            FieldType::Bytes | FieldType::Records => quote!(rt::view::nullable_bytes(buf, #ct)),
+            FieldType::Array(_) => quote!(rt::view::nullable_array(buf, version, #ct)),
+            FieldType::Struct(_) => quote!(rt::view::nullable_struct(buf, version)),
+            // Lowering only allows the types above to be nullable.
+            FieldType::Fixed(_) => plain,
+        },
+    }
 }
 
 fn read_nullable(f: &Field, c: Compact) -> TokenStream {

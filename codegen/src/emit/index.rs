@@ -58,10 +58,21 @@ pub(crate) fn emit_index(model: &Model, options: &Options) -> TokenStream {
             }
         }
     });
+    let visit_views = Options::cfg(&[&options.sample, &options.views]).map(|cfg| {
+        quote! {
+            /// Like `visit_messages`, with each type's borrowed view too (feature `sample`).
+            #cfg
+            pub fn visit_view_messages<V: rt::sample::ViewMessageVisitor>(visitor: &mut V) {
+                #(visitor.visit::<#all>();)*
+            }
+        }
+    });
     quote! {
         #(#modules)*
 
         #visit
+
+        #visit_views
 
         #visit_json
 

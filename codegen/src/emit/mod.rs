@@ -11,6 +11,7 @@ mod sample;
 mod size;
 mod structs;
 mod types;
+mod view;
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -83,6 +84,9 @@ fn message_file(model: &Model, msg: &Message, options: &Options) -> Result<Gener
     }];
     for (i, s) in msg.structs.iter().enumerate() {
         items.push(structs::emit_struct(msg, s, i == 0, options));
+    }
+    if let Some(cfg) = Options::cfg(&[&options.views]) {
+        items.push(view::emit_views(msg, &cfg));
     }
     // The response, by the api's index (lowering checked that the names agree).
     let response = match msg.kind {

@@ -41,7 +41,7 @@ pub(crate) fn emit_struct(msg: &Message, s: &Struct, top: bool, options: &Option
     });
     let unknown_default = s.has_tagged_section().then(|| quote!(unknown_tagged_fields: rt::UnknownTaggedFields::default(),));
 
-    let decode = super::decode::body(s);
+    let decode = super::decode::body(s, super::decode::Target::Owned);
     let encode = super::encode::body(s);
     let len = super::size::body(s);
     let (dv, ev, lv) = (version_param(&decode), version_param(&encode), version_param(&len));
@@ -215,7 +215,7 @@ fn struct_doc(msg: &Message, s: &Struct, top: bool) -> String {
     doc
 }
 
-fn field_doc(f: &Field) -> String {
+pub(super) fn field_doc(f: &Field) -> String {
     let mut doc = if f.about.is_empty() { f.name.clone() } else { f.about.clone() };
     let mut facts = vec![format!("versions {}", f.versions)];
     if !f.nullable.is_empty() {

@@ -126,3 +126,32 @@ pub fn differs_from_default(f: &Field, value: &TokenStream) -> TokenStream {
         | (DefaultValue::Bool(_) | DefaultValue::Int(_) | DefaultValue::Float(_) | DefaultValue::Str(_), _) => compare(),
     }
 }
+
+/// The field's default value as an expression of its view type (see [`super::view`]).
+pub fn view_default_expr(f: &Field) -> TokenStream {
+    let value = match &f.default {
+        DefaultValue::Null => return quote!(None),
+        DefaultValue::Natural => match &f.ty {
+            FieldType::Fixed(t) => t.natural(),
+            FieldType::String => quote!(""),
+            FieldType::Bytes | FieldType::Records => quote!(&[]),
+            FieldType::Struct(n) => {
+                let n = super::view::view_ident(n);
+                quote!(#n::default())
+            }
+            FieldType::Array(_) => quote!(rt::view::ArrayView::default()),
+        },
+        DefaultValue::Bool(b) => quote!(#b),
+        DefaultValue::Int(v) => int_literal(*v),
+        DefaultValue::Float(v) => {
+            let l = Literal::f64_unsuffixed(*v);
+            quote!(#l)
+        }
+        DefaultValue::Str(s) => quote!(#s),
+    };
+    if f.is_option() {
+        quote!(Some(#value))
+    } else {
+        value
+    }
+}
