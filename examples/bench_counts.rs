@@ -195,6 +195,12 @@ fn ops(d: &Data, only: Option<&str>) -> Vec<Op> {
         ops.push(op(&workloads::W1, "view", "kafka-wire", move || {
             std::hint::black_box(kw::w1_view_read(std::hint::black_box(&frame)));
         }));
+        let frame = kw::w1(d).to_bytes(workloads::W1.version).unwrap();
+        ops.push(op(&workloads::W1, "view_decode", "kafka-wire", move || {
+            let mut buf: &[u8] = std::hint::black_box(&frame);
+            let view = kafka_wire::messages::metadata_response::MetadataResponseView::decode(&mut buf, 12);
+            std::hint::black_box(view.unwrap().cluster_id);
+        }));
         let src = kw::w1(d).to_bytes(workloads::W1.version).unwrap().to_vec();
         let mut dst = vec![0xa5u8; src.len()];
         ops.push(op(&workloads::W1, "memcpy", "-", move || {
