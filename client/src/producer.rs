@@ -305,7 +305,7 @@ struct Batch {
     records: Vec<Record>,
     bytes: usize,
     /// The buffer memory of all its records (one permit, merged as records join).
-    _memory: OwnedSemaphorePermit,
+    memory: OwnedSemaphorePermit,
     done: Completer,
     created: Instant,
     attempts: u32,
@@ -587,21 +587,22 @@ impl Producer {
                 r.offset = index as i64;
                 b.records.push(r);
                 b.bytes += size;
-                b._memory.merge(memory);
+                b.memory.merge(memory);
                 (b.done.0.clone(), index, b.bytes >= cfg.batch_size)
             }
             None => {
                 let ordinal = queue.next_ordinal;
                 queue.next_ordinal += 1;
-                // Room for as many records of this size as the batch takes (bounded: a small
-                // first record must not reserve a huge vector).
-                let mut records = Vec::with_capacity((cfg.batch_size / size.max(1)).clamp(1, 1024));
+                // Room for a few records of this size, growing by doubling: a handful of
+                // allocations per full batch, and little memory for partitions (many, keyed)
+                // whose batches stay small; buffer_memory does not count this.
+                let mut records = Vec::with_capacity((cfg.batch_size / size.max(1)).clamp(1, 64));
                 records.push(r);
                 let done = Arc::new(Completion { topic: name.clone(), partition, state: Mutex::new(CompletionState::default()) });
                 queue.batches.push_back(Batch {
                     records,
                     bytes: size,
-                    _memory: memory,
+                    memory,
                     done: Completer(done.clone()),
                     created: Instant::now(),
                     attempts: 0,
