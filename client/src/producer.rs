@@ -147,7 +147,7 @@ impl IntoTopic for &String {
 }
 
 /// A record to send.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ProducerRecord {
     /// The topic.
     pub topic: Arc<str>,
@@ -166,7 +166,7 @@ pub struct ProducerRecord {
 impl ProducerRecord {
     /// A record with a value.
     pub fn new(topic: impl IntoTopic, value: impl Into<Bytes>) -> ProducerRecord {
-        ProducerRecord { topic: topic.into_topic(), partition: None, key: None, value: Some(value.into()), headers: Vec::new(), timestamp: None }
+        ProducerRecord { topic: topic.into_topic(), value: Some(value.into()), ..Default::default() }
     }
 
     /// Sets the key.
