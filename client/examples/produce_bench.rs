@@ -14,13 +14,42 @@
 //!
 //! It also writes the data set of the consumer benchmark (`consume_bench`).
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use kafka_wire::runtime::records::Compression;
 use kafka_wire_client::{Admin, Client, ClientConfig, NewTopic, Producer, ProducerConfig, ProducerRecord};
 
 const VALUE_LEN: usize = 100;
+
+/// The system allocator, counting allocations (`alloc` and `realloc` calls): the report
+/// gives allocations per record over the send phase, the producer's and this loop's.
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        System.alloc(layout)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout)
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        System.alloc_zeroed(layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        System.realloc(ptr, layout, new_size)
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
 
 /// The benchmark's values: a fixed-seed xorshift over 64 symbols, so every run (and every
 /// client, through the payload file) sends the same bytes.
@@ -81,11 +110,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // file first, so the time is the producer's.
     let values: Vec<Vec<u8>> = (0..count).map(|_| generator.next()).collect();
     let (start, cpu_start, wait_start) = (Instant::now(), cpu_seconds(), run_queue_wait());
+    let allocations_start = ALLOCATIONS.load(Ordering::Relaxed);
     // A window of outstanding deliveries, so the benchmark does not hold a million of them;
     // buffer_memory (32 MiB) bounds the records queued in the producer itself.
     let mut deliveries = std::collections::VecDeque::new();
+    // One shared name for every record, as Java's ProducerRecord shares its String.
+    let topic: std::sync::Arc<str> = topic.as_str().into();
     for (i, value) in values.into_iter().enumerate() {
-        let mut record = ProducerRecord::new(topic.as_str(), value);
+        let mut record = ProducerRecord::new(&topic, value);
         if round_robin {
             record = record.partition((i % partitions) as i32);
         }
@@ -101,6 +133,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     producer.close().await?;
     let secs = start.elapsed().as_secs_f64();
+    let allocations = ALLOCATIONS.load(Ordering::Relaxed) - allocations_start;
     let cpu = match (cpu_start, cpu_seconds()) {
         (Some(a), Some(b)) => format!("{:.2} s", b - a),
         _ => "unknown".into(),
@@ -111,9 +144,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let mb = (count * VALUE_LEN) as f64 / 1e6;
     println!(
-        "kafka-wire-client: {count} records, {mb:.1} MB of values in {secs:.2} s: {:.0} records/s, {:.1} MB/s, CPU (user + sys) {cpu}, waiting for a CPU {waited}",
+        "kafka-wire-client: {count} records, {mb:.1} MB of values in {secs:.2} s: {:.0} records/s, {:.1} MB/s, CPU (user + sys) {cpu}, waiting for a CPU {waited}, {:.2} allocations per record",
         count as f64 / secs,
-        mb / secs
+        mb / secs,
+        allocations as f64 / count as f64
     );
     Ok(())
 }

@@ -130,8 +130,8 @@ pub struct ClusterMetadata {
     pub controller_id: i32,
     /// The brokers, by node id.
     pub brokers: BTreeMap<i32, BrokerInfo>,
-    /// The topics, by name.
-    pub topics: BTreeMap<String, TopicInfo>,
+    /// The topics, by name (shared: [`Client::topic`] hands them out without copying).
+    pub topics: BTreeMap<String, Arc<TopicInfo>>,
     fetched_at: Option<Instant>,
 }
 
@@ -240,7 +240,8 @@ impl Client {
     }
 
     /// Metadata for `topic`, refreshing once if it is unknown or has partitions without a leader.
-    pub async fn topic(&self, topic: &str) -> Result<TopicInfo> {
+    /// Shared with the cache (the producer calls this for every record): no copy.
+    pub async fn topic(&self, topic: &str) -> Result<Arc<TopicInfo>> {
         let m = self.metadata();
         if let Some(t) = m.topics.get(topic).filter(|t| t.partitions.iter().all(|p| p.leader >= 0)) {
             return Ok(t.clone());
@@ -488,7 +489,7 @@ fn parse_metadata(r: kafka_wire::messages::MetadataResponse) -> ClusterMetadata 
         .filter_map(|t| {
             let name = t.name?.to_string();
             let partitions = partitions_of(&t.partitions);
-            Some((name.clone(), TopicInfo { name, id: t.topic_id, internal: t.is_internal, partitions }))
+            Some((name.clone(), Arc::new(TopicInfo { name, id: t.topic_id, internal: t.is_internal, partitions })))
         })
         .collect();
     ClusterMetadata {

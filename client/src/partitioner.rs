@@ -52,13 +52,22 @@ pub fn partition_for_key(key: &[u8], partitions: usize) -> i32 {
 /// A new sticky partition for a topic, different from `previous` where there is a choice:
 /// random among `available` (partitions with a leader), else among all `partitions`.
 pub fn next_sticky(previous: Option<i32>, available: &[i32], partitions: usize) -> i32 {
-    let all: Vec<i32> = (0..partitions as i32).collect();
-    let pool = if available.is_empty() { &all[..] } else { available };
-    match pool {
-        [] => 0,
-        [only] => *only,
+    if available.is_empty() {
+        pick_among(previous, partitions, |i| i as i32)
+    } else {
+        pick_among(previous, available.len(), |i| available.get(i).copied().unwrap_or(0))
+    }
+}
+
+/// A random one of `len` candidates (`pool(i)` is the i-th), different from `previous` where
+/// there is a choice; 0 when there is none. Nothing is collected: the producer calls this for
+/// every new batch.
+pub(crate) fn pick_among(previous: Option<i32>, len: usize, pool: impl Fn(usize) -> i32) -> i32 {
+    match len {
+        0 => 0,
+        1 => pool(0),
         _ => loop {
-            let pick = pool[random_index(pool.len())];
+            let pick = pool(random_index(len));
             if Some(pick) != previous {
                 break pick;
             }

@@ -7,8 +7,12 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::{fetch_all, unique, Broker};
-use kafka_wire::runtime::records::Compression;
-use kafka_wire::Bytes;
+use kafka_wire::messages::{
+    produce_request::{PartitionProduceData, TopicProduceData},
+    InitProducerIdRequest, ProduceRequest,
+};
+use kafka_wire::runtime::records::{Compression, Record, RecordBatchBuilder};
+use kafka_wire::{Bytes, ResponseKind};
 use kafka_wire_client::partitioner::partition_for_key;
 use kafka_wire_client::{Acks, Admin, Client, Error, NewTopic, Producer, ProducerConfig, ProducerRecord};
 
@@ -174,4 +178,109 @@ async fn unknown_topics_and_partitions_are_typed_errors() {
     let err = producer.send(ProducerRecord::new("kw-no-such-topic", "x")).await.err().expect("no such topic");
     assert!(matches!(err, Error::UnknownTopicOrPartition(_)), "{err:?}");
     producer.close().await.unwrap();
+}
+
+/// What the producer's epoch bump (KIP-360, as Java's idempotent producer does it) relies on,
+/// against the real broker: it takes the same producer id with the next epoch from sequence 0,
+/// then fences the old epoch; and InitProducerId with the current id and epoch gives a
+/// non-transactional producer a new id, not a bumped epoch (so the producer does not ask).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_broker_takes_a_locally_bumped_epoch_from_sequence_0() {
+    let Some(b) = Broker::from_env("the_broker_takes_a_locally_bumped_epoch_from_sequence_0") else { return };
+    let client = b.client().await;
+    let name = topic(&client, "kw-epoch", 1).await;
+    common::eventually("the topic's leader", || async { client.topic(&name).await.is_ok_and(|t| t.partitions.iter().all(|p| p.leader >= 0)) }).await;
+    let init = |producer_id: i64, producer_epoch: i16| {
+        let client = client.clone();
+        async move {
+            let request = InitProducerIdRequest { transactional_id: None, transaction_timeout_ms: 60_000, producer_id, producer_epoch, ..Default::default() };
+            match client.call_any(request).await.unwrap() {
+                ResponseKind::InitProducerId(r) => (r.error_code, r.producer_id, r.producer_epoch),
+                other => panic!("{:?} to InitProducerId", other.api_key()),
+            }
+        }
+    };
+    let produce = |pid: i64, epoch: i16, sequence: i32| {
+        let (client, name) = (client.clone(), name.clone());
+        async move {
+            let mut builder = RecordBatchBuilder::new().producer(pid, epoch, sequence);
+            builder.append(Record::new(0, 1_700_000_000_000, None, Some(Bytes::from(format!("{epoch}/{sequence}"))))).unwrap();
+            // `records` is nullable in the 3.9 specs, not in later ones: `From` covers both.
+            #[allow(clippy::useless_conversion)]
+            let request = ProduceRequest {
+                acks: -1,
+                timeout_ms: 10_000,
+                topic_data: vec![TopicProduceData {
+                    name: name.clone().into(),
+                    partition_data: vec![PartitionProduceData { index: 0, records: Some(builder.build().unwrap()).into(), ..Default::default() }],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            };
+            match client.call_leader(&name, 0, request).await.unwrap() {
+                Some(ResponseKind::Produce(r)) => r.responses[0].partition_responses[0].error_code,
+                other => panic!("{other:?} to Produce"),
+            }
+        }
+    };
+    let (code, pid, epoch) = init(-1, -1).await;
+    assert_eq!(code, 0);
+    assert_eq!((produce(pid, epoch, 0).await, produce(pid, epoch, 1).await), (0, 0));
+    let (code, other, _) = init(pid, epoch).await;
+    assert_eq!(code, 0);
+    assert_ne!(other, pid, "InitProducerId with the current id and epoch, no transactional id: a new id");
+    assert_eq!(produce(pid, epoch + 1, 0).await, 0, "the same id, the next epoch, sequence 0");
+    assert_eq!(produce(pid, epoch + 1, 1).await, 0);
+    let fenced = produce(pid, epoch, 2).await;
+    assert!(fenced == 47 || fenced == 90, "the old epoch is fenced (INVALID_PRODUCER_EPOCH or PRODUCER_FENCED): {fenced}");
+    assert_eq!(produce(pid, epoch + 2, 5).await, 45, "a new epoch must start at sequence 0 (OUT_OF_ORDER_SEQUENCE_NUMBER)");
+}
+
+/// The producer's epoch bumps on the real broker. A second writer fences the producer's epoch
+/// (the same producer id, the next epoch, 2 records): the producer's next batch is refused
+/// (INVALID_PRODUCER_EPOCH) and fails, as in Java; the one after goes under its bumped epoch
+/// from sequence 0, which the broker refuses (OUT_OF_ORDER_SEQUENCE_NUMBER: that epoch is at
+/// sequence 2 already) for the next batch, so the producer bumps again and it is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fenced_epoch_is_bumped_past_and_later_records_are_written() {
+    let Some(b) = Broker::from_env("a_fenced_epoch_is_bumped_past_and_later_records_are_written") else { return };
+    let client = b.client().await;
+    let name = topic(&client, "kw-bump", 1).await;
+    common::eventually("the topic's leader", || async { client.topic(&name).await.is_ok_and(|t| t.partitions.iter().all(|p| p.leader >= 0)) }).await;
+    let config = ProducerConfig { linger: Duration::ZERO, retry_backoff: Duration::from_millis(20), ..Default::default() };
+    let producer = Producer::new(client.clone(), config).unwrap();
+    producer.send(ProducerRecord::new(&name, "a")).await.unwrap().await.unwrap();
+    let pid = fetch_all(&client, &name, 0, 1).await[0].producer_id;
+    let mut builder = RecordBatchBuilder::new().producer(pid, 1, 0);
+    for (i, v) in ["x", "y"].into_iter().enumerate() {
+        builder.append(Record::new(i as i64, 1_700_000_000_000, None, Some(Bytes::from(v)))).unwrap();
+    }
+    // `records` is nullable in the 3.9 specs, not in later ones: `From` covers both.
+    #[allow(clippy::useless_conversion)]
+    let request = ProduceRequest {
+        acks: -1,
+        timeout_ms: 10_000,
+        topic_data: vec![TopicProduceData {
+            name: name.clone().into(),
+            partition_data: vec![PartitionProduceData { index: 0, records: Some(builder.build().unwrap()).into(), ..Default::default() }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let Some(ResponseKind::Produce(r)) = client.call_leader(&name, 0, request).await.unwrap() else { panic!("not a Produce response") };
+    assert_eq!(r.responses[0].partition_responses[0].error_code, 0, "the other writer, epoch 1");
+    let err = producer.send(ProducerRecord::new(&name, "b")).await.unwrap().await.unwrap_err();
+    assert_eq!(err.code().and_then(|c| c.name()), Some("INVALID_PRODUCER_EPOCH"), "{err}");
+    let c = producer.send(ProducerRecord::new(&name, "c")).await.unwrap().await.unwrap();
+    let d = producer.send(ProducerRecord::new(&name, "d")).await.unwrap().await.unwrap();
+    assert_eq!((c.offset, d.offset), (3, 4));
+    assert_eq!(producer.stats().epoch_bumps, 2, "{:?}", producer.stats());
+    producer.close().await.unwrap();
+    let back = fetch_all(&client, &name, 0, 5).await;
+    let got: Vec<(String, i64, i32)> = back
+        .iter()
+        .map(|f| (String::from_utf8_lossy(f.record.value.as_deref().unwrap_or_default()).into_owned(), f.producer_id, f.base_sequence))
+        .collect();
+    let want = [("a", 0), ("x", 0), ("y", 0), ("c", 0), ("d", 1)].map(|(v, seq)| (v.to_owned(), pid, seq));
+    assert_eq!(got, want, "one producer id throughout; c and d from sequence 0 of the new epoch");
 }

@@ -38,6 +38,15 @@ struct Script {
     hold_and_fail: Option<(usize, Duration)>,
     next_sequence: std::sync::Mutex<i32>,
     out_of_order: AtomicUsize,
+    /// Answers to Produce requests by number (from 0): error code and log start offset;
+    /// requests past the list succeed.
+    answers: Vec<(i16, i64)>,
+    /// Every batch's producer id, epoch and base sequence, in arrival order.
+    batches: std::sync::Mutex<Vec<(i64, i16, i32)>>,
+    /// Every InitProducerId's producer id and epoch fields.
+    inits: std::sync::Mutex<Vec<(i64, i16)>>,
+    /// The epoch the first InitProducerId answers with (later ones: 0); ids count up from 7.
+    first_epoch: i16,
 }
 
 async fn broker(script: Arc<Script>) -> String {
@@ -65,7 +74,13 @@ async fn broker(script: Arc<Script>) -> String {
                 }
                 .into()
             }
-            RequestKind::InitProducerId(_) => InitProducerIdResponse { producer_id: 7, producer_epoch: 0, ..Default::default() }.into(),
+            RequestKind::InitProducerId(r) => {
+                let mut inits = script.inits.lock().unwrap();
+                inits.push((r.producer_id, r.producer_epoch));
+                let n = inits.len() as i64 - 1;
+                let producer_epoch = if n == 0 { script.first_epoch } else { 0 };
+                InitProducerIdResponse { producer_id: 7 + n, producer_epoch, ..Default::default() }.into()
+            }
             RequestKind::Produce(p) => {
                 let n = script.produces.fetch_add(1, Ordering::SeqCst);
                 let held = script.hold_and_fail.is_some_and(|(at, _)| at == n);
@@ -77,10 +92,15 @@ async fn broker(script: Arc<Script>) -> String {
                 for b in p.topic_data[0].partition_data[0].records.batches() {
                     if let Ok(Batch::V2(b)) = b {
                         script.sequences.lock().unwrap().push((b.producer_id(), b.base_sequence()));
+                        script.batches.lock().unwrap().push((b.producer_id(), b.producer_epoch(), b.base_sequence()));
                         batch = Some((b.base_sequence(), b.last_offset_delta() + 1));
                     }
                 }
                 let mut error_code = if n < script.failures || held { script.error } else { 0 };
+                let (scripted, log_start_offset) = script.answers.get(n).copied().unwrap_or((0, 0));
+                if error_code == 0 {
+                    error_code = scripted;
+                }
                 let mut base_offset = script.base_offset.unwrap_or(42);
                 if let (true, 0, Some((sequence, count))) = (script.check_sequences, error_code, batch) {
                     let mut next = script.next_sequence.lock().unwrap();
@@ -102,6 +122,7 @@ async fn broker(script: Arc<Script>) -> String {
                             error_code,
                             base_offset,
                             log_append_time_ms: -1,
+                            log_start_offset,
                             ..Default::default()
                         }],
                         ..Default::default()
@@ -251,6 +272,9 @@ async fn batches_in_flight_together_are_resent_in_order_after_a_failure() {
     let stats = producer.stats();
     assert!(stats.max_in_flight >= 2, "batches of the partition were in flight together: {stats:?}");
     assert!(script.out_of_order.load(Ordering::SeqCst) >= 1, "some were refused behind the failed one: {:?} {stats:?}", script.sequences.lock().unwrap());
+    // Refused behind a batch that was not yet written is no gap: resent, no epoch bump.
+    assert_eq!(stats.epoch_bumps, 0, "{stats:?}");
+    assert!(script.batches.lock().unwrap().iter().all(|&(pid, epoch, _)| (pid, epoch) == (7, 0)), "{:?}", script.batches.lock().unwrap());
     producer.close().await.unwrap();
 }
 
@@ -261,4 +285,83 @@ async fn max_in_flight_is_checked() {
         let err = Producer::new(client.clone(), ProducerConfig { max_in_flight: bad, ..config() }).err();
         assert!(matches!(err, Some(Error::Config(_))), "{bad}: {err:?}");
     }
+}
+
+/// A producer on a double with these Produce answers, linger 0, one record at a time.
+async fn scripted(script: Script) -> (Arc<Script>, Producer) {
+    let script = Arc::new(script);
+    let addr = broker(script.clone()).await;
+    let client = Client::connect(ClientConfig::new(&addr)).await.unwrap();
+    (script.clone(), Producer::new(client, config()).unwrap())
+}
+
+// KIP-360 as Java's idempotent producer does it (TransactionManager.canRetry and
+// handleFailedBatch, bumpIdempotentProducerEpoch): the epoch is bumped locally, the same
+// producer id with epoch + 1 and the partition's sequences from 0, with no InitProducerId; the
+// broker answers a non-transactional InitProducerId with a new id whatever id and epoch it
+// carries (see producer.rs's real-broker test), so asking it would lose the id.
+
+#[tokio::test]
+async fn an_out_of_order_sequence_after_acknowledged_batches_bumps_the_epoch_and_is_resent() {
+    // The second batch (sequence 1) follows the acknowledged one and is refused: a gap the
+    // broker will not fill. Java retries it from sequence 0 under the next epoch.
+    let (script, producer) = scripted(Script { answers: vec![(0, 0), (45, 0)], ..Default::default() }).await;
+    for v in ["a", "b", "c"] {
+        producer.send(ProducerRecord::new("t", v)).await.unwrap().await.unwrap();
+    }
+    assert_eq!(*script.batches.lock().unwrap(), vec![(7, 0, 0), (7, 0, 1), (7, 1, 0), (7, 1, 1)], "resent as (id 7, epoch 1, sequence 0), then on");
+    assert_eq!(*script.inits.lock().unwrap(), vec![(-1, -1)], "one InitProducerId, the first");
+    assert_eq!(producer.stats().epoch_bumps, 1);
+    producer.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn unknown_producer_id_bumps_the_epoch_once_the_log_start_offset_is_known() {
+    // UNKNOWN_PRODUCER_ID without a log start offset (-1: the broker may be moving the
+    // partition) is retried as it was; with one, the broker lost the producer's state: bump.
+    let (script, producer) = scripted(Script { answers: vec![(0, 0), (59, -1), (59, 0)], ..Default::default() }).await;
+    for v in ["a", "b", "c"] {
+        let m = producer.send(ProducerRecord::new("t", v)).await.unwrap().await.unwrap();
+        assert_eq!(m.offset, 42);
+    }
+    assert_eq!(*script.batches.lock().unwrap(), vec![(7, 0, 0), (7, 0, 1), (7, 0, 1), (7, 1, 0), (7, 1, 1)]);
+    assert_eq!(script.inits.lock().unwrap().len(), 1);
+    producer.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn invalid_producer_epoch_fails_the_batch_and_the_next_one_starts_a_new_epoch() {
+    let (script, producer) = scripted(Script { answers: vec![(0, 0), (47, 0)], ..Default::default() }).await;
+    producer.send(ProducerRecord::new("t", "a")).await.unwrap().await.unwrap();
+    let err = producer.send(ProducerRecord::new("t", "b")).await.unwrap().await.unwrap_err();
+    assert_eq!(err.code().and_then(|c| c.name()), Some("INVALID_PRODUCER_EPOCH"), "{err}");
+    producer.send(ProducerRecord::new("t", "c")).await.unwrap().await.unwrap();
+    assert_eq!(*script.batches.lock().unwrap(), vec![(7, 0, 0), (7, 0, 1), (7, 1, 0)], "the batch after the failed one: epoch 1, sequence 0");
+    assert_eq!(script.inits.lock().unwrap().len(), 1);
+    producer.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_non_retriable_failure_leaves_no_gap_in_the_sequences() {
+    // MESSAGE_TOO_LARGE fails its batch; its sequence (1) is never written, so the later
+    // batches would be refused for ever: the epoch is bumped and they start from 0.
+    let (script, producer) = scripted(Script { answers: vec![(0, 0), (10, 0)], ..Default::default() }).await;
+    producer.send(ProducerRecord::new("t", "a")).await.unwrap().await.unwrap();
+    assert!(producer.send(ProducerRecord::new("t", "b")).await.unwrap().await.is_err());
+    producer.send(ProducerRecord::new("t", "c")).await.unwrap().await.unwrap();
+    assert_eq!(*script.batches.lock().unwrap(), vec![(7, 0, 0), (7, 0, 1), (7, 1, 0)]);
+    producer.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_exhausted_epoch_takes_a_new_producer_id() {
+    // The first id comes with epoch 32767: a bump cannot go further, so the producer asks for a
+    // new id (InitProducerId without one) and starts it at sequence 0.
+    let (script, producer) = scripted(Script { answers: vec![(0, 0), (47, 0)], first_epoch: i16::MAX, ..Default::default() }).await;
+    producer.send(ProducerRecord::new("t", "a")).await.unwrap().await.unwrap();
+    assert!(producer.send(ProducerRecord::new("t", "b")).await.unwrap().await.is_err());
+    producer.send(ProducerRecord::new("t", "c")).await.unwrap().await.unwrap();
+    assert_eq!(*script.batches.lock().unwrap(), vec![(7, i16::MAX, 0), (7, i16::MAX, 1), (8, 0, 0)]);
+    assert_eq!(*script.inits.lock().unwrap(), vec![(-1, -1), (-1, -1)]);
+    producer.close().await.unwrap();
 }
