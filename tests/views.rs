@@ -10,6 +10,8 @@
 //!   outcome through the view as through the owned decode: both fail with the same error (kind,
 //!   message, field path, offset), or both succeed with equal values.
 
+#![cfg(feature = "views")]
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::io::Write;

@@ -64,7 +64,7 @@ impl Default for Config {
             sample: Gate::Feature("sample".into()),
             json: Gate::Feature("serde".into()),
             precompiled: Gate::Feature("precompiled".into()),
-            views: Gate::Always,
+            views: Gate::Feature("views".into()),
             derives: Vec::new(),
             include: Include::OutDir,
         }
@@ -74,7 +74,7 @@ impl Default for Config {
 impl Config {
     /// kafka-wire's own settings: runtime `::kafka_wire_runtime`, every api, `Sample` impls behind
     /// feature `sample`, JSON behind `serde`, dispatch compiled in the including crate unless
-    /// feature `precompiled`, files included from `OUT_DIR`.
+    /// feature `precompiled`, views behind `views`, files included from `OUT_DIR`.
     pub fn new() -> Config {
         Config::default()
     }

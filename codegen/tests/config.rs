@@ -26,6 +26,8 @@ fn defaults_are_kafka_wires_own() {
     assert!(index.contains(r#"include!(concat!(env!("OUT_DIR"), "/snapshot_request.rs"));"#));
     assert!(index.contains(r#"#[cfg_attr(not(feature = "precompiled"), inline)]"#));
     assert!(index.contains(r#"#[cfg(all(feature = "sample", feature = "serde"))]"#));
+    let request = file(&with_config, "snapshot_request.rs");
+    assert!(request.contains("#[cfg(feature = \"views\")]\n#[derive(Debug, Clone, Copy)]\npub struct SnapshotRequestView<'a>"));
 }
 
 #[test]
@@ -35,6 +37,7 @@ fn runtime_path_features_derives_and_includes_are_settings() {
         .sample(Gate::Never)
         .json(Gate::Always)
         .precompiled(Gate::Feature("compiled-here".into()))
+        .views(Gate::Always)
         .derive("Eq")
         .derive("::core::hash::Hash")
         .include(Include::Relative)
@@ -53,6 +56,9 @@ fn runtime_path_features_derives_and_includes_are_settings() {
     assert!(!request.contains("feature ="), "no feature gates left:\n{request}");
     assert!(request.contains("impl rt::json::VersionedJson for SnapshotRequest"));
     assert!(request.contains("type Response = super::snapshot_response::SnapshotResponse;"));
+    assert!(request.contains("impl rt::view::Viewed for SnapshotRequest {"));
+    let without = Config::new().views(Gate::Never).generate(&fixture()).unwrap();
+    assert!(!file(&without, "snapshot_request.rs").contains("View"), "no views when they are never compiled");
 }
 
 #[test]

@@ -234,6 +234,8 @@ fn emit_view(
         impl rt::view::IntoOwned for #anon {
             type Owned = #owned;
 
+            // Compiled only where called, like the decode bodies.
+            #[inline]
             fn into_owned(self) -> #owned {
                 #owned {
                     #(#owned_fields)*

@@ -994,6 +994,364 @@ impl rt::json::VersionedJson for LeaderInfo {
         })
     }
 }
+/// [`SnapshotRequest`] read in place from a frame, without allocating: decoding it checks all of it, then its fields are plain values, `&str`s, byte slices and array views (see `kafka_wire::runtime::view`).
+#[cfg(feature = "views")]
+#[derive(Debug, Clone, Copy)]
+pub struct SnapshotRequestView<'a> {
+    /// The group, or null from v1.
+    ///
+    /// Spec: `GroupId`: versions 0-3; nullable 1-3; entity groupId.
+    pub group_id: Option<&'a str>,
+    /// How long to wait.
+    ///
+    /// Spec: `TimeoutMs`: versions 0-3; default 2147483647.
+    pub timeout_ms: i32,
+    /// The topics.
+    ///
+    /// Spec: `Topics`: versions 0-3.
+    pub topics: rt::view::ArrayView<'a, SnapshotTopicView<'a>>,
+    /// The rack, from v3.
+    ///
+    /// Spec: `Rack`: versions 3; default "none"; ignorable.
+    pub rack: &'a str,
+    /// A tagged field.
+    ///
+    /// Spec: `TraceId`: versions 2-3; tagged (tag 0) 2-3; default -1.
+    pub trace_id: i64,
+    /// The tagged fields as they are on the wire, known and unknown.
+    pub tagged_fields: rt::view::TaggedView<'a>,
+}
+#[cfg(feature = "views")]
+impl Default for SnapshotRequestView<'_> {
+    #[inline]
+    fn default() -> Self {
+        Self {
+            group_id: Some(""),
+            timeout_ms: 2147483647,
+            topics: rt::view::ArrayView::default(),
+            rack: "none",
+            trace_id: -1,
+            tagged_fields: rt::view::TaggedView::default(),
+        }
+    }
+}
+#[cfg(feature = "views")]
+impl<'a> SnapshotRequestView<'a> {
+    #[inline(never)]
+    fn decode_view_fields<Lazy>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, rt::DecodeError> {
+        let flexible = version >= 2;
+        let group_id = (if version >= 1 {
+            rt::view::nullable_str(buf, flexible)
+        } else {
+            rt::view::View::decode_view(buf, version, false).map(Some)
+        })
+            .field("GroupId")?;
+        let timeout_ms = rt::view::View::decode_view(buf, version, false)
+            .field("TimeoutMs")?;
+        let topics = rt::view::View::decode_view(buf, version, flexible)
+            .field("Topics")?;
+        let rack = if version >= 3 {
+            rt::view::View::decode_view(buf, version, true).field("Rack")?
+        } else {
+            "none"
+        };
+        let mut trace_id = -1;
+        let tagged_fields = if version >= 2 {
+            rt::view::read_tagged(
+                buf,
+                |tag, buf| match tag {
+                    0 => {
+                        trace_id = rt::view::read_known(
+                                0,
+                                buf,
+                                |buf| rt::view::View::decode_view(buf, version, false),
+                            )
+                            .field("TraceId")?;
+                        Ok(true)
+                    }
+                    _ => Ok(false),
+                },
+            )?
+        } else {
+            rt::view::TaggedView::default()
+        };
+        Ok(Self {
+            group_id,
+            timeout_ms,
+            topics,
+            rack,
+            trace_id,
+            tagged_fields,
+        })
+    }
+}
+#[cfg(feature = "views")]
+impl<'a> rt::view::View<'a> for SnapshotRequestView<'a> {
+    #[inline]
+    fn decode_view(
+        buf: &mut &'a [u8],
+        version: i16,
+        _compact: bool,
+    ) -> Result<Self, rt::DecodeError> {
+        Self::decode_view_fields::<()>(buf, version)
+    }
+}
+#[cfg(feature = "views")]
+impl rt::view::IntoOwned for SnapshotRequestView<'_> {
+    type Owned = SnapshotRequest;
+    #[inline]
+    fn into_owned(self) -> SnapshotRequest {
+        SnapshotRequest {
+            group_id: rt::view::IntoOwned::into_owned(self.group_id),
+            timeout_ms: self.timeout_ms,
+            topics: self.topics.to_owned_collection(),
+            rack: rt::view::IntoOwned::into_owned(self.rack),
+            trace_id: self.trace_id,
+            unknown_tagged_fields: self.tagged_fields.unknown(&[0]),
+        }
+    }
+}
+#[cfg(feature = "views")]
+impl<'a> rt::view::MessageView<'a> for SnapshotRequestView<'a> {
+    const NAME: &'static str = "SnapshotRequest";
+    const VERSIONS: rt::VersionRange = rt::VersionRange { lo: 0, hi: 3 };
+}
+#[cfg(feature = "views")]
+impl<'a> SnapshotRequestView<'a> {
+    /// Reads the message, version `version`, from the front of `buf` (advanced past
+    /// it), checking all of it; errors name the message, version, field path and
+    /// offset, as the owned decode's do.
+    #[inline]
+    pub fn decode(buf: &mut &'a [u8], version: i16) -> Result<Self, rt::DecodeError> {
+        <Self as rt::view::MessageView<'a>>::decode(buf, version)
+    }
+}
+#[cfg(feature = "views")]
+impl rt::view::Viewed for SnapshotRequest {
+    type View<'a> = SnapshotRequestView<'a>;
+}
+/// [`SnapshotPartition`] read in place from a frame, without allocating: decoding it checks all of it, then its fields are plain values, `&str`s, byte slices and array views (see `kafka_wire::runtime::view`).
+#[cfg(feature = "views")]
+#[derive(Debug, Clone, Copy)]
+pub struct SnapshotPartitionView<'a> {
+    /// The partition index.
+    ///
+    /// Spec: `Index`: versions 0-3.
+    pub index: i32,
+    /// The leader, from v1.
+    ///
+    /// Spec: `Leader`: versions 1-3.
+    pub leader: LeaderInfoView<'a>,
+    /// The tagged fields as they are on the wire, known and unknown.
+    pub tagged_fields: rt::view::TaggedView<'a>,
+}
+#[cfg(feature = "views")]
+impl Default for SnapshotPartitionView<'_> {
+    #[inline]
+    fn default() -> Self {
+        Self {
+            index: 0,
+            leader: LeaderInfoView::default(),
+            tagged_fields: rt::view::TaggedView::default(),
+        }
+    }
+}
+#[cfg(feature = "views")]
+impl<'a> SnapshotPartitionView<'a> {
+    #[inline(never)]
+    fn decode_view_fields<Lazy>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, rt::DecodeError> {
+        let flexible = version >= 2;
+        let index = rt::view::View::decode_view(buf, version, false).field("Index")?;
+        let leader = if version >= 1 {
+            rt::view::View::decode_view(buf, version, flexible).field("Leader")?
+        } else {
+            LeaderInfoView::default()
+        };
+        let tagged_fields = if version >= 2 {
+            rt::view::read_tagged(buf, |_, _| Ok(false))?
+        } else {
+            rt::view::TaggedView::default()
+        };
+        Ok(Self {
+            index,
+            leader,
+            tagged_fields,
+        })
+    }
+}
+#[cfg(feature = "views")]
+impl<'a> rt::view::View<'a> for SnapshotPartitionView<'a> {
+    #[inline]
+    fn decode_view(
+        buf: &mut &'a [u8],
+        version: i16,
+        _compact: bool,
+    ) -> Result<Self, rt::DecodeError> {
+        Self::decode_view_fields::<()>(buf, version)
+    }
+}
+#[cfg(feature = "views")]
+impl rt::view::IntoOwned for SnapshotPartitionView<'_> {
+    type Owned = SnapshotPartition;
+    #[inline]
+    fn into_owned(self) -> SnapshotPartition {
+        SnapshotPartition {
+            index: self.index,
+            leader: rt::view::IntoOwned::into_owned(self.leader),
+            unknown_tagged_fields: self.tagged_fields.unknown(&[]),
+        }
+    }
+}
+/// [`SnapshotTopic`] read in place from a frame, without allocating: decoding it checks all of it, then its fields are plain values, `&str`s, byte slices and array views (see `kafka_wire::runtime::view`).
+#[cfg(feature = "views")]
+#[derive(Debug, Clone, Copy)]
+pub struct SnapshotTopicView<'a> {
+    /// The topic name.
+    ///
+    /// Spec: `Name`: versions 0-3; entity topicName; map key.
+    pub name: &'a str,
+    /// The partitions.
+    ///
+    /// Spec: `Partitions`: versions 0-3.
+    pub partitions: rt::view::ArrayView<'a, SnapshotPartitionView<'a>>,
+    /// The tagged fields as they are on the wire, known and unknown.
+    pub tagged_fields: rt::view::TaggedView<'a>,
+}
+#[cfg(feature = "views")]
+impl Default for SnapshotTopicView<'_> {
+    #[inline]
+    fn default() -> Self {
+        Self {
+            name: "",
+            partitions: rt::view::ArrayView::default(),
+            tagged_fields: rt::view::TaggedView::default(),
+        }
+    }
+}
+#[cfg(feature = "views")]
+impl<'a> SnapshotTopicView<'a> {
+    #[inline(never)]
+    fn decode_view_fields<Lazy>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, rt::DecodeError> {
+        let flexible = version >= 2;
+        let name = rt::view::View::decode_view(buf, version, flexible).field("Name")?;
+        let partitions = rt::view::View::decode_view(buf, version, flexible)
+            .field("Partitions")?;
+        let tagged_fields = if version >= 2 {
+            rt::view::read_tagged(buf, |_, _| Ok(false))?
+        } else {
+            rt::view::TaggedView::default()
+        };
+        Ok(Self {
+            name,
+            partitions,
+            tagged_fields,
+        })
+    }
+}
+#[cfg(feature = "views")]
+impl<'a> rt::view::View<'a> for SnapshotTopicView<'a> {
+    #[inline]
+    fn decode_view(
+        buf: &mut &'a [u8],
+        version: i16,
+        _compact: bool,
+    ) -> Result<Self, rt::DecodeError> {
+        Self::decode_view_fields::<()>(buf, version)
+    }
+}
+#[cfg(feature = "views")]
+impl rt::view::IntoOwned for SnapshotTopicView<'_> {
+    type Owned = SnapshotTopic;
+    #[inline]
+    fn into_owned(self) -> SnapshotTopic {
+        SnapshotTopic {
+            name: rt::view::IntoOwned::into_owned(self.name),
+            partitions: self.partitions.to_owned_collection(),
+            unknown_tagged_fields: self.tagged_fields.unknown(&[]),
+        }
+    }
+}
+/// [`LeaderInfo`] read in place from a frame, without allocating: decoding it checks all of it, then its fields are plain values, `&str`s, byte slices and array views (see `kafka_wire::runtime::view`).
+#[cfg(feature = "views")]
+#[derive(Debug, Clone, Copy)]
+pub struct LeaderInfoView<'a> {
+    /// The leader's broker id.
+    ///
+    /// Spec: `LeaderId`: versions 0-3; default -1; entity brokerId.
+    pub leader_id: i32,
+    /// The leader epoch.
+    ///
+    /// Spec: `LeaderEpoch`: versions 0-3.
+    pub leader_epoch: i32,
+    /// The tagged fields as they are on the wire, known and unknown.
+    pub tagged_fields: rt::view::TaggedView<'a>,
+}
+#[cfg(feature = "views")]
+impl Default for LeaderInfoView<'_> {
+    #[inline]
+    fn default() -> Self {
+        Self {
+            leader_id: -1,
+            leader_epoch: 0,
+            tagged_fields: rt::view::TaggedView::default(),
+        }
+    }
+}
+#[cfg(feature = "views")]
+impl<'a> LeaderInfoView<'a> {
+    #[inline(never)]
+    fn decode_view_fields<Lazy>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, rt::DecodeError> {
+        let leader_id = rt::view::View::decode_view(buf, version, false)
+            .field("LeaderId")?;
+        let leader_epoch = rt::view::View::decode_view(buf, version, false)
+            .field("LeaderEpoch")?;
+        let tagged_fields = if version >= 2 {
+            rt::view::read_tagged(buf, |_, _| Ok(false))?
+        } else {
+            rt::view::TaggedView::default()
+        };
+        Ok(Self {
+            leader_id,
+            leader_epoch,
+            tagged_fields,
+        })
+    }
+}
+#[cfg(feature = "views")]
+impl<'a> rt::view::View<'a> for LeaderInfoView<'a> {
+    #[inline]
+    fn decode_view(
+        buf: &mut &'a [u8],
+        version: i16,
+        _compact: bool,
+    ) -> Result<Self, rt::DecodeError> {
+        Self::decode_view_fields::<()>(buf, version)
+    }
+}
+#[cfg(feature = "views")]
+impl rt::view::IntoOwned for LeaderInfoView<'_> {
+    type Owned = LeaderInfo;
+    #[inline]
+    fn into_owned(self) -> LeaderInfo {
+        LeaderInfo {
+            leader_id: self.leader_id,
+            leader_epoch: self.leader_epoch,
+            unknown_tagged_fields: self.tagged_fields.unknown(&[]),
+        }
+    }
+}
 impl rt::Request for SnapshotRequest {
     const API_KEY: i16 = 1000;
     type Response = super::snapshot_response::SnapshotResponse;

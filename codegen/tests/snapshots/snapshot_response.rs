@@ -176,3 +176,82 @@ impl rt::json::VersionedJson for SnapshotResponse {
         )
     }
 }
+/// [`SnapshotResponse`] read in place from a frame, without allocating: decoding it checks all of it, then its fields are plain values, `&str`s, byte slices and array views (see `kafka_wire::runtime::view`).
+#[cfg(feature = "views")]
+#[derive(Debug, Clone, Copy)]
+pub struct SnapshotResponseView<'a> {
+    /// The error code, or 0.
+    ///
+    /// Spec: `ErrorCode`: versions 0-3.
+    pub error_code: i16,
+    /// The tagged fields as they are on the wire, known and unknown.
+    pub tagged_fields: rt::view::TaggedView<'a>,
+}
+#[cfg(feature = "views")]
+impl Default for SnapshotResponseView<'_> {
+    #[inline]
+    fn default() -> Self {
+        Self {
+            error_code: 0,
+            tagged_fields: rt::view::TaggedView::default(),
+        }
+    }
+}
+#[cfg(feature = "views")]
+impl<'a> SnapshotResponseView<'a> {
+    #[inline(never)]
+    fn decode_view_fields<Lazy>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, rt::DecodeError> {
+        let error_code = rt::view::View::decode_view(buf, version, false)
+            .field("ErrorCode")?;
+        let tagged_fields = if version >= 2 {
+            rt::view::read_tagged(buf, |_, _| Ok(false))?
+        } else {
+            rt::view::TaggedView::default()
+        };
+        Ok(Self { error_code, tagged_fields })
+    }
+}
+#[cfg(feature = "views")]
+impl<'a> rt::view::View<'a> for SnapshotResponseView<'a> {
+    #[inline]
+    fn decode_view(
+        buf: &mut &'a [u8],
+        version: i16,
+        _compact: bool,
+    ) -> Result<Self, rt::DecodeError> {
+        Self::decode_view_fields::<()>(buf, version)
+    }
+}
+#[cfg(feature = "views")]
+impl rt::view::IntoOwned for SnapshotResponseView<'_> {
+    type Owned = SnapshotResponse;
+    #[inline]
+    fn into_owned(self) -> SnapshotResponse {
+        SnapshotResponse {
+            error_code: self.error_code,
+            unknown_tagged_fields: self.tagged_fields.unknown(&[]),
+        }
+    }
+}
+#[cfg(feature = "views")]
+impl<'a> rt::view::MessageView<'a> for SnapshotResponseView<'a> {
+    const NAME: &'static str = "SnapshotResponse";
+    const VERSIONS: rt::VersionRange = rt::VersionRange { lo: 0, hi: 3 };
+}
+#[cfg(feature = "views")]
+impl<'a> SnapshotResponseView<'a> {
+    /// Reads the message, version `version`, from the front of `buf` (advanced past
+    /// it), checking all of it; errors name the message, version, field path and
+    /// offset, as the owned decode's do.
+    #[inline]
+    pub fn decode(buf: &mut &'a [u8], version: i16) -> Result<Self, rt::DecodeError> {
+        <Self as rt::view::MessageView<'a>>::decode(buf, version)
+    }
+}
+#[cfg(feature = "views")]
+impl rt::view::Viewed for SnapshotResponse {
+    type View<'a> = SnapshotResponseView<'a>;
+}
