@@ -33,6 +33,7 @@ impl MessageVisitor for Collect {
             let (target, dir) = if request { ("decode_request", 0u8) } else { ("decode_response", 1u8) };
             self.0.push((target, name.clone(), with_sel(&[])));
             self.0.push(("roundtrip", name.clone(), with_sel(&[dir])));
+            self.0.push(("views", name.clone(), with_sel(&[dir])));
             if request {
                 // Fed in two parts, cut 5 bytes in: the size prefix and one header byte first.
                 self.0.push(("decode_frame", name, [&[5u8][..], &request_frame(key, version, &body)].concat()));

@@ -168,12 +168,51 @@ pub fn roundtrip(data: &[u8]) {
     });
 }
 
+/// The borrowed views against the owned decode, as `roundtrip` picks the message: the same
+/// outcome both ways, the same error (kind, message, field path, offset) or equal values.
+pub fn views(data: &[u8]) {
+    let Some((dir, rest)) = data.split_first() else { return };
+    let Some((key, version, body)) = select(rest) else { return };
+    let kind = if dir & 1 == 0 { "Request" } else { "Response" };
+    let name = format!("{}{kind}", key.info().name);
+    LIMITS.scope(|| kafka_wire::messages::visit_view_messages(&mut SameOutcome { name: &name, version, body }));
+}
+
+struct SameOutcome<'a> {
+    name: &'a str,
+    version: i16,
+    body: &'a [u8],
+}
+
+impl kafka_wire::runtime::sample::ViewMessageVisitor for SameOutcome<'_> {
+    fn visit<M: kafka_wire::Message + kafka_wire::runtime::sample::Sample + kafka_wire::Viewed>(&mut self) {
+        use kafka_wire::{IntoOwned, MessageView};
+        if M::NAME != self.name {
+            return;
+        }
+        let owned = M::decode(&mut Bytes::copy_from_slice(self.body), self.version);
+        let mut slice = self.body;
+        let view = <M::View<'_> as MessageView<'_>>::decode(&mut slice, self.version);
+        let describe = |e: &kafka_wire::DecodeError| format!("{:?} {:?} {:?} {}", e.kind(), e.message(), e.offset(), e.path_string());
+        match (owned, view) {
+            (Ok(o), Ok(v)) => {
+                let back = v.into_owned();
+                // NaN float64 fields make a value unequal to itself; their text still agrees.
+                assert!(back == o || format!("{back:?}") == format!("{o:?}"), "view and owned decode differ");
+            }
+            (Err(a), Err(b)) => assert_eq!(describe(&a), describe(&b), "view and owned decode fail differently"),
+            (a, b) => panic!("one decode failed: owned {:?}, view {:?}", a.err(), b.err()),
+        }
+    }
+}
+
 /// Every target by name, as `run.sh` and the corpus test know them.
-pub const TARGETS: [(&str, fn(&[u8])); 6] = [
+pub const TARGETS: [(&str, fn(&[u8])); 7] = [
     ("decode_request", decode_request),
     ("decode_response", decode_response),
     ("decode_frame", decode_frame),
     ("decode_response_frame", decode_response_frame),
     ("decode_records", decode_records),
     ("roundtrip", roundtrip),
+    ("views", views),
 ];
