@@ -66,16 +66,12 @@ pub fn cooperative_sticky_user_data(generation: i32) -> Bytes {
 
 /// Java's `String.hashCode`.
 fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16()
-        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
+    s.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
 }
 
 /// Java's `TopicPartition.hashCode`.
 fn java_tp_hash(tp: &TopicPartition) -> i32 {
-    31i32
-        .wrapping_add(tp.partition)
-        .wrapping_mul(31)
-        .wrapping_add(java_string_hash(&tp.topic))
+    31i32.wrapping_add(tp.partition).wrapping_mul(31).wrapping_add(java_string_hash(&tp.topic))
 }
 
 /// `HashMap.hash`: the high half folded into the low one.
@@ -153,10 +149,7 @@ impl JavaSet {
     /// `iterator().next()`.
     fn first(&self) -> Option<&TopicPartition> {
         let mask = java_table_size(self.max_len) as u32 - 1;
-        self.items
-            .iter()
-            .min_by_key(|(t, seq)| (spread(java_tp_hash(t)) & mask, *seq))
-            .map(|(t, _)| t)
+        self.items.iter().min_by_key(|(t, seq)| (spread(java_tp_hash(t)) & mask, *seq)).map(|(t, _)| t)
     }
 }
 
@@ -186,12 +179,7 @@ impl Movements {
 
     fn add_record(&mut self, tp: &TopicPartition, pair: (String, String)) {
         self.by_partition.insert(tp.clone(), pair.clone());
-        self.by_topic
-            .entry(tp.topic.clone())
-            .or_default()
-            .entry(pair)
-            .or_default()
-            .add(tp.clone());
+        self.by_topic.entry(tp.topic.clone()).or_default().entry(pair).or_default().add(tp.clone());
     }
 
     fn move_partition(&mut self, tp: &TopicPartition, old: &str, new: &str) {
@@ -208,65 +196,35 @@ impl Movements {
 
     /// Rather than move a partition the opposite way of an earlier movement, move back one
     /// that made that movement (keeps assignments sticky).
-    fn actual_partition_to_move(
-        &self,
-        tp: &TopicPartition,
-        old: &str,
-        new: &str,
-    ) -> TopicPartition {
+    fn actual_partition_to_move(&self, tp: &TopicPartition, old: &str, new: &str) -> TopicPartition {
         let Some(topic) = self.by_topic.get(&tp.topic) else {
             return tp.clone();
         };
-        let old = self
-            .by_partition
-            .get(tp)
-            .map_or(old, |(src, _)| src.as_str());
-        topic
-            .get(&(new.to_owned(), old.to_owned()))
-            .and_then(JavaSet::first)
-            .cloned()
-            .unwrap_or_else(|| tp.clone())
+        let old = self.by_partition.get(tp).map_or(old, |(src, _)| src.as_str());
+        topic.get(&(new.to_owned(), old.to_owned())).and_then(JavaSet::first).cloned().unwrap_or_else(|| tp.clone())
     }
 }
 
 /// Java's `CooperativeStickyAssignor.assign`: `members` in JoinGroup order, the partition
 /// count of each topic (topics without partitions, or that no member subscribes to, are
 /// skipped as Java skips them). Every member gets an entry.
-pub fn cooperative_sticky_assign(
-    members: &[StickyMember],
-    partitions_per_topic: &BTreeMap<String, i32>,
-) -> Result<BTreeMap<String, Vec<TopicPartition>>> {
-    let subscribed: HashSet<&str> = members
-        .iter()
-        .flat_map(|m| m.topics.iter().map(String::as_str))
-        .collect();
-    let counts: BTreeMap<String, i32> = partitions_per_topic
-        .iter()
-        .filter(|(t, n)| **n > 0 && subscribed.contains(t.as_str()))
-        .map(|(t, n)| (t.clone(), *n))
-        .collect();
+pub fn cooperative_sticky_assign(members: &[StickyMember], partitions_per_topic: &BTreeMap<String, i32>) -> Result<BTreeMap<String, Vec<TopicPartition>>> {
+    let subscribed: HashSet<&str> = members.iter().flat_map(|m| m.topics.iter().map(String::as_str)).collect();
+    let counts: BTreeMap<String, i32> =
+        partitions_per_topic.iter().filter(|(t, n)| **n > 0 && subscribed.contains(t.as_str())).map(|(t, n)| (t.clone(), *n)).collect();
     let ids: HashSet<&str> = members.iter().map(|m| m.member_id.as_str()).collect();
     if ids.len() != members.len() {
-        return Err(Error::Consumer(
-            "cooperative-sticky: two members with the same id".into(),
-        ));
+        return Err(Error::Consumer("cooperative-sticky: two members with the same id".into()));
     }
     // Java's `subscriptions` HashMap order.
-    let hashes: Vec<i32> = members
-        .iter()
-        .map(|m| java_string_hash(&m.member_id))
-        .collect();
-    let ordered: Vec<&StickyMember> = java_hash_order(&hashes)
-        .into_iter()
-        .filter_map(|i| members.get(i))
-        .collect();
+    let hashes: Vec<i32> = members.iter().map(|m| java_string_hash(&m.member_id)).collect();
+    let ordered: Vec<&StickyMember> = java_hash_order(&hashes).into_iter().filter_map(|i| members.get(i)).collect();
     let claims = claims(&ordered, &counts);
     let (mut assignment, transferring) = if claims.all_equal {
         let (a, t) = constrained(&ordered, &counts, &claims)?;
         (a, t)
     } else {
-        let a = General::new(&ordered, &counts, claims.owned.clone())
-            .build(&ordered, claims.max_generation);
+        let a = General::new(&ordered, &counts, claims.owned.clone()).build(&ordered, claims.max_generation);
         let t = transferring_ownership(&ordered, &a);
         (a, t)
     };
@@ -293,8 +251,7 @@ struct Claims {
 }
 
 fn claims(ordered: &[&StickyMember], counts: &BTreeMap<String, i32>) -> Claims {
-    let by_id: HashMap<&str, &StickyMember> =
-        ordered.iter().map(|m| (m.member_id.as_str(), *m)).collect();
+    let by_id: HashMap<&str, &StickyMember> = ordered.iter().map(|m| (m.member_id.as_str(), *m)).collect();
     let mut all_equal = true;
     let mut topics: HashSet<&str> = HashSet::new();
     let mut owned: BTreeMap<String, Vec<TopicPartition>> = BTreeMap::new();
@@ -304,10 +261,7 @@ fn claims(ordered: &[&StickyMember], counts: &BTreeMap<String, i32>) -> Claims {
     for m in ordered {
         if topics.is_empty() {
             topics.extend(m.topics.iter().map(String::as_str));
-        } else if all_equal
-            && !(m.topics.len() == topics.len()
-                && m.topics.iter().all(|t| topics.contains(t.as_str())))
-        {
+        } else if all_equal && !(m.topics.len() == topics.len() && m.topics.iter().all(|t| topics.contains(t.as_str()))) {
             all_equal = false;
         }
         let generation = m.generation().unwrap_or(DEFAULT_GENERATION);
@@ -315,24 +269,15 @@ fn claims(ordered: &[&StickyMember], counts: &BTreeMap<String, i32>) -> Claims {
         owned.insert(m.member_id.clone(), Vec::new());
         for tp in &m.owned_partitions {
             // A claim on a partition the topic does not have (Java would assign it) is dropped.
-            if !counts
-                .get(&tp.topic)
-                .is_some_and(|n| (0..*n).contains(&tp.partition))
-            {
+            if !counts.get(&tp.topic).is_some_and(|n| (0..*n).contains(&tp.partition)) {
                 continue;
             }
             let Some(other) = owner_of.get(tp).cloned() else {
-                owned
-                    .entry(m.member_id.clone())
-                    .or_default()
-                    .push(tp.clone());
+                owned.entry(m.member_id.clone()).or_default().push(tp.clone());
                 owner_of.insert(tp.clone(), m.member_id.clone());
                 continue;
             };
-            let other_generation = by_id
-                .get(other.as_str())
-                .and_then(|o| o.field_generation())
-                .unwrap_or(DEFAULT_GENERATION);
+            let other_generation = by_id.get(other.as_str()).and_then(|o| o.field_generation()).unwrap_or(DEFAULT_GENERATION);
             let drop_from_other = |owned: &mut BTreeMap<String, Vec<TopicPartition>>| {
                 if let Some(list) = owned.get_mut(&other) {
                     if let Some(i) = list.iter().position(|p| p == tp) {
@@ -347,10 +292,7 @@ fn claims(ordered: &[&StickyMember], counts: &BTreeMap<String, i32>) -> Claims {
                     owner_of.insert(tp.clone(), m.member_id.clone());
                 }
                 Ordering::Greater => {
-                    owned
-                        .entry(m.member_id.clone())
-                        .or_default()
-                        .push(tp.clone());
+                    owned.entry(m.member_id.clone()).or_default().push(tp.clone());
                     drop_from_other(&mut owned);
                     owner_of.insert(tp.clone(), m.member_id.clone());
                 }
@@ -358,36 +300,21 @@ fn claims(ordered: &[&StickyMember], counts: &BTreeMap<String, i32>) -> Claims {
             }
         }
     }
-    Claims {
-        all_equal,
-        owned,
-        multiple_owners,
-        max_generation,
-    }
+    Claims { all_equal, owned, multiple_owners, max_generation }
 }
 
 /// Every partition, by topic name then partition.
 fn all_partitions(counts: &BTreeMap<String, i32>) -> Vec<TopicPartition> {
-    counts
-        .iter()
-        .flat_map(|(t, n)| (0..*n).map(move |p| TopicPartition::new(t.clone(), p)))
-        .collect()
+    counts.iter().flat_map(|(t, n)| (0..*n).map(move |p| TopicPartition::new(t.clone(), p))).collect()
 }
 
 type Assignment = BTreeMap<String, Vec<TopicPartition>>;
 
 /// `ConstrainedAssignmentBuilder`: every member subscribes to the same topics.
-fn constrained(
-    ordered: &[&StickyMember],
-    counts: &BTreeMap<String, i32>,
-    claims: &Claims,
-) -> Result<(Assignment, HashMap<TopicPartition, String>)> {
+fn constrained(ordered: &[&StickyMember], counts: &BTreeMap<String, i32>, claims: &Claims) -> Result<(Assignment, HashMap<TopicPartition, String>)> {
     let members = ordered.len();
     let total: usize = counts.values().map(|n| *n as usize).sum();
-    let mut assignment: Assignment = ordered
-        .iter()
-        .map(|m| (m.member_id.clone(), Vec::new()))
-        .collect();
+    let mut assignment: Assignment = ordered.iter().map(|m| (m.member_id.clone(), Vec::new())).collect();
     let mut transferring = HashMap::new();
     if members == 0 {
         return Ok((assignment, transferring));
@@ -402,11 +329,7 @@ fn constrained(
     for m in ordered {
         let id = &m.member_id;
         let mut owned = claims.owned.get(id).cloned().unwrap_or_default();
-        owned.sort_by(|a, b| {
-            a.partition
-                .cmp(&b.partition)
-                .then_with(|| a.topic.cmp(&b.topic))
-        });
+        owned.sort_by(|a, b| a.partition.cmp(&b.partition).then_with(|| a.topic.cmp(&b.topic)));
         owned.retain(|tp| !claims.multiple_owners.contains(tp));
         let keep = if owned.len() < min_quota {
             under_min.push(id.clone());
@@ -432,25 +355,19 @@ fn constrained(
             a.extend(owned);
         }
     }
-    let unassigned: Vec<TopicPartition> = all_partitions(counts)
-        .into_iter()
-        .filter(|tp| !assigned.contains(tp))
-        .collect();
+    let unassigned: Vec<TopicPartition> = all_partitions(counts).into_iter().filter(|tp| !assigned.contains(tp)).collect();
     under_min.sort_by(|a, b| java_cmp(a, b));
     exactly_min.make_contiguous().sort_by(|a, b| java_cmp(a, b));
-    let mut assign_new =
-        |assignment: &mut Assignment, tp: &TopicPartition, member: &str| -> usize {
-            let Some(list) = assignment.get_mut(member) else {
-                return 0;
-            };
-            list.push(tp.clone());
-            if maybe_revoked.get(tp).is_some_and(|m| m != member)
-                || claims.multiple_owners.contains(tp)
-            {
-                transferring.insert(tp.clone(), member.to_owned());
-            }
-            list.len()
+    let mut assign_new = |assignment: &mut Assignment, tp: &TopicPartition, member: &str| -> usize {
+        let Some(list) = assignment.get_mut(member) else {
+            return 0;
         };
+        list.push(tp.clone());
+        if maybe_revoked.get(tp).is_some_and(|m| m != member) || claims.multiple_owners.contains(tp) {
+            transferring.insert(tp.clone(), member.to_owned());
+        }
+        list.len()
+    };
     // `assignRoundRobin`, with its LinkedList iterator as a cursor into `under_min`.
     let mut cursor = 0;
     for tp in &unassigned {
@@ -460,11 +377,7 @@ fn constrained(
         } else if under_min.is_empty() {
             match exactly_min.pop_front() {
                 Some(m) => (m, false),
-                None => {
-                    return Err(Error::Consumer(
-                        "cooperative-sticky: no more unfilled members to assign to".into(),
-                    ))
-                }
+                None => return Err(Error::Consumer("cooperative-sticky: no more unfilled members to assign to".into())),
             }
         } else {
             cursor = 1;
@@ -475,9 +388,7 @@ fn constrained(
             // Java's iterator.remove(): the member just taken from `under_min` (one taken from
             // `exactly_min` already had the minimum, so cannot be at it now).
             if !from_under {
-                return Err(Error::Consumer(
-                    "cooperative-sticky: a filled member is below the minimum quota".into(),
-                ));
+                return Err(Error::Consumer("cooperative-sticky: a filled member is below the minimum quota".into()));
             }
             if let Some(i) = cursor.checked_sub(1).filter(|i| *i < under_min.len()) {
                 under_min.remove(i);
@@ -490,17 +401,10 @@ fn constrained(
     }
     if !under_min.is_empty() {
         if over_min != expected_over_min {
-            return Err(Error::Consumer(
-                "cooperative-sticky: fewer members above the minimum quota than expected".into(),
-            ));
+            return Err(Error::Consumer("cooperative-sticky: fewer members above the minimum quota than expected".into()));
         }
-        if let Some(m) = under_min
-            .iter()
-            .find(|m| assignment.get(*m).map_or(0, Vec::len) != min_quota)
-        {
-            return Err(Error::Consumer(format!(
-                "cooperative-sticky: member {m} below the minimum quota"
-            )));
+        if let Some(m) = under_min.iter().find(|m| assignment.get(*m).map_or(0, Vec::len) != min_quota) {
+            return Err(Error::Consumer(format!("cooperative-sticky: member {m} below the minimum quota")));
         }
     }
     Ok((assignment, transferring))
@@ -508,30 +412,14 @@ fn constrained(
 
 /// `CooperativeStickyAssignor.computePartitionsTransferringOwnership`: partitions assigned to
 /// a member that did not own them while another member owned them.
-fn transferring_ownership(
-    ordered: &[&StickyMember],
-    assignment: &Assignment,
-) -> HashMap<TopicPartition, String> {
+fn transferring_ownership(ordered: &[&StickyMember], assignment: &Assignment) -> HashMap<TopicPartition, String> {
     let mut added = HashMap::new();
     let mut revoked = HashSet::new();
     for m in ordered {
-        let assigned: HashSet<&TopicPartition> = assignment
-            .get(&m.member_id)
-            .map(|a| a.iter().collect())
-            .unwrap_or_default();
+        let assigned: HashSet<&TopicPartition> = assignment.get(&m.member_id).map(|a| a.iter().collect()).unwrap_or_default();
         let owned: HashSet<&TopicPartition> = m.owned_partitions.iter().collect();
-        added.extend(
-            assigned
-                .iter()
-                .filter(|tp| !owned.contains(*tp))
-                .map(|tp| ((*tp).clone(), m.member_id.clone())),
-        );
-        revoked.extend(
-            owned
-                .iter()
-                .filter(|tp| !assigned.contains(*tp))
-                .map(|tp| (*tp).clone()),
-        );
+        added.extend(assigned.iter().filter(|tp| !owned.contains(*tp)).map(|tp| ((*tp).clone(), m.member_id.clone())));
+        revoked.extend(owned.iter().filter(|tp| !assigned.contains(*tp)).map(|tp| (*tp).clone()));
     }
     added.retain(|tp, _| revoked.contains(tp));
     added
@@ -551,13 +439,8 @@ struct General<'a> {
 }
 
 impl<'a> General<'a> {
-    fn new(
-        ordered: &[&StickyMember],
-        counts: &'a BTreeMap<String, i32>,
-        mut current: Assignment,
-    ) -> General<'a> {
-        let mut topic_members: BTreeMap<String, Vec<String>> =
-            counts.keys().map(|t| (t.clone(), Vec::new())).collect();
+    fn new(ordered: &[&StickyMember], counts: &'a BTreeMap<String, i32>, mut current: Assignment) -> General<'a> {
+        let mut topic_members: BTreeMap<String, Vec<String>> = counts.keys().map(|t| (t.clone(), Vec::new())).collect();
         let mut member_topics = BTreeMap::new();
         for m in ordered {
             let mut topics = Vec::new();
@@ -570,10 +453,7 @@ impl<'a> General<'a> {
             member_topics.insert(m.member_id.clone(), topics);
             current.entry(m.member_id.clone()).or_default();
         }
-        let owner = current
-            .iter()
-            .flat_map(|(m, tps)| tps.iter().map(move |tp| (tp.clone(), m.clone())))
-            .collect();
+        let owner = current.iter().flat_map(|(m, tps)| tps.iter().map(move |tp| (tp.clone(), m.clone()))).collect();
         General {
             counts,
             total: counts.values().map(|n| *n as usize).sum(),
@@ -591,9 +471,7 @@ impl<'a> General<'a> {
     }
 
     fn subscribes(&self, member: &str, topic: &str) -> bool {
-        self.member_topics
-            .get(member)
-            .is_some_and(|ts| ts.iter().any(|t| t == topic))
+        self.member_topics.get(member).is_some_and(|ts| ts.iter().any(|t| t == topic))
     }
 
     fn sorted_remove(&mut self, member: &str) {
@@ -627,10 +505,7 @@ impl<'a> General<'a> {
         let mut revocation_required = false;
         let mut assigned = HashSet::new();
         for (member, tps) in self.current.iter_mut() {
-            let subscribed = ordered
-                .iter()
-                .find(|m| m.member_id == *member)
-                .map(|m| &m.topics);
+            let subscribed = ordered.iter().find(|m| m.member_id == *member).map(|m| &m.topics);
             tps.retain(|tp| {
                 if !self.topic_members.contains_key(&tp.topic) {
                     self.owner.remove(tp);
@@ -646,34 +521,17 @@ impl<'a> General<'a> {
         }
         let mut sorted_topics: Vec<&String> = self.topic_members.keys().collect();
         sorted_topics.sort_by(|a, b| {
-            let (na, nb) = (
-                self.topic_members.get(*a).map_or(0, Vec::len),
-                self.topic_members.get(*b).map_or(0, Vec::len),
-            );
+            let (na, nb) = (self.topic_members.get(*a).map_or(0, Vec::len), self.topic_members.get(*b).map_or(0, Vec::len));
             na.cmp(&nb).then_with(|| a.cmp(b))
         });
-        let mut sorted_all: Vec<TopicPartition> = sorted_topics
-            .iter()
-            .flat_map(|t| {
-                (0..self.counts.get(*t).copied().unwrap_or(0))
-                    .map(|p| TopicPartition::new((*t).clone(), p))
-            })
-            .collect();
-        let mut unassigned: Vec<TopicPartition> = sorted_all
-            .iter()
-            .filter(|tp| !assigned.contains(*tp))
-            .cloned()
-            .collect();
+        let mut sorted_all: Vec<TopicPartition> =
+            sorted_topics.iter().flat_map(|t| (0..self.counts.get(*t).copied().unwrap_or(0)).map(|p| TopicPartition::new((*t).clone(), p))).collect();
+        let mut unassigned: Vec<TopicPartition> = sorted_all.iter().filter(|tp| !assigned.contains(*tp)).cloned().collect();
         let members: Vec<String> = self.current.keys().cloned().collect();
         for m in &members {
             self.sorted_add(m);
         }
-        self.balance(
-            &previous,
-            &mut sorted_all,
-            &mut unassigned,
-            revocation_required,
-        );
+        self.balance(&previous, &mut sorted_all, &mut unassigned, revocation_required);
         self.current
     }
 
@@ -689,12 +547,7 @@ impl<'a> General<'a> {
             if self.topic_members.get(&tp.topic).is_none_or(Vec::is_empty) {
                 continue;
             }
-            let Some(member) = self
-                .sorted
-                .iter()
-                .map(|(_, m)| m.0.clone())
-                .find(|m| self.subscribes(m, &tp.topic))
-            else {
+            let Some(member) = self.sorted.iter().map(|(_, m)| m.0.clone()).find(|m| self.subscribes(m, &tp.topic)) else {
                 continue;
             };
             self.sorted_remove(&member);
@@ -706,12 +559,7 @@ impl<'a> General<'a> {
         }
         // Partitions of a topic only one member wants cannot move; nor can a member that has
         // all it can have, of such topics only.
-        let fixed_topics: HashSet<String> = self
-            .topic_members
-            .iter()
-            .filter(|(_, ms)| ms.len() < 2)
-            .map(|(t, _)| t.clone())
-            .collect();
+        let fixed_topics: HashSet<String> = self.topic_members.iter().filter(|(_, ms)| ms.len() < 2).map(|(t, _)| t.clone()).collect();
         sorted_all.retain(|tp| !fixed_topics.contains(&tp.topic));
         unassigned.retain(|tp| !fixed_topics.contains(&tp.topic));
         let mut fixed = Assignment::new();
@@ -745,24 +593,15 @@ impl<'a> General<'a> {
         if topics.len() == self.counts.len() {
             self.total
         } else {
-            topics
-                .iter()
-                .map(|t| self.counts.get(t).map_or(0, |n| *n as usize))
-                .sum()
+            topics.iter().map(|t| self.counts.get(t).map_or(0, |n| *n as usize)).sum()
         }
     }
 
     fn can_member_move(&self, member: &str) -> bool {
-        let (Some(tps), Some(topics)) = (self.current.get(member), self.member_topics.get(member))
-        else {
+        let (Some(tps), Some(topics)) = (self.current.get(member), self.member_topics.get(member)) else {
             return false;
         };
-        tps.len() < self.max_size(topics)
-            || tps.iter().any(|tp| {
-                self.topic_members
-                    .get(&tp.topic)
-                    .is_some_and(|ms| ms.len() >= 2)
-            })
+        tps.len() < self.max_size(topics) || tps.iter().any(|tp| self.topic_members.get(&tp.topic).is_some_and(|ms| ms.len() >= 2))
     }
 
     fn is_balanced(&self) -> bool {
@@ -772,15 +611,9 @@ impl<'a> General<'a> {
         if min + 1 >= *max {
             return true;
         }
-        let owners: HashMap<&TopicPartition, &String> = self
-            .current
-            .iter()
-            .flat_map(|(m, tps)| tps.iter().map(move |tp| (tp, m)))
-            .collect();
+        let owners: HashMap<&TopicPartition, &String> = self.current.iter().flat_map(|(m, tps)| tps.iter().map(move |tp| (tp, m))).collect();
         for (_, JKey(member)) in &self.sorted {
-            let (Some(tps), Some(topics)) =
-                (self.current.get(member), self.member_topics.get(member))
-            else {
+            let (Some(tps), Some(topics)) = (self.current.get(member), self.member_topics.get(member)) else {
                 continue;
             };
             let count = tps.len();
@@ -805,11 +638,7 @@ impl<'a> General<'a> {
     }
 
     /// `performReassignments`: true when a partition moved.
-    fn reassign_all(
-        &mut self,
-        partitions: &[TopicPartition],
-        previous: &HashMap<TopicPartition, (String, i32)>,
-    ) -> bool {
+    fn reassign_all(&mut self, partitions: &[TopicPartition], previous: &HashMap<TopicPartition, (String, i32)>) -> bool {
         let mut performed = false;
         loop {
             let mut modified = false;
@@ -831,17 +660,9 @@ impl<'a> General<'a> {
                         continue;
                     }
                 }
-                let smaller = self.topic_members.get(&tp.topic).is_some_and(|ms| {
-                    ms.iter()
-                        .any(|o| self.size(o).is_some_and(|n| size > n + 1))
-                });
+                let smaller = self.topic_members.get(&tp.topic).is_some_and(|ms| ms.iter().any(|o| self.size(o).is_some_and(|n| size > n + 1)));
                 if smaller {
-                    if let Some(to) = self
-                        .sorted
-                        .iter()
-                        .map(|(_, m)| m.0.clone())
-                        .find(|m| self.subscribes(m, &tp.topic))
-                    {
+                    if let Some(to) = self.sorted.iter().map(|(_, m)| m.0.clone()).find(|m| self.subscribes(m, &tp.topic)) {
                         self.reassign_to(tp, &to);
                     }
                     performed = true;
@@ -899,20 +720,14 @@ mod tests {
         StickyMember {
             member_id: id.into(),
             topics: topics.iter().map(|t| t.to_string()).collect(),
-            owned_partitions: owned
-                .iter()
-                .map(|(t, p)| TopicPartition::new(*t, *p))
-                .collect(),
+            owned_partitions: owned.iter().map(|(t, p)| TopicPartition::new(*t, *p)).collect(),
             generation_id: generation,
             user_data: None,
         }
     }
 
     fn show(a: &Assignment, m: &str) -> String {
-        let mut v: Vec<String> = a
-            .get(m)
-            .map(|l| l.iter().map(ToString::to_string).collect())
-            .unwrap_or_default();
+        let mut v: Vec<String> = a.get(m).map(|l| l.iter().map(ToString::to_string).collect()).unwrap_or_default();
         v.sort();
         v.join(",")
     }
@@ -927,10 +742,7 @@ mod tests {
         assert_eq!(java_table_size(12), 16);
         assert_eq!(java_table_size(13), 32);
         // "b" hashes to bucket 2 of 16, "q" (113) to bucket 1: "q" iterates first.
-        assert_eq!(
-            java_hash_order(&[java_string_hash("b"), java_string_hash("q")]),
-            vec![1, 0]
-        );
+        assert_eq!(java_hash_order(&[java_string_hash("b"), java_string_hash("q")]), vec![1, 0]);
     }
 
     #[test]
@@ -943,22 +755,8 @@ mod tests {
         assert_eq!(first.get("a").map(Vec::len), Some(2));
         assert_eq!(show(&first, "b"), "");
         // The next round, a owns only its two: b gets the other two.
-        let a2 = StickyMember {
-            owned_partitions: first["a"].clone(),
-            generation_id: 4,
-            ..old
-        };
-        let second = cooperative_sticky_assign(
-            &[
-                a2,
-                StickyMember {
-                    generation_id: 4,
-                    ..new
-                },
-            ],
-            &counts,
-        )
-        .unwrap();
+        let a2 = StickyMember { owned_partitions: first["a"].clone(), generation_id: 4, ..old };
+        let second = cooperative_sticky_assign(&[a2, StickyMember { generation_id: 4, ..new }], &counts).unwrap();
         assert_eq!(second["a"].len(), 2);
         assert_eq!(second["b"].len(), 2);
         let all: BTreeSet<_> = second.values().flatten().collect();
@@ -969,14 +767,7 @@ mod tests {
     #[test]
     fn unequal_subscriptions_use_the_general_algorithm() {
         let counts: BTreeMap<String, i32> = [("x".to_string(), 2), ("y".to_string(), 3)].into();
-        let out = cooperative_sticky_assign(
-            &[
-                member("m1", &["x"], &[], -1),
-                member("m2", &["x", "y"], &[], -1),
-            ],
-            &counts,
-        )
-        .unwrap();
+        let out = cooperative_sticky_assign(&[member("m1", &["x"], &[], -1), member("m2", &["x", "y"], &[], -1)], &counts).unwrap();
         // y only goes to m2; x is shared out to balance.
         assert!(out["m1"].iter().all(|tp| tp.topic == "x"));
         assert_eq!(out["m1"].len() + out["m2"].len(), 5);

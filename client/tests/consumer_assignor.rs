@@ -107,36 +107,20 @@ impl Scenario {
                 None if m.generation_id >= 0 => format!("g{}", m.generation_id),
                 None => "n".into(),
             };
-            let owned: Vec<String> = m
-                .owned_partitions
-                .iter()
-                .map(|tp| format!("{}:{}", tp.topic, tp.partition))
-                .collect();
-            let _ = writeln!(
-                out,
-                "M {} {generation} {} {}",
-                m.member_id,
-                m.topics.join(","),
-                owned.join(",")
-            );
+            let owned: Vec<String> = m.owned_partitions.iter().map(|tp| format!("{}:{}", tp.topic, tp.partition)).collect();
+            let _ = writeln!(out, "M {} {generation} {} {}", m.member_id, m.topics.join(","), owned.join(","));
         }
         let _ = writeln!(out, "E");
     }
 }
 
-fn lines_of(
-    name: &str,
-    result: &Result<BTreeMap<String, Vec<TopicPartition>>, kafka_wire_client::Error>,
-) -> Vec<String> {
+fn lines_of(name: &str, result: &Result<BTreeMap<String, Vec<TopicPartition>>, kafka_wire_client::Error>) -> Vec<String> {
     match result {
         Err(_) => vec![format!("X {name}")],
         Ok(a) => a
             .iter()
             .map(|(m, tps)| {
-                let mut v: Vec<String> = tps
-                    .iter()
-                    .map(|tp| format!("{}:{}", tp.topic, tp.partition))
-                    .collect();
+                let mut v: Vec<String> = tps.iter().map(|tp| format!("{}:{}", tp.topic, tp.partition)).collect();
                 v.sort();
                 format!("A {name} {m} {}", v.join(","))
             })
@@ -151,20 +135,14 @@ fn scenarios() -> Vec<(Scenario, Vec<String>)> {
     let mut out = Vec::new();
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     for group in 0..60 {
-        let topics: Vec<(String, i32)> = (0..1 + rng.below(3))
-            .map(|i| (format!("topic-{i}"), 1 + rng.below(14) as i32))
-            .collect();
+        let topics: Vec<(String, i32)> = (0..1 + rng.below(3)).map(|i| (format!("topic-{i}"), 1 + rng.below(14) as i32)).collect();
         let counts: BTreeMap<String, i32> = topics.iter().cloned().collect();
         let unequal = group % 3 == 2;
         let mut next_id = 0;
         let mut new_member = |rng: &mut Rng| {
             next_id += 1;
             let topics: Vec<String> = if unequal {
-                let mut ts: Vec<String> = topics
-                    .iter()
-                    .filter(|_| rng.chance(60))
-                    .map(|(t, _)| t.clone())
-                    .collect();
+                let mut ts: Vec<String> = topics.iter().filter(|_| rng.chance(60)).map(|(t, _)| t.clone()).collect();
                 if ts.is_empty() {
                     ts.push(topics[rng.below(topics.len() as u64) as usize].0.clone());
                 }
@@ -173,16 +151,9 @@ fn scenarios() -> Vec<(Scenario, Vec<String>)> {
                 topics.iter().map(|(t, _)| t.clone()).collect()
             };
             // Broker-style ids: a client id and a random suffix (spreads the hash buckets).
-            StickyMember {
-                member_id: format!("consumer-{group}-{next_id}-{:08x}", rng.next() as u32),
-                topics,
-                generation_id: -1,
-                ..Default::default()
-            }
+            StickyMember { member_id: format!("consumer-{group}-{next_id}-{:08x}", rng.next() as u32), topics, generation_id: -1, ..Default::default() }
         };
-        let mut members: Vec<StickyMember> = (0..1 + rng.below(5))
-            .map(|_| new_member(&mut rng))
-            .collect();
+        let mut members: Vec<StickyMember> = (0..1 + rng.below(5)).map(|_| new_member(&mut rng)).collect();
         let mut generation = 1;
         for round in 0..8 {
             if round > 0 {
@@ -213,16 +184,11 @@ fn scenarios() -> Vec<(Scenario, Vec<String>)> {
                 if rng.chance(10) {
                     let i = rng.below(members.len() as u64) as usize;
                     let g = members[i].generation_id;
-                    members[i].user_data =
-                        Some(kafka_wire_client::assignor::cooperative_sticky_user_data(g));
+                    members[i].user_data = Some(kafka_wire_client::assignor::cooperative_sticky_user_data(g));
                     members[i].generation_id = -1;
                 }
             }
-            let scenario = Scenario {
-                name: format!("g{group}r{round}"),
-                counts: counts.clone(),
-                members: members.clone(),
-            };
+            let scenario = Scenario { name: format!("g{group}r{round}"), counts: counts.clone(), members: members.clone() };
             let result = cooperative_sticky_assign(&scenario.members, &scenario.counts);
             let lines = lines_of(&scenario.name, &result);
             out.push((scenario, lines));
@@ -243,9 +209,7 @@ async fn cooperative_sticky_assigns_exactly_as_javas() {
     let Some(b) = Broker::from_env("cooperative_sticky_assigns_exactly_as_javas") else {
         return;
     };
-    let Some(lib) = b.vars.get("KAFKA_LIB").cloned() else {
-        panic!("no KAFKA_LIB in the env file")
-    };
+    let Some(lib) = b.vars.get("KAFKA_LIB").cloned() else { panic!("no KAFKA_LIB in the env file") };
     let cases = scenarios();
     let mut input = String::new();
     for (s, _) in &cases {
@@ -263,21 +227,10 @@ async fn cooperative_sticky_assigns_exactly_as_javas() {
         .stdin(std::fs::File::open(dir.join("input")).unwrap())
         .kill_on_drop(true)
         .output();
-    let out = tokio::time::timeout(Duration::from_secs(120), java)
-        .await
-        .expect("java in time")
-        .expect("java runs");
-    assert!(
-        out.status.success(),
-        "java failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let java_lines: Vec<String> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .filter(|l| l.starts_with("A ") || l.starts_with("X "))
-        .map(str::to_owned)
-        .collect();
+    let out = tokio::time::timeout(Duration::from_secs(120), java).await.expect("java in time").expect("java runs");
+    assert!(out.status.success(), "java failed: {}", String::from_utf8_lossy(&out.stderr));
+    let java_lines: Vec<String> =
+        String::from_utf8(out.stdout).unwrap().lines().filter(|l| l.starts_with("A ") || l.starts_with("X ")).map(str::to_owned).collect();
     let mut by_scenario: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for l in java_lines {
         let name = l.split(' ').nth(1).unwrap_or_default().to_owned();
@@ -288,11 +241,7 @@ async fn cooperative_sticky_assigns_exactly_as_javas() {
         let theirs = by_scenario.get(&s.name).cloned().unwrap_or_default();
         let mut input = String::new();
         s.to_java(&mut input);
-        assert_eq!(
-            ours, &theirs,
-            "scenario {} differs from Java's:\n{input}",
-            s.name
-        );
+        assert_eq!(ours, &theirs, "scenario {} differs from Java's:\n{input}", s.name);
         let equal = s.members.iter().all(|m| {
             let mut a = m.topics.clone();
             let mut b = s.members[0].topics.clone();
@@ -307,11 +256,7 @@ async fn cooperative_sticky_assigns_exactly_as_javas() {
         moved += usize::from(ours.iter().any(|l| l.ends_with(' ')));
     }
     // The generator must have reached the interesting cases, or this proves little.
-    assert!(
-        cases.len() >= 300 && general >= 60 && conflicts >= 10,
-        "{} scenarios, {general} general, {conflicts} with conflicting claims",
-        cases.len()
-    );
+    assert!(cases.len() >= 300 && general >= 60 && conflicts >= 10, "{} scenarios, {general} general, {conflicts} with conflicting claims", cases.len());
     println!("{} scenarios ({general} with unequal subscriptions, {conflicts} with conflicting claims, {moved} with a member left empty) assigned as Java assigns them", cases.len());
     let _ = std::fs::remove_dir_all(&dir);
 }
