@@ -28,7 +28,7 @@ use tracing::{debug, info, warn};
 
 use crate::cluster::{ClusterMetadata, Client};
 use crate::error::{Error, Result};
-use crate::group::{Assignor, GroupState};
+use crate::group::{Assignor, GroupState, RebalanceListener};
 
 /// A partition of a topic.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -139,7 +139,8 @@ pub struct ConsumerConfig {
     pub group_instance_id: Option<String>,
     /// `group.protocol` (classic).
     pub group_protocol: GroupProtocol,
-    /// `partition.assignment.strategy` for the classic protocol, by preference (range).
+    /// `partition.assignment.strategy` for the classic protocol, by preference (Java's default:
+    /// range, then cooperative-sticky; the rebalances are cooperative when every one listed is).
     pub assignors: Vec<Assignor>,
     /// `session.timeout.ms` (45 s), classic protocol (the broker sets it for KIP-848 groups).
     pub session_timeout: Duration,
@@ -177,7 +178,7 @@ impl Default for ConsumerConfig {
             group_id: None,
             group_instance_id: None,
             group_protocol: GroupProtocol::Classic,
-            assignors: vec![Assignor::Range],
+            assignors: vec![Assignor::Range, Assignor::CooperativeSticky],
             session_timeout: Duration::from_secs(45),
             heartbeat_interval: Duration::from_secs(3),
             max_poll_interval: Duration::from_secs(300),
@@ -297,6 +298,8 @@ pub struct Consumer {
     pub(crate) config: ConsumerConfig,
     pub(crate) assignment: BTreeMap<TopicPartition, PartState>,
     pub(crate) group: Option<GroupState>,
+    /// In a mutex only so that the consumer stays `Sync` (it is used by one task).
+    pub(crate) listener: Option<std::sync::Mutex<Box<dyn RebalanceListener>>>,
     buffer: VecDeque<Fetched>,
     sessions: HashMap<i32, Session>,
     coordinator: Option<String>,
@@ -329,6 +332,7 @@ impl Consumer {
             config,
             assignment: BTreeMap::new(),
             group: None,
+            listener: None,
             buffer: VecDeque::new(),
             sessions: HashMap::new(),
             coordinator: None,

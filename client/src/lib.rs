@@ -35,7 +35,7 @@ pub use consumer::{
     OffsetAndMetadata, OffsetReset, OffsetSpec, TopicPartition,
 };
 pub use error::{Error, Result};
-pub use group::Assignor;
+pub use group::{Assignor, ListenerFuture, RebalanceListener};
 pub use producer::{
     Acks, Delivery, Producer, ProducerConfig, ProducerRecord, ProducerStats, RecordMetadata,
 };
