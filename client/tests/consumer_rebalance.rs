@@ -174,8 +174,9 @@ async fn two_members(b: &Broker, mode: Mode) {
 
     let (ea, eb) = (events_of(&ea), events_of(&eb));
     let six: BTreeSet<i32> = (0..6).collect();
-    // a: all 6 first; revoked when b joined; b's 3 back when b left; all 6 revoked on close.
-    assert_eq!(ea.first(), Some(&("assigned", six.clone())), "{mode:?} a: {ea:?}");
+    // a: all 6 first (after an empty assignment if the topic was not in the leader's metadata
+    // yet); revoked when b joined; b's 3 back when b left; all 6 revoked on close.
+    assert_eq!(ea.iter().find(|(_, p)| !p.is_empty()), Some(&("assigned", six.clone())), "{mode:?} a: {ea:?}");
     assert_eq!(ea.last(), Some(&("revoked", six.clone())), "{mode:?} a: {ea:?}");
     let revoked_a: Vec<&BTreeSet<i32>> = ea.iter().filter(|(k, _)| *k == "revoked").map(|(_, p)| p).collect();
     match mode {
