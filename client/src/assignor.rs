@@ -496,7 +496,7 @@ impl<'a> General<'a> {
                 _ => continue,
             };
             for tp in &m.owned_partitions {
-                if previous.get(tp).is_none_or(|(_, g)| generation > *g) {
+                if previous.get(tp).map_or(true, |(_, g)| generation > *g) {
                     previous.insert(tp.clone(), (m.member_id.clone(), generation));
                 }
             }
@@ -542,9 +542,9 @@ impl<'a> General<'a> {
         unassigned: &mut Vec<TopicPartition>,
         revocation_required: bool,
     ) {
-        let initializing = self.sorted.last().is_none_or(|(n, _)| *n == 0);
+        let initializing = self.sorted.last().map_or(true, |(n, _)| *n == 0);
         for tp in unassigned.iter() {
-            if self.topic_members.get(&tp.topic).is_none_or(Vec::is_empty) {
+            if self.topic_members.get(&tp.topic).map_or(true, Vec::is_empty) {
                 continue;
             }
             let Some(member) = self.sorted.iter().map(|(_, m)| m.0.clone()).find(|m| self.subscribes(m, &tp.topic)) else {

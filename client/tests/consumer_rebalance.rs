@@ -349,7 +349,7 @@ async fn java_cooperative_sticky_and_this_consumer_hand_over_partitions() {
     let javas: BTreeSet<i32> = (0..6).filter(|p| !kept.contains(p)).collect();
     let java_assignments: Vec<BTreeSet<i32>> = java_out.lines().filter_map(|l| l.strip_prefix('A')).map(java_set).collect();
     assert!(java_assignments.contains(&javas), "Java held {javas:?} while we held {kept:?}: {:?}", java_assignments.iter().collect::<BTreeSet<_>>());
-    let java_assigned: BTreeSet<i32> = java_out.lines().filter_map(|l| l.strip_prefix("ASSIGNED")).flat_map(|l| java_set(l)).collect();
+    let java_assigned: BTreeSet<i32> = java_out.lines().filter_map(|l| l.strip_prefix("ASSIGNED")).flat_map(java_set).collect();
     assert_eq!(java_assigned, javas, "{java_out}");
     // Ours revoked exactly Java's share when Java came, kept its own, and never lost any.
     let evs = events_of(&events);
