@@ -28,7 +28,7 @@ use tracing::{debug, info, warn};
 
 use crate::cluster::{ClusterMetadata, Client};
 use crate::error::{Error, Result};
-use crate::group::{Assignor, GroupState};
+use crate::group::{Assignor, GroupState, RebalanceListener};
 
 /// A partition of a topic.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -139,7 +139,8 @@ pub struct ConsumerConfig {
     pub group_instance_id: Option<String>,
     /// `group.protocol` (classic).
     pub group_protocol: GroupProtocol,
-    /// `partition.assignment.strategy` for the classic protocol, by preference (range).
+    /// `partition.assignment.strategy` for the classic protocol, by preference (Java's default:
+    /// range, then cooperative-sticky; the rebalances are cooperative when every one listed is).
     pub assignors: Vec<Assignor>,
     /// `session.timeout.ms` (45 s), classic protocol (the broker sets it for KIP-848 groups).
     pub session_timeout: Duration,
@@ -177,7 +178,7 @@ impl Default for ConsumerConfig {
             group_id: None,
             group_instance_id: None,
             group_protocol: GroupProtocol::Classic,
-            assignors: vec![Assignor::Range],
+            assignors: vec![Assignor::Range, Assignor::CooperativeSticky],
             session_timeout: Duration::from_secs(45),
             heartbeat_interval: Duration::from_secs(3),
             max_poll_interval: Duration::from_secs(300),
@@ -297,7 +298,13 @@ pub struct Consumer {
     pub(crate) config: ConsumerConfig,
     pub(crate) assignment: BTreeMap<TopicPartition, PartState>,
     pub(crate) group: Option<GroupState>,
+    /// In a mutex only so that the consumer stays `Sync` (it is used by one task).
+    pub(crate) listener: Option<std::sync::Mutex<Box<dyn RebalanceListener>>>,
     buffer: VecDeque<Fetched>,
+    /// Emptied record queues, kept with their capacity for the next fetched partitions: a
+    /// fetch round's records are megabytes of `ConsumerRecord`s, and new queues grown for
+    /// each round (freed after) made glibc fault the pages in again every round.
+    spare_queues: Vec<VecDeque<ConsumerRecord>>,
     sessions: HashMap<i32, Session>,
     coordinator: Option<String>,
     stats: FetchStats,
@@ -329,7 +336,9 @@ impl Consumer {
             config,
             assignment: BTreeMap::new(),
             group: None,
+            listener: None,
             buffer: VecDeque::new(),
+            spare_queues: Vec::new(),
             sessions: HashMap::new(),
             coordinator: None,
             stats: FetchStats::default(),
@@ -464,31 +473,46 @@ impl Consumer {
 
     /// Hands out up to `max` buffered records, advancing positions as they go.
     fn drain(&mut self, max: usize) -> Vec<ConsumerRecord> {
-        let mut out = Vec::new();
+        let buffered: usize = self.buffer.iter().map(|f| f.records.len()).sum();
+        // Sized once: records are moved once, into the caller's vector.
+        let mut out = Vec::with_capacity(buffered.min(max));
         while out.len() < max {
             let Some(front) = self.buffer.front_mut() else { break };
             let take = front.records.len().min(max - out.len());
-            let st = self.assignment.get_mut(&front.tp);
-            let mut records: Vec<ConsumerRecord> = front.records.drain(..take).collect();
-            if let Some(st) = st {
-                if let Some(last) = records.last() {
-                    st.position = Some(last.offset + 1);
-                    st.epoch = last.leader_epoch.or(st.epoch);
+            let taken_bytes: usize = front.records.range(..take).map(record_bytes).sum();
+            let start = out.len();
+            match self.assignment.get_mut(&front.tp) {
+                Some(st) => {
+                    out.extend(front.records.drain(..take));
+                    if let Some(last) = out.get(start..).and_then(<[ConsumerRecord]>::last) {
+                        st.position = Some(last.offset + 1);
+                        st.epoch = last.leader_epoch.or(st.epoch);
+                    }
+                    if front.records.is_empty() {
+                        st.position = Some(st.position.map_or(front.next_offset, |p| p.max(front.next_offset)));
+                        st.epoch = front.next_epoch.or(st.epoch);
+                    }
                 }
-                if front.records.is_empty() {
-                    st.position = Some(st.position.map_or(front.next_offset, |p| p.max(front.next_offset)));
-                    st.epoch = front.next_epoch.or(st.epoch);
+                None => {
+                    front.records.drain(..take); // no longer assigned
                 }
-            } else {
-                records.clear(); // no longer assigned
             }
-            front.bytes = front.records.iter().map(record_bytes).sum();
+            front.bytes = front.bytes.saturating_sub(taken_bytes);
             if front.records.is_empty() {
-                self.buffer.pop_front();
+                if let Some(f) = self.buffer.pop_front() {
+                    self.recycle(f.records);
+                }
             }
-            out.extend(records);
         }
         out
+    }
+
+    /// Keeps an emptied record queue for the next fetch (as many as a fetch round fills).
+    fn recycle(&mut self, mut queue: VecDeque<ConsumerRecord>) {
+        queue.clear();
+        if queue.capacity() > 0 && self.spare_queues.len() < self.assignment.len().clamp(1, 64) {
+            self.spare_queues.push(queue);
+        }
     }
 
     /// A stream of records, one at a time; fetching happens only as the stream is polled, so
@@ -889,8 +913,10 @@ impl Consumer {
                     _ => Vec::new(),
                 };
                 let records = p.records.unwrap_or_default();
-                if let Some(f) = parse_partition(&topic, tp, sent.offset, &records, aborted, self.config.isolation_level, &options)? {
-                    self.buffer.push_back(f);
+                let queue = self.spare_queues.pop().unwrap_or_default();
+                match parse_partition(&topic, tp, sent.offset, &records, aborted, self.config.isolation_level, &options, queue)? {
+                    (Some(f), _) => self.buffer.push_back(f),
+                    (None, queue) => self.recycle(queue),
                 }
             }
         }
@@ -1327,7 +1353,9 @@ fn build_fetch(
 /// The records of one partition's fetched data from `position` on. Under read_committed,
 /// batches of aborted transactions are skipped as Java does: an aborted transaction's
 /// producer id is "aborted" from its first offset (the response's list) until its ABORT
-/// marker; control batches are never returned.
+/// marker; control batches are never returned. The records go into `out` (a recycled queue),
+/// handed back when there are none.
+#[allow(clippy::too_many_arguments)]
 fn parse_partition(
     topic: &Arc<str>,
     tp: TopicPartition,
@@ -1336,11 +1364,12 @@ fn parse_partition(
     mut aborted: Vec<(i64, i64)>,
     isolation: IsolationLevel,
     options: &DecodeOptions,
-) -> Result<Option<Fetched>> {
+    mut out: VecDeque<ConsumerRecord>,
+) -> Result<(Option<Fetched>, VecDeque<ConsumerRecord>)> {
     let bad = |e: kafka_wire::DecodeError| Error::Protocol { addr: tp.to_string(), message: format!("records of {tp}: {e}") };
     aborted.reverse(); // pop the lowest first offset first
     let mut aborted_pids: HashSet<i64> = HashSet::new();
-    let mut out = VecDeque::new();
+    out.clear();
     let mut next_offset = position;
     let mut next_epoch = None;
     let mut bytes = 0;
@@ -1405,9 +1434,9 @@ fn parse_partition(
         next_epoch = epoch.or(next_epoch);
     }
     if next_offset == position {
-        return Ok(None);
+        return Ok((None, out));
     }
-    Ok(Some(Fetched { tp, records: out, next_offset, next_epoch, bytes }))
+    Ok((Some(Fetched { tp, records: out, next_offset, next_epoch, bytes }), VecDeque::new()))
 }
 
 #[cfg(test)]
@@ -1440,17 +1469,18 @@ mod tests {
         let raw = Bytes::from(raw);
         let topic: Arc<str> = Arc::from("t");
         let opts = DecodeOptions::default();
-        let f = parse_partition(&topic, TopicPartition::new("t", 0), 0, &raw, vec![(0, 7)], IsolationLevel::ReadCommitted, &opts)
+        let f = parse_partition(&topic, TopicPartition::new("t", 0), 0, &raw, vec![(0, 7)], IsolationLevel::ReadCommitted, &opts, VecDeque::new())
             .unwrap()
+            .0
             .unwrap();
         let offsets: Vec<i64> = f.records.iter().map(|r| r.offset).collect();
         assert_eq!(offsets, vec![4, 5, 7, 8]);
         assert_eq!(f.next_offset, 9);
-        let f = parse_partition(&topic, TopicPartition::new("t", 0), 0, &raw, vec![], IsolationLevel::ReadUncommitted, &opts).unwrap().unwrap();
+        let f = parse_partition(&topic, TopicPartition::new("t", 0), 0, &raw, vec![], IsolationLevel::ReadUncommitted, &opts, VecDeque::new()).unwrap().0.unwrap();
         let offsets: Vec<i64> = f.records.iter().map(|r| r.offset).collect();
         assert_eq!(offsets, vec![0, 1, 2, 4, 5, 7, 8], "control records are never returned");
         // From the middle of a batch, and past the markers only.
-        let f = parse_partition(&topic, TopicPartition::new("t", 0), 5, &raw, vec![], IsolationLevel::ReadUncommitted, &opts).unwrap().unwrap();
+        let f = parse_partition(&topic, TopicPartition::new("t", 0), 5, &raw, vec![], IsolationLevel::ReadUncommitted, &opts, VecDeque::new()).unwrap().0.unwrap();
         assert_eq!(f.records.front().map(|r| r.offset), Some(5));
     }
 

@@ -3,23 +3,32 @@
 //! - Classic (JoinGroup, SyncGroup, Heartbeat, LeaveGroup): the leader member computes the
 //!   assignment with an [`Assignor`] over the members' `ConsumerProtocolSubscription`s and
 //!   hands it out in SyncGroup as `ConsumerProtocolAssignment`s (kafka-wire's generated data
-//!   messages, with Java's 2-byte version prefix). Eager protocol: everything is revoked
-//!   (and, with auto-commit, committed) before joining again.
+//!   messages, with Java's 2-byte version prefix). Eager protocol (range): everything is
+//!   revoked (and, with auto-commit, committed) before joining again. Cooperative protocol
+//!   (cooperative-sticky, KIP-429): the member keeps what it owns and reports it in its
+//!   subscription; after SyncGroup it revokes only what it was not given again, and rejoins
+//!   when it revoked something, so the partitions reach their new owners in the next round.
 //! - KIP-848 (ConsumerGroupHeartbeat, Kafka 4.0+): the broker assigns; the member reconciles
 //!   (commits and drops revoked partitions, then takes new ones) and acknowledges by
 //!   reporting what it owns in the next heartbeat.
+//!
+//! A [`RebalanceListener`] hears of partitions revoked (before they go, so it can commit),
+//! assigned and lost (taken away without a chance to commit), in both protocols.
 //!
 //! A background task sends the heartbeats, so a consumer busy between polls stays in the
 //! group; what the heartbeats learn (a rebalance, a new assignment, fencing) is acted on in
 //! the next `poll`.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kafka_wire::messages::{
     consumer_group_heartbeat_request::TopicPartitions as HeartbeatTopicPartitions,
     consumer_protocol_assignment::TopicPartition as AssignedTopicPartition,
+    consumer_protocol_subscription::TopicPartition as OwnedTopicPartition,
     join_group_request::JoinGroupRequestProtocol,
     leave_group_request::MemberIdentity,
     sync_group_request::SyncGroupRequestAssignment,
@@ -30,6 +39,7 @@ use kafka_wire::{ApiKey, ByteString, Bytes, BytesMut, ErrorCode, Message, Respon
 use tokio::sync::Notify;
 use tracing::{debug, info, warn, Instrument};
 
+use crate::assignor::{cooperative_sticky_assign, cooperative_sticky_user_data, StickyMember};
 use crate::cluster::Client;
 use crate::consumer::{Consumer, GroupProtocol, TopicPartition};
 use crate::error::{Error, Result};
@@ -40,6 +50,9 @@ pub enum Assignor {
     /// Java's `RangeAssignor`: per topic, consecutive ranges of partitions to the members in
     /// order (group instance id, else member id), the first ones taking one more.
     Range,
+    /// Java's `CooperativeStickyAssignor` (KIP-429): balanced, moving as few partitions as it
+    /// can, each in two rounds (revoked by the old owner, then assigned to the new one).
+    CooperativeSticky,
 }
 
 impl Assignor {
@@ -47,15 +60,56 @@ impl Assignor {
     pub fn name(self) -> &'static str {
         match self {
             Assignor::Range => "range",
+            Assignor::CooperativeSticky => "cooperative-sticky",
         }
     }
 
     fn by_name(name: &str) -> Option<Assignor> {
         match name {
             "range" => Some(Assignor::Range),
+            "cooperative-sticky" => Some(Assignor::CooperativeSticky),
             _ => None,
         }
     }
+
+    fn cooperative(self) -> bool {
+        self == Assignor::CooperativeSticky
+    }
+}
+
+/// What [`RebalanceListener`] callbacks return: an error is returned by the `poll` (or
+/// `close`) that ran the callback, once the rebalance step is done (as Java throws it).
+pub type ListenerFuture<'a> = Pin<Box<dyn Future<Output = Result<()>> + Send + 'a>>;
+
+/// Java's `ConsumerRebalanceListener`, for both group protocols. Called from within `poll`
+/// (and `close`/`unsubscribe`); the callbacks may commit through `consumer`, not poll.
+pub trait RebalanceListener: Send {
+    /// `partitions` are about to go to another member: they are still assigned, so their
+    /// positions can be committed now. Automatic commits have already been made.
+    fn on_partitions_revoked<'a>(&'a mut self, consumer: &'a mut Consumer, partitions: &'a BTreeSet<TopicPartition>) -> ListenerFuture<'a> {
+        let _ = (consumer, partitions);
+        Box::pin(async { Ok(()) })
+    }
+
+    /// `partitions` were added to the assignment (classic: after every rebalance, maybe none).
+    fn on_partitions_assigned<'a>(&'a mut self, consumer: &'a mut Consumer, partitions: &'a BTreeSet<TopicPartition>) -> ListenerFuture<'a> {
+        let _ = (consumer, partitions);
+        Box::pin(async { Ok(()) })
+    }
+
+    /// The group took `partitions` away already (this member was fenced or forgotten): other
+    /// members may own them, so committing is pointless. By default, as Java's, the same as
+    /// revoked.
+    fn on_partitions_lost<'a>(&'a mut self, consumer: &'a mut Consumer, partitions: &'a BTreeSet<TopicPartition>) -> ListenerFuture<'a> {
+        self.on_partitions_revoked(consumer, partitions)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Callback {
+    Revoked,
+    Assigned,
+    Lost,
 }
 
 /// A member's subscription as the leader sees it.
@@ -154,6 +208,8 @@ pub(crate) struct GroupState {
     /// metadata did not know yet), to rebalance when they change, as Java's leader does.
     snapshot: Option<BTreeMap<String, i32>>,
     snapshot_checked: std::time::Instant,
+    /// The first error a rebalance listener returned, for `poll` to return.
+    listener_error: Option<Error>,
 }
 
 impl Drop for GroupState {
@@ -285,8 +341,42 @@ impl Consumer {
             task: None,
             snapshot: None,
             snapshot_checked: std::time::Instant::now(),
+            listener_error: None,
         });
         Ok(())
+    }
+
+    /// Subscribes as [`subscribe`](Consumer::subscribe) does, with `listener` told of every
+    /// partition revoked, assigned and lost.
+    pub fn subscribe_with_listener(&mut self, topics: &[&str], listener: impl RebalanceListener + 'static) -> Result<()> {
+        self.subscribe(topics)?;
+        self.listener = Some(Mutex::new(Box::new(listener)));
+        Ok(())
+    }
+
+    /// Runs a listener callback (the listener is taken out meanwhile, so it can use the
+    /// consumer); its error is kept for `poll`.
+    async fn notify(&mut self, callback: Callback, partitions: &BTreeSet<TopicPartition>) {
+        let Some(listener) = self.listener.take() else { return };
+        let mut listener = listener.into_inner().unwrap_or_else(|p| p.into_inner());
+        let r = match callback {
+            Callback::Revoked => listener.on_partitions_revoked(self, partitions).await,
+            Callback::Assigned => listener.on_partitions_assigned(self, partitions).await,
+            Callback::Lost => listener.on_partitions_lost(self, partitions).await,
+        };
+        self.listener.get_or_insert(Mutex::new(listener));
+        if let Err(e) = r {
+            warn!(?callback, error = %e, "rebalance listener failed");
+            if let Some(g) = self.group.as_mut() {
+                g.listener_error.get_or_insert(e);
+            }
+        }
+    }
+
+    /// The classic protocol is cooperative when every configured assignor supports it (as
+    /// Java picks the rebalance protocol all its assignors share).
+    fn cooperative(&self) -> bool {
+        !self.config.assignors.is_empty() && self.config.assignors.iter().all(|a| a.cooperative())
     }
 
     /// Leaves the group (as `close` does) and drops the assignment.
@@ -295,6 +385,7 @@ impl Consumer {
             self.leave_group().await?;
         }
         self.group = None;
+        self.listener = None;
         self.set_assignment(&BTreeSet::new());
         Ok(())
     }
@@ -336,7 +427,10 @@ impl Consumer {
                 self.reconcile().await?;
             }
         }
-        Ok(())
+        match self.group.as_mut().and_then(|g| g.listener_error.take()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     fn start_heartbeat(&mut self) {
@@ -371,15 +465,36 @@ impl Consumer {
     /// JoinGroup + SyncGroup until a generation is in place.
     async fn join_classic(&mut self) -> Result<()> {
         let group_id = self.group_id_owned()?;
-        // Eager protocol: give up everything first, committing what was consumed.
+        let cooperative = self.cooperative();
+        // As Java's onJoinPrepare: a member the group forgot (or moved past) has lost its
+        // partitions; otherwise it commits, then (eager) revokes everything or (cooperative)
+        // keeps what it owns until the new assignment says otherwise.
+        let lost = self.group.as_ref().is_some_and(|g| {
+            let mut m = g.lock();
+            let lost = matches!(m.rejoin, Some(ErrorCode(22 | 25 | 110 | 113)));
+            if lost {
+                m.generation = -1;
+            }
+            lost
+        });
         if !self.assignment.is_empty() {
-            if self.config.enable_auto_commit {
-                if let Err(e) = self.commit().await {
-                    warn!(group = %group_id, error = %e, "commit before rebalancing failed");
+            let owned = self.assignment();
+            if lost {
+                warn!(group = %group_id, partitions = owned.len(), "no longer a member of the generation: partitions lost");
+                self.notify(Callback::Lost, &owned).await;
+                self.set_assignment(&BTreeSet::new());
+            } else {
+                if self.config.enable_auto_commit {
+                    if let Err(e) = self.commit().await {
+                        warn!(group = %group_id, error = %e, "commit before rebalancing failed");
+                    }
+                }
+                if !cooperative {
+                    info!(group = %group_id, partitions = owned.len(), "revoking every partition to rejoin");
+                    self.notify(Callback::Revoked, &owned).await;
+                    self.set_assignment(&BTreeSet::new());
                 }
             }
-            info!(group = %group_id, partitions = self.assignment.len(), "revoking every partition to rejoin");
-            self.set_assignment(&BTreeSet::new());
         }
         let topics = self.group.as_ref().map(|g| g.topics.clone()).unwrap_or_default();
         let join_timeout = self.config.max_poll_interval + Duration::from_secs(5);
@@ -396,21 +511,32 @@ impl Consumer {
                 m.rejoin = None;
                 (m.member_id.clone(), m.generation)
             };
-            let subscription = ConsumerProtocolSubscription {
-                topics: to_bytestrings(&topics),
-                user_data: None,
-                owned_partitions: Vec::new(),
-                generation_id: generation.max(-1),
-                rack_id: None,
-            };
-            let metadata = encode_versioned(&subscription, ConsumerProtocolSubscription::VERSIONS.hi)?;
-            let instance = self.config.group_instance_id.clone().map(ByteString::from);
-            let protocols: Vec<JoinGroupRequestProtocol> = self
-                .config
-                .assignors
-                .iter()
-                .map(|a| JoinGroupRequestProtocol { name: ByteString::from_static(a.name()), metadata: metadata.clone(), ..Default::default() })
+            // What this member owns (none after an eager revocation) and since which generation
+            // (-1 before the first): the sticky assignors keep partitions where they are.
+            let generation = if generation > 0 { generation } else { -1 };
+            let mut owned: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+            for tp in self.assignment.keys() {
+                owned.entry(tp.topic.as_str()).or_default().push(tp.partition);
+            }
+            let owned_partitions: Vec<OwnedTopicPartition> = owned
+                .into_iter()
+                .map(|(t, ps)| OwnedTopicPartition { topic: ByteString::from(t.to_owned()), partitions: ps.into_iter().collect() })
                 .collect();
+            let mut protocols = Vec::with_capacity(self.config.assignors.len());
+            for a in &self.config.assignors {
+                let subscription = ConsumerProtocolSubscription {
+                    topics: to_bytestrings(&topics),
+                    // Java's CooperativeStickyAssignor also puts its generation here, for
+                    // leaders that read subscriptions older than v2.
+                    user_data: (*a == Assignor::CooperativeSticky).then(|| cooperative_sticky_user_data(generation)),
+                    owned_partitions: owned_partitions.clone(),
+                    generation_id: generation,
+                    rack_id: None,
+                };
+                let metadata = encode_versioned(&subscription, ConsumerProtocolSubscription::VERSIONS.hi)?;
+                protocols.push(JoinGroupRequestProtocol { name: ByteString::from_static(a.name()), metadata, ..Default::default() });
+            }
+            let instance = self.config.group_instance_id.clone().map(ByteString::from);
             let (session_timeout, rebalance_timeout) = (millis(self.config.session_timeout), millis(self.config.max_poll_interval));
             let request = |v: i16| JoinGroupRequest {
                 group_id: ByteString::from(group_id.clone()),
@@ -531,7 +657,7 @@ impl Consumer {
                     .collect()
             };
             info!(group = %group_id, generation, partitions = ?assigned.iter().map(ToString::to_string).collect::<Vec<_>>(), "assignment");
-            self.set_assignment(&assigned);
+            let owned = self.assignment();
             if let Some(g) = &self.group {
                 let mut m = g.lock();
                 m.generation = generation;
@@ -541,6 +667,19 @@ impl Consumer {
                 m.joined = true;
             }
             self.start_heartbeat();
+            // Cooperative: give up what is no longer ours (committing in the listener, with
+            // this generation), then rejoin so the new owners get it.
+            let revoked: BTreeSet<TopicPartition> = owned.difference(&assigned).cloned().collect();
+            if cooperative && !revoked.is_empty() {
+                info!(group = %group_id, generation, revoked = ?revoked.iter().map(ToString::to_string).collect::<Vec<_>>(), "revoking, then rejoining");
+                self.notify(Callback::Revoked, &revoked).await;
+                if let Some(g) = &self.group {
+                    g.lock().rejoin.get_or_insert(ErrorCode(0));
+                }
+            }
+            self.set_assignment(&assigned);
+            let added: BTreeSet<TopicPartition> = assigned.difference(&owned).cloned().collect();
+            self.notify(Callback::Assigned, &added).await;
             return Ok(());
         }
     }
@@ -583,10 +722,18 @@ impl Consumer {
     ) -> Result<Vec<SyncGroupRequestAssignment>> {
         let assignor = Assignor::by_name(protocol).ok_or_else(|| Error::Consumer(format!("the group chose assignor {protocol:?}, which this client lacks")))?;
         let mut subs = Vec::with_capacity(members.len());
+        let mut sticky = Vec::with_capacity(members.len());
         let mut version = ConsumerProtocolAssignment::VERSIONS.hi;
         for m in members {
             let (s, v): (ConsumerProtocolSubscription, i16) = decode_versioned(&m.metadata, "ConsumerProtocolSubscription")?;
             version = version.min(v);
+            sticky.push(StickyMember {
+                member_id: m.member_id.to_string(),
+                topics: s.topics.iter().map(|t| t.to_string()).collect(),
+                owned_partitions: s.owned_partitions.iter().flat_map(|t| t.partitions.iter().map(move |p| TopicPartition::new(t.topic.to_string(), *p))).collect(),
+                generation_id: s.generation_id,
+                user_data: s.user_data.clone(),
+            });
             subs.push(MemberSubscription {
                 member_id: m.member_id.to_string(),
                 group_instance_id: m.group_instance_id.as_deref().map(str::to_owned),
@@ -606,6 +753,7 @@ impl Consumer {
         }
         let assignment = match assignor {
             Assignor::Range => range_assign(&subs, &counts),
+            Assignor::CooperativeSticky => cooperative_sticky_assign(&sticky, &counts)?,
         };
         let mut out = Vec::with_capacity(assignment.len());
         for (member, tps) in assignment {
@@ -636,6 +784,8 @@ impl Consumer {
         };
         if fenced && !self.assignment.is_empty() {
             warn!(partitions = self.assignment.len(), "fenced by the group: partitions lost, rejoining");
+            let lost = self.assignment();
+            self.notify(Callback::Lost, &lost).await;
             self.set_assignment(&BTreeSet::new());
         }
         let Some(target) = target else { return Ok(()) };
@@ -668,12 +818,20 @@ impl Consumer {
                 warn!(error = %e, "commit of revoked partitions failed");
             }
         }
-        if revoked.is_empty() && wanted.iter().all(|tp| self.assignment.contains_key(tp)) {
-            debug!("the assignment is unchanged");
-        } else {
+        let added: BTreeSet<TopicPartition> = wanted.iter().filter(|tp| !self.assignment.contains_key(*tp)).cloned().collect();
+        let changed = !revoked.is_empty() || !added.is_empty();
+        if changed {
             info!(revoked = revoked.len(), partitions = ?wanted.iter().map(ToString::to_string).collect::<Vec<_>>(), "reconciled the assignment");
+        } else {
+            debug!("the assignment is unchanged");
+        }
+        if !revoked.is_empty() {
+            self.notify(Callback::Revoked, &revoked.iter().cloned().collect()).await;
         }
         self.set_assignment(&wanted);
+        if changed {
+            self.notify(Callback::Assigned, &added).await;
+        }
         if let Some(g) = &self.group {
             g.lock().owned = target;
             g.wake.notify_one();
@@ -684,6 +842,22 @@ impl Consumer {
     /// LeaveGroup (classic, dynamic members) or a leaving heartbeat (KIP-848), then stops
     /// heartbeating.
     pub(crate) async fn leave_group(&mut self) -> Result<()> {
+        // As Java's onLeavePrepare: the listener hears of the partitions going (lost, if the
+        // group had already dropped this member).
+        if !self.assignment.is_empty() {
+            let owned = self.assignment();
+            let lost = self.group.as_ref().is_some_and(|g| {
+                let m = g.lock();
+                m.fenced || matches!(m.rejoin, Some(ErrorCode(22 | 25 | 110 | 113)))
+            });
+            self.notify(if lost { Callback::Lost } else { Callback::Revoked }, &owned).await;
+        }
+        let listener_error = self.group.as_mut().and_then(|g| g.listener_error.take());
+        self.leave_group_inner().await?;
+        listener_error.map_or(Ok(()), Err)
+    }
+
+    async fn leave_group_inner(&mut self) -> Result<()> {
         let Some(g) = self.group.as_mut() else { return Ok(()) };
         if let Some(t) = g.task.take() {
             t.abort();
@@ -968,7 +1142,6 @@ async fn consumer_heartbeats(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kafka_wire::messages::consumer_protocol_subscription::TopicPartition as OwnedTopicPartition;
 
     fn member(id: &str, instance: Option<&str>, topics: &[&str]) -> MemberSubscription {
         MemberSubscription { member_id: id.into(), group_instance_id: instance.map(Into::into), topics: topics.iter().map(|t| t.to_string()).collect() }

@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 
 pub mod admin;
+pub mod assignor;
 pub mod cluster;
 pub mod conn;
 pub mod consumer;
@@ -26,15 +27,18 @@ pub mod sasl;
 pub mod tls;
 
 pub use admin::{Admin, ConfigOp, ConfigResource, NewTopic, ScramChange};
+pub use assignor::{cooperative_sticky_assign, StickyMember};
 pub use cluster::{Client, ClientConfig, ClusterMetadata};
 pub use conn::{ConnectOptions, Connection};
 pub use consumer::{
-    Consumer, ConsumerConfig, ConsumerRecord, FetchStats, GroupProtocol, IsolationLevel, OffsetAndMetadata, OffsetReset, OffsetSpec,
-    TopicPartition,
+    Consumer, ConsumerConfig, ConsumerRecord, FetchStats, GroupProtocol, IsolationLevel,
+    OffsetAndMetadata, OffsetReset, OffsetSpec, TopicPartition,
 };
-pub use group::Assignor;
 pub use error::{Error, Result};
-pub use producer::{Acks, Delivery, Producer, ProducerConfig, ProducerRecord, ProducerStats, RecordMetadata};
+pub use group::{Assignor, ListenerFuture, RebalanceListener};
+pub use producer::{
+    Acks, Delivery, Producer, ProducerConfig, ProducerRecord, ProducerStats, RecordMetadata,
+};
 pub use sasl::{Sasl, ScramMechanism};
 pub use tls::TlsConfig;
 
