@@ -23,7 +23,7 @@ use criterion::measurement::WallTime;
 use kafka_protocol::protocol::{Decodable, Encodable};
 use kafka_wire::runtime::records::{Batch, Batches};
 use kafka_wire::Message;
-use workloads::vectored::Vectored;
+use kafka_wire::codec::Vectored;
 use workloads::{check, kp, kw, Data, Spec};
 
 const KW: &str = "kafka-wire";

@@ -18,7 +18,7 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::protocol::{Decodable, Encodable};
 use kafka_wire::runtime::records::{Batch, Batches};
 use kafka_wire::Message;
-use workloads::vectored::Vectored;
+use kafka_wire::codec::Vectored;
 use workloads::{kp, kw, Data, Spec};
 
 static ALLOCS: AtomicU64 = AtomicU64::new(0);

@@ -5,7 +5,6 @@
 //! the same values.
 #![allow(dead_code)]
 
-pub mod vectored;
 
 use bytes::Bytes;
 

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
-use kafka_wire::codec::{ClientCodec, OutboundRequest, ResponseFrame};
+use kafka_wire::codec::{ClientCodec, CodecError, OutboundRequest, ResponseFrame};
 use kafka_wire::messages::{ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest};
 use kafka_wire::negotiate::{negotiate, NegotiateOptions, Negotiated};
 use kafka_wire::{ApiKey, ByteString, Bytes, RequestKind, ResponseKind, VersionRange};
@@ -463,6 +463,51 @@ impl FetchBuffers {
     }
 }
 
+/// The records of a Produce request, in encode order: they go out uncopied, as chunks of a
+/// vectored write.
+fn produce_records(body: &RequestKind) -> Vec<Bytes> {
+    match body {
+        RequestKind::Produce(p) => {
+            p.topic_data.iter().flat_map(|t| &t.partition_data).filter_map(|p| p.records.clone()).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Writes a request whose records are large with one vectored write (`writev`) of the frame's
+/// chunks: the header and small fields copied, each records `Bytes` as it is. What the codec
+/// buffered before goes first, so requests keep their order.
+async fn send_vectored(framed: &mut Stream, request: &OutboundRequest, records: Vec<Bytes>) -> std::result::Result<(), CodecError> {
+    framed.flush().await?;
+    let chunks = framed.codec_mut().encode_request_vectored(request, records)?;
+    write_chunks(framed.get_mut(), chunks).await?;
+    Ok(())
+}
+
+/// Writes every chunk, as few `write_vectored` calls as the stream takes.
+async fn write_chunks<W: AsyncWrite + Unpin + ?Sized>(io: &mut W, chunks: Vec<Bytes>) -> std::io::Result<()> {
+    use bytes::Buf;
+    use tokio::io::AsyncWriteExt;
+    let mut chunks: std::collections::VecDeque<Bytes> = chunks.into_iter().filter(|c| !c.is_empty()).collect();
+    while !chunks.is_empty() {
+        let slices: Vec<std::io::IoSlice<'_>> = chunks.iter().take(64).map(|c| std::io::IoSlice::new(c)).collect();
+        let mut written = io.write_vectored(&slices).await?;
+        drop(slices);
+        if written == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        while let Some(front) = chunks.front_mut() {
+            if written < front.len() {
+                front.advance(written);
+                break;
+            }
+            written -= front.len();
+            chunks.pop_front();
+        }
+    }
+    io.flush().await
+}
+
 /// Owns the stream: writes requests as they come, reads responses and hands each to the
 /// request with its correlation id. Any error ends the connection, failing what waits.
 async fn io_task(mut framed: Stream, mut rx: mpsc::Receiver<Command>, shared: Weak<Shared>) {
@@ -475,7 +520,14 @@ async fn io_task(mut framed: Stream, mut rx: mpsc::Receiver<Command>, shared: We
                 let Some(Command { request, reply }) = command else { break None };
                 let id = request.header.correlation_id;
                 let expects_response = request.expects_response();
-                match framed.send(request).await {
+                let records = produce_records(&request.body);
+                // Small records are cheaper copied than written as chunks of their own.
+                let sent = if !records.iter().any(|r| r.len() >= 1024) {
+                    framed.send(request).await
+                } else {
+                    send_vectored(&mut framed, &request, records).await
+                };
+                match sent {
                     Ok(()) if expects_response => { pending.insert(id, reply); }
                     Ok(()) => { let _ = reply.send(Ok(None)); }
                     Err(e) => {

@@ -1,9 +1,9 @@
 //! The client side: requests out, responses in, matched by correlation id.
 
-use bytes::{Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 
-use super::frame::{begin_frame, FrameDecoder};
-use super::{CodecError, InFlight, Selection};
+use super::frame::{begin_frame, check_frame_len, FrameDecoder};
+use super::{CodecError, InFlight, Selection, Vectored};
 use crate::messages::{RequestHeader, ResponseHeader};
 use crate::{ApiKey, ByteString, Decode, DecodeError, DecodeErrorKind, Encode, RequestKind, ResponseKind};
 
@@ -96,6 +96,47 @@ impl ClientCodec {
     // compiled in the crate that calls them, not all of them in this one (unless `precompiled`).
     #[cfg_attr(not(feature = "precompiled"), inline)]
     pub fn encode_request(&mut self, request: OutboundRequest, dst: &mut BytesMut) -> Result<(), CodecError> {
+        let (api_key, version, header_version, expects_response) = self.check_request(&request)?;
+        let len = request.header.encoded_len(header_version) + request.body.encoded_len(version);
+        let start = dst.len();
+        let result = begin_frame(dst, len, i32::MAX as usize)
+            .and_then(|()| request.header.encode(dst, header_version).map_err(CodecError::Encode))
+            .and_then(|()| request.body.encode(dst, version).map_err(CodecError::Encode));
+        match result {
+            Ok(()) if expects_response => self.in_flight.insert(request.header.correlation_id, api_key, version),
+            Ok(()) => Ok(()),
+            Err(e) => {
+                dst.truncate(start);
+                Err(e)
+            }
+        }
+    }
+
+    /// Encodes `request` as chunks for a vectored write (`writev`), size prefix included: the
+    /// `Bytes` in `shared` (the request's records, in encode order) are chunks of their own,
+    /// not copied; everything else is copied into small chunks between them. The chunks'
+    /// concatenation is what [`encode_request`](Self::encode_request) writes. Same checks, and
+    /// the correlation id is remembered the same way.
+    #[cfg_attr(not(feature = "precompiled"), inline)]
+    pub fn encode_request_vectored(&mut self, request: &OutboundRequest, shared: Vec<Bytes>) -> Result<Vec<Bytes>, CodecError> {
+        let (api_key, version, header_version, expects_response) = self.check_request(request)?;
+        let len = request.header.encoded_len(header_version) + request.body.encoded_len(version);
+        check_frame_len(len, i32::MAX as usize)?;
+        let mut out = Vectored::new(shared, 1024);
+        out.put_i32(len as i32);
+        request.header.encode(&mut out, header_version).map_err(CodecError::Encode)?;
+        request.body.encode(&mut out, version).map_err(CodecError::Encode)?;
+        if expects_response {
+            self.in_flight.insert(request.header.correlation_id, api_key, version)?;
+        }
+        Ok(out.finish())
+    }
+
+    /// The checks of an outgoing request: a known api matching the body, a version it has, a
+    /// correlation id not in flight. Returns the api, version, header version and whether a
+    /// response is expected.
+    #[inline]
+    fn check_request(&self, request: &OutboundRequest) -> Result<(ApiKey, i16, i16, bool), CodecError> {
         let key = request.header.request_api_key;
         let api_key = ApiKey::from_i16(key).ok_or(CodecError::UnknownApiKey(key))?;
         let body_api = request.body.api_key();
@@ -106,25 +147,11 @@ impl ClientCodec {
         if !api_key.info().valid.contains(version) {
             return Err(CodecError::UnsupportedVersion { api_key, version });
         }
-        let correlation_id = request.header.correlation_id;
         let expects_response = request.expects_response();
-        if expects_response && self.in_flight.contains(correlation_id) {
-            return Err(CodecError::DuplicateCorrelationId(correlation_id));
+        if expects_response && self.in_flight.contains(request.header.correlation_id) {
+            return Err(CodecError::DuplicateCorrelationId(request.header.correlation_id));
         }
-        let header_version = crate::header::request_header_version(key, version);
-        let len = request.header.encoded_len(header_version) + request.body.encoded_len(version);
-        let start = dst.len();
-        let result = begin_frame(dst, len, i32::MAX as usize)
-            .and_then(|()| request.header.encode(dst, header_version).map_err(CodecError::Encode))
-            .and_then(|()| request.body.encode(dst, version).map_err(CodecError::Encode));
-        match result {
-            Ok(()) if expects_response => self.in_flight.insert(correlation_id, api_key, version),
-            Ok(()) => Ok(()),
-            Err(e) => {
-                dst.truncate(start);
-                Err(e)
-            }
-        }
+        Ok((api_key, version, crate::header::request_header_version(key, version), expects_response))
     }
 
     /// Takes the next response off `src`, or `None` if it has not all arrived.

@@ -79,12 +79,18 @@ impl FrameDecoder {
 /// Writes a frame of `len` bytes: checks the size, writes the prefix and reserves room; the
 /// caller writes exactly `len` bytes after it.
 pub(crate) fn begin_frame(dst: &mut BytesMut, len: usize, max: usize) -> Result<(), CodecError> {
+    check_frame_len(len, max)?;
+    dst.reserve(4 + len);
+    dst.put_i32(len as i32);
+    Ok(())
+}
+
+/// Fails if a frame of `len` bytes (after the size prefix) is over `max` or `i32::MAX`.
+pub(crate) fn check_frame_len(len: usize, max: usize) -> Result<(), CodecError> {
     let max = max.min(i32::MAX as usize);
     if len > max {
         return Err(CodecError::EncodedFrameTooLarge { size: len, max });
     }
-    dst.reserve(4 + len);
-    dst.put_i32(len as i32);
     Ok(())
 }
 

@@ -47,6 +47,7 @@ mod frame;
 mod in_flight;
 mod selection;
 mod server;
+mod vectored;
 #[cfg(feature = "tokio")]
 mod tokio;
 
@@ -56,3 +57,4 @@ pub use frame::{FrameDecoder, DEFAULT_MAX_FRAME_SIZE};
 pub use in_flight::InFlight;
 pub use selection::Selection;
 pub use server::{RequestFrame, OutboundResponse, ServerCodec};
+pub use vectored::Vectored;
