@@ -9,7 +9,8 @@
 #
 # Then, unless --no-cluster, a 3-node cluster of the first version for tests/cluster.rs and
 # tests/consumer_cluster.rs (leaders on several brokers, a leader moved under the producer and
-# under the consumer), with KAFKA_WIRE_CLUSTER set.
+# under the consumer; leaders killed and restarted under an idempotent producer), with
+# KAFKA_WIRE_CLUSTER set.
 #
 # Logs: target/client-tests/<version>.log; broker logs stay in target/kafka/<version>/.
 set -euo pipefail
@@ -55,7 +56,7 @@ if [ "$cluster" = 1 ]; then
   version=$1
   if broker "$version" --nodes 3; then
     run "Kafka $version, 3 nodes" "target/client-tests/$version-cluster.log" \
-      KAFKA_WIRE_CLUSTER="$PWD/target/kafka/$version-cluster/env" KAFKA_WIRE_REQUIRE_CLUSTER=1 -- --test cluster --test consumer_cluster
+      KAFKA_WIRE_CLUSTER="$PWD/target/kafka/$version-cluster/env" KAFKA_WIRE_REQUIRE_CLUSTER=1 -- --test cluster --test consumer_cluster --test killed_broker
     scripts/kafka.sh stop "$version" --nodes 3 >/dev/null 2>&1 || true
   fi
   running=""

@@ -5,6 +5,9 @@
 #   scripts/kafka.sh start VERSION [--nodes 3]  format KRaft storage and start; prints the env file
 #   scripts/kafka.sh status VERSION [--nodes 3] exit 0 if every process is alive
 #   scripts/kafka.sh stop VERSION [--nodes 3]   SIGTERM each PID, bounded wait, then SIGKILL
+#   scripts/kafka.sh restart-node VERSION --nodes 3 --node N
+#                                               SIGKILL node N if alive, start it again on its
+#                                               ports and storage, wait until it answers
 #
 # One node: a combined broker+controller on loopback, free ports, listeners PLAINTEXT,
 # SASL_PLAINTEXT (PLAIN users admin/alice; SCRAM-SHA-256/512 user alice created at format time)
@@ -18,14 +21,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-usage() { echo "usage: $0 classpath|start|status|stop VERSION [--nodes 1|3]" >&2; exit 2; }
+usage() { echo "usage: $0 classpath|start|status|stop|restart-node VERSION [--nodes 1|3] [--node N]" >&2; exit 2; }
 [ $# -ge 2 ] || usage
 cmd=$1 version=$2
 shift 2
-nodes=1
+nodes=1 node=
 while [ $# -gt 0 ]; do
   case $1 in
     --nodes) nodes=${2:?}; shift 2 ;;
+    --node) node=${2:?}; shift 2 ;;
     *) usage ;;
   esac
 done
@@ -252,15 +256,8 @@ EOF
   done
   echo "BOOTSTRAP=$bootstrap" >>"$dir/env.tmp"
   for i in $(seq "$nodes"); do
-    local nd=$dir/node$i
-    # -XX:TieredStopAtLevel=1 and SerialGC: a quicker start and less CPU on a small shared machine.
-    # shellcheck disable=SC2086
-    nohup "$java" $heap -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
-      -Dlog4j.configuration="file:$nd/log4j.properties" -Dlog4j2.configurationFile="$nd/log4j2.properties" \
-      -Dkafka.logs.dir="$nd/logs" -cp "$cp" kafka.Kafka "$nd/server.properties" \
-      >"$nd/logs/stdout.log" 2>&1 </dev/null &
-    echo $! >"$nd/pid"
-    echo "NODE${i}_PID=$!" >>"$dir/env.tmp"
+    launch "$i"
+    echo "NODE${i}_PID=$(cat "$dir/node$i/pid")" >>"$dir/env.tmp"
   done
   echo "KAFKA_LOGS=$dir" >>"$dir/env.tmp"
   echo "KAFKA_LIB=$lib" >>"$dir/env.tmp"
@@ -283,8 +280,47 @@ EOF
   cat "$dir/env"
 }
 
+# launch N: starts node N's process (its config and storage already made); PID in node N/pid.
+launch() {
+  local nd=$dir/node$1 cp="$lib/*" heap="-Xms256m -Xmx768m"
+  [ "$nodes" = 3 ] && heap="-Xms128m -Xmx384m"
+  # -XX:TieredStopAtLevel=1 and SerialGC: a quicker start and less CPU on a small shared machine.
+  # shellcheck disable=SC2086
+  nohup "$java" $heap -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
+    -Dlog4j.configuration="file:$nd/log4j.properties" -Dlog4j2.configurationFile="$nd/log4j2.properties" \
+    -Dkafka.logs.dir="$nd/logs" -cp "$cp" kafka.Kafka "$nd/server.properties" \
+    >>"$nd/logs/stdout.log" 2>&1 </dev/null &
+  echo $! >"$nd/pid"
+}
+
+# For tests that kill a broker under load: SIGKILL node N (no clean shutdown), start it again.
+restart_node() {
+  [ -n "$node" ] && [ -f "$dir/node$node/server.properties" ] || usage
+  local pid addr
+  pid=$(cat "$dir/node$node/pid" 2>/dev/null || true)
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    kill -KILL "$pid"
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  fi
+  addr=$(sed -n "s/^NODE${node}_PLAINTEXT=//p" "$dir/env")
+  [ -n "$addr" ] || addr=$(sed -n "s/^PLAINTEXT=//p" "$dir/env")
+  launch "$node"
+  sed -i "s/^NODE${node}_PID=.*/NODE${node}_PID=$(cat "$dir/node$node/pid")/" "$dir/env"
+  local deadline=$((SECONDS + START_TIMEOUT))
+  until answers_api_versions "$addr"; do
+    if [ $SECONDS -ge $deadline ] || ! kill -0 "$(cat "$dir/node$node/pid")" 2>/dev/null; then
+      tail -30 "$dir/node$node/logs/server.log" >&2 || true
+      log "node $node did not come back within ${START_TIMEOUT}s"
+      exit 1
+    fi
+    sleep 0.5
+  done
+  log "node $node restarted ($addr, pid $(cat "$dir/node$node/pid"))"
+}
+
 case $cmd in
   classpath) classpath; echo "$lib" ;;
+  restart-node) restart_node ;;
   start) start ;;
   status)
     if alive; then cat "$dir/env"; else log "Kafka $version ($nodes node(s)) is not running"; exit 1; fi ;;
