@@ -1,4 +1,4 @@
-//! The example client (examples/client.rs) against the mini broker: version negotiation
+//! The codec-level example client (examples/codec_client.rs) against the mini broker: version negotiation
 //! (including the ApiVersions UNSUPPORTED_VERSION fallback), SASL/PLAIN, produce and fetch.
 
 #[path = "broker/harness.rs"]
@@ -12,7 +12,7 @@ use harness::{example_binary, record_versions, run_with_timeout, Broker};
 const TIMEOUT: Duration = Duration::from_secs(120);
 
 fn client(broker: &Broker, args: &[&str]) -> std::process::Output {
-    run_with_timeout(Command::new(example_binary("client")).args(["--bootstrap", &broker.addr]).args(args), None, TIMEOUT)
+    run_with_timeout(Command::new(example_binary("codec_client")).args(["--bootstrap", &broker.addr]).args(args), None, TIMEOUT)
 }
 
 #[test]

@@ -1,9 +1,10 @@
-//! A small async Kafka client on kafka-wire's connection codec: negotiates versions with
+//! A Kafka client written on kafka-wire's connection codec alone (for a real client, use the
+//! kafka-wire-client crate: `client/examples/client.rs`): negotiates versions with
 //! ApiVersions, optionally authenticates with SASL/PLAIN, fetches Metadata, produces a batch
 //! and fetches it back, checking every record.
 //!
 //! ```sh
-//! cargo run --example client --features tokio -- --bootstrap 127.0.0.1:9092 [--sasl-plain USER:PASS] [--topic T] [--count N]
+//! cargo run --example codec_client --features tokio -- --bootstrap 127.0.0.1:9092 [--sasl-plain USER:PASS] [--topic T] [--count N]
 //! ```
 
 use std::collections::BTreeMap;
