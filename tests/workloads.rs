@@ -7,7 +7,7 @@ mod workloads;
 
 use kafka_wire::runtime::records::{Batch, Batches, Record};
 use kafka_wire::{Bytes, BytesMut, Message};
-use workloads::vectored::Vectored;
+use kafka_wire::codec::Vectored;
 use workloads::{check, kp, kw, Data, Spec};
 
 fn kafka_wire_frame<M: Message>(spec: &Spec, m: &M) -> Bytes {
@@ -26,7 +26,7 @@ fn kafka_protocol_frame<M: kafka_protocol::protocol::Encodable>(spec: &Spec, m: 
     out.freeze()
 }
 
-/// The vectored encode (benches/workloads/vectored.rs) gives the same frame, every records
+/// The vectored encode (`codec::Vectored`) gives the same frame, every records
 /// field passed through as its own chunk without a copy.
 fn vectored_matches<M: Message>(spec: &Spec, m: &M, shared: Vec<Bytes>, frame: &Bytes) {
     let mut out = Vectored::new(shared.clone(), 64);
