@@ -12,7 +12,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{unique, Broker};
-use kafka_wire::ApiKey;
 use kafka_wire_client::{Admin, Client, Consumer, ConsumerConfig, GroupProtocol, NewTopic, OffsetReset, Producer, ProducerConfig, ProducerRecord, TopicPartition};
 use tokio::sync::watch;
 
@@ -250,16 +249,9 @@ async fn classic_group_rebalances_without_losing_or_redoing_commits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kip848_group_rebalances_without_losing_or_redoing_commits() {
     let Some(b) = Broker::from_env("kip848_group_rebalances_without_losing_or_redoing_commits") else { return };
-    let client = b.client().await;
-    let addr = client.node_addr(*client.metadata().brokers.keys().next().unwrap()).await.unwrap();
-    let supported = client.connection(&addr).await.unwrap().version(ApiKey::ConsumerGroupHeartbeat).is_ok();
-    // Kafka 4 has it on by default, scripts/kafka.sh turns it on for 3.x (a preview there).
-    assert!(supported || !b.version().starts_with('4'), "Kafka 4 has ConsumerGroupHeartbeat");
-    if !supported {
-        println!("Kafka {} has no ConsumerGroupHeartbeat: KIP-848 not tested", b.version());
-        return;
+    if common::kip848_supported(&b).await {
+        scenario(&b, GroupProtocol::Consumer).await;
     }
-    scenario(&b, GroupProtocol::Consumer).await;
 }
 
 /// A member's assignment (partitions) and generation.

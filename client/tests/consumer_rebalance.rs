@@ -18,7 +18,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{unique, Broker};
-use kafka_wire::ApiKey;
 use kafka_wire_client::{
     Admin, Assignor, Client, Consumer, ConsumerConfig, GroupProtocol, ListenerFuture, NewTopic, OffsetReset, Producer, ProducerConfig, ProducerRecord,
     RebalanceListener, TopicPartition,
@@ -210,15 +209,9 @@ async fn cooperative_members_revoke_only_what_moves() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kip848_listener_commits_on_revocation() {
     let Some(b) = Broker::from_env("kip848_listener_commits_on_revocation") else { return };
-    let client = b.client().await;
-    let addr = client.node_addr(*client.metadata().brokers.keys().next().unwrap()).await.unwrap();
-    let supported = client.connection(&addr).await.unwrap().version(ApiKey::ConsumerGroupHeartbeat).is_ok();
-    assert!(supported || !b.version().starts_with('4'), "Kafka 4 has ConsumerGroupHeartbeat");
-    if !supported {
-        println!("Kafka {} has no ConsumerGroupHeartbeat: KIP-848 not tested", b.version());
-        return;
+    if common::kip848_supported(&b).await {
+        two_members(&b, Mode::Kip848).await;
     }
-    two_members(&b, Mode::Kip848).await;
 }
 
 const JAVA_MEMBER: &str = r#"
