@@ -126,10 +126,9 @@ fixed_view! {
     crate::Uuid, crate::Uuid;
 }
 
-#[doc(hidden)] // generated code calls it; not public API
 /// Reads an int8, for nullable struct markers.
 #[inline(always)]
-pub fn read_i8(buf: &mut &[u8]) -> Result<i8, DecodeError> {
+fn read_i8(buf: &mut &[u8]) -> Result<i8, DecodeError> {
     i8::decode_view(buf, 0, false)
 }
 
