@@ -1085,6 +1085,13 @@ impl Consumer {
     /// The group's committed offsets for these partitions (OffsetFetch; unknown ones left out).
     pub async fn committed(&mut self, tps: &[TopicPartition]) -> Result<BTreeMap<TopicPartition, OffsetAndMetadata>> {
         let group = self.group_id()?.to_owned();
+        // OffsetFetch v10 names topics by id: a topic just subscribed to may not be in the
+        // metadata yet (its id would go out as zero and come back UNKNOWN_TOPIC_ID).
+        for tp in tps {
+            if self.client.metadata().topics.get(tp.topic.as_str()).map_or(true, |i| i.id == Uuid::ZERO) {
+                let _ = self.client.topic(&tp.topic).await;
+            }
+        }
         let metadata = self.client.metadata();
         let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
         for tp in tps {
@@ -1159,7 +1166,9 @@ impl Consumer {
                 }
             }
             for (topic, partition, offset, epoch, meta, code) in rows {
-                if code == 88 {
+                // UNSTABLE_OFFSET_COMMIT, or UNKNOWN_TOPIC_ID (v10 asks by topic id, and the
+                // metadata had no id for a topic just created): ask again.
+                if code == 88 || code == 100 {
                     unstable = true;
                     continue;
                 }
