@@ -14,7 +14,16 @@ use kafka_wire_client::{
     TopicPartition,
 };
 
-const TS0: i64 = 1_700_000_000_000;
+/// The records' first timestamp: an hour ago. Not a fixed date: records older than the topic's
+/// retention (7 days) roll a segment on every append and are deleted by the broker's next
+/// retention check, which moved the log start offset under a test once.
+fn ts0() -> i64 {
+    static TS0: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *TS0.get_or_init(|| {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        now.as_millis() as i64 - 3_600_000
+    })
+}
 
 async fn produce(client: &kafka_wire_client::Client, topic: &str, partitions: i32, per_partition: usize, value_len: usize) {
     // Small batches: several per fetch, and several fetches per partition.
@@ -23,7 +32,7 @@ async fn produce(client: &kafka_wire_client::Client, topic: &str, partitions: i3
     for p in 0..partitions {
         for i in 0..per_partition {
             let value = format!("{p}-{i}-{}", "x".repeat(value_len));
-            let r = ProducerRecord::new(topic, value).key(format!("k{i}")).partition(p).timestamp(TS0 + i as i64);
+            let r = ProducerRecord::new(topic, value).key(format!("k{i}")).partition(p).timestamp(ts0() + i as i64);
             ds.push(producer.send(r).await.unwrap());
         }
     }
@@ -65,7 +74,7 @@ async fn manual_assignment_positions_offsets_and_fetch_sessions() {
         assert_eq!(r.offset, n as i64, "in order, without gaps, in partition {}", r.partition);
         assert_eq!(r.value.as_deref(), Some(format!("{}-{n}-{}", r.partition, "x".repeat(50)).as_bytes()));
         assert_eq!(r.key.as_deref(), Some(format!("k{n}").as_bytes()));
-        assert_eq!(r.timestamp, TS0 + n as i64);
+        assert_eq!(r.timestamp, ts0() + n as i64);
         i.push(r.offset);
     }
     assert_eq!(by_partition.len(), 3);
@@ -83,9 +92,9 @@ async fn manual_assignment_positions_offsets_and_fetch_sessions() {
     let tp0 = tps[0].clone();
     assert_eq!(c.beginning_offsets(&tps).await.unwrap()[&tp0], 0);
     assert_eq!(c.end_offsets(&tps).await.unwrap()[&tps[2]], 100);
-    let by_time = c.list_offsets(&[(tp0.clone(), OffsetSpec::Timestamp(TS0 + 50))]).await.unwrap();
+    let by_time = c.list_offsets(&[(tp0.clone(), OffsetSpec::Timestamp(ts0() + 50))]).await.unwrap();
     assert_eq!(by_time[&tp0].0, 50);
-    let past = c.list_offsets(&[(tp0.clone(), OffsetSpec::Timestamp(TS0 + 1000))]).await.unwrap();
+    let past = c.list_offsets(&[(tp0.clone(), OffsetSpec::Timestamp(ts0() + 1000))]).await.unwrap();
     assert!(past.is_empty(), "no record that late: {past:?}");
 
     // Seek back: only partition 0's tail comes again.
