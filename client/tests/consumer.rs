@@ -14,15 +14,9 @@ use kafka_wire_client::{
     TopicPartition,
 };
 
-/// The records' first timestamp: an hour ago. Not a fixed date: records older than the topic's
-/// retention (7 days) roll a segment on every append and are deleted by the broker's next
-/// retention check, which moved the log start offset under a test once.
+/// The records' first timestamp (an hour ago: see `common::recent_ts`).
 fn ts0() -> i64 {
-    static TS0: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
-    *TS0.get_or_init(|| {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        now.as_millis() as i64 - 3_600_000
-    })
+    common::recent_ts()
 }
 
 async fn produce(client: &kafka_wire_client::Client, topic: &str, partitions: i32, per_partition: usize, value_len: usize) {

@@ -75,7 +75,7 @@ async fn javas_consumer_reads_what_we_produce_with_every_codec() {
         for i in 0..100 {
             let key = Bytes::from(format!("{compression:?}-{i}"));
             let value = Bytes::from(format!("{}-{}", "payload".repeat(i % 20), i));
-            let ts = 1_700_000_000_000 + i as i64;
+            let ts = common::recent_ts() + i as i64;
             let record = ProducerRecord::new(&name, value.clone()).key(key.clone()).partition(partition as i32).timestamp(ts).header("codec", Some(Bytes::from(format!("{compression:?}"))));
             ds.push((key, value, ts, producer.send(record).await.unwrap()));
         }

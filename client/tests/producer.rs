@@ -32,7 +32,7 @@ async fn keyed_records_land_where_java_puts_them_and_read_back_identically() {
     let mut sent: BTreeMap<i32, Vec<(Bytes, Bytes, i64)>> = BTreeMap::new();
     for i in 0..300 {
         let (key, value) = (Bytes::from(format!("key-{i}")), Bytes::from(format!("value-{i}-{}", "x".repeat(i % 50))));
-        let ts = 1_700_000_000_000 + i as i64;
+        let ts = common::recent_ts() + i as i64;
         let record = ProducerRecord::new(&name, value.clone()).key(key.clone()).timestamp(ts).header("i", Some(Bytes::from(i.to_string())));
         deliveries.push((key.clone(), producer.send(record).await.unwrap()));
         sent.entry(partition_for_key(&key, 6)).or_default().push((key, value, ts));
@@ -215,7 +215,7 @@ async fn the_broker_takes_a_locally_bumped_epoch_from_sequence_0() {
         let (client, name) = (client.clone(), name.clone());
         async move {
             let mut builder = RecordBatchBuilder::new().producer(pid, epoch, sequence);
-            builder.append(Record::new(0, 1_700_000_000_000, None, Some(Bytes::from(format!("{epoch}/{sequence}"))))).unwrap();
+            builder.append(Record::new(0, common::recent_ts(), None, Some(Bytes::from(format!("{epoch}/{sequence}"))))).unwrap();
             // `records` is nullable in the 3.9 specs, not in later ones: `From` covers both.
             #[allow(clippy::useless_conversion)]
             let request = ProduceRequest {
@@ -264,7 +264,7 @@ async fn a_fenced_epoch_is_bumped_past_and_later_records_are_written() {
     let pid = fetch_all(&client, &name, 0, 1).await[0].producer_id;
     let mut builder = RecordBatchBuilder::new().producer(pid, 1, 0);
     for (i, v) in ["x", "y"].into_iter().enumerate() {
-        builder.append(Record::new(i as i64, 1_700_000_000_000, None, Some(Bytes::from(v)))).unwrap();
+        builder.append(Record::new(i as i64, common::recent_ts(), None, Some(Bytes::from(v)))).unwrap();
     }
     // `records` is nullable in the 3.9 specs, not in later ones: `From` covers both.
     #[allow(clippy::useless_conversion)]

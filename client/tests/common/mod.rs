@@ -70,6 +70,16 @@ pub async fn kip848_supported(b: &Broker) -> bool {
     supported
 }
 
+/// A record timestamp an hour ago (fixed for the run). Records older than the topics'
+/// retention (7 days) roll a segment per append and go at the broker's next retention check.
+pub fn recent_ts() -> i64 {
+    static TS: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *TS.get_or_init(|| {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        now.as_millis() as i64 - 3_600_000
+    })
+}
+
 /// A topic name unique to this run.
 pub fn unique(prefix: &str) -> String {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
