@@ -14,8 +14,9 @@ fn too_long(buf: &[u8]) -> DecodeError {
     DecodeError::new(DecodeErrorKind::VarintTooLong, buf.len())
 }
 
+/// The input ended `needed` bytes short of a value (also the views' end-of-input error).
 #[cold]
-fn truncated(buf: &[u8], needed: usize) -> DecodeError {
+pub(crate) fn truncated(buf: &[u8], needed: usize) -> DecodeError {
     let available = buf.len();
     DecodeError::new(
         DecodeErrorKind::UnexpectedEnd { needed, available },

@@ -73,15 +73,6 @@ pub trait IntoOwned {
 // ---------------------------------------------------------------------------------------------
 // Fixed-width values.
 
-#[cold]
-fn unexpected_end(buf: &[u8], needed: usize) -> DecodeError {
-    let available = buf.len();
-    DecodeError::new(
-        DecodeErrorKind::UnexpectedEnd { needed, available },
-        available,
-    )
-}
-
 #[inline(always)]
 fn take_array<'a, const N: usize>(buf: &mut &'a [u8]) -> Result<&'a [u8; N], DecodeError> {
     match buf.split_first_chunk::<N>() {
@@ -89,7 +80,7 @@ fn take_array<'a, const N: usize>(buf: &mut &'a [u8]) -> Result<&'a [u8; N], Dec
             *buf = rest;
             Ok(head)
         }
-        None => Err(unexpected_end(buf, N)),
+        None => Err(crate::varint::truncated(buf, N)),
     }
 }
 
