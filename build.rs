@@ -1,7 +1,7 @@
 //! Generates the Kafka message types from a directory of Kafka's JSON message specs.
 //!
 //! Where the specs come from, first match wins:
-//! 1. `KAFKA_WIRE_SPECS`: any directory of Kafka JSON specs, or several releases' directories
+//! 1. `KWIRE_SPECS`: any directory of Kafka JSON specs, or several releases' directories
 //!    separated by `:` (oldest first), merged into one set of types; a kafka-clients jar (which
 //!    carries its release's specs) or a Kafka distribution's `libs/` folder stands for a directory;
 //! 2. `message-specs/` in this package, if it holds `*.json` files;
@@ -16,17 +16,17 @@ const DEFAULT_RELEASES: [&str; 2] = ["kafka-3.9.0", "kafka-4.3.0"];
 
 /// A directory of spec files, a kafka-clients jar, or a folder holding one (a distribution's `libs/`).
 fn has_json(path: &Path) -> bool {
-    kafka_wire_codegen::spec::find_source(path).is_some()
+    kwire_build::spec::find_source(path).is_some()
 }
 
 fn spec_dirs(root: &Path) -> Result<Vec<PathBuf>, String> {
-    if let Some(dirs) = std::env::var_os("KAFKA_WIRE_SPECS") {
+    if let Some(dirs) = std::env::var_os("KWIRE_SPECS") {
         let dirs: Vec<PathBuf> =
             std::env::split_paths(&dirs).map(|d| if d.is_relative() { root.join(d) } else { d }).collect();
         if let Some(bad) = dirs.iter().find(|d| !has_json(d)) {
-            return Err(format!("KAFKA_WIRE_SPECS: {} holds no *.json spec files and is no kafka-clients jar", bad.display()));
+            return Err(format!("KWIRE_SPECS: {} holds no *.json spec files and is no kafka-clients jar", bad.display()));
         }
-        return if dirs.is_empty() { Err("KAFKA_WIRE_SPECS is empty".into()) } else { Ok(dirs) };
+        return if dirs.is_empty() { Err("KWIRE_SPECS is empty".into()) } else { Ok(dirs) };
     }
     let local = root.join("message-specs");
     if has_json(&local) {
@@ -42,9 +42,9 @@ fn spec_dirs(root: &Path) -> Result<Vec<PathBuf>, String> {
         }
     }
     Err(format!(
-        "no Kafka message specs found. Point KAFKA_WIRE_SPECS at a directory of Kafka's JSON specs \
+        "no Kafka message specs found. Point KWIRE_SPECS at a directory of Kafka's JSON specs \
          (clients/src/main/resources/common/message in an Apache Kafka source tree), e.g.\n  \
-         KAFKA_WIRE_SPECS=/path/to/kafka/clients/src/main/resources/common/message cargo build\n\
+         KWIRE_SPECS=/path/to/kafka/clients/src/main/resources/common/message cargo build\n\
          (looked in {} and in {} for {})",
         local.display(),
         shared.display(),
@@ -54,7 +54,7 @@ fn spec_dirs(root: &Path) -> Result<Vec<PathBuf>, String> {
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-env-changed=KAFKA_WIRE_SPECS");
+    println!("cargo:rerun-if-env-changed=KWIRE_SPECS");
     let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
     let out = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default());
     // Watch the local folder too, so adding specs there switches to them.
@@ -83,10 +83,10 @@ fn main() {
     if dirs.len() > 1 {
         println!("cargo:rustc-cfg=kafka_specs_merged");
     }
-    println!("cargo:rustc-env=KAFKA_WIRE_SPEC_DIR={shown}");
-    // kafka-wire's own settings: `::kafka_wire_runtime`, every api, features `sample`, `serde`
+    println!("cargo:rustc-env=KWIRE_SPEC_DIR={shown}");
+    // kwire's own settings: `::kwire_runtime`, every api, features `sample`, `serde`
     // and `precompiled`, files included from OUT_DIR.
-    let result = kafka_wire_codegen::Config::new().generate_dir(&dirs, &out);
+    let result = kwire_build::Config::new().generate_dir(&dirs, &out);
     if let Err(e) = result {
         eprintln!("error: cannot generate Kafka messages from {shown}:\n  {e}");
         std::process::exit(1);

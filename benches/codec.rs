@@ -1,4 +1,4 @@
-//! Workloads W1-W5 of `../shared/bench/WORKLOADS.md`, kafka-wire and kafka-protocol 0.18.0 in
+//! Workloads W1-W5 of `../shared/bench/WORKLOADS.md`, kwire and kafka-protocol 0.18.0 in
 //! the same criterion groups, so one run gives comparable medians (BENCHMARKS.md).
 //!
 //! ```sh
@@ -9,7 +9,7 @@
 //! Every frame is checked against the listed length and FNV-1a 64 digest before anything is
 //! timed. Per workload: `encode` into a reused buffer, `encode_sized` (exact size, one allocation,
 //! encode, drop), `decode` from `Bytes` including dropping the result; W2/W3 add `memcpy` (the
-//! same number of bytes copied into a pre-faulted buffer) and `encode_vectored` (kafka-wire's
+//! same number of bytes copied into a pre-faulted buffer) and `encode_vectored` (kwire's
 //! frame as `Bytes` chunks with the records uncopied, see `workloads/vectored.rs`).
 
 #[path = "workloads/mod.rs"]
@@ -21,12 +21,12 @@ use bytes::{Bytes, BytesMut};
 use criterion::{black_box, BenchmarkGroup, Criterion, Throughput};
 use criterion::measurement::WallTime;
 use kafka_protocol::protocol::{Decodable, Encodable};
-use kafka_wire::runtime::records::{Batch, Batches};
-use kafka_wire::Message;
-use kafka_wire::codec::Vectored;
+use kwire::runtime::records::{Batch, Batches};
+use kwire::Message;
+use kwire::codec::Vectored;
 use workloads::{check, kp, kw, Data, Spec};
 
-const KW: &str = "kafka-wire";
+const KW: &str = "kwire";
 const KP: &str = "kafka-protocol";
 
 fn group<'a>(c: &'a mut Criterion, spec: &Spec) -> BenchmarkGroup<'a, WallTime> {
@@ -42,7 +42,7 @@ where
     B: Encodable + Decodable,
 {
     let v = spec.version;
-    let frame = ours.to_bytes(v).expect("kafka-wire encodes the workload");
+    let frame = ours.to_bytes(v).expect("kwire encodes the workload");
     check(spec, KW, &frame).unwrap();
     let mut kp_frame = BytesMut::new();
     theirs.encode(&mut kp_frame, v).expect("kafka-protocol encodes the workload");
@@ -92,7 +92,7 @@ fn memcpy(g: &mut BenchmarkGroup<'_, WallTime>, frame: &Bytes) {
     });
 }
 
-/// kafka-wire's frame as chunks, records uncopied; checked against the frame first.
+/// kwire's frame as chunks, records uncopied; checked against the frame first.
 fn vectored<A: Message>(g: &mut BenchmarkGroup<'_, WallTime>, spec: &Spec, ours: &A, shared: fn(&A) -> Vec<Bytes>, frame: &Bytes) {
     let v = spec.version;
     let head = 4096;
@@ -140,7 +140,7 @@ fn messages(c: &mut Criterion, d: &Data) {
     message(&mut group(c, spec), spec, &kw::w4b(), &kp::w4b());
 }
 
-/// W5: kafka-wire's `RecordBatchBuilder` and lazy `Batches`/`RecordIter` against
+/// W5: kwire's `RecordBatchBuilder` and lazy `Batches`/`RecordIter` against
 /// kafka-protocol's `RecordBatchEncoder`/`RecordBatchDecoder`.
 fn records(c: &mut Criterion, d: &Data) {
     let spec = &workloads::W5;

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Prints the one table of BENCHMARKS.md's "Every peer, one run", from the files benches/peers.sh leaves.
 
-Per workload and operation: kafka-wire's median, and each peer's time divided by kafka-wire's
-(above 1: kafka-wire is faster), then allocations per operation where they are known.
+Per workload and operation: kwire's median, and each peer's time divided by kwire's
+(above 1: kwire is faster), then allocations per operation where they are known.
 
-  criterion   target/criterion/**/new/{benchmark,estimates}.json   median (kafka-wire, kafka-protocol: benches/codec.rs;
+  criterion   target/criterion/**/new/{benchmark,estimates}.json   median (kwire, kafka-protocol: benches/codec.rs;
               krabka-protocol: benches/krabka, same group names)
   JMH         target/peers/jmh.json                                median of the measurement iterations; gc.alloc.rate.norm
   go test     target/peers/go.txt (-benchmem -count N)              median of the N runs; allocs/op
-  allocations target/peers/counts.txt (bench_counts)                kafka-wire's and kafka-protocol's allocs/op
+  allocations target/peers/counts.txt (bench_counts)                kwire's and kafka-protocol's allocs/op
 
 Usage: python3 benches/peers.py [target]      (--absolute: peers' own times instead of ratios)
 """
@@ -24,7 +24,7 @@ absolute = "--absolute" in sys.argv
 target = pathlib.Path(args[0] if args else "target")
 peers_dir = target / "peers"
 
-RUST = ["kafka-wire", "kafka-protocol", "krabka-protocol"]
+RUST = ["kwire", "kafka-protocol", "krabka-protocol"]
 PEERS = ["kafka-protocol", "krabka-protocol", "Java", "franz-go"]
 times = {}  # (workload, op) -> {implementation: ns}
 allocs = {}  # (workload, op) -> {implementation: str}
@@ -39,7 +39,7 @@ from ratios import criterion_medians  # noqa: E402
 
 for (group, op), crates in criterion_medians(target / "criterion").items():
     for who, ns in crates.items():
-        put(times, group.split()[0], op, "kafka-wire" if who == "-" else who, ns)
+        put(times, group.split()[0], op, "kwire" if who == "-" else who, ns)
 
 jmh = peers_dir / "jmh.json"
 if jmh.exists():
@@ -69,9 +69,9 @@ if counts.exists():
         parts = line.split()
         if len(parts) >= 2 and parts[0].count("/") == 2:
             workload, op, who = parts[0].split("/")
-            put(allocs, workload, op, who if who != "-" else "kafka-wire", f"{int(parts[1]):,}")
+            put(allocs, workload, op, who if who != "-" else "kwire", f"{int(parts[1]):,}")
 
-# Peer operations kafka-wire has no exact twin of, compared with the nearest one.
+# Peer operations kwire has no exact twin of, compared with the nearest one.
 NEAREST = {"decode_unsafe": "decode", "decode_borrow": "decode"}
 ORDER = ["encode", "encode_size", "encode_sized", "encode_vectored", "memcpy", "decode", "view", "decode_borrow", "decode_unsafe", "decode_vec"]
 WORKLOADS = ["W1", "W2", "W3", "W4a", "W4b", "W5"]
@@ -85,7 +85,7 @@ def fmt(ns):
 
 
 present = [p for p in PEERS if any(p in m for m in times.values())]
-head = ["workload", "op", "kafka-wire"] + [f"{p} ÷ kw" if not absolute else p for p in present]
+head = ["workload", "op", "kwire"] + [f"{p} ÷ kw" if not absolute else p for p in present]
 head.append("allocs/op: " + " / ".join(["kw"] + [p for p in ["kafka-protocol", "franz-go"] if p in present]))
 if "Java" in present:
     head.append("Java B/op")
@@ -94,8 +94,8 @@ print("|" + "---|" * 2 + "---:|" * (len(head) - 2))
 keys = sorted(times, key=lambda k: (WORKLOADS.index(k[0]) if k[0] in WORKLOADS else 99, ORDER.index(k[1]) if k[1] in ORDER else 99))
 for workload, op in keys:
     m = times[(workload, op)]
-    ours = m.get("kafka-wire")
-    base = ours if ours is not None else times.get((workload, NEAREST.get(op, op)), {}).get("kafka-wire")
+    ours = m.get("kwire")
+    base = ours if ours is not None else times.get((workload, NEAREST.get(op, op)), {}).get("kwire")
     row = [workload, op if ours is not None or op not in NEAREST else f"{op} (vs kw {NEAREST[op]})", fmt(ours) if ours is not None else "–"]
     for p in present:
         t = m.get(p)
@@ -109,7 +109,7 @@ for workload, op in keys:
         else:
             row.append(f"{t / base:.2f}x")
     a = allocs.get((workload, op), {})
-    cells = [a.get("kafka-wire", "")] + [a.get(p, "") for p in ["kafka-protocol", "franz-go"] if p in present]
+    cells = [a.get("kwire", "")] + [a.get(p, "") for p in ["kafka-protocol", "franz-go"] if p in present]
     row.append(" / ".join(c or "–" for c in cells) if any(cells) else "")
     if "Java" in present:
         row.append(a.get("Java", ""))

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every peer on the same frames, in one session, and one table (BENCHMARKS.md, "Every peer, one run"):
-#   criterion  kafka-wire and kafka-protocol 0.18 (benches/codec.rs); krabka-protocol 0.8.0 (benches/krabka,
+#   criterion  kwire and kafka-protocol 0.18 (benches/codec.rs); krabka-protocol 0.8.0 (benches/krabka,
 #              its own crate: its manifest asks for rustc 1.98.1, it builds with --ignore-rust-version)
 #   JMH        Apache Kafka's generated classes from kafka-clients, benches/java
 #   go test    franz-go's kmsg, benches/go
@@ -32,29 +32,29 @@ target/release/examples/bench_counts dump "$out/frames"
 target/release/examples/bench_counts >"$out/counts.txt"
 
 if [[ $skip != *" criterion "* ]]; then
-  stamp "criterion (kafka-wire, kafka-protocol)"
+  stamp "criterion (kwire, kafka-protocol)"
   cargo bench --bench codec -- --warm-up-time 1 --measurement-time 3 >"$out/criterion.txt" 2>&1
 fi
 
 if [[ $skip != *" krabka "* ]]; then
   stamp "criterion (krabka-protocol), into the same target/criterion"
-  KAFKA_WIRE_FRAMES=$PWD/$out/frames CRITERION_HOME=$PWD/target/criterion CARGO_TARGET_DIR=target/krabka \
+  KWIRE_FRAMES=$PWD/$out/frames CRITERION_HOME=$PWD/target/criterion CARGO_TARGET_DIR=target/krabka \
     "${krabka[@]}" >"$out/krabka.txt" 2>&1
 fi
 
 if [[ $skip != *" java "* ]]; then
   stamp "JMH (kafka-clients)"
   cp="benches/java/target/classes:$(cat benches/java/target/classpath.txt)"
-  KAFKA_WIRE_FRAMES=$out/frames java -cp "$cp" peers.Check
+  KWIRE_FRAMES=$out/frames java -cp "$cp" peers.Check
   # -prof gc: bytes allocated per operation (gc.alloc.rate.norm), next to Go's allocs/op.
-  KAFKA_WIRE_FRAMES=$out/frames java -cp "$cp" org.openjdk.jmh.Main peers.PeersBench \
+  KWIRE_FRAMES=$out/frames java -cp "$cp" org.openjdk.jmh.Main peers.PeersBench \
     -prof gc -rf json -rff "$out/jmh.json" >"$out/jmh.txt" 2>&1
 fi
 
 if [[ $skip != *" go "* ]]; then
   stamp "go test -bench (franz-go kmsg)"
   # The test binary runs in benches/go's directory terms: give it the frames' absolute path.
-  (cd benches/go && KAFKA_WIRE_FRAMES=$PWD/../../$out/frames ../../$out/peers-go.test \
+  (cd benches/go && KWIRE_FRAMES=$PWD/../../$out/frames ../../$out/peers-go.test \
     -test.run '^TestFrames$' -test.bench . -test.benchmem -test.count 3) >"$out/go.txt"
 fi
 

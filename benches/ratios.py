@@ -2,7 +2,7 @@
 """Prints the ratio table of BENCHMARKS.md from the last `cargo bench --bench codec` run.
 
 Reads criterion's `target/criterion/**/new/{benchmark,estimates}.json` for the W1-W5 groups and
-prints, per workload and operation, both crates' medians and kafka-protocol / kafka-wire.
+prints, per workload and operation, both crates' medians and kafka-protocol / kwire.
 Usage: python3 benches/ratios.py [target/criterion]
 """
 
@@ -42,11 +42,11 @@ def order(key):
 
 if __name__ == "__main__":
     medians = criterion_medians(sys.argv[1] if len(sys.argv) > 1 else "target/criterion")
-    print("| workload | operation | kafka-wire | kafka-protocol | kafka-protocol / kafka-wire |")
+    print("| workload | operation | kwire | kafka-protocol | kafka-protocol / kwire |")
     print("|---|---|---:|---:|---:|")
     for group, op in sorted(medians, key=order):
         m = medians[(group, op)]
-        ours, theirs = m.get("kafka-wire"), m.get("kafka-protocol")
+        ours, theirs = m.get("kwire"), m.get("kafka-protocol")
         ratio = f"**{theirs / ours:.2f}x**" if ours and theirs else "–"
         if op == "memcpy":
             ours = m.get("-")

@@ -1,11 +1,11 @@
-//! Prints every api key this build was generated for: the main job of kafka-wire in one table.
+//! Prints every api key this build was generated for: the main job of kwire in one table.
 //!
 //! `cargo run --example apis`
 
-use kafka_wire::ApiKey;
+use kwire::ApiKey;
 
 fn main() {
-    println!("specs: {}", kafka_wire::SPEC_DIR);
+    println!("specs: {}", kwire::SPEC_DIR);
     println!("{:>4}  {:<34} {:>8}  {:>8}  {:>10}  listeners", "key", "name", "versions", "flexible", "deprecated");
     for key in ApiKey::ALL {
         let info = key.info();

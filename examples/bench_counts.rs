@@ -1,10 +1,10 @@
-//! Allocations per operation for the benchmark workloads (`benches/codec.rs`), kafka-wire next to
+//! Allocations per operation for the benchmark workloads (`benches/codec.rs`), kwire next to
 //! kafka-protocol, counted by a global allocator; and a runner for `benches/callgrind.sh`.
 //!
 //! ```sh
 //! cargo run --release --example bench_counts               # the allocation table
 //! cargo run --release --example bench_counts -- list       # every operation id
-//! cargo run --release --example bench_counts -- run W1/decode/kafka-wire 10   # 10 times
+//! cargo run --release --example bench_counts -- run W1/decode/kwire 10   # 10 times
 //! cargo run --release --example bench_counts -- dump DIR   # W1.bin..W5.bin for the other peers
 //! ```
 
@@ -16,9 +16,9 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::protocol::{Decodable, Encodable};
-use kafka_wire::runtime::records::{Batch, Batches};
-use kafka_wire::Message;
-use kafka_wire::codec::Vectored;
+use kwire::runtime::records::{Batch, Batches};
+use kwire::Message;
+use kwire::codec::Vectored;
 use workloads::{kp, kw, Data, Spec};
 
 static ALLOCS: AtomicU64 = AtomicU64::new(0);
@@ -52,7 +52,7 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-/// One benchmarked operation: `W1/decode/kafka-wire`.
+/// One benchmarked operation: `W1/decode/kwire`.
 struct Op {
     id: String,
     run: Box<dyn FnMut()>,
@@ -69,10 +69,10 @@ where
 {
     let v = spec.version;
     let frame = ours.to_bytes(v).unwrap();
-    workloads::check(spec, "kafka-wire", &frame).unwrap();
+    workloads::check(spec, "kwire", &frame).unwrap();
     let (ours, theirs) = (std::rc::Rc::new(ours), std::rc::Rc::new(theirs));
     let (a, mut buf) = (ours.clone(), BytesMut::with_capacity(spec.len));
-    ops.push(op(spec, "encode", "kafka-wire", move || {
+    ops.push(op(spec, "encode", "kwire", move || {
         buf.clear();
         a.encode(&mut buf, v).unwrap();
     }));
@@ -82,7 +82,7 @@ where
         t.encode(&mut buf, v).unwrap();
     }));
     let a = ours.clone();
-    ops.push(op(spec, "encode_sized", "kafka-wire", move || {
+    ops.push(op(spec, "encode_sized", "kwire", move || {
         let mut out = BytesMut::with_capacity(a.encoded_len(v));
         a.encode(&mut out, v).unwrap();
         std::hint::black_box(out);
@@ -94,7 +94,7 @@ where
         std::hint::black_box(out);
     }));
     let f = frame.clone();
-    ops.push(op(spec, "decode", "kafka-wire", move || {
+    ops.push(op(spec, "decode", "kwire", move || {
         std::hint::black_box(A::decode(&mut f.clone(), v).unwrap());
     }));
     let f = frame.clone();
@@ -110,7 +110,7 @@ fn copy_ops<A: Message + 'static>(ops: &mut Vec<Op>, spec: &'static Spec, ours: 
         dst.copy_from_slice(std::hint::black_box(&src));
         std::hint::black_box(&mut dst);
     }));
-    ops.push(op(spec, "encode_vectored", "kafka-wire", move || {
+    ops.push(op(spec, "encode_vectored", "kwire", move || {
         let mut out = Vectored::new(shared(&ours), 4096);
         ours.encode(&mut out, spec.version).unwrap();
         std::hint::black_box(out.finish());
@@ -120,8 +120,8 @@ fn copy_ops<A: Message + 'static>(ops: &mut Vec<Op>, spec: &'static Spec, ours: 
 /// What selective decoding saves a proxy: the workload's response as a frame read through
 /// `ClientCodec`, decoded (`proxy_decode`) or passed through raw (`proxy_passthrough`, a
 /// `Selection` without its api). Both copy the frame into the read buffer first, as a socket does.
-fn proxy_ops<A: Message + Into<kafka_wire::ResponseKind> + 'static>(ops: &mut Vec<Op>, spec: &'static Spec, ours: A, api: kafka_wire::ApiKey) {
-    use kafka_wire::codec::{ClientCodec, OutboundResponse, Selection, ServerCodec};
+fn proxy_ops<A: Message + Into<kwire::ResponseKind> + 'static>(ops: &mut Vec<Op>, spec: &'static Spec, ours: A, api: kwire::ApiKey) {
+    use kwire::codec::{ClientCodec, OutboundResponse, Selection, ServerCodec};
     let v = spec.version;
     let mut frame = BytesMut::new();
     let response = OutboundResponse { correlation_id: 1, api_key: api, version: v, body: ours.into() };
@@ -129,7 +129,7 @@ fn proxy_ops<A: Message + Into<kafka_wire::ResponseKind> + 'static>(ops: &mut Ve
     let frame = frame.freeze();
     for (name, selection) in [("proxy_decode", Selection::none().api(api)), ("proxy_passthrough", Selection::none())] {
         let (f, mut codec) = (frame.clone(), ClientCodec::new());
-        ops.push(op(spec, name, "kafka-wire", move || {
+        ops.push(op(spec, name, "kwire", move || {
             codec.expect_response(1, api, v).unwrap();
             let mut buf = BytesMut::from(&f[..]);
             std::hint::black_box(codec.decode_response_selected(&mut buf, &selection).unwrap().unwrap());
@@ -142,9 +142,9 @@ fn record_ops(ops: &mut Vec<Op>, d: &Data) {
     let builder = std::rc::Rc::new(kw::w5(d));
     let theirs = std::rc::Rc::new(kp::w5(d));
     let frame = builder.build().unwrap();
-    workloads::check(spec, "kafka-wire", &frame).unwrap();
+    workloads::check(spec, "kwire", &frame).unwrap();
     let (b, mut out) = (builder.clone(), Vec::with_capacity(spec.len));
-    ops.push(op(spec, "encode", "kafka-wire", move || {
+    ops.push(op(spec, "encode", "kwire", move || {
         out.clear();
         b.build_into(&mut out).unwrap();
     }));
@@ -154,7 +154,7 @@ fn record_ops(ops: &mut Vec<Op>, d: &Data) {
         kafka_protocol::records::RecordBatchEncoder::encode(&mut buf, t.iter(), &kp::W5_OPTIONS).unwrap();
     }));
     let b = builder.clone();
-    ops.push(op(spec, "encode_sized", "kafka-wire", move || {
+    ops.push(op(spec, "encode_sized", "kwire", move || {
         std::hint::black_box(b.build().unwrap());
     }));
     let t = theirs.clone();
@@ -164,7 +164,7 @@ fn record_ops(ops: &mut Vec<Op>, d: &Data) {
         std::hint::black_box(out);
     }));
     let f = frame.clone();
-    ops.push(op(spec, "decode", "kafka-wire", move || {
+    ops.push(op(spec, "decode", "kwire", move || {
         for batch in Batches::new(f.clone()) {
             if let Batch::V2(batch) = batch.unwrap() {
                 for r in batch.records().unwrap() {
@@ -174,7 +174,7 @@ fn record_ops(ops: &mut Vec<Op>, d: &Data) {
         }
     }));
     let f = frame.clone();
-    ops.push(op(spec, "decode_vec", "kafka-wire", move || {
+    ops.push(op(spec, "decode_vec", "kwire", move || {
         let all: Vec<_> = Batches::new(f.clone()).map(|b| b.unwrap().records().unwrap()).collect();
         std::hint::black_box(all);
     }));
@@ -192,13 +192,13 @@ fn ops(d: &Data, only: Option<&str>) -> Vec<Op> {
         message_ops(&mut ops, &workloads::W1, kw::w1(d), kp::w1(d));
         // The borrowed view read in full, and the physical floor.
         let frame = kw::w1(d).to_bytes(workloads::W1.version).unwrap();
-        ops.push(op(&workloads::W1, "view", "kafka-wire", move || {
+        ops.push(op(&workloads::W1, "view", "kwire", move || {
             std::hint::black_box(kw::w1_view_read(std::hint::black_box(&frame)));
         }));
         let frame = kw::w1(d).to_bytes(workloads::W1.version).unwrap();
-        ops.push(op(&workloads::W1, "view_decode", "kafka-wire", move || {
+        ops.push(op(&workloads::W1, "view_decode", "kwire", move || {
             let mut buf: &[u8] = std::hint::black_box(&frame);
-            let view = kafka_wire::messages::metadata_response::MetadataResponseView::decode(&mut buf, 12);
+            let view = kwire::messages::metadata_response::MetadataResponseView::decode(&mut buf, 12);
             std::hint::black_box(view.unwrap().cluster_id);
         }));
         let src = kw::w1(d).to_bytes(workloads::W1.version).unwrap().to_vec();
@@ -207,7 +207,7 @@ fn ops(d: &Data, only: Option<&str>) -> Vec<Op> {
             dst.copy_from_slice(std::hint::black_box(&src));
             std::hint::black_box(&mut dst);
         }));
-        proxy_ops(&mut ops, &workloads::W1, kw::w1(d), kafka_wire::ApiKey::Metadata);
+        proxy_ops(&mut ops, &workloads::W1, kw::w1(d), kwire::ApiKey::Metadata);
     }
     if want(&workloads::W2) {
         message_ops(&mut ops, &workloads::W2, kw::w2(d), kp::w2(d));
@@ -216,7 +216,7 @@ fn ops(d: &Data, only: Option<&str>) -> Vec<Op> {
     if want(&workloads::W3) {
         message_ops(&mut ops, &workloads::W3, kw::w3(d), kp::w3(d));
         copy_ops(&mut ops, &workloads::W3, kw::w3(d), kw::w3_shared);
-        proxy_ops(&mut ops, &workloads::W3, kw::w3(d), kafka_wire::ApiKey::Fetch);
+        proxy_ops(&mut ops, &workloads::W3, kw::w3(d), kwire::ApiKey::Fetch);
     }
     if want(&workloads::W4A) {
         message_ops(&mut ops, &workloads::W4A, kw::w4a(), kp::w4a());
@@ -243,7 +243,7 @@ fn dump(d: &Data, dir: &std::path::Path) {
         (&workloads::W5, kw::w5(d).build().unwrap()),
     ];
     for (spec, frame) in frames {
-        workloads::check(spec, "kafka-wire", &frame).unwrap();
+        workloads::check(spec, "kwire", &frame).unwrap();
         let path = dir.join(format!("{}.bin", spec.id));
         std::fs::write(&path, &frame).unwrap();
         println!("{} {} bytes fnv1a64 {:016x}", path.display(), frame.len(), spec.fnv1a64);

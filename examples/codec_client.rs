@@ -1,5 +1,5 @@
-//! A Kafka client written on kafka-wire's connection codec alone (for a real client, use the
-//! kafka-wire-client crate: `client/examples/client.rs`): negotiates versions with
+//! A Kafka client written on kwire's connection codec alone (for a real client, use the
+//! kwire-client crate: `client/examples/client.rs`): negotiates versions with
 //! ApiVersions, optionally authenticates with SASL/PLAIN, fetches Metadata, produces a batch
 //! and fetches it back, checking every record.
 //!
@@ -12,21 +12,21 @@ use std::error::Error;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures_util::{SinkExt, StreamExt};
-use kafka_wire::codec::{ClientCodec, OutboundRequest};
-use kafka_wire::messages::{
+use kwire::codec::{ClientCodec, OutboundRequest};
+use kwire::messages::{
     fetch_request::{FetchPartition, FetchTopic},
     metadata_request::MetadataRequestTopic,
     produce_request::{PartitionProduceData, TopicProduceData},
     *,
 };
-use kafka_wire::runtime::records::{decode_all, Compression, DecodeOptions, Record, RecordBatchBuilder};
-use kafka_wire::{ApiKey, ByteString, Bytes, RequestKind, ResponseKind, Uuid, VersionRange};
+use kwire::runtime::records::{decode_all, Compression, DecodeOptions, Record, RecordBatchBuilder};
+use kwire::{ApiKey, ByteString, Bytes, RequestKind, ResponseKind, Uuid, VersionRange};
 use tokio::net::TcpStream;
 use tokio_util::codec::Framed;
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
-const CLIENT_ID: &str = "kafka-wire-example-client";
+const CLIENT_ID: &str = "kwire-example-client";
 /// How long any one response may take.
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -89,7 +89,7 @@ impl Client {
         let mut version = our_versions(ApiKey::ApiVersions).hi;
         let request = || {
             RequestKind::from(ApiVersionsRequest {
-                client_software_name: ByteString::from_static("kafka-wire-example"),
+                client_software_name: ByteString::from_static("kwire-example"),
                 client_software_version: ByteString::from_static(env!("CARGO_PKG_VERSION")),
                 ..Default::default()
             })
@@ -152,7 +152,7 @@ impl Client {
                     return Ok((t.topic_id, t.partitions.len()));
                 }
                 // Waiting only helps while the error is retriable (say, a topic being created).
-                let code = kafka_wire::ErrorCode(t.error_code);
+                let code = kwire::ErrorCode(t.error_code);
                 if !code.is_ok() && !code.is_retriable() {
                     return Err(format!("Metadata for {topic}: {}", code.name().unwrap_or("unknown error")).into());
                 }
@@ -214,7 +214,7 @@ struct Args {
 }
 
 fn parse_args() -> Result<Args> {
-    let mut args = Args { bootstrap: "127.0.0.1:9092".into(), sasl_plain: None, topic: "kafka-wire-example".into(), count: 100 };
+    let mut args = Args { bootstrap: "127.0.0.1:9092".into(), sasl_plain: None, topic: "kwire-example".into(), count: 100 };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         let mut value = || it.next().ok_or(format!("{arg} needs a value"));

@@ -2,10 +2,10 @@
 //!
 //! `cargo run --example metadata`
 
-use kafka_wire::messages::metadata_request::MetadataRequestTopic;
-use kafka_wire::messages::metadata_response::{MetadataResponseBroker, MetadataResponseTopic};
-use kafka_wire::messages::{MetadataRequest, MetadataResponse, RequestHeader, ResponseHeader};
-use kafka_wire::{ApiKey, Bytes, BytesMut, Decode, Encode};
+use kwire::messages::metadata_request::MetadataRequestTopic;
+use kwire::messages::metadata_response::{MetadataResponseBroker, MetadataResponseTopic};
+use kwire::messages::{MetadataRequest, MetadataResponse, RequestHeader, ResponseHeader};
+use kwire::{ApiKey, Bytes, BytesMut, Decode, Encode};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let version = 12;

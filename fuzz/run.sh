@@ -12,8 +12,8 @@ cd "$(dirname "$0")"
 seconds=${1:-60}
 jobs=${JOBS:-1}
 targets=${TARGETS:-$(cd fuzz_targets && ls *.rs | sed "s/\.rs$//")}
-: "${KAFKA_WIRE_SPECS:=$(cd .. && pwd)/../shared/message-specs/kafka-3.9.0}"
-export KAFKA_WIRE_SPECS
+: "${KWIRE_SPECS:=$(cd .. && pwd)/../shared/message-specs/kafka-3.9.0}"
+export KWIRE_SPECS
 
 [ -n "${NO_BUILD:-}" ] || cargo +nightly fuzz build
 # `fuzz build` builds every bin of the crate, make-seeds included; the targets are then run

@@ -8,12 +8,12 @@
 #
 # The default build (Kafka 3.9.0 and 4.3.0 merged, in target/) speaks both lines, so one build
 # sweeps both, and every version it knows that a broker does not advertise is checked to be
-# refused. KAFKA_WIRE_SWEEP_SPECS_3 / KAFKA_WIRE_SWEEP_SPECS_4 sweep a line with other specs
-# instead (each in target/sweep-<line>); with those set, KAFKA_WIRE_SWEEP_CROSS=1 also checks
-# the refusals with the other line's build. Unless set to 0: KAFKA_WIRE_SWEEP_CLUSTER starts a
+# refused. KWIRE_SWEEP_SPECS_3 / KWIRE_SWEEP_SPECS_4 sweep a line with other specs
+# instead (each in target/sweep-<line>); with those set, KWIRE_SWEEP_CROSS=1 also checks
+# the refusals with the other line's build. Unless set to 0: KWIRE_SWEEP_CLUSTER starts a
 # 3-node cluster of the version for tests/broker_real.rs's three_node_cluster;
-# KAFKA_WIRE_SWEEP_PCAP captures Kafka's Java clients against the broker and checks
-# `kafka-wire pcap` against tshark (cli/tests/pcap_interop.rs; needs root, tcpdump, tshark).
+# KWIRE_SWEEP_PCAP captures Kafka's Java clients against the broker and checks
+# `kwire pcap` against tshark (cli/tests/pcap_interop.rs; needs root, tcpdump, tshark).
 # Broker logs stay in target/kafka/<version>/ when something fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,8 +21,8 @@ cd "$(dirname "$0")/.."
 
 specs_for() {
   case $1 in
-    3.*) echo "${KAFKA_WIRE_SWEEP_SPECS_3-}" ;;
-    *) echo "${KAFKA_WIRE_SWEEP_SPECS_4-}" ;;
+    3.*) echo "${KWIRE_SWEEP_SPECS_3-}" ;;
+    *) echo "${KWIRE_SWEEP_SPECS_4-}" ;;
   esac
 }
 line_of() { case $1 in 3.*) echo 3 ;; *) echo 4 ;; esac; }
@@ -37,17 +37,17 @@ sweep() {
   [ -n "$only" ] && suffix=-$only
   specs=$(specs_for "$line")
   (
-    if [ -n "$specs" ]; then export KAFKA_WIRE_SPECS=$specs; fi
+    if [ -n "$specs" ]; then export KWIRE_SPECS=$specs; fi
     export CARGO_TARGET_DIR
     CARGO_TARGET_DIR=$(target_for "$line")
     if [ "$only" = pcap ]; then
-      KAFKA_WIRE_BROKER="$PWD/target/kafka/$version/env" KAFKA_WIRE_REQUIRE_BROKER=1 \
-        nice -n 10 cargo test -p kafka-wire-cli --test pcap_interop java_clients -- --nocapture >"target/broker-sweep/$version$suffix.log" 2>&1
+      KWIRE_BROKER="$PWD/target/kafka/$version/env" KWIRE_REQUIRE_BROKER=1 \
+        nice -n 10 cargo test -p kwire-cli --test pcap_interop java_clients -- --nocapture >"target/broker-sweep/$version$suffix.log" 2>&1
     elif [ "$only" = cluster ]; then
-      KAFKA_WIRE_CLUSTER="$PWD/target/kafka/$version-cluster/env" KAFKA_WIRE_REQUIRE_CLUSTER=1 \
+      KWIRE_CLUSTER="$PWD/target/kafka/$version-cluster/env" KWIRE_REQUIRE_CLUSTER=1 \
         nice -n 10 cargo test --test broker_real three_node_cluster -- --nocapture >"target/broker-sweep/$version$suffix.log" 2>&1
     else
-      KAFKA_WIRE_BROKER="$PWD/target/kafka/$version/env" KAFKA_WIRE_REQUIRE_BROKER=1 KAFKA_WIRE_SWEEP_ONLY=$only \
+      KWIRE_BROKER="$PWD/target/kafka/$version/env" KWIRE_REQUIRE_BROKER=1 KWIRE_SWEEP_ONLY=$only \
         nice -n 10 cargo test --test broker_real -- --nocapture >"target/broker-sweep/$version$suffix.log" 2>&1
     fi
   )
@@ -74,24 +74,24 @@ for version in "$@"; do
   ok=1
   sweep "$version" "$version" || ok=0
   t2=$SECONDS
-  pcap="skipped (KAFKA_WIRE_SWEEP_PCAP=0)"
-  if [ "${KAFKA_WIRE_SWEEP_PCAP:-1}" = 1 ]; then
+  pcap="skipped (KWIRE_SWEEP_PCAP=0)"
+  if [ "${KWIRE_SWEEP_PCAP:-1}" = 1 ]; then
     if sweep "$version" "$version" pcap; then
-      pcap="Java admin, producer and consumer: kafka-wire pcap agrees with tshark"
+      pcap="Java admin, producer and consumer: kwire pcap agrees with tshark"
     else
       ok=0
       pcap="FAILED: $(grep -A3 -E "panicked|^error" "target/broker-sweep/$version-pcap.log" | head -6)"
     fi
   fi
   t2p=$SECONDS
-  if [ "${KAFKA_WIRE_SWEEP_CROSS:-0}" = 1 ]; then
+  if [ "${KWIRE_SWEEP_CROSS:-0}" = 1 ]; then
     sweep "$version" "$(other_line "$version")" refusals || ok=0
   fi
   scripts/kafka.sh stop "$version" >/dev/null 2>&1
   running=""
   t3=$SECONDS
-  cluster="skipped (KAFKA_WIRE_SWEEP_CLUSTER=0)"
-  if [ "${KAFKA_WIRE_SWEEP_CLUSTER:-1}" = 1 ]; then
+  cluster="skipped (KWIRE_SWEEP_CLUSTER=0)"
+  if [ "${KWIRE_SWEEP_CLUSTER:-1}" = 1 ]; then
     if scripts/kafka.sh start "$version" --nodes 3 >"target/broker-sweep/$version-cluster.start.log" 2>&1; then
       running="$version --nodes 3"
       if sweep "$version" "$version" cluster; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# kafka-wire-client's tests (client/tests/, unit tests, broker doubles) against real Apache
+# kwire-client's tests (client/tests/, unit tests, broker doubles) against real Apache
 # Kafka brokers, one version at a time: build first, start the broker with scripts/kafka.sh,
-# run `cargo test -p kafka-wire-client` with KAFKA_WIRE_BROKER set and KAFKA_WIRE_REQUIRE_BROKER=1
+# run `cargo test -p kwire-client` with KWIRE_BROKER set and KWIRE_REQUIRE_BROKER=1
 # (so nothing skips), stop it. The last line sums every run:
 #   client: <passed> passed, <failed> failed
 #
@@ -10,7 +10,7 @@
 # Then, unless --no-cluster, a 3-node cluster of the first version for tests/cluster.rs and
 # tests/consumer_cluster.rs (leaders on several brokers, a leader moved under the producer and
 # under the consumer; leaders killed and restarted under an idempotent producer), with
-# KAFKA_WIRE_CLUSTER set.
+# KWIRE_CLUSTER set.
 #
 # Logs: target/client-tests/<version>.log; broker logs stay in target/kafka/<version>/.
 set -euo pipefail
@@ -22,7 +22,7 @@ start=$SECONDS
 mkdir -p target/client-tests
 
 echo "client-tests: building" >&2
-nice -n 10 cargo test -p kafka-wire-client --no-run >target/client-tests/build.log 2>&1 || {
+nice -n 10 cargo test -p kwire-client --no-run >target/client-tests/build.log 2>&1 || {
   tail -40 target/client-tests/build.log >&2
   echo "client: 0 passed, 1 failed"
   exit 1
@@ -38,7 +38,7 @@ run() {
   while [ "$1" != -- ]; do envs+=("$1"); shift; done
   shift
   # shellcheck disable=SC2086
-  counted "$name" "$log" "${envs[@]}" -- -p kafka-wire-client --no-fail-fast "$@" -- --nocapture ${harness-}
+  counted "$name" "$log" "${envs[@]}" -- -p kwire-client --no-fail-fast "$@" -- --nocapture ${harness-}
 }
 
 for version in "$@"; do
@@ -46,7 +46,7 @@ for version in "$@"; do
   broker "$version" || { running=""; continue; }
   # The cluster tests have a run of their own below.
   harness="--skip three_nodes_routing_and_a_moved_leader --skip a_leader_change_during_consumption_skips_nothing" run "Kafka $version" "target/client-tests/$version.log" \
-    KAFKA_WIRE_BROKER="$PWD/target/kafka/$version/env" KAFKA_WIRE_REQUIRE_BROKER=1 --
+    KWIRE_BROKER="$PWD/target/kafka/$version/env" KWIRE_REQUIRE_BROKER=1 --
   scripts/kafka.sh stop "$version" >/dev/null 2>&1 || true
   running=""
   echo "client-tests: Kafka $version took $((SECONDS - t0))s" >&2
@@ -56,7 +56,7 @@ if [ "$cluster" = 1 ]; then
   version=$1
   if broker "$version" --nodes 3; then
     run "Kafka $version, 3 nodes" "target/client-tests/$version-cluster.log" \
-      KAFKA_WIRE_CLUSTER="$PWD/target/kafka/$version-cluster/env" KAFKA_WIRE_REQUIRE_CLUSTER=1 -- --test cluster --test consumer_cluster --test killed_broker
+      KWIRE_CLUSTER="$PWD/target/kafka/$version-cluster/env" KWIRE_REQUIRE_CLUSTER=1 -- --test cluster --test consumer_cluster --test killed_broker
     scripts/kafka.sh stop "$version" --nodes 3 >/dev/null 2>&1 || true
   fi
   running=""

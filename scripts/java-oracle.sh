@@ -2,26 +2,26 @@
 # Apache Kafka's own generated Java classes as the oracle (issue 12; tests/java/README.md).
 #
 # For each kafka-clients version: builds tests/java against it (Maven Central), has Java write its
-# vectors into target/java-oracle/<version>/, then runs tests/java_oracle.rs on them with kafka-wire
-# generated from the matching specs (the Rust test has Java check kafka-wire's output in turn).
+# vectors into target/java-oracle/<version>/, then runs tests/java_oracle.rs on them with kwire
+# generated from the matching specs (the Rust test has Java check kwire's output in turn).
 # Prints each run's matrix summary and, last, one line per run:
 #   java oracle: <agree> of <cells> cells agree (kafka-clients <version>)
 #   java oracle: <agree> of <cells> cells agree (kafka-clients <version>, merged 3.9.0+4.3.0 build)
 #
-# KAFKA_WIRE_JAVA_VERSIONS: space-separated <kafka-clients version>=<specs>, where <specs> is a
-#   spec directory, "jar" for the specs inside that kafka-clients jar, "default" for kafka-wire's
-#   default build (KAFKA_WIRE_SPECS unset: kafka-3.9.0 and kafka-4.3.0 merged), or several spec
+# KWIRE_JAVA_VERSIONS: space-separated <kafka-clients version>=<specs>, where <specs> is a
+#   spec directory, "jar" for the specs inside that kafka-clients jar, "default" for kwire's
+#   default build (KWIRE_SPECS unset: kafka-3.9.0 and kafka-4.3.0 merged), or several spec
 #   directories joined by ":" (oldest first) for a merged build of those.
-# KAFKA_WIRE_UPDATE_MATRIX=1: rewrite tests/java/MATRIX-kafka-clients-<version>.md (a merged
+# KWIRE_UPDATE_MATRIX=1: rewrite tests/java/MATRIX-kafka-clients-<version>.md (a merged
 #   build's: MATRIX-kafka-clients-<version>-merged.md).
-# KAFKA_WIRE_JAVA_TARGET_DIR: one cargo target directory for every spec set (CI: `target`, where
-#   the dependencies are already built; only kafka-wire is rebuilt per spec set). By default each
+# KWIRE_JAVA_TARGET_DIR: one cargo target directory for every spec set (CI: `target`, where
+#   the dependencies are already built; only kwire is rebuilt per spec set). By default each
 #   spec set has its own (target/oracle-<specs>), so switching between them rebuilds nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-versions=${KAFKA_WIRE_JAVA_VERSIONS:-"3.9.2=../shared/message-specs/kafka-3.9.0 4.4.0=jar 4.3.0=../shared/message-specs/kafka-4.3.0 3.9.2=default 4.3.0=default"}
-seeds=${KAFKA_WIRE_JAVA_SEEDS:-4}
+versions=${KWIRE_JAVA_VERSIONS:-"3.9.2=../shared/message-specs/kafka-3.9.0 4.4.0=jar 4.3.0=../shared/message-specs/kafka-4.3.0 3.9.2=default 4.3.0=default"}
+seeds=${KWIRE_JAVA_SEEDS:-4}
 
 for tool in java mvn cargo; do
   command -v "$tool" >/dev/null || { echo "java-oracle: $tool is not installed" >&2; exit 1; }
@@ -44,7 +44,7 @@ for entry in $versions; do
   deps=$(cat "tests/java/target/$version/classpath.txt")
   cp="$root/tests/java/target/$version/classes:$deps"
   jar=$(tr ':' '\n' <<<"$deps" | grep "/kafka-clients-$version.jar$")
-  # The jar's own specs: the explanations check against them, and "jar" builds kafka-wire from them.
+  # The jar's own specs: the explanations check against them, and "jar" builds kwire from them.
   rm -rf "$out/specs"
   mkdir -p "$out/specs"
   (cd "$out/specs" && jar xf "$jar" common/message && mv common/message/*.json . && rm -r common)
@@ -52,14 +52,14 @@ for entry in $versions; do
     specs=$out/specs
     target=target/oracle-$version
   elif [ "$specs" = default ]; then
-    # KAFKA_WIRE_SPECS unset: the default merged build, whatever it is made of.
+    # KWIRE_SPECS unset: the default merged build, whatever it is made of.
     target=target/oracle-merged
   elif [[ $specs == *:* ]]; then
     target=target/oracle-merged-$(tr ':' '\n' <<<"$specs" | xargs -n1 basename | sed 's/^kafka-//' | paste -sd+)
   else
     target=target/oracle-$(basename "$specs" | sed 's/^kafka-//')
   fi
-  target=${KAFKA_WIRE_JAVA_TARGET_DIR:-$target}
+  target=${KWIRE_JAVA_TARGET_DIR:-$target}
   echo "   maven build: $((SECONDS - t0)) s"
   t0=$SECONDS
   # SLF4J's "no binding" notice on stderr is expected.
@@ -67,19 +67,19 @@ for entry in $versions; do
   echo "   java gen: $((SECONDS - t0)) s"
   t0=$SECONDS
   if [ "$specs" = default ]; then
-    spec_env=(-u KAFKA_WIRE_SPECS)
+    spec_env=(-u KWIRE_SPECS)
   else
-    spec_env=("KAFKA_WIRE_SPECS=$specs")
+    spec_env=("KWIRE_SPECS=$specs")
   fi
   set +e
-  env "${spec_env[@]}" KAFKA_WIRE_JAVA_ORACLE=$out KAFKA_WIRE_JAVA_CP=$cp CARGO_TARGET_DIR=$target \
+  env "${spec_env[@]}" KWIRE_JAVA_ORACLE=$out KWIRE_JAVA_CP=$cp CARGO_TARGET_DIR=$target \
     nice -n 10 cargo test -q --test java_oracle -- --nocapture >"$out/test.log" 2>&1
   rc=$?
   set -e
   echo "   cargo test (build and run): $((SECONDS - t0)) s"
   sed -n '/^| column |/,/^$/p' "$out/MATRIX.md" 2>/dev/null || true
   grep -E '^\| .*\*\*DIFFER' "$out/MATRIX.md" 2>/dev/null | head -50 || true
-  grep '^kafka-wire only: ' "$out/test.log" | sed 's/^/   /' || true
+  grep '^kwire only: ' "$out/test.log" | sed 's/^/   /' || true
   if [ $rc -ne 0 ]; then
     status=1
     grep -E 'cells disagree|no longer holds|is not this run|panicked|^error' -A3 "$out/test.log" | head -40 || true

@@ -16,7 +16,7 @@
 # Three nodes: three combined processes, PLAINTEXT only, small heaps.
 #
 # Addresses go to target/kafka/<VERSION>[-cluster]/env (KEY=VALUE lines, also printed), logs to
-# logs/ beside it; they are kept after stop. Override the java binary with KAFKA_WIRE_JAVA.
+# logs/ beside it; they are kept after stop. Override the java binary with KWIRE_JAVA.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -35,11 +35,11 @@ while [ $# -gt 0 ]; do
 done
 case $nodes in 1|3) ;; *) usage ;; esac
 
-base=${KAFKA_WIRE_KAFKA_DIR:-$root/target/kafka}
+base=${KWIRE_KAFKA_DIR:-$root/target/kafka}
 lib=$base/cache/$version/lib
 if [ "$nodes" = 1 ]; then dir=$base/$version; else dir=$base/$version-cluster; fi
-java=${KAFKA_WIRE_JAVA:-java}
-START_TIMEOUT=${KAFKA_WIRE_START_TIMEOUT:-120}
+java=${KWIRE_JAVA:-java}
+START_TIMEOUT=${KWIRE_START_TIMEOUT:-120}
 STOP_TIMEOUT=30
 
 log() { echo "kafka.sh: $*" >&2; }
@@ -117,14 +117,14 @@ stop() {
 make_certs() {
   local c=$dir/certs
   mkdir -p "$c"
-  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=kafka-wire-test-ca \
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=kwire-test-ca \
     -keyout "$c/ca.key" -out "$c/ca.pem" 2>/dev/null
   openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout "$c/broker.key" -out "$c/broker.csr" 2>/dev/null
   printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$c/ext.cnf"
   openssl x509 -req -days 2 -in "$c/broker.csr" -CA "$c/ca.pem" -CAkey "$c/ca.key" -CAcreateserial \
     -extfile "$c/ext.cnf" -out "$c/broker.pem" 2>/dev/null
   openssl pkcs12 -export -in "$c/broker.pem" -inkey "$c/broker.key" -certfile "$c/ca.pem" -name broker \
-    -passout pass:kafka-wire -out "$c/broker.p12"
+    -passout pass:kwire -out "$c/broker.p12"
 }
 
 # node_config NODE_ID NODE_DIR LISTENERS ADVERTISED PROTOCOL_MAP VOTERS
@@ -224,10 +224,10 @@ listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.com
 listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 ssl.keystore.type=PKCS12
 ssl.keystore.location=$dir/certs/broker.p12
-ssl.keystore.password=kafka-wire
-ssl.key.password=kafka-wire
+ssl.keystore.password=kwire
+ssl.key.password=kwire
 ssl.client.auth=none
-delegation.token.secret.key=kafka-wire-test-token-secret
+delegation.token.secret.key=kwire-test-token-secret
 EOF
       format_args=(--add-scram 'SCRAM-SHA-256=[name=alice,password=alice-secret]'
         --add-scram 'SCRAM-SHA-512=[name=alice,password=alice-secret]')

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Packages kafka-wire for crates.io (`cargo package`) with the default releases' spec files
+# Packages kwire for crates.io (`cargo package`) with the default releases' spec files
 # (and their LICENSE and NOTICE) bundled under message-specs/ at packaging time, never
 # committed; then builds a throwaway downstream crate against the packaged .crate files, in a
 # scratch directory with no ../shared beside it, offline, and runs it: it encodes and decodes a
@@ -13,17 +13,17 @@ bundled=(LICENSE NOTICE "${releases[@]}")
 cleanup() { for b in "${bundled[@]}"; do rm -rf "message-specs/$b"; done; }
 trap cleanup EXIT
 for b in "${bundled[@]}"; do cp -r "$shared/$b" message-specs/; done
-cargo package --workspace --exclude kafka-wire-cli --allow-dirty --no-verify 2>&1 | grep -v '^warning: ignoring' || true
-version=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"]=="kafka-wire"))')
-listed=$(tar -tzf "target/package/kafka-wire-$version.crate")
+cargo package --workspace --exclude kwire-cli --allow-dirty --no-verify 2>&1 | grep -v '^warning: ignoring' || true
+version=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"]=="kwire"))')
+listed=$(tar -tzf "target/package/kwire-$version.crate")
 for b in "${bundled[@]}"; do
-  grep -q "^kafka-wire-$version/message-specs/$b" <<<"$listed" || { echo "the package lacks message-specs/$b" >&2; exit 1; }
+  grep -q "^kwire-$version/message-specs/$b" <<<"$listed" || { echo "the package lacks message-specs/$b" >&2; exit 1; }
 done
 
 scratch=$(mktemp -d)
 trap 'cleanup; rm -rf "$scratch"' EXIT
 mkdir -p "$scratch/crates" "$scratch/downstream/src"
-for c in kafka-wire-runtime kafka-wire-codegen kafka-wire; do
+for c in kwire-runtime kwire-build kwire; do
   tar -xzf "target/package/$c-$version.crate" -C "$scratch/crates"
 done
 cat > "$scratch/downstream/Cargo.toml" <<TOML
@@ -33,19 +33,19 @@ version = "0.0.0"
 edition = "2021"
 
 [dependencies]
-kafka-wire = { version = "$version", features = ["serde"] }
+kwire = { version = "$version", features = ["serde"] }
 
 # The packaged crates stand in for crates.io.
 [patch.crates-io]
-kafka-wire = { path = "../crates/kafka-wire-$version" }
-kafka-wire-runtime = { path = "../crates/kafka-wire-runtime-$version" }
-kafka-wire-codegen = { path = "../crates/kafka-wire-codegen-$version" }
+kwire = { path = "../crates/kwire-$version" }
+kwire-runtime = { path = "../crates/kwire-runtime-$version" }
+kwire-build = { path = "../crates/kwire-build-$version" }
 TOML
 cat > "$scratch/downstream/src/main.rs" <<'RS'
-use kafka_wire::messages::metadata_request::MetadataRequestTopic;
-use kafka_wire::messages::{ApiKey, MetadataRequest};
-use kafka_wire::runtime::json::VersionedJson;
-use kafka_wire::{Bytes, Decode, Message};
+use kwire::messages::metadata_request::MetadataRequestTopic;
+use kwire::messages::{ApiKey, MetadataRequest};
+use kwire::runtime::json::VersionedJson;
+use kwire::{Bytes, Decode, Message};
 
 fn main() {
     let request = MetadataRequest {
@@ -63,4 +63,4 @@ fn main() {
 }
 RS
 echo "== building a downstream crate against the packages in $scratch (offline, no ../shared)"
-(cd "$scratch/downstream" && env -u KAFKA_WIRE_SPECS CARGO_TARGET_DIR="$scratch/target" cargo run --offline -q)
+(cd "$scratch/downstream" && env -u KWIRE_SPECS CARGO_TARGET_DIR="$scratch/target" cargo run --offline -q)

@@ -9,7 +9,7 @@
 #
 #   scripts/proxy-tests.sh [--no-cluster] [VERSION]   (default: 4.4.0)
 #
-# KAFKA_WIRE_PROXY_LOAD_REQUESTS: the load test's requests on each side, direct and through the
+# KWIRE_PROXY_LOAD_REQUESTS: the load test's requests on each side, direct and through the
 # proxy (default 500000: a million in all, over 200 connections).
 #
 # Logs: target/proxy-tests/*.log; broker logs stay in target/kafka/<version>/.
@@ -22,16 +22,16 @@ start=$SECONDS
 mkdir -p target/proxy-tests
 
 echo "proxy-tests: building" >&2
-if ! { nice -n 10 cargo build -p kafka-wire --example proxy --features tokio &&
-  nice -n 10 cargo test -p kafka-wire --test proxy_real --test endpoints --test proxy --no-run &&
-  nice -n 10 cargo test -p kafka-wire-codegen --test endpoints --no-run &&
-  nice -n 10 cargo test -p kafka-wire --features tokio --example proxy --no-run; } >target/proxy-tests/build.log 2>&1; then
+if ! { nice -n 10 cargo build -p kwire --example proxy --features tokio &&
+  nice -n 10 cargo test -p kwire --test proxy_real --test endpoints --test proxy --no-run &&
+  nice -n 10 cargo test -p kwire-build --test endpoints --no-run &&
+  nice -n 10 cargo test -p kwire --features tokio --example proxy --no-run; } >target/proxy-tests/build.log 2>&1; then
   tail -40 target/proxy-tests/build.log >&2
   echo "proxy: 0 passed, 1 failed"
   exit 1
 fi
-export KAFKA_WIRE_PROXY_BIN=$PWD/target/debug/examples/proxy
-export KAFKA_WIRE_PROXY_LOAD_REQUESTS=${KAFKA_WIRE_PROXY_LOAD_REQUESTS:-500000}
+export KWIRE_PROXY_BIN=$PWD/target/debug/examples/proxy
+export KWIRE_PROXY_LOAD_REQUESTS=${KWIRE_PROXY_LOAD_REQUESTS:-500000}
 
 prefix=proxy-tests limit=600 logs=target/proxy-tests
 . scripts/lib/counted.sh
@@ -43,15 +43,15 @@ run() {
 }
 
 run "walkers and codec" target/proxy-tests/offline.log -- \
-  -p kafka-wire --test endpoints --test proxy
-run "walkers over every spec set" target/proxy-tests/codegen.log -- -p kafka-wire-codegen --test endpoints
-run "the proxy's unit tests" target/proxy-tests/unit.log -- -p kafka-wire --features tokio --example proxy
+  -p kwire --test endpoints --test proxy
+run "walkers over every spec set" target/proxy-tests/codegen.log -- -p kwire-build --test endpoints
+run "the proxy's unit tests" target/proxy-tests/unit.log -- -p kwire --features tokio --example proxy
 
 t0=$SECONDS
 if broker "$version"; then
   run "Kafka $version" target/proxy-tests/$version.log \
-    KAFKA_WIRE_PROXY_BROKER="$PWD/target/kafka/$version/env" KAFKA_WIRE_REQUIRE_PROXY=1 -- \
-    -p kafka-wire --test proxy_real -- --nocapture --test-threads 1 --skip three_brokers
+    KWIRE_PROXY_BROKER="$PWD/target/kafka/$version/env" KWIRE_REQUIRE_PROXY=1 -- \
+    -p kwire --test proxy_real -- --nocapture --test-threads 1 --skip three_brokers
   scripts/kafka.sh stop "$version" >/dev/null 2>&1 || true
 fi
 running=""
@@ -60,8 +60,8 @@ if [ "$cluster" = 1 ]; then
   t0=$SECONDS
   if broker "$version" --nodes 3; then
     run "Kafka $version, 3 nodes" target/proxy-tests/$version-cluster.log \
-      KAFKA_WIRE_PROXY_CLUSTER="$PWD/target/kafka/$version-cluster/env" KAFKA_WIRE_REQUIRE_PROXY=1 -- \
-      -p kafka-wire --test proxy_real -- --nocapture three_brokers
+      KWIRE_PROXY_CLUSTER="$PWD/target/kafka/$version-cluster/env" KWIRE_REQUIRE_PROXY=1 -- \
+      -p kwire --test proxy_real -- --nocapture three_brokers
     scripts/kafka.sh stop "$version" --nodes 3 >/dev/null 2>&1 || true
   fi
   running=""

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every Apache Kafka release from 2.4 on: its kafka-clients jar (which carries the release's
 # spec files) from Maven Central; the generator on each jar alone and on the oldest merged with
-# each newer one (codegen/tests/releases.rs); then kafka-wire type-checked (cargo check, every
+# each newer one (codegen/tests/releases.rs); then kwire type-checked (cargo check, every
 # feature) on the newest patch of each minor release, read straight from the jar.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +23,7 @@ done
 echo "== ${#releases[@]} kafka-clients jars in $jars ($((SECONDS - start)) s)"
 
 start=$SECONDS
-KAFKA_WIRE_RELEASE_JARS=$jars KAFKA_WIRE_REQUIRE_RELEASES=1 cargo test -q -p kafka-wire-codegen --test releases
+KWIRE_RELEASE_JARS=$jars KWIRE_REQUIRE_RELEASES=1 cargo test -q -p kwire-build --test releases
 echo "== generated every release alone and merged with ${releases[0]} ($((SECONDS - start)) s)"
 
 # The newest patch of each minor release: the last of each X.Y in the (sorted) list.
@@ -31,8 +31,8 @@ newest=$(printf '%s\n' "${releases[@]}" | awk -F. '{k=$1"."$2; last[k]=$0; if (!
 start=$SECONDS
 count=0
 for v in $newest; do
-  KAFKA_WIRE_SPECS="$jars/kafka-clients-$v.jar" CARGO_TARGET_DIR=target/releases \
-    cargo check -q -p kafka-wire --features sample,serde,tokio
+  KWIRE_SPECS="$jars/kafka-clients-$v.jar" CARGO_TARGET_DIR=target/releases \
+    cargo check -q -p kwire --features sample,serde,tokio
   count=$((count + 1))
 done
-echo "== kafka-wire type-checks on $count releases ($(echo $newest | tr ' ' ',')) ($((SECONDS - start)) s)"
+echo "== kwire type-checks on $count releases ($(echo $newest | tr ' ' ',')) ($((SECONDS - start)) s)"

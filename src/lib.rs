@@ -1,12 +1,12 @@
-//! kafka-wire: the Apache Kafka wire protocol, generated from Kafka's own message specs.
+//! kwire: the Apache Kafka wire protocol, generated from Kafka's own message specs.
 //!
 //! Every api key and every valid version, requests and responses, headers and data structs:
 //! each message is a plain struct with the union of its fields across versions, and encodes or
 //! decodes at any valid version exactly as Apache Kafka's generated Java code does.
 //!
 //! ```
-//! use kafka_wire::messages::{MetadataRequest, metadata_request::MetadataRequestTopic};
-//! use kafka_wire::{Decode, Encode, Message};
+//! use kwire::messages::{MetadataRequest, metadata_request::MetadataRequestTopic};
+//! use kwire::{Decode, Encode, Message};
 //!
 //! let request = MetadataRequest {
 //!     topics: Some(vec![MetadataRequestTopic { name: Some("orders".into()), ..Default::default() }]),
@@ -19,13 +19,13 @@
 //! ```
 #![warn(missing_docs)]
 
-pub use kafka_wire_runtime as runtime;
-pub use kafka_wire_runtime::{
+pub use kwire_runtime as runtime;
+pub use kwire_runtime::{
     ApiInfo, ByteString, Bytes, BytesMut, Decode, DecodeError, DecodeErrorKind, Encode, EncodeError, EncodeErrorKind,
     Message, RawTaggedField, ReleaseVersions, Request, UnknownTaggedFields, Uuid, VersionOrigin, VersionRange,
 };
 // Arrays of fixed-width values are `SmallVec`s (16 bytes of elements inline).
-pub use kafka_wire_runtime::{smallvec, SmallVec};
+pub use kwire_runtime::{smallvec, SmallVec};
 
 /// Every generated message, one module per spec, plus the [`ApiKey`](messages::ApiKey) table
 /// and the [`RequestKind`](messages::RequestKind) / [`ResponseKind`](messages::ResponseKind)
@@ -38,23 +38,23 @@ pub mod messages {
 pub use messages::{ApiKey, RequestKind, ResponseKind};
 /// JSON in the shape of Kafka's generated JSON converters (feature `serde`).
 #[cfg(feature = "serde")]
-pub use kafka_wire_runtime::json::{JsonError, VersionedJson};
+pub use kwire_runtime::json::{JsonError, VersionedJson};
 
 pub mod header;
 pub mod negotiate;
 pub mod records;
 
-pub use kafka_wire_runtime::visit::{
+pub use kwire_runtime::visit::{
     Endpoint, EndpointMut, EntityField, EntityMut, EntityType, EntityValue, Keyed, KeyedSlice, PortMut, Visit,
 };
-pub use kafka_wire_runtime::ErrorCode;
+pub use kwire_runtime::ErrorCode;
 /// Borrowed views (`XxxView<'a>` beside every message): read in place, without allocating.
-pub use kafka_wire_runtime::view::{ArrayView, IntoOwned, MessageView, TaggedView, View, Viewed};
+pub use kwire_runtime::view::{ArrayView, IntoOwned, MessageView, TaggedView, View, Viewed};
 
 pub mod codec;
 
 /// The directory of Kafka specs this build was generated from.
-pub const SPEC_DIR: &str = env!("KAFKA_WIRE_SPEC_DIR");
+pub const SPEC_DIR: &str = env!("KWIRE_SPEC_DIR");
 
 /// The README's Rust examples, compiled and run as doctests so they keep up with the API.
 #[cfg(doctest)]

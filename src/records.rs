@@ -3,7 +3,7 @@
 //! Generated messages keep a `records` field as the raw `Bytes` of the wire (zero-copy, exact
 //! on re-encode); [`RecordsField`] reads them as batches with the runtime's records codec.
 
-pub use kafka_wire_runtime::records::*;
+pub use kwire_runtime::records::*;
 
 use bytes::Bytes;
 

@@ -15,10 +15,10 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use kafka_wire::messages::visit_messages;
-use kafka_wire::runtime::sample::{MessageVisitor, Sample, SampleRng};
-use kafka_wire::runtime::varint::write_unsigned_varint;
-use kafka_wire::{Bytes, Decode, DecodeErrorKind, Message};
+use kwire::messages::visit_messages;
+use kwire::runtime::sample::{MessageVisitor, Sample, SampleRng};
+use kwire::runtime::varint::write_unsigned_varint;
+use kwire::{Bytes, Decode, DecodeErrorKind, Message};
 
 /// Peak heap bytes a decode may use per byte of input... Not smaller because honest content can
 /// cost that much: a 2-byte empty topic name decodes to a struct of about 100 bytes, and a vector
@@ -184,7 +184,7 @@ fn hostile_bodies_stay_within_the_allocation_bound() {
 
 #[test]
 fn tiny_frames_claiming_gigabytes_allocate_nothing_proportional() {
-    use kafka_wire::messages::{FetchResponse, ProduceRequest};
+    use kwire::messages::{FetchResponse, ProduceRequest};
     // A Produce v3 body whose first field (transactional id) is null and whose topic array claims
     // i32::MAX elements; and one whose records field claims 2 GiB.
     let count = Bytes::from_static(&[0xff, 0xff, 0, 1, 0, 0, 0, 1, 0x7f, 0xff, 0xff, 0xff]);
@@ -208,7 +208,7 @@ fn tiny_frames_claiming_gigabytes_allocate_nothing_proportional() {
 
 #[test]
 fn lying_counts_reserve_no_more_than_four_bytes_per_input_byte() {
-    use kafka_wire::messages::MetadataResponse;
+    use kwire::messages::MetadataResponse;
     // MetadataResponse v0 claiming 100,000 brokers, backed by 100,000 bytes in which the first
     // broker already fails (its host is null). Reserving the claim would take 100,000 times the
     // size of a broker struct (about 10 MB); the reservation is capped at 4 bytes per input byte.

@@ -23,7 +23,7 @@ fn example_client_round_trips() {
     assert!(out.status.success(), "client failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("produced 5000 records at offset 0"), "{stdout}");
     assert!(stdout.contains("fetched 5000 records back, identical"), "{stdout}");
-    let versions = broker.versions_used("kafka-wire-example-client");
+    let versions = broker.versions_used("kwire-example-client");
     // The client asks with its newest ApiVersions first; if the broker does not support that
     // one it answers at v0 and the client retries with the newest common version.
     let api_versions = versions.get("ApiVersions").cloned().unwrap_or_default();

@@ -1,9 +1,9 @@
-//! The connection codec (`kafka_wire::codec`): framing limits, header versions, unknown apis
+//! The connection codec (`kwire::codec`): framing limits, header versions, unknown apis
 //! and versions, correlation-id tracking.
 
-use kafka_wire::codec::{ClientCodec, CodecError, FrameDecoder, OutboundRequest, OutboundResponse, ServerCodec};
-use kafka_wire::messages::{ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse, ProduceRequest};
-use kafka_wire::{ApiKey, BytesMut, Encode, RequestKind, ResponseKind};
+use kwire::codec::{ClientCodec, CodecError, FrameDecoder, OutboundRequest, OutboundResponse, ServerCodec};
+use kwire::messages::{ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse, ProduceRequest};
+use kwire::{ApiKey, BytesMut, Encode, RequestKind, ResponseKind};
 
 #[test]
 fn frame_larger_than_maximum_is_an_error_before_buffering() {
@@ -73,9 +73,9 @@ fn unknown_api_keys_and_versions_are_typed_errors_with_the_header_intact() {
 fn a_newer_api_versions_request_is_read_with_a_flexible_header() {
     // ApiVersions is flexible from v3, open-ended, so an unknown newer version has header v2.
     let newer = ApiKey::ApiVersions.info().valid.hi + 1;
-    assert_eq!(kafka_wire::header::request_header_version(ApiKey::ApiVersions.key(), newer), 2);
-    assert_eq!(kafka_wire::header::request_header_version(ApiKey::ApiVersions.key(), 2), 1);
-    assert_eq!(kafka_wire::header::request_header_version(ApiKey::ControlledShutdown.key(), 0), 0);
+    assert_eq!(kwire::header::request_header_version(ApiKey::ApiVersions.key(), newer), 2);
+    assert_eq!(kwire::header::request_header_version(ApiKey::ApiVersions.key(), 2), 1);
+    assert_eq!(kwire::header::request_header_version(ApiKey::ControlledShutdown.key(), 0), 0);
 }
 
 #[test]

@@ -83,7 +83,7 @@ fn codec_roundtrip(codec: &str) {
     // The batches are stored as sent: compressed with the codec asked for. librdkafka 2.0.2
     // enables gzip, snappy and lz4 only when the broker offers Produce v2 and Fetch v2, which
     // Kafka 4.0's specs (the trunk snapshot) no longer define; it then sends them uncompressed.
-    let legacy_probe = kafka_wire::ApiKey::Produce.info().valid.contains(2);
+    let legacy_probe = kwire::ApiKey::Produce.info().valid.contains(2);
     let expected = if legacy_probe || matches!(codec, "none" | "zstd") { codec } else { "none" };
     let codecs = stored_codecs(&broker.addr, &topic);
     assert_eq!(codecs.into_iter().collect::<Vec<_>>(), vec![expected.to_owned()]);

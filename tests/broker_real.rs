@@ -1,14 +1,14 @@
 //! Conformance sweep against a real Apache Kafka broker (started by `scripts/kafka.sh`, run by
 //! `scripts/broker-sweep.sh`): for every api the broker advertises and every version both sides
-//! support, a valid request built from kafka-wire's types goes out through the connection codec;
+//! support, a valid request built from kwire's types goes out through the connection codec;
 //! the answer must decode, re-encode to the same bytes, and carry exactly the error codes
 //! expected (none where the request is valid). Versions this build knows and the broker does
-//! not advertise must be refused as kafka-wire predicts.
+//! not advertise must be refused as kwire predicts.
 //!
-//! Reads `KAFKA_WIRE_BROKER` (the env file `scripts/kafka.sh start` writes, or a PLAINTEXT
-//! `host:port`); skips when unset unless `KAFKA_WIRE_REQUIRE_BROKER=1`. Writes the table of
+//! Reads `KWIRE_BROKER` (the env file `scripts/kafka.sh start` writes, or a PLAINTEXT
+//! `host:port`); skips when unset unless `KWIRE_REQUIRE_BROKER=1`. Writes the table of
 //! (api, version, result) to `target/broker-sweep/<kafka version>.txt`.
-//! `KAFKA_WIRE_SWEEP_ONLY=refusals` checks only the refusals (for a build from another release's
+//! `KWIRE_SWEEP_ONLY=refusals` checks only the refusals (for a build from another release's
 //! specs), into `<kafka version>-refusals.txt`.
 
 #[path = "real/mod.rs"]
@@ -20,7 +20,7 @@ use sweep::{Broker, Sweep};
 fn every_advertised_api_version() {
     let Some(broker) = Broker::from_env() else { return };
     let mut sweep = Sweep::new(broker);
-    if std::env::var("KAFKA_WIRE_SWEEP_ONLY").is_ok_and(|v| v == "refusals") {
+    if std::env::var("KWIRE_SWEEP_ONLY").is_ok_and(|v| v == "refusals") {
         sweep.run_refusals();
     } else {
         sweep.run();
@@ -31,20 +31,20 @@ fn every_advertised_api_version() {
 }
 
 fn refusals_only() -> bool {
-    std::env::var("KAFKA_WIRE_SWEEP_ONLY").is_ok_and(|v| v == "refusals")
+    std::env::var("KWIRE_SWEEP_ONLY").is_ok_and(|v| v == "refusals")
 }
 
 /// The SSL listener (certificate made by scripts/kafka.sh, checked against its CA and the
-/// loopback IP): ApiVersions through `openssl s_client`, bytes from kafka-wire's codec.
+/// loopback IP): ApiVersions through `openssl s_client`, bytes from kwire's codec.
 #[test]
 fn api_versions_over_ssl() {
     use std::io::{Read, Write};
     use std::process::{Command, Stdio};
     use std::time::Duration;
 
-    use kafka_wire::codec::{ClientCodec, OutboundRequest};
-    use kafka_wire::messages::ApiVersionsRequest;
-    use kafka_wire::{ApiKey, BytesMut, ResponseKind};
+    use kwire::codec::{ClientCodec, OutboundRequest};
+    use kwire::messages::ApiVersionsRequest;
+    use kwire::{ApiKey, BytesMut, ResponseKind};
 
     let Some(broker) = Broker::from_env() else { return };
     if refusals_only() {
@@ -64,7 +64,7 @@ fn api_versions_over_ssl() {
     let mut codec = ClientCodec::new();
     let mut out = BytesMut::new();
     let request = ApiVersionsRequest {
-        client_software_name: "kafka-wire-sweep".into(),
+        client_software_name: "kwire-sweep".into(),
         client_software_version: "0.1.0".into(),
         ..Default::default()
     };
@@ -107,11 +107,11 @@ fn api_versions_over_ssl() {
     assert_eq!(r.api_keys, plain.advertised.api_keys, "the SSL listener advertises what PLAINTEXT does");
 }
 
-/// What only several brokers show (sweep::cluster); `KAFKA_WIRE_CLUSTER` is the env file of
-/// `scripts/kafka.sh start VERSION --nodes 3` (required when `KAFKA_WIRE_REQUIRE_CLUSTER=1`).
+/// What only several brokers show (sweep::cluster); `KWIRE_CLUSTER` is the env file of
+/// `scripts/kafka.sh start VERSION --nodes 3` (required when `KWIRE_REQUIRE_CLUSTER=1`).
 #[test]
 fn three_node_cluster() {
-    let Some(broker) = Broker::from_var("KAFKA_WIRE_CLUSTER", "KAFKA_WIRE_REQUIRE_CLUSTER", "scripts/kafka.sh start VERSION --nodes 3") else { return };
+    let Some(broker) = Broker::from_var("KWIRE_CLUSTER", "KWIRE_REQUIRE_CLUSTER", "scripts/kafka.sh start VERSION --nodes 3") else { return };
     let version = broker.version.clone();
     let mut sweep = Sweep::new(broker);
     match sweep::cluster::run(&mut sweep) {

@@ -1,7 +1,7 @@
 //! Differential tests against the `kafka-protocol` crate (=0.18.0), in both directions, for
 //! every (message, version) both crates know. The outcome of every cell, including versions
 //! only one crate knows, is rendered to `tests/compat/MATRIX.md` (per spec set) and compared
-//! with the committed file; `KAFKA_WIRE_UPDATE_MATRIX=1` rewrites it instead.
+//! with the committed file; `KWIRE_UPDATE_MATRIX=1` rewrites it instead.
 
 mod compat;
 
@@ -11,10 +11,10 @@ use compat::forward::Forward;
 use compat::matrix::{self, Kind, Outcome, Row};
 
 /// The committed matrix for the spec set this crate was built from; `None` for a spec set
-/// without one (a custom `KAFKA_WIRE_SPECS`), which is still checked for disagreements.
+/// without one (a custom `KWIRE_SPECS`), which is still checked for disagreements.
 fn matrix_path() -> Option<(String, PathBuf)> {
     // A merged build's set is its releases joined with `+`.
-    let names: Option<Vec<String>> = std::env::split_paths(kafka_wire::SPEC_DIR)
+    let names: Option<Vec<String>> = std::env::split_paths(kwire::SPEC_DIR)
         .map(|d| d.file_name().and_then(|n| n.to_str()).map(str::to_string))
         .collect();
     let set = names?.join("+");
@@ -29,11 +29,11 @@ fn matrix_path() -> Option<(String, PathBuf)> {
 #[test]
 fn differential_matrix() {
     let mut forward = Forward::default();
-    kafka_wire::messages::visit_messages(&mut forward);
+    kwire::messages::visit_messages(&mut forward);
     let mut rows = forward.rows;
     // Api keys and message types only kafka-protocol has: listed, not skipped.
     for key in kafka_protocol::messages::ApiKey::iter() {
-        if kafka_wire::ApiKey::from_i16(key as i16).is_none() {
+        if kwire::ApiKey::from_i16(key as i16).is_none() {
             for (suffix, request) in [("Request", true), ("Response", false)] {
                 let Some((lo, hi)) = compat::forward::kp_versions(key as i16, request) else { continue };
                 for version in lo..=hi {
@@ -57,7 +57,7 @@ fn differential_matrix() {
     let (reverse, builder_bugs) = compat::built::run();
 
     let spec = matrix_path();
-    let set = spec.as_ref().map_or(kafka_wire::SPEC_DIR.to_string(), |(s, _)| s.clone());
+    let set = spec.as_ref().map_or(kwire::SPEC_DIR.to_string(), |(s, _)| s.clone());
     let rendered = matrix::render(&set, &rows, &reverse, &ranges);
     let mut problems = Vec::new();
     if !builder_bugs.is_empty() {
@@ -73,13 +73,13 @@ fn differential_matrix() {
         problems.push(format!("one-sided cells without a reason: {:?}", rendered.unknown_reasons));
     }
     if let Some((_, path)) = &spec {
-        if std::env::var_os("KAFKA_WIRE_UPDATE_MATRIX").is_some_and(|v| v == "1") {
+        if std::env::var_os("KWIRE_UPDATE_MATRIX").is_some_and(|v| v == "1") {
             std::fs::write(path, &rendered.markdown).expect("write matrix");
         } else {
             let committed = std::fs::read_to_string(path).unwrap_or_default();
             if committed != rendered.markdown {
                 problems.push(format!(
-                    "{} is stale; rerun with KAFKA_WIRE_UPDATE_MATRIX=1 and review the diff",
+                    "{} is stale; rerun with KWIRE_UPDATE_MATRIX=1 and review the diff",
                     path.display()
                 ));
             }

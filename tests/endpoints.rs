@@ -3,19 +3,19 @@
 //! `visit_entities`, and rewriting through the `_mut` walkers changes what goes on the wire.
 //!
 //! The specs are read here as plain JSON (the generator's loader is not used), from
-//! `KAFKA_WIRE_SPECS` when the build used it, else the default releases, as build.rs does.
+//! `KWIRE_SPECS` when the build used it, else the default releases, as build.rs does.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use kafka_wire::messages::metadata_response::MetadataResponseBroker;
-use kafka_wire::messages::{visit_messages, FetchRequest, MetadataResponse};
-use kafka_wire::runtime::sample::{MessageVisitor, Sample, SampleRng};
-use kafka_wire::{EntityMut, EntityType, EntityValue, Message, Uuid, Visit};
+use kwire::messages::metadata_response::MetadataResponseBroker;
+use kwire::messages::{visit_messages, FetchRequest, MetadataResponse};
+use kwire::runtime::sample::{MessageVisitor, Sample, SampleRng};
+use kwire::{EntityMut, EntityType, EntityValue, Message, Uuid, Visit};
 
 fn spec_dirs() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    match option_env!("KAFKA_WIRE_SPECS") {
+    match option_env!("KWIRE_SPECS") {
         Some(dirs) => std::env::split_paths(dirs).map(|d| root.join(d)).collect(),
         None => ["kafka-3.9.0", "kafka-4.3.0"].iter().map(|r| root.join("../shared/message-specs").join(r)).collect(),
     }

@@ -1,17 +1,17 @@
 //! Each encode and decode error the protocol can raise, asserted with its context: message,
 //! version, field path and (for decoding) byte offset.
 
-use kafka_wire::messages::fetch_request::ReplicaState;
-use kafka_wire::messages::metadata_request::MetadataRequestTopic;
-use kafka_wire::messages::metadata_response::{MetadataResponsePartition, MetadataResponseTopic};
-use kafka_wire::messages::{FetchRequest, JoinGroupRequest, MetadataRequest, MetadataResponse, RequestHeader};
-use kafka_wire::{smallvec, Bytes, Decode, DecodeErrorKind, EncodeErrorKind, Message, UnknownTaggedFields};
+use kwire::messages::fetch_request::ReplicaState;
+use kwire::messages::metadata_request::MetadataRequestTopic;
+use kwire::messages::metadata_response::{MetadataResponsePartition, MetadataResponseTopic};
+use kwire::messages::{FetchRequest, JoinGroupRequest, MetadataRequest, MetadataResponse, RequestHeader};
+use kwire::{smallvec, Bytes, Decode, DecodeErrorKind, EncodeErrorKind, Message, UnknownTaggedFields};
 
-fn path(e: &kafka_wire::EncodeError) -> String {
+fn path(e: &kwire::EncodeError) -> String {
     e.path()
         .map(|s| match s {
-            kafka_wire::runtime::PathSegment::Field(f) => f.to_string(),
-            kafka_wire::runtime::PathSegment::Index(i) => format!("[{i}]"),
+            kwire::runtime::PathSegment::Field(f) => f.to_string(),
+            kwire::runtime::PathSegment::Index(i) => format!("[{i}]"),
         })
         .collect::<Vec<_>>()
         .join(".")
@@ -155,7 +155,7 @@ fn decode_known_tag_in_a_version_where_it_is_not_valid() {
 
 #[test]
 fn a_lenient_decode_keeps_a_tag_of_another_version_and_marks_it() {
-    use kafka_wire::runtime::lenient::{decode_leniently, Leniency, LeniencyKind};
+    use kwire::runtime::lenient::{decode_leniently, Leniency, LeniencyKind};
     let bytes = fetch_v12_with_tags(&[1, 1, 0]);
     let (decoded, notes) = decode_leniently(|| FetchRequest::decode(&mut bytes.clone(), 12));
     let request = decoded.unwrap();

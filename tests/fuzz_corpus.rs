@@ -12,8 +12,8 @@ mod targets;
 #[path = "../fuzz/src/seeds.rs"]
 mod seeds;
 
-use kafka_wire::codec::{ClientCodec, ServerCodec};
-use kafka_wire::{Bytes, BytesMut, RequestKind, ResponseKind};
+use kwire::codec::{ClientCodec, ServerCodec};
+use kwire::{Bytes, BytesMut, RequestKind, ResponseKind};
 
 fn target(name: &str) -> fn(&[u8]) {
     match targets::TARGETS.iter().find(|(n, _)| *n == name) {

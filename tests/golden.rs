@@ -26,8 +26,8 @@
 // change field types and drop versions, so this file only builds with 3.9.0.
 #![cfg(kafka_specs_with_3_9_0)]
 
-use kafka_wire::messages::{self as m, RequestHeader, ResponseHeader};
-use kafka_wire::{smallvec, ApiKey, ByteString, Bytes, Decode, Message, SmallVec, UnknownTaggedFields, Uuid};
+use kwire::messages::{self as m, RequestHeader, ResponseHeader};
+use kwire::{smallvec, ApiKey, ByteString, Bytes, Decode, Message, SmallVec, UnknownTaggedFields, Uuid};
 
 // ---------------------------------------------------------------------------------------------
 // helpers

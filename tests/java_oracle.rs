@@ -1,15 +1,15 @@
 //! Apache Kafka's own generated Java classes as the oracle (issue 12; `tests/java/README.md`).
 //!
-//! Runs when `KAFKA_WIRE_JAVA_ORACLE` names a directory where `tests/java`'s `Oracle gen` wrote
-//! its vectors and `KAFKA_WIRE_JAVA_CP` is the classpath to run `Oracle` with (for the checks
-//! Java makes of kafka-wire's output); `scripts/java-oracle.sh` sets both. Otherwise it prints
+//! Runs when `KWIRE_JAVA_ORACLE` names a directory where `tests/java`'s `Oracle gen` wrote
+//! its vectors and `KWIRE_JAVA_CP` is the classpath to run `Oracle` with (for the checks
+//! Java makes of kwire's output); `scripts/java-oracle.sh` sets both. Otherwise it prints
 //! why and passes. Every cell of the matrix must agree, or carry an explanation ([`EXPLAINED`],
 //! [`explain`]) whose check still holds; an explanation that matches nothing fails too.
 //!
-//! - (a) Java builds the values: kafka-wire decodes Java's bytes (every byte), re-encodes them
+//! - (a) Java builds the values: kwire decodes Java's bytes (every byte), re-encodes them
 //!   identically, prints Java's JSON and reads Java's JSON back to the same value.
-//! - (b) kafka-wire builds the values (its schema-driven samples): Java reads the bytes (every
-//!   byte), writes identical bytes, prints kafka-wire's JSON, and reads kafka-wire's JSON to an
+//! - (b) kwire builds the values (its schema-driven samples): Java reads the bytes (every
+//!   byte), writes identical bytes, prints kwire's JSON, and reads kwire's JSON to an
 //!   equal object.
 //! - (c) Rejections: truncated bodies, nulls in fields not nullable at the version, and tags the
 //!   message knows only at other versions are refused by both or by neither; Java's value written
@@ -17,24 +17,24 @@
 //!   version lacks, a null it does not allow) or written to the same bytes.
 //! - Records, the `Errors` table and the `ApiKeys` table.
 //!
-//! A merged build (`kafka_wire::SPEC_DIR` lists several releases, the default) is compared on
+//! A merged build (`kwire::SPEC_DIR` lists several releases, the default) is compared on
 //! every version the jar has, against the release of the jar's major.minor ([`Build`]); what only
-//! kafka-wire has is listed as "kafka-wire only" where that release lacks it too, and the
+//! kwire has is listed as "kwire only" where that release lacks it too, and the
 //! versions the releases define differently follow the newer one, each explained.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use kafka_wire::messages::visit_json_messages;
-use kafka_wire::records::{Batch, Batches, Compression, LegacyBuilder, Record, RecordBatchBuilder, TimestampType};
-use kafka_wire::runtime::error_code::ERROR_CODES;
-use kafka_wire::runtime::json::serde_json::{self, json, Value};
-use kafka_wire::runtime::sample::{JsonMessageVisitor, Sample, SampleRng};
-use kafka_wire::runtime::VersionRange;
-use kafka_wire::{ApiKey, Bytes, VersionedJson, Message};
+use kwire::messages::visit_json_messages;
+use kwire::records::{Batch, Batches, Compression, LegacyBuilder, Record, RecordBatchBuilder, TimestampType};
+use kwire::runtime::error_code::ERROR_CODES;
+use kwire::runtime::json::serde_json::{self, json, Value};
+use kwire::runtime::sample::{JsonMessageVisitor, Sample, SampleRng};
+use kwire::runtime::VersionRange;
+use kwire::{ApiKey, Bytes, VersionedJson, Message};
 
-/// Seeds of kafka-wire samples per (message, version) in direction (b).
+/// Seeds of kwire samples per (message, version) in direction (b).
 const RUST_SEEDS: u64 = 4;
 
 /// What an explanation may look at to check that it still holds.
@@ -43,11 +43,11 @@ struct Ctx {
     tables: Value,
     /// The specs inside the kafka-clients jar (`<dir>/specs`, extracted by the script).
     jar_index: SpecIndex,
-    /// The spec sets this kafka-wire build was generated from.
+    /// The spec sets this kwire build was generated from.
     build: Build,
 }
 
-/// The spec sets of this kafka-wire build: `kafka_wire::SPEC_DIR`, one directory or several
+/// The spec sets of this kwire build: `kwire::SPEC_DIR`, one directory or several
 /// releases' joined by `:` (oldest first) for a merged build (the default: kafka-3.9.0 and
 /// kafka-4.3.0).
 struct Build {
@@ -61,7 +61,7 @@ struct Build {
 impl Build {
     fn new(kafka_clients: &str) -> Build {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let releases: Vec<(String, PathBuf, SpecIndex)> = std::env::split_paths(kafka_wire::SPEC_DIR)
+        let releases: Vec<(String, PathBuf, SpecIndex)> = std::env::split_paths(kwire::SPEC_DIR)
             .map(|d| {
                 let dir = root.join(d);
                 let name = dir.canonicalize().unwrap_or_else(|_| dir.clone()).file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
@@ -69,7 +69,7 @@ impl Build {
                 (name, dir, index)
             })
             .collect();
-        assert!(!releases.is_empty(), "kafka_wire::SPEC_DIR is empty");
+        assert!(!releases.is_empty(), "kwire::SPEC_DIR is empty");
         let minor: String = kafka_clients.split('.').take(2).map(|p| format!("{p}.")).collect();
         let jar_release = if releases.len() == 1 {
             0
@@ -82,7 +82,7 @@ impl Build {
                     // new versions would be Java's only; compare it with its own specs instead.
                     panic!(
                         "the merged build ({}) has no release for kafka-clients {kafka_clients}; compare it with its own specs ({kafka_clients}=jar)",
-                        kafka_wire::SPEC_DIR
+                        kwire::SPEC_DIR
                     )
                 })
         };
@@ -103,7 +103,7 @@ impl Build {
         format!("merged {} build", names.join("+"))
     }
 
-    /// The spec of kafka-wire's message `name` in release `i`: by api key and direction for api
+    /// The spec of kwire's message `name` in release `i`: by api key and direction for api
     /// messages (Kafka 4.1 renamed api 74), else by name.
     fn spec(&self, i: usize, name: &str) -> Option<&Value> {
         let index = &self.releases[i].2;
@@ -121,7 +121,7 @@ impl Build {
 
     /// The versions of an api to compare with the jar: those of the jar's release (all of them
     /// in a single-release build).
-    fn versions_of(&self, info: &kafka_wire::runtime::ApiInfo) -> Result<VersionRange, String> {
+    fn versions_of(&self, info: &kwire::runtime::ApiInfo) -> Result<VersionRange, String> {
         if !self.merged() {
             return Ok(info.valid);
         }
@@ -145,10 +145,10 @@ impl Build {
         }
     }
 
-    /// Why kafka-wire has `name` v`version` and the jar does not, or why that is a disagreement:
+    /// Why kwire has `name` v`version` and the jar does not, or why that is a disagreement:
     /// the jar's release must not define it (checked in its spec and, for an api, in the
     /// generated `ApiKey::info().releases`).
-    fn kafka_wire_only(&self, name: &str, version: i16) -> Result<String, String> {
+    fn kwire_only(&self, name: &str, version: i16) -> Result<String, String> {
         let rel = self.jar_release();
         if self.defines(self.jar_release, name, version) {
             return Err(format!("{rel} defines {name} v{version}, but kafka-clients does not have it"));
@@ -202,7 +202,7 @@ impl SpecIndex {
     }
 }
 
-/// The api key and direction of a request or response message name (kafka-wire's names).
+/// The api key and direction of a request or response message name (kwire's names).
 fn api_of(name: &str) -> Option<(ApiKey, &'static str)> {
     let (base, kind) = if let Some(b) = name.strip_suffix("Request") {
         (b, "request")
@@ -233,7 +233,7 @@ fn read_spec(path: &Path) -> Result<Value, String> {
 }
 
 /// Error messages older kafka-clients releases (version prefix) word differently from 4.4.0
-/// (kafka-wire's table).
+/// (kwire's table).
 const OLDER_MESSAGES: &[(&str, i64, &str)] = &[
     ("3.9.", 24, "The configured groupId is invalid."),
     ("3.9.", 81, "The consumer group has reached its max size."),
@@ -253,15 +253,15 @@ enum Builds {
 
 /// Explained disagreements: (id, the kafka-clients versions it is for (prefixes), builds, why).
 const EXPLAINED: &[(&str, &[&str], Builds, &str)] = &[
-    ("deprecated-3.9.1", &["3.9."], Builds::Single, "kafka-clients 3.9.1 changed `deprecatedVersions` in its own specs after 3.9.0; kafka-wire follows the kafka-3.9.0 specs it is built from (checked: the jar's spec says what Java says, kafka-3.9.0's what kafka-wire says)"),
-    ("older-message", &["3.9.", "4.3."], Builds::Any, "kafka-wire's Errors table has kafka-clients 4.4.0's messages; this release words this one differently (checked against its text)"),
-    ("newer-code", &["3.9.", "4.3."], Builds::Any, "error code added after this kafka-clients release (kafka-wire's table is 4.4.0's; checked: above Java's highest code)"),
-    ("none-message", &[""], Builds::Any, "Java's Errors.NONE has no exception, so message() falls back to the enum name \"NONE\"; kafka-wire's table says \"No error\" (checked: exactly these two texts)"),
+    ("deprecated-3.9.1", &["3.9."], Builds::Single, "kafka-clients 3.9.1 changed `deprecatedVersions` in its own specs after 3.9.0; kwire follows the kafka-3.9.0 specs it is built from (checked: the jar's spec says what Java says, kafka-3.9.0's what kwire says)"),
+    ("older-message", &["3.9.", "4.3."], Builds::Any, "kwire's Errors table has kafka-clients 4.4.0's messages; this release words this one differently (checked against its text)"),
+    ("newer-code", &["3.9.", "4.3."], Builds::Any, "error code added after this kafka-clients release (kwire's table is 4.4.0's; checked: above Java's highest code)"),
+    ("none-message", &[""], Builds::Any, "Java's Errors.NONE has no exception, so message() falls back to the enum name \"NONE\"; kwire's table says \"No error\" (checked: exactly these two texts)"),
     ("unstable-older", &["3.9."], Builds::Merged, "the jar's release marks this version unstable (`latestVersionUnstable`, its newest, no compatibility promised) and a newer release of the build redefined it; the merged build follows the newer release, so the jar speaks another protocol at this version (checked: the jar's release and the jar's own spec mark the request's newest version unstable, `ApiKey::info().origin(v)` is the newer release, whose spec of this message differs)"),
     ("newer-tag", &["3.9."], Builds::Merged, "Java writes an unknown tagged field whose tag a newer release gave a field at later versions; the merged build follows the newer release for this version (as its kafka-clients does), which refuses a tag known only at other versions, where this jar keeps it as unknown (checked: the version's origin is the newer release, whose spec has the tag in that struct at other versions only, and the jar's spec has no field with that tag there)"),
-    ("renamed-field", &["3.9."], Builds::Merged, "a newer release of the build renamed the field; the merged build's JSON uses the newer name at every version (the wire is the same; checked apart from the names: kafka-wire reads Java's JSON under its names, and Java reads kafka-wire's under Java's, to equal values) (checked: the jar's release's spec has the old name and not the new one in that struct, the newest release's the new and not the old, with the same type)"),
-    ("merged-listeners", &["4.3."], Builds::Merged, "a merged build's `ApiKey::info().listeners` is the union of its releases' listeners (kafka-3.9.0 adds `zkBroker`, which Kafka 4 removed); this jar's release lists fewer (checked: kafka-wire's are the union of the releases' specs, Java's its own spec's, and the extra ones come from other releases only)"),
-    ("renamed-api", &["3.9."], Builds::Merged, "Kafka 4.1 renamed the api; the merged build uses the newest release's name (checked: Java's name is the jar's release's spec's, kafka-wire's the newest release's)"),
+    ("renamed-field", &["3.9."], Builds::Merged, "a newer release of the build renamed the field; the merged build's JSON uses the newer name at every version (the wire is the same; checked apart from the names: kwire reads Java's JSON under its names, and Java reads kwire's under Java's, to equal values) (checked: the jar's release's spec has the old name and not the new one in that struct, the newest release's the new and not the old, with the same type)"),
+    ("merged-listeners", &["4.3."], Builds::Merged, "a merged build's `ApiKey::info().listeners` is the union of its releases' listeners (kafka-3.9.0 adds `zkBroker`, which Kafka 4 removed); this jar's release lists fewer (checked: kwire's are the union of the releases' specs, Java's its own spec's, and the extra ones come from other releases only)"),
+    ("renamed-api", &["3.9."], Builds::Merged, "Kafka 4.1 renamed the api; the merged build uses the newest release's name (checked: Java's name is the jar's release's spec's, kwire's the newest release's)"),
 ];
 
 fn explanation_applies(e: &(&str, &[&str], Builds, &str), version: &str, merged: bool) -> bool {
@@ -306,7 +306,7 @@ fn explain(ctx: &Ctx, row: &str, column: &str, failures: &[String]) -> Option<(&
             let check = if ours == union && theirs == jar_spec && theirs == jar_release && theirs.is_subset(&ours) {
                 Ok(())
             } else {
-                Err(format!("kafka-wire {ours:?}, the releases' union {union:?}, Java {theirs:?}, the jar's spec {jar_spec:?}, the jar's release {jar_release:?}"))
+                Err(format!("kwire {ours:?}, the releases' union {union:?}, Java {theirs:?}, the jar's spec {jar_spec:?}, the jar's release {jar_release:?}"))
             };
             return find("merged-listeners", check);
         }
@@ -319,7 +319,7 @@ fn explain(ctx: &Ctx, row: &str, column: &str, failures: &[String]) -> Option<(&
             let check = if theirs.as_deref() == java["name"].as_str() && newest.as_deref() == Some(api.name()) && theirs != newest {
                 Ok(())
             } else {
-                Err(format!("Java {}, the jar's release {theirs:?}, the newest {newest:?}, kafka-wire {}", java["name"], api.name()))
+                Err(format!("Java {}, the jar's release {theirs:?}, the newest {newest:?}, kwire {}", java["name"], api.name()))
             };
             return find("renamed-api", check);
         }
@@ -333,8 +333,8 @@ fn explain(ctx: &Ctx, row: &str, column: &str, failures: &[String]) -> Option<(&
         let api = ApiKey::from_i16(key as i16)?;
         let check = (|| {
             // Over the versions the jar's release defines, which of them each side deprecates:
-            // the jar's own spec, Java's ApiKeys, the spec kafka-wire generated each version from
-            // (the release that defines it, `ApiKey::info().origin`), and kafka-wire's ApiInfo.
+            // the jar's own spec, Java's ApiKeys, the spec kwire generated each version from
+            // (the release that defines it, `ApiKey::info().origin`), and kwire's ApiInfo.
             let info = api.info();
             let valid = ctx.build.versions_of(&info)?;
             let file = format!("{}Request.json", api.name());
@@ -358,7 +358,7 @@ fn explain(ctx: &Ctx, row: &str, column: &str, failures: &[String]) -> Option<(&
             } else {
                 let show = |d: &[bool]| shown_versions(valid, d);
                 Err(format!(
-                    "{file}: jar {}, ours {}, Java {}, kafka-wire {}",
+                    "{file}: jar {}, ours {}, Java {}, kwire {}",
                     show(&jar),
                     show(&ours),
                     show(&java),
@@ -382,7 +382,7 @@ fn explain(ctx: &Ctx, row: &str, column: &str, failures: &[String]) -> Option<(&
                     && failures.iter().all(|f| f.starts_with("differs at .message"));
                 (
                     "none-message",
-                    ok.then_some(()).ok_or_else(|| format!("Java {}, kafka-wire {}", j["message"], o.message)),
+                    ok.then_some(()).ok_or_else(|| format!("Java {}, kwire {}", j["message"], o.message)),
                 )
             }
             (Some(j), Some(_)) => {
@@ -560,7 +560,7 @@ struct Cell {
 #[derive(Default)]
 struct Matrix {
     cells: BTreeMap<(String, String), Cell>,
-    /// What kafka-wire has and the jar does not, where the jar's release does not define it
+    /// What kwire has and the jar does not, where the jar's release does not define it
     /// either (a merged build's versions of other releases): not sent to Java, not counted as
     /// cells, listed with where they come from.
     only: BTreeMap<(String, String), String>,
@@ -580,7 +580,7 @@ fn hex_bytes(v: &Value) -> Bytes {
     Bytes::from(hex::decode(v.as_str().unwrap_or_default()).expect("hex from Java"))
 }
 
-/// kafka-wire refuses `bytes` at `version`: an error, or bytes left over.
+/// kwire refuses `bytes` at `version`: an error, or bytes left over.
 fn refuses<M: Message>(mut bytes: Bytes, version: i16) -> bool {
     M::decode(&mut bytes, version).is_err() || !bytes.is_empty()
 }
@@ -595,7 +595,7 @@ fn json_diff(path: &str, a: &Value, b: &Value) -> Option<String> {
         (Value::Object(x), Value::Object(y)) => {
             for (k, v) in x {
                 match y.get(k) {
-                    None => return Some(format!("{path}.{k}: only kafka-wire has it ({v})")),
+                    None => return Some(format!("{path}.{k}: only kwire has it ({v})")),
                     Some(w) => {
                         if let Some(d) = json_diff(&format!("{path}.{k}"), v, w) {
                             return Some(d);
@@ -609,11 +609,11 @@ fn json_diff(path: &str, a: &Value, b: &Value) -> Option<String> {
             x.iter().zip(y).enumerate().find_map(|(i, (v, w))| json_diff(&format!("{path}[{i}]"), v, w))
         }
         _ if a == b => None,
-        _ => Some(format!("{path}: kafka-wire {a}, Java {b}")),
+        _ => Some(format!("{path}: kwire {a}, Java {b}")),
     }
 }
 
-/// A field kafka-wire's JSON names `new` where Java's names it `old`, in the objects at `path`
+/// A field kwire's JSON names `new` where Java's names it `old`, in the objects at `path`
 /// (array indexes left out: `.topics[].partitions[]`).
 #[derive(Clone, Debug, PartialEq)]
 struct Rename {
@@ -641,8 +641,8 @@ impl std::fmt::Display for JsonDiff {
     }
 }
 
-/// kafka-wire's JSON against Java's: equal, equal but for renamed fields (in an object, the one
-/// key only kafka-wire has and the one only Java has), or the first difference.
+/// kwire's JSON against Java's: equal, equal but for renamed fields (in an object, the one
+/// key only kwire has and the one only Java has), or the first difference.
 fn compare_json(ours: &Value, java: &Value) -> Result<(), JsonDiff> {
     let Some(d) = json_diff("", ours, java) else { return Ok(()) };
     let mut renames = Vec::new();
@@ -693,9 +693,9 @@ fn find_renames(path: &str, ours: &Value, java: &Value, out: &mut Vec<Rename>) {
     }
 }
 
-/// kafka-wire's JSON under Java's names (`renames` undone).
+/// kwire's JSON under Java's names (`renames` undone).
 fn renamed_back(ours: &Value, renames: &[Rename]) -> Value {
-    // Children first, while the path still has kafka-wire's names.
+    // Children first, while the path still has kwire's names.
     fn walk(path: &str, v: &mut Value, renames: &[Rename]) {
         match v {
             Value::Object(m) => {
@@ -717,7 +717,7 @@ fn renamed_back(ours: &Value, renames: &[Rename]) -> Value {
     out
 }
 
-/// Java's JSON with `renames` applied (its names replaced by kafka-wire's).
+/// Java's JSON with `renames` applied (its names replaced by kwire's).
 fn renamed(java: &Value, renames: &[Rename]) -> Value {
     fn walk(path: &str, v: &mut Value, renames: &[Rename]) {
         match v {
@@ -750,17 +750,17 @@ fn cuts(len: usize) -> Vec<usize> {
     c
 }
 
-/// Visits every kafka-wire message: checks Java's vectors for it (a, c) and writes its samples
+/// Visits every kwire message: checks Java's vectors for it (a, c) and writes its samples
 /// for Java (b).
 struct Visitor<'a> {
     java: &'a HashMap<String, Vec<Value>>,
     matrix: &'a mut Matrix,
-    /// kafka-wire's samples for Java, and what Java must answer.
+    /// kwire's samples for Java, and what Java must answer.
     rust_vectors: Vec<(Value, RustExpect)>,
     seen: Vec<String>,
-    /// The versions Java has of each message (kafka-wire's names).
+    /// The versions Java has of each message (kwire's names).
     jar_versions: HashMap<String, std::collections::BTreeSet<i16>>,
-    /// kafka-wire's name -> the jar's, where they differ (api 74, renamed in Kafka 4.1).
+    /// kwire's name -> the jar's, where they differ (api 74, renamed in Kafka 4.1).
     java_names: HashMap<String, String>,
     build: &'a Build,
 }
@@ -780,7 +780,7 @@ impl Visitor<'_> {
             return;
         }
         let bytes = hex_bytes(&line["hex"]);
-        // Java's JSON under kafka-wire's field names, where a merged build names a field as the
+        // Java's JSON under kwire's field names, where a merged build names a field as the
         // newer release renamed it (found by comparing the JSON, reported, checked in `explain`).
         let mut renames = Vec::new();
         let result = (|| {
@@ -798,7 +798,7 @@ impl Visitor<'_> {
             if let Err(JsonDiff::Renamed(r)) = &compared {
                 renames = r.clone();
             }
-            // Read back under kafka-wire's names, so a rename hides nothing else.
+            // Read back under kwire's names, so a rename hides nothing else.
             let java_json = renamed(&line["json"], &renames);
             let read = M::from_json(&java_json, v).map_err(|e| format!("from_json of Java's JSON: {e}"))?;
             compared.map_err(|d| d.to_string())?;
@@ -816,7 +816,7 @@ impl Visitor<'_> {
             let ours = refuses::<M>(bytes.slice(..len), v);
             self.matrix.record(&r, "c", agree_refusal("truncated to {len} bytes", len, java, ours));
         }
-        // Java's value written at other versions; kafka-wire's value from Java's JSON at this one.
+        // Java's value written at other versions; kwire's value from Java's JSON at this one.
         if let Ok(value) = M::from_json(java_json, v) {
             for c in line["crossVersions"].as_array().into_iter().flatten() {
                 let to = c["to"].as_i64().unwrap_or(-1) as i16;
@@ -825,8 +825,8 @@ impl Visitor<'_> {
                     (Some(_), Err(_)) => Ok(()),
                     (None, Ok(b)) if b == hex_bytes(&c["hex"]) => Ok(()),
                     (None, Ok(_)) => Err(format!("written at v{to}: different bytes")),
-                    (Some(j), Ok(_)) => Err(format!("written at v{to}: Java refuses ({j}), kafka-wire writes it")),
-                    (None, Err(e)) => Err(format!("written at v{to}: kafka-wire refuses ({e}), Java writes it")),
+                    (Some(j), Ok(_)) => Err(format!("written at v{to}: Java refuses ({j}), kwire writes it")),
+                    (None, Err(e)) => Err(format!("written at v{to}: kwire refuses ({e}), Java writes it")),
                 };
                 self.matrix.record(&r, "c", result.map_err(|e| format!("seed {}: {e}", line["seed"])));
             }
@@ -859,8 +859,8 @@ fn agree_refusal(what: &str, len: usize, java: bool, ours: bool) -> Result<(), S
     let what = what.replace("{len}", &len.to_string());
     match (java, ours) {
         (true, true) | (false, false) => Ok(()),
-        (true, false) => Err(format!("{what}: Java refuses, kafka-wire accepts")),
-        (false, true) => Err(format!("{what}: kafka-wire refuses, Java accepts")),
+        (true, false) => Err(format!("{what}: Java refuses, kwire accepts")),
+        (false, true) => Err(format!("{what}: kwire refuses, Java accepts")),
     }
 }
 
@@ -877,7 +877,7 @@ impl JsonMessageVisitor for Visitor<'_> {
             let r = row(M::NAME, version.into());
             if !jar.contains(&version) {
                 // The jar does not have this version: fine only where its release lacks it too.
-                match self.build.kafka_wire_only(M::NAME, version) {
+                match self.build.kwire_only(M::NAME, version) {
                     Ok(why) => {
                         self.matrix.only.insert((r, "b".into()), why);
                     }
@@ -893,7 +893,7 @@ impl JsonMessageVisitor for Visitor<'_> {
                         self.matrix.record(
                             &r,
                             "b",
-                            Err(format!("kafka-wire's own sample fails: {:?} {:?}", b.err(), j.err())),
+                            Err(format!("kwire's own sample fails: {:?} {:?}", b.err(), j.err())),
                         );
                         continue;
                     }
@@ -904,11 +904,11 @@ impl JsonMessageVisitor for Visitor<'_> {
                         self.matrix.record(
                             &r,
                             "c",
-                            Err(format!("kafka-wire accepts its own sample cut to {len} bytes")),
+                            Err(format!("kwire accepts its own sample cut to {len} bytes")),
                         );
                     }
                 }
-                // The value written at other versions: kafka-wire's bytes or refusal, which Java
+                // The value written at other versions: kwire's bytes or refusal, which Java
                 // must match with its own value read from this version's bytes.
                 // The jar's lowest and highest, as Java's own vectors do.
                 let (lo, hi) = (*jar.first().unwrap_or(&version), *jar.last().unwrap_or(&version));
@@ -931,8 +931,8 @@ impl JsonMessageVisitor for Visitor<'_> {
     }
 }
 
-/// Java's answers about kafka-wire's samples.
-/// `retried`: Java's answers for kafka-wire's JSON under Java's field names, by vector index,
+/// Java's answers about kwire's samples.
+/// `retried`: Java's answers for kwire's JSON under Java's field names, by vector index,
 /// where the two differ only by renamed fields.
 fn check_java_answers(
     matrix: &mut Matrix,
@@ -940,35 +940,35 @@ fn check_java_answers(
     answers: &[Value],
     retried: &HashMap<usize, Value>,
 ) {
-    assert_eq!(answers.len(), vectors.len(), "Java answered every kafka-wire vector");
+    assert_eq!(answers.len(), vectors.len(), "Java answered every kwire vector");
     for (i, ((line, expect), a)) in vectors.iter().zip(answers).enumerate() {
         let r = &expect.row;
         let seed = &line["seed"];
         let result = (|| {
             if let Some(e) = a.get("javaError").or_else(|| a.get("readError")) {
-                return Err(format!("Java cannot read kafka-wire's bytes: {e}"));
+                return Err(format!("Java cannot read kwire's bytes: {e}"));
             }
             if a["rewriteEqual"].as_bool() != Some(true) {
                 return Err("Java re-wrote different bytes".into());
             }
             let compared = compare_json(&expect.json, &a["json"]);
             if let Err(JsonDiff::Renamed(_)) = &compared {
-                // Java's reading of kafka-wire's JSON under Java's names.
+                // Java's reading of kwire's JSON under Java's names.
                 let again = retried.get(&i).ok_or("no answer for the renamed JSON")?;
                 if let Some(e) = again.get("jsonReadError") {
-                    return Err(format!("Java cannot read kafka-wire's JSON under its names: {e}"));
+                    return Err(format!("Java cannot read kwire's JSON under its names: {e}"));
                 }
                 if again["jsonReadEqual"].as_bool() != Some(true) {
-                    return Err("Java read kafka-wire's JSON under its names to a different object".into());
+                    return Err("Java read kwire's JSON under its names to a different object".into());
                 }
                 return Err(compared.unwrap_err().to_string());
             }
             compared.map_err(|d| d.to_string())?;
             if let Some(e) = a.get("jsonReadError") {
-                return Err(format!("Java cannot read kafka-wire's JSON: {e}"));
+                return Err(format!("Java cannot read kwire's JSON: {e}"));
             }
             if a["jsonReadEqual"].as_bool() != Some(true) {
-                return Err("Java read kafka-wire's JSON to a different object".into());
+                return Err("Java read kwire's JSON to a different object".into());
             }
             Ok(())
         })();
@@ -988,19 +988,19 @@ fn check_java_answers(
                 (Some(_), Some(_)) => Ok(()),
                 (None, None) if o["hex"] == j["hex"] => Ok(()),
                 (None, None) => Err(format!("written at v{to}: different bytes")),
-                (Some(e), None) => Err(format!("written at v{to}: kafka-wire refuses ({e}), Java writes it")),
-                (None, Some(e)) => Err(format!("written at v{to}: Java refuses ({e}), kafka-wire writes it")),
+                (Some(e), None) => Err(format!("written at v{to}: kwire refuses ({e}), Java writes it")),
+                (None, Some(e)) => Err(format!("written at v{to}: Java refuses ({e}), kwire writes it")),
             };
             matrix.record(r, "c", result.map_err(|e| format!("seed {seed}: {e}")));
         }
         for c in a["truncated"].as_array().into_iter().flatten() {
-            // kafka-wire refuses every cut of its own samples (checked when writing them).
+            // kwire refuses every cut of its own samples (checked when writing them).
             let java = c["javaRefuses"].as_bool() == Some(true);
             matrix.record(
                 r,
                 "c",
                 agree_refusal(
-                    "kafka-wire's sample truncated to {len} bytes",
+                    "kwire's sample truncated to {len} bytes",
                     c["len"].as_u64().unwrap_or(0) as usize,
                     java,
                     true,
@@ -1067,7 +1067,7 @@ fn describe_whole(blob: Bytes) -> Result<(Value, Option<usize>), String> {
     Ok((Value::Array(out), None))
 }
 
-/// Blobs kafka-wire's builders write, for Java to read.
+/// Blobs kwire's builders write, for Java to read.
 /// Each with the records that went in (none for control batches), which Java must read back.
 fn rust_blobs() -> Vec<(String, Bytes, Vec<Record>)> {
     let records = |magic: i8, base: i64, n: i64| -> Vec<Record> {
@@ -1099,7 +1099,7 @@ fn rust_blobs() -> Vec<(String, Bytes, Vec<Record>)> {
                 // Magic 0 has no timestamps; Java reads -1.
                 input.iter_mut().for_each(|r| r.timestamp = -1);
             }
-            out.push((format!("kafka-wire magic {magic} {}", codec.name()), b.build().expect("legacy build"), input));
+            out.push((format!("kwire magic {magic} {}", codec.name()), b.build().expect("legacy build"), input));
         }
     }
     let v2 = |codec: Compression, base: i64, n: i64, f: &dyn Fn(RecordBatchBuilder) -> RecordBatchBuilder| {
@@ -1113,24 +1113,24 @@ fn rust_blobs() -> Vec<(String, Bytes, Vec<Record>)> {
     let case = |name: &str, (blob, input): (Bytes, Vec<Record>)| (name.to_string(), blob, input);
     for codec in codecs {
         out.push(case(
-            &format!("kafka-wire magic 2 {}", codec.name()),
+            &format!("kwire magic 2 {}", codec.name()),
             v2(codec, 100, 4, &|b| b.partition_leader_epoch(3)),
         ));
     }
-    out.push(case("kafka-wire idempotent", v2(Compression::Lz4, 0, 3, &|b| b.producer(42, 3, 7))));
+    out.push(case("kwire idempotent", v2(Compression::Lz4, 0, 3, &|b| b.producer(42, 3, 7))));
     out.push(case(
-        "kafka-wire transactional",
+        "kwire transactional",
         v2(Compression::Zstd, 1000, 4, &|b| b.producer(4242, 1, 0).transactional(true)),
     ));
     // Java reports a log-append-time batch's records at the batch's timestamp: compared apart.
     out.push(case(
-        "kafka-wire log append time",
+        "kwire log append time",
         v2(Compression::Gzip, 7, 2, &|b| b.timestamp_type(TimestampType::LogAppendTime)),
     ));
     let commit = RecordBatchBuilder::end_txn_marker(1004, 1_700_000_000_500, 4242, 1, true, 17).expect("marker");
-    out.push(("kafka-wire control commit".into(), commit.clone(), Vec::new()));
+    out.push(("kwire control commit".into(), commit.clone(), Vec::new()));
     out.push((
-        "kafka-wire control abort".into(),
+        "kwire control abort".into(),
         RecordBatchBuilder::end_txn_marker(2000, 1, 4243, 2, false, 18).expect("marker"),
         Vec::new(),
     ));
@@ -1141,7 +1141,7 @@ fn rust_blobs() -> Vec<(String, Bytes, Vec<Record>)> {
         input.extend(records);
     }
     several.extend_from_slice(&commit);
-    out.push(("kafka-wire several batches".into(), Bytes::from(several), input));
+    out.push(("kwire several batches".into(), Bytes::from(several), input));
     out
 }
 
@@ -1150,11 +1150,11 @@ fn check_records(dir: &Path, cp: &str, matrix: &mut Matrix) {
         let case = line["case"].as_str().unwrap_or_default().to_string();
         let result = describe(hex_bytes(&line["hex"])).and_then(|ours| match json_diff("", &ours, &line["batches"]) {
             None => Ok(()),
-            Some(d) => Err(format!("kafka-wire reads it differently: {d}")),
+            Some(d) => Err(format!("kwire reads it differently: {d}")),
         });
         matrix.record(&format!("records: {case}"), "a", result);
         // Rejections: a flipped byte fails a CRC on both sides; a blob cut short gives the same
-        // whole batches on both, and kafka-wire reports the rest as a partial batch.
+        // whole batches on both, and kwire reports the rest as a partial batch.
         let java = line["corrupt"]["javaRefuses"].as_bool() == Some(true);
         let ours = describe(hex_bytes(&line["corrupt"]["hex"])).is_err();
         matrix.record(&format!("records: {case}"), "c", agree_refusal("a flipped last byte", 0, java, ours));
@@ -1166,7 +1166,7 @@ fn check_records(dir: &Path, cp: &str, matrix: &mut Matrix) {
             let rest = hex_bytes(&cut["hex"]).len() - cut["validBytes"].as_u64().unwrap_or(0) as usize;
             match partial {
                 Some(p) if p == rest => Ok(()),
-                p => Err(format!("cut one byte short: kafka-wire's partial batch is {p:?} bytes, Java leaves {rest}")),
+                p => Err(format!("cut one byte short: kwire's partial batch is {p:?} bytes, Java leaves {rest}")),
             }
         });
         matrix.record(&format!("records: {case}"), "c", result);
@@ -1201,7 +1201,7 @@ fn check_records(dir: &Path, cp: &str, matrix: &mut Matrix) {
             let rest = cut.len() - a[2]["validBytes"].as_u64().unwrap_or(0) as usize;
             match partial {
                 Some(p) if p == rest => Ok(()),
-                p => Err(format!("cut one byte short: kafka-wire's partial batch is {p:?} bytes, Java leaves {rest}")),
+                p => Err(format!("cut one byte short: kwire's partial batch is {p:?} bytes, Java leaves {rest}")),
             }
         });
         matrix.record(&row, "c", result);
@@ -1220,7 +1220,7 @@ fn check_records(dir: &Path, cp: &str, matrix: &mut Matrix) {
             if input.is_empty() {
                 return Ok(());
             }
-            // The records that went into kafka-wire's builder come back out of Java.
+            // The records that went into kwire's builder come back out of Java.
             let append_time =
                 a["batches"].as_array().into_iter().flatten().any(|b| b["timestampType"] == "LogAppendTime");
             let java: Vec<Value> = a["batches"]
@@ -1268,7 +1268,7 @@ fn check_tables(dir: &Path, build: &Build, matrix: &mut Matrix) {
         let code = e["code"].as_i64().unwrap_or(i64::MIN);
         let r = format!("Errors {code}");
         match ERROR_CODES.iter().find(|i| i64::from(i.code) == code) {
-            None => matrix.record(&r, "table", Err(format!("kafka-wire has no error code {code} ({})", e["name"]))),
+            None => matrix.record(&r, "table", Err(format!("kwire has no error code {code} ({})", e["name"]))),
             Some(i) => {
                 // The message apart, so an explained message difference cannot hide another.
                 let ours = json!({"code": i.code, "name": i.name, "retriable": i.retriable});
@@ -1294,7 +1294,7 @@ fn check_tables(dir: &Path, build: &Build, matrix: &mut Matrix) {
     for a in java_apis {
         let key = a["key"].as_i64().unwrap_or(-1) as i16;
         let result = match ApiKey::from_i16(key) {
-            None => Err(format!("kafka-wire has no api key {key} ({})", a["name"])),
+            None => Err(format!("kwire has no api key {key} ({})", a["name"])),
             Some(k) => (|| {
                 let info = k.info();
                 // A merged build against the versions of the jar's release (`info.releases`).
@@ -1391,9 +1391,9 @@ fn run_java(cp: &str, command: &str, dir: &Path, name: &str, input: &str) -> Vec
 
 #[test]
 fn java_oracle() {
-    let (Some(dir), Some(cp)) = (std::env::var_os("KAFKA_WIRE_JAVA_ORACLE"), std::env::var("KAFKA_WIRE_JAVA_CP").ok())
+    let (Some(dir), Some(cp)) = (std::env::var_os("KWIRE_JAVA_ORACLE"), std::env::var("KWIRE_JAVA_CP").ok())
     else {
-        println!("skipped: set KAFKA_WIRE_JAVA_ORACLE and KAFKA_WIRE_JAVA_CP (scripts/java-oracle.sh does)");
+        println!("skipped: set KWIRE_JAVA_ORACLE and KWIRE_JAVA_CP (scripts/java-oracle.sh does)");
         return;
     };
     let dir = PathBuf::from(dir);
@@ -1403,7 +1403,7 @@ fn java_oracle() {
     let version = tables["kafkaClients"].as_str().unwrap_or("?").to_string();
 
     let build = Build::new(&version);
-    // Java's messages under kafka-wire's names: an api by its key and direction (a merged build
+    // Java's messages under kwire's names: an api by its key and direction (a merged build
     // names api 74 as Kafka 4.1 renamed it).
     let mut java: HashMap<String, Vec<Value>> = HashMap::new();
     let mut java_names = HashMap::new();
@@ -1440,15 +1440,15 @@ fn java_oracle() {
                 matrix.record(
                     &row(name, l["version"].as_i64().unwrap_or(-1)),
                     "a",
-                    Err(format!("kafka-wire has no message {name}")),
+                    Err(format!("kwire has no message {name}")),
                 );
             }
         }
     }
     let input: String = rust_vectors.iter().map(|(l, _)| format!("{l}\n")).collect();
     let answers = run_java(&cp, "check", &dir, "rust-vectors.jsonl", &input);
-    // Where Java's JSON differs from kafka-wire's only by renamed fields (a merged build names
-    // them as the newest release does), Java reads kafka-wire's JSON again under its own names.
+    // Where Java's JSON differs from kwire's only by renamed fields (a merged build names
+    // them as the newest release does), Java reads kwire's JSON again under its own names.
     let retry: Vec<(usize, Value)> = rust_vectors
         .iter()
         .zip(&answers)
@@ -1488,7 +1488,7 @@ fn java_oracle() {
     let suffix = if ctx.build.merged() { "-merged" } else { "" };
     let committed =
         Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/java/MATRIX-kafka-clients-{version}{suffix}.md"));
-    if std::env::var_os("KAFKA_WIRE_UPDATE_MATRIX").is_some() {
+    if std::env::var_os("KWIRE_UPDATE_MATRIX").is_some() {
         std::fs::write(&committed, &report.markdown).expect("write tests/java matrix");
     }
     let stale_matrix = std::fs::read_to_string(&committed).map_or(true, |m| m != report.markdown);
@@ -1502,13 +1502,13 @@ fn java_oracle() {
     assert!(report.stale.is_empty(), "explanations that match no disagreement any more: {:?}", report.stale);
     assert!(
         !stale_matrix,
-        "{} is not this run's matrix ({}): rerun with KAFKA_WIRE_UPDATE_MATRIX=1 and review the diff",
+        "{} is not this run's matrix ({}): rerun with KWIRE_UPDATE_MATRIX=1 and review the diff",
         committed.display(),
         dir.join("MATRIX.md").display()
     );
     if ctx.build.merged() {
         println!(
-            "kafka-wire only: {} message versions and api keys the jar's release ({}) does not define; not sent to Java, not cells",
+            "kwire only: {} message versions and api keys the jar's release ({}) does not define; not sent to Java, not cells",
             matrix.only.len(),
             ctx.build.jar_release()
         );
@@ -1591,35 +1591,35 @@ fn report(matrix: &Matrix, version: &str, ctx: &Ctx) -> Report {
     let mut only_per_column: BTreeMap<&str, usize> = BTreeMap::new();
     for ((r, c), why) in &matrix.only {
         *only_per_column.entry(c.as_str()).or_default() += 1;
-        cells.push(json!({"row": r, "column": c, "checks": 0, "status": format!("kafka-wire only: {why}")}));
+        cells.push(json!({"row": r, "column": c, "checks": 0, "status": format!("kwire only: {why}")}));
         let (name, n) = match r.rsplit_once(' ') {
             Some((name, n)) => (name.to_string(), n.trim_start_matches('v').parse::<i64>().unwrap_or(0)),
             None => (r.clone(), 0),
         };
-        grid.entry((name, n, r.clone())).or_default().insert(c.as_str(), format!("kafka-wire only: {why}"));
+        grid.entry((name, n, r.clone())).or_default().insert(c.as_str(), format!("kwire only: {why}"));
     }
     let stale =
         EXPLAINED.iter().filter(|e| explanation_applies(e, version, ctx.build.merged()) && !used.contains(&e.0)).map(|e| e.0).collect();
     let mut summary = String::new();
     let title = if ctx.build.merged() { format!("{version} ({})", ctx.build.label()) } else { version.to_string() };
     let mut md = format!(
-        "# Java oracle matrix: kafka-wire vs kafka-clients {title}\n\n\
-         Generated by `scripts/java-oracle.sh` (`tests/java_oracle.rs`; `KAFKA_WIRE_UPDATE_MATRIX=1` rewrites this file,\n\
+        "# Java oracle matrix: kwire vs kafka-clients {title}\n\n\
+         Generated by `scripts/java-oracle.sh` (`tests/java_oracle.rs`; `KWIRE_UPDATE_MATRIX=1` rewrites this file,\n\
          and the test fails while it differs from a run). Do not edit. Explanations are code in `tests/java_oracle.rs`\n\
          (`EXPLAINED`, `explain`), which checks each one still holds.\n\n\
-         - **a**: Java builds the values (every field set, nulls, 0/1/several elements, tagged and unknown tagged fields); kafka-wire decodes Java's bytes (every byte), re-encodes them identically, prints Java's JSON and reads it back to the same value. Records: Java's `MemoryRecordsBuilder` blobs read by kafka-wire.\n\
-         - **b**: kafka-wire's schema-driven samples; Java reads them (every byte), writes identical bytes, prints kafka-wire's JSON and reads kafka-wire's JSON to an equal object. Records: kafka-wire's builder blobs read by `MemoryRecords.readableRecords` (`ensureValid()` on every batch).\n\
+         - **a**: Java builds the values (every field set, nulls, 0/1/several elements, tagged and unknown tagged fields); kwire decodes Java's bytes (every byte), re-encodes them identically, prints Java's JSON and reads it back to the same value. Records: Java's `MemoryRecordsBuilder` blobs read by kwire.\n\
+         - **b**: kwire's schema-driven samples; Java reads them (every byte), writes identical bytes, prints kwire's JSON and reads kwire's JSON to an equal object. Records: kwire's builder blobs read by `MemoryRecords.readableRecords` (`ensureValid()` on every batch).\n\
          - **c**: rejections agree: truncated bodies (both directions), a null in a field not nullable at the version (JSON), a tag the message has only at other versions; a value written at neighbouring versions (both directions) gives the same bytes or is refused by both (a non-default value in a non-ignorable field the version lacks). Records: a flipped last byte fails a CRC on both sides; a blob cut one byte short gives the same whole batches, and the rest is a partial batch.\n\
          - **table**: `Errors` (name, retriable, message) and `ApiKeys` (versions, unstable latest, deprecation, listeners, header versions).\n\n\
-         JSON: kafka-wire keeps unknown tagged fields as `_unknownTaggedFields` and `records` as base64; Java's converter drops the first and writes the second as an empty binary. The Java side checks it did exactly that and adds kafka-wire's form before comparing, so every other byte of the JSON is compared as is.\n\n"
+         JSON: kwire keeps unknown tagged fields as `_unknownTaggedFields` and `records` as base64; Java's converter drops the first and writes the second as an empty binary. The Java side checks it did exactly that and adds kwire's form before comparing, so every other byte of the JSON is compared as is.\n\n"
     );
     if ctx.build.merged() {
         let _ = write!(
             md,
             "\n\
-             This build is merged from several releases' specs (`kafka_wire::SPEC_DIR`: {}), oldest first; each version\n\
+             This build is merged from several releases' specs (`kwire::SPEC_DIR`: {}), oldest first; each version\n\
              comes from the newest release that defines it (`ApiKey::info().origin`). Java is compared on every version\n\
-             its jar has. What kafka-wire has and the jar does not is listed as **kafka-wire only**, not sent to Java and\n\
+             its jar has. What kwire has and the jar does not is listed as **kwire only**, not sent to Java and\n\
              not counted as cells, where the jar's release ({}) does not define it either (checked in its spec and in\n\
              `ApiKey::info().releases`; otherwise the cell fails). The `ApiKeys` table compares the versions, unstable\n\
              flag, deprecation and header versions of {} (`ApiKey::info().releases`).\n\n",
@@ -1627,7 +1627,7 @@ fn report(matrix: &Matrix, version: &str, ctx: &Ctx) -> Report {
             ctx.build.jar_release(),
             ctx.build.jar_release()
         );
-        md.push_str("| column | cells | agree | explained | kafka-wire only (not cells) |\n| --- | ---: | ---: | ---: | ---: |\n");
+        md.push_str("| column | cells | agree | explained | kwire only (not cells) |\n| --- | ---: | ---: | ---: | ---: |\n");
     } else {
         md.push_str("| column | cells | agree | explained |\n| --- | ---: | ---: | ---: |\n");
     }
@@ -1640,7 +1640,7 @@ fn report(matrix: &Matrix, version: &str, ctx: &Ctx) -> Report {
         let _ = writeln!(summary, "  ({c}) {a} agree + {x} explained of {n}");
     }
     for (c, o) in &only_per_column {
-        let _ = writeln!(summary, "  ({c}) kafka-wire only: {o}");
+        let _ = writeln!(summary, "  ({c}) kwire only: {o}");
     }
     if !notes.is_empty() {
         md.push_str("\n## Explanations\n\n");

@@ -2,11 +2,11 @@
 //! written fixtures in the shape Kafka's `XxxJsonConverter` classes print (its request log), and
 //! the strictness of reading.
 
-use kafka_wire::messages::{visit_messages, RequestHeader, ResponseHeader};
-use kafka_wire::runtime::json::JsonErrorKind;
-use kafka_wire::runtime::sample::{MessageVisitor, Sample, SampleRng};
-use kafka_wire::{ApiKey, VersionedJson, Message, RequestKind, ResponseKind};
-use kafka_wire::runtime::json::serde_json::{self, json, Value};
+use kwire::messages::{visit_messages, RequestHeader, ResponseHeader};
+use kwire::runtime::json::JsonErrorKind;
+use kwire::runtime::sample::{MessageVisitor, Sample, SampleRng};
+use kwire::{ApiKey, VersionedJson, Message, RequestKind, ResponseKind};
+use kwire::runtime::json::serde_json::{self, json, Value};
 
 /// For each request and response type, at every version and a few seeds: a sample value with
 /// every present field non-default, through the dispatch enum to JSON, to text, back to JSON
@@ -193,7 +193,7 @@ mod fixtures {
         assert_eq!(j["zkMigrationReady"], json!(true));
         assert!(j.get("supportedFeatures").is_none() && j.get("finalizedFeatures").is_none());
         // Missing tagged fields read as their defaults.
-        let back = kafka_wire::messages::ApiVersionsResponse::from_json(&plain, 3).unwrap();
+        let back = kwire::messages::ApiVersionsResponse::from_json(&plain, 3).unwrap();
         assert_eq!(back.finalized_features_epoch, -1);
     }
 
@@ -249,11 +249,11 @@ mod fixtures {
     #[test]
     fn writing_refuses_what_the_version_cannot_hold() {
         // AllowAutoTopicCreation (4+) is not ignorable: false cannot be expressed at v3.
-        let req = kafka_wire::messages::MetadataRequest { allow_auto_topic_creation: false, ..Default::default() };
+        let req = kwire::messages::MetadataRequest { allow_auto_topic_creation: false, ..Default::default() };
         let e = req.to_json(3).unwrap_err();
         assert_eq!(e.to_string(), "MetadataRequest v3: allowAutoTopicCreation: field is not present in this version");
         // Null topics at v0, where topics are not nullable.
-        let req = kafka_wire::messages::MetadataRequest { topics: None, ..Default::default() };
+        let req = kwire::messages::MetadataRequest { topics: None, ..Default::default() };
         assert_eq!(req.to_json(0).unwrap_err().kind(), &JsonErrorKind::NullNotAllowed);
         assert_eq!(req.to_json(1).unwrap(), json!({"topics": null}));
     }

@@ -3,9 +3,9 @@
 //! release has. Built only for a merged spec set.
 #![cfg(kafka_specs_merged)]
 
-use kafka_wire::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_wire::messages::{ProduceRequest, StreamsGroupHeartbeatRequest};
-use kafka_wire::{ApiKey, Bytes, Decode, Message, RequestKind};
+use kwire::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kwire::messages::{ProduceRequest, StreamsGroupHeartbeatRequest};
+use kwire::{ApiKey, Bytes, Decode, Message, RequestKind};
 
 #[test]
 fn removed_old_versions_and_new_apis_in_one_build() {

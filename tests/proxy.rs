@@ -2,12 +2,12 @@
 //! ApiVersions version this build does not know, selective decoding with raw passthrough, and
 //! byte-exact re-encoding of frames a proxy decoded but did not change.
 
-use kafka_wire::codec::{ClientCodec, OutboundRequest, SelectedResponse, Selection, ServerCodec};
-use kafka_wire::messages::api_versions_response::ApiVersion;
-use kafka_wire::messages::metadata_request::MetadataRequestTopic;
-use kafka_wire::messages::{ApiVersionsResponse, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse};
-use kafka_wire::negotiate::{mediate, NegotiateOptions};
-use kafka_wire::{ApiKey, Bytes, BytesMut, Decode, Encode, ErrorCode, Message, RawTaggedField, ResponseKind};
+use kwire::codec::{ClientCodec, OutboundRequest, SelectedResponse, Selection, ServerCodec};
+use kwire::messages::api_versions_response::ApiVersion;
+use kwire::messages::metadata_request::MetadataRequestTopic;
+use kwire::messages::{ApiVersionsResponse, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse};
+use kwire::negotiate::{mediate, NegotiateOptions};
+use kwire::{ApiKey, Bytes, BytesMut, Decode, Encode, ErrorCode, Message, RawTaggedField, ResponseKind};
 
 fn advertised(key: i16, lo: i16, hi: i16) -> ApiVersion {
     ApiVersion { api_key: key, min_version: lo, max_version: hi, ..Default::default() }
@@ -39,14 +39,14 @@ fn mediation_intersects_the_brokers_ranges_with_what_this_build_decodes() {
 
 /// A request frame: size, header at the version the api dictates, body bytes.
 fn request_frame(key: i16, version: i16, correlation_id: i32, body: &[u8]) -> BytesMut {
-    let header = kafka_wire::messages::RequestHeader {
+    let header = kwire::messages::RequestHeader {
         request_api_key: key,
         request_api_version: version,
         correlation_id,
         client_id: Some("proxy-test".into()),
         ..Default::default()
     };
-    let hv = kafka_wire::header::request_header_version(key, version);
+    let hv = kwire::header::request_header_version(key, version);
     let mut out = BytesMut::new();
     out.extend_from_slice(&((header.encoded_len(hv) + body.len()) as i32).to_be_bytes());
     header.encode(&mut out, hv).unwrap();
@@ -100,7 +100,7 @@ fn frames_not_selected_pass_through_untouched_and_selected_ones_decode() {
     client.encode_request(OutboundRequest::new(ApiKey::Metadata, 12, 4, MetadataRequest::default().into()), &mut BytesMut::new()).unwrap();
     let mut wire = BytesMut::new();
     for (corr, api, body) in [(3, ApiKey::Produce, ResponseKind::from(ProduceResponse::default())), (4, ApiKey::Metadata, MetadataResponse::default().into())] {
-        let response = kafka_wire::codec::OutboundResponse { correlation_id: corr, api_key: api, version: if corr == 3 { 9 } else { 12 }, body };
+        let response = kwire::codec::OutboundResponse { correlation_id: corr, api_key: api, version: if corr == 3 { 9 } else { 12 }, body };
         ServerCodec::new().encode_response(response, &mut wire).unwrap();
     }
     let first_frame = Bytes::copy_from_slice(&wire[4..4 + i32::from_be_bytes(wire[..4].try_into().unwrap()) as usize]);

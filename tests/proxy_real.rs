@@ -7,10 +7,10 @@
 //! connections that must leave the others unaffected.
 //!
 //! Run by `scripts/proxy-tests.sh`, which builds the example and starts the brokers. Needs
-//! `KAFKA_WIRE_PROXY_BIN` (the built example) and `KAFKA_WIRE_PROXY_BROKER` (a
-//! `scripts/kafka.sh` env file); the cluster test `KAFKA_WIRE_PROXY_CLUSTER` (a 3-node env
-//! file). Without them each test says so and passes, unless `KAFKA_WIRE_REQUIRE_PROXY=1`.
-//! `KAFKA_WIRE_PROXY_LOAD_REQUESTS` sets the load test's requests per side (default 100000).
+//! `KWIRE_PROXY_BIN` (the built example) and `KWIRE_PROXY_BROKER` (a
+//! `scripts/kafka.sh` env file); the cluster test `KWIRE_PROXY_CLUSTER` (a 3-node env
+//! file). Without them each test says so and passes, unless `KWIRE_REQUIRE_PROXY=1`.
+//! `KWIRE_PROXY_LOAD_REQUESTS` sets the load test's requests per side (default 100000).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{BufRead, BufReader, Write};
@@ -19,10 +19,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kafka_wire::codec::{ClientCodec, OutboundRequest};
-use kafka_wire::messages::{ListGroupsRequest, MetadataRequest, ResponseHeader};
-use kafka_wire::negotiate::{mediate, NegotiateOptions};
-use kafka_wire::{ApiKey, Bytes, BytesMut, Decode, RequestKind, ResponseKind, Visit};
+use kwire::codec::{ClientCodec, OutboundRequest};
+use kwire::messages::{ListGroupsRequest, MetadataRequest, ResponseHeader};
+use kwire::negotiate::{mediate, NegotiateOptions};
+use kwire::{ApiKey, Bytes, BytesMut, Decode, RequestKind, ResponseKind, Visit};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -30,11 +30,11 @@ use tokio::net::TcpStream;
 // Setup
 
 fn env_file(var: &str, test: &str) -> Option<BTreeMap<String, String>> {
-    let required = std::env::var("KAFKA_WIRE_REQUIRE_PROXY").as_deref() == Ok("1");
+    let required = std::env::var("KWIRE_REQUIRE_PROXY").as_deref() == Ok("1");
     let path = match std::env::var(var) {
         Ok(p) if !p.is_empty() => p,
         _ => {
-            assert!(!required, "{test}: {var} is not set and KAFKA_WIRE_REQUIRE_PROXY=1");
+            assert!(!required, "{test}: {var} is not set and KWIRE_REQUIRE_PROXY=1");
             eprintln!("{test}: skipped ({var} not set; run scripts/proxy-tests.sh)");
             return None;
         }
@@ -44,7 +44,7 @@ fn env_file(var: &str, test: &str) -> Option<BTreeMap<String, String>> {
 }
 
 fn proxy_bin() -> PathBuf {
-    let bin = std::env::var("KAFKA_WIRE_PROXY_BIN").expect("KAFKA_WIRE_PROXY_BIN: the built proxy example");
+    let bin = std::env::var("KWIRE_PROXY_BIN").expect("KWIRE_PROXY_BIN: the built proxy example");
     PathBuf::from(bin)
 }
 
@@ -393,7 +393,7 @@ fn java_workload(env: &BTreeMap<String, String>, proxy: &Proxy, topic: &str, par
 
 #[test]
 fn java_clients_through_the_proxy() {
-    let Some(env) = env_file("KAFKA_WIRE_PROXY_BROKER", "java_clients_through_the_proxy") else { return };
+    let Some(env) = env_file("KWIRE_PROXY_BROKER", "java_clients_through_the_proxy") else { return };
     let proxy = Proxy::start(&env["PLAINTEXT"], &[]);
     let topic = unique("kw-proxy-java");
     let out = java_workload(&env, &proxy, &topic, "3", "1");
@@ -436,7 +436,7 @@ fn kcat_workload(proxy: &Proxy, topic: &str, extra: &[&str]) {
 
 #[test]
 fn kcat_through_the_proxy() {
-    let Some(env) = env_file("KAFKA_WIRE_PROXY_BROKER", "kcat_through_the_proxy") else { return };
+    let Some(env) = env_file("KWIRE_PROXY_BROKER", "kcat_through_the_proxy") else { return };
     let proxy = Proxy::start(&env["PLAINTEXT"], &[]);
     let topic = unique("kw-proxy-kcat");
     java(&env, &["create", &proxy.bootstrap, &topic, "0", "2", "1"]);
@@ -484,7 +484,7 @@ fn python_workload(proxy: &Proxy, topic: &str) {
 
 #[test]
 fn kafka_python_through_the_proxy() {
-    let Some(env) = env_file("KAFKA_WIRE_PROXY_BROKER", "kafka_python_through_the_proxy") else { return };
+    let Some(env) = env_file("KWIRE_PROXY_BROKER", "kafka_python_through_the_proxy") else { return };
     let proxy = Proxy::start(&env["PLAINTEXT"], &[]);
     python_workload(&proxy, &unique("kw-proxy-py"));
     assert_clean(&proxy, &real_addresses(&env), "kafka-python through the proxy");
@@ -492,7 +492,7 @@ fn kafka_python_through_the_proxy() {
 
 #[test]
 fn sasl_passes_through_the_proxy() {
-    let Some(env) = env_file("KAFKA_WIRE_PROXY_BROKER", "sasl_passes_through_the_proxy") else { return };
+    let Some(env) = env_file("KWIRE_PROXY_BROKER", "sasl_passes_through_the_proxy") else { return };
     let proxy = Proxy::start(&env["SASL_PLAINTEXT"], &[]);
     let sasl = ["-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=PLAIN", "-X", "sasl.username=admin", "-X", "sasl.password=admin-secret"];
     let topic = unique("kw-proxy-sasl");
@@ -510,7 +510,7 @@ fn sasl_passes_through_the_proxy() {
 
 #[test]
 fn tls_is_relayed_opaque() {
-    let Some(env) = env_file("KAFKA_WIRE_PROXY_BROKER", "tls_is_relayed_opaque") else { return };
+    let Some(env) = env_file("KWIRE_PROXY_BROKER", "tls_is_relayed_opaque") else { return };
     let proxy = Proxy::start(&env["SSL"], &[]);
     let tls = ["-X", "security.protocol=SSL", "-X", &format!("ssl.ca.location={}", env["SSL_CA"]), "-X", "ssl.endpoint.identification.algorithm=none"];
     let listing = Command::new("kcat").args(["-b", &proxy.bootstrap, "-L"]).args(tls).output().expect("kcat runs");
@@ -524,7 +524,7 @@ fn tls_is_relayed_opaque() {
 
 #[test]
 fn a_tenant_sees_only_its_topics_unprefixed() {
-    let Some(env) = env_file("KAFKA_WIRE_PROXY_BROKER", "a_tenant_sees_only_its_topics_unprefixed") else { return };
+    let Some(env) = env_file("KWIRE_PROXY_BROKER", "a_tenant_sees_only_its_topics_unprefixed") else { return };
     let direct = &env["PLAINTEXT"];
     let other = unique("kw-other");
     java(&env, &["create", direct, &other, "0", "1", "1"]);
@@ -551,7 +551,7 @@ fn a_tenant_sees_only_its_topics_unprefixed() {
 
 #[test]
 fn clients_through_the_proxy_to_three_brokers() {
-    let Some(env) = env_file("KAFKA_WIRE_PROXY_CLUSTER", "clients_through_the_proxy_to_three_brokers") else { return };
+    let Some(env) = env_file("KWIRE_PROXY_CLUSTER", "clients_through_the_proxy_to_three_brokers") else { return };
     let proxy = Proxy::start(&env["NODE1_PLAINTEXT"], &[]);
     let topic = unique("kw-proxy-cluster");
     let out = java_workload(&env, &proxy, &topic, "6", "3");
@@ -568,7 +568,7 @@ fn clients_through_the_proxy_to_three_brokers() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Load and hostile connections, with kafka-wire's own codec as the client
+// Load and hostile connections, with kwire's own codec as the client
 
 /// A connection sending one request at a time.
 struct Conn {
@@ -659,8 +659,8 @@ fn pct(sorted: &[u64], p: f64) -> u64 {
 
 #[test]
 fn load_through_the_proxy_is_bounded_in_memory_and_latency() {
-    let Some(env) = env_file("KAFKA_WIRE_PROXY_BROKER", "load_through_the_proxy_is_bounded_in_memory_and_latency") else { return };
-    let total: usize = std::env::var("KAFKA_WIRE_PROXY_LOAD_REQUESTS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    let Some(env) = env_file("KWIRE_PROXY_BROKER", "load_through_the_proxy_is_bounded_in_memory_and_latency") else { return };
+    let total: usize = std::env::var("KWIRE_PROXY_LOAD_REQUESTS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
     let connections = 200;
     let mut proxy = Proxy::without_trace(&env["PLAINTEXT"], &[]);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
@@ -723,7 +723,7 @@ async fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
 
 #[test]
 fn hostile_connections_leave_the_others_unaffected() {
-    let Some(env) = env_file("KAFKA_WIRE_PROXY_BROKER", "hostile_connections_leave_the_others_unaffected") else { return };
+    let Some(env) = env_file("KWIRE_PROXY_BROKER", "hostile_connections_leave_the_others_unaffected") else { return };
     let mut proxy = Proxy::without_trace(&env["PLAINTEXT"], &["--max-frame", "1048576", "--max-connections", "50"]);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let addr = proxy.bootstrap.clone();
@@ -782,7 +782,7 @@ fn hostile_connections_leave_the_others_unaffected() {
 
 #[test]
 fn connections_over_the_limit_are_closed_and_the_rest_served() {
-    let Some(env) = env_file("KAFKA_WIRE_PROXY_BROKER", "connections_over_the_limit_are_closed_and_the_rest_served") else { return };
+    let Some(env) = env_file("KWIRE_PROXY_BROKER", "connections_over_the_limit_are_closed_and_the_rest_served") else { return };
     let proxy = Proxy::without_trace(&env["PLAINTEXT"], &["--max-connections", "4"]);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let addr = proxy.bootstrap.clone();

@@ -6,9 +6,9 @@
 //! byte, and re-encode to the same bytes. Every strict prefix of the encoding must fail to
 //! decode with an error (never a panic).
 
-use kafka_wire::messages::visit_messages;
-use kafka_wire::runtime::sample::{MessageVisitor, Sample, SampleRng};
-use kafka_wire::{Bytes, Message};
+use kwire::messages::visit_messages;
+use kwire::runtime::sample::{MessageVisitor, Sample, SampleRng};
+use kwire::{Bytes, Message};
 
 struct RoundTrip {
     seeds: std::ops::Range<u64>,
@@ -75,9 +75,9 @@ fn every_message_and_version_round_trips() {
     let rt = run(0..8, false);
     assert!(rt.failures.is_empty(), "{} failures:\n{}", rt.failures.len(), rt.failures.join("\n"));
     // The default spec set (Kafka 3.9.0) has 88 api keys; every one has a request and a response.
-    if kafka_wire::SPEC_DIR.ends_with("kafka-3.9.0") {
-        assert_eq!(kafka_wire::ApiKey::ALL.len(), 88);
-        let requests: usize = kafka_wire::ApiKey::ALL.iter().map(|k| k.info().valid.iter().count()).sum();
+    if kwire::SPEC_DIR.ends_with("kafka-3.9.0") {
+        assert_eq!(kwire::ApiKey::ALL.len(), 88);
+        let requests: usize = kwire::ApiKey::ALL.iter().map(|k| k.info().valid.iter().count()).sum();
         assert_eq!(requests, 323, "request versions");
     }
     println!("{} messages, {} (message, version) pairs", rt.messages, rt.versions);

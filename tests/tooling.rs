@@ -1,13 +1,13 @@
 //! Issue 8: error codes, version negotiation, keyed lookups, header peek, entity visitors.
 
-use kafka_wire::header::{decode_request_header, peek_request_header};
-use kafka_wire::messages::api_versions_response::ApiVersion;
-use kafka_wire::messages::create_topics_request::CreatableTopic;
-use kafka_wire::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_wire::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
-use kafka_wire::messages::{ApiVersionsResponse, ProduceRequest, ProduceResponse, RequestHeader};
-use kafka_wire::negotiate::{negotiate, NegotiateOptions, NegotiationError};
-use kafka_wire::{
+use kwire::header::{decode_request_header, peek_request_header};
+use kwire::messages::api_versions_response::ApiVersion;
+use kwire::messages::create_topics_request::CreatableTopic;
+use kwire::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kwire::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kwire::messages::{ApiVersionsResponse, ProduceRequest, ProduceResponse, RequestHeader};
+use kwire::negotiate::{negotiate, NegotiateOptions, NegotiationError};
+use kwire::{
     ApiKey, Bytes, BytesMut, Encode, EntityMut, EntityType, EntityValue, ErrorCode, KeyedSlice, ResponseKind, Visit,
     VersionRange,
 };

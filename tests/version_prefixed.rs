@@ -2,10 +2,10 @@
 //! and assignment inside JoinGroup/SyncGroup), checked against bytes written by hand from the
 //! specs in the layout of Java's `ConsumerProtocol.serializeSubscription`/`serializeAssignment`.
 
-use kafka_wire::messages::consumer_protocol_assignment::TopicPartition as AssignedTopic;
-use kafka_wire::messages::consumer_protocol_subscription::TopicPartition;
-use kafka_wire::messages::{ConsumerProtocolAssignment, ConsumerProtocolSubscription};
-use kafka_wire::{smallvec, Bytes, DecodeErrorKind, Message};
+use kwire::messages::consumer_protocol_assignment::TopicPartition as AssignedTopic;
+use kwire::messages::consumer_protocol_subscription::TopicPartition;
+use kwire::messages::{ConsumerProtocolAssignment, ConsumerProtocolSubscription};
+use kwire::{smallvec, Bytes, DecodeErrorKind, Message};
 
 fn subscription_v3() -> ConsumerProtocolSubscription {
     ConsumerProtocolSubscription {

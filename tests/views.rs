@@ -16,10 +16,10 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::io::Write;
 
-use kafka_wire::messages::visit_view_messages;
-use kafka_wire::runtime::sample::{Sample, SampleRng, ViewMessageVisitor};
-use kafka_wire::runtime::view::{IntoOwned, MessageView, Viewed};
-use kafka_wire::{Bytes, DecodeError, Message};
+use kwire::messages::visit_view_messages;
+use kwire::runtime::sample::{Sample, SampleRng, ViewMessageVisitor};
+use kwire::runtime::view::{IntoOwned, MessageView, Viewed};
+use kwire::{Bytes, DecodeError, Message};
 
 thread_local! {
     // Per thread, so tests running in parallel do not count each other's allocations.
@@ -202,7 +202,7 @@ fn views_agree_with_the_owned_decode_and_never_allocate() {
         v.failures.len()
     );
     // Every version of every api's request and response, plus the headers and the data specs.
-    let api_versions: usize = kafka_wire::ApiKey::ALL.iter().map(|k| 2 * k.info().valid.iter().count()).sum();
+    let api_versions: usize = kwire::ApiKey::ALL.iter().map(|k| 2 * k.info().valid.iter().count()).sum();
     assert!(v.versions > api_versions, "only {} (message, version) pairs of {api_versions}", v.versions);
     eprintln!(
         "{} (message, version) pairs, {} inputs compared",
@@ -212,7 +212,7 @@ fn views_agree_with_the_owned_decode_and_never_allocate() {
 
 #[test]
 fn a_view_reads_the_fields_in_place() {
-    use kafka_wire::messages::metadata_response::*;
+    use kwire::messages::metadata_response::*;
     let topic = MetadataResponseTopic {
         name: Some("orders".into()),
         partitions: vec![MetadataResponsePartition {
@@ -248,6 +248,6 @@ fn a_view_reads_the_fields_in_place() {
     let err = MetadataResponseView::decode(&mut &bytes[..], 99).unwrap_err();
     assert_eq!(
         err.kind(),
-        &kafka_wire::DecodeErrorKind::UnsupportedVersion { version: 99 }
+        &kwire::DecodeErrorKind::UnsupportedVersion { version: 99 }
     );
 }

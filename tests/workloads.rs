@@ -1,19 +1,19 @@
-//! The benchmark workloads (`../shared/bench/WORKLOADS.md`): kafka-wire's frames have the listed
+//! The benchmark workloads (`../shared/bench/WORKLOADS.md`): kwire's frames have the listed
 //! lengths and FNV-1a 64 digests, decode back to the values they were built from, and
 //! kafka-protocol (which the benches compare against) builds the same frames.
 
 #[path = "../benches/workloads/mod.rs"]
 mod workloads;
 
-use kafka_wire::runtime::records::{Batch, Batches, Record};
-use kafka_wire::{Bytes, BytesMut, Message};
-use kafka_wire::codec::Vectored;
+use kwire::runtime::records::{Batch, Batches, Record};
+use kwire::{Bytes, BytesMut, Message};
+use kwire::codec::Vectored;
 use workloads::{check, kp, kw, Data, Spec};
 
-fn kafka_wire_frame<M: Message>(spec: &Spec, m: &M) -> Bytes {
+fn kwire_frame<M: Message>(spec: &Spec, m: &M) -> Bytes {
     let frame = m.to_bytes(spec.version).unwrap_or_else(|e| panic!("{}: {e}", spec.id));
     assert_eq!(m.encoded_len(spec.version), frame.len(), "{}: encoded_len", spec.id);
-    check(spec, "kafka-wire", &frame).unwrap();
+    check(spec, "kwire", &frame).unwrap();
     let back = M::decode(&mut frame.clone(), spec.version).unwrap_or_else(|e| panic!("{}: {e}", spec.id));
     assert!(back == *m, "{}: decoded value differs from the one encoded", spec.id);
     frame
@@ -42,18 +42,18 @@ fn vectored_matches<M: Message>(spec: &Spec, m: &M, shared: Vec<Bytes>, frame: &
 #[test]
 fn message_workloads_have_the_listed_digests() {
     let d = Data::new();
-    let a = kafka_wire_frame(&workloads::W1, &kw::w1(&d));
+    let a = kwire_frame(&workloads::W1, &kw::w1(&d));
     let b = kafka_protocol_frame(&workloads::W1, &kp::w1(&d));
     assert_eq!(a, b);
     let w2 = kw::w2(&d);
-    vectored_matches(&workloads::W2, &w2, kw::w2_shared(&w2), &kafka_wire_frame(&workloads::W2, &w2));
+    vectored_matches(&workloads::W2, &w2, kw::w2_shared(&w2), &kwire_frame(&workloads::W2, &w2));
     kafka_protocol_frame(&workloads::W2, &kp::w2(&d));
     let w3 = kw::w3(&d);
-    vectored_matches(&workloads::W3, &w3, kw::w3_shared(&w3), &kafka_wire_frame(&workloads::W3, &w3));
+    vectored_matches(&workloads::W3, &w3, kw::w3_shared(&w3), &kwire_frame(&workloads::W3, &w3));
     kafka_protocol_frame(&workloads::W3, &kp::w3(&d));
-    kafka_wire_frame(&workloads::W4A, &kw::w4a());
+    kwire_frame(&workloads::W4A, &kw::w4a());
     kafka_protocol_frame(&workloads::W4A, &kp::w4a());
-    kafka_wire_frame(&workloads::W4B, &kw::w4b());
+    kwire_frame(&workloads::W4B, &kw::w4b());
     kafka_protocol_frame(&workloads::W4B, &kp::w4b());
 }
 
@@ -62,7 +62,7 @@ fn record_batch_workload_has_the_listed_digest() {
     let d = Data::new();
     let records = kw::w5_records(&d);
     let frame = kw::w5(&d).build().unwrap();
-    check(&workloads::W5, "kafka-wire", &frame).unwrap();
+    check(&workloads::W5, "kwire", &frame).unwrap();
     // The same bytes from borrowed records.
     let mut again = Vec::new();
     kw::w5_builder().build_from(&records, &mut again).unwrap();

@@ -1,4 +1,4 @@
-module kafka-wire/benches/peers
+module kwire/benches/peers
 
 go 1.26.0
 

@@ -44,10 +44,10 @@ var Specs = []Spec{
 	{"W5", 138_933, 0x5545403253dc18a5, 2, nil},
 }
 
-// FramesDir is where the frames are read from: $KAFKA_WIRE_FRAMES, or target/peers/frames of the
+// FramesDir is where the frames are read from: $KWIRE_FRAMES, or target/peers/frames of the
 // repository (this package sits in benches/go).
 func FramesDir() string {
-	if dir := os.Getenv("KAFKA_WIRE_FRAMES"); dir != "" {
+	if dir := os.Getenv("KWIRE_FRAMES"); dir != "" {
 		return dir
 	}
 	return filepath.Join("..", "..", "target", "peers", "frames")
@@ -102,7 +102,7 @@ const (
 var Sink uint64
 
 // DecodeBatch is W5's decode: the batch header with kmsg.RecordBatch (its CRC-32C checked, as
-// kafka-wire's decode and franz-go's consumer do), then every record with kmsg.Record, touching
+// kwire's decode and franz-go's consumer do), then every record with kmsg.Record, touching
 // offset, timestamp, key, value and headers.
 func DecodeBatch(frame []byte) error {
 	var batch kmsg.RecordBatch

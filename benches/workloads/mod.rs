@@ -1,4 +1,4 @@
-//! The benchmark workloads W1-W5 of `../shared/bench/WORKLOADS.md`, built for kafka-wire and for
+//! The benchmark workloads W1-W5 of `../shared/bench/WORKLOADS.md`, built for kwire and for
 //! the `kafka-protocol` crate from the same SplitMix64 data, with the FNV-1a 64 digests their
 //! frames must have. Shared by `benches/codec.rs`, `tests/workloads.rs` and
 //! `examples/bench_counts.rs` (each includes it with `#[path]`), so all three measure and check
@@ -143,21 +143,21 @@ fn w5_key(i: usize) -> Bytes {
     Bytes::from(format!("key-{i:06}"))
 }
 
-/// The workloads as kafka-wire values.
+/// The workloads as kwire values.
 pub mod kw {
     use super::*;
-    use kafka_wire::messages::api_versions_response::ApiVersion;
-    use kafka_wire::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-    use kafka_wire::messages::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
-    use kafka_wire::messages::produce_request::{PartitionProduceData, TopicProduceData};
-    use kafka_wire::messages::{ApiVersionsRequest, ApiVersionsResponse, FetchResponse, MetadataResponse, ProduceRequest};
-    use kafka_wire::runtime::records::{Record, RecordBatchBuilder};
-    use kafka_wire::Uuid;
+    use kwire::messages::api_versions_response::ApiVersion;
+    use kwire::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+    use kwire::messages::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
+    use kwire::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use kwire::messages::{ApiVersionsRequest, ApiVersionsResponse, FetchResponse, MetadataResponse, ProduceRequest};
+    use kwire::runtime::records::{Record, RecordBatchBuilder};
+    use kwire::Uuid;
 
     /// W1 read in full through its borrowed view: every field of every broker, topic and
     /// partition, folded into a checksum so nothing is optimised away. No allocation.
     pub fn w1_view_read(frame: &[u8]) -> u64 {
-        use kafka_wire::messages::metadata_response::MetadataResponseView;
+        use kwire::messages::metadata_response::MetadataResponseView;
         let mut buf = frame;
         let m = MetadataResponseView::decode(&mut buf, super::W1.version).expect("W1 decodes");
         let len = |s: Option<&str>| s.map_or(0, str::len) as u64;
@@ -215,9 +215,9 @@ pub mod kw {
                                 partition_index: p as i32,
                                 leader_id,
                                 leader_epoch,
-                                replica_nodes: kafka_wire::SmallVec::from_slice(&replicas),
-                                isr_nodes: kafka_wire::SmallVec::from_slice(&replicas),
-                                offline_replicas: kafka_wire::SmallVec::new(),
+                                replica_nodes: kwire::SmallVec::from_slice(&replicas),
+                                isr_nodes: kwire::SmallVec::from_slice(&replicas),
+                                offline_replicas: kwire::SmallVec::new(),
                                 ..Default::default()
                             }
                         })

@@ -1,9 +1,9 @@
-//! `kafka-wire apis`: the api key table.
+//! `kwire apis`: the api key table.
 
 use std::io::Write;
 
-use kafka_wire::runtime::json::serde_json::{json, Value};
-use kafka_wire::{ApiInfo, ApiKey, VersionOrigin, VersionRange};
+use kwire::runtime::json::serde_json::{json, Value};
+use kwire::{ApiInfo, ApiKey, VersionOrigin, VersionRange};
 
 use crate::error::CliError;
 

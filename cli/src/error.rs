@@ -7,8 +7,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use kafka_wire::runtime::json::serde_json;
-use kafka_wire::{DecodeError, EncodeError, JsonError};
+use kwire::runtime::json::serde_json;
+use kwire::{DecodeError, EncodeError, JsonError};
 
 /// Why a command failed.
 #[derive(Debug)]

@@ -2,8 +2,8 @@
 
 use std::io::{Read, Write};
 
-use kafka_wire::runtime::json::serde_json::{self, Value};
-use kafka_wire::ApiKey;
+use kwire::runtime::json::serde_json::{self, Value};
+use kwire::ApiKey;
 
 use crate::error::{CliError, InputError};
 

@@ -1,4 +1,4 @@
-//! `kafka-wire`: Kafka messages, record batches and packet captures as JSON.
+//! `kwire`: Kafka messages, record batches and packet captures as JSON.
 //!
 //! Exit codes: 0 success, 1 bad input (the message on stderr names the field and offset), 2 usage.
 #![warn(missing_docs)]
@@ -22,7 +22,7 @@ use crate::error::CliError;
 /// Kafka wire protocol messages, record batches and captures as JSON, in the shape of Apache
 /// Kafka's own JSON converters.
 #[derive(Parser)]
-#[command(name = "kafka-wire", version, about)]
+#[command(name = "kwire", version, about)]
 struct Cli {
     /// Decode leniently, as a dissector: accept what the spec forbids but real peers send (a
     /// null where the version allows none, a tag of another version, trailing bytes after a
@@ -195,7 +195,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             if !matches!(e, CliError::BrokenPipe) {
-                eprintln!("kafka-wire: {e}");
+                eprintln!("kwire: {e}");
             }
             ExitCode::from(e.exit_code())
         }

@@ -1,14 +1,14 @@
-//! `kafka-wire decode` and `encode`: message bodies and frames to and from JSON.
+//! `kwire decode` and `encode`: message bodies and frames to and from JSON.
 
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use kafka_wire::messages::ResponseHeader;
-use kafka_wire::runtime::json::serde_json::{json, Value};
-use kafka_wire::codec::decode_response_body;
-use kafka_wire::header;
-use kafka_wire::runtime::lenient::{decode_leniently, Leniency, LeniencyKind};
-use kafka_wire::{ApiKey, Bytes, Decode, VersionedJson, RequestKind, ResponseKind};
+use kwire::messages::ResponseHeader;
+use kwire::runtime::json::serde_json::{json, Value};
+use kwire::codec::decode_response_body;
+use kwire::header;
+use kwire::runtime::lenient::{decode_leniently, Leniency, LeniencyKind};
+use kwire::{ApiKey, Bytes, Decode, VersionedJson, RequestKind, ResponseKind};
 
 use crate::error::{CliError, InputError};
 use crate::input;

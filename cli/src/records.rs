@@ -1,12 +1,12 @@
-//! `kafka-wire records`: a records blob (record batches, legacy message sets) as JSON.
+//! `kwire records`: a records blob (record batches, legacy message sets) as JSON.
 
 use std::io::{BufRead, Write};
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
-use kafka_wire::runtime::json::serde_json::{json, Map, Value};
-use kafka_wire::runtime::records::{Batch, Batches, Record};
-use kafka_wire::Bytes;
+use kwire::runtime::json::serde_json::{json, Map, Value};
+use kwire::runtime::records::{Batch, Batches, Record};
+use kwire::Bytes;
 
 use crate::error::{CliError, InputError};
 use crate::input;

@@ -1,4 +1,4 @@
-//! The `kafka-wire` binary, subcommand by subcommand: output, exit codes (0 ok, 1 bad input,
+//! The `kwire` binary, subcommand by subcommand: output, exit codes (0 ok, 1 bad input,
 //! 2 usage) and error messages, including malformed hex, truncated frames and corrupt captures.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
@@ -6,16 +6,16 @@ use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
 use etherparse::PacketBuilder;
-use kafka_wire::messages::{
+use kwire::messages::{
     metadata_request::MetadataRequestTopic, metadata_response::MetadataResponseTopic, MetadataRequest, MetadataResponse,
     RequestHeader, ResponseHeader,
 };
-use kafka_wire::runtime::json::serde_json::{self, json, Value};
-use kafka_wire::runtime::records::{Compression, LegacyBuilder, Record, RecordBatchBuilder};
-use kafka_wire::{ApiKey, Bytes, Encode};
+use kwire::runtime::json::serde_json::{self, json, Value};
+use kwire::runtime::records::{Compression, LegacyBuilder, Record, RecordBatchBuilder};
+use kwire::{ApiKey, Bytes, Encode};
 
 fn run(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kafka-wire"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kwire"))
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -358,7 +358,7 @@ fn write_pcapng(path: &std::path::Path, packets: &[Vec<u8>]) {
 }
 
 fn tmp(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("kafka-wire-cli-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("kwire-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
 }

@@ -1,11 +1,11 @@
 //! Interop: captures of real librdkafka traffic (a confluent-kafka producer), made on loopback by
 //! `tests/pcap/make_capture.sh` against a tiny broker this test starts, decoded by
-//! `kafka-wire pcap` and compared with what tshark's Kafka dissector reports for the same file:
+//! `kwire pcap` and compared with what tshark's Kafka dissector reports for the same file:
 //! every request's api key, version and correlation id, every response's correlation id (and api
 //! key where tshark gives one), and topic names wherever tshark reports them.
 //!
 //! Needs root (capturing on `lo`), tcpdump, tshark and python3 with confluent-kafka, as `.ci/run`
-//! installs them. `KAFKA_WIRE_SKIP_INTEROP=1` skips it.
+//! installs them. `KWIRE_SKIP_INTEROP=1` skips it.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "pcap/broker.rs"]
@@ -15,14 +15,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use kafka_wire::runtime::json::serde_json::{self, Value};
-use kafka_wire::ApiKey;
+use kwire::runtime::json::serde_json::{self, Value};
+use kwire::ApiKey;
 
-/// Skips with a line saying why: `KAFKA_WIRE_SKIP_INTEROP=1`, or a tool the capture needs is
-/// missing (tcpdump, tshark, confluent-kafka), unless `KAFKA_WIRE_REQUIRE_CLIENTS` requires them.
+/// Skips with a line saying why: `KWIRE_SKIP_INTEROP=1`, or a tool the capture needs is
+/// missing (tcpdump, tshark, confluent-kafka), unless `KWIRE_REQUIRE_CLIENTS` requires them.
 fn skip() -> bool {
-    if std::env::var("KAFKA_WIRE_SKIP_INTEROP").is_ok_and(|v| v == "1") {
-        eprintln!("skipped: KAFKA_WIRE_SKIP_INTEROP=1");
+    if std::env::var("KWIRE_SKIP_INTEROP").is_ok_and(|v| v == "1") {
+        eprintln!("skipped: KWIRE_SKIP_INTEROP=1");
         return true;
     }
     let probes: [&[&str]; 3] = [&["tcpdump", "--version"], &["tshark", "--version"], &["python3", "-c", "import confluent_kafka"]];
@@ -30,7 +30,7 @@ fn skip() -> bool {
         let ok = Command::new(probe[0]).args(&probe[1..]).output().is_ok_and(|o| o.status.success());
         if !ok {
             let what = format!("`{}` fails: install what .ci/run installs for it", probe.join(" "));
-            assert!(std::env::var_os("KAFKA_WIRE_REQUIRE_CLIENTS").is_none(), "{what}");
+            assert!(std::env::var_os("KWIRE_REQUIRE_CLIENTS").is_none(), "{what}");
             eprintln!("skipped: {what}");
             return true;
         }
@@ -41,7 +41,7 @@ fn skip() -> bool {
 /// Captures a producer session against a broker that caps Metadata/Produce at `cap`.
 fn capture(name: &str, cap: Option<i16>) -> (PathBuf, u16) {
     let port = broker::start(cap);
-    let dir = std::env::temp_dir().join(format!("kafka-wire-pcap-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("kwire-pcap-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join(format!("{name}.pcap"));
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pcap/make_capture.sh");
@@ -80,7 +80,7 @@ fn collect_topic_names(v: &Value, parent_key: Option<&str>, out: &mut Vec<String
 /// `newer_ok`: a message at a version newer than this build's specs (a client newer than them)
 /// may be reported as undecodable; its header (api key, version, correlation id) still counts.
 fn ours(pcap: &Path, port: u16, newer_ok: bool) -> Ours {
-    let out = Command::new(env!("CARGO_BIN_EXE_kafka-wire"))
+    let out = Command::new(env!("CARGO_BIN_EXE_kwire"))
         .args(["pcap", pcap.to_str().unwrap(), "--port", &port.to_string()])
         .output()
         .unwrap();
@@ -92,7 +92,7 @@ fn ours(pcap: &Path, port: u16, newer_ok: bool) -> Ours {
             let newer = e.as_str().is_some_and(|e| e.contains("is not supported"))
                 && ApiKey::from_i16(v["apiKey"].as_i64().unwrap_or(-1) as i16)
                     .is_some_and(|api| v["apiVersion"].as_i64().unwrap_or(0) > i64::from(api.info().valid.hi));
-            assert!(newer_ok && newer, "kafka-wire reported an error: {line}");
+            assert!(newer_ok && newer, "kwire reported an error: {line}");
             eprintln!("newer than this build's specs: {line}");
         }
         let client: std::net::SocketAddr = v["client"].as_str().unwrap().parse().unwrap();
@@ -243,17 +243,17 @@ fn librdkafka_capture_matches_tshark() {
 }
 
 /// Kafka's own Java admin client, producer and consumer (cli/tests/pcap/JavaClients.java, on the
-/// broker's classpath) against a real Apache Kafka broker: `KAFKA_WIRE_BROKER` is the env file of
+/// broker's classpath) against a real Apache Kafka broker: `KWIRE_BROKER` is the env file of
 /// `scripts/kafka.sh start VERSION`. Build the CLI from specs that cover the broker's versions
-/// (the default specs for 3.9). Skips when unset unless `KAFKA_WIRE_REQUIRE_BROKER=1`.
+/// (the default specs for 3.9). Skips when unset unless `KWIRE_REQUIRE_BROKER=1`.
 #[test]
 fn java_clients_against_real_kafka_match_tshark() {
     if skip() {
         return;
     }
-    let Some(env) = std::env::var("KAFKA_WIRE_BROKER").ok().filter(|s| !s.is_empty()) else {
-        assert!(std::env::var("KAFKA_WIRE_REQUIRE_BROKER").map_or(true, |v| v != "1"), "KAFKA_WIRE_BROKER is unset");
-        eprintln!("skipped: KAFKA_WIRE_BROKER is unset (scripts/kafka.sh start VERSION writes the env file it names)");
+    let Some(env) = std::env::var("KWIRE_BROKER").ok().filter(|s| !s.is_empty()) else {
+        assert!(std::env::var("KWIRE_REQUIRE_BROKER").map_or(true, |v| v != "1"), "KWIRE_BROKER is unset");
+        eprintln!("skipped: KWIRE_BROKER is unset (scripts/kafka.sh start VERSION writes the env file it names)");
         return;
     };
     let text = std::fs::read_to_string(&env).unwrap_or_else(|e| panic!("{env}: {e}"));
@@ -262,7 +262,7 @@ fn java_clients_against_real_kafka_match_tshark() {
     };
     let (bootstrap, lib) = (var("PLAINTEXT"), var("KAFKA_LIB"));
     let port: u16 = bootstrap.rsplit(':').next().unwrap().parse().unwrap();
-    let dir = std::env::temp_dir().join(format!("kafka-wire-pcap-java-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("kwire-pcap-java-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pcap");
     let capture = |attempt: u32| {

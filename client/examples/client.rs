@@ -1,8 +1,8 @@
-//! kafka-wire-client end to end: connect (TLS with a CA file, SASL PLAIN or SCRAM, or both),
+//! kwire-client end to end: connect (TLS with a CA file, SASL PLAIN or SCRAM, or both),
 //! create a topic, produce keyed records, read them back, describe the topic.
 //!
 //! ```sh
-//! cargo run -p kafka-wire-client --example client -- --bootstrap 127.0.0.1:9092 \
+//! cargo run -p kwire-client --example client -- --bootstrap 127.0.0.1:9092 \
 //!     [--tls-ca ca.pem] [--sasl scram-sha-512:alice:alice-secret] [--topic T] [--count N]
 //! ```
 //!
@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use kafka_wire_client::{
+use kwire_client::{
     Admin, Client, ClientConfig, Consumer, ConsumerConfig, NewTopic, Producer, ProducerConfig, ProducerRecord, Sasl,
     TlsConfig, TopicPartition,
 };
@@ -25,7 +25,7 @@ struct Args {
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut args = Args { bootstrap: String::new(), tls_ca: None, sasl: None, topic: "kafka-wire-example".into(), count: 1000 };
+    let mut args = Args { bootstrap: String::new(), tls_ca: None, sasl: None, topic: "kwire-example".into(), count: 1000 };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or(format!("{flag} needs a value"));
@@ -59,7 +59,7 @@ fn parse_args() -> Result<Args, String> {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = parse_args()?;
-    let mut config = ClientConfig::new(&args.bootstrap).client_id("kafka-wire-example");
+    let mut config = ClientConfig::new(&args.bootstrap).client_id("kwire-example");
     if let Some(ca) = &args.tls_ca {
         config = config.tls(TlsConfig::ca_file(ca));
     }

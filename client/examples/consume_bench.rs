@@ -2,11 +2,11 @@
 //! partition assigned by hand) and prints records/s and MB/s. The data set is written by the
 //! producer benchmark: `produce_bench BOOTSTRAP TOPIC COUNT --round-robin`.
 //!
-//!   cargo run --release -p kafka-wire-client --example consume_bench -- consume BOOTSTRAP TOPIC COUNT
+//!   cargo run --release -p kwire-client --example consume_bench -- consume BOOTSTRAP TOPIC COUNT
 
 use std::time::{Duration, Instant};
 
-use kafka_wire_client::{Client, ClientConfig, Consumer, ConsumerConfig, OffsetReset, TopicPartition};
+use kwire_client::{Client, ClientConfig, Consumer, ConsumerConfig, OffsetReset, TopicPartition};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -39,7 +39,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             let secs = start.elapsed().as_secs_f64();
             println!(
-                "kafka-wire-client: {records} records, {:.1} MB of values in {secs:.2} s: {:.0} records/s, {:.1} MB/s ({} fetches)",
+                "kwire-client: {records} records, {:.1} MB of values in {secs:.2} s: {:.0} records/s, {:.1} MB/s ({} fetches)",
                 bytes as f64 / 1e6,
                 records as f64 / secs,
                 bytes as f64 / 1e6 / secs,

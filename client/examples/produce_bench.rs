@@ -8,7 +8,7 @@
 //! little); `payloads FILE COUNT` writes the same values one a line, for `kcat -P -l FILE` and
 //! ProducerPerformance's `--payload-file`.
 //!
-//!   cargo build --release -p kafka-wire-client --example produce_bench
+//!   cargo build --release -p kwire-client --example produce_bench
 //!   target/release/examples/produce_bench BOOTSTRAP TOPIC COUNT [--round-robin]
 //!   target/release/examples/produce_bench payloads FILE COUNT
 //!
@@ -19,8 +19,8 @@ use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use kafka_wire::runtime::records::Compression;
-use kafka_wire_client::{Admin, Client, ClientConfig, NewTopic, Producer, ProducerConfig, ProducerRecord};
+use kwire::runtime::records::Compression;
+use kwire_client::{Admin, Client, ClientConfig, NewTopic, Producer, ProducerConfig, ProducerRecord};
 
 const VALUE_LEN: usize = 100;
 
@@ -144,7 +144,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let mb = (count * VALUE_LEN) as f64 / 1e6;
     println!(
-        "kafka-wire-client: {count} records, {mb:.1} MB of values in {secs:.2} s: {:.0} records/s, {:.1} MB/s, CPU (user + sys) {cpu}, waiting for a CPU {waited}, {:.2} allocations per record",
+        "kwire-client: {count} records, {mb:.1} MB of values in {secs:.2} s: {:.0} records/s, {:.1} MB/s, CPU (user + sys) {cpu}, waiting for a CPU {waited}, {:.2} allocations per record",
         count as f64 / secs,
         mb / secs,
         allocations as f64 / count as f64

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use kafka_wire::messages::{
+use kwire::messages::{
     alter_user_scram_credentials_request::{ScramCredentialDeletion, ScramCredentialUpsertion},
     create_partitions_request::CreatePartitionsTopic,
     create_topics_request::{CreatableTopic, CreatableTopicConfig},
@@ -12,7 +12,7 @@ use kafka_wire::messages::{
     incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig},
     *,
 };
-use kafka_wire::{ApiKey, ByteString, Bytes, ResponseKind, Uuid};
+use kwire::{ApiKey, ByteString, Bytes, ResponseKind, Uuid};
 use tracing::Instrument;
 
 use crate::cluster::{BrokerInfo, Client, TopicInfo};
@@ -276,7 +276,7 @@ impl Admin {
             topics: Some(
                 names
                     .iter()
-                    .map(|n| kafka_wire::messages::metadata_request::MetadataRequestTopic { name: Some(bs(n)), ..Default::default() })
+                    .map(|n| kwire::messages::metadata_request::MetadataRequestTopic { name: Some(bs(n)), ..Default::default() })
                     .collect(),
             ),
             allow_auto_topic_creation: false,
@@ -380,7 +380,7 @@ impl Admin {
     }
 
     /// Broker configs go to that broker; topic configs to any.
-    async fn config_call(&self, resource: ConfigResource, name: &str, body: kafka_wire::RequestKind) -> Result<ResponseKind> {
+    async fn config_call(&self, resource: ConfigResource, name: &str, body: kwire::RequestKind) -> Result<ResponseKind> {
         match (resource, name.parse::<i32>()) {
             (ConfigResource::Broker, Ok(node)) => {
                 let api = body.api_key();

@@ -16,7 +16,7 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
-use kafka_wire::Bytes;
+use kwire::Bytes;
 
 use crate::consumer::TopicPartition;
 use crate::error::{Error, Result};

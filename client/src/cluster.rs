@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
-use kafka_wire::messages::{metadata_request::MetadataRequestTopic, MetadataRequest};
-use kafka_wire::{ByteString, ErrorCode, RequestKind, ResponseKind, Uuid};
+use kwire::messages::{metadata_request::MetadataRequestTopic, MetadataRequest};
+use kwire::{ByteString, ErrorCode, RequestKind, ResponseKind, Uuid};
 use tracing::{debug, info, warn, Instrument};
 
 use crate::conn::{ConnectOptions, Connection};
@@ -348,7 +348,7 @@ impl Client {
     }
 
     /// The version the connection to broker `node` uses for `api` (connecting if needed).
-    pub async fn node_version(&self, node: i32, api: kafka_wire::ApiKey) -> Result<i16> {
+    pub async fn node_version(&self, node: i32, api: kwire::ApiKey) -> Result<i16> {
         let addr = self.node_addr(node).await?;
         self.connection(&addr).await?.version(api)
     }
@@ -370,7 +370,7 @@ impl Client {
 
     /// Like [`call_any`](Client::call_any) for a request whose fields depend on the version
     /// (`build` gets the version the broker's connection uses for `api`).
-    pub async fn call_any_versioned(&self, api: kafka_wire::ApiKey, build: impl Fn(i16) -> RequestKind) -> Result<ResponseKind> {
+    pub async fn call_any_versioned(&self, api: kwire::ApiKey, build: impl Fn(i16) -> RequestKind) -> Result<ResponseKind> {
         let m = self.metadata();
         let mut addrs: Vec<String> = m.brokers.values().map(BrokerInfo::addr).collect();
         if addrs.is_empty() {
@@ -398,7 +398,7 @@ impl Client {
         &self,
         key: &str,
         addr: &str,
-        api: kafka_wire::ApiKey,
+        api: kwire::ApiKey,
         build: impl Fn(i16) -> RequestKind,
         timeout: Option<Duration>,
     ) -> Result<ResponseKind> {
@@ -458,7 +458,7 @@ impl Client {
 }
 
 /// A Metadata response's partitions, sorted by index.
-pub(crate) fn partitions_of(partitions: &[kafka_wire::messages::metadata_response::MetadataResponsePartition]) -> Vec<PartitionInfo> {
+pub(crate) fn partitions_of(partitions: &[kwire::messages::metadata_response::MetadataResponsePartition]) -> Vec<PartitionInfo> {
     let mut out: Vec<PartitionInfo> = partitions
         .iter()
         .map(|p| PartitionInfo {
@@ -474,7 +474,7 @@ pub(crate) fn partitions_of(partitions: &[kafka_wire::messages::metadata_respons
     out
 }
 
-fn parse_metadata(r: kafka_wire::messages::MetadataResponse) -> ClusterMetadata {
+fn parse_metadata(r: kwire::messages::MetadataResponse) -> ClusterMetadata {
     let brokers = r
         .brokers
         .into_iter()

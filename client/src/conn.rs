@@ -1,6 +1,6 @@
 //! One broker connection: TCP or TLS, ApiVersions negotiation, SASL, pipelined requests.
 //!
-//! A connection is a task owning a `Framed` stream with kafka-wire's [`ClientCodec`]; callers
+//! A connection is a task owning a `Framed` stream with kwire's [`ClientCodec`]; callers
 //! send requests through a channel and wait for their response by correlation id, so many
 //! requests are in flight at once. A frame the codec refuses closes that connection (every
 //! waiting request gets the error); other connections go on.
@@ -12,10 +12,10 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
-use kafka_wire::codec::{ClientCodec, CodecError, OutboundRequest, ResponseFrame};
-use kafka_wire::messages::{ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest};
-use kafka_wire::negotiate::{negotiate, NegotiateOptions, Negotiated};
-use kafka_wire::{ApiKey, ByteString, Bytes, RequestKind, ResponseKind, VersionRange};
+use kwire::codec::{ClientCodec, CodecError, OutboundRequest, ResponseFrame};
+use kwire::messages::{ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest};
+use kwire::negotiate::{negotiate, NegotiateOptions, Negotiated};
+use kwire::{ApiKey, ByteString, Bytes, RequestKind, ResponseKind, VersionRange};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, RwLock};
@@ -46,12 +46,12 @@ pub struct ConnectOptions {
 impl Default for ConnectOptions {
     fn default() -> Self {
         ConnectOptions {
-            client_id: "kafka-wire-client".into(),
+            client_id: "kwire-client".into(),
             tls: None,
             sasl: None,
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
-            max_frame_size: kafka_wire::codec::DEFAULT_MAX_FRAME_SIZE,
+            max_frame_size: kwire::codec::DEFAULT_MAX_FRAME_SIZE,
         }
     }
 }
@@ -107,7 +107,7 @@ pub struct Versions {
 }
 
 impl Versions {
-    fn new(response: &kafka_wire::messages::ApiVersionsResponse) -> Versions {
+    fn new(response: &kwire::messages::ApiVersionsResponse) -> Versions {
         let negotiated = negotiate(response, NegotiateOptions::default());
         let theirs = response.api_keys.iter().map(|k| (k.api_key, VersionRange::new(k.min_version, k.max_version))).collect();
         Versions { negotiated, theirs }
@@ -304,7 +304,7 @@ impl Connection {
         let ours = ApiKey::ApiVersions.info().versions(false);
         let request = || {
             RequestKind::from(ApiVersionsRequest {
-                client_software_name: ByteString::from_static("kafka-wire-client"),
+                client_software_name: ByteString::from_static("kwire-client"),
                 client_software_version: ByteString::from_static(env!("CARGO_PKG_VERSION")),
                 ..Default::default()
             })
@@ -328,7 +328,7 @@ impl Connection {
         Ok(())
     }
 
-    fn expect_api_versions(&self, frame: Option<ResponseFrame>) -> Result<kafka_wire::messages::ApiVersionsResponse> {
+    fn expect_api_versions(&self, frame: Option<ResponseFrame>) -> Result<kwire::messages::ApiVersionsResponse> {
         match frame.map(|f| f.body) {
             Some(ResponseKind::ApiVersions(r)) => Ok(r),
             other => Err(Error::UnexpectedResponse(format!("{:?} to ApiVersions", other.map(|b| b.api_key())))),
@@ -357,7 +357,7 @@ impl Connection {
                 let offered: Vec<&str> = h.mechanisms.iter().map(|m| &m[..]).collect();
                 return Err(auth_err(format!(
                     "{} (the broker offers {})",
-                    kafka_wire::ErrorCode(h.error_code).name().unwrap_or("handshake refused"),
+                    kwire::ErrorCode(h.error_code).name().unwrap_or("handshake refused"),
                     offered.join(", ")
                 )));
             }
@@ -368,7 +368,7 @@ impl Connection {
                     return Err(Error::UnexpectedResponse("not a SaslAuthenticate response".into()));
                 };
                 if r.error_code != 0 {
-                    let name = kafka_wire::ErrorCode(r.error_code).name().unwrap_or("UNKNOWN");
+                    let name = kwire::ErrorCode(r.error_code).name().unwrap_or("UNKNOWN");
                     return Err(auth_err(format!("{name}: {}", r.error_message.as_deref().unwrap_or(""))));
                 }
                 Ok(r)
@@ -437,14 +437,14 @@ pub(crate) fn random_unit() -> f64 {
 /// responses' worth per connection that fetches.
 #[derive(Default)]
 struct FetchBuffers {
-    spare: Option<kafka_wire::BytesMut>,
+    spare: Option<kwire::BytesMut>,
 }
 
 /// A spare smaller than this is not worth keeping.
 const SPARE_MIN: usize = 64 << 10;
 
 impl FetchBuffers {
-    fn after_fetch(&mut self, read: &mut kafka_wire::BytesMut) {
+    fn after_fetch(&mut self, read: &mut kwire::BytesMut) {
         if let Some(spare) = self.spare.as_mut() {
             // Asking for more than the handle has makes `try_reclaim` take back the whole
             // allocation (without allocating), which it can only while no other handle is left.
@@ -454,7 +454,7 @@ impl FetchBuffers {
             }
         }
         let next = self.spare.take().filter(|s| s.capacity() >= SPARE_MIN.max(read.len()));
-        let mut next = next.unwrap_or_else(|| kafka_wire::BytesMut::with_capacity(read.len().max(8 << 10)));
+        let mut next = next.unwrap_or_else(|| kwire::BytesMut::with_capacity(read.len().max(8 << 10)));
         // Bytes of the next frame already read.
         next.extend_from_slice(read);
         let mut used = std::mem::replace(read, next);
@@ -574,7 +574,7 @@ async fn io_task(mut framed: Stream, mut rx: mpsc::Receiver<Command>, shared: We
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kafka_wire::BytesMut;
+    use kwire::BytesMut;
 
     /// A read buffer after the codec took a frame of `len` bytes off an allocation of `cap`.
     fn after_frame(cap: usize, len: usize) -> (BytesMut, Bytes, *const u8) {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::Stream;
-use kafka_wire::messages::{
+use kwire::messages::{
     fetch_request::{FetchPartition, FetchTopic, ForgottenTopic},
     list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic},
     offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic},
@@ -22,8 +22,8 @@ use kafka_wire::messages::{
     FetchRequest, FetchResponse, ListOffsetsRequest, OffsetCommitRequest, OffsetFetchRequest,
     OffsetForLeaderEpochRequest,
 };
-use kafka_wire::records::{Batch, ControlRecord, DecodeOptions, Headers, RecordsField, TimestampType};
-use kafka_wire::{ApiKey, ByteString, Bytes, ErrorCode, ResponseKind, Uuid};
+use kwire::records::{Batch, ControlRecord, DecodeOptions, Headers, RecordsField, TimestampType};
+use kwire::{ApiKey, ByteString, Bytes, ErrorCode, ResponseKind, Uuid};
 use tracing::{debug, info, warn};
 
 use crate::cluster::{ClusterMetadata, Client};
@@ -1051,7 +1051,7 @@ impl Consumer {
     pub(crate) async fn call_coordinator(
         &mut self,
         api: ApiKey,
-        build: impl Fn(i16) -> kafka_wire::RequestKind,
+        build: impl Fn(i16) -> kwire::RequestKind,
         code_of: impl Fn(&ResponseKind) -> i16,
         timeout: Option<Duration>,
     ) -> Result<ResponseKind> {
@@ -1127,7 +1127,7 @@ impl Consumer {
                     ..Default::default()
                 }];
             }
-            kafka_wire::RequestKind::from(r)
+            kwire::RequestKind::from(r)
         };
         let code_of = |r: &ResponseKind| match r {
             ResponseKind::OffsetFetch(r) => r.groups.first().map_or(r.error_code, |g| g.error_code),
@@ -1219,7 +1219,7 @@ impl Consumer {
         }
         let instance = self.config.group_instance_id.clone().map(ByteString::from);
         let build = |v: i16| {
-            kafka_wire::RequestKind::from(OffsetCommitRequest {
+            kwire::RequestKind::from(OffsetCommitRequest {
             group_id: ByteString::from(group.clone()),
             generation_id_or_member_epoch: generation,
             member_id: ByteString::from(member_id.clone()),
@@ -1375,7 +1375,7 @@ fn parse_partition(
     options: &DecodeOptions,
     mut out: VecDeque<ConsumerRecord>,
 ) -> Result<(Option<Fetched>, VecDeque<ConsumerRecord>)> {
-    let bad = |e: kafka_wire::DecodeError| Error::Protocol { addr: tp.to_string(), message: format!("records of {tp}: {e}") };
+    let bad = |e: kwire::DecodeError| Error::Protocol { addr: tp.to_string(), message: format!("records of {tp}: {e}") };
     aborted.reverse(); // pop the lowest first offset first
     let mut aborted_pids: HashSet<i64> = HashSet::new();
     out.clear();
@@ -1451,7 +1451,7 @@ fn parse_partition(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kafka_wire::records::{Record, RecordBatchBuilder};
+    use kwire::records::{Record, RecordBatchBuilder};
 
     fn batch(base: i64, n: usize, pid: i64, transactional: bool) -> Vec<u8> {
         let mut b = RecordBatchBuilder::new().base_offset(base).producer(pid, 0, 0).transactional(transactional);

@@ -3,9 +3,9 @@
 use std::fmt;
 use std::time::Duration;
 
-use kafka_wire::codec::CodecError;
-use kafka_wire::negotiate::NegotiationError;
-use kafka_wire::{ApiKey, ErrorCode};
+use kwire::codec::CodecError;
+use kwire::negotiate::NegotiationError;
+use kwire::{ApiKey, ErrorCode};
 
 /// A result with the client's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -2,7 +2,7 @@
 //!
 //! - Classic (JoinGroup, SyncGroup, Heartbeat, LeaveGroup): the leader member computes the
 //!   assignment with an [`Assignor`] over the members' `ConsumerProtocolSubscription`s and
-//!   hands it out in SyncGroup as `ConsumerProtocolAssignment`s (kafka-wire's generated data
+//!   hands it out in SyncGroup as `ConsumerProtocolAssignment`s (kwire's generated data
 //!   messages, with Java's 2-byte version prefix). Eager protocol (range): everything is
 //!   revoked (and, with auto-commit, committed) before joining again. Cooperative protocol
 //!   (cooperative-sticky, KIP-429): the member keeps what it owns and reports it in its
@@ -25,7 +25,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kafka_wire::messages::{
+use kwire::messages::{
     consumer_group_heartbeat_request::TopicPartitions as HeartbeatTopicPartitions,
     consumer_protocol_assignment::TopicPartition as AssignedTopicPartition,
     consumer_protocol_subscription::TopicPartition as OwnedTopicPartition,
@@ -35,7 +35,7 @@ use kafka_wire::messages::{
     ConsumerGroupHeartbeatRequest, ConsumerProtocolAssignment, ConsumerProtocolSubscription, FindCoordinatorRequest,
     HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest,
 };
-use kafka_wire::{ApiKey, ByteString, Bytes, BytesMut, ErrorCode, Message, ResponseKind, Uuid};
+use kwire::{ApiKey, ByteString, Bytes, BytesMut, ErrorCode, Message, ResponseKind, Uuid};
 use tokio::sync::Notify;
 use tracing::{debug, info, warn, Instrument};
 
@@ -277,7 +277,7 @@ pub(crate) async fn find_coordinator(client: &Client, group: &str, backoff: Dura
             } else {
                 r.key = ByteString::from(group.to_owned());
             }
-            kafka_wire::RequestKind::from(r)
+            kwire::RequestKind::from(r)
         };
         let response = match client.call_any_versioned(ApiKey::FindCoordinator, build).await {
             Ok(ResponseKind::FindCoordinator(r)) => r,
@@ -451,7 +451,7 @@ impl Consumer {
         g.task = Some(task);
     }
 
-    async fn group_call(&mut self, api: ApiKey, build: impl Fn(i16) -> kafka_wire::RequestKind, timeout: Duration) -> Result<ResponseKind> {
+    async fn group_call(&mut self, api: ApiKey, build: impl Fn(i16) -> kwire::RequestKind, timeout: Duration) -> Result<ResponseKind> {
         let addr = self.coordinator().await?;
         match self.client.call_keyed_versioned(&coordinator_key(&addr), &addr, api, build, Some(timeout)).await {
             Err(e) if e.is_retriable() => {
@@ -608,7 +608,7 @@ impl Consumer {
                 Vec::new()
             };
             let sync = |v: i16| {
-                kafka_wire::RequestKind::from(SyncGroupRequest {
+                kwire::RequestKind::from(SyncGroupRequest {
                     group_id: ByteString::from(group_id.clone()),
                     generation_id: generation,
                     member_id: ByteString::from(my_id.clone()),
@@ -718,7 +718,7 @@ impl Consumer {
     async fn assign_as_leader(
         &mut self,
         protocol: &str,
-        members: &[kafka_wire::messages::join_group_response::JoinGroupResponseMember],
+        members: &[kwire::messages::join_group_response::JoinGroupResponseMember],
     ) -> Result<Vec<SyncGroupRequestAssignment>> {
         let assignor = Assignor::by_name(protocol).ok_or_else(|| Error::Consumer(format!("the group chose assignor {protocol:?}, which this client lacks")))?;
         let mut subs = Vec::with_capacity(members.len());
@@ -893,7 +893,7 @@ impl Consumer {
                     } else {
                         r.member_id = ByteString::from(member_id.clone());
                     }
-                    kafka_wire::RequestKind::from(r)
+                    kwire::RequestKind::from(r)
                 };
                 let timeout = self.client.config().connection.request_timeout;
                 match self.group_call(ApiKey::LeaveGroup, request, timeout).await {
@@ -936,7 +936,7 @@ async fn heartbeat_call(
     config: &crate::consumer::ConsumerConfig,
     shared: &Mutex<Membership>,
     api: ApiKey,
-    build: impl Fn(i16) -> kafka_wire::RequestKind,
+    build: impl Fn(i16) -> kwire::RequestKind,
 ) -> Result<ResponseKind> {
     let known = lock(shared).coordinator.clone();
     let addr = match known {
@@ -973,7 +973,7 @@ async fn classic_heartbeats(client: Client, config: crate::consumer::ConsumerCon
             continue;
         }
         let request = |v: i16| {
-            kafka_wire::RequestKind::from(HeartbeatRequest {
+            kwire::RequestKind::from(HeartbeatRequest {
                 group_id: ByteString::from(group.clone()),
                 generation_id: generation,
                 member_id: ByteString::from(member_id.clone()),
@@ -1074,7 +1074,7 @@ async fn consumer_heartbeats(
             if v == 0 && epoch == 0 {
                 r.member_id = ByteString::from_static("");
             }
-            kafka_wire::RequestKind::from(r)
+            kwire::RequestKind::from(r)
         };
         let response = match heartbeat_call(&client, &group, &config, &shared, ApiKey::ConsumerGroupHeartbeat, build).await {
             Ok(ResponseKind::ConsumerGroupHeartbeat(r)) => r,

@@ -1,4 +1,4 @@
-//! kafka-wire-client: an async Apache Kafka client on tokio, built on kafka-wire's generated
+//! kwire-client: an async Apache Kafka client on tokio, built on kwire's generated
 //! message types and its connection codec.
 //!
 //! - [`Connection`]: one broker, TCP or TLS (rustls), SASL PLAIN / SCRAM-SHA-256 / SCRAM-SHA-512

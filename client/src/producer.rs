@@ -18,12 +18,12 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use kafka_wire::messages::{
+use kwire::messages::{
     produce_request::{PartitionProduceData, TopicProduceData},
     InitProducerIdRequest, ProduceRequest,
 };
-use kafka_wire::runtime::records::{Compression, Record, RecordBatchBuilder};
-use kafka_wire::{ByteString, Bytes, ErrorCode, ResponseKind};
+use kwire::runtime::records::{Compression, Record, RecordBatchBuilder};
+use kwire::{ByteString, Bytes, ErrorCode, ResponseKind};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tracing::{debug, warn, Instrument};
 

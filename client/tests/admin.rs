@@ -3,8 +3,8 @@
 mod common;
 
 use common::{unique, Broker};
-use kafka_wire_client::admin::ConfigEntry;
-use kafka_wire_client::{Admin, Client, ClientConfig, ConfigOp, ConfigResource, Error, NewTopic, Sasl, ScramChange, ScramMechanism};
+use kwire_client::admin::ConfigEntry;
+use kwire_client::{Admin, Client, ClientConfig, ConfigOp, ConfigResource, Error, NewTopic, Sasl, ScramChange, ScramMechanism};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn topics_partitions_configs_cluster() {
@@ -14,7 +14,7 @@ async fn topics_partitions_configs_cluster() {
 
     let created = admin.create_topic(NewTopic::new(&name, 2).replication_factor(1).config("retention.ms", "3600000")).await.unwrap();
     assert_eq!((created.partitions, created.replication_factor), (2, 1));
-    assert_ne!(created.id, kafka_wire::Uuid::ZERO, "CreateTopics v7+ returns the topic id");
+    assert_ne!(created.id, kwire::Uuid::ZERO, "CreateTopics v7+ returns the topic id");
     // Again: a typed, non-retriable TOPIC_ALREADY_EXISTS.
     let err = admin.create_topic(NewTopic::new(&name, 2)).await.unwrap_err();
     assert_eq!(err.code().and_then(|c| c.name()), Some("TOPIC_ALREADY_EXISTS"), "{err}");

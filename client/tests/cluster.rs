@@ -1,5 +1,5 @@
 //! Against a 3-node cluster (`scripts/kafka.sh start VERSION --nodes 3`, its env file in
-//! `KAFKA_WIRE_CLUSTER`; skips without, fails then under `KAFKA_WIRE_REQUIRE_CLUSTER=1`):
+//! `KWIRE_CLUSTER`; skips without, fails then under `KWIRE_REQUIRE_CLUSTER=1`):
 //! requests routed to each partition's leader, and a leader moved under the producer's cached
 //! metadata (NOT_LEADER_OR_FOLLOWER, refresh, retry at the new leader).
 
@@ -7,14 +7,14 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use kafka_wire::messages::{
+use kwire::messages::{
     produce_request::{PartitionProduceData, TopicProduceData},
     ProduceRequest,
 };
-use kafka_wire::runtime::records::{Record, RecordBatchBuilder};
-use kafka_wire::{Bytes, ResponseKind};
-use kafka_wire_client::partitioner::partition_for_key;
-use kafka_wire_client::{Admin, Client, ClientConfig, NewTopic, Producer, ProducerConfig, ProducerRecord};
+use kwire::runtime::records::{Record, RecordBatchBuilder};
+use kwire::{Bytes, ResponseKind};
+use kwire_client::partitioner::partition_for_key;
+use kwire_client::{Admin, Client, ClientConfig, NewTopic, Producer, ProducerConfig, ProducerRecord};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_nodes_routing_and_a_moved_leader() {

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::Broker;
-use kafka_wire::ApiKey;
-use kafka_wire_client::{Client, ClientConfig, ConnectOptions, Connection, Error, Sasl, TlsConfig};
+use kwire::ApiKey;
+use kwire_client::{Client, ClientConfig, ConnectOptions, Connection, Error, Sasl, TlsConfig};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::rustls;
@@ -81,8 +81,8 @@ async fn sasl_plain_authenticates_and_refuses_a_wrong_password() {
     let Some(b) = Broker::from_env("sasl_plain_authenticates_and_refuses_a_wrong_password") else { return };
     let addr = b.var("SASL_PLAINTEXT");
     let conn = sasl_connect(addr, Sasl::plain("admin", "admin-secret"), None).await.expect("PLAIN admin");
-    let r = conn.request(kafka_wire::messages::MetadataRequest::default()).await.expect("Metadata after auth");
-    assert!(matches!(r, kafka_wire::ResponseKind::Metadata(_)));
+    let r = conn.request(kwire::messages::MetadataRequest::default()).await.expect("Metadata after auth");
+    assert!(matches!(r, kwire::ResponseKind::Metadata(_)));
     let err = sasl_connect(addr, Sasl::plain("admin", "wrong"), None).await.expect_err("wrong password");
     println!("PLAIN wrong password: {err}");
     assert!(matches!(&err, Error::Authentication { mechanism, message } if mechanism == "PLAIN" && message.contains("SASL_AUTHENTICATION_FAILED")), "{err:?}");
@@ -98,7 +98,7 @@ async fn scram_sha256_and_sha512_authenticate_and_refuse_a_wrong_password() {
     ] {
         let name = ok.mechanism_name();
         let conn = sasl_connect(addr, ok, None).await.unwrap_or_else(|e| panic!("{name}: {e}"));
-        conn.request(kafka_wire::messages::MetadataRequest::default()).await.expect("Metadata after auth");
+        conn.request(kwire::messages::MetadataRequest::default()).await.expect("Metadata after auth");
         let err = sasl_connect(addr, bad, None).await.expect_err("wrong password");
         println!("{name} wrong password: {err}");
         assert!(matches!(&err, Error::Authentication { mechanism, message } if mechanism == name && message.contains("SASL_AUTHENTICATION_FAILED")), "{err:?}");
@@ -163,7 +163,7 @@ async fn scram_over_tls() {
     let proxy = tls_proxy(&b).await;
     let tls = || Some(TlsConfig::ca_file(b.var("SSL_CA")));
     let conn = sasl_connect(&proxy, Sasl::scram_sha512("alice", "alice-secret"), tls()).await.expect("SCRAM-SHA-512 over TLS");
-    conn.request(kafka_wire::messages::MetadataRequest::default()).await.expect("Metadata over TLS after SCRAM");
+    conn.request(kwire::messages::MetadataRequest::default()).await.expect("Metadata over TLS after SCRAM");
     let err = sasl_connect(&proxy, Sasl::scram_sha256("alice", "wrong"), tls()).await.expect_err("wrong password over TLS");
     assert!(matches!(err, Error::Authentication { .. }), "{err:?}");
 }
@@ -174,10 +174,10 @@ async fn pipelined_requests_share_one_connection() {
     let conn = Connection::connect(b.var("PLAINTEXT"), &ConnectOptions::default()).await.unwrap();
     let calls = (0..50).map(|_| {
         let conn = conn.clone();
-        tokio::spawn(async move { conn.request(kafka_wire::messages::MetadataRequest::default()).await })
+        tokio::spawn(async move { conn.request(kwire::messages::MetadataRequest::default()).await })
     });
     for c in calls {
-        assert!(matches!(c.await.unwrap().unwrap(), kafka_wire::ResponseKind::Metadata(_)));
+        assert!(matches!(c.await.unwrap().unwrap(), kwire::ResponseKind::Metadata(_)));
     }
 }
 
@@ -192,7 +192,7 @@ async fn client_certificates() {
         let out = std::process::Command::new("openssl").args(args).current_dir(&dir).output().expect("openssl runs");
         assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     };
-    run(&["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=kafka-wire-client", "-keyout", "client.key", "-out", "client.csr"]);
+    run(&["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=kwire-client", "-keyout", "client.key", "-out", "client.csr"]);
     let (ca, ca_key) = (certs.join("ca.pem"), certs.join("ca.key"));
     // v3 with extensions: webpki takes no v1 certificates.
     std::fs::write(dir.join("ext.cnf"), "extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n").unwrap();
@@ -202,7 +202,7 @@ async fn client_certificates() {
     let (proxy, snis) = tls_proxy_to(&b, b.var("PLAINTEXT"), true).await;
     let with_cert = TlsConfig::ca_file(b.var("SSL_CA")).client_cert(chain, key);
     let conn = Connection::connect(&proxy, &ConnectOptions { tls: Some(with_cert), ..Default::default() }).await.expect("mutual TLS");
-    conn.request(kafka_wire::messages::MetadataRequest::default()).await.expect("Metadata over mutual TLS");
+    conn.request(kwire::messages::MetadataRequest::default()).await.expect("Metadata over mutual TLS");
     // SNI: none for an IP address (RFC 6066), the configured name otherwise.
     let named = TlsConfig::ca_file(b.var("SSL_CA")).client_cert(std::fs::read(dir.join("client.pem")).unwrap(), std::fs::read(dir.join("client.key")).unwrap()).server_name("localhost");
     Connection::connect(&proxy, &ConnectOptions { tls: Some(named), ..Default::default() }).await.expect("mutual TLS as localhost");

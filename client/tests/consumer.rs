@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::{unique, Broker};
 use futures_util::StreamExt;
-use kafka_wire_client::{
+use kwire_client::{
     Admin, Consumer, ConsumerConfig, Error, NewTopic, OffsetAndMetadata, OffsetReset, OffsetSpec, Producer, ProducerConfig, ProducerRecord,
     TopicPartition,
 };
@@ -19,7 +19,7 @@ fn ts0() -> i64 {
     common::recent_ts()
 }
 
-async fn produce(client: &kafka_wire_client::Client, topic: &str, partitions: i32, per_partition: usize, value_len: usize) {
+async fn produce(client: &kwire_client::Client, topic: &str, partitions: i32, per_partition: usize, value_len: usize) {
     // Small batches: several per fetch, and several fetches per partition.
     let producer = Producer::new(client.clone(), ProducerConfig { batch_size: 1000, ..Default::default() }).unwrap();
     let mut ds = Vec::new();
@@ -37,7 +37,7 @@ async fn produce(client: &kafka_wire_client::Client, topic: &str, partitions: i3
 }
 
 /// Polls until `n` records came (or 30 s passed).
-async fn poll_n(c: &mut Consumer, n: usize) -> Vec<kafka_wire_client::ConsumerRecord> {
+async fn poll_n(c: &mut Consumer, n: usize) -> Vec<kwire_client::ConsumerRecord> {
     let mut out = Vec::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     while out.len() < n && tokio::time::Instant::now() < deadline {

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use common::{unique, Broker};
-use kafka_wire_client::{cooperative_sticky_assign, StickyMember, TopicPartition};
+use kwire_client::{cooperative_sticky_assign, StickyMember, TopicPartition};
 
 const JAVA: &str = r#"
 import java.io.*;
@@ -114,7 +114,7 @@ impl Scenario {
     }
 }
 
-fn lines_of(name: &str, result: &Result<BTreeMap<String, Vec<TopicPartition>>, kafka_wire_client::Error>) -> Vec<String> {
+fn lines_of(name: &str, result: &Result<BTreeMap<String, Vec<TopicPartition>>, kwire_client::Error>) -> Vec<String> {
     match result {
         Err(_) => vec![format!("X {name}")],
         Ok(a) => a
@@ -184,7 +184,7 @@ fn scenarios() -> Vec<(Scenario, Vec<String>)> {
                 if rng.chance(10) {
                     let i = rng.below(members.len() as u64) as usize;
                     let g = members[i].generation_id;
-                    members[i].user_data = Some(kafka_wire_client::assignor::cooperative_sticky_user_data(g));
+                    members[i].user_data = Some(kwire_client::assignor::cooperative_sticky_user_data(g));
                     members[i].generation_id = -1;
                 }
             }

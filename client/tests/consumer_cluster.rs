@@ -1,4 +1,4 @@
-//! The consumer on a 3-node cluster (`KAFKA_WIRE_CLUSTER`, as tests/cluster.rs): a partition's
+//! The consumer on a 3-node cluster (`KWIRE_CLUSTER`, as tests/cluster.rs): a partition's
 //! leader moves while records are produced and consumed; the consumer follows it (a
 //! NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH fetch, fresh metadata, its position validated
 //! at the new leader with OffsetForLeaderEpoch) and no record is skipped or delivered twice.
@@ -10,10 +10,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kafka_wire_client::{Admin, Client, ClientConfig, Consumer, ConsumerConfig, NewTopic, OffsetReset, Producer, ProducerConfig, ProducerRecord, TopicPartition};
+use kwire_client::{Admin, Client, ClientConfig, Consumer, ConsumerConfig, NewTopic, OffsetReset, Producer, ProducerConfig, ProducerRecord, TopicPartition};
 
 /// Takes a poll's records in, checking each is the one produced at its offset.
-fn take(got: &mut BTreeMap<i32, Vec<i64>>, rs: Vec<kafka_wire_client::ConsumerRecord>) {
+fn take(got: &mut BTreeMap<i32, Vec<i64>>, rs: Vec<kwire_client::ConsumerRecord>) {
     for r in rs {
         assert_eq!(r.value.as_deref(), Some(format!("{}-{}", r.partition, r.offset).as_bytes()), "the record at its offset");
         got.entry(r.partition).or_default().push(r.offset);

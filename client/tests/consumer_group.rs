@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{unique, Broker};
-use kafka_wire_client::{Admin, Client, Consumer, ConsumerConfig, GroupProtocol, NewTopic, OffsetReset, Producer, ProducerConfig, ProducerRecord, TopicPartition};
+use kwire_client::{Admin, Client, Consumer, ConsumerConfig, GroupProtocol, NewTopic, OffsetReset, Producer, ProducerConfig, ProducerRecord, TopicPartition};
 use tokio::sync::watch;
 
 /// What every member did, in one order (a global sequence number).

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{unique, Broker};
-use kafka_wire_client::{
+use kwire_client::{
     Admin, Client, Consumer, ConsumerConfig, IsolationLevel, NewTopic, OffsetReset, Producer, ProducerConfig, ProducerRecord, TopicPartition,
 };
 use tokio::sync::watch;

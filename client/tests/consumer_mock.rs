@@ -1,4 +1,4 @@
-//! Truncation detection after a leader change, against a broker double on kafka-wire's
+//! Truncation detection after a leader change, against a broker double on kwire's
 //! ServerCodec: the consumer reads offsets 0-9 in leader epoch 5; the leader changes (epoch 6)
 //! and the new leader's log ends at 7 for epoch 5 (7-9 were never replicated). The consumer's
 //! next fetch is fenced, it refreshes metadata, asks the new leader with OffsetForLeaderEpoch,
@@ -12,16 +12,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kafka_wire::messages::{
+use kwire::messages::{
     api_versions_response::ApiVersion,
     fetch_response::{FetchableTopicResponse, PartitionData},
     metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic},
     offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderTopicResult},
     *,
 };
-use kafka_wire::records::{Record, RecordBatchBuilder};
-use kafka_wire::{ApiKey, Bytes, RequestKind, ResponseKind, VersionRange};
-use kafka_wire_client::{Client, ClientConfig, Consumer, ConsumerConfig, Error, OffsetReset, TopicPartition};
+use kwire::records::{Record, RecordBatchBuilder};
+use kwire::{ApiKey, Bytes, RequestKind, ResponseKind, VersionRange};
+use kwire_client::{Client, ClientConfig, Consumer, ConsumerConfig, Error, OffsetReset, TopicPartition};
 
 #[derive(Default)]
 struct Log {
@@ -75,7 +75,7 @@ async fn broker(log: Arc<Log>) -> String {
                 let p = &f.topics[0].partitions[0];
                 log.fetch_offsets.lock().unwrap().push((p.fetch_offset, p.current_leader_epoch));
                 let n = log.fetches.fetch_add(1, Ordering::SeqCst);
-                let mut diverging_epoch = kafka_wire::messages::fetch_response::EpochEndOffset { epoch: -1, end_offset: -1, ..Default::default() };
+                let mut diverging_epoch = kwire::messages::fetch_response::EpochEndOffset { epoch: -1, end_offset: -1, ..Default::default() };
                 let (error_code, records) = match (n, p.fetch_offset) {
                     (0, 0) => (0, Some(batch(0, 10, 5, "old"))),
                     (_, 10) if log.diverging && p.last_fetched_epoch == 5 => {

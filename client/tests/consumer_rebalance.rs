@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{unique, Broker};
-use kafka_wire_client::{
+use kwire_client::{
     Admin, Assignor, Client, Consumer, ConsumerConfig, GroupProtocol, ListenerFuture, NewTopic, OffsetReset, Producer, ProducerConfig, ProducerRecord,
     RebalanceListener, TopicPartition,
 };

@@ -11,7 +11,7 @@ fn example() -> PathBuf {
     // target/<profile>/deps/<this test> -> target/<profile>/examples/client (cargo test builds it).
     let exe = std::env::current_exe().expect("test binary path");
     let path = exe.parent().and_then(|d| d.parent()).expect("target/<profile>").join("examples/client");
-    assert!(path.exists(), "{} is missing: `cargo test -p kafka-wire-client` builds it", path.display());
+    assert!(path.exists(), "{} is missing: `cargo test -p kwire-client` builds it", path.display());
     path
 }
 

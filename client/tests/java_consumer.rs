@@ -8,9 +8,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use common::{unique, Broker};
-use kafka_wire::runtime::records::Compression;
-use kafka_wire::Bytes;
-use kafka_wire_client::{Admin, NewTopic, Producer, ProducerConfig, ProducerRecord};
+use kwire::runtime::records::Compression;
+use kwire::Bytes;
+use kwire_client::{Admin, NewTopic, Producer, ProducerConfig, ProducerRecord};
 
 const JAVA: &str = r#"
 import java.time.Duration;

@@ -1,4 +1,4 @@
-//! On the 3-node cluster (`KAFKA_WIRE_CLUSTER`, as `tests/cluster.rs`): an idempotent producer
+//! On the 3-node cluster (`KWIRE_CLUSTER`, as `tests/cluster.rs`): an idempotent producer
 //! with acks=all keeps sending while the leader of a partition is killed with SIGKILL, is started
 //! again while records are still going out, and then the partition's new leader is killed and
 //! restarted at once, mid-batch. Afterwards every record was acknowledged (nothing failed: each
@@ -12,7 +12,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use kafka_wire_client::{Admin, Client, ClientConfig, NewTopic, Producer, ProducerConfig, ProducerRecord};
+use kwire_client::{Admin, Client, ClientConfig, NewTopic, Producer, ProducerConfig, ProducerRecord};
 
 const PARTITIONS: i32 = 3;
 const RECORDS: usize = 24_000;

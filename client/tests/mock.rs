@@ -1,4 +1,4 @@
-//! Against an in-process broker double on kafka-wire's ServerCodec (no real broker needed):
+//! Against an in-process broker double on kwire's ServerCodec (no real broker needed):
 //! hostile frames, a too-old broker, SASL session lifetimes (KIP-368 re-authentication).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
-use kafka_wire::codec::{OutboundResponse, ServerCodec};
-use kafka_wire::messages::{api_versions_response::ApiVersion, *};
-use kafka_wire::{ApiKey, Bytes, RequestKind, ResponseKind};
-use kafka_wire_client::{ConnectOptions, Connection, Error, Sasl};
+use kwire::codec::{OutboundResponse, ServerCodec};
+use kwire::messages::{api_versions_response::ApiVersion, *};
+use kwire::{ApiKey, Bytes, RequestKind, ResponseKind};
+use kwire_client::{ConnectOptions, Connection, Error, Sasl};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio_util::codec::Framed;
@@ -162,10 +162,10 @@ async fn a_request_without_an_answer_times_out() {
 async fn closed_connections_are_reopened_and_failed_connects_back_off() {
     let connections = Arc::new(AtomicUsize::new(0));
     let addr = mock(Mode::OnePerConnection, connections.clone()).await;
-    let mut config = kafka_wire_client::ClientConfig::new(&addr);
+    let mut config = kwire_client::ClientConfig::new(&addr);
     config.reconnect_backoff = Duration::from_millis(300);
     config.reconnect_backoff_max = Duration::from_millis(300);
-    let client = kafka_wire_client::Client::connect(config).await.unwrap();
+    let client = kwire_client::Client::connect(config).await.unwrap();
     for _ in 0..3 {
         // Each call finds the connection closed by the broker after the last one: reconnects.
         assert!(matches!(client.call_any(MetadataRequest::default()).await.unwrap(), ResponseKind::Metadata(_)));

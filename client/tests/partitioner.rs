@@ -1,12 +1,12 @@
 //! murmur2 and the keyed partition against Kafka's own `Utils` from the kafka-clients jar,
 //! computed at test time by a single-file Java program (skips with a reason without a JDK or
-//! the jar, fails then under KAFKA_WIRE_REQUIRE_BROKER=1).
+//! the jar, fails then under KWIRE_REQUIRE_BROKER=1).
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use kafka_wire_client::partitioner::{murmur2, partition_for_key};
+use kwire_client::partitioner::{murmur2, partition_for_key};
 
 const JAVA: &str = r#"
 import org.apache.kafka.common.utils.Utils;
@@ -28,7 +28,7 @@ public class Murmur {
 /// The kafka-clients jar and slf4j-api (Utils logs through it).
 pub fn java_classpath() -> Option<String> {
     let m2 = PathBuf::from(std::env::var("HOME").ok()?).join(".m2/repository");
-    let version = std::env::var("KAFKA_WIRE_CLIENTS_VERSION").unwrap_or_else(|_| "4.4.0".into());
+    let version = std::env::var("KWIRE_CLIENTS_VERSION").unwrap_or_else(|_| "4.4.0".into());
     let clients = m2.join(format!("org/apache/kafka/kafka-clients/{version}/kafka-clients-{version}.jar"));
     let slf4j_dir = m2.join("org/slf4j/slf4j-api");
     let mut slf4j: Vec<PathBuf> = std::fs::read_dir(&slf4j_dir).ok()?.flatten().map(|e| e.path()).collect();
@@ -42,13 +42,13 @@ pub fn java_classpath() -> Option<String> {
 }
 
 fn skip(reason: &str) {
-    let required = std::env::var_os("KAFKA_WIRE_REQUIRE_BROKER").is_some_and(|v| v == "1");
-    assert!(!required, "KAFKA_WIRE_REQUIRE_BROKER=1: {reason}");
+    let required = std::env::var_os("KWIRE_REQUIRE_BROKER").is_some_and(|v| v == "1");
+    assert!(!required, "KWIRE_REQUIRE_BROKER=1: {reason}");
     eprintln!("skipping murmur2_matches_kafka_utils: {reason}");
 }
 
 fn keys() -> Vec<Vec<u8>> {
-    let mut keys: Vec<Vec<u8>> = ["", "a", "hello", "ab", "abc", "abcd", "abcde", "kafka-wire", "\u{00e9}t\u{00e9}", "key-with-some-length-to-it"]
+    let mut keys: Vec<Vec<u8>> = ["", "a", "hello", "ab", "abc", "abcd", "abcde", "kwire", "\u{00e9}t\u{00e9}", "key-with-some-length-to-it"]
         .iter()
         .map(|s| s.as_bytes().to_vec())
         .collect();

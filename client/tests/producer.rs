@@ -7,14 +7,14 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::{fetch_all, unique, Broker};
-use kafka_wire::messages::{
+use kwire::messages::{
     produce_request::{PartitionProduceData, TopicProduceData},
     InitProducerIdRequest, ProduceRequest,
 };
-use kafka_wire::runtime::records::{Compression, Record, RecordBatchBuilder};
-use kafka_wire::{Bytes, ResponseKind};
-use kafka_wire_client::partitioner::partition_for_key;
-use kafka_wire_client::{Acks, Admin, Client, Error, NewTopic, Producer, ProducerConfig, ProducerRecord};
+use kwire::runtime::records::{Compression, Record, RecordBatchBuilder};
+use kwire::{Bytes, ResponseKind};
+use kwire_client::partitioner::partition_for_key;
+use kwire_client::{Acks, Admin, Client, Error, NewTopic, Producer, ProducerConfig, ProducerRecord};
 
 async fn topic(client: &Client, prefix: &str, partitions: i32) -> String {
     let name = unique(prefix);
@@ -51,7 +51,7 @@ async fn keyed_records_land_where_java_puts_them_and_read_back_identically() {
         let back = fetch_all(&client, &name, *p, records.len()).await;
         for f in &back {
             let i = f.record.key.as_deref().and_then(|k| std::str::from_utf8(&k[4..]).ok()).unwrap().to_owned();
-            assert_eq!(f.record.headers.to_vec(), vec![kafka_wire::runtime::records::Header::new("i", Some(Bytes::from(i)))]);
+            assert_eq!(f.record.headers.to_vec(), vec![kwire::runtime::records::Header::new("i", Some(Bytes::from(i)))]);
         }
         let back: Vec<_> = back.iter().map(|f| (f.record.key.clone().unwrap(), f.record.value.clone().unwrap(), f.record.timestamp)).collect();
         assert_eq!(&back, records, "partition {p} reads back identically");

@@ -1,5 +1,5 @@
 //! Producer retries, metadata refreshes and the delivery timeout, against a broker double on
-//! kafka-wire's ServerCodec whose Produce answers are scripted.
+//! kwire's ServerCodec whose Produce answers are scripted.
 
 mod common;
 
@@ -7,14 +7,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kafka_wire::messages::{
+use kwire::messages::{
     api_versions_response::ApiVersion,
     metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic},
     produce_response::{PartitionProduceResponse, TopicProduceResponse},
     *,
 };
-use kafka_wire::{ApiKey, RequestKind, ResponseKind};
-use kafka_wire_client::{Client, ClientConfig, Error, Producer, ProducerConfig, ProducerRecord};
+use kwire::{ApiKey, RequestKind, ResponseKind};
+use kwire_client::{Client, ClientConfig, Error, Producer, ProducerConfig, ProducerRecord};
 
 #[derive(Default)]
 struct Script {
@@ -87,7 +87,7 @@ async fn broker(script: Arc<Script>) -> String {
                 if let (true, Some((_, d))) = (held, script.hold_and_fail) {
                     std::thread::sleep(d);
                 }
-                use kafka_wire::records::{Batch, RecordsField};
+                use kwire::records::{Batch, RecordsField};
                 let mut batch = None;
                 for b in p.topic_data[0].partition_data[0].records.batches() {
                     if let Ok(Batch::V2(b)) = b {

@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::Broker;
-use kafka_wire_client::{Admin, ConfigOp, ConfigResource, ConnectOptions, Connection, Sasl};
+use kwire_client::{Admin, ConfigOp, ConfigResource, ConnectOptions, Connection, Sasl};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_are_reauthenticated_on_a_real_broker() {
@@ -49,7 +49,7 @@ async fn check(addr: &str) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     let mut n = 0;
     while tokio::time::Instant::now() < deadline {
-        conn.request(kafka_wire::messages::MetadataRequest::default()).await.unwrap();
+        conn.request(kwire::messages::MetadataRequest::default()).await.unwrap();
         n += 1;
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

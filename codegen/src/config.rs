@@ -2,16 +2,16 @@
 //! manner of prost-build's `Config`, so that any crate's build script can run the generator.
 //!
 //! ```no_run
-//! // build.rs of a crate that depends on kafka-wire-runtime and needs two apis.
+//! // build.rs of a crate that depends on kwire-runtime and needs two apis.
 //! let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").unwrap());
-//! kafka_wire_codegen::Config::new()
+//! kwire_build::Config::new()
 //!     .api_keys([3, 18]) // Metadata, ApiVersions (and the headers and data specs)
-//!     .sample(kafka_wire_codegen::Gate::Never)
-//!     .json(kafka_wire_codegen::Gate::Never)
+//!     .sample(kwire_build::Gate::Never)
+//!     .json(kwire_build::Gate::Never)
 //!     .derive("Eq")
 //!     .generate_dir(&["specs/kafka-3.9.0".into()], &out)?;
 //! // src/lib.rs: include!(concat!(env!("OUT_DIR"), "/messages.rs"));
-//! # Ok::<(), kafka_wire_codegen::Error>(())
+//! # Ok::<(), kwire_build::Error>(())
 //! ```
 
 use std::collections::BTreeSet;
@@ -43,7 +43,7 @@ pub enum Include {
     Relative,
 }
 
-/// The generator's settings. [`Config::new`] gives what kafka-wire itself uses.
+/// The generator's settings. [`Config::new`] gives what kwire itself uses.
 #[derive(Debug, Clone)]
 pub struct Config {
     runtime: String,
@@ -59,7 +59,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            runtime: "::kafka_wire_runtime".into(),
+            runtime: "::kwire_runtime".into(),
             api_keys: None,
             sample: Gate::Feature("sample".into()),
             json: Gate::Feature("serde".into()),
@@ -72,14 +72,14 @@ impl Default for Config {
 }
 
 impl Config {
-    /// kafka-wire's own settings: runtime `::kafka_wire_runtime`, every api, `Sample` impls behind
+    /// kwire's own settings: runtime `::kwire_runtime`, every api, `Sample` impls behind
     /// feature `sample`, JSON behind `serde`, dispatch compiled in the including crate unless
     /// feature `precompiled`, views behind `views`, files included from `OUT_DIR`.
     pub fn new() -> Config {
         Config::default()
     }
 
-    /// The path of the runtime crate in the including crate (`::kafka_wire_runtime`, or a
+    /// The path of the runtime crate in the including crate (`::kwire_runtime`, or a
     /// re-export such as `::my_crate::rt`).
     pub fn runtime_crate(&mut self, path: &str) -> &mut Self {
         self.runtime = path.to_string();

@@ -1,18 +1,18 @@
-//! kafka-wire-codegen: reads Apache Kafka's JSON message specs and generates Rust types with
-//! versioned encode/decode for every api, built on `kafka-wire-runtime`.
+//! kwire-build: reads Apache Kafka's JSON message specs and generates Rust types with
+//! versioned encode/decode for every api, built on `kwire-runtime`.
 //!
 //! Three stages, each its own module: [`spec`] mirrors the JSON files, [`model`] lowers them into
 //! a validated model (checking the invariants Kafka's own generator checks), and [`emit`] turns
 //! the model into formatted Rust files.
 //!
 //! ```no_run
-//! let files = kafka_wire_codegen::generate_dir("specs/kafka-3.9.0".as_ref(), "out".as_ref())?;
-//! # Ok::<(), kafka_wire_codegen::Error>(())
+//! let files = kwire_build::generate_dir("specs/kafka-3.9.0".as_ref(), "out".as_ref())?;
+//! # Ok::<(), kwire_build::Error>(())
 //! ```
 //!
 //! The generated index (`messages.rs`) `include!`s the other files (from `OUT_DIR` by default),
 //! so the output is meant for a build script; the crate that includes it must depend on
-//! `kafka-wire-runtime`. A [`Config`] sets the runtime crate's path, which api keys to generate,
+//! `kwire-runtime`. A [`Config`] sets the runtime crate's path, which api keys to generate,
 //! the feature gates of the sample and JSON impls, extra derives and how files are included.
 #![warn(missing_docs)]
 

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use kafka_wire_codegen::{Config, Error, Gate, GeneratedFile, Include, INDEX_FILE};
+use kwire_build::{Config, Error, Gate, GeneratedFile, Include, INDEX_FILE};
 
 fn fixture() -> Vec<PathBuf> {
     vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snapshot")]
@@ -14,15 +14,15 @@ fn file<'f>(files: &'f [GeneratedFile], name: &str) -> &'f str {
 }
 
 #[test]
-fn defaults_are_kafka_wires_own() {
+fn defaults_are_kwires_own() {
     let with_config = Config::new().generate(&fixture()).unwrap();
-    let plain = kafka_wire_codegen::generate(&fixture()[0]).unwrap();
+    let plain = kwire_build::generate(&fixture()[0]).unwrap();
     assert_eq!(with_config.len(), plain.len());
     for (a, b) in with_config.iter().zip(&plain) {
         assert_eq!((&a.name, &a.content), (&b.name, &b.content));
     }
     let index = file(&with_config, INDEX_FILE);
-    assert!(index.contains("use ::kafka_wire_runtime as rt;"));
+    assert!(index.contains("use ::kwire_runtime as rt;"));
     assert!(index.contains(r#"include!(concat!(env!("OUT_DIR"), "/snapshot_request.rs"));"#));
     assert!(index.contains(r#"#[cfg_attr(not(feature = "precompiled"), inline)]"#));
     assert!(index.contains(r#"#[cfg(all(feature = "sample", feature = "serde"))]"#));

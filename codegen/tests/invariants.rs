@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use kafka_wire_codegen::model::{DefaultValue, FieldType, Model};
-use kafka_wire_codegen::{generate, load_model};
+use kwire_build::model::{DefaultValue, FieldType, Model};
+use kwire_build::{generate, load_model};
 
 /// A fresh directory under cargo's test scratch space holding `files` (name, text).
 fn spec_dir(files: &[(&str, &str)]) -> PathBuf {
@@ -552,7 +552,7 @@ fn empty_directory() {
 
 // ---- good specs with Kafka's quirks ----
 
-fn only_field(model: &Model) -> &kafka_wire_codegen::model::Field {
+fn only_field(model: &Model) -> &kwire_build::model::Field {
     &model.messages[0].structs[0].fields[0]
 }
 
@@ -734,7 +734,7 @@ fn header_versions_decide_the_generated_header_rule() {
     let req = api("request", "ThingRequest", 50, "0-3", r#", "headerVersions": {"0-1": "1", "2+": "2"}"#);
     let resp = api("response", "ThingResponse", 50, "0-3", r#", "headerVersions": {"0+": "0"}"#);
     let files = generate(&spec_dir(&[("ThingRequest.json", &req), ("ThingResponse.json", &resp)])).unwrap();
-    let index = files.iter().find(|f| f.name == kafka_wire_codegen::INDEX_FILE).unwrap();
+    let index = files.iter().find(|f| f.name == kwire_build::INDEX_FILE).unwrap();
     let code: String = index.content.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(code.contains("ApiKey::Thing if version >= 0 && version <= 1 => 1,"), "{code}");
     assert!(code.contains("ApiKey::Thing if version >= 2 => 2,"), "{code}");

@@ -1,12 +1,12 @@
 //! Every Apache Kafka release's spec set generates: the kafka-clients jars in
-//! `KAFKA_WIRE_RELEASE_JARS` (a folder; `scripts/releases.sh` fills it from Maven Central and
-//! then builds kafka-wire on the newest patch of each minor release), each alone and the oldest
+//! `KWIRE_RELEASE_JARS` (a folder; `scripts/releases.sh` fills it from Maven Central and
+//! then builds kwire on the newest patch of each minor release), each alone and the oldest
 //! merged with each newer one. Without the variable the test says so and passes, unless
-//! `KAFKA_WIRE_REQUIRE_RELEASES` is set (the script sets it).
+//! `KWIRE_REQUIRE_RELEASES` is set (the script sets it).
 
 use std::path::PathBuf;
 
-use kafka_wire_codegen::{generate, generate_merged, load_model};
+use kwire_build::{generate, generate_merged, load_model};
 
 /// `kafka-clients-2.4.0.jar` -> (2, 4, 0).
 fn version(jar: &std::path::Path) -> Option<(u32, u32, u32)> {
@@ -17,13 +17,13 @@ fn version(jar: &std::path::Path) -> Option<(u32, u32, u32)> {
 
 #[test]
 fn every_release_generates_alone_and_merged() {
-    let Some(dir) = std::env::var_os("KAFKA_WIRE_RELEASE_JARS") else {
-        assert!(std::env::var_os("KAFKA_WIRE_REQUIRE_RELEASES").is_none(), "KAFKA_WIRE_RELEASE_JARS is not set");
-        eprintln!("skipping: set KAFKA_WIRE_RELEASE_JARS to a folder of kafka-clients jars (scripts/releases.sh)");
+    let Some(dir) = std::env::var_os("KWIRE_RELEASE_JARS") else {
+        assert!(std::env::var_os("KWIRE_REQUIRE_RELEASES").is_none(), "KWIRE_RELEASE_JARS is not set");
+        eprintln!("skipping: set KWIRE_RELEASE_JARS to a folder of kafka-clients jars (scripts/releases.sh)");
         return;
     };
     let mut jars: Vec<(PathBuf, (u32, u32, u32))> = std::fs::read_dir(&dir)
-        .expect("KAFKA_WIRE_RELEASE_JARS is a folder")
+        .expect("KWIRE_RELEASE_JARS is a folder")
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter_map(|p| version(&p).map(|v| (p, v)))

@@ -2,20 +2,20 @@
 //! (`tests/fixtures/snapshot/`): a nullable field, a tagged field, a nested array of structs and a
 //! common struct. The expected files are in `tests/snapshots/`.
 //!
-//! The snapshots change only on request: run with `KAFKA_WIRE_UPDATE_SNAPSHOTS=1` to rewrite them
+//! The snapshots change only on request: run with `KWIRE_UPDATE_SNAPSHOTS=1` to rewrite them
 //! after a deliberate change to the generated code, then review the diff before committing. A
 //! missing or different snapshot is a failure otherwise, never rewritten silently.
 
 use std::path::Path;
 
-use kafka_wire_codegen::emit::module_name;
+use kwire_build::emit::module_name;
 
-const UPDATE_VAR: &str = "KAFKA_WIRE_UPDATE_SNAPSHOTS";
+const UPDATE_VAR: &str = "KWIRE_UPDATE_SNAPSHOTS";
 
 #[test]
 fn generated_code_matches_the_snapshots() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
-    let files = kafka_wire_codegen::generate(&root.join("fixtures/snapshot")).unwrap_or_else(|e| panic!("{e}"));
+    let files = kwire_build::generate(&root.join("fixtures/snapshot")).unwrap_or_else(|e| panic!("{e}"));
     let update = std::env::var(UPDATE_VAR).as_deref() == Ok("1");
     let mut failures = Vec::new();
     for message in ["SnapshotRequest", "SnapshotResponse"] {

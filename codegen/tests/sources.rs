@@ -5,8 +5,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use kafka_wire_codegen::spec::{find_source, release_name, SpecSource};
-use kafka_wire_codegen::{load_model, Model};
+use kwire_build::spec::{find_source, release_name, SpecSource};
+use kwire_build::{load_model, Model};
 
 fn shared(release: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/message-specs").join(release)

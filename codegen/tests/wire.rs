@@ -3,7 +3,7 @@
 //! each through its runtime module. A new row in the table is covered here without editing this
 //! test; the root crate's round-trip tests then compile the module calls against the runtime.
 
-use kafka_wire_codegen::wire::{DefaultKind, Fixed};
+use kwire_build::wire::{DefaultKind, Fixed};
 
 #[test]
 fn every_fixed_type_is_coded_through_its_runtime_module() {
@@ -18,7 +18,7 @@ fn every_fixed_type_is_coded_through_its_runtime_module() {
         fields.push(format!(r#"{{ "name": "Value{i}", "type": "{}", "versions": "0+"{default} }}"#, row.spec));
         fields.push(format!(r#"{{ "name": "Values{i}", "type": "[]{}", "versions": "1+" }}"#, row.spec));
     }
-    let dir = std::env::temp_dir().join(format!("kafka-wire-codegen-wire-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("kwire-build-wire-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let spec = |kind: &str, name: &str| {
         format!(
@@ -29,7 +29,7 @@ fn every_fixed_type_is_coded_through_its_runtime_module() {
     };
     std::fs::write(dir.join("WireTypesRequest.json"), spec("request", "WireTypesRequest")).unwrap();
     std::fs::write(dir.join("WireTypesResponse.json"), spec("response", "WireTypesResponse")).unwrap();
-    let files = kafka_wire_codegen::generate(&dir);
+    let files = kwire_build::generate(&dir);
     std::fs::remove_dir_all(&dir).unwrap();
     let files = files.unwrap_or_else(|e| panic!("{e}"));
     let code = &files.iter().find(|f| f.name == "wire_types_request.rs").expect("request file").content;

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 
-use kafka_wire::Uuid;
+use kwire::Uuid;
 use tokio::sync::Notify;
 
 use crate::groups::Groups;
@@ -42,7 +42,7 @@ impl Default for Config {
 /// The node id of this broker, its controller id and the leader of every partition.
 pub const NODE_ID: i32 = 0;
 /// The cluster id reported in Metadata.
-pub const CLUSTER_ID: &str = "kafka-wire-mini-broker";
+pub const CLUSTER_ID: &str = "kwire-mini-broker";
 /// The leader epoch of every partition: leadership never moves.
 pub const LEADER_EPOCH: i32 = 0;
 

@@ -4,9 +4,9 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use kafka_wire::codec::{FrameDecoder, RequestFrame, OutboundResponse, ServerCodec};
-use kafka_wire::messages::{SaslAuthenticateResponse, SaslHandshakeResponse};
-use kafka_wire::{ApiKey, ByteString, Bytes, BytesMut, RequestKind, ResponseKind};
+use kwire::codec::{FrameDecoder, RequestFrame, OutboundResponse, ServerCodec};
+use kwire::messages::{SaslAuthenticateResponse, SaslHandshakeResponse};
+use kwire::{ApiKey, ByteString, Bytes, BytesMut, RequestKind, ResponseKind};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

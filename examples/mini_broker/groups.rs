@@ -5,11 +5,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kafka_wire::messages::{
+use kwire::messages::{
     join_group_response::JoinGroupResponseMember, leave_group_response::MemberResponse, offset_commit_response,
     offset_fetch_response, *,
 };
-use kafka_wire::{ByteString, Bytes};
+use kwire::{ByteString, Bytes};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 

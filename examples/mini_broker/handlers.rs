@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use kafka_wire::messages::{
+use kwire::messages::{
     api_versions_response::ApiVersion, create_topics_response::CreatableTopicResult, fetch_response,
     list_offsets_response, metadata_response, offset_for_leader_epoch_response, produce_response, *,
 };
-use kafka_wire::{smallvec, ApiKey, ByteString, Bytes, BytesMut, ResponseKind, SmallVec, VersionRange};
+use kwire::{smallvec, ApiKey, ByteString, Bytes, BytesMut, ResponseKind, SmallVec, VersionRange};
 use tokio::time::Instant;
 
 use crate::broker::{errors, Broker, CLUSTER_ID, LEADER_EPOCH, NODE_ID};
@@ -73,7 +73,7 @@ pub fn metadata(broker: &Broker, req: &MetadataRequest, version: i16) -> Metadat
     }];
     let mut topics = broker.topics();
     // v0 asks for every topic with an empty list, later versions with null.
-    let names: Vec<(Option<String>, kafka_wire::Uuid)> = match &req.topics {
+    let names: Vec<(Option<String>, kwire::Uuid)> = match &req.topics {
         None => topics.by_name.iter().map(|(n, t)| (Some(n.clone()), t.id)).collect(),
         Some(list) if list.is_empty() && version == 0 => {
             topics.by_name.iter().map(|(n, t)| (Some(n.clone()), t.id)).collect()
@@ -132,7 +132,7 @@ pub fn metadata(broker: &Broker, req: &MetadataRequest, version: i16) -> Metadat
         out.push(metadata_response::MetadataResponseTopic {
             error_code: errors::NONE,
             name: Some(s(&name)),
-            topic_id: if version >= 10 { topic.id } else { kafka_wire::Uuid::ZERO },
+            topic_id: if version >= 10 { topic.id } else { kwire::Uuid::ZERO },
             is_internal: false,
             partitions,
             ..Default::default()
@@ -165,7 +165,7 @@ pub fn create_topics(broker: &Broker, req: &CreateTopicsRequest, version: i16) -
         };
         let mut result = CreatableTopicResult { name: t.name.clone(), error_code: error, ..Default::default() };
         if error == errors::NONE {
-            let id = if req.validate_only { kafka_wire::Uuid::ZERO } else { topics.create(&t.name, partitions).id };
+            let id = if req.validate_only { kwire::Uuid::ZERO } else { topics.create(&t.name, partitions).id };
             if version >= 5 {
                 result.num_partitions = partitions;
                 result.replication_factor = 1;
@@ -314,7 +314,7 @@ fn fetch_once(broker: &Broker, req: &FetchRequest, version: i16) -> (FetchRespon
         }
         responses.push(fetch_response::FetchableTopicResponse {
             topic: if version >= 13 { ByteString::new() } else { t.topic.clone() },
-            topic_id: if version >= 13 { t.topic_id } else { kafka_wire::Uuid::ZERO },
+            topic_id: if version >= 13 { t.topic_id } else { kwire::Uuid::ZERO },
             partitions,
             ..Default::default()
         });

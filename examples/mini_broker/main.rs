@@ -1,5 +1,5 @@
-//! A single-node, in-memory Kafka broker built only on kafka-wire's generated types and its
-//! connection codec, for testing real clients against kafka-wire.
+//! A single-node, in-memory Kafka broker built only on kwire's generated types and its
+//! connection codec, for testing real clients against kwire.
 //!
 //! ```sh
 //! cargo run --release --example mini_broker -- --listen 127.0.0.1:9092 [--sasl-plain USER:PASS] [--verbose]

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use kafka_wire::runtime::records::{Batch, Batches, Compression, MAGIC_OFFSET};
-use kafka_wire::{Bytes, BytesMut, Uuid};
+use kwire::runtime::records::{Batch, Batches, Compression, MAGIC_OFFSET};
+use kwire::{Bytes, BytesMut, Uuid};
 
 use crate::broker::{errors, random_uuid};
 

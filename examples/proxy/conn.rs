@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use kafka_wire::codec::RequestFrame;
-use kafka_wire::{ApiKey, Bytes, BytesMut};
+use kwire::codec::RequestFrame;
+use kwire::{ApiKey, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
@@ -206,8 +206,8 @@ fn uvarint(bytes: &[u8]) -> Option<(u64, usize)> {
 
 #[cfg(test)]
 mod tests {
-    use kafka_wire::messages::ProduceRequest;
-    use kafka_wire::Message;
+    use kwire::messages::ProduceRequest;
+    use kwire::Message;
 
     use super::produce_acks;
 

@@ -1,4 +1,4 @@
-//! A Kafka proxy on kafka-wire: one local listener per broker, every broker endpoint in every
+//! A Kafka proxy on kwire: one local listener per broker, every broker endpoint in every
 //! response rewritten to the listener standing for it (so clients keep talking through the
 //! proxy), ApiVersions mediated to what this build decodes, everything else passed on byte for
 //! byte, and optionally a tenant's topic names prefixed on the way to the broker and stripped on
@@ -45,8 +45,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kafka_wire::codec::Selection;
-use kafka_wire::ApiKey;
+use kwire::codec::Selection;
+use kwire::ApiKey;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
@@ -228,7 +228,7 @@ pub enum ProxyError {
         max: usize,
     },
     /// A request header that does not parse.
-    Header(kafka_wire::codec::CodecError),
+    Header(kwire::codec::CodecError),
     /// A body the proxy had to decode that does not.
     Decode {
         /// Request or response.
@@ -238,12 +238,12 @@ pub enum ProxyError {
         /// Its version.
         version: i16,
         /// The error.
-        source: kafka_wire::DecodeError,
+        source: kwire::DecodeError,
     },
     /// A rewritten message that does not encode.
-    Encode(kafka_wire::EncodeError),
+    Encode(kwire::EncodeError),
     /// The proxy's own answer (KIP-511) that does not encode.
-    Answer(kafka_wire::codec::CodecError),
+    Answer(kwire::codec::CodecError),
     /// A response to no request in flight.
     UnexpectedResponse(i32),
     /// A response frame too short for its header.

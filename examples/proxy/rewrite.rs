@@ -6,10 +6,10 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use kafka_wire::codec::{decode_response_body, RequestFrame};
-use kafka_wire::messages::ResponseHeader;
-use kafka_wire::negotiate::{mediate, NegotiateOptions};
-use kafka_wire::{ApiKey, Bytes, Decode, EntityMut, EntityType, RequestKind, ResponseKind, Uuid, Visit};
+use kwire::codec::{decode_response_body, RequestFrame};
+use kwire::messages::ResponseHeader;
+use kwire::negotiate::{mediate, NegotiateOptions};
+use kwire::{ApiKey, Bytes, Decode, EntityMut, EntityType, RequestKind, ResponseKind, Uuid, Visit};
 
 use crate::{ProxyError, Shared};
 
@@ -117,7 +117,7 @@ pub fn request(tenant: &Tenant, request: &RequestFrame, payload: &Bytes) -> Resu
         _ => {}
     });
     drop(ids);
-    topic_resources!(&mut body, |name: &mut kafka_wire::ByteString| {
+    topic_resources!(&mut body, |name: &mut kwire::ByteString| {
         *name = format!("{}{}", tenant.prefix, &**name).into();
         changed = true;
     },
@@ -171,7 +171,7 @@ pub fn response(shared: &Arc<Shared>, api: ApiKey, version: i16, payload: &Bytes
     }
     if let Some(tenant) = &shared.tenant {
         changed |= tenant.learn_and_filter(&mut body);
-        let mut strip = |name: &mut kafka_wire::ByteString| {
+        let mut strip = |name: &mut kwire::ByteString| {
             if let Some(ours) = name.strip_prefix(tenant.prefix.as_str()) {
                 *name = ours.to_string().into();
                 changed = true;
@@ -203,7 +203,7 @@ fn header_bytes(payload: &Bytes, body_len: usize) -> Result<&[u8], ProxyError> {
 
 fn reencode(
     header: &[u8],
-    encode: impl FnOnce(&mut Vec<u8>) -> Result<(), kafka_wire::EncodeError>,
+    encode: impl FnOnce(&mut Vec<u8>) -> Result<(), kwire::EncodeError>,
 ) -> Result<Option<Vec<u8>>, ProxyError> {
     let mut out = Vec::with_capacity(header.len() + 256);
     out.extend_from_slice(header);

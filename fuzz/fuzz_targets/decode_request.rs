@@ -1,3 +1,3 @@
 #![no_main]
-// See kafka_wire_fuzz::decode_request for what this target checks.
-libfuzzer_sys::fuzz_target!(|data: &[u8]| kafka_wire_fuzz::decode_request(data));
+// See kwire_fuzz::decode_request for what this target checks.
+libfuzzer_sys::fuzz_target!(|data: &[u8]| kwire_fuzz::decode_request(data));

@@ -1,3 +1,3 @@
 #![no_main]
-// See kafka_wire_fuzz::roundtrip for what this target checks.
-libfuzzer_sys::fuzz_target!(|data: &[u8]| kafka_wire_fuzz::roundtrip(data));
+// See kwire_fuzz::roundtrip for what this target checks.
+libfuzzer_sys::fuzz_target!(|data: &[u8]| kwire_fuzz::roundtrip(data));

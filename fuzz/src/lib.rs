@@ -1,4 +1,4 @@
-//! Fuzz targets for kafka-wire's decoders: what each target does is in `targets.rs` (shared with
+//! Fuzz targets for kwire's decoders: what each target does is in `targets.rs` (shared with
 //! the root crate's `tests/fuzz_corpus.rs`, which replays the seeds on stable Rust), the seed
 //! corpus in `seeds.rs`.
 

@@ -3,11 +3,11 @@
 //! each target in `targets.rs` expects. Generated rather than committed, so the corpus follows
 //! the specs the crate is built from.
 
-use kafka_wire::header;
-use kafka_wire::messages::{visit_messages, RequestHeader, ResponseHeader};
-use kafka_wire::runtime::records::{Compression, LegacyBuilder, Record, RecordBatchBuilder};
-use kafka_wire::runtime::sample::{MessageVisitor, Sample, SampleRng};
-use kafka_wire::{ApiKey, Bytes, Encode, Message};
+use kwire::header;
+use kwire::messages::{visit_messages, RequestHeader, ResponseHeader};
+use kwire::runtime::records::{Compression, LegacyBuilder, Record, RecordBatchBuilder};
+use kwire::runtime::sample::{MessageVisitor, Sample, SampleRng};
+use kwire::{ApiKey, Bytes, Encode, Message};
 
 use super::targets::selector;
 

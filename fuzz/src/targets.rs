@@ -5,10 +5,10 @@
 //! Every function must return normally for any input: a panic is a bug, either a decoder that
 //! panics on hostile bytes or a broken invariant asserted here.
 
-use kafka_wire::codec::{ClientCodec, RequestFrame, ServerCodec};
-use kafka_wire::runtime::limits::DecodeLimits;
-use kafka_wire::runtime::records::{Batch, Batches, DecodeOptions};
-use kafka_wire::{ApiKey, Bytes, BytesMut, RequestKind, ResponseKind};
+use kwire::codec::{ClientCodec, RequestFrame, ServerCodec};
+use kwire::runtime::limits::DecodeLimits;
+use kwire::runtime::records::{Batch, Batches, DecodeOptions};
+use kwire::{ApiKey, Bytes, BytesMut, RequestKind, ResponseKind};
 
 /// Limits for the targets: the defaults, but with frames and inflated batches small enough that a
 /// decompression bomb costs milliseconds, not seconds.
@@ -175,7 +175,7 @@ pub fn views(data: &[u8]) {
     let Some((key, version, body)) = select(rest) else { return };
     let kind = if dir & 1 == 0 { "Request" } else { "Response" };
     let name = format!("{}{kind}", key.info().name);
-    LIMITS.scope(|| kafka_wire::messages::visit_view_messages(&mut SameOutcome { name: &name, version, body }));
+    LIMITS.scope(|| kwire::messages::visit_view_messages(&mut SameOutcome { name: &name, version, body }));
 }
 
 struct SameOutcome<'a> {
@@ -184,16 +184,16 @@ struct SameOutcome<'a> {
     body: &'a [u8],
 }
 
-impl kafka_wire::runtime::sample::ViewMessageVisitor for SameOutcome<'_> {
-    fn visit<M: kafka_wire::Message + kafka_wire::runtime::sample::Sample + kafka_wire::Viewed>(&mut self) {
-        use kafka_wire::{IntoOwned, MessageView};
+impl kwire::runtime::sample::ViewMessageVisitor for SameOutcome<'_> {
+    fn visit<M: kwire::Message + kwire::runtime::sample::Sample + kwire::Viewed>(&mut self) {
+        use kwire::{IntoOwned, MessageView};
         if M::NAME != self.name {
             return;
         }
         let owned = M::decode(&mut Bytes::copy_from_slice(self.body), self.version);
         let mut slice = self.body;
         let view = <M::View<'_> as MessageView<'_>>::decode(&mut slice, self.version);
-        let describe = |e: &kafka_wire::DecodeError| format!("{:?} {:?} {:?} {}", e.kind(), e.message(), e.offset(), e.path_string());
+        let describe = |e: &kwire::DecodeError| format!("{:?} {:?} {:?} {}", e.kind(), e.message(), e.offset(), e.path_string());
         match (owned, view) {
             (Ok(o), Ok(v)) => {
                 let back = v.into_owned();

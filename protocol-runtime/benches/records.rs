@@ -2,16 +2,16 @@
 //! header), uncompressed and per codec, next to the `kafka-protocol` crate's records module in
 //! the same groups.
 //!
-//! `cargo bench -p kafka-wire-runtime --bench records`
+//! `cargo bench -p kwire-runtime --bench records`
 //!
-//! Decode ids: `kafka-wire` materialises every record into a `Vec<Record>` (as kafka-protocol
-//! does); `kafka-wire-lazy` walks the records without collecting them.
+//! Decode ids: `kwire` materialises every record into a `Vec<Record>` (as kafka-protocol
+//! does); `kwire-lazy` walks the records without collecting them.
 
 use bytes::{Bytes, BytesMut};
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records as kp;
-use kafka_wire_runtime::records::{Batch, Batches, Compression, Record, RecordBatchBuilder};
+use kwire_runtime::records::{Batch, Batches, Compression, Record, RecordBatchBuilder};
 
 const N: usize = 1000;
 
@@ -75,7 +75,7 @@ fn bench(c: &mut Criterion) {
 
         let mut g = c.benchmark_group(format!("records/encode/{codec}"));
         g.throughput(Throughput::Elements(N as u64));
-        g.bench_function(BenchmarkId::new("kafka-wire", codec), |b| {
+        g.bench_function(BenchmarkId::new("kwire", codec), |b| {
             let mut out = Vec::with_capacity(encoded.len() * 2);
             b.iter(|| {
                 out.clear();
@@ -98,11 +98,11 @@ fn bench(c: &mut Criterion) {
         kp::RecordBatchEncoder::encode(&mut theirs_encoded, &their_records, &opts).unwrap();
         let theirs_encoded = theirs_encoded.freeze();
         assert_eq!(kp::RecordBatchDecoder::decode(&mut encoded.clone()).unwrap().records.len(), N);
-        assert_eq!(kafka_wire_runtime::records::decode_all(theirs_encoded, &Default::default()).unwrap().0.len(), N);
+        assert_eq!(kwire_runtime::records::decode_all(theirs_encoded, &Default::default()).unwrap().0.len(), N);
 
         let mut g = c.benchmark_group(format!("records/decode/{codec}"));
         g.throughput(Throughput::Elements(N as u64));
-        g.bench_function(BenchmarkId::new("kafka-wire", codec), |b| {
+        g.bench_function(BenchmarkId::new("kwire", codec), |b| {
             b.iter(|| {
                 let mut all = Vec::with_capacity(N);
                 for batch in Batches::new(black_box(encoded.clone())) {
@@ -114,7 +114,7 @@ fn bench(c: &mut Criterion) {
                 black_box(all.len())
             })
         });
-        g.bench_function(BenchmarkId::new("kafka-wire-lazy", codec), |b| {
+        g.bench_function(BenchmarkId::new("kwire-lazy", codec), |b| {
             b.iter(|| {
                 let mut n = 0usize;
                 for batch in Batches::new(black_box(encoded.clone())) {

@@ -1,7 +1,7 @@
 //! One module per wire type, each with the same functions, for generated code: `read`, `write`
 //! and `len`, plus `read_nullable`, `write_nullable` and `len_nullable` where the type can be
 //! null, with a `compact` argument where the type has a length prefix. The codegen's wire-type
-//! table (`kafka_wire_codegen::wire`) names these modules; each module has a property round-trip
+//! table (`kwire_build::wire`) names these modules; each module has a property round-trip
 //! test.
 //!
 //! Not public API: generated code calls it; use the message types' `Encode` / `Decode` instead.

@@ -1,4 +1,4 @@
-//! Runtime for kafka-wire: the wire primitives, traits and errors the generated Kafka messages
+//! Runtime for kwire: the wire primitives, traits and errors the generated Kafka messages
 //! are built on. It holds no generated code.
 //!
 //! Everything decodes from [`bytes::Bytes`] without copying and encodes into any

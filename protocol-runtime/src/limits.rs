@@ -10,17 +10,17 @@
 //! one thread-local load and one compare.
 //!
 //! ```
-//! use kafka_wire_runtime::limits::{decode_with_limits, DecodeLimits};
-//! use kafka_wire_runtime::{array, Bytes, DecodeErrorKind};
+//! use kwire_runtime::limits::{decode_with_limits, DecodeLimits};
+//! use kwire_runtime::{array, Bytes, DecodeErrorKind};
 //!
 //! // An array of 3 int32s is fine by default, but not when arrays may hold at most 2 elements.
 //! let wire = Bytes::from_static(&[0, 0, 0, 3, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3]);
-//! let read = |mut b: Bytes| array::read_array(&mut b, false, kafka_wire_runtime::primitive::read_i32);
+//! let read = |mut b: Bytes| array::read_array(&mut b, false, kwire_runtime::primitive::read_i32);
 //! assert_eq!(read(wire.clone())?, [1, 2, 3]);
 //! let strict = DecodeLimits { max_array_len: 2, ..DecodeLimits::default() };
 //! let err = decode_with_limits(&strict, || read(wire)).unwrap_err();
 //! assert!(matches!(err.kind(), DecodeErrorKind::LimitExceeded { .. }));
-//! # Ok::<(), kafka_wire_runtime::DecodeError>(())
+//! # Ok::<(), kwire_runtime::DecodeError>(())
 //! ```
 
 use std::cell::Cell;

@@ -2,11 +2,11 @@
 //! (https://kafka.apache.org/documentation/#recordbatch and #messageset), plus truncated tails,
 //! CRC mismatches, control batches and the decompression limit.
 
-use kafka_wire_runtime::records::{
+use kwire_runtime::records::{
     decode_all, Batch, Batches, Compression, ControlRecord, ControlRecordType, DecodeOptions, Header, LegacyBuilder,
     Record, RecordBatchBuilder, TimestampType,
 };
-use kafka_wire_runtime::{Bytes, DecodeErrorKind, RecordsError};
+use kwire_runtime::{Bytes, DecodeErrorKind, RecordsError};
 
 fn b(s: &'static str) -> Option<Bytes> {
     Some(Bytes::from_static(s.as_bytes()))

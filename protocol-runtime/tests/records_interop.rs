@@ -6,28 +6,28 @@
 //!
 //! The vectors are generated at test time; nothing third-party is committed. The tests need
 //! Python 3 with the packages listed in `tests/interop/records/README.md`; without them (or with
-//! `KAFKA_WIRE_SKIP_INTEROP=1`) they skip with a notice, unless `KAFKA_WIRE_REQUIRE_CLIENTS` is set. `KAFKA_WIRE_PYTHON` names the
+//! `KWIRE_SKIP_INTEROP=1`) they skip with a notice, unless `KWIRE_REQUIRE_CLIENTS` is set. `KWIRE_PYTHON` names the
 //! interpreter (default `python3`).
 
 use std::path::PathBuf;
 use std::process::Command;
 
-use kafka_wire_runtime::records::{Batch, Batches, Compression, Header, LegacyBuilder, Record, RecordBatchBuilder};
-use kafka_wire_runtime::Bytes;
+use kwire_runtime::records::{Batch, Batches, Compression, Header, LegacyBuilder, Record, RecordBatchBuilder};
+use kwire_runtime::Bytes;
 
 fn skip(test: &str) -> bool {
-    if std::env::var("KAFKA_WIRE_SKIP_INTEROP").as_deref() == Ok("1") {
-        println!("NOTICE: {test} skipped (KAFKA_WIRE_SKIP_INTEROP=1)");
+    if std::env::var("KWIRE_SKIP_INTEROP").as_deref() == Ok("1") {
+        println!("NOTICE: {test} skipped (KWIRE_SKIP_INTEROP=1)");
         return true;
     }
     // A newcomer's machine may lack the Python packages: say what to install, unless CI
-    // (KAFKA_WIRE_REQUIRE_CLIENTS) requires them.
+    // (KWIRE_REQUIRE_CLIENTS) requires them.
     let probe = "import kafka, confluent_kafka, snappy, lz4, zstandard, xxhash";
-    let py = std::env::var("KAFKA_WIRE_PYTHON").unwrap_or_else(|_| "python3".to_string());
+    let py = std::env::var("KWIRE_PYTHON").unwrap_or_else(|_| "python3".to_string());
     let ok = Command::new(&py).args(["-c", probe]).output().is_ok_and(|o| o.status.success());
     if !ok {
         let what = format!("`{py} -c \"{probe}\"` fails: install the packages in tests/interop/records/README.md (.ci/run does)");
-        assert!(std::env::var_os("KAFKA_WIRE_REQUIRE_CLIENTS").is_none(), "{what}");
+        assert!(std::env::var_os("KWIRE_REQUIRE_CLIENTS").is_none(), "{what}");
         println!("NOTICE: {test} skipped: {what}");
     }
     !ok
@@ -38,12 +38,12 @@ fn script_dir() -> PathBuf {
 }
 
 fn python(args: &[&str]) -> (bool, String, String) {
-    let py = std::env::var("KAFKA_WIRE_PYTHON").unwrap_or_else(|_| "python3".to_string());
+    let py = std::env::var("KWIRE_PYTHON").unwrap_or_else(|_| "python3".to_string());
     let out = Command::new(&py)
         .args(args)
         .current_dir(script_dir())
         .output()
-        .unwrap_or_else(|e| panic!("cannot run {py} (set KAFKA_WIRE_SKIP_INTEROP=1 to skip interop tests): {e}"));
+        .unwrap_or_else(|e| panic!("cannot run {py} (set KWIRE_SKIP_INTEROP=1 to skip interop tests): {e}"));
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -244,7 +244,7 @@ fn our_batches_are_read_by_kafka_python() {
         for r in &records {
             b.append(r.clone()).unwrap();
         }
-        write_case(&mut text, &format!("kafka-wire-v2-{c}"), 2, c, &b.build().unwrap(), &records);
+        write_case(&mut text, &format!("kwire-v2-{c}"), 2, c, &b.build().unwrap(), &records);
         n += 1;
         if c == Compression::Zstd {
             continue;
@@ -258,11 +258,11 @@ fn our_batches_are_read_by_kafka_python() {
             if magic == 0 {
                 records.iter_mut().for_each(|r| r.timestamp = -1);
             }
-            write_case(&mut text, &format!("kafka-wire-v{magic}-{c}"), magic, c, &l.build().unwrap(), &records);
+            write_case(&mut text, &format!("kwire-v{magic}-{c}"), magic, c, &l.build().unwrap(), &records);
             n += 1;
         }
     }
-    let path = std::env::temp_dir().join(format!("kafka-wire-records-{}.txt", std::process::id()));
+    let path = std::env::temp_dir().join(format!("kwire-records-{}.txt", std::process::id()));
     std::fs::write(&path, &text).unwrap();
     let (ok, stdout, stderr) = python(&["kafka_python_records.py", "read", path.to_str().unwrap()]);
     let _ = std::fs::remove_file(&path);

@@ -1,10 +1,10 @@
 //! Property tests: random record sets round-trip through every codec and both batch formats,
 //! and hostile input never panics.
 
-use kafka_wire_runtime::records::{
+use kwire_runtime::records::{
     Batch, Batches, Compression, DecodeOptions, Header, LegacyBuilder, Record, RecordBatchBuilder,
 };
-use kafka_wire_runtime::Bytes;
+use kwire_runtime::Bytes;
 use proptest::prelude::*;
 
 fn opt_bytes(max: usize) -> impl Strategy<Value = Option<Bytes>> {

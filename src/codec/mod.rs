@@ -22,9 +22,9 @@
 //! buffered for it, and every failure is a [`CodecError`].
 //!
 //! ```
-//! use kafka_wire::codec::{ClientCodec, OutboundRequest, ServerCodec, OutboundResponse};
-//! use kafka_wire::messages::{ApiVersionsRequest, ApiVersionsResponse};
-//! use kafka_wire::{ApiKey, BytesMut, ResponseKind};
+//! use kwire::codec::{ClientCodec, OutboundRequest, ServerCodec, OutboundResponse};
+//! use kwire::messages::{ApiVersionsRequest, ApiVersionsResponse};
+//! use kwire::{ApiKey, BytesMut, ResponseKind};
 //!
 //! let (mut client, mut server) = (ClientCodec::new(), ServerCodec::new());
 //! let mut wire = BytesMut::new();
@@ -38,7 +38,7 @@
 //!
 //! let response = client.decode_response(&mut wire)?.expect("a whole frame");
 //! assert!(matches!(response.body, ResponseKind::ApiVersions(_)));
-//! # Ok::<(), kafka_wire::codec::CodecError>(())
+//! # Ok::<(), kwire::codec::CodecError>(())
 //! ```
 
 mod client;

@@ -20,7 +20,7 @@ pub fn example_binary(name: &str) -> PathBuf {
     let path = profile_dir.join("examples").join(name);
     assert!(
         path.exists(),
-        "{} is missing: `cargo test` builds it (it needs the `tokio` feature, which the dev-dependency on kafka-wire enables); \
+        "{} is missing: `cargo test` builds it (it needs the `tokio` feature, which the dev-dependency on kwire enables); \
          or run `cargo build --example {name} --features tokio`",
         path.display()
     );
@@ -29,7 +29,7 @@ pub fn example_binary(name: &str) -> PathBuf {
 
 /// Skips (returns true, with a note) when a real-client test's tool is missing: the probe
 /// cannot start or does not succeed (`python3 -c "import kafka"` without kafka-python). Unless
-/// KAFKA_WIRE_REQUIRE_CLIENTS is set (CI sets it: there a missing tool is a failure).
+/// KWIRE_REQUIRE_CLIENTS is set (CI sets it: there a missing tool is a failure).
 pub fn missing_tool(program: &str, probe: &[&str]) -> bool {
     let ok = Command::new(program)
         .args(probe)
@@ -39,7 +39,7 @@ pub fn missing_tool(program: &str, probe: &[&str]) -> bool {
         .is_ok_and(|s| s.success());
     if !ok {
         let what = format!("`{program} {}` fails: install what .ci/run installs for it", probe.join(" "));
-        assert!(std::env::var_os("KAFKA_WIRE_REQUIRE_CLIENTS").is_none(), "{what}");
+        assert!(std::env::var_os("KWIRE_REQUIRE_CLIENTS").is_none(), "{what}");
         eprintln!("skipping: {what}");
     }
     !ok
@@ -183,13 +183,13 @@ pub fn record_versions(test: &str, versions: &BTreeMap<String, BTreeSet<i16>>) {
 }
 
 /// The compression codecs of the batches a plain Fetch (v11, from offset 0) returns for
-/// partition 0 of `topic`, read with kafka-wire's own codec over a blocking socket.
+/// partition 0 of `topic`, read with kwire's own codec over a blocking socket.
 pub fn stored_codecs(addr: &str, topic: &str) -> BTreeSet<String> {
-    use kafka_wire::codec::{ClientCodec, OutboundRequest};
-    use kafka_wire::messages::fetch_request::{FetchPartition, FetchTopic};
-    use kafka_wire::messages::FetchRequest;
-    use kafka_wire::runtime::records::Batches;
-    use kafka_wire::{ApiKey, ByteString, BytesMut, ResponseKind};
+    use kwire::codec::{ClientCodec, OutboundRequest};
+    use kwire::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kwire::messages::FetchRequest;
+    use kwire::runtime::records::Batches;
+    use kwire::{ApiKey, ByteString, BytesMut, ResponseKind};
     use std::io::{Read, Write};
 
     let mut stream = std::net::TcpStream::connect(addr).expect("connect");
@@ -221,6 +221,6 @@ pub fn stored_codecs(addr: &str, topic: &str) -> BTreeSet<String> {
         buf.extend_from_slice(&chunk[..n]);
     };
     let ResponseKind::Fetch(fetch) = response.body else { panic!("not a Fetch response") };
-    let records = Option::<kafka_wire::Bytes>::from(fetch.responses[0].partitions[0].records.clone()).unwrap_or_default();
+    let records = Option::<kwire::Bytes>::from(fetch.responses[0].partitions[0].records.clone()).unwrap_or_default();
     Batches::new(records).map(|b| b.expect("batch").compression().map(|c| c.name().to_owned()).unwrap_or_default()).collect()
 }

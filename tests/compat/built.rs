@@ -1,6 +1,6 @@
 //! Direction (b): values built with kafka-protocol's own types (its `Default` plus field
 //! assignments, with per-version conditions from the specs), encoded by kafka-protocol,
-//! decoded and re-encoded by kafka-wire. Every field present at a version gets a non-default
+//! decoded and re-encoded by kwire. Every field present at a version gets a non-default
 //! value; flexible versions also carry unknown tagged fields (kafka-protocol keeps them in a
 //! `BTreeMap`, so they are written in tag order, as Kafka does).
 
@@ -703,25 +703,25 @@ fn kp_bytes(value: Result<RequestKind, ResponseKind>, version: i16) -> Result<By
     Ok(out.freeze())
 }
 
-/// kafka-wire decodes all of `bytes` and re-encodes; the bytes must come back identical.
+/// kwire decodes all of `bytes` and re-encodes; the bytes must come back identical.
 fn kw_round_trip(key: i16, request: bool, version: i16, bytes: &Bytes) -> Outcome {
     let mut input = bytes.clone();
     let again = if request {
-        kafka_wire::RequestKind::decode(&mut input, key, version).map_err(|e| e.to_string()).and_then(|m| {
+        kwire::RequestKind::decode(&mut input, key, version).map_err(|e| e.to_string()).and_then(|m| {
             let mut out = BytesMut::new();
             m.encode(&mut out, version).map(|()| out.freeze()).map_err(|e| e.to_string())
         })
     } else {
-        kafka_wire::ResponseKind::decode(&mut input, key, version).map_err(|e| e.to_string()).and_then(|m| {
+        kwire::ResponseKind::decode(&mut input, key, version).map_err(|e| e.to_string()).and_then(|m| {
             let mut out = BytesMut::new();
             m.encode(&mut out, version).map(|()| out.freeze()).map_err(|e| e.to_string())
         })
     };
     match again {
-        Err(e) => Outcome::Differs { detail: format!("kafka-wire: {e}") },
-        Ok(_) if !input.is_empty() => Outcome::Differs { detail: format!("kafka-wire decode left {} bytes unread", input.len()) },
+        Err(e) => Outcome::Differs { detail: format!("kwire: {e}") },
+        Ok(_) if !input.is_empty() => Outcome::Differs { detail: format!("kwire decode left {} bytes unread", input.len()) },
         Ok(ours) if ours == *bytes => Outcome::Agrees { seeds: 1 },
-        Ok(ours) => Outcome::Differs { detail: first_difference(bytes, &ours, ("kafka-protocol", "kafka-wire")) },
+        Ok(ours) => Outcome::Differs { detail: first_difference(bytes, &ours, ("kafka-protocol", "kwire")) },
     }
 }
 
@@ -731,7 +731,7 @@ pub fn run() -> (Vec<Row>, Vec<String>) {
     let mut rows = Vec::new();
     let mut builder_bugs = Vec::new();
     for &(key, build_request, build_response) in BUILT {
-        let Some(ours) = kafka_wire::ApiKey::from_i16(key) else { continue };
+        let Some(ours) = kwire::ApiKey::from_i16(key) else { continue };
         let ours_range = ours.info().valid;
         for request in [true, false] {
             let Some((lo, hi)) = super::forward::kp_versions(key, request) else { continue };

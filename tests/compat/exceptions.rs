@@ -1,13 +1,13 @@
-//! Every disagreement between kafka-wire and kafka-protocol, with which side deviates from
+//! Every disagreement between kwire and kafka-protocol, with which side deviates from
 //! Kafka's Java code and the evidence. The matrix test fails on a disagreement not listed
 //! here and on an entry that no longer matches any disagreement.
 
 /// Which way the bytes went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
-    /// (a) kafka-wire encodes, kafka-protocol decodes and re-encodes.
+    /// (a) kwire encodes, kafka-protocol decodes and re-encodes.
     Forward,
-    /// (b) kafka-protocol encodes, kafka-wire decodes and re-encodes.
+    /// (b) kafka-protocol encodes, kwire decodes and re-encodes.
     Reverse,
 }
 
@@ -18,7 +18,7 @@ pub struct Exception {
     /// Inclusive version range.
     pub versions: (i16, i16),
     pub direction: Direction,
-    /// `kafka-wire` or `kafka-protocol`.
+    /// `kwire` or `kafka-protocol`.
     pub deviates: &'static str,
     pub explanation: &'static str,
     /// The spec sets (the newest release of the build) it holds for; empty: every one.
@@ -28,7 +28,7 @@ pub struct Exception {
 impl Exception {
     /// Whether it can hold for this build: its newest release defines the versions named.
     pub fn applies(&self) -> bool {
-        let newest = std::env::split_paths(kafka_wire::SPEC_DIR).last();
+        let newest = std::env::split_paths(kwire::SPEC_DIR).last();
         let newest = newest.as_deref().and_then(|p| p.file_name()).and_then(|n| n.to_str()).unwrap_or("");
         self.newest_release.is_empty() || self.newest_release.contains(&newest)
     }
@@ -70,7 +70,7 @@ pub const EXCEPTIONS: &[Exception] = &[
             ErrorCode, ErrorMessage, StateEpoch, StartOffset; the Kafka 4.1.0 spec kafka-protocol is generated \
             from inserts `LeaderEpoch` (int32, 0+) before StartOffset without a new version. Each crate encodes \
             its own spec exactly; kafka-protocol runs out of bytes reading the extra int32. Unstable versions \
-            are not advertised by kafka-wire by default (`ApiKey::stable_versions`). A build merged with a \
+            are not advertised by kwire by default (`ApiKey::stable_versions`). A build merged with a \
             newer release (the default, 3.9.0 + 4.3.0) takes v0 from that release, with `LeaderEpoch`, and agrees.",
         newest_release: &["kafka-3.9.0", "kafka-trunk-2025-02-14"],
     },

@@ -1,12 +1,12 @@
-//! Direction (a): kafka-wire's schema-driven samples, encoded by kafka-wire, decoded and
+//! Direction (a): kwire's schema-driven samples, encoded by kwire, decoded and
 //! re-encoded by kafka-protocol. Visits every generated message type, so nothing is skipped
 //! silently: every version of every message ends up in the matrix with an outcome.
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages as kp;
 use kafka_protocol::protocol::{Decodable, Encodable, Message as KpMessage, Request};
-use kafka_wire::runtime::sample::{MessageVisitor, Sample, SampleRng};
-use kafka_wire::Message;
+use kwire::runtime::sample::{MessageVisitor, Sample, SampleRng};
+use kwire::Message;
 
 use super::matrix::{Kind, Outcome, Row};
 
@@ -17,7 +17,7 @@ pub const SEEDS: std::ops::Range<u64> = 0..8;
 /// encode the value again. `Err` carries which step failed.
 type KpRoundTrip = fn(Bytes, i16) -> Result<Bytes, String>;
 
-/// Where a kafka-wire message type lives in kafka-protocol, and which versions it knows.
+/// Where a kwire message type lives in kafka-protocol, and which versions it knows.
 struct KpSide {
     kind: Kind,
     versions: Option<(i16, i16)>,
@@ -28,9 +28,9 @@ struct KpSide {
 #[derive(Default)]
 pub struct Forward {
     pub rows: Vec<Row>,
-    /// Names kafka-wire visited, to list what kafka-protocol has and kafka-wire lacks.
+    /// Names kwire visited, to list what kafka-protocol has and kwire lacks.
     pub visited: Vec<&'static str>,
-    /// Per message: kafka-wire's versions and kafka-protocol's (if it has the type).
+    /// Per message: kwire's versions and kafka-protocol's (if it has the type).
     pub ranges: std::collections::BTreeMap<String, ((i16, i16), Option<(i16, i16)>)>,
 }
 
@@ -49,8 +49,8 @@ impl MessageVisitor for Forward {
             let in_kp = kp.versions.is_some_and(|(a, b)| (a..=b).contains(&version));
             let outcome = match (in_ours, in_kp, kp.round_trip) {
                 (true, true, Some(rt)) => compare::<M>(version, rt),
-                (true, false, _) if kp.versions.is_none() => Outcome::OnlyKafkaWire { whole_message: true },
-                (true, false, _) => Outcome::OnlyKafkaWire { whole_message: false },
+                (true, false, _) if kp.versions.is_none() => Outcome::OnlyKwire { whole_message: true },
+                (true, false, _) => Outcome::OnlyKwire { whole_message: false },
                 (false, true, _) => Outcome::OnlyKafkaProtocol { whole_message: false },
                 _ => continue,
             };
@@ -65,11 +65,11 @@ fn compare<M: Message + Sample>(version: i16, kp_round_trip: KpRoundTrip) -> Out
         let value = M::sample(version, &mut SampleRng::new(seed));
         let ours = match value.to_bytes(version) {
             Ok(b) => b,
-            Err(e) => return Outcome::Differs { detail: format!("seed {seed}: kafka-wire encode failed: {e}") },
+            Err(e) => return Outcome::Differs { detail: format!("seed {seed}: kwire encode failed: {e}") },
         };
         match kp_round_trip(ours.clone(), version) {
             Ok(theirs) if theirs == ours => {}
-            Ok(theirs) => return Outcome::Differs { detail: format!("seed {seed}: {}", first_difference(&ours, &theirs, ("kafka-wire", "kafka-protocol"))) },
+            Ok(theirs) => return Outcome::Differs { detail: format!("seed {seed}: {}", first_difference(&ours, &theirs, ("kwire", "kafka-protocol"))) },
             Err(e) => return Outcome::Differs { detail: format!("seed {seed}: {e}") },
         }
     }
@@ -164,7 +164,7 @@ macro_rules! non_api {
     };
 }
 
-/// Non-api message types kafka-protocol has; the matrix lists those kafka-wire lacks.
+/// Non-api message types kafka-protocol has; the matrix lists those kwire lacks.
 pub const KP_NON_API: &[&str] = &[
     "RequestHeader",
     "ResponseHeader",
@@ -236,7 +236,7 @@ pub fn kp_versions(key: i16, request: bool) -> Option<(i16, i16)> {
 fn kp_side(name: &'static str) -> KpSide {
     for (suffix, request) in [("Request", true), ("Response", false)] {
         let Some(api) = name.strip_suffix(suffix) else { continue };
-        let Some(key) = kafka_wire::ApiKey::ALL.iter().find(|k| k.name() == api) else { continue };
+        let Some(key) = kwire::ApiKey::ALL.iter().find(|k| k.name() == api) else { continue };
         let kind = Kind::Api { key: key.key(), request };
         return KpSide { kind, versions: kp_versions(key.key(), request), round_trip: kp_api_round_trip(key.key(), request) };
     }

@@ -1,5 +1,5 @@
 //! The agreement matrix: one row per (message, version), rendered as markdown and compared
-//! with the committed `tests/compat/MATRIX*.md` (rewritten with `KAFKA_WIRE_UPDATE_MATRIX=1`).
+//! with the committed `tests/compat/MATRIX*.md` (rewritten with `KWIRE_UPDATE_MATRIX=1`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -23,8 +23,8 @@ pub enum Outcome {
     /// The first disagreement found, as evidence.
     Differs { detail: String },
     /// kafka-protocol does not know this version (or, `whole_message`, this message type).
-    OnlyKafkaWire { whole_message: bool },
-    /// kafka-wire does not know this version (or, `whole_message`, this message type).
+    OnlyKwire { whole_message: bool },
+    /// kwire does not know this version (or, `whole_message`, this message type).
     OnlyKafkaProtocol { whole_message: bool },
 }
 
@@ -41,8 +41,8 @@ pub struct Row {
 /// so that a reason cannot be attached to a row it does not describe.
 fn only_reason(row: &Row, ranges: &BTreeMap<String, ((i16, i16), Option<(i16, i16)>)>) -> &'static str {
     match row.outcome {
-        // The four ZooKeeper-era inter-broker apis; anything else kafka-wire alone has is O7.
-        Outcome::OnlyKafkaWire { whole_message: true } => {
+        // The four ZooKeeper-era inter-broker apis; anything else kwire alone has is O7.
+        Outcome::OnlyKwire { whole_message: true } => {
             return match row.kind {
                 Kind::Api { key: 4..=7, .. } => "O1",
                 Kind::Api { .. } => "O7",
@@ -55,12 +55,12 @@ fn only_reason(row: &Row, ranges: &BTreeMap<String, ((i16, i16), Option<(i16, i1
     }
     let Some(&(ours, theirs)) = ranges.get(&row.message) else { return "O?" };
     match (&row.outcome, theirs) {
-        (Outcome::OnlyKafkaWire { .. }, Some((lo, _))) if row.version < lo => match row.kind {
+        (Outcome::OnlyKwire { .. }, Some((lo, _))) if row.version < lo => match row.kind {
             Kind::Api { key: 76..=79, .. } => "O8",
             _ => "O2",
         },
-        (Outcome::OnlyKafkaWire { .. }, Some((_, hi))) if row.version > hi && latest_unstable(row) => "O6",
-        (Outcome::OnlyKafkaWire { .. }, Some((_, hi))) if row.version > hi && kafka_protocol_predates(&row.message) => "O9",
+        (Outcome::OnlyKwire { .. }, Some((_, hi))) if row.version > hi && latest_unstable(row) => "O6",
+        (Outcome::OnlyKwire { .. }, Some((_, hi))) if row.version > hi && kafka_protocol_predates(&row.message) => "O9",
         (Outcome::OnlyKafkaProtocol { .. }, _) if row.version > ours.1 => "O4",
         (Outcome::OnlyKafkaProtocol { .. }, _) if row.version < ours.0 => "O5",
         _ => "O?",
@@ -70,7 +70,7 @@ fn only_reason(row: &Row, ranges: &BTreeMap<String, ((i16, i16), Option<(i16, i1
 /// True when the message's spec comes from a release newer than Kafka 4.1.0 (kafka-protocol's):
 /// the build's newest release is 4.2 or later and its spec file is in it.
 fn kafka_protocol_predates(message: &str) -> bool {
-    let Some(newest) = std::env::split_paths(kafka_wire::SPEC_DIR).last() else { return false };
+    let Some(newest) = std::env::split_paths(kwire::SPEC_DIR).last() else { return false };
     let release = newest.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let newer = ["kafka-4.2", "kafka-4.3", "kafka-4.4"].iter().any(|p| release.starts_with(p));
     newer && newest.join(format!("{message}.json")).is_file()
@@ -79,24 +79,24 @@ fn kafka_protocol_predates(message: &str) -> bool {
 /// True when the row is the newest version of an api whose spec marks it `latestVersionUnstable`.
 fn latest_unstable(row: &Row) -> bool {
     let Kind::Api { key, .. } = row.kind else { return false };
-    kafka_wire::ApiKey::from_i16(key).is_some_and(|k| k.info().latest_version_unstable && k.info().valid.hi == row.version)
+    kwire::ApiKey::from_i16(key).is_some_and(|k| k.info().latest_version_unstable && k.info().valid.hi == row.version)
 }
 
 /// The reasons behind the `O*` codes, each checked by hand against both spec sets.
 pub const ONLY_REASONS: &[(&str, &str)] = &[
     ("O1", "Api key or message removed from Kafka 4.0 (KIP-500 ZooKeeper removal: LeaderAndIsr, StopReplica, \
             UpdateMetadata, ControlledShutdown), so absent from kafka-protocol 0.18.0, which is generated from the \
-            Kafka 4.1.0 specs. kafka-wire generates it from the selected spec set."),
+            Kafka 4.1.0 specs. kwire generates it from the selected spec set."),
     ("O2", "Version below kafka-protocol's lowest: Kafka 4.0 removed these old versions (KIP-896, the spec files' \
-            `validVersions` start higher in 4.x). Still valid in the selected spec set, so kafka-wire keeps them."),
+            `validVersions` start higher in 4.x). Still valid in the selected spec set, so kwire keeps them."),
     ("O3", "Api key or message type added after the selected spec set (kafka-protocol follows Kafka 4.1.0)."),
-    ("O4", "Version added after the selected spec set (kafka-protocol follows Kafka 4.1.0); kafka-wire generates \
+    ("O4", "Version added after the selected spec set (kafka-protocol follows Kafka 4.1.0); kwire generates \
             exactly the versions of its spec set. (Api key 74 is ListClientMetricsResources in 3.9.0; 4.1.0 renames \
             it ListConfigResources and adds v1.)"),
     ("O5", "Version the selected spec set does not have but Kafka 4.1.0 does: JoinGroup v0-v1, removed by KIP-896 \
             (still absent from trunk-2025-02-14) and added back in Kafka 4.0.1 and 4.1.0 for older librdkafka \
             (KAFKA-19444, apache/kafka#20116)."),
-    ("O6", "Newest version of an api whose spec sets `latestVersionUnstable: true`: kafka-wire generates it (left \
+    ("O6", "Newest version of an api whose spec sets `latestVersionUnstable: true`: kwire generates it (left \
             out of `stable_versions()`), kafka-protocol leaves it out of the request type (e.g. InitProducerIdRequest \
             stops at v5 while `ApiKey::InitProducerId.valid_versions()` says 0-6, from the response)."),
     ("O8", "Share-group v0 (ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge): the KIP-932 \
@@ -132,7 +132,7 @@ fn cell(
                 "**UNEXPLAINED**".into()
             }
         },
-        Outcome::OnlyKafkaWire { .. } => format!("kafka-wire only ({})", only_reason(row, ranges)),
+        Outcome::OnlyKwire { .. } => format!("kwire only ({})", only_reason(row, ranges)),
         Outcome::OnlyKafkaProtocol { .. } => format!("kafka-protocol only ({})", only_reason(row, ranges)),
     }
 }
@@ -161,7 +161,7 @@ fn counts(rows: &[Row]) -> (usize, usize, usize, usize) {
         match r.outcome {
             Outcome::Agrees { .. } => c.0 += 1,
             Outcome::Differs { .. } => c.1 += 1,
-            Outcome::OnlyKafkaWire { .. } => c.2 += 1,
+            Outcome::OnlyKwire { .. } => c.2 += 1,
             Outcome::OnlyKafkaProtocol { .. } => c.3 += 1,
         }
     }
@@ -179,32 +179,32 @@ pub fn render(
     let mut md = String::new();
     let (fa, fd, fw, fp) = counts(forward);
     let (ra, rd, _, _) = counts(reverse);
-    let _ = writeln!(md, "# Differential matrix: kafka-wire vs kafka-protocol 0.18.0 ({spec_set})\n");
+    let _ = writeln!(md, "# Differential matrix: kwire vs kafka-protocol 0.18.0 ({spec_set})\n");
     let env = spec_set.split('+').map(|r| format!("../shared/message-specs/{r}")).collect::<Vec<_>>().join(":");
     let _ = writeln!(
         md,
         "Generated by `tests/compat_kafka_protocol.rs`; do not edit. Regenerate with\n\
-         `KAFKA_WIRE_UPDATE_MATRIX=1 cargo test --test compat_kafka_protocol` (add\n\
-         `KAFKA_WIRE_SPECS={env}` for this spec set) and review the diff.\n\
+         `KWIRE_UPDATE_MATRIX=1 cargo test --test compat_kafka_protocol` (add\n\
+         `KWIRE_SPECS={env}` for this spec set) and review the diff.\n\
          Explanations live in `tests/compat/exceptions.rs`; the test fails on any disagreement without one,\n\
          and on an explanation that no longer matches a disagreement.\n"
     );
     let _ = writeln!(
         md,
-        "- **(a) kafka-wire → kafka-protocol**: for every seed in {:?}, kafka-wire's schema-driven sample \
+        "- **(a) kwire → kafka-protocol**: for every seed in {:?}, kwire's schema-driven sample \
          (a non-default value in every field present at the version, plus unknown tagged fields where \
-         flexible) is encoded by kafka-wire, decoded by kafka-protocol (which must read every byte) and \
+         flexible) is encoded by kwire, decoded by kafka-protocol (which must read every byte) and \
          re-encoded by kafka-protocol (whose `compute_size` must match): the bytes must be identical.\n\
-         - **(b) kafka-protocol → kafka-wire**: values built with kafka-protocol's own types and builders \
-         (`tests/compat/built.rs`) are encoded by kafka-protocol, decoded by kafka-wire and re-encoded by \
-         kafka-wire: the bytes must be identical. `–` means no value is built for that cell.\n",
+         - **(b) kafka-protocol → kwire**: values built with kafka-protocol's own types and builders \
+         (`tests/compat/built.rs`) are encoded by kafka-protocol, decoded by kwire and re-encoded by \
+         kwire: the bytes must be identical. `–` means no value is built for that cell.\n",
         super::forward::SEEDS
     );
     let _ = writeln!(md, "## Summary\n");
-    let _ = writeln!(md, "| direction | agree | differ (explained) | kafka-wire only | kafka-protocol only |");
+    let _ = writeln!(md, "| direction | agree | differ (explained) | kwire only | kafka-protocol only |");
     let _ = writeln!(md, "| --- | ---: | ---: | ---: | ---: |");
-    let _ = writeln!(md, "| (a) kafka-wire → kafka-protocol | {fa} | {fd} | {fw} | {fp} |");
-    let _ = writeln!(md, "| (b) kafka-protocol → kafka-wire | {ra} | {rd} | | |\n");
+    let _ = writeln!(md, "| (a) kwire → kafka-protocol | {fa} | {fd} | {fw} | {fp} |");
+    let _ = writeln!(md, "| (b) kafka-protocol → kwire | {ra} | {rd} | | |\n");
     let _ = writeln!(md, "Counts are (message, version) pairs; a request and its response count separately.\n");
 
     // Api bodies: one line per (key, version), request and response side by side.
@@ -249,7 +249,7 @@ pub fn render(
     }
     let unknown_reasons: Vec<String> = forward
         .iter()
-        .filter(|r| matches!(r.outcome, Outcome::OnlyKafkaWire { .. } | Outcome::OnlyKafkaProtocol { .. }))
+        .filter(|r| matches!(r.outcome, Outcome::OnlyKwire { .. } | Outcome::OnlyKafkaProtocol { .. }))
         .filter(|r| only_reason(r, ranges) == "O?")
         .map(|r| format!("{} v{}", r.message, r.version))
         .collect();

@@ -2,10 +2,10 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use kafka_wire::messages::*;
-use kafka_wire::runtime::json::serde_json::{self, json};
-use kafka_wire::runtime::records::{decode_all, Compression, DecodeOptions, Record, RecordBatchBuilder};
-use kafka_wire::{ApiKey, ByteString, Bytes, Decode, RequestKind, ResponseKind, Uuid};
+use kwire::messages::*;
+use kwire::runtime::json::serde_json::{self, json};
+use kwire::runtime::records::{decode_all, Compression, DecodeOptions, Record, RecordBatchBuilder};
+use kwire::{ApiKey, ByteString, Bytes, Decode, RequestKind, ResponseKind, Uuid};
 
 use super::{errors, expect, patch, retry, uuid_json, Conn, Outcome, Row, Sweep, COORDINATOR_TRANSIENT, R};
 use crate::as_resp;
@@ -38,7 +38,7 @@ pub struct State {
 
 /// From v3 the broker checks the client software name and version (KIP-511): never empty.
 pub fn api_versions_request() -> ApiVersionsRequest {
-    ApiVersionsRequest { client_software_name: bs("kafka-wire-sweep"), client_software_version: bs("0.1.0"), ..Default::default() }
+    ApiVersionsRequest { client_software_name: bs("kwire-sweep"), client_software_version: bs("0.1.0"), ..Default::default() }
 }
 
 pub fn bs(s: impl Into<String>) -> ByteString {
@@ -377,7 +377,7 @@ pub fn exercise(s: &mut Sweep, api: ApiKey, v: i16) -> R<String> {
         ApiKey::SaslHandshake => sasl_handshake(s, v),
         ApiKey::ApiVersions => {
             let req = ApiVersionsRequest {
-                client_software_name: if v >= 3 { bs("kafka-wire-sweep") } else { ByteString::new() },
+                client_software_name: if v >= 3 { bs("kwire-sweep") } else { ByteString::new() },
                 client_software_version: if v >= 3 { bs("0.1.0") } else { ByteString::new() },
                 ..Default::default()
             };
@@ -557,7 +557,7 @@ pub fn exercise(s: &mut Sweep, api: ApiKey, v: i16) -> R<String> {
             use alter_replica_log_dirs_request::*;
             let req = AlterReplicaLogDirsRequest {
                 dirs: vec![AlterReplicaLogDir {
-                    path: bs("/nonexistent/kafka-wire-sweep"),
+                    path: bs("/nonexistent/kwire-sweep"),
                     topics: vec![AlterReplicaLogDirTopic { name: bs(TOPIC), partitions: [0].into_iter().collect(), ..Default::default() }],
                     ..Default::default()
                 }],
@@ -1268,7 +1268,7 @@ fn sasl_authenticate(s: &mut Sweep, v: i16) -> R<String> {
     for mech in ["SCRAM-SHA-256", "SCRAM-SHA-512"] {
         let mut conn = Conn::connect(&addr)?;
         expect(&ResponseKind::SaslHandshake(handshake(&mut conn, hv, mech)?), &[])?;
-        let nonce = "kafkawiresweepnonce";
+        let nonce = "kwiresweepnonce";
         let r = authenticate(&mut conn, v, Bytes::from(format!("n,,n=alice,r={nonce}")))?;
         expect(&ResponseKind::SaslAuthenticate(r.clone()), &[])?;
         let server_first = String::from_utf8_lossy(&r.auth_bytes).into_owned();
@@ -1289,7 +1289,7 @@ fn sasl_authenticate(s: &mut Sweep, v: i16) -> R<String> {
     // checked; then the authorizer refuses her too.
     let mut conn = Conn::connect(&addr)?;
     expect(&ResponseKind::SaslHandshake(handshake(&mut conn, hv, "SCRAM-SHA-256")?), &[])?;
-    let mut scram = super::scram::Scram::new("alice", "alice-secret", "kafkawirescramnonce");
+    let mut scram = super::scram::Scram::new("alice", "alice-secret", "kwirescramnonce");
     let r = authenticate(&mut conn, v, Bytes::from(scram.first()))?;
     expect(&ResponseKind::SaslAuthenticate(r.clone()), &[])?;
     let client_final = scram.finish(&String::from_utf8_lossy(&r.auth_bytes))?;
@@ -1394,7 +1394,7 @@ fn consumer_group(s: &mut Sweep, group: &str, v: i16, describe: bool) -> R<Strin
     Ok(note + ", left")
 }
 
-/// Versions kafka-wire knows that the broker does not advertise: ApiVersions above the broker's
+/// Versions kwire knows that the broker does not advertise: ApiVersions above the broker's
 /// range is answered at v0 with UNSUPPORTED_VERSION and the broker's ranges (KIP-511); any other
 /// api at an unadvertised version makes the broker close the connection.
 pub fn refused_versions(s: &mut Sweep) {
@@ -1402,13 +1402,13 @@ pub fn refused_versions(s: &mut Sweep) {
     let v = theirs + 1;
     let outcome = (|| -> R<String> {
         // The codec does not encode versions this build does not know: a hand-built frame,
-        // with the header version kafka-wire predicts for it.
-        let hv = kafka_wire::header::request_header_version(ApiKey::ApiVersions.key(), v);
+        // with the header version kwire predicts for it.
+        let hv = kwire::header::request_header_version(ApiKey::ApiVersions.key(), v);
         let header = RequestHeader { request_api_key: 18, request_api_version: v, correlation_id: 99, client_id: Some(bs("sweep")), ..Default::default() };
-        let mut body = kafka_wire::BytesMut::new();
-        kafka_wire::Encode::encode(&header, &mut body, hv).map_err(|e| e.to_string())?;
+        let mut body = kwire::BytesMut::new();
+        kwire::Encode::encode(&header, &mut body, hv).map_err(|e| e.to_string())?;
         let known = ApiKey::ApiVersions.stable_versions().hi.min(theirs);
-        kafka_wire::Encode::encode(&ApiVersionsRequest::default(), &mut body, known).map_err(|e| e.to_string())?;
+        kwire::Encode::encode(&ApiVersionsRequest::default(), &mut body, known).map_err(|e| e.to_string())?;
         let mut frame = (body.len() as i32).to_be_bytes().to_vec();
         frame.extend_from_slice(&body);
         let mut conn = Conn::connect(&s.broker.plaintext)?;
@@ -1442,8 +1442,8 @@ pub fn refused_versions(s: &mut Sweep) {
 
 fn refused(s: &Sweep, api: ApiKey, v: i16) -> R<String> {
     let header = RequestHeader { request_api_key: api.key(), request_api_version: v, correlation_id: 7, client_id: Some(bs("sweep")), ..Default::default() };
-    let mut body = kafka_wire::BytesMut::new();
-    kafka_wire::Encode::encode(&header, &mut body, api.request_header_version(v)).map_err(|e| e.to_string())?;
+    let mut body = kwire::BytesMut::new();
+    kwire::Encode::encode(&header, &mut body, api.request_header_version(v)).map_err(|e| e.to_string())?;
     let mut frame = (body.len() as i32).to_be_bytes().to_vec();
     frame.extend_from_slice(&body);
     let mut conn = Conn::connect(&s.broker.plaintext)?;

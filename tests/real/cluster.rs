@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use kafka_wire::messages::*;
-use kafka_wire::runtime::records::{decode_all, Compression, DecodeOptions};
-use kafka_wire::{ApiKey, ByteString, Bytes};
+use kwire::messages::*;
+use kwire::runtime::records::{decode_all, Compression, DecodeOptions};
+use kwire::{ApiKey, ByteString, Bytes};
 
 use super::apis::{batch, bs, newest, produce_request, wait_for_leaders};
 use super::{expect, retry, Conn, Sweep, COORDINATOR_TRANSIENT, R};
@@ -60,7 +60,7 @@ pub fn run(s: &mut Sweep) -> R<Vec<String>> {
             max_bytes: 1 << 20,
             topics: vec![fetch_request::FetchTopic {
                 topic: if fv < 13 { bs(&topic) } else { ByteString::new() },
-                topic_id: if fv >= 13 { t.topic_id } else { kafka_wire::Uuid::ZERO },
+                topic_id: if fv >= 13 { t.topic_id } else { kwire::Uuid::ZERO },
                 partitions: vec![fetch_request::FetchPartition { partition, fetch_offset: 0, partition_max_bytes: 1 << 20, ..Default::default() }],
                 ..Default::default()
             }],
@@ -152,8 +152,8 @@ pub fn run(s: &mut Sweep) -> R<Vec<String>> {
     Ok(notes)
 }
 
-fn commit_request(group: &str, topic: &str, v: i16, topic_id: kafka_wire::Uuid) -> R<OffsetCommitRequest> {
-    use kafka_wire::runtime::json::serde_json::json;
+fn commit_request(group: &str, topic: &str, v: i16, topic_id: kwire::Uuid) -> R<OffsetCommitRequest> {
+    use kwire::runtime::json::serde_json::json;
     use offset_commit_request::*;
     let req = OffsetCommitRequest {
         group_id: bs(group),

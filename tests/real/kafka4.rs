@@ -4,9 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use kafka_wire::runtime::json::serde_json::{json, Value};
-use kafka_wire::runtime::records::{decode_all, DecodeOptions};
-use kafka_wire::{ApiKey, Bytes, RequestKind, ResponseKind};
+use kwire::runtime::json::serde_json::{json, Value};
+use kwire::runtime::records::{decode_all, DecodeOptions};
+use kwire::{ApiKey, Bytes, RequestKind, ResponseKind};
 
 use super::apis::{newest_version as newest, produce_records, TOPIC};
 use super::{expect, retry, uuid_json, Sweep, COORDINATOR_TRANSIENT, R};
@@ -150,7 +150,7 @@ fn share_consume(s: &mut Sweep, group: &str, fv: i16, av: i16) -> R<(String, Str
             let first = acq[0]["firstOffset"].as_i64().unwrap_or(-1);
             let last = acq[acq.len() - 1]["lastOffset"].as_i64().unwrap_or(-1);
             let records = p["records"].as_str().unwrap_or("");
-            let bytes = kafka_wire::runtime::json::VersionedJson::from_json(&Value::String(records.into()), fv)
+            let bytes = kwire::runtime::json::VersionedJson::from_json(&Value::String(records.into()), fv)
                 .unwrap_or_else(|_| Bytes::new());
             let (decoded, _) = decode_all(bytes, &DecodeOptions::default()).map_err(|e| format!("records: {e}"))?;
             break (first, last, decoded.len());

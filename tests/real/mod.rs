@@ -1,4 +1,4 @@
-//! The sweep's plumbing: a blocking connection on kafka-wire's sans-io [`ClientCodec`], the
+//! The sweep's plumbing: a blocking connection on kwire's sans-io [`ClientCodec`], the
 //! byte-for-byte re-encoding check on every response, and the result table.
 
 // Each test binary uses part of this module.
@@ -15,17 +15,17 @@ use std::net::TcpStream;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use kafka_wire::codec::{ClientCodec, OutboundRequest};
-use kafka_wire::runtime::json::serde_json;
-use kafka_wire::messages::ApiVersionsResponse;
-use kafka_wire::{ApiKey, BytesMut, Encode, VersionedJson, RequestKind, ResponseKind, VersionRange, Visit};
+use kwire::codec::{ClientCodec, OutboundRequest};
+use kwire::runtime::json::serde_json;
+use kwire::messages::ApiVersionsResponse;
+use kwire::{ApiKey, BytesMut, Encode, VersionedJson, RequestKind, ResponseKind, VersionRange, Visit};
 
 pub type R<T> = Result<T, String>;
 
 /// How long one response may take (a real broker on a loaded 2-core machine).
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Where the broker is: from `KAFKA_WIRE_BROKER`, an env file of `scripts/kafka.sh` or `host:port`.
+/// Where the broker is: from `KWIRE_BROKER`, an env file of `scripts/kafka.sh` or `host:port`.
 #[derive(Debug, Clone, Default)]
 pub struct Broker {
     pub version: String,
@@ -36,7 +36,7 @@ pub struct Broker {
 
 impl Broker {
     pub fn from_env() -> Option<Broker> {
-        Broker::from_var("KAFKA_WIRE_BROKER", "KAFKA_WIRE_REQUIRE_BROKER", "scripts/kafka.sh start VERSION")
+        Broker::from_var("KWIRE_BROKER", "KWIRE_REQUIRE_BROKER", "scripts/kafka.sh start VERSION")
     }
 
     /// From `var` (an env file or `host:port`); `None` with a note when unset, unless
@@ -61,7 +61,7 @@ impl Broker {
         let first_node = vars.get("BOOTSTRAP").and_then(|b| b.split(',').next()).map(str::to_owned);
         let plaintext =
             vars.get("PLAINTEXT").cloned().or(first_node).unwrap_or_else(|| panic!("{spec}: no PLAINTEXT address"));
-        let version = std::env::var("KAFKA_WIRE_BROKER_VERSION")
+        let version = std::env::var("KWIRE_BROKER_VERSION")
             .ok()
             .or_else(|| vars.get("KAFKA_VERSION").cloned())
             .unwrap_or_else(|| "unknown".into());
@@ -74,7 +74,7 @@ impl Broker {
     }
 }
 
-/// A blocking connection speaking through kafka-wire's [`ClientCodec`].
+/// A blocking connection speaking through kwire's [`ClientCodec`].
 pub struct Conn {
     stream: TcpStream,
     codec: ClientCodec,
@@ -98,7 +98,7 @@ impl Conn {
         let api = body.api_key();
         let correlation_id = self.next_correlation_id;
         self.next_correlation_id += 1;
-        let request = OutboundRequest::new(api, version, correlation_id, body).with_client_id("kafka-wire-sweep");
+        let request = OutboundRequest::new(api, version, correlation_id, body).with_client_id("kwire-sweep");
         let expects_response = request.expects_response();
         let mut out = BytesMut::new();
         self.codec
@@ -195,7 +195,7 @@ fn names(codes: &BTreeSet<i16>) -> String {
         return "NONE".into();
     }
     let v: Vec<String> =
-        codes.iter().map(|c| format!("{}({c})", kafka_wire::ErrorCode(*c).name().unwrap_or("?"))).collect();
+        codes.iter().map(|c| format!("{}({c})", kwire::ErrorCode(*c).name().unwrap_or("?"))).collect();
     v.join(",")
 }
 
@@ -253,7 +253,7 @@ pub fn patch<T: VersionedJson>(msg: T, version: i16, patch: serde_json::Value) -
 }
 
 /// Kafka's string form of a uuid (for [`patch`]).
-pub fn uuid_json(id: kafka_wire::Uuid) -> serde_json::Value {
+pub fn uuid_json(id: kwire::Uuid) -> serde_json::Value {
     id.to_json(0).unwrap_or_default()
 }
 
@@ -306,8 +306,8 @@ impl Sweep {
         let mut conn = Conn::connect(&broker.plaintext).unwrap();
         let v = ApiKey::ApiVersions.stable_versions().hi;
         let ResponseKind::ApiVersions(advertised) = conn
-            .call(v, kafka_wire::messages::ApiVersionsRequest {
-                client_software_name: "kafka-wire-sweep".into(),
+            .call(v, kwire::messages::ApiVersionsRequest {
+                client_software_name: "kwire-sweep".into(),
                 client_software_version: env!("CARGO_PKG_VERSION").into(),
                 ..Default::default()
             })
@@ -345,7 +345,7 @@ impl Sweep {
             if ApiKey::from_i16(k.api_key).is_none() {
                 self.notes.push(format!(
                     "api key {} (v{}-{}) is advertised but unknown to this build's specs ({})",
-                    k.api_key, k.min_version, k.max_version, kafka_wire::SPEC_DIR
+                    k.api_key, k.min_version, k.max_version, kwire::SPEC_DIR
                 ));
             }
         }
@@ -397,8 +397,8 @@ impl Sweep {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target").join("broker-sweep");
         std::fs::create_dir_all(&dir).unwrap();
         let mut text = format!(
-            "# kafka-wire sweep against Apache Kafka {} ({} listener), specs {}\n{:<34} {:>3}  {:<6} {:>6}  {}\n",
-            self.broker.version, self.broker.plaintext, kafka_wire::SPEC_DIR, "api", "v", "result", "ms", "detail"
+            "# kwire sweep against Apache Kafka {} ({} listener), specs {}\n{:<34} {:>3}  {:<6} {:>6}  {}\n",
+            self.broker.version, self.broker.plaintext, kwire::SPEC_DIR, "api", "v", "result", "ms", "detail"
         );
         let mut passed = 0;
         for r in &self.rows {
@@ -440,7 +440,7 @@ impl Sweep {
 macro_rules! as_resp {
     ($r:expr, $v:ident) => {
         match $r {
-            kafka_wire::ResponseKind::$v(x) => x,
+            kwire::ResponseKind::$v(x) => x,
             other => return Err(format!("expected {}, got {}", stringify!($v), other.api_key().name())),
         }
     };

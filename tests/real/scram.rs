@@ -3,8 +3,8 @@
 //! PBKDF2 `Hi` function, written here so the test needs no crypto dependency. Checked against
 //! the FIPS and RFC 7677 test vectors below.
 
-use kafka_wire::runtime::json::serde_json::Value;
-use kafka_wire::{Bytes, VersionedJson};
+use kwire::runtime::json::serde_json::Value;
+use kwire::{Bytes, VersionedJson};
 
 /// The first `n` primes.
 fn primes(n: usize) -> Vec<u64> {

@@ -1,6 +1,6 @@
 //! krabka-protocol 0.8.0 on the frames `bench_counts dump` writes (target/peers/frames, or
-//! $KAFKA_WIRE_FRAMES), with criterion group and function names as in benches/codec.rs so that
-//! benches/peers.py reads them next to kafka-wire's. Run with `CRITERION_HOME` at the main
+//! $KWIRE_FRAMES), with criterion group and function names as in benches/codec.rs so that
+//! benches/peers.py reads them next to kwire's. Run with `CRITERION_HOME` at the main
 //! target/criterion (benches/peers.sh does). Each frame's length and digest are checked, and so
 //! is krabka's re-encode of what it decoded, before anything is timed.
 //!
@@ -26,7 +26,7 @@ fn fnv1a64(data: &[u8]) -> u64 {
 
 /// The frame of workload `id`, after its length and digest are checked.
 fn load(id: &str, len: usize, digest: u64) -> Bytes {
-    let dir = std::env::var_os("KAFKA_WIRE_FRAMES").map(PathBuf::from).unwrap_or_else(|| "../../target/peers/frames".into());
+    let dir = std::env::var_os("KWIRE_FRAMES").map(PathBuf::from).unwrap_or_else(|| "../../target/peers/frames".into());
     let path = dir.join(format!("{id}.bin"));
     let frame = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e} (run bench_counts dump first)", path.display()));
     assert!(frame.len() == len && fnv1a64(&frame) == digest, "{id}: {} bytes, fnv1a64 {:016x}", frame.len(), fnv1a64(&frame));

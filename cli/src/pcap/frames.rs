@@ -5,8 +5,8 @@
 //! would be plausible: a sane size followed by a request of a known api key and version that
 //! decodes completely, or a response whose correlation id answers a pending request.
 
-use kafka_wire::codec::{FrameDecoder, InFlight};
-use kafka_wire::header::peek_request_start;
+use kwire::codec::{FrameDecoder, InFlight};
+use kwire::header::peek_request_start;
 
 use crate::message::{request_json, response_json};
 
@@ -125,7 +125,7 @@ fn candidate(frames: &FrameDecoder, b: &[u8], request: bool, pending: &InFlight)
             return Candidate::NeedMore;
         }
         let Some((key, version, _)) = peek_request_start(head) else { return Candidate::No };
-        let known = kafka_wire::ApiKey::from_i16(key).is_some_and(|k| k.info().valid.contains(version));
+        let known = kwire::ApiKey::from_i16(key).is_some_and(|k| k.info().valid.contains(version));
         if !known {
             return Candidate::No;
         }

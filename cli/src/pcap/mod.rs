@@ -1,4 +1,4 @@
-//! `kafka-wire pcap`: Kafka messages in a packet capture, one JSON line each.
+//! `kwire pcap`: Kafka messages in a packet capture, one JSON line each.
 //!
 //! Packets go through [`capture`] (file format, link layer, IP, TCP) to [`tcp`] (reassembly per
 //! direction) to [`frames`] (frame splitting and resynchronisation), and each frame is decoded
@@ -16,10 +16,10 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use kafka_wire::codec::InFlight;
-use kafka_wire::header::peek_request_start;
-use kafka_wire::runtime::json::serde_json::{json, Map, Value};
-use kafka_wire::ApiKey;
+use kwire::codec::InFlight;
+use kwire::header::peek_request_start;
+use kwire::runtime::json::serde_json::{json, Map, Value};
+use kwire::ApiKey;
 
 use self::capture::{Capture, Segment};
 use self::frames::{Framer, Item};

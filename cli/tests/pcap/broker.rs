@@ -1,17 +1,17 @@
 //! A tiny single-node "broker" for capturing real client traffic: it answers ApiVersions,
-//! Metadata and Produce with kafka-wire's types, enough for librdkafka to produce. It keeps no
+//! Metadata and Produce with kwire's types, enough for librdkafka to produce. It keeps no
 //! data; it exists so a real client has something to talk to on loopback.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 
-use kafka_wire::messages::{
+use kwire::messages::{
     api_versions_response::ApiVersion,
     metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic},
     produce_response::{PartitionProduceResponse, TopicProduceResponse},
     ApiVersionsResponse, MetadataResponse, ProduceResponse, RequestHeader, ResponseHeader,
 };
-use kafka_wire::{smallvec, ApiKey, Bytes, BytesMut, Decode, Encode, RequestKind, ResponseKind, Uuid};
+use kwire::{smallvec, ApiKey, Bytes, BytesMut, Decode, Encode, RequestKind, ResponseKind, Uuid};
 
 const SERVED: [ApiKey; 3] = [ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::Produce];
 const UNSUPPORTED_VERSION: i16 = 35;

@@ -1,17 +1,17 @@
-//! Where the broker is: `KAFKA_WIRE_BROKER=<env file of scripts/kafka.sh>`; tests skip with a
-//! printed reason when it is unset, and fail instead under `KAFKA_WIRE_REQUIRE_BROKER=1`.
+//! Where the broker is: `KWIRE_BROKER=<env file of scripts/kafka.sh>`; tests skip with a
+//! printed reason when it is unset, and fail instead under `KWIRE_REQUIRE_BROKER=1`.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use kafka_wire::messages::{
+use kwire::messages::{
     alter_partition_reassignments_request::{ReassignablePartition, ReassignableTopic},
     elect_leaders_request::TopicPartitions,
     AlterPartitionReassignmentsRequest, ElectLeadersRequest,
 };
-use kafka_wire::ResponseKind;
-use kafka_wire_client::{Client, ClientConfig};
+use kwire::ResponseKind;
+use kwire_client::{Client, ClientConfig};
 
 pub struct Broker {
     pub vars: BTreeMap<String, String>,
@@ -20,13 +20,13 @@ pub struct Broker {
 
 impl Broker {
     pub fn from_env(test: &str) -> Option<Broker> {
-        let required = std::env::var_os("KAFKA_WIRE_REQUIRE_BROKER").is_some_and(|v| v == "1");
-        let Some(spec) = std::env::var("KAFKA_WIRE_BROKER").ok().filter(|s| !s.is_empty()) else {
-            assert!(!required, "KAFKA_WIRE_REQUIRE_BROKER=1 but KAFKA_WIRE_BROKER is unset");
-            eprintln!("skipping {test}: KAFKA_WIRE_BROKER is unset (scripts/client-tests.sh sets it)");
+        let required = std::env::var_os("KWIRE_REQUIRE_BROKER").is_some_and(|v| v == "1");
+        let Some(spec) = std::env::var("KWIRE_BROKER").ok().filter(|s| !s.is_empty()) else {
+            assert!(!required, "KWIRE_REQUIRE_BROKER=1 but KWIRE_BROKER is unset");
+            eprintln!("skipping {test}: KWIRE_BROKER is unset (scripts/client-tests.sh sets it)");
             return None;
         };
-        let text = std::fs::read_to_string(&spec).unwrap_or_else(|e| panic!("KAFKA_WIRE_BROKER={spec}: {e}"));
+        let text = std::fs::read_to_string(&spec).unwrap_or_else(|e| panic!("KWIRE_BROKER={spec}: {e}"));
         let vars = text
             .lines()
             .filter_map(|l| l.split_once('='))
@@ -44,7 +44,7 @@ impl Broker {
     }
 
     pub fn plaintext(&self) -> ClientConfig {
-        ClientConfig::new(self.var("PLAINTEXT")).client_id("kafka-wire-client-tests")
+        ClientConfig::new(self.var("PLAINTEXT")).client_id("kwire-client-tests")
     }
 
     pub async fn client(&self) -> Client {
@@ -62,7 +62,7 @@ impl Broker {
 pub async fn kip848_supported(b: &Broker) -> bool {
     let client = b.client().await;
     let addr = client.node_addr(*client.metadata().brokers.keys().next().unwrap()).await.unwrap();
-    let supported = client.connection(&addr).await.unwrap().version(kafka_wire::ApiKey::ConsumerGroupHeartbeat).is_ok();
+    let supported = client.connection(&addr).await.unwrap().version(kwire::ApiKey::ConsumerGroupHeartbeat).is_ok();
     assert!(supported || !b.version().starts_with('4'), "Kafka 4 has ConsumerGroupHeartbeat");
     if !supported {
         println!("Kafka {} has no ConsumerGroupHeartbeat: KIP-848 not tested", b.version());
@@ -86,25 +86,25 @@ pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}-{}", std::process::id(), nanos % 1_000_000_000)
 }
 
-/// `RUST_LOG=kafka_wire_client=debug` shows the client's events (off without it).
+/// `RUST_LOG=kwire_client=debug` shows the client's events (off without it).
 pub fn init_tracing() {
     let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() else { return };
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_test_writer().try_init();
 }
 
-/// A record read back with kafka-wire's own Fetch, with its batch's producer fields.
+/// A record read back with kwire's own Fetch, with its batch's producer fields.
 #[derive(Debug, Clone)]
 pub struct Fetched {
-    pub record: kafka_wire::runtime::records::Record,
+    pub record: kwire::runtime::records::Record,
     pub producer_id: i64,
     pub base_sequence: i32,
-    pub compression: kafka_wire::runtime::records::Compression,
+    pub compression: kwire::runtime::records::Compression,
 }
 
 /// Fetches `partition` of `topic` from offset 0 until `count` records (bounded rounds).
 pub async fn fetch_all(client: &Client, topic: &str, partition: i32, count: usize) -> Vec<Fetched> {
-    use kafka_wire::messages::fetch_request::{FetchPartition, FetchTopic};
-    use kafka_wire::records::{Batch, RecordsField};
+    use kwire::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kwire::records::{Batch, RecordsField};
     let leader = client.metadata().leader(topic, partition).expect("a leader");
     // Names up to Fetch v12, ids from v13: set both, the version picks.
     let topic_id = client.metadata().topics.get(topic).map(|t| t.id).unwrap_or_default();
@@ -114,7 +114,7 @@ pub async fn fetch_all(client: &Client, topic: &str, partition: i32, count: usiz
         if out.len() >= count {
             break;
         }
-        let request = kafka_wire::messages::FetchRequest {
+        let request = kwire::messages::FetchRequest {
             replica_id: -1,
             max_wait_ms: 200,
             min_bytes: 1,
@@ -127,7 +127,7 @@ pub async fn fetch_all(client: &Client, topic: &str, partition: i32, count: usiz
             }],
             ..Default::default()
         };
-        let Some(kafka_wire::ResponseKind::Fetch(r)) = client.call_node(leader, request).await.expect("fetch") else { panic!("not a Fetch response") };
+        let Some(kwire::ResponseKind::Fetch(r)) = client.call_node(leader, request).await.expect("fetch") else { panic!("not a Fetch response") };
         let p = &r.responses[0].partitions[0];
         assert_eq!(p.error_code, 0, "fetch {topic}-{partition}");
         for batch in p.records.batches() {
@@ -160,13 +160,13 @@ where
     panic!("{what}: not within 10 s");
 }
 
-/// The 3-node cluster's env file (`KAFKA_WIRE_CLUSTER`); `None` (skip) without it, a failure
-/// then under `KAFKA_WIRE_REQUIRE_CLUSTER=1`.
+/// The 3-node cluster's env file (`KWIRE_CLUSTER`); `None` (skip) without it, a failure
+/// then under `KWIRE_REQUIRE_CLUSTER=1`.
 pub fn cluster_env() -> Option<BTreeMap<String, String>> {
-    let required = std::env::var_os("KAFKA_WIRE_REQUIRE_CLUSTER").is_some_and(|v| v == "1");
-    let Some(spec) = std::env::var("KAFKA_WIRE_CLUSTER").ok().filter(|s| !s.is_empty()) else {
-        assert!(!required, "KAFKA_WIRE_REQUIRE_CLUSTER=1 but KAFKA_WIRE_CLUSTER is unset");
-        eprintln!("skipping: KAFKA_WIRE_CLUSTER is unset (scripts/client-tests.sh sets it)");
+    let required = std::env::var_os("KWIRE_REQUIRE_CLUSTER").is_some_and(|v| v == "1");
+    let Some(spec) = std::env::var("KWIRE_CLUSTER").ok().filter(|s| !s.is_empty()) else {
+        assert!(!required, "KWIRE_REQUIRE_CLUSTER=1 but KWIRE_CLUSTER is unset");
+        eprintln!("skipping: KWIRE_CLUSTER is unset (scripts/client-tests.sh sets it)");
         return None;
     };
     let text = std::fs::read_to_string(&spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
@@ -213,11 +213,11 @@ pub async fn move_leader(admin_client: &Client, topic: &str, partition: i32) -> 
     }
 }
 
-/// A broker double on kafka-wire's ServerCodec at a free local port: each request is answered
+/// A broker double on kwire's ServerCodec at a free local port: each request is answered
 /// with `answer(port, request)`; `None` closes that connection. Returns `host:port`.
 pub async fn serve<F>(answer: F) -> String
 where
-    F: Fn(u16, kafka_wire::RequestKind) -> Option<ResponseKind> + Send + Sync + 'static,
+    F: Fn(u16, kwire::RequestKind) -> Option<ResponseKind> + Send + Sync + 'static,
 {
     use futures_util::{SinkExt, StreamExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a local port");
@@ -227,10 +227,10 @@ where
         while let Ok((tcp, _)) = listener.accept().await {
             let answer = answer.clone();
             tokio::spawn(async move {
-                let mut conn = tokio_util::codec::Framed::new(tcp, kafka_wire::codec::ServerCodec::new());
+                let mut conn = tokio_util::codec::Framed::new(tcp, kwire::codec::ServerCodec::new());
                 while let Some(Ok(frame)) = conn.next().await {
                     let Some(body) = answer(local.port(), frame.decode_body().expect("a request the double can read")) else { return };
-                    if conn.send(kafka_wire::codec::OutboundResponse::new(&frame, body).expect("a response")).await.is_err() {
+                    if conn.send(kwire::codec::OutboundResponse::new(&frame, body).expect("a response")).await.is_err() {
                         return;
                     }
                 }

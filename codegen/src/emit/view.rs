@@ -107,7 +107,7 @@ fn emit_view(
     let doc = doc_attrs(&format!(
         "[`{}`] read in place from a frame, without allocating: decoding it checks all of it, \
          then its fields are plain values, `&str`s, byte slices and array views (see \
-         `kafka_wire::runtime::view`).",
+         `kwire::runtime::view`).",
         s.name
     ));
     let fields = s.fields.iter().map(|f| {

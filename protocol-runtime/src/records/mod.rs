@@ -17,8 +17,8 @@
 //! by default.
 //!
 //! ```
-//! use kafka_wire_runtime::records::{Batch, Batches, Compression, Record, RecordBatchBuilder};
-//! use kafka_wire_runtime::Bytes;
+//! use kwire_runtime::records::{Batch, Batches, Compression, Record, RecordBatchBuilder};
+//! use kwire_runtime::Bytes;
 //!
 //! let mut builder = RecordBatchBuilder::new().compression(Compression::None);
 //! builder.append(Record::new(10, 1_700_000_000_000, Some(Bytes::from_static(b"k")), Some(Bytes::from_static(b"v"))))?;

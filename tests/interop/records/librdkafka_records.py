@@ -60,7 +60,7 @@ def fetch_raw(host, port, topic, partition=0, offset=0):
     body = struct.pack(">iiiib", -1, 100, 1, 64 << 20, 0)  # replica, max wait, min bytes, max bytes, isolation
     body += struct.pack(">i", 1) + kstr(topic) + struct.pack(">i", 1)
     body += struct.pack(">iqi", partition, offset, 64 << 20)
-    header = struct.pack(">hhi", 1, 4, 7) + kstr("kafka-wire-interop")
+    header = struct.pack(">hhi", 1, 4, 7) + kstr("kwire-interop")
     req = header + body
     with socket.create_connection((host, port), timeout=10) as s:
         s.sendall(struct.pack(">i", len(req)) + req)

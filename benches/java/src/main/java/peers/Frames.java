@@ -64,9 +64,9 @@ public final class Frames {
         }
     }
 
-    /** $KAFKA_WIRE_FRAMES, or target/peers/frames (benches/peers.sh runs from the repository root). */
+    /** $KWIRE_FRAMES, or target/peers/frames (benches/peers.sh runs from the repository root). */
     public static Path dir() {
-        String dir = System.getenv("KAFKA_WIRE_FRAMES");
+        String dir = System.getenv("KWIRE_FRAMES");
         return Path.of(dir != null ? dir : "target/peers/frames");
     }
 
@@ -146,7 +146,7 @@ public final class Frames {
         }
     }
 
-    /** W5's decode: every batch (CRC checked, as kafka-wire's decode does), every record's fields touched. */
+    /** W5's decode: every batch (CRC checked, as kwire's decode does), every record's fields touched. */
     public static long readBatches(ByteBuffer frame) {
         long sum = 0;
         for (MutableRecordBatch batch : MemoryRecords.readableRecords(frame.duplicate()).batches()) {

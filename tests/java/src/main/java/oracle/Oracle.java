@@ -48,15 +48,15 @@ import ${record.package}.SimpleRecord;
 import org.apache.kafka.common.compress.Compression;
 
 /**
- * Apache Kafka's generated message classes as an oracle for kafka-wire. Commands (all write JSON
+ * Apache Kafka's generated message classes as an oracle for kwire. Commands (all write JSON
  * lines):
  *
  * <ul>
  *   <li>{@code gen DIR SEEDS}: Java-built values of every message, version and seed
  *       ({@code DIR/java-vectors.jsonl}), Java's tables ({@code DIR/java-tables.json}) and record
  *       batches ({@code DIR/java-records.jsonl}).
- *   <li>{@code check IN OUT}: reads kafka-wire's vectors (bytes and JSON) with Java.
- *   <li>{@code records-check IN OUT}: reads kafka-wire's record blobs with Java.
+ *   <li>{@code check IN OUT}: reads kwire's vectors (bytes and JSON) with Java.
+ *   <li>{@code records-check IN OUT}: reads kwire's record blobs with Java.
  * </ul>
  *
  * <p>Messages are found by reflection in the kafka-clients jar, so every message is covered
@@ -184,7 +184,7 @@ public final class Oracle {
         }
         // The same value written at other versions: Java refuses a non-default value in a field
         // the version lacks unless the field is ignorable (then drops it), and nulls the version
-        // does not allow. kafka-wire gets the value from this version's JSON.
+        // does not allow. kwire gets the value from this version's JSON.
         ArrayNode cross = line.putArray("crossVersions");
         java.util.TreeSet<Short> to = new java.util.TreeSet<>(List.of((short) (v - 1), (short) (v + 1), t.lowest, t.highest));
         for (short w : to) {
@@ -525,7 +525,7 @@ public final class Oracle {
     }
 
     /**
-     * Java's JSON (the generated converter's {@code write}) with kafka-wire's two documented
+     * Java's JSON (the generated converter's {@code write}) with kwire's two documented
      * additions put in where Java leaves them out, after checking Java did leave them out: the
      * base64 of {@code records} fields (Java writes an empty binary) and
      * {@code _unknownTaggedFields} (Java drops them).
@@ -538,11 +538,11 @@ public final class Oracle {
         } catch (InvocationTargetException e) {
             throw e.getCause() instanceof Exception ex ? ex : e;
         }
-        addKafkaWireExtensions(m, node, v);
+        addKwireExtensions(m, node, v);
         return node;
     }
 
-    static void addKafkaWireExtensions(Message m, JsonNode node, short v) throws Exception {
+    static void addKwireExtensions(Message m, JsonNode node, short v) throws Exception {
         if (!(node instanceof ObjectNode o)) return;
         if (o.has("_unknownTaggedFields")) throw new IllegalStateException("Java's JSON has _unknownTaggedFields");
         if (!m.unknownTaggedFields().isEmpty()) {
@@ -563,11 +563,11 @@ public final class Oracle {
                 }
                 o.set(f.getName(), new TextNode(Base64.getEncoder().encodeToString(recordsBytes(rec))));
             } else if (val instanceof Message sub) {
-                addKafkaWireExtensions(sub, child, v);
+                addKwireExtensions(sub, child, v);
             } else if (val instanceof Collection<?> coll && child instanceof ArrayNode arr) {
                 int i = 0;
                 for (Object e : coll) {
-                    if (e instanceof Message sub) addKafkaWireExtensions(sub, arr.get(i), v);
+                    if (e instanceof Message sub) addKwireExtensions(sub, arr.get(i), v);
                     i++;
                 }
             }
@@ -608,7 +608,7 @@ public final class Oracle {
         return e.getClass().getSimpleName() + ": " + e.getMessage();
     }
 
-    // ---- direction (b): kafka-wire builds the values ----
+    // ---- direction (b): kwire builds the values ----
 
     static void check(Path in, Path out) throws Exception {
         Map<String, Target> byName = new LinkedHashMap<>();

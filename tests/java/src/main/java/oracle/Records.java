@@ -25,8 +25,8 @@ import ${record.package}.RecordBatch;
 import org.apache.kafka.common.record.TimestampType;
 
 /**
- * Record batches: Java's {@code MemoryRecordsBuilder} writes blobs for kafka-wire to read, and
- * Java's {@code MemoryRecords.readableRecords} reads kafka-wire's. Both sides describe a blob in
+ * Record batches: Java's {@code MemoryRecordsBuilder} writes blobs for kwire to read, and
+ * Java's {@code MemoryRecords.readableRecords} reads kwire's. Both sides describe a blob in
  * the same JSON shape ({@link #describe}), which the Rust test compares.
  */
 final class Records {
@@ -154,7 +154,7 @@ final class Records {
         return out;
     }
 
-    /** Reads kafka-wire's blobs: lines {"case","hex"}; answers {"case","batches","validBytes","sizeInBytes"} or {"case","javaError"}. */
+    /** Reads kwire's blobs: lines {"case","hex"}; answers {"case","batches","validBytes","sizeInBytes"} or {"case","javaError"}. */
     static void check(Path in, Path out) throws Exception {
         try (BufferedReader rd = Files.newBufferedReader(in); BufferedWriter w = Files.newBufferedWriter(out)) {
             String text;
