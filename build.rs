@@ -5,14 +5,14 @@
 //!    separated by `:` (oldest first), merged into one set of types; a kafka-clients jar (which
 //!    carries its release's specs) or a Kafka distribution's `libs/` folder stands for a directory;
 //! 2. `message-specs/` in this package, if it holds `*.json` files;
-//! 3. `kafka-3.9.0` and `kafka-4.3.0`, merged: every version from v0 (3.9.0 is the last release
+//! 3. `kafka-3.9.0` and `kafka-4.4.0`, merged: every version from v0 (3.9.0 is the last release
 //!    with all of them) to the newest; from `message-specs/` where the published package bundles
 //!    them, else from `../shared/message-specs/` next to the workspace.
 
 use std::path::{Path, PathBuf};
 
 /// The default spec sets, oldest first.
-const DEFAULT_RELEASES: [&str; 2] = ["kafka-3.9.0", "kafka-4.3.0"];
+const DEFAULT_RELEASES: [&str; 2] = ["kafka-3.9.0", "kafka-4.4.0"];
 
 /// A directory of spec files, a kafka-clients jar, or a folder holding one (a distribution's `libs/`).
 fn has_json(path: &Path) -> bool {

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shared=../shared/message-specs
-releases=(kafka-3.9.0 kafka-4.3.0)
+releases=(kafka-3.9.0 kafka-4.4.0)
 
 bundled=(LICENSE NOTICE "${releases[@]}")
 cleanup() { for b in "${bundled[@]}"; do rm -rf "message-specs/$b"; done; }
@@ -58,7 +58,7 @@ fn main() {
     let json = back.to_json(12).expect("json");
     assert_eq!(json["topics"][0]["name"], "orders");
     let versions: usize = ApiKey::ALL.iter().map(|k| k.info().valid.iter().count()).sum();
-    assert_eq!((ApiKey::ALL.len(), versions), (93, 361), "the bundled default releases");
+    assert_eq!((ApiKey::ALL.len(), versions), (95, 368), "the bundled default releases");
     println!("downstream: {} bytes, {json}, {} api keys, {versions} request versions", bytes.len(), ApiKey::ALL.len());
 }
 RS

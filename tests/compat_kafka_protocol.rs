@@ -19,8 +19,8 @@ fn matrix_path() -> Option<(String, PathBuf)> {
         .collect();
     let set = names?.join("+");
     let file = match set.as_str() {
-        "kafka-3.9.0+kafka-4.3.0" => "MATRIX.md".to_string(),
-        "kafka-3.9.0" | "kafka-4.3.0" => format!("MATRIX-{set}.md"),
+        "kafka-3.9.0+kafka-4.4.0" => "MATRIX.md".to_string(),
+        "kafka-3.9.0" | "kafka-4.4.0" => format!("MATRIX-{set}.md"),
         _ => return None,
     };
     Some((set, PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/compat").join(file)))

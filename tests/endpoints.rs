@@ -17,7 +17,7 @@ fn spec_dirs() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     match option_env!("KWIRE_SPECS") {
         Some(dirs) => std::env::split_paths(dirs).map(|d| root.join(d)).collect(),
-        None => ["kafka-3.9.0", "kafka-4.3.0"].iter().map(|r| root.join("../shared/message-specs").join(r)).collect(),
+        None => ["kafka-3.9.0", "kafka-4.4.0"].iter().map(|r| root.join("../shared/message-specs").join(r)).collect(),
     }
 }
 

@@ -201,3 +201,94 @@ fn unknown_tagged_fields_survive_byte_for_byte() {
     assert_eq!(header.unknown_tagged_fields.len(), 2);
     assert_eq!(header.to_bytes(2).unwrap().as_ref(), &wire[..]);
 }
+
+/// The default limits refuse what Kafka 4.4's generated decoders refuse (`MessageUtil`'s
+/// `MAX_ARRAY_LENGTH` = 1,000,000 elements, `MAX_TAGGED_FIELD_COUNT` = 10,000 fields), and
+/// nothing less: exactly at the bound decodes, one past it fails before anything is allocated,
+/// in the owned decode and the borrowed view alike.
+mod default_limits_match_kafka {
+    use kwire::messages::describe_log_dirs_request::DescribableLogDirTopic;
+    use kwire::messages::{ApiVersionsRequest, DescribeLogDirsRequest};
+    use kwire::runtime::limits::Limit;
+    use kwire::{Bytes, Decode, DecodeErrorKind, Message, SmallVec, Viewed};
+
+    type ApiVersionsRequestView<'a> = <ApiVersionsRequest as Viewed>::View<'a>;
+    type DescribeLogDirsRequestView<'a> = <DescribeLogDirsRequest as Viewed>::View<'a>;
+
+    fn limit_of(kind: &DecodeErrorKind) -> Option<(Limit, u64, u64)> {
+        match kind {
+            DecodeErrorKind::LimitExceeded { limit, value, max } => Some((*limit, *value, *max)),
+            _ => None,
+        }
+    }
+
+    /// A DescribeLogDirs v4 request whose one topic lists `n` partitions (int32 each).
+    fn log_dirs(n: i32) -> Bytes {
+        let topic = DescribableLogDirTopic { topic: "t".into(), partitions: SmallVec::from_vec((0..n).collect()), ..Default::default() };
+        DescribeLogDirsRequest { topics: Some(vec![topic]), ..Default::default() }.to_bytes(4).unwrap()
+    }
+
+    #[test]
+    fn an_array_of_one_million_elements_decodes_and_one_more_does_not() {
+        let at = log_dirs(1_000_000);
+        let owned = DescribeLogDirsRequest::decode(&mut at.clone(), 4).unwrap();
+        assert_eq!(owned.topics.as_ref().map(|t| t[0].partitions.len()), Some(1_000_000));
+        let view = DescribeLogDirsRequestView::decode(&mut &at[..], 4).unwrap();
+        assert_eq!(view.topics.map(|t| t.len()), Some(1));
+
+        let over = log_dirs(1_000_001);
+        let err = DescribeLogDirsRequest::decode(&mut over.clone(), 4).unwrap_err();
+        assert_eq!(limit_of(err.kind()), Some((Limit::ArrayLen, 1_000_001, 1_000_000)), "{err}");
+        assert_eq!(err.path_string(), "Topics[0].Partitions");
+        let view_err = DescribeLogDirsRequestView::decode(&mut &over[..], 4).unwrap_err();
+        assert_eq!(view_err, err, "the view fails where the owned decode does");
+    }
+
+    /// An ApiVersions v3 request body (two empty compact strings) with `n` unknown tagged fields
+    /// of no bytes each, tags from 100 up.
+    fn api_versions_with_tags(n: u32) -> Bytes {
+        let mut body = vec![1u8, 1];
+        let varint = |mut v: u32, out: &mut Vec<u8>| loop {
+            let byte = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                out.push(byte);
+                break;
+            }
+            out.push(byte | 0x80);
+        };
+        varint(n, &mut body);
+        for tag in 100..100 + n {
+            varint(tag, &mut body);
+            body.push(0);
+        }
+        Bytes::from(body)
+    }
+
+    #[test]
+    fn a_tagged_section_of_ten_thousand_fields_decodes_and_one_more_does_not() {
+        let at = api_versions_with_tags(10_000);
+        let owned = ApiVersionsRequest::decode(&mut at.clone(), 3).unwrap();
+        assert_eq!(owned.unknown_tagged_fields.len(), 10_000);
+        assert_eq!(owned.to_bytes(3).unwrap(), at, "every unknown field is written back");
+        assert!(ApiVersionsRequestView::decode(&mut &at[..], 3).is_ok());
+
+        let over = api_versions_with_tags(10_001);
+        let err = ApiVersionsRequest::decode(&mut over.clone(), 3).unwrap_err();
+        assert_eq!(limit_of(err.kind()), Some((Limit::TaggedFields, 10_001, 10_000)), "{err}");
+        let view_err = ApiVersionsRequestView::decode(&mut &over[..], 3).unwrap_err();
+        assert_eq!(view_err, err, "the view fails where the owned decode does");
+    }
+
+    #[test]
+    fn the_limits_are_configurable() {
+        use kwire::runtime::limits::{decode_with_limits, DecodeLimits};
+        let over = log_dirs(1_000_001);
+        let roomy = DecodeLimits { max_array_len: 2_000_000, ..DecodeLimits::DEFAULT };
+        assert!(decode_with_limits(&roomy, || DescribeLogDirsRequest::decode(&mut over.clone(), 4)).is_ok());
+        let tight = DecodeLimits { max_tagged_fields: 3, ..DecodeLimits::DEFAULT };
+        let err = decode_with_limits(&tight, || ApiVersionsRequest::decode(&mut api_versions_with_tags(4), 3)).unwrap_err();
+        assert_eq!(limit_of(err.kind()), Some((Limit::TaggedFields, 4, 3)));
+        assert!(decode_with_limits(&tight, || ApiVersionsRequest::decode(&mut api_versions_with_tags(3), 3)).is_ok());
+    }
+}

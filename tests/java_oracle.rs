@@ -49,7 +49,7 @@ struct Ctx {
 
 /// The spec sets of this kwire build: `kwire::SPEC_DIR`, one directory or several
 /// releases' joined by `:` (oldest first) for a merged build (the default: kafka-3.9.0 and
-/// kafka-4.3.0).
+/// kafka-4.4.0).
 struct Build {
     /// (release name as `ApiKey::info().releases` names it, directory, its specs), oldest first.
     releases: Vec<(String, PathBuf, SpecIndex)>,
@@ -97,7 +97,7 @@ impl Build {
         &self.releases[self.jar_release].0
     }
 
-    /// "merged 3.9.0+4.3.0 build".
+    /// "merged 3.9.0+4.4.0 build".
     fn label(&self) -> String {
         let names: Vec<&str> = self.releases.iter().map(|r| r.0.trim_start_matches("kafka-")).collect();
         format!("merged {} build", names.join("+"))

@@ -1,4 +1,4 @@
-//! One build from several releases' specs (the default: Kafka 3.9.0 and 4.3.0 merged):
+//! One build from several releases' specs (the default: Kafka 3.9.0 and 4.4.0 merged):
 //! versions Kafka 4.x removed stay decodable next to apis and versions that only the newer
 //! release has. Built only for a merged spec set.
 #![cfg(kafka_specs_merged)]

@@ -43,7 +43,7 @@ pub fn table() -> Value {
     Value::Array(rows)
 }
 
-/// `0-2 kafka-3.9.0 (not in kafka-4.3.0), 3-12 kafka-4.3.0, 13 kafka-4.3.0 unstable`; empty for a
+/// `0-2 kafka-3.9.0 (not in kafka-4.4.0), 3-12 kafka-4.4.0, 13 kafka-4.4.0 unstable`; empty for a
 /// single release whose versions are all stable (nothing to tell).
 fn origin_text(info: &ApiInfo) -> String {
     let newest = info.releases.last().map_or("", |r| r.release);

@@ -88,12 +88,12 @@ fn the_shared_releases_merge() {
 #[test]
 fn the_default_releases_merge_into_every_version_of_both() {
     let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/message-specs");
-    let m = load_merged_model(&[shared.join("kafka-3.9.0"), shared.join("kafka-4.3.0")]).unwrap_or_else(|e| panic!("{e}"));
+    let m = load_merged_model(&[shared.join("kafka-3.9.0"), shared.join("kafka-4.4.0")]).unwrap_or_else(|e| panic!("{e}"));
     let live: Vec<_> = m.apis.iter().filter(|a| !a.valid.is_empty()).collect();
     let versions: usize = live.iter().map(|a| a.valid.iter().count()).sum();
     eprintln!("{} api keys, {versions} request versions", live.len());
-    assert_eq!(live.len(), 93);
-    assert_eq!(versions, 361);
+    assert_eq!(live.len(), 95);
+    assert_eq!(versions, 368);
 }
 
 /// Kafka 2.5 renamed FetchRequest's `MaxWait` to `MaxWaitMs` while adding a tagged field in front:

@@ -20,14 +20,14 @@ pub struct ApiInfo {
     /// The listeners that accept this api (`broker`, `controller`, `zkBroker`).
     pub listeners: &'static [&'static str],
     /// What each release the build was generated from defines of this api, oldest first (one
-    /// entry for a single spec set; `kafka-3.9.0` then `kafka-4.3.0` by default).
+    /// entry for a single spec set; `kafka-3.9.0` then `kafka-4.4.0` by default).
     pub releases: &'static [ReleaseVersions],
 }
 
 /// The versions of an api one release's spec set defines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReleaseVersions {
-    /// The release: the spec directory's or jar's name (`kafka-4.3.0`).
+    /// The release: the spec directory's or jar's name (`kafka-4.4.0`).
     pub release: &'static str,
     /// Its valid versions; empty where the release removed (or does not have) the api.
     pub valid: VersionRange,

@@ -40,6 +40,8 @@ fn fmt_path(path: &[PathSegment], f: &mut fmt::Formatter<'_>) -> fmt::Result {
 pub enum Limit {
     /// [`DecodeLimits::max_array_len`](crate::limits::DecodeLimits::max_array_len).
     ArrayLen,
+    /// [`DecodeLimits::max_tagged_fields`](crate::limits::DecodeLimits::max_tagged_fields).
+    TaggedFields,
     /// [`DecodeLimits::max_string_len`](crate::limits::DecodeLimits::max_string_len).
     StringLen,
     /// [`DecodeLimits::max_bytes_len`](crate::limits::DecodeLimits::max_bytes_len).
@@ -54,6 +56,7 @@ impl fmt::Display for Limit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Limit::ArrayLen => "max_array_len",
+            Limit::TaggedFields => "max_tagged_fields",
             Limit::StringLen => "max_string_len",
             Limit::BytesLen => "max_bytes_len",
             Limit::MessageAlloc => "max_message_alloc",

@@ -35,8 +35,12 @@ pub struct DecodeLimits {
     /// decoder accepts when made with these limits in force. Default: 100 MiB, Kafka's
     /// `socket.request.max.bytes`.
     pub max_frame_size: usize,
-    /// Most elements one array (or one tagged-field section) may claim. Default: 4 Mi.
+    /// Most elements one array may claim. Default: 1,000,000, as Kafka 4.4's generated decoders
+    /// (`MessageUtil.MAX_ARRAY_LENGTH`).
     pub max_array_len: usize,
+    /// Most fields one tagged-field section may claim. Default: 10,000, as Kafka 4.4's generated
+    /// decoders (`MessageUtil.MAX_TAGGED_FIELD_COUNT`).
+    pub max_tagged_fields: usize,
     /// Longest string, in bytes. Default (and ceiling): 32767, Kafka's limit; a larger value is
     /// treated as 32767.
     pub max_string_len: usize,
@@ -64,7 +68,8 @@ impl DecodeLimits {
     /// The defaults, usable in `const` context.
     pub const DEFAULT: DecodeLimits = DecodeLimits {
         max_frame_size: 100 << 20,
-        max_array_len: 4 << 20,
+        max_array_len: 1_000_000,
+        max_tagged_fields: 10_000,
         max_string_len: MAX_STRING_LEN,
         max_bytes_len: 100 << 20,
         max_message_alloc: 64 << 20,
@@ -76,6 +81,7 @@ impl DecodeLimits {
     pub const UNLIMITED: DecodeLimits = DecodeLimits {
         max_frame_size: usize::MAX,
         max_array_len: usize::MAX,
+        max_tagged_fields: usize::MAX,
         max_string_len: MAX_STRING_LEN,
         max_bytes_len: usize::MAX,
         max_message_alloc: usize::MAX,
@@ -157,15 +163,49 @@ pub fn with_message_budget<R>(f: impl FnOnce() -> R) -> R {
 }
 
 #[doc(hidden)] // generated code calls it; not public API
-/// Checks an array (or tagged section) of `n` elements of `elem_size` bytes each against the
-/// element limit and the message's allocation budget, and charges the budget.
+/// Checks an array of `n` elements of `elem_size` bytes each against the element limit and the
+/// message's allocation budget, and charges the budget.
 #[inline]
 pub fn charge_array(n: usize, elem_size: usize, remaining: usize) -> Result<(), DecodeError> {
+    check_array_len(n, remaining)?;
+    charge(n.saturating_mul(elem_size), remaining)
+}
+
+#[doc(hidden)] // generated code calls it; not public API
+/// Checks a tagged-field section of `n` fields of `elem_size` bytes each (kept if unknown)
+/// against the tagged-field limit and the message's allocation budget, and charges the budget.
+#[inline]
+pub fn charge_tagged(n: usize, elem_size: usize, remaining: usize) -> Result<(), DecodeError> {
+    check_tagged_count(n, remaining)?;
+    charge(n.saturating_mul(elem_size), remaining)
+}
+
+#[doc(hidden)] // generated code calls it; not public API
+/// Checks an array's element count against [`DecodeLimits::max_array_len`] (the views, which
+/// allocate nothing, check only this).
+#[inline]
+pub fn check_array_len(n: usize, remaining: usize) -> Result<(), DecodeError> {
     let max = LIMITS.with(|l| l.get().max_array_len);
     if n > max {
         return Err(exceeded(Limit::ArrayLen, n, max, remaining));
     }
-    let bytes = n.saturating_mul(elem_size);
+    Ok(())
+}
+
+#[doc(hidden)] // generated code calls it; not public API
+/// Checks a tagged section's field count against [`DecodeLimits::max_tagged_fields`].
+#[inline]
+pub fn check_tagged_count(n: usize, remaining: usize) -> Result<(), DecodeError> {
+    let max = LIMITS.with(|l| l.get().max_tagged_fields);
+    if n > max {
+        return Err(exceeded(Limit::TaggedFields, n, max, remaining));
+    }
+    Ok(())
+}
+
+/// Takes `bytes` from the message's allocation budget.
+#[inline]
+fn charge(bytes: usize, remaining: usize) -> Result<(), DecodeError> {
     ALLOC_LEFT.with(|a| {
         let left = a.get();
         match left.checked_sub(bytes) {

@@ -112,7 +112,7 @@ pub fn read_tagged_fields(
         ));
     }
     // Charged as if every field were unknown and kept: the most the section can allocate.
-    crate::limits::charge_array(count as usize, std::mem::size_of::<RawTaggedField>(), buf.remaining())?;
+    crate::limits::charge_tagged(count as usize, std::mem::size_of::<RawTaggedField>(), buf.remaining())?;
     for _ in 0..count {
         let tag = read_unsigned_varint(buf)?;
         let size = read_unsigned_varint(buf)? as usize;

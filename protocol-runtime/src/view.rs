@@ -9,8 +9,9 @@
 //! cannot fail and allocates nothing. `into_owned()` turns a view into the owned message.
 //!
 //! Views are strict: a lenient scope ([`crate::lenient`]) does not apply to them. Their checks
-//! bound no allocation, so the array and budget limits of [`crate::limits`] do not apply
-//! either; the string length limit does.
+//! bound no allocation, so the allocation budget of [`crate::limits`] does not apply either; the
+//! limits on counts and lengths (arrays, tagged sections, strings) do, so that a view refuses
+//! what the owned decode (and Kafka's own decoder) refuses.
 //!
 //! The functions outside [`View`], [`ArrayView`], [`TaggedView`] and [`IntoOwned`] are called by
 //! generated code and are not public API.
@@ -364,6 +365,7 @@ pub fn nullable_array<'a, T: View<'a>>(
     let Some(len) = len32(buf, compact)? else {
         return Ok(None);
     };
+    crate::limits::check_array_len(len, buf.len())?;
     // Fixed-width elements: one check for all of them, inlined (replica lists).
     if let Some((data, rest)) = T::FIXED_SIZE.and_then(|size| buf.split_at_checked(len.saturating_mul(size))) {
         *buf = rest;
@@ -562,6 +564,7 @@ pub fn read_tagged<'a>(
     if len > buf.len() {
         return Err(exceeds(buf, len as u64));
     }
+    crate::limits::check_tagged_count(len, buf.len())?;
     let start = *buf;
     for _ in 0..len {
         let tag = crate::varint::read_uleb_slice(buf, 32)? as u32;

@@ -71,7 +71,7 @@ pub const EXCEPTIONS: &[Exception] = &[
             from inserts `LeaderEpoch` (int32, 0+) before StartOffset without a new version. Each crate encodes \
             its own spec exactly; kafka-protocol runs out of bytes reading the extra int32. Unstable versions \
             are not advertised by kwire by default (`ApiKey::stable_versions`). A build merged with a \
-            newer release (the default, 3.9.0 + 4.3.0) takes v0 from that release, with `LeaderEpoch`, and agrees.",
+            newer release (the default, 3.9.0 + 4.4.0) takes v0 from that release, with `LeaderEpoch`, and agrees.",
         newest_release: &["kafka-3.9.0", "kafka-trunk-2025-02-14"],
     },
 ];

@@ -103,7 +103,7 @@ pub const ONLY_REASONS: &[(&str, &str)] = &[
             early-access version, unstable in the selected spec set and dropped in Kafka 4.1.0, whose first version \
             of these apis is v1."),
     ("O9", "Version or data message added after Kafka 4.1.0 (kafka-protocol's specs), in a newer release merged \
-            into this build (the default merges 3.9.0 with 4.3.0): ListOffsets v11, OffsetCommit/OffsetFetch v10, \
+            into this build (the default merges 3.9.0 with 4.4.0): ListOffsets v11, OffsetCommit/OffsetFetch v10, \
             ShareFetch/ShareAcknowledge v2, ControlRecordTypeSchema, and the like."),
     ("O7", "Api kafka-protocol 0.18.0 does not generate: StreamsGroupHeartbeat (88) and StreamsGroupDescribe (89), \
             KIP-1071, still in development in Kafka 4.1.0; kafka-protocol's generator filters out unstable \

@@ -1083,7 +1083,7 @@ fn txn(s: &mut Sweep, id: &str, versions: [i16; 5]) -> R<String> {
         group_id: bs(&group),
         producer_id: pid,
         producer_epoch: epoch,
-        generation_id: -1,
+        generation_id_or_member_epoch: -1,
         member_id: ByteString::new(),
         topics: vec![TxnOffsetCommitRequestTopic {
             name: bs(TOPIC),
