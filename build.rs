@@ -16,7 +16,7 @@ const DEFAULT_RELEASES: [&str; 2] = ["kafka-3.9.0", "kafka-4.4.0"];
 
 /// A directory of spec files, a kafka-clients jar, or a folder holding one (a distribution's `libs/`).
 fn has_json(path: &Path) -> bool {
-    kwire_build::spec::find_source(path).is_some()
+    kwire_build::find_source(path).is_some()
 }
 
 fn spec_dirs(root: &Path) -> Result<Vec<PathBuf>, String> {

@@ -1,83 +1,113 @@
 #!/usr/bin/env bash
-# Every test, as CI runs them:
-#  1. the whole workspace on the default spec set (Kafka 3.9.0 and 4.3.0 merged), the
-#     precompiled feature, and the generated crate on each release alone;
-#  2. Apache Kafka's own generated Java classes as the oracle (scripts/java-oracle.sh);
-#  3. real Apache Kafka brokers, 3.9 and 4.x, swept api by api (scripts/broker-sweep.sh), and
-#     the client crate against them (scripts/client-tests.sh), and the proxy example between
-#     real clients and them (scripts/proxy-tests.sh);
-#  4. every Kafka release's specs from 2.4.0 on (scripts/releases.sh);
-#  5. the packaged crate built downstream, offline (scripts/package.sh);
-#  6. the benchmark peers (Kafka's Java classes, franz-go's kmsg) agreeing with kwire's
-#     benchmark frames byte for byte (benches/peers-check.sh; needs Go too).
-# Steps 2-5 need Java 17+, Maven and Maven Central (and root with tcpdump for the broker sweep's
-# capture check); without them they are skipped with a line saying what is missing, unless
-# KWIRE_REQUIRE_CLIENTS is set (CI sets it), which makes that a failure.
-set -euo pipefail
+# Every test, as CI runs them, on a fresh machine as on a developer's:
+#  0. scripts/setup.sh installs what is missing (Debian and Python packages);
+#  1. the whole workspace on the default spec set (Kafka 3.9.0 and 4.4.0 merged), and the
+#     precompiled feature;
+#  2. Apache Kafka's own generated Java classes as the oracle for the default build, against
+#     kafka-clients 3.9.2 and 4.4.0 (scripts/java-oracle.sh);
+#  3. real Apache Kafka brokers, 3.9 and 4.x, swept api by api (scripts/broker-sweep.sh), the
+#     client crate against them (scripts/client-tests.sh) and the proxy example between real
+#     clients and them (scripts/proxy-tests.sh);
+#  4. the generated crate on Kafka 3.9.0 alone and 4.4.0 alone, each with the oracle of its own
+#     kafka-clients (each spec set is built once, in its own target directory);
+#  5. every Kafka release's specs from 2.4.0 on (scripts/releases.sh);
+#  6. the packaged crates built downstream, offline (scripts/package.sh);
+#  7. the benchmark peers (Kafka's Java classes, franz-go's kmsg) agreeing with kwire's
+#     benchmark frames byte for byte (benches/peers-check.sh; needs Go).
+# Every stage runs even when an earlier one failed; a table of each stage's seconds and outcome
+# closes the run, then the tests that could not run and why, and `stages: N passed, M failed`.
+# A tool that cannot be had makes its tests skip with a reason (listed at the end), unless
+# KWIRE_REQUIRE_CLIENTS is set (CI sets it), which makes it a failure.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 
 shared=../shared/message-specs
-step() { echo; echo "== $* ($(date -u +%H:%M:%S))"; }
-missing() {
-  if [ -n "${KWIRE_REQUIRE_CLIENTS:-}" ]; then echo "missing: $1" >&2; exit 1; fi
-  echo "skipping: $1"
+[ -d /usr/local/go/bin ] && export PATH="/usr/local/go/bin:$PATH"
+mkdir -p target
+# Tests that skip for a missing tool append "test: reason" here (see tests/support/skip.rs).
+export KWIRE_SKIP_LOG=$PWD/target/skipped.txt
+: >"$KWIRE_SKIP_LOG"
+
+names=() secs=() results=()
+# stage NAME COMMAND...: runs one stage, timed, and records its outcome.
+stage() {
+  local name=$1 t=$SECONDS rc=0
+  shift
+  echo
+  echo "== $name ($(date -u +%H:%M:%S))"
+  "$@" || rc=$?
+  names+=("$name") secs+=($((SECONDS - t)))
+  if [ $rc = 0 ]; then results+=(ok); else results+=("FAILED (exit $rc)"); fi
+  echo "== $name: $((SECONDS - t)) s"
 }
+# skip NAME REASON: a stage that cannot run here.
+skip() {
+  if [ -n "${KWIRE_REQUIRE_CLIENTS:-}" ]; then
+    names+=("$1") secs+=(0) results+=("FAILED (missing: $2)")
+  else
+    names+=("$1") secs+=(0) results+=("skipped")
+    echo "$1: $2" >>"$KWIRE_SKIP_LOG"
+  fi
+}
+have() { command -v "$1" >/dev/null; }
+
+# One single-spec-set stage: the generated crate's tests and the Java oracle, both with the same
+# KWIRE_SPECS and target directory, so the set is compiled once (a subshell: the settings stay
+# in it).
+single_release() (
+  local release=$1 clients=$2 rc=0
+  export KWIRE_SPECS=$shared/kafka-$release CARGO_TARGET_DIR=target/single-$release
+  nice cargo test -p kwire || rc=1
+  if have java && have mvn; then
+    KWIRE_JAVA_VERSIONS="$clients=$KWIRE_SPECS" KWIRE_JAVA_TARGET_DIR=$CARGO_TARGET_DIR scripts/java-oracle.sh || rc=1
+  fi
+  exit $rc
+)
+
 start=$SECONDS
+stage "setup (installs what is missing)" scripts/setup.sh
+stage "workspace, default specs" cargo test --workspace
+stage "precompiled feature" cargo test -p kwire --features precompiled --lib --test broker_codec --test tooling
 
-step "the workspace on the default specs"
-cargo test --workspace
-step "the connection codec and dispatch with --features precompiled"
-cargo test -p kwire --features precompiled --lib --test broker_codec --test tooling
-for release in kafka-3.9.0 kafka-4.3.0; do
-  step "the generated crate with KWIRE_SPECS=$shared/$release alone"
-  KWIRE_SPECS="$shared/$release" cargo test -p kwire
-done
-echo "== cargo tests: $((SECONDS - start)) s"
-
-if command -v java >/dev/null && command -v mvn >/dev/null; then
-  t=$SECONDS
-  step "Apache Kafka's Java classes as the oracle"
-  KWIRE_JAVA_TARGET_DIR=target scripts/java-oracle.sh
-  echo "== java oracle: $((SECONDS - t)) s"
-
-  t=$SECONDS
-  step "real Apache Kafka brokers"
-  if [ "$(id -u)" != 0 ] || ! command -v tcpdump >/dev/null || ! command -v tshark >/dev/null; then
-    missing "the broker sweep's capture check needs root, tcpdump and tshark"
+if have java && have mvn; then
+  stage "java oracle, default build" env KWIRE_JAVA_VERSIONS="3.9.2=default 4.4.0=default" KWIRE_JAVA_TARGET_DIR=target \
+    scripts/java-oracle.sh
+  if [ "$(id -u)" != 0 ] || ! have tcpdump || ! have tshark; then
+    skip "broker sweep: capture check" "needs root, tcpdump and tshark"
     export KWIRE_SWEEP_PCAP=0
   fi
-  scripts/broker-sweep.sh
-  echo "== broker sweep: $((SECONDS - t)) s"
-
-  t=$SECONDS
-  step "kwire-client against real Apache Kafka brokers"
-  scripts/client-tests.sh 4.4.0 3.9.2
-  echo "== client: $((SECONDS - t)) s"
-
-  t=$SECONDS
-  step "the proxy example between real clients and real Apache Kafka brokers"
-  scripts/proxy-tests.sh 4.4.0
-  echo "== proxy: $((SECONDS - t)) s"
-
-  t=$SECONDS
-  step "every Kafka release's specs"
-  scripts/releases.sh
-  echo "== releases: $((SECONDS - t)) s"
+  stage "broker sweep, 3.9.2 and 4.4.0" scripts/broker-sweep.sh
+  stage "client, 4.4.0 and 3.9.2" scripts/client-tests.sh 4.4.0 3.9.2
+  stage "proxy, 4.4.0" scripts/proxy-tests.sh 4.4.0
 else
-  missing "Java 17+ and Maven (the Java oracle, the real brokers, every release's specs)"
+  for s in "java oracle" "broker sweep" "client" "proxy"; do skip "$s" "Java 17+ and Maven"; done
+fi
+stage "kafka 3.9.0 alone (+ oracle 3.9.2)" single_release 3.9.0 3.9.2
+stage "kafka 4.4.0 alone (+ oracle 4.4.0)" single_release 4.4.0 4.4.0
+if have java && have mvn; then
+  stage "every release's specs" scripts/releases.sh
+else
+  skip "every release's specs" "Java 17+ and Maven (the kafka-clients jars)"
+fi
+stage "package, built downstream offline" scripts/package.sh
+if have go && have java && have mvn; then
+  stage "benchmark peers' frames" benches/peers-check.sh
+else
+  skip "benchmark peers' frames" "Go, Java 17+ and Maven"
 fi
 
-t=$SECONDS
-step "the packaged crate, built downstream offline"
-scripts/package.sh
-echo "== package: $((SECONDS - t)) s"
-
-if command -v go >/dev/null && command -v java >/dev/null && command -v mvn >/dev/null; then
-  t=$SECONDS
-  step "the benchmark peers on kwire's benchmark frames"
-  benches/peers-check.sh
-  echo "== peers: $((SECONDS - t)) s"
-else
-  missing "Go, Java 17+ and Maven (the benchmark peers' frame checks)"
+echo
+echo "== stages (seconds)"
+failed=0
+for i in "${!names[@]}"; do
+  printf '%6s s  %-45s %s\n' "${secs[$i]}" "${names[$i]}" "${results[$i]}"
+  case ${results[$i]} in FAILED*) failed=$((failed + 1)) ;; esac
+done
+printf '%6s s  %s\n' $((SECONDS - start)) "all"
+if [ -s "$KWIRE_SKIP_LOG" ]; then
+  echo
+  echo "== did not run here (install what scripts/setup.sh installs, as root):"
+  sort -u "$KWIRE_SKIP_LOG" | sed 's/^/  /'
 fi
-echo "== all tests: $((SECONDS - start)) s"
+echo "stages: $((${#names[@]} - failed)) passed, $failed failed"
+[ $failed = 0 ]

@@ -50,7 +50,7 @@ fn roundtrip(broker: &Broker, topic: &str, produce_opts: &[&str], common: &[&str
 
 #[test]
 fn kcat_lists_metadata() {
-    if missing_tool("kcat", &["-V"]) {
+    if missing_tool("kcat_lists_metadata", "kcat", &["-V"]) {
         return;
     }
     let broker = Broker::start(&["--partitions", "3"]);
@@ -74,7 +74,7 @@ fn roundtrip_small(broker: &Broker, topic: &str) {
 }
 
 fn codec_roundtrip(codec: &str) {
-    if missing_tool("kcat", &["-V"]) {
+    if missing_tool(&format!("kcat roundtrip {codec}"), "kcat", &["-V"]) {
         return;
     }
     let broker = Broker::start(&[]);
@@ -129,7 +129,7 @@ const SASL: &[&str] = &[
 
 #[test]
 fn kcat_roundtrip_sasl_plain() {
-    if missing_tool("kcat", &["-V"]) {
+    if missing_tool("kcat_roundtrip_sasl_plain", "kcat", &["-V"]) {
         return;
     }
     let broker = Broker::start(&["--sasl-plain", "alice:alice-secret"]);

@@ -11,7 +11,7 @@ use harness::{missing_tool, record_versions, run_with_timeout, Broker};
 
 #[test]
 fn kafka_python_consumer_group() {
-    if missing_tool("python3", &["-c", "import kafka"]) {
+    if missing_tool("kafka_python_consumer_group", "python3", &["-c", "import kafka"]) {
         return;
     }
     // kafka-python's group join is timing-dependent on a loaded 2-core machine (a member's

@@ -26,6 +26,9 @@ use kwire::{ApiKey, Bytes, BytesMut, Decode, RequestKind, ResponseKind, Visit};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+#[path = "support/skip.rs"]
+mod skip;
+
 // ---------------------------------------------------------------------------------------------
 // Setup
 
@@ -437,6 +440,9 @@ fn kcat_workload(proxy: &Proxy, topic: &str, extra: &[&str]) {
 #[test]
 fn kcat_through_the_proxy() {
     let Some(env) = env_file("KWIRE_PROXY_BROKER", "kcat_through_the_proxy") else { return };
+    if skip::missing_tool("kcat_through_the_proxy", "kcat", &["-V"]) {
+        return;
+    }
     let proxy = Proxy::start(&env["PLAINTEXT"], &[]);
     let topic = unique("kw-proxy-kcat");
     java(&env, &["create", &proxy.bootstrap, &topic, "0", "2", "1"]);
@@ -485,6 +491,9 @@ fn python_workload(proxy: &Proxy, topic: &str) {
 #[test]
 fn kafka_python_through_the_proxy() {
     let Some(env) = env_file("KWIRE_PROXY_BROKER", "kafka_python_through_the_proxy") else { return };
+    if skip::missing_tool("kafka_python_through_the_proxy", "python3", &["-c", "import kafka"]) {
+        return;
+    }
     let proxy = Proxy::start(&env["PLAINTEXT"], &[]);
     python_workload(&proxy, &unique("kw-proxy-py"));
     assert_clean(&proxy, &real_addresses(&env), "kafka-python through the proxy");
@@ -493,6 +502,9 @@ fn kafka_python_through_the_proxy() {
 #[test]
 fn sasl_passes_through_the_proxy() {
     let Some(env) = env_file("KWIRE_PROXY_BROKER", "sasl_passes_through_the_proxy") else { return };
+    if skip::missing_tool("sasl_passes_through_the_proxy", "kcat", &["-V"]) {
+        return;
+    }
     let proxy = Proxy::start(&env["SASL_PLAINTEXT"], &[]);
     let sasl = ["-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=PLAIN", "-X", "sasl.username=admin", "-X", "sasl.password=admin-secret"];
     let topic = unique("kw-proxy-sasl");
@@ -511,6 +523,9 @@ fn sasl_passes_through_the_proxy() {
 #[test]
 fn tls_is_relayed_opaque() {
     let Some(env) = env_file("KWIRE_PROXY_BROKER", "tls_is_relayed_opaque") else { return };
+    if skip::missing_tool("tls_is_relayed_opaque", "kcat", &["-V"]) {
+        return;
+    }
     let proxy = Proxy::start(&env["SSL"], &[]);
     let tls = ["-X", "security.protocol=SSL", "-X", &format!("ssl.ca.location={}", env["SSL_CA"]), "-X", "ssl.endpoint.identification.algorithm=none"];
     let listing = Command::new("kcat").args(["-b", &proxy.bootstrap, "-L"]).args(tls).output().expect("kcat runs");
@@ -552,6 +567,10 @@ fn a_tenant_sees_only_its_topics_unprefixed() {
 #[test]
 fn clients_through_the_proxy_to_three_brokers() {
     let Some(env) = env_file("KWIRE_PROXY_CLUSTER", "clients_through_the_proxy_to_three_brokers") else { return };
+    let test = "clients_through_the_proxy_to_three_brokers";
+    if skip::missing_tool(test, "kcat", &["-V"]) || skip::missing_tool(test, "python3", &["-c", "import kafka"]) {
+        return;
+    }
     let proxy = Proxy::start(&env["NODE1_PLAINTEXT"], &[]);
     let topic = unique("kw-proxy-cluster");
     let out = java_workload(&env, &proxy, &topic, "6", "3");

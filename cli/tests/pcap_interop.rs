@@ -18,6 +18,9 @@ use std::process::Command;
 use kwire::runtime::json::serde_json::{self, Value};
 use kwire::ApiKey;
 
+#[path = "../../tests/support/skip.rs"]
+mod skip;
+
 /// Skips with a line saying why: `KWIRE_SKIP_INTEROP=1`, or a tool the capture needs is
 /// missing (tcpdump, tshark, confluent-kafka), unless `KWIRE_REQUIRE_CLIENTS` requires them.
 fn skip() -> bool {
@@ -27,11 +30,7 @@ fn skip() -> bool {
     }
     let probes: [&[&str]; 3] = [&["tcpdump", "--version"], &["tshark", "--version"], &["python3", "-c", "import confluent_kafka"]];
     for probe in probes {
-        let ok = Command::new(probe[0]).args(&probe[1..]).output().is_ok_and(|o| o.status.success());
-        if !ok {
-            let what = format!("`{}` fails: install what .ci/run installs for it", probe.join(" "));
-            assert!(std::env::var_os("KWIRE_REQUIRE_CLIENTS").is_none(), "{what}");
-            eprintln!("skipped: {what}");
+        if skip::missing_tool("kwire pcap against tshark", probe[0], &probe[1..]) {
             return true;
         }
     }

@@ -1,45 +1,91 @@
 //! kwire-build: reads Apache Kafka's JSON message specs and generates Rust types with
-//! versioned encode/decode for every api, built on `kwire-runtime`.
+//! versioned encode/decode for every api, for a build script, as prost-build does for protobuf.
+//! The generated code depends on `kwire-runtime`.
 //!
-//! Three stages, each its own module: [`spec`] mirrors the JSON files, [`model`] lowers them into
-//! a validated model (checking the invariants Kafka's own generator checks), and [`emit`] turns
-//! the model into formatted Rust files.
+//! A build script generates into `OUT_DIR` with a [`Config`]:
 //!
 //! ```no_run
-//! let files = kwire_build::generate_dir("specs/kafka-3.9.0".as_ref(), "out".as_ref())?;
-//! # Ok::<(), kwire_build::Error>(())
+//! // build.rs
+//! fn main() -> Result<(), kwire_build::Error> {
+//!     let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").unwrap());
+//!     kwire_build::Config::new()
+//!         .api_keys([0, 1, 3, 18]) // Produce, Fetch, Metadata, ApiVersions
+//!         .generate_dir(&["specs/kafka-4.4.0".into()], &out)?;
+//!     Ok(())
+//! }
 //! ```
 //!
-//! The generated index (`messages.rs`) `include!`s the other files (from `OUT_DIR` by default),
-//! so the output is meant for a build script; the crate that includes it must depend on
-//! `kwire-runtime`. A [`Config`] sets the runtime crate's path, which api keys to generate,
-//! the feature gates of the sample and JSON impls, extra derives and how files are included.
+//! and the crate includes the index, which `include!`s the other files:
+//!
+//! ```ignore
+//! pub mod messages {
+//!     include!(concat!(env!("OUT_DIR"), "/messages.rs"));
+//! }
+//! ```
+//!
+//! Several releases' spec directories (oldest first) merge into one set of types whose version
+//! ranges are the union; a kafka-clients jar, or a folder holding one, stands for a directory
+//! ([`find_source`]). [`Config`] also sets the runtime crate's path, the feature gates of the
+//! sample, JSON, view and precompiled code, extra derives and how files are included. Every
+//! failure is an [`Error`] naming the spec file and what is wrong.
 #![warn(missing_docs)]
 
-pub mod config;
-pub mod emit;
-pub mod error;
-pub mod merge;
-pub mod model;
-pub mod plan;
-pub mod spec;
-pub mod version;
-pub mod wire;
+mod config;
+mod emit;
+mod error;
+mod merge;
+mod model;
+mod plan;
+mod spec;
+mod version;
+mod wire;
 
 use std::path::{Path, PathBuf};
 
 pub use config::{Config, Gate, Include};
 pub use emit::{GeneratedFile, INDEX_FILE};
 pub use error::Error;
-pub use model::Model;
+pub use spec::{find_source, release_name, SpecSource};
+
+use model::Model;
+
+/// Not public API: the stages' internals, for this crate's own tests and the project's tools.
+/// They change in any release without notice.
+#[doc(hidden)]
+pub mod internal {
+    pub use crate::{load_merged_model, load_model};
+    pub mod emit {
+        pub use crate::emit::*;
+    }
+    pub mod merge {
+        pub use crate::merge::*;
+    }
+    pub mod model {
+        pub use crate::model::*;
+    }
+    pub mod plan {
+        pub use crate::plan::*;
+    }
+    pub mod spec {
+        pub use crate::spec::*;
+    }
+    pub mod version {
+        pub use crate::version::*;
+    }
+    pub mod wire {
+        pub use crate::wire::*;
+    }
+}
 
 /// Parses and validates every spec in `dir`.
+#[doc(hidden)]
 pub fn load_model(dir: &Path) -> Result<Model, Error> {
     load_merged_model(&[dir.to_path_buf()])
 }
 
 /// Parses several releases' spec directories (oldest first), merges them into one spec set
-/// (see [`merge`]) and validates the result.
+/// (see `merge`) and validates the result.
+#[doc(hidden)]
 pub fn load_merged_model(dirs: &[PathBuf]) -> Result<Model, Error> {
     let sets = dirs.iter().map(|d| spec::load_dir(d)).collect::<Result<Vec<_>, _>>()?;
     let releases: Vec<model::Release> =

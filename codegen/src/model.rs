@@ -200,7 +200,7 @@ pub struct Struct {
     pub reach: VersionRange,
     /// Flexible versions within `reach`.
     pub flexible: VersionRange,
-    /// The decisions emission takes for the whole struct (see [`crate::plan`]).
+    /// The decisions emission takes for the whole struct (see [`crate::internal::plan`]).
     pub plan: StructPlan,
 }
 
@@ -258,7 +258,7 @@ pub struct EndpointFields<'a> {
 /// A field's type.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FieldType {
-    /// A fixed-width type (`bool`, `int8` ... `uuid`): see [`crate::wire`].
+    /// A fixed-width type (`bool`, `int8` ... `uuid`): see [`crate::internal::wire`].
     Fixed(Fixed),
     /// `string`
     String,

@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use kwire_build::load_model;
+use kwire_build::internal::load_model;
 
 fn spec_sets() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/message-specs");

@@ -6,8 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use kwire_build::model::{DefaultValue, FieldType, Model};
-use kwire_build::{generate, load_model};
+use kwire_build::internal::model::{DefaultValue, FieldType, Model};
+use kwire_build::generate;
+use kwire_build::internal::load_model;
 
 /// A fresh directory under cargo's test scratch space holding `files` (name, text).
 fn spec_dir(files: &[(&str, &str)]) -> PathBuf {
@@ -552,7 +553,7 @@ fn empty_directory() {
 
 // ---- good specs with Kafka's quirks ----
 
-fn only_field(model: &Model) -> &kwire_build::model::Field {
+fn only_field(model: &Model) -> &kwire_build::internal::model::Field {
     &model.messages[0].structs[0].fields[0]
 }
 

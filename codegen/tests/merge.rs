@@ -3,9 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use kwire_build::load_merged_model;
-use kwire_build::model::{FieldType, Model};
-use kwire_build::version::VersionRange;
+use kwire_build::internal::load_merged_model;
+use kwire_build::internal::model::{FieldType, Model};
+use kwire_build::internal::version::VersionRange;
 
 fn dir(files: &[(&str, String)]) -> PathBuf {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -30,7 +30,7 @@ fn merged(old: &[(&str, String)], new: &[(&str, String)]) -> Result<Model, Strin
     load_merged_model(&[dir(old), dir(new)]).map_err(|e| e.to_string())
 }
 
-fn field<'m>(m: &'m Model, name: &str) -> &'m kwire_build::model::Field {
+fn field<'m>(m: &'m Model, name: &str) -> &'m kwire_build::internal::model::Field {
     let msg = m.messages.iter().find(|m| m.name == "ThingRequest").unwrap();
     msg.structs[0].fields.iter().find(|f| f.name == name).unwrap()
 }
@@ -47,7 +47,7 @@ fn versions_removed_in_the_newer_release_stay_with_their_fields() {
     assert_eq!(field(&m, "Old").versions, VersionRange::new(0, 1));
     assert_eq!(field(&m, "Keep").versions, VersionRange::new(0, 4));
     assert_eq!(field(&m, "Fresh").versions, VersionRange::new(4, 4));
-    assert_eq!(field(&m, "Fresh").ty, FieldType::Fixed(kwire_build::wire::Fixed::Int64));
+    assert_eq!(field(&m, "Fresh").ty, FieldType::Fixed(kwire_build::internal::wire::Fixed::Int64));
     assert_eq!(msg.flexible, VersionRange::new(2, 4));
 }
 

@@ -6,7 +6,8 @@
 
 use std::path::PathBuf;
 
-use kwire_build::{generate, generate_merged, load_model};
+use kwire_build::internal::load_model;
+use kwire_build::{generate, generate_merged};
 
 /// `kafka-clients-2.4.0.jar` -> (2, 4, 0).
 fn version(jar: &std::path::Path) -> Option<(u32, u32, u32)> {

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use kwire_build::emit::module_name;
+use kwire_build::internal::emit::module_name;
 
 const UPDATE_VAR: &str = "KWIRE_UPDATE_SNAPSHOTS";
 

@@ -3,7 +3,7 @@
 //! each through its runtime module. A new row in the table is covered here without editing this
 //! test; the root crate's round-trip tests then compile the module calls against the runtime.
 
-use kwire_build::wire::{DefaultKind, Fixed};
+use kwire_build::internal::wire::{DefaultKind, Fixed};
 
 #[test]
 fn every_fixed_type_is_coded_through_its_runtime_module() {

@@ -27,23 +27,10 @@ pub fn example_binary(name: &str) -> PathBuf {
     path
 }
 
-/// Skips (returns true, with a note) when a real-client test's tool is missing: the probe
-/// cannot start or does not succeed (`python3 -c "import kafka"` without kafka-python). Unless
-/// KWIRE_REQUIRE_CLIENTS is set (CI sets it: there a missing tool is a failure).
-pub fn missing_tool(program: &str, probe: &[&str]) -> bool {
-    let ok = Command::new(program)
-        .args(probe)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        let what = format!("`{program} {}` fails: install what .ci/run installs for it", probe.join(" "));
-        assert!(std::env::var_os("KWIRE_REQUIRE_CLIENTS").is_none(), "{what}");
-        eprintln!("skipping: {what}");
-    }
-    !ok
-}
+#[path = "../support/skip.rs"]
+mod skip;
+#[allow(unused_imports)] // not every test crate that includes the harness needs it
+pub use skip::missing_tool;
 
 pub struct Broker {
     child: Child,

@@ -1,6 +1,6 @@
 //! One struct: its declaration, `Default`, docs and the trait impls around the bodies that
 //! [`decode`](super::decode), [`encode`](super::encode), [`size`](super::size) and
-//! [`sample`](super::sample) emit from the field plans (see [`crate::plan`]).
+//! [`sample`](super::sample) emit from the field plans (see [`crate::internal::plan`]).
 //!
 //! Every body is one function for all versions. Each field is guarded by the version
 //! conditionals of its plan, computed against the versions still possible at that point, so
