@@ -13,6 +13,7 @@ use crate::uuid::Uuid;
 
 /// What a field names, from the spec's `entityType`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum EntityType {
     /// `topicName`: a topic name.
     TopicName,
@@ -31,6 +32,7 @@ pub enum EntityType {
 
 /// A read-only view of one entity field's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum EntityValue<'a> {
     /// A string entity (topic, group, transactional id). Null strings are not visited.
     Str(&'a str),
@@ -44,6 +46,7 @@ pub enum EntityValue<'a> {
 
 /// A mutable reference to one entity field, for rewriting (renaming topics, mapping ids).
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum EntityMut<'a> {
     /// A non-nullable string.
     Str(&'a mut ByteString),

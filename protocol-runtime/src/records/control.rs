@@ -16,6 +16,7 @@ use super::record::Record;
 
 /// The type of a control record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ControlRecordType {
     /// Transaction abort marker (0).
     Abort,
@@ -128,6 +129,7 @@ impl EndTxnMarker {
 
 /// A typed control record.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ControlRecord {
     /// A transaction commit marker.
     Commit(EndTxnMarker),
