@@ -9,7 +9,6 @@ use crate::{ApiKey, VersionRange};
 
 /// Why no version can be used for an api.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum NegotiationError {
     /// The broker did not list the api.
     NotAdvertised(ApiKey),

@@ -78,7 +78,6 @@ pub const NO_TIMESTAMP: i64 = -1;
 
 /// A compression codec, as stored in the low three bits of the attributes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
 pub enum Compression {
     /// No compression.
     #[default]
