@@ -18,8 +18,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use kwire::Bytes;
 
-use crate::consumer::TopicPartition;
-use crate::error::{Error, Result};
+use crate::topic_partition::TopicPartition;
+use crate::error::{Error, GroupError, Result};
 
 /// `AbstractStickyAssignor.DEFAULT_GENERATION`.
 const DEFAULT_GENERATION: i32 = -1;
@@ -214,7 +214,7 @@ pub fn cooperative_sticky_assign(members: &[StickyMember], partitions_per_topic:
         partitions_per_topic.iter().filter(|(t, n)| **n > 0 && subscribed.contains(t.as_str())).map(|(t, n)| (t.clone(), *n)).collect();
     let ids: HashSet<&str> = members.iter().map(|m| m.member_id.as_str()).collect();
     if ids.len() != members.len() {
-        return Err(Error::Consumer("cooperative-sticky: two members with the same id".into()));
+        return Err(Error::Group(GroupError::Assignment("cooperative-sticky: two members with the same id".into())));
     }
     // Java's `subscriptions` HashMap order.
     let hashes: Vec<i32> = members.iter().map(|m| java_string_hash(&m.member_id)).collect();
@@ -377,7 +377,7 @@ fn constrained(ordered: &[&StickyMember], counts: &BTreeMap<String, i32>, claims
         } else if under_min.is_empty() {
             match exactly_min.pop_front() {
                 Some(m) => (m, false),
-                None => return Err(Error::Consumer("cooperative-sticky: no more unfilled members to assign to".into())),
+                None => return Err(Error::Group(GroupError::Assignment("cooperative-sticky: no more unfilled members to assign to".into()))),
             }
         } else {
             cursor = 1;
@@ -388,7 +388,7 @@ fn constrained(ordered: &[&StickyMember], counts: &BTreeMap<String, i32>, claims
             // Java's iterator.remove(): the member just taken from `under_min` (one taken from
             // `exactly_min` already had the minimum, so cannot be at it now).
             if !from_under {
-                return Err(Error::Consumer("cooperative-sticky: a filled member is below the minimum quota".into()));
+                return Err(Error::Group(GroupError::Assignment("cooperative-sticky: a filled member is below the minimum quota".into())));
             }
             if let Some(i) = cursor.checked_sub(1).filter(|i| *i < under_min.len()) {
                 under_min.remove(i);
@@ -401,10 +401,10 @@ fn constrained(ordered: &[&StickyMember], counts: &BTreeMap<String, i32>, claims
     }
     if !under_min.is_empty() {
         if over_min != expected_over_min {
-            return Err(Error::Consumer("cooperative-sticky: fewer members above the minimum quota than expected".into()));
+            return Err(Error::Group(GroupError::Assignment("cooperative-sticky: fewer members above the minimum quota than expected".into())));
         }
         if let Some(m) = under_min.iter().find(|m| assignment.get(*m).map_or(0, Vec::len) != min_quota) {
-            return Err(Error::Consumer(format!("cooperative-sticky: member {m} below the minimum quota")));
+            return Err(Error::Group(GroupError::Assignment(format!("cooperative-sticky: member {m} below the minimum quota"))));
         }
     }
     Ok((assignment, transferring))

@@ -12,6 +12,7 @@ use tracing::{debug, info, warn, Instrument};
 
 use crate::conn::{ConnectOptions, Connection};
 use crate::error::{Error, Result};
+use crate::retry::Backoff;
 use crate::sasl::Sasl;
 use crate::tls::TlsConfig;
 
@@ -312,8 +313,7 @@ impl Client {
             Err(e) => {
                 slot.failures = slot.failures.saturating_add(1);
                 let cfg = &self.inner.config;
-                let exp = cfg.reconnect_backoff.saturating_mul(1u32 << slot.failures.min(16).saturating_sub(1));
-                let backoff = exp.min(cfg.reconnect_backoff_max).mul_f64(0.8 + 0.4 * crate::conn::random_unit());
+                let backoff = Backoff::exponential(cfg.reconnect_backoff, cfg.reconnect_backoff_max).delay(slot.failures);
                 slot.retry_at = Some(Instant::now() + backoff);
                 warn!(addr = %addr, error = %e, ?backoff, "connect failed");
                 Err(e)
@@ -442,17 +442,15 @@ impl Client {
     /// Whether an error code calls for fresh metadata (leadership or topic changed).
     pub fn needs_metadata_refresh(code: ErrorCode) -> bool {
         matches!(
-            code.name(),
-            Some(
-                "NOT_LEADER_OR_FOLLOWER"
-                    | "UNKNOWN_TOPIC_OR_PARTITION"
-                    | "LEADER_NOT_AVAILABLE"
-                    | "FENCED_LEADER_EPOCH"
-                    | "UNKNOWN_LEADER_EPOCH"
-                    | "NOT_CONTROLLER"
-                    | "UNKNOWN_TOPIC_ID"
-                    | "KAFKA_STORAGE_ERROR"
-            )
+            code,
+            ErrorCode::NOT_LEADER_OR_FOLLOWER
+                | ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
+                | ErrorCode::LEADER_NOT_AVAILABLE
+                | ErrorCode::FENCED_LEADER_EPOCH
+                | ErrorCode::UNKNOWN_LEADER_EPOCH
+                | ErrorCode::NOT_CONTROLLER
+                | ErrorCode::UNKNOWN_TOPIC_ID
+                | ErrorCode::KAFKA_STORAGE_ERROR
         )
     }
 }
@@ -485,7 +483,7 @@ fn parse_metadata(r: kwire::messages::MetadataResponse) -> ClusterMetadata {
     let topics = r
         .topics
         .into_iter()
-        .filter(|t| t.error_code == 0)
+        .filter(|t| t.error_code == ErrorCode::NONE.0)
         .filter_map(|t| {
             let name = t.name?.to_string();
             let partitions = partitions_of(&t.partitions);

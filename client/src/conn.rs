@@ -15,7 +15,7 @@ use futures_util::{SinkExt, StreamExt};
 use kwire::codec::{ClientCodec, CodecError, OutboundRequest, ResponseFrame};
 use kwire::messages::{ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest};
 use kwire::negotiate::{negotiate, NegotiateOptions, Negotiated};
-use kwire::{ApiKey, ByteString, Bytes, RequestKind, ResponseKind, VersionRange};
+use kwire::{ApiKey, ByteString, Bytes, ErrorCode, RequestKind, ResponseKind, VersionRange};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, RwLock};
@@ -311,7 +311,7 @@ impl Connection {
         };
         let mut version = ours.hi;
         let mut response = self.expect_api_versions(self.send(version, request()).await?)?;
-        if response.error_code == 35 {
+        if response.error_code == ErrorCode::UNSUPPORTED_VERSION.0 {
             let theirs = response.api_keys.iter().find(|k| k.api_key == ApiKey::ApiVersions.key());
             let common = theirs.map(|k| VersionRange::new(k.min_version, k.max_version).intersect(&ours));
             version = common.filter(|c| !c.is_empty()).map(|c| c.hi).ok_or_else(|| Error::UnsupportedVersion {
@@ -353,11 +353,11 @@ impl Connection {
             else {
                 return Err(Error::UnexpectedResponse("not a SaslHandshake response".into()));
             };
-            if h.error_code != 0 {
+            if !ErrorCode(h.error_code).is_ok() {
                 let offered: Vec<&str> = h.mechanisms.iter().map(|m| &m[..]).collect();
                 return Err(auth_err(format!(
                     "{} (the broker offers {})",
-                    kwire::ErrorCode(h.error_code).name().unwrap_or("handshake refused"),
+                    ErrorCode(h.error_code).name().unwrap_or("handshake refused"),
                     offered.join(", ")
                 )));
             }
@@ -367,8 +367,8 @@ impl Connection {
                 else {
                     return Err(Error::UnexpectedResponse("not a SaslAuthenticate response".into()));
                 };
-                if r.error_code != 0 {
-                    let name = kwire::ErrorCode(r.error_code).name().unwrap_or("UNKNOWN");
+                if !ErrorCode(r.error_code).is_ok() {
+                    let name = ErrorCode(r.error_code).name().unwrap_or("UNKNOWN");
                     return Err(auth_err(format!("{name}: {}", r.error_message.as_deref().unwrap_or(""))));
                 }
                 Ok(r)
@@ -401,7 +401,7 @@ impl Connection {
 
     fn schedule_reauthentication(&self, sasl: Sasl, lifetime_ms: i64) {
         // As Kafka's Java client: at 85-95% of the session lifetime.
-        let jitter = random_unit();
+        let jitter = crate::retry::random_unit();
         let after = Duration::from_millis(((lifetime_ms as f64) * (0.85 + 0.10 * jitter)) as u64);
         let weak: Weak<Shared> = Arc::downgrade(&self.shared);
         tokio::spawn(async move {
@@ -418,13 +418,6 @@ impl Connection {
             }
         });
     }
-}
-
-/// A number in [0, 1) from the OS random source (0.5 if none).
-pub(crate) fn random_unit() -> f64 {
-    crate::sasl::random_bytes(4)
-        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64 / (u32::MAX as f64 + 1.0))
-        .unwrap_or(0.5)
 }
 
 /// Fetch responses are big (up to `fetch_max_bytes`) and come one after another. Read each

@@ -27,30 +27,11 @@ use kwire::{ApiKey, ByteString, Bytes, ErrorCode, ResponseKind, Uuid};
 use tracing::{debug, info, warn};
 
 use crate::cluster::{ClusterMetadata, Client};
-use crate::error::{Error, Result};
+use crate::error::{ConsumerError, Error, GroupError, Resource, Result};
+use crate::retry::{Backoff, Retry};
 use crate::group::{Assignor, GroupState, RebalanceListener};
 
-/// A partition of a topic.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct TopicPartition {
-    /// The topic.
-    pub topic: String,
-    /// The partition index.
-    pub partition: i32,
-}
-
-impl TopicPartition {
-    /// `topic`'s partition `partition`.
-    pub fn new(topic: impl Into<String>, partition: i32) -> TopicPartition {
-        TopicPartition { topic: topic.into(), partition }
-    }
-}
-
-impl std::fmt::Display for TopicPartition {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}-{}", self.topic, self.partition)
-    }
-}
+pub use crate::topic_partition::TopicPartition;
 
 /// Where to start when a partition has no valid position (`auto.offset.reset`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -360,7 +341,7 @@ impl Consumer {
     /// start at the committed offset (with a group id) or by the reset policy.
     pub fn assign(&mut self, partitions: impl IntoIterator<Item = TopicPartition>) -> Result<()> {
         if self.group.is_some() {
-            return Err(Error::Consumer("subscribed to a group: unsubscribe before assigning by hand".into()));
+            return Err(Error::Consumer(ConsumerError::SubscribedToGroup));
         }
         let wanted: BTreeSet<TopicPartition> = partitions.into_iter().collect();
         self.set_assignment(&wanted);
@@ -397,7 +378,7 @@ impl Consumer {
 
     /// Sets the position of an assigned partition; its buffered records are dropped.
     pub fn seek(&mut self, tp: &TopicPartition, offset: i64) -> Result<()> {
-        let st = self.assignment.get_mut(tp).ok_or_else(|| Error::Consumer(format!("{tp} is not assigned")))?;
+        let st = self.assignment.get_mut(tp).ok_or_else(|| Error::Consumer(ConsumerError::NotAssigned(tp.clone())))?;
         st.position = Some(offset);
         st.epoch = None;
         st.reset = None;
@@ -429,7 +410,7 @@ impl Consumer {
     /// it is not known yet.
     pub async fn position(&mut self, tp: &TopicPartition) -> Result<i64> {
         if !self.assignment.contains_key(tp) {
-            return Err(Error::Consumer(format!("{tp} is not assigned")));
+            return Err(Error::Consumer(ConsumerError::NotAssigned(tp.clone())));
         }
         self.resolve_positions().await?;
         self.assignment.get(tp).and_then(|s| s.position).ok_or_else(|| Error::NoOffset(tp.to_string()))
@@ -649,7 +630,7 @@ impl Consumer {
                 for p in &t.partitions {
                     let tp = TopicPartition::new(t.topic.to_string(), p.partition);
                     let Some((_, current, _)) = parts.iter().find(|(x, _, _)| *x == tp) else { continue };
-                    if p.error_code != 0 {
+                    if !ErrorCode(p.error_code).is_ok() {
                         debug!(partition = %tp, code = ?ErrorCode(p.error_code).name(), "OffsetForLeaderEpoch: retrying after a metadata refresh");
                         refresh = true;
                         continue;
@@ -809,8 +790,8 @@ impl Consumer {
         ids: &HashMap<Uuid, String>,
     ) -> Result<bool> {
         let mut refresh = false;
-        match response.error_code {
-            0 => {
+        match ErrorCode(response.error_code) {
+            ErrorCode::NONE => {
                 let session = self.sessions.entry(node).or_default();
                 if incremental {
                     session.epoch = next_epoch(session.epoch);
@@ -823,17 +804,17 @@ impl Consumer {
                     *session = Session { id: response.session_id, epoch: 1, sent: wanted.iter().cloned().collect() };
                 }
             }
-            // FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH: start a new session.
-            70 | 71 => {
+            // The broker lost the session or its epoch: start a new one.
+            ErrorCode::FETCH_SESSION_ID_NOT_FOUND | ErrorCode::INVALID_FETCH_SESSION_EPOCH => {
                 debug!(node, code = response.error_code, "fetch session lost: a full fetch next");
                 self.sessions.remove(&node);
                 return Ok(false);
             }
             code => {
-                warn!(node, code = ?ErrorCode(code).name(), "fetch refused");
+                warn!(node, code = ?code.name(), "fetch refused");
                 self.sessions.remove(&node);
-                let e = Error::Broker { code: ErrorCode(code), message: None, context: format!("Fetch from broker {node}") };
-                if e.is_retriable() || Client::needs_metadata_refresh(ErrorCode(code)) || code == 106 {
+                let e = Error::broker(code, None, format!("Fetch from broker {node}"));
+                if e.is_retriable() || Client::needs_metadata_refresh(code) || code == ErrorCode::FETCH_SESSION_TOPIC_ID_ERROR {
                     return Ok(true);
                 }
                 return Err(e);
@@ -866,10 +847,9 @@ impl Consumer {
                 if st.position != Some(sent.offset) {
                     continue;
                 }
-                match p.error_code {
-                    0 => {}
-                    1 => {
-                        // OFFSET_OUT_OF_RANGE
+                match ErrorCode(p.error_code) {
+                    ErrorCode::NONE => {}
+                    ErrorCode::OFFSET_OUT_OF_RANGE => {
                         let reset = self.config.auto_offset_reset;
                         if reset == OffsetReset::None {
                             return Err(Error::OffsetOutOfRange { partition: tp.to_string(), offset: sent.offset });
@@ -882,13 +862,11 @@ impl Consumer {
                         continue;
                     }
                     code => {
-                        let code = ErrorCode(code);
                         if Client::needs_metadata_refresh(code) || code.is_retriable() {
                             debug!(partition = %tp, code = ?code.name(), "fetch: partition error, refreshing metadata");
                             refresh = true;
-                            // NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH: a leader change;
-                            // validate the position under the new epoch.
-                            if matches!(code.0, 6 | 74) {
+                            // A leader change: validate the position under the new epoch.
+                            if matches!(code, ErrorCode::NOT_LEADER_OR_FOLLOWER | ErrorCode::FENCED_LEADER_EPOCH) {
                                 if let Some(st) = self.assignment.get_mut(&tp) {
                                     if st.epoch.is_some() {
                                         st.needs_validation = true;
@@ -897,7 +875,7 @@ impl Consumer {
                             }
                             continue;
                         }
-                        return Err(Error::Broker { code, message: None, context: format!("fetch {tp}") });
+                        return Err(Error::broker(code, None, format!("fetch {tp}")).about(Resource::Topic(tp.topic.clone())));
                     }
                 }
                 if p.diverging_epoch.epoch >= 0 && p.diverging_epoch.end_offset >= 0 {
@@ -930,21 +908,18 @@ impl Consumer {
     pub async fn list_offsets(&self, specs: &[(TopicPartition, OffsetSpec)]) -> Result<BTreeMap<TopicPartition, (i64, Option<i32>)>> {
         let mut out = BTreeMap::new();
         let mut todo: Vec<(TopicPartition, OffsetSpec)> = specs.to_vec();
-        for attempt in 0..10u32 {
-            if todo.is_empty() {
-                break;
-            }
-            if attempt > 0 {
-                tokio::time::sleep(self.config.retry_backoff).await;
+        let mut retry = Retry::new(Backoff::constant(self.config.retry_backoff), 10);
+        while !todo.is_empty() && retry.next().await {
+            if retry.attempts() > 1 {
                 self.client.refresh_metadata().await?;
             }
             let metadata = self.client.metadata();
             let mut by_leader: BTreeMap<i32, Vec<(TopicPartition, OffsetSpec, i32)>> = BTreeMap::new();
-            let mut retry = Vec::new();
+            let mut again = Vec::new();
             for (tp, spec) in todo.drain(..) {
                 match metadata.topics.get(&tp.topic).and_then(|t| t.partitions.iter().find(|p| p.index == tp.partition)) {
                     Some(p) if p.leader >= 0 => by_leader.entry(p.leader).or_default().push((tp, spec, p.leader_epoch)),
-                    _ => retry.push((tp, spec)),
+                    _ => again.push((tp, spec)),
                 }
             }
             for (leader, parts) in by_leader {
@@ -973,7 +948,7 @@ impl Consumer {
                     Ok(other) => return Err(Error::UnexpectedResponse(format!("{:?} to ListOffsets", other.map(|o| o.api_key())))),
                     Err(e) if e.is_retriable() => {
                         warn!(leader, error = %e, "ListOffsets failed");
-                        retry.extend(parts.into_iter().map(|(tp, s, _)| (tp, s)));
+                        again.extend(parts.into_iter().map(|(tp, s, _)| (tp, s)));
                         continue;
                     }
                     Err(e) => return Err(e),
@@ -987,7 +962,7 @@ impl Consumer {
                         .find(|p| p.partition_index == tp.partition);
                     match p {
                         None => return Err(Error::UnexpectedResponse(format!("ListOffsets response has no {tp}"))),
-                        Some(p) if p.error_code == 0 => {
+                        Some(p) if ErrorCode(p.error_code).is_ok() => {
                             if p.offset >= 0 {
                                 out.insert(tp, (p.offset, (p.leader_epoch >= 0).then_some(p.leader_epoch)));
                             }
@@ -995,15 +970,15 @@ impl Consumer {
                         Some(p) => {
                             let code = ErrorCode(p.error_code);
                             if code.is_retriable() || Client::needs_metadata_refresh(code) {
-                                retry.push((tp, spec));
+                                again.push((tp, spec));
                             } else {
-                                return Err(Error::Broker { code, message: None, context: format!("ListOffsets {tp}") });
+                                return Err(Error::broker(code, None, format!("ListOffsets {tp}")).about(Resource::Topic(tp.topic.clone())));
                             }
                         }
                     }
                 }
             }
-            todo = retry;
+            todo = again;
         }
         if let Some((tp, _)) = todo.first() {
             return Err(Error::UnknownTopicOrPartition(format!("ListOffsets for {tp}: no leader answered")));
@@ -1056,19 +1031,17 @@ impl Consumer {
         timeout: Option<Duration>,
     ) -> Result<ResponseKind> {
         let mut last = None;
-        for attempt in 0..30u32 {
-            if attempt > 0 {
-                tokio::time::sleep(self.config.retry_backoff).await;
-            }
+        let mut retry = Retry::new(Backoff::constant(self.config.retry_backoff), 30);
+        while retry.next().await {
             let addr = self.coordinator().await?;
             match self.client.call_keyed_versioned(&crate::group::coordinator_key(&addr), &addr, api, &build, timeout).await {
-                Ok(r) => match code_of(&r) {
-                    // COORDINATOR_LOAD_IN_PROGRESS: same coordinator, later.
-                    14 => last = Some(Error::Broker { code: ErrorCode(14), message: None, context: api.name().into() }),
-                    // COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR: find it again.
-                    15 | 16 => {
+                Ok(r) => match ErrorCode(code_of(&r)) {
+                    // Same coordinator, later.
+                    code @ ErrorCode::COORDINATOR_LOAD_IN_PROGRESS => last = Some(Error::broker(code, None, api.name().into())),
+                    // Find it again.
+                    code @ (ErrorCode::COORDINATOR_NOT_AVAILABLE | ErrorCode::NOT_COORDINATOR) => {
                         self.coordinator_lost();
-                        last = Some(Error::Broker { code: ErrorCode(16), message: None, context: api.name().into() });
+                        last = Some(Error::broker(code, None, api.name().into()));
                     }
                     _ => return Ok(r),
                 },
@@ -1079,7 +1052,8 @@ impl Consumer {
                 Err(e) => return Err(e),
             }
         }
-        Err(last.unwrap_or_else(|| Error::Consumer(format!("{} to the coordinator failed", api.name()))))
+        let group = self.group_id()?.to_owned();
+        Err(last.unwrap_or(Error::Group(GroupError::CoordinatorNotAvailable { group })))
     }
 
     /// The group's committed offsets for these partitions (OffsetFetch; unknown ones left out).
@@ -1134,17 +1108,15 @@ impl Consumer {
             _ => 0,
         };
         let ids = topic_ids(&metadata);
-        for attempt in 0..30u32 {
-            if attempt > 0 {
-                tokio::time::sleep(self.config.retry_backoff).await;
-            }
+        let mut retry = Retry::new(Backoff::constant(self.config.retry_backoff), 30);
+        while retry.next().await {
             let response = match self.call_coordinator(ApiKey::OffsetFetch, build, code_of, None).await? {
                 ResponseKind::OffsetFetch(r) => r,
                 other => return Err(Error::UnexpectedResponse(format!("{:?} to OffsetFetch", other.api_key()))),
             };
             let code = code_of(&ResponseKind::OffsetFetch(response.clone()));
-            // UNSTABLE_OFFSET_COMMIT: a transaction is committing offsets; ask again.
-            if code == 88 {
+            // A transaction is committing offsets: ask again.
+            if ErrorCode(code) == ErrorCode::UNSTABLE_OFFSET_COMMIT {
                 continue;
             }
             Error::check(code, None, || format!("OffsetFetch for group {group}"))?;
@@ -1166,9 +1138,9 @@ impl Consumer {
                 }
             }
             for (topic, partition, offset, epoch, meta, code) in rows {
-                // UNSTABLE_OFFSET_COMMIT, or UNKNOWN_TOPIC_ID (v10 asks by topic id, and the
-                // metadata had no id for a topic just created): ask again.
-                if code == 88 || code == 100 {
+                // Unstable, or an unknown topic id (v10 asks by topic id, and the metadata had
+                // no id for a topic just created): ask again.
+                if matches!(ErrorCode(code), ErrorCode::UNSTABLE_OFFSET_COMMIT | ErrorCode::UNKNOWN_TOPIC_ID) {
                     unstable = true;
                     continue;
                 }
@@ -1184,7 +1156,7 @@ impl Consumer {
                 return Ok(out);
             }
         }
-        Err(Error::Consumer(format!("group {group}: offsets stayed unstable (a transaction is committing them)")))
+        Err(Error::Group(GroupError::UnstableOffsets { group }))
     }
 
     /// Commits the positions of every assigned partition (what `poll` has returned).
@@ -1239,7 +1211,9 @@ impl Consumer {
         };
         let code_of = |r: &ResponseKind| match r {
             ResponseKind::OffsetCommit(r) => {
-                r.topics.iter().flat_map(|t| &t.partitions).map(|p| p.error_code).find(|c| matches!(c, 14..=16)).unwrap_or(0)
+                r.topics.iter().flat_map(|t| &t.partitions).map(|p| p.error_code)
+                    .find(|c| matches!(ErrorCode(*c), ErrorCode::COORDINATOR_LOAD_IN_PROGRESS | ErrorCode::COORDINATOR_NOT_AVAILABLE | ErrorCode::NOT_COORDINATOR))
+                    .unwrap_or(0)
             }
             _ => 0,
         };
@@ -1249,15 +1223,16 @@ impl Consumer {
         };
         for t in &response.topics {
             for p in &t.partitions {
-                if p.error_code != 0 {
-                    let code = ErrorCode(p.error_code);
+                let code = ErrorCode(p.error_code);
+                if !code.is_ok() {
+                    let e = Error::group(code, None, &group, self.config.group_instance_id.as_deref(), format!("OffsetCommit for group {group}, topic {}", t.name));
                     // The generation moved on: rejoin before the next poll returns records.
-                    if matches!(p.error_code, 22 | 25 | 27 | 110 | 113) {
+                    if matches!(e, Error::Group(GroupError::RebalanceInProgress { .. } | GroupError::UnknownMember { .. } | GroupError::StaleGeneration { .. })) {
                         if let Some(g) = &self.group {
                             g.request_rejoin(code);
                         }
                     }
-                    return Err(Error::Broker { code, message: None, context: format!("OffsetCommit for group {group}, topic {}", t.name) });
+                    return Err(e.about(Resource::Topic(t.name.to_string())));
                 }
             }
         }
@@ -1388,7 +1363,7 @@ fn parse_partition(
             // A truncated last batch: fetched again next time.
             Batch::Partial(_) => break,
             Batch::Legacy(_) => {
-                return Err(Error::Consumer(format!("{tp} holds magic 0/1 messages, which this consumer does not read")));
+                return Err(Error::Consumer(ConsumerError::LegacyRecords(tp.clone())));
             }
         };
         if b.next_offset() <= position {

@@ -35,14 +35,15 @@ use kwire::messages::{
     ConsumerGroupHeartbeatRequest, ConsumerProtocolAssignment, ConsumerProtocolSubscription, FindCoordinatorRequest,
     HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest,
 };
-use kwire::{ApiKey, ByteString, Bytes, BytesMut, ErrorCode, Message, ResponseKind, Uuid};
+use kwire::{ApiKey, ByteString, Bytes, ErrorCode, Message, ResponseKind, Uuid};
 use tokio::sync::Notify;
 use tracing::{debug, info, warn, Instrument};
 
 use crate::assignor::{cooperative_sticky_assign, cooperative_sticky_user_data, StickyMember};
 use crate::cluster::Client;
 use crate::consumer::{Consumer, GroupProtocol, TopicPartition};
-use crate::error::{Error, Result};
+use crate::error::{ConsumerError, Error, GroupError, Resource, Result};
+use crate::retry::{Backoff, Retry};
 
 /// A classic-protocol partition assignor (`partition.assignment.strategy`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,26 +153,16 @@ pub fn range_assign(members: &[MemberSubscription], partitions_per_topic: &BTree
     out
 }
 
-/// `version` (2 bytes, big-endian) then the message at that version, as Java's ConsumerProtocol.
+/// A consumer protocol message as Java's ConsumerProtocol carries it: the version first.
 fn encode_versioned<M: Message>(m: &M, version: i16) -> Result<Bytes> {
-    let mut buf = BytesMut::new();
-    buf.extend_from_slice(&version.to_be_bytes());
-    m.encode(&mut buf, version).map_err(|e| Error::Consumer(format!("encoding the consumer protocol data: {e}")))?;
-    Ok(buf.freeze())
+    m.to_version_prefixed_bytes(version).map_err(|e| Error::Group(GroupError::Encoding(e.to_string())))
 }
 
-/// Reads Java's versioned layout; a newer version than ours is read as ours (fields are only
-/// ever added at the end).
+/// Reads a version-prefixed consumer protocol message (a newer version than ours is read as
+/// ours: fields are only ever added at the end).
 fn decode_versioned<M: Message>(raw: &Bytes, what: &str) -> Result<(M, i16)> {
-    let bad = |m: String| Error::Protocol { addr: "group coordinator".into(), message: format!("{what}: {m}") };
-    let (Some(&hi), Some(&lo)) = (raw.first(), raw.get(1)) else { return Err(bad("shorter than its version".into())) };
-    let version = i16::from_be_bytes([hi, lo]);
-    if version < 0 {
-        return Err(bad(format!("version {version}")));
-    }
-    let v = version.min(M::VERSIONS.hi);
-    let mut body = raw.slice(2..);
-    let m = M::decode(&mut body, v).map_err(|e| bad(e.to_string()))?;
+    let (version, m) = M::from_version_prefixed(&mut raw.clone())
+        .map_err(|e| Error::Protocol { addr: "group coordinator".into(), message: format!("{what}: {e}") })?;
     Ok((m, version))
 }
 
@@ -250,6 +241,17 @@ impl GroupState {
     }
 }
 
+/// Whether `code` says this member's generation is gone, so its partitions are lost (not
+/// revoked): ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, STALE_MEMBER_EPOCH.
+fn lost_membership(code: ErrorCode) -> bool {
+    matches!(code, ErrorCode::ILLEGAL_GENERATION | ErrorCode::UNKNOWN_MEMBER_ID | ErrorCode::FENCED_MEMBER_EPOCH | ErrorCode::STALE_MEMBER_EPOCH)
+}
+
+/// Whether `code` says to ask the coordinator again later or find it again.
+fn coordinator_moved(code: ErrorCode) -> bool {
+    matches!(code, ErrorCode::COORDINATOR_LOAD_IN_PROGRESS | ErrorCode::COORDINATOR_NOT_AVAILABLE | ErrorCode::NOT_COORDINATOR)
+}
+
 fn lock(m: &Mutex<Membership>) -> std::sync::MutexGuard<'_, Membership> {
     // Nothing panics under this lock; if something did, the data is still usable.
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -258,17 +260,15 @@ fn lock(m: &Mutex<Membership>) -> std::sync::MutexGuard<'_, Membership> {
 /// A random member id as Java's consumers make them for KIP-848 (a base64url UUID).
 fn random_member_id() -> Result<String> {
     use base64::Engine;
-    let bytes = crate::sasl::random_bytes(16).map_err(|e| Error::Consumer(format!("no randomness for a member id: {e}")))?;
+    let bytes = crate::sasl::random_bytes(16).map_err(|e| Error::Group(GroupError::NoRandomness(e)))?;
     Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
 }
 
 /// FindCoordinator for `group`, with retries over coordinator errors.
 pub(crate) async fn find_coordinator(client: &Client, group: &str, backoff: Duration) -> Result<String> {
     let mut last = None;
-    for attempt in 0..30u32 {
-        if attempt > 0 {
-            tokio::time::sleep(backoff).await;
-        }
+    let mut retry = Retry::new(Backoff::constant(backoff), 30);
+    while retry.next().await {
         // One key up to v3, a list of them from v4.
         let build = |v: i16| {
             let mut r = FindCoordinatorRequest { key_type: 0, ..Default::default() };
@@ -293,18 +293,18 @@ pub(crate) async fn find_coordinator(client: &Client, group: &str, backoff: Dura
             Some(c) => (c.error_code, c.error_message.as_deref().map(str::to_owned), c.host.to_string(), c.port),
             None => (response.error_code, response.error_message.as_deref().map(str::to_owned), response.host.to_string(), response.port),
         };
-        if code == 0 {
+        if ErrorCode(code).is_ok() {
             let addr = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
             debug!(group, coordinator = %addr, "found the group coordinator");
             return Ok(addr);
         }
-        let e = Error::Broker { code: ErrorCode(code), message, context: format!("FindCoordinator for group {group}") };
+        let e = Error::broker(ErrorCode(code), message, format!("FindCoordinator for group {group}")).about(Resource::Group(group.to_owned()));
         if !e.is_retriable() {
             return Err(e);
         }
         last = Some(e);
     }
-    Err(last.unwrap_or_else(|| Error::Consumer(format!("no coordinator found for group {group}"))))
+    Err(last.unwrap_or_else(|| Error::Group(GroupError::CoordinatorNotAvailable { group: group.to_owned() })))
 }
 
 /// The coordinator gets a connection of its own (as Java's consumer does): fetches to the same
@@ -324,7 +324,7 @@ impl Consumer {
             return Err(Error::Config("subscribing needs a group_id".into()));
         }
         if self.group.is_some() {
-            return Err(Error::Consumer("already subscribed".into()));
+            return Err(Error::Consumer(ConsumerError::AlreadySubscribed));
         }
         let member_id = match self.config.group_protocol {
             // KIP-1082: the member makes its own id.
@@ -471,7 +471,7 @@ impl Consumer {
         // keeps what it owns until the new assignment says otherwise.
         let lost = self.group.as_ref().is_some_and(|g| {
             let mut m = g.lock();
-            let lost = matches!(m.rejoin, Some(ErrorCode(22 | 25 | 110 | 113)));
+            let lost = m.rejoin.is_some_and(lost_membership);
             if lost {
                 m.generation = -1;
             }
@@ -502,7 +502,7 @@ impl Consumer {
         loop {
             attempts += 1;
             if attempts > 50 {
-                return Err(Error::Consumer(format!("group {group_id}: no generation after 50 attempts")));
+                return Err(Error::Group(GroupError::NoGeneration { group: group_id, attempts: 50 }));
             }
             let (member_id, generation) = {
                 let Some(g) = &self.group else { return Ok(()) };
@@ -564,26 +564,26 @@ impl Consumer {
                     g.lock().member_id = id;
                 }
             };
-            match join.error_code {
-                0 => {}
-                // MEMBER_ID_REQUIRED: the broker gave us an id; join again with it.
-                79 => {
+            match ErrorCode(join.error_code) {
+                ErrorCode::NONE => {}
+                // The broker gave us an id: join again with it.
+                ErrorCode::MEMBER_ID_REQUIRED => {
                     set_member(self, join.member_id.to_string());
                     continue;
                 }
-                // UNKNOWN_MEMBER_ID: start over without an id.
-                25 => {
+                // Start over without an id.
+                ErrorCode::UNKNOWN_MEMBER_ID => {
                     set_member(self, String::new());
                     continue;
                 }
-                27 => continue,
-                14..=16 => {
+                ErrorCode::REBALANCE_IN_PROGRESS => continue,
+                code if coordinator_moved(code) => {
                     self.coordinator_lost();
                     tokio::time::sleep(self.config.retry_backoff).await;
                     continue;
                 }
                 code => {
-                    let e = Error::Broker { code: ErrorCode(code), message: None, context: format!("JoinGroup {group_id}") };
+                    let e = Error::group(code, None, &group_id, self.config.group_instance_id.as_deref(), format!("JoinGroup {group_id}"));
                     if e.is_retriable() {
                         tokio::time::sleep(self.config.retry_backoff).await;
                         continue;
@@ -628,19 +628,19 @@ impl Consumer {
                 }
                 Err(e) => return Err(e),
             };
-            match sync.error_code {
-                0 => {}
-                25 => {
+            match ErrorCode(sync.error_code) {
+                ErrorCode::NONE => {}
+                ErrorCode::UNKNOWN_MEMBER_ID => {
                     set_member(self, String::new());
                     continue;
                 }
-                22 | 27 => continue,
-                14..=16 => {
+                ErrorCode::ILLEGAL_GENERATION | ErrorCode::REBALANCE_IN_PROGRESS => continue,
+                code if coordinator_moved(code) => {
                     self.coordinator_lost();
                     continue;
                 }
                 code => {
-                    let e = Error::Broker { code: ErrorCode(code), message: None, context: format!("SyncGroup {group_id}") };
+                    let e = Error::group(code, None, &group_id, self.config.group_instance_id.as_deref(), format!("SyncGroup {group_id}"));
                     if e.is_retriable() {
                         continue;
                     }
@@ -674,7 +674,7 @@ impl Consumer {
                 info!(group = %group_id, generation, revoked = ?revoked.iter().map(ToString::to_string).collect::<Vec<_>>(), "revoking, then rejoining");
                 self.notify(Callback::Revoked, &revoked).await;
                 if let Some(g) = &self.group {
-                    g.lock().rejoin.get_or_insert(ErrorCode(0));
+                    g.lock().rejoin.get_or_insert(ErrorCode::NONE);
                 }
             }
             self.set_assignment(&assigned);
@@ -705,7 +705,7 @@ impl Consumer {
         if now != snapshot {
             info!(before = ?snapshot, now = ?now, "subscribed topics changed: rebalancing");
             if let Some(g) = &self.group {
-                g.lock().rejoin.get_or_insert(ErrorCode(0));
+                g.lock().rejoin.get_or_insert(ErrorCode::NONE);
             }
         }
     }
@@ -720,7 +720,7 @@ impl Consumer {
         protocol: &str,
         members: &[kwire::messages::join_group_response::JoinGroupResponseMember],
     ) -> Result<Vec<SyncGroupRequestAssignment>> {
-        let assignor = Assignor::by_name(protocol).ok_or_else(|| Error::Consumer(format!("the group chose assignor {protocol:?}, which this client lacks")))?;
+        let assignor = Assignor::by_name(protocol).ok_or_else(|| Error::Group(GroupError::UnknownAssignor { name: protocol.to_owned() }))?;
         let mut subs = Vec::with_capacity(members.len());
         let mut sticky = Vec::with_capacity(members.len());
         let mut version = ConsumerProtocolAssignment::VERSIONS.hi;
@@ -848,7 +848,7 @@ impl Consumer {
             let owned = self.assignment();
             let lost = self.group.as_ref().is_some_and(|g| {
                 let m = g.lock();
-                m.fenced || matches!(m.rejoin, Some(ErrorCode(22 | 25 | 110 | 113)))
+                m.fenced || m.rejoin.is_some_and(lost_membership)
             });
             self.notify(if lost { Callback::Lost } else { Callback::Revoked }, &owned).await;
         }
@@ -996,26 +996,26 @@ async fn classic_heartbeats(client: Client, config: crate::consumer::ConsumerCon
         if m.generation != generation {
             continue; // a new generation came while this was in flight
         }
-        match code {
-            0 => {}
-            // REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION: join again at the next poll.
-            27 | 22 => {
-                debug!(code, "rebalance: rejoining at the next poll");
-                m.rejoin.get_or_insert(ErrorCode(code));
+        match ErrorCode(code) {
+            ErrorCode::NONE => {}
+            // Join again at the next poll.
+            code @ (ErrorCode::REBALANCE_IN_PROGRESS | ErrorCode::ILLEGAL_GENERATION) => {
+                debug!(code = ?code.name(), "rebalance: rejoining at the next poll");
+                m.rejoin.get_or_insert(code);
             }
-            // UNKNOWN_MEMBER_ID: the session expired; join as a new member.
-            25 => {
+            // The session expired: join as a new member.
+            code @ ErrorCode::UNKNOWN_MEMBER_ID => {
                 warn!("the group forgot this member: rejoining");
                 m.member_id.clear();
-                m.rejoin.get_or_insert(ErrorCode(code));
+                m.rejoin.get_or_insert(code);
             }
-            14..=16 => m.coordinator = None,
-            // FENCED_INSTANCE_ID: another consumer took this static member's place.
-            82 => {
-                m.fatal = Some(Error::Consumer(format!("group {group}: another member uses group instance id {:?}", config.group_instance_id)));
+            code if coordinator_moved(code) => m.coordinator = None,
+            // Another consumer took this static member's place.
+            ErrorCode::FENCED_INSTANCE_ID => {
+                m.fatal = Some(Error::Group(GroupError::FencedInstance { group: group.clone(), instance_id: config.group_instance_id.clone() }));
                 return;
             }
-            c => warn!(code = ?ErrorCode(c).name(), "heartbeat error"),
+            c => warn!(code = ?c.name(), "heartbeat error"),
         }
     }
 }
@@ -1095,8 +1095,8 @@ async fn consumer_heartbeats(
         };
         reported = (response.error_code == 0).then_some(owned);
         let mut m = lock(&shared);
-        match response.error_code {
-            0 => {
+        match ErrorCode(response.error_code) {
+            ErrorCode::NONE => {
                 if let Some(id) = response.member_id.as_deref().filter(|id| !id.is_empty()) {
                     m.member_id = id.to_owned();
                 }
@@ -1111,9 +1111,9 @@ async fn consumer_heartbeats(
                     m.target = Some(a.topic_partitions.iter().map(|t| (t.topic_id, t.partitions.to_vec())).collect());
                 }
             }
-            // UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH: partitions lost; join again at epoch 0.
-            25 | 110 => {
-                warn!(code = ?ErrorCode(response.error_code).name(), "fenced: rejoining");
+            // Partitions lost: join again at epoch 0.
+            code @ (ErrorCode::UNKNOWN_MEMBER_ID | ErrorCode::FENCED_MEMBER_EPOCH) => {
+                warn!(code = ?code.name(), "fenced: rejoining");
                 m.generation = 0;
                 m.owned.clear();
                 m.target = None;
@@ -1121,13 +1121,10 @@ async fn consumer_heartbeats(
                 drop(m);
                 wake.notify_one();
             }
-            14..=16 => m.coordinator = None,
+            code if coordinator_moved(code) => m.coordinator = None,
             code => {
-                let e = Error::Broker {
-                    code: ErrorCode(code),
-                    message: response.error_message.as_deref().map(str::to_owned),
-                    context: format!("ConsumerGroupHeartbeat for group {group}"),
-                };
+                let message = response.error_message.as_deref().map(str::to_owned);
+                let e = Error::group(code, message, &group, config.group_instance_id.as_deref(), format!("ConsumerGroupHeartbeat for group {group}"));
                 if e.is_retriable() {
                     warn!(error = %e, "heartbeat error");
                 } else {

@@ -23,8 +23,10 @@ pub mod error;
 pub mod group;
 pub mod partitioner;
 pub mod producer;
+mod retry;
 pub mod sasl;
 pub mod tls;
+mod topic_partition;
 
 pub use admin::{Admin, ConfigOp, ConfigResource, NewTopic, ScramChange};
 pub use assignor::{cooperative_sticky_assign, StickyMember};
@@ -34,7 +36,7 @@ pub use consumer::{
     Consumer, ConsumerConfig, ConsumerRecord, FetchStats, GroupProtocol, IsolationLevel,
     OffsetAndMetadata, OffsetReset, OffsetSpec, TopicPartition,
 };
-pub use error::{Error, Result};
+pub use error::{ConsumerError, Error, GroupError, ProducerError, Resource, Result};
 pub use group::{Assignor, ListenerFuture, RebalanceListener};
 pub use producer::{
     Acks, Delivery, Producer, ProducerConfig, ProducerRecord, ProducerStats, RecordMetadata,

@@ -28,7 +28,8 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tracing::{debug, warn, Instrument};
 
 use crate::cluster::{Client, TopicInfo};
-use crate::error::{Error, Result};
+use crate::error::{Error, ProducerError, Resource, Result};
+use crate::retry::Backoff;
 use crate::partitioner::{partition_for_key, pick_among};
 
 /// Which acknowledgement the producer waits for.
@@ -258,7 +259,7 @@ impl Completer {
 
 impl Drop for Completer {
     fn drop(&mut self) {
-        self.complete(Err(Error::Producer("the producer was dropped".into())));
+        self.complete(Err(Error::Producer(ProducerError::Dropped)));
     }
 }
 
@@ -493,8 +494,8 @@ impl Producer {
         Ok(Producer { shared: shared.clone(), sender: Arc::new(Mutex::new(Some(sender))), _last: Arc::new(LastHandle(shared)) })
     }
 
-    fn lock(&self) -> Result<std::sync::MutexGuard<'_, State>> {
-        self.shared.state.lock().map_err(|_| Error::Producer("state poisoned".into()))
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.shared.lock()
     }
 
     /// Counts of what the producer has done so far.
@@ -510,23 +511,27 @@ impl Producer {
     /// all its records.
     pub async fn send(&self, record: ProducerRecord) -> Result<Delivery> {
         let cfg = &self.shared.config;
-        if self.lock()?.closed {
-            return Err(Error::Producer("the producer is closed".into()));
+        if self.lock().closed {
+            return Err(Error::Producer(ProducerError::Closed));
         }
         let size = record.size();
         if size > cfg.max_request_size || size > cfg.buffer_memory {
-            return Err(Error::Producer(format!("record of about {size} bytes exceeds max_request_size or buffer_memory")));
+            return Err(Error::Producer(ProducerError::RecordTooLarge {
+                size,
+                max_request_size: cfg.max_request_size,
+                buffer_memory: cfg.buffer_memory,
+            }));
         }
         // The clock is read only if something has to wait.
         let mut deadline = None;
         let mut deadline = || *deadline.get_or_insert_with(|| tokio::time::Instant::now() + cfg.max_block);
         let memory = match self.shared.memory.clone().try_acquire_many_owned(size as u32) {
             Ok(permit) => permit,
-            Err(TryAcquireError::Closed) => return Err(Error::Producer("the producer is closed".into())),
+            Err(TryAcquireError::Closed) => return Err(Error::Producer(ProducerError::Closed)),
             Err(TryAcquireError::NoPermits) => tokio::time::timeout_at(deadline(), self.shared.memory.clone().acquire_many_owned(size as u32))
                 .await
-                .map_err(|_| Error::Producer(format!("buffer memory full for {:?} (max_block)", cfg.max_block)))?
-                .map_err(|_| Error::Producer("the producer is closed".into()))?,
+                .map_err(|_| Error::Producer(ProducerError::BufferFull { max_block: cfg.max_block }))?
+                .map_err(|_| Error::Producer(ProducerError::Closed))?,
         };
         let topic = loop {
             match self.shared.client.topic(&record.topic).await {
@@ -543,17 +548,15 @@ impl Producer {
         let n = topic.partitions.len();
         let ProducerRecord { topic: name, partition, key, value, headers, timestamp } = record;
         let timestamp = timestamp.unwrap_or_else(now_ms);
-        let mut guard = self.lock()?;
+        let mut guard = self.lock();
         let state = &mut *guard;
         if state.closed {
-            return Err(Error::Producer("the producer is closed".into()));
+            return Err(Error::Producer(ProducerError::Closed));
         }
         if !state.topics.contains_key(&*name) {
             state.topics.insert(name.clone(), TopicQueues::default());
         }
-        let Some(queues) = state.topics.get_mut(&*name) else {
-            return Err(Error::Producer("topic queues vanished".into()));
-        };
+        let queues = state.topics.entry(name.clone()).or_default();
         let partition = match (partition, &key) {
             (Some(p), _) if p >= 0 && (p as usize) < n => p,
             (Some(p), _) => return Err(Error::UnknownTopicOrPartition(format!("{name}-{p} (the topic has {n} partitions)"))),
@@ -627,27 +630,27 @@ impl Producer {
     /// Sends everything queued now and waits until every record sent before has succeeded or
     /// failed.
     pub async fn flush(&self) -> Result<()> {
-        self.lock()?.flushing += 1;
+        self.lock().flushing += 1;
         self.shared.wake.notify_one();
         loop {
             let notified = self.shared.done.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if self.lock()?.pending == 0 {
+            if self.lock().pending == 0 {
                 break;
             }
             notified.await;
         }
-        self.lock()?.flushing -= 1;
+        self.lock().flushing -= 1;
         Ok(())
     }
 
     /// Refuses new records, delivers (or fails) the queued ones and stops the sender.
     pub async fn close(&self) -> Result<()> {
-        self.lock()?.closed = true;
+        self.lock().closed = true;
         self.flush().await?;
         self.shared.wake.notify_one();
-        let handle = self.sender.lock().map_err(|_| Error::Producer("poisoned".into()))?.take();
+        let handle = self.sender.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(h) = handle {
             let _ = h.await;
         }
@@ -663,8 +666,7 @@ fn needs_new_batch(queues: &TopicQueues, partition: i32, size: usize, batch_size
 }
 
 fn backoff(config: &ProducerConfig, attempts: u32) -> Duration {
-    let exp = config.retry_backoff.saturating_mul(1u32 << attempts.min(16).saturating_sub(1));
-    exp.min(config.retry_backoff_max).mul_f64(0.8 + 0.4 * crate::conn::random_unit())
+    Backoff::exponential(config.retry_backoff, config.retry_backoff_max).delay(attempts)
 }
 
 type Drained = HashMap<i32, Vec<(Arc<str>, i32, Batch)>>;
@@ -799,10 +801,9 @@ impl Shared {
             }
         }
         let needs_pid = cfg.idempotence && producer_id.is_none() && topics.values().flat_map(|t| &t.partitions).any(|q| !q.batches.is_empty());
-        for (topic, partition, b) in expired {
-            let n = b.records.len();
-            let why = b.last_error.as_ref().map(|e| format!(": last error {e}")).unwrap_or_default();
-            self.fail(state, b, Error::Producer(format!("{n} record(s) for {topic}-{partition} expired after the delivery timeout of {:?}{why}", cfg.delivery_timeout)));
+        for (topic, partition, mut b) in expired {
+            let e = delivery_timeout(cfg, &topic, partition, b.records.len(), b.last_error.take());
+            self.fail(state, b, e);
         }
         if state.pending == 0 {
             self.done.notify_waiters();
@@ -930,7 +931,8 @@ async fn send_batches(shared: &Shared, node: i32, batches: Vec<(Arc<str>, i32, B
                 q.in_flight = q.in_flight.saturating_sub(1);
             }
             if let Err(e) = built {
-                shared.fail(state, batch, Error::Producer(format!("could not build a batch for {topic}-{partition}: {e}")));
+                let e = ProducerError::Encoding { topic: topic.to_string(), partition, reason: e };
+                shared.fail(state, batch, Error::Producer(e));
                 continue;
             }
             // The error, with the partition's log start offset when the broker sent one.
@@ -941,17 +943,10 @@ async fn send_batches(shared: &Shared, node: i32, batches: Vec<(Arc<str>, i32, B
                     match p {
                         None => Err((Error::UnexpectedResponse(format!("Produce response has no {topic}-{partition}")), -1)),
                         // DUPLICATE_SEQUENCE_NUMBER: an earlier attempt was written.
-                        Some(p) if p.error_code == 0 || p.error_code == ErrorCode::DUPLICATE_SEQUENCE_NUMBER.0 => {
+                        Some(p) if matches!(ErrorCode(p.error_code), ErrorCode::NONE | ErrorCode::DUPLICATE_SEQUENCE_NUMBER) => {
                             Ok(Some((p.base_offset, p.log_append_time_ms)))
                         }
-                        Some(p) => Err((
-                            Error::Broker {
-                                code: ErrorCode(p.error_code),
-                                message: p.error_message.as_ref().map(|m| m.to_string()),
-                                context: format!("produce to {topic}-{partition}"),
-                            },
-                            p.log_start_offset,
-                        )),
+                        Some(p) => Err((produce_error(&topic, partition, ErrorCode(p.error_code), p.error_message.as_deref()), p.log_start_offset)),
                     }
                 }
                 Ok(Some(other)) => Err((Error::UnexpectedResponse(format!("{:?} to Produce", other.api_key())), -1)),
@@ -994,11 +989,7 @@ async fn send_batches(shared: &Shared, node: i32, batches: Vec<(Arc<str>, i32, B
                         // Past the delivery timeout, say so (with the last error), as the queue
                         // scan does for batches that expire between attempts.
                         let e = if expired && e.is_retriable() && batch.attempts <= cfg.retries {
-                            Error::Producer(format!(
-                                "{} record(s) for {topic}-{partition} expired after the delivery timeout of {:?}: last error {e}",
-                                batch.records.len(),
-                                cfg.delivery_timeout
-                            ))
+                            delivery_timeout(cfg, &topic, partition, batch.records.len(), Some(e))
                         } else {
                             e
                         };
@@ -1015,8 +1006,31 @@ async fn send_batches(shared: &Shared, node: i32, batches: Vec<(Arc<str>, i32, B
     shared.wake.notify_one();
 }
 
-fn e_gone(topic: &str, partition: i32) -> Error {
-    Error::Producer(format!("the queue of {topic}-{partition} is gone"))
+fn e_gone(_topic: &str, _partition: i32) -> Error {
+    Error::Producer(ProducerError::Closed)
+}
+
+/// The error for records that outlived the delivery timeout, with the last attempt's error.
+fn delivery_timeout(cfg: &ProducerConfig, topic: &str, partition: i32, records: usize, last_error: Option<Error>) -> Error {
+    Error::Producer(ProducerError::DeliveryTimeout {
+        topic: topic.to_owned(),
+        partition,
+        records,
+        timeout: cfg.delivery_timeout,
+        last_error: last_error.map(Box::new),
+    })
+}
+
+/// A Produce response's error for one partition: fencing as [`ProducerError::Fenced`],
+/// authorization on the topic, others as the broker's.
+fn produce_error(topic: &str, partition: i32, code: ErrorCode, message: Option<&str>) -> Error {
+    let message = message.map(str::to_owned);
+    match code {
+        ErrorCode::PRODUCER_FENCED | ErrorCode::INVALID_PRODUCER_EPOCH => {
+            Error::Producer(ProducerError::Fenced { topic: topic.to_owned(), partition, code, message })
+        }
+        _ => Error::broker(code, message, format!("produce to {topic}-{partition}")).about(Resource::Topic(topic.to_owned())),
+    }
 }
 
 /// Whether a failed batch is sent again (its attempts and delivery timeout allowing), by

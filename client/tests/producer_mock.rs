@@ -14,7 +14,7 @@ use kwire::messages::{
     *,
 };
 use kwire::{ApiKey, RequestKind, ResponseKind};
-use kwire_client::{Client, ClientConfig, Error, Producer, ProducerConfig, ProducerRecord};
+use kwire_client::{Client, ClientConfig, Error, Producer, ProducerConfig, ProducerError, ProducerRecord};
 
 #[derive(Default)]
 struct Script {
@@ -169,7 +169,11 @@ async fn records_fail_after_the_delivery_timeout() {
     let err = producer.send(ProducerRecord::new("t", "v")).await.unwrap().await.unwrap_err();
     println!("delivery timeout: {err}");
     assert!(start.elapsed() >= Duration::from_millis(550) && start.elapsed() < Duration::from_secs(5));
-    assert!(matches!(&err, Error::Producer(m) if m.contains("delivery timeout") && m.contains("NOT_LEADER_OR_FOLLOWER")), "{err:?}");
+    let m = err.to_string();
+    assert!(
+        matches!(&err, Error::Producer(ProducerError::DeliveryTimeout { .. })) && m.contains("delivery timeout") && m.contains("NOT_LEADER_OR_FOLLOWER"),
+        "{err:?}"
+    );
     assert!(script.produces.load(Ordering::SeqCst) > 3, "retried until then");
     producer.close().await.unwrap();
 }
