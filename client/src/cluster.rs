@@ -10,7 +10,7 @@ use kwire::messages::{metadata_request::MetadataRequestTopic, MetadataRequest};
 use kwire::{ByteString, ErrorCode, RequestKind, ResponseKind, Uuid};
 use tracing::{debug, info, warn, Instrument};
 
-use crate::conn::{ConnectOptions, Connection};
+use crate::conn::{ConnectOptions, Connection, InFlight};
 use crate::error::{Error, Result};
 use crate::retry::Backoff;
 use crate::sasl::Sasl;
@@ -336,6 +336,21 @@ impl Client {
             Err(e @ (Error::Disconnected(_) | Error::Io { .. })) if conn.is_closed() => {
                 debug!(addr = %addr, reason = %e, "pooled connection was closed: reconnecting");
                 self.connection(addr).await?.call(body).await
+            }
+            r => r,
+        }
+    }
+
+    /// Puts `body` on the connection to broker `node` and returns without waiting for the
+    /// response: requests dispatched one after another reach the broker in that order. A
+    /// pooled connection found closed is replaced once.
+    pub(crate) async fn dispatch_node(&self, node: i32, body: RequestKind) -> Result<InFlight> {
+        let addr = self.node_addr(node).await?;
+        let conn = self.connection(&addr).await?;
+        match conn.dispatch(body.clone()).await {
+            Err(e @ (Error::Disconnected(_) | Error::Io { .. })) if conn.is_closed() => {
+                debug!(addr = %addr, reason = %e, "pooled connection was closed: reconnecting");
+                self.connection(&addr).await?.dispatch(body).await
             }
             r => r,
         }

@@ -95,8 +95,25 @@ struct Shared {
     session_lifetime_ms: std::sync::atomic::AtomicI64,
     /// Every ordinary request holds this for reading until its response; re-authentication
     /// takes it for writing, so it runs alone on the connection (KIP-368).
-    gate: RwLock<()>,
+    gate: Arc<RwLock<()>>,
     negotiated: Mutex<Option<Arc<Versions>>>,
+}
+
+/// A request [`dispatch`](Connection::dispatch)ed on a connection, its response to come.
+pub(crate) struct InFlight {
+    conn: Connection,
+    api: ApiKey,
+    rx: oneshot::Receiver<Result<Option<ResponseFrame>>>,
+    timeout: Duration,
+    /// Held until the response, as every ordinary request holds the gate.
+    _gate: tokio::sync::OwnedRwLockReadGuard<()>,
+}
+
+impl InFlight {
+    /// The response (none for Produce with acks=0), within the request timeout.
+    pub(crate) async fn response(self) -> Result<Option<ResponseKind>> {
+        Ok(self.conn.wait(self.api, self.rx, self.timeout).await?.map(|f| f.body))
+    }
 }
 
 /// What one broker supports, from its ApiVersions response.
@@ -187,7 +204,7 @@ impl Connection {
             close_reason: Mutex::new(None),
             authentications: AtomicU32::new(0),
             session_lifetime_ms: std::sync::atomic::AtomicI64::new(0),
-            gate: RwLock::new(()),
+            gate: Arc::new(RwLock::new(())),
             negotiated: Mutex::new(None),
         });
         tokio::spawn(io_task(framed, rx, Arc::downgrade(&shared)).instrument(tracing::debug_span!("kafka.conn", addr = %addr)));
@@ -263,6 +280,18 @@ impl Connection {
         self.call(body).await?.ok_or_else(|| Error::UnexpectedResponse(format!("no response to {}", api.name())))
     }
 
+    /// Puts `body` on the connection's queue at the negotiated version and returns at once:
+    /// requests dispatched one after another are written in that order (a caller that needs
+    /// its requests in order, such as the producer's sender for a broker, awaits each
+    /// dispatch before the next). [`InFlight::response`] waits for the answer.
+    pub(crate) async fn dispatch(&self, body: RequestKind) -> Result<InFlight> {
+        let api = body.api_key();
+        let version = self.version(api)?;
+        let gate = self.shared.gate.clone().read_owned().await;
+        let rx = self.enqueue(version, body).await?;
+        Ok(InFlight { conn: self.clone(), api, rx, timeout: self.shared.options.request_timeout, _gate: gate })
+    }
+
     /// Sends at an explicit version, with no gate (used under the gate or before any other
     /// request can be sent).
     async fn send(&self, version: i16, body: RequestKind) -> Result<Option<ResponseFrame>> {
@@ -271,17 +300,24 @@ impl Connection {
 
     async fn send_within(&self, version: i16, body: RequestKind, timeout: Duration) -> Result<Option<ResponseFrame>> {
         let api = body.api_key();
+        let rx = self.enqueue(version, body).await?;
+        self.wait(api, rx, timeout).await
+    }
+
+    /// Queues the request for the io task; the receiver gets its response.
+    async fn enqueue(&self, version: i16, body: RequestKind) -> Result<oneshot::Receiver<Result<Option<ResponseFrame>>>> {
         if self.is_closed() {
             return Err(self.closed_error());
         }
         let id = self.shared.next_correlation_id.fetch_add(1, Ordering::Relaxed) & i32::MAX;
-        let request = OutboundRequest::new(api, version, id, body).with_client_id(self.shared.options.client_id.as_str());
+        let request = OutboundRequest::new(body.api_key(), version, id, body).with_client_id(self.shared.options.client_id.as_str());
         let (reply, rx) = oneshot::channel();
-        self.shared
-            .tx
-            .send(Command { request, reply })
-            .await
-            .map_err(|_| self.closed_error())?;
+        self.shared.tx.send(Command { request, reply }).await.map_err(|_| self.closed_error())?;
+        Ok(rx)
+    }
+
+    /// The response of a queued request, within `timeout`.
+    async fn wait(&self, api: ApiKey, rx: oneshot::Receiver<Result<Option<ResponseFrame>>>, timeout: Duration) -> Result<Option<ResponseFrame>> {
         match tokio::time::timeout(timeout, rx).await {
             Err(_) => {
                 warn!(api = api.name(), ?timeout, addr = %self.shared.addr, "request timed out");
