@@ -29,15 +29,16 @@ pub mod tls;
 mod topic_partition;
 
 pub use admin::{Admin, ConfigOp, ConfigResource, NewTopic, ScramChange};
-pub use assignor::{cooperative_sticky_assign, StickyMember};
+pub use assignor::{cooperative_sticky_assign, Assignor, Member};
 pub use cluster::{Client, ClientConfig, ClusterMetadata};
 pub use conn::{ConnectOptions, Connection};
 pub use consumer::{
-    Consumer, ConsumerConfig, ConsumerRecord, FetchStats, GroupProtocol, IsolationLevel,
-    OffsetAndMetadata, OffsetReset, OffsetSpec, TopicPartition,
+    Consumer, ConsumerConfig, ConsumerRecord, FetchStats, IsolationLevel, ListenerFuture, OffsetAndMetadata, OffsetReset, OffsetSpec,
+    RebalanceListener,
 };
 pub use error::{ConsumerError, Error, GroupError, ProducerError, Resource, Result};
-pub use group::{Assignor, ListenerFuture, RebalanceListener};
+pub use group::GroupProtocol;
+pub use topic_partition::TopicPartition;
 pub use producer::{
     Acks, Delivery, Producer, ProducerConfig, ProducerRecord, ProducerStats, RecordMetadata,
 };

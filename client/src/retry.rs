@@ -44,12 +44,14 @@ pub(crate) struct Retry {
     backoff: Backoff,
     max_attempts: u32,
     attempts: u32,
+    /// The next attempt goes without waiting.
+    now: bool,
 }
 
 impl Retry {
     /// At most `max_attempts` attempts with `backoff` between them.
     pub(crate) fn new(backoff: Backoff, max_attempts: u32) -> Retry {
-        Retry { backoff, max_attempts, attempts: 0 }
+        Retry { backoff, max_attempts, attempts: 0, now: false }
     }
 
     /// Whether another attempt may go, after waiting its backoff.
@@ -57,11 +59,17 @@ impl Retry {
         if self.attempts >= self.max_attempts {
             return false;
         }
-        if self.attempts > 0 {
+        if self.attempts > 0 && !std::mem::take(&mut self.now) {
             tokio::time::sleep(self.backoff.delay(self.attempts)).await;
         }
         self.attempts += 1;
         true
+    }
+
+    /// The next attempt goes at once (the broker said what to change: a new member id, a
+    /// new generation), still counted.
+    pub(crate) fn without_backoff(&mut self) {
+        self.now = true;
     }
 
     /// The attempts started so far.
