@@ -60,7 +60,7 @@ impl Default for ConnectOptions {
 /// batches only (Produce 3+, Fetch 4+), topic names rather than ids in Produce (the consumer
 /// fetches by topic id from Fetch v13),
 /// Metadata with auto-creation control (4+), SaslHandshake v1 (tokens in SaslAuthenticate).
-pub fn client_versions(api: ApiKey) -> VersionRange {
+pub(crate) fn client_versions(api: ApiKey) -> VersionRange {
     match api {
         ApiKey::Produce => VersionRange::new(3, 12),
         ApiKey::Fetch => VersionRange::new(4, i16::MAX),

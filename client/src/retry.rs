@@ -80,11 +80,11 @@ impl Retry {
 
 /// A uniform number in [0, 1) from the OS's randomness (0.5 without it): jitter only.
 pub(crate) fn random_unit() -> f64 {
-    crate::sasl::random_bytes(4)
-        .ok()
-        .and_then(|b| b.get(..4).and_then(|s| <[u8; 4]>::try_from(s).ok()))
-        .map(u32::from_le_bytes)
-        .map_or(0.5, |n| n as f64 / (u32::MAX as f64 + 1.0))
+    let mut b = [0u8; 4];
+    match getrandom::getrandom(&mut b) {
+        Ok(()) => u32::from_le_bytes(b) as f64 / (u32::MAX as f64 + 1.0),
+        Err(_) => 0.5,
+    }
 }
 
 #[cfg(test)]
