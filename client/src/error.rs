@@ -311,16 +311,18 @@ impl GroupError {
 }
 
 impl ProducerError {
+    /// As Java's: a full buffer and a delivery timeout (its `TimeoutException`) may pass if
+    /// the record is sent again; a closed or fenced producer, a record too large or one that
+    /// cannot be encoded will not.
     fn is_retriable(&self) -> bool {
-        // A delivery timeout is final for its records; the others are final or fixed only by
-        // the caller (a smaller record, more memory).
-        matches!(self, ProducerError::BufferFull { .. })
+        matches!(self, ProducerError::BufferFull { .. } | ProducerError::DeliveryTimeout { .. })
     }
 }
 
 impl Error {
     /// Whether retrying the operation may succeed: broker error codes marked retriable,
-    /// timeouts, transport failures and disconnections.
+    /// timeouts (a request's, a record's delivery timeout), a full producer buffer, transport
+    /// failures and disconnections, a group coordinator not found yet, unstable offsets.
     pub fn is_retriable(&self) -> bool {
         match self {
             Error::Io { .. } | Error::Timeout { .. } | Error::Disconnected(_) => true,
@@ -344,7 +346,7 @@ impl Error {
 
     /// An error for a non-zero code, `Ok` for zero.
     pub fn check(code: i16, message: Option<&str>, context: impl FnOnce() -> String) -> Result<()> {
-        if code == 0 {
+        if ErrorCode(code).is_ok() {
             return Ok(());
         }
         Err(Error::broker(ErrorCode(code), message.map(str::to_owned), context()))
@@ -514,3 +516,64 @@ impl fmt::Display for GroupError {
 }
 
 impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn authorization_names_the_resource_its_code_is_about() {
+        let e = Error::broker(ErrorCode::TOPIC_AUTHORIZATION_FAILED, None, "produce to t-0".into()).about(Resource::Topic("t".into()));
+        assert!(matches!(&e, Error::Authorization { resource: Resource::Topic(t), .. } if t == "t"), "{e:?}");
+        assert_eq!(e.code(), Some(ErrorCode::TOPIC_AUTHORIZATION_FAILED));
+        assert!(e.to_string().contains("not authorized for topic t"), "{e}");
+        // A group code is not about a topic.
+        let e = Error::broker(ErrorCode::GROUP_AUTHORIZATION_FAILED, None, "x".into()).about(Resource::Topic("t".into()));
+        assert!(matches!(e, Error::Broker { .. }), "{e:?}");
+        let e = Error::broker(ErrorCode::CLUSTER_AUTHORIZATION_FAILED, None, "InitProducerId".into());
+        assert!(matches!(e, Error::Authorization { resource: Resource::Cluster, .. }), "{e:?}");
+        assert!(!e.is_retriable());
+    }
+
+    #[test]
+    fn group_codes_are_group_errors_that_keep_their_code() {
+        for (code, retriable) in [
+            (ErrorCode::REBALANCE_IN_PROGRESS, false),
+            (ErrorCode::UNKNOWN_MEMBER_ID, false),
+            (ErrorCode::ILLEGAL_GENERATION, false),
+            (ErrorCode::FENCED_MEMBER_EPOCH, false),
+            (ErrorCode::FENCED_INSTANCE_ID, false),
+        ] {
+            let e = Error::group(code, None, "g", Some("i"), "OffsetCommit".into());
+            assert!(matches!(e, Error::Group(_)), "{e:?}");
+            assert_eq!((e.code(), e.is_retriable()), (Some(code), retriable), "{e}");
+        }
+        let e = Error::group(ErrorCode::GROUP_AUTHORIZATION_FAILED, None, "g", None, "JoinGroup g".into());
+        assert!(matches!(&e, Error::Authorization { resource: Resource::Group(g), .. } if g == "g"), "{e:?}");
+        let e = Error::group(ErrorCode::COORDINATOR_NOT_AVAILABLE, None, "g", None, "x".into());
+        assert!(matches!(e, Error::Broker { .. }) && e.is_retriable(), "{e:?}");
+    }
+
+    #[test]
+    fn kinds_say_whether_a_retry_may_succeed() {
+        let timeout = Error::Producer(ProducerError::DeliveryTimeout {
+            topic: "t".into(),
+            partition: 0,
+            records: 2,
+            timeout: Duration::from_secs(1),
+            last_error: Some(Box::new(Error::broker(ErrorCode::NOT_LEADER_OR_FOLLOWER, None, "produce to t-0".into()))),
+        });
+        assert!(timeout.is_retriable());
+        assert!(timeout.to_string().contains("2 record(s) for t-0 expired after the delivery timeout of 1s: last error produce to t-0: NOT_LEADER_OR_FOLLOWER"), "{timeout}");
+        assert!(Error::Producer(ProducerError::BufferFull { max_block: Duration::from_secs(1) }).is_retriable());
+        for e in [ProducerError::Closed, ProducerError::Dropped, ProducerError::RecordTooLarge { size: 9, max_request_size: 1, buffer_memory: 1 }] {
+            assert!(!Error::Producer(e).is_retriable());
+        }
+        let fenced = Error::Producer(ProducerError::Fenced { topic: "t".into(), partition: 1, code: ErrorCode::INVALID_PRODUCER_EPOCH, message: None });
+        assert_eq!((fenced.code(), fenced.is_retriable()), (Some(ErrorCode::INVALID_PRODUCER_EPOCH), false));
+        assert!(!Error::Consumer(ConsumerError::NotAssigned(TopicPartition::new("t", 0))).is_retriable());
+        assert!(Error::Group(GroupError::CoordinatorNotAvailable { group: "g".into() }).is_retriable());
+        assert!(Error::Group(GroupError::UnstableOffsets { group: "g".into() }).is_retriable());
+        assert!(!Error::Group(GroupError::UnknownAssignor { name: "x".into() }).is_retriable());
+    }
+}

@@ -147,7 +147,7 @@ pub(super) async fn consumer(coordinator: Coordinator, config: Arc<GroupConfig>,
                 continue;
             }
         };
-        reported = (response.error_code == 0).then_some(owned);
+        reported = ErrorCode(response.error_code).is_ok().then_some(owned);
         let mut m = lock(&shared);
         match ErrorCode(response.error_code) {
             ErrorCode::NONE => {
