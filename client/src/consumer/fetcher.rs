@@ -1,6 +1,7 @@
 //! The fetcher (Java's `Fetcher`): Fetch requests to the leaders of the fetchable partitions
 //! with incremental fetch sessions (KIP-227), the records they return (read_committed skips
-//! aborted transactions), buffered until `poll` hands them out.
+//! aborted transactions), buffered until `poll` hands them out; and what a log truncated under
+//! a position (a diverging epoch, OffsetForLeaderEpoch) does to it and to the buffered records.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -14,7 +15,8 @@ use kwire::records::{Batch, ControlRecord, DecodeOptions, RecordsField, Timestam
 use kwire::{ApiKey, ByteString, Bytes, ErrorCode, ResponseKind, Uuid};
 use tracing::{debug, info, warn};
 
-use super::{Consumer, ConsumerConfig, ConsumerRecord, FetchStats, IsolationLevel, OffsetReset};
+use super::subscription::Subscription;
+use super::{ConsumerConfig, ConsumerRecord, FetchStats, IsolationLevel, OffsetReset};
 use crate::cluster::{Client, ClusterMetadata};
 use crate::error::{ConsumerError, Error, Resource, Result};
 use crate::topic_partition::TopicPartition;
@@ -65,18 +67,18 @@ pub(super) struct SentPartition {
     max_bytes: i32,
 }
 
-impl Consumer {
+impl Fetcher {
     /// Hands out up to `max` buffered records, advancing positions as they go.
-    pub(super) fn drain(&mut self, max: usize) -> Vec<ConsumerRecord> {
-        let buffered: usize = self.fetcher.buffer.iter().map(|f| f.records.len()).sum();
+    pub(super) fn drain(&mut self, subscription: &mut Subscription, max: usize) -> Vec<ConsumerRecord> {
+        let buffered: usize = self.buffer.iter().map(|f| f.records.len()).sum();
         // Sized once: records are moved once, into the caller's vector.
         let mut out = Vec::with_capacity(buffered.min(max));
         while out.len() < max {
-            let Some(front) = self.fetcher.buffer.front_mut() else { break };
+            let Some(front) = self.buffer.front_mut() else { break };
             let take = front.records.len().min(max - out.len());
             let taken_bytes: usize = front.records.range(..take).map(record_bytes).sum();
             let start = out.len();
-            match self.subscription.partitions.get_mut(&front.tp) {
+            match subscription.partitions.get_mut(&front.tp) {
                 Some(st) => {
                     out.extend(front.records.drain(..take));
                     if let Some(last) = out.get(start..).and_then(<[ConsumerRecord]>::last) {
@@ -94,8 +96,8 @@ impl Consumer {
             }
             front.bytes = front.bytes.saturating_sub(taken_bytes);
             if front.records.is_empty() {
-                if let Some(f) = self.fetcher.buffer.pop_front() {
-                    self.recycle(f.records);
+                if let Some(f) = self.buffer.pop_front() {
+                    self.recycle(f.records, subscription.partitions.len());
                 }
             }
         }
@@ -103,20 +105,20 @@ impl Consumer {
     }
 
     /// Keeps an emptied record queue for the next fetch (as many as a fetch round fills).
-    fn recycle(&mut self, mut queue: VecDeque<ConsumerRecord>) {
+    fn recycle(&mut self, mut queue: VecDeque<ConsumerRecord>, assigned: usize) {
         queue.clear();
-        if queue.capacity() > 0 && self.fetcher.spare_queues.len() < self.subscription.partitions.len().clamp(1, 64) {
-            self.fetcher.spare_queues.push(queue);
+        if queue.capacity() > 0 && self.spare_queues.len() < assigned.clamp(1, 64) {
+            self.spare_queues.push(queue);
         }
     }
 
     /// One round of Fetch requests, one per leader of the fetchable partitions, in parallel.
-    pub(super) async fn fetch(&mut self, max_wait: Duration) -> Result<()> {
-        let metadata = self.client.metadata();
-        let buffered: HashSet<TopicPartition> = self.fetcher.buffer.iter().map(|f| f.tp.clone()).collect();
+    pub(super) async fn fetch(&mut self, client: &Client, config: &ConsumerConfig, subscription: &mut Subscription, max_wait: Duration) -> Result<()> {
+        let metadata = client.metadata();
+        let buffered: HashSet<TopicPartition> = self.buffer.iter().map(|f| f.tp.clone()).collect();
         let mut by_leader: BTreeMap<i32, Vec<(TopicPartition, SentPartition)>> = BTreeMap::new();
         let mut refresh = false;
-        for (tp, st) in self.subscription.partitions.iter_mut() {
+        for (tp, st) in subscription.partitions.iter_mut() {
             let Some(position) = st.position else { continue };
             if st.needs_validation || buffered.contains(tp) {
                 continue;
@@ -140,14 +142,14 @@ impl Consumer {
                 offset: position,
                 leader_epoch: p.leader_epoch,
                 last_fetched_epoch: st.epoch.unwrap_or(-1),
-                max_bytes: self.config.max_partition_fetch_bytes,
+                max_bytes: config.max_partition_fetch_bytes,
             };
             by_leader.entry(p.leader).or_default().push((tp.clone(), sent));
         }
         let ids = topic_ids(&metadata);
         let mut calls = Vec::new();
         for (node, wanted) in by_leader {
-            let version = match self.client.node_version(node, ApiKey::Fetch).await {
+            let version = match client.node_version(node, ApiKey::Fetch).await {
                 Ok(v) => v,
                 Err(e) if e.is_retriable() => {
                     warn!(node, error = %e, "no connection to the leader");
@@ -156,13 +158,13 @@ impl Consumer {
                 }
                 Err(e) => return Err(e),
             };
-            let session = self.fetcher.sessions.entry(node).or_default();
-            let (request, incremental) = build_fetch(&self.config, &metadata, session, version, &wanted, max_wait);
-            self.fetcher.stats.fetches += 1;
+            let session = self.sessions.entry(node).or_default();
+            let (request, incremental) = build_fetch(config, &metadata, session, version, &wanted, max_wait);
+            self.stats.fetches += 1;
             if incremental {
-                self.fetcher.stats.incremental_fetches += 1;
+                self.stats.incremental_fetches += 1;
             }
-            let client = self.client.clone();
+            let client = client.clone();
             calls.push(async move {
                 let r = client.call_node(node, request).await;
                 (node, wanted, incremental, r)
@@ -173,25 +175,25 @@ impl Consumer {
             let response = match result {
                 Ok(Some(ResponseKind::Fetch(r))) => r,
                 Ok(other) => {
-                    self.fetcher.sessions.remove(&node);
+                    self.sessions.remove(&node);
                     return Err(Error::UnexpectedResponse(format!("{:?} to Fetch", other.map(|o| o.api_key()))));
                 }
                 Err(e) if e.is_retriable() => {
                     warn!(node, error = %e, "fetch failed");
-                    self.fetcher.sessions.remove(&node);
+                    self.sessions.remove(&node);
                     refresh = true;
                     continue;
                 }
                 Err(e) => {
-                    self.fetcher.sessions.remove(&node);
+                    self.sessions.remove(&node);
                     return Err(e);
                 }
             };
-            refresh |= self.handle_fetch(node, response, &wanted, incremental, &ids)?;
+            refresh |= self.handle_fetch(config, subscription, node, response, &wanted, incremental, &ids)?;
         }
         if refresh {
-            tokio::time::sleep(self.config.retry_backoff).await;
-            if let Err(e) = self.client.refresh_metadata().await {
+            tokio::time::sleep(config.retry_backoff).await;
+            if let Err(e) = client.refresh_metadata().await {
                 warn!(error = %e, "metadata refresh failed");
             }
         }
@@ -200,8 +202,11 @@ impl Consumer {
 
     /// Takes one Fetch response in: session bookkeeping, partition errors, records. Returns
     /// whether metadata needs a refresh.
+    #[allow(clippy::too_many_arguments)]
     fn handle_fetch(
         &mut self,
+        config: &ConsumerConfig,
+        subscription: &mut Subscription,
         node: i32,
         response: FetchResponse,
         wanted: &[(TopicPartition, SentPartition)],
@@ -211,7 +216,7 @@ impl Consumer {
         let mut refresh = false;
         match ErrorCode(response.error_code) {
             ErrorCode::NONE => {
-                let session = self.fetcher.sessions.entry(node).or_default();
+                let session = self.sessions.entry(node).or_default();
                 if incremental {
                     session.epoch = next_epoch(session.epoch);
                     let keep: HashSet<&TopicPartition> = wanted.iter().map(|(tp, _)| tp).collect();
@@ -219,19 +224,19 @@ impl Consumer {
                     session.sent.extend(wanted.iter().cloned());
                 } else if response.session_id != 0 {
                     debug!(node, session_id = response.session_id, "fetch session created");
-                    self.fetcher.stats.sessions_created += 1;
+                    self.stats.sessions_created += 1;
                     *session = Session { id: response.session_id, epoch: 1, sent: wanted.iter().cloned().collect() };
                 }
             }
             // The broker lost the session or its epoch: start a new one.
             ErrorCode::FETCH_SESSION_ID_NOT_FOUND | ErrorCode::INVALID_FETCH_SESSION_EPOCH => {
                 debug!(node, code = response.error_code, "fetch session lost: a full fetch next");
-                self.fetcher.sessions.remove(&node);
+                self.sessions.remove(&node);
                 return Ok(false);
             }
             code => {
                 warn!(node, code = ?code.name(), "fetch refused");
-                self.fetcher.sessions.remove(&node);
+                self.sessions.remove(&node);
                 let e = Error::broker(code, None, format!("Fetch from broker {node}"));
                 if e.is_retriable() || Client::needs_metadata_refresh(code) || code == ErrorCode::FETCH_SESSION_TOPIC_ID_ERROR {
                     return Ok(true);
@@ -239,7 +244,7 @@ impl Consumer {
                 return Err(e);
             }
         }
-        let options = DecodeOptions { verify_crc: self.config.check_crcs, ..Default::default() };
+        let options = DecodeOptions { verify_crc: config.check_crcs, ..Default::default() };
         for t in response.responses {
             let name: String = if t.topic_id != Uuid::ZERO {
                 match ids.get(&t.topic_id) {
@@ -257,11 +262,11 @@ impl Consumer {
                 let tp = TopicPartition::new(name.clone(), p.partition_index);
                 let Some(sent) = wanted.iter().find(|(x, _)| *x == tp).map(|(_, s)| *s).or_else(|| {
                     // Incremental responses also carry partitions the session holds unchanged.
-                    self.fetcher.sessions.get(&node).and_then(|s| s.sent.get(&tp).copied())
+                    self.sessions.get(&node).and_then(|s| s.sent.get(&tp).copied())
                 }) else {
                     continue;
                 };
-                let Some(st) = self.subscription.partitions.get(&tp) else { continue };
+                let Some(st) = subscription.partitions.get(&tp) else { continue };
                 // A seek or reset while this was in flight: the data is stale.
                 if st.position != Some(sent.offset) {
                     continue;
@@ -269,12 +274,12 @@ impl Consumer {
                 match ErrorCode(p.error_code) {
                     ErrorCode::NONE => {}
                     ErrorCode::OFFSET_OUT_OF_RANGE => {
-                        let reset = self.config.auto_offset_reset;
+                        let reset = config.auto_offset_reset;
                         if reset == OffsetReset::None {
                             return Err(Error::OffsetOutOfRange { partition: tp.to_string(), offset: sent.offset });
                         }
                         info!(partition = %tp, offset = sent.offset, ?reset, "offset out of range: resetting");
-                        if let Some(st) = self.subscription.partitions.get_mut(&tp) {
+                        if let Some(st) = subscription.partitions.get_mut(&tp) {
                             st.position = None;
                             st.reset = Some(reset);
                         }
@@ -286,7 +291,7 @@ impl Consumer {
                             refresh = true;
                             // A leader change: validate the position under the new epoch.
                             if matches!(code, ErrorCode::NOT_LEADER_OR_FOLLOWER | ErrorCode::FENCED_LEADER_EPOCH) {
-                                if let Some(st) = self.subscription.partitions.get_mut(&tp) {
+                                if let Some(st) = subscription.partitions.get_mut(&tp) {
                                     if st.epoch.is_some() {
                                         st.needs_validation = true;
                                     }
@@ -298,10 +303,10 @@ impl Consumer {
                     }
                 }
                 if p.diverging_epoch.epoch >= 0 && p.diverging_epoch.end_offset >= 0 {
-                    self.on_truncation(&tp, Some((p.diverging_epoch.epoch, p.diverging_epoch.end_offset)))?;
+                    self.truncated(config.auto_offset_reset, subscription, &tp, Some((p.diverging_epoch.epoch, p.diverging_epoch.end_offset)))?;
                     continue;
                 }
-                let aborted = match (self.config.isolation_level, p.aborted_transactions) {
+                let aborted = match (config.isolation_level, p.aborted_transactions) {
                     (IsolationLevel::ReadCommitted, Some(a)) => {
                         let mut a: Vec<(i64, i64)> = a.iter().map(|t| (t.first_offset, t.producer_id)).collect();
                         a.sort_unstable();
@@ -310,14 +315,45 @@ impl Consumer {
                     _ => Vec::new(),
                 };
                 let records = p.records.unwrap_or_default();
-                let queue = self.fetcher.spare_queues.pop().unwrap_or_default();
-                match parse_partition(&topic, tp, sent.offset, &records, aborted, self.config.isolation_level, &options, queue)? {
-                    (Some(f), _) => self.fetcher.buffer.push_back(f),
-                    (None, queue) => self.recycle(queue),
+                let queue = self.spare_queues.pop().unwrap_or_default();
+                match parse_partition(&topic, tp, sent.offset, &records, aborted, config.isolation_level, &options, queue)? {
+                    (Some(f), _) => self.buffer.push_back(f),
+                    (None, queue) => self.recycle(queue, subscription.partitions.len()),
                 }
             }
         }
         Ok(refresh)
+    }
+
+    /// The new leader's log ends at `end` for the consumer's epoch: below the position means
+    /// the records past it were truncated away.
+    pub(super) fn truncated(&mut self, reset: OffsetReset, subscription: &mut Subscription, tp: &TopicPartition, end: Option<(i32, i64)>) -> Result<()> {
+        let Some(st) = subscription.partitions.get_mut(tp) else { return Ok(()) };
+        let Some(position) = st.position else { return Ok(()) };
+        match end {
+            Some((epoch, end_offset)) if end_offset < position => {
+                self.stats.truncations += 1;
+                if reset == OffsetReset::None {
+                    return Err(Error::LogTruncation { partition: tp.to_string(), position, end_offset });
+                }
+                warn!(partition = %tp, position, end_offset, epoch, "log truncated after a leader change: moving back");
+                st.position = Some(end_offset);
+                st.epoch = (epoch >= 0).then_some(epoch);
+                self.buffer.retain(|f| &f.tp != tp);
+            }
+            Some(_) => debug!(partition = %tp, position, "position validated"),
+            None => {
+                if reset == OffsetReset::None {
+                    return Err(Error::LogTruncation { partition: tp.to_string(), position, end_offset: -1 });
+                }
+                self.stats.truncations += 1;
+                warn!(partition = %tp, position, "the new leader has no record of the last epoch read: resetting");
+                st.position = None;
+                st.reset = Some(reset);
+                self.buffer.retain(|f| &f.tp != tp);
+            }
+        }
+        Ok(())
     }
 }
 

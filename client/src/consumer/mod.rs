@@ -4,7 +4,7 @@
 //!
 //! Laid out as Java's consumer is: [`Consumer`] (this module) is the facade that one task
 //! polls; `subscription` holds the assigned partitions and their positions
-//! (`SubscriptionState`); `fetcher` the fetch sessions and fetched records (`Fetcher`);
+//! (`SubscriptionState`); `fetcher` owns the fetch sessions and fetched records (`Fetcher`);
 //! `positions` resolves and validates positions; `offsets` lists, fetches and commits
 //! offsets; `rebalance` drives the group membership ([`group`](crate::group)) from `poll`
 //! and tells the [`RebalanceListener`] what changed.
@@ -369,19 +369,19 @@ impl Consumer {
             }
             self.maybe_auto_commit().await;
             if !self.fetcher.buffer.is_empty() {
-                return Ok(self.drain(max));
+                return Ok(self.fetcher.drain(&mut self.subscription, max));
             }
             self.resolve_positions().await?;
             self.validate_positions().await?;
             let remaining = deadline.saturating_duration_since(Instant::now());
             if self.subscription.partitions.values().any(|s| s.position.is_some() && !s.needs_validation) {
-                self.fetch(remaining.min(self.config.fetch_max_wait)).await?;
+                self.fetcher.fetch(&self.client, &self.config, &mut self.subscription, remaining.min(self.config.fetch_max_wait)).await?;
             } else {
                 // Nothing to fetch yet (joining a group, no assignment): wait a little.
                 tokio::time::sleep(remaining.min(Duration::from_millis(100))).await;
             }
             if !self.fetcher.buffer.is_empty() {
-                return Ok(self.drain(max));
+                return Ok(self.fetcher.drain(&mut self.subscription, max));
             }
             if Instant::now() >= deadline {
                 return Ok(Vec::new());

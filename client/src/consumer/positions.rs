@@ -1,5 +1,6 @@
 //! Positions: from the committed offset or the reset policy when unknown, and validated
-//! after a leader change (OffsetForLeaderEpoch), moving back past a truncated log.
+//! after a leader change (OffsetForLeaderEpoch; the fetcher moves a position back past a
+//! truncated log).
 
 use std::collections::BTreeMap;
 
@@ -125,9 +126,9 @@ impl Consumer {
                     let current = *current;
                     if p.end_offset < 0 {
                         // The leader knows nothing of that epoch: start over by the reset policy.
-                        self.on_truncation(&tp, None)?;
+                        self.fetcher.truncated(self.config.auto_offset_reset, &mut self.subscription, &tp, None)?;
                     } else {
-                        self.on_truncation(&tp, Some((p.leader_epoch, p.end_offset)))?;
+                        self.fetcher.truncated(self.config.auto_offset_reset, &mut self.subscription, &tp, Some((p.leader_epoch, p.end_offset)))?;
                     }
                     self.fetcher.stats.validations += 1;
                     if let Some(st) = self.subscription.partitions.get_mut(&tp) {
@@ -140,38 +141,6 @@ impl Consumer {
         if refresh {
             tokio::time::sleep(self.config.retry_backoff).await;
             self.client.refresh_metadata().await?;
-        }
-        Ok(())
-    }
-
-    /// The new leader's log ends at `end` for the consumer's epoch: below the position means
-    /// the records past it were truncated away.
-    pub(super) fn on_truncation(&mut self, tp: &TopicPartition, end: Option<(i32, i64)>) -> Result<()> {
-        let reset = self.config.auto_offset_reset;
-        let Some(st) = self.subscription.partitions.get_mut(tp) else { return Ok(()) };
-        let Some(position) = st.position else { return Ok(()) };
-        match end {
-            Some((epoch, end_offset)) if end_offset < position => {
-                self.fetcher.stats.truncations += 1;
-                if reset == OffsetReset::None {
-                    return Err(Error::LogTruncation { partition: tp.to_string(), position, end_offset });
-                }
-                warn!(partition = %tp, position, end_offset, epoch, "log truncated after a leader change: moving back");
-                st.position = Some(end_offset);
-                st.epoch = (epoch >= 0).then_some(epoch);
-                self.fetcher.buffer.retain(|f| &f.tp != tp);
-            }
-            Some(_) => debug!(partition = %tp, position, "position validated"),
-            None => {
-                if reset == OffsetReset::None {
-                    return Err(Error::LogTruncation { partition: tp.to_string(), position, end_offset: -1 });
-                }
-                self.fetcher.stats.truncations += 1;
-                warn!(partition = %tp, position, "the new leader has no record of the last epoch read: resetting");
-                st.position = None;
-                st.reset = Some(reset);
-                self.fetcher.buffer.retain(|f| &f.tp != tp);
-            }
         }
         Ok(())
     }

@@ -8,6 +8,8 @@
 //! order, so the broker sees each partition's sequences in order.
 
 use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,6 +27,7 @@ use super::accumulator::{delivery_timeout, ReadyBatch};
 use super::idempotence::init_producer_id;
 use super::Shared;
 use crate::cluster::Client;
+use crate::conn::InFlight;
 use crate::error::{Error, ProducerError, Resource, Result};
 
 /// The producer's background loop: drains ready batches to the brokers' senders, gets the
@@ -87,6 +90,17 @@ pub(crate) async fn run(shared: Arc<Shared>) {
     }
 }
 
+/// A request put on its connection (`None`: nothing to send), or why it could not be.
+type Dispatched = (Request, Option<Result<InFlight>>);
+
+/// The output of the future in `slot`, or never when there is none.
+async fn until<F: Future + Unpin>(slot: &mut Option<F>) -> F::Output {
+    match slot {
+        Some(f) => f.await,
+        None => std::future::pending().await,
+    }
+}
+
 /// The batches of one Produce request and whether each could be encoded.
 struct Request {
     batches: Vec<ReadyBatch>,
@@ -112,19 +126,22 @@ impl BrokerSender {
 
     async fn run(self, mut rx: mpsc::UnboundedReceiver<Vec<ReadyBatch>>) {
         let mut in_flight = FuturesUnordered::new();
+        // The request being put on the connection: the next one waits for it (that is the
+        // order), the responses do not. They must not: a re-authentication waits for every
+        // response before it lets another request on the connection.
+        let mut dispatching: Option<Pin<Box<dyn Future<Output = Dispatched> + Send + '_>>> = None;
+        let mut open = true;
         loop {
+            if !open && dispatching.is_none() {
+                break;
+            }
             tokio::select! {
-                next = rx.recv() => {
-                    let Some(batches) = next else { break };
-                    let (request, body) = self.build(batches);
-                    let sent = match body {
-                        None => None,
-                        Some(body) => {
-                            self.shared.lock().requests += 1;
-                            Some(self.shared.client.dispatch_node(self.node, body).await)
-                        }
-                    };
-                    // Waiting for responses happens alongside the next requests.
+                next = rx.recv(), if open && dispatching.is_none() => match next {
+                    Some(batches) => dispatching = Some(Box::pin(self.dispatch(batches))),
+                    None => open = false,
+                },
+                (request, sent) = until(&mut dispatching) => {
+                    dispatching = None;
                     in_flight.push(async move {
                         let result = match sent {
                             None => Ok(None),
@@ -140,6 +157,20 @@ impl BrokerSender {
         while let Some((request, result)) = in_flight.next().await {
             self.answered(request, result);
         }
+    }
+
+    /// Encodes the batches and puts the request on the broker's connection (nothing is sent
+    /// when none could be encoded).
+    async fn dispatch(&self, batches: Vec<ReadyBatch>) -> Dispatched {
+        let (request, body) = self.build(batches);
+        let sent = match body {
+            None => None,
+            Some(body) => {
+                self.shared.lock().requests += 1;
+                Some(self.shared.client.dispatch_node(self.node, body).await)
+            }
+        };
+        (request, sent)
     }
 
     /// Encodes the batches into one Produce request (`None` when none could be encoded).
