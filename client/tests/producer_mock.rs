@@ -8,8 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kwire::messages::{
-    api_versions_response::ApiVersion,
-    metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic},
     produce_response::{PartitionProduceResponse, TopicProduceResponse},
     *,
 };
@@ -52,27 +50,10 @@ struct Script {
 async fn broker(script: Arc<Script>) -> String {
     common::serve(move |port, request| {
         let body: ResponseKind = match request {
-            RequestKind::ApiVersions(_) => {
-                let apis = [ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::Produce, ApiKey::InitProducerId];
-                let api_keys = apis
-                    .iter()
-                    .map(|a| ApiVersion { api_key: a.key(), min_version: a.stable_versions().lo, max_version: a.stable_versions().hi, ..Default::default() })
-                    .collect();
-                ApiVersionsResponse { api_keys, ..Default::default() }.into()
-            }
+            RequestKind::ApiVersions(_) => common::api_versions(&[ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::Produce, ApiKey::InitProducerId]).into(),
             RequestKind::Metadata(_) => {
                 script.metadata.fetch_add(1, Ordering::SeqCst);
-                MetadataResponse {
-                    brokers: vec![MetadataResponseBroker { node_id: 1, host: "127.0.0.1".into(), port: port as i32, ..Default::default() }],
-                    controller_id: 1,
-                    topics: vec![MetadataResponseTopic {
-                        name: Some("t".into()),
-                        partitions: vec![MetadataResponsePartition { partition_index: 0, leader_id: 1, ..Default::default() }],
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                }
-                .into()
+                common::one_partition_metadata(port).into()
             }
             RequestKind::InitProducerId(r) => {
                 let mut inits = script.inits.lock().unwrap();
