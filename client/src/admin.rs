@@ -301,7 +301,7 @@ impl Admin {
     /// Metadata).
     pub async fn describe_cluster(&self) -> Result<ClusterDescription> {
         let m = self.client.metadata();
-        let any = m.brokers.values().next().map(BrokerInfo::addr).unwrap_or_else(|| self.client.config().bootstrap[0].clone());
+        let any = m.brokers.values().next().map(BrokerInfo::addr).or_else(|| self.client.config().bootstrap.first().cloned()).unwrap_or_default();
         let conn = self.client.connection(&any).await?;
         if conn.version(ApiKey::DescribeCluster).is_err() {
             let m = self.client.refresh_metadata().await?;

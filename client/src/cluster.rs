@@ -10,8 +10,9 @@ use kwire::messages::{metadata_request::MetadataRequestTopic, MetadataRequest};
 use kwire::{ByteString, ErrorCode, RequestKind, ResponseKind, Uuid};
 use tracing::{debug, info, warn, Instrument};
 
-use crate::conn::{ConnectOptions, Connection};
+use crate::conn::{ConnectOptions, Connection, InFlight};
 use crate::error::{Error, Result};
+use crate::retry::Backoff;
 use crate::sasl::Sasl;
 use crate::tls::TlsConfig;
 
@@ -312,8 +313,7 @@ impl Client {
             Err(e) => {
                 slot.failures = slot.failures.saturating_add(1);
                 let cfg = &self.inner.config;
-                let exp = cfg.reconnect_backoff.saturating_mul(1u32 << slot.failures.min(16).saturating_sub(1));
-                let backoff = exp.min(cfg.reconnect_backoff_max).mul_f64(0.8 + 0.4 * crate::conn::random_unit());
+                let backoff = Backoff::exponential(cfg.reconnect_backoff, cfg.reconnect_backoff_max).delay(slot.failures);
                 slot.retry_at = Some(Instant::now() + backoff);
                 warn!(addr = %addr, error = %e, ?backoff, "connect failed");
                 Err(e)
@@ -336,6 +336,21 @@ impl Client {
             Err(e @ (Error::Disconnected(_) | Error::Io { .. })) if conn.is_closed() => {
                 debug!(addr = %addr, reason = %e, "pooled connection was closed: reconnecting");
                 self.connection(addr).await?.call(body).await
+            }
+            r => r,
+        }
+    }
+
+    /// Puts `body` on the connection to broker `node` and returns without waiting for the
+    /// response: requests dispatched one after another reach the broker in that order. A
+    /// pooled connection found closed is replaced once.
+    pub(crate) async fn dispatch_node(&self, node: i32, body: RequestKind) -> Result<InFlight> {
+        let addr = self.node_addr(node).await?;
+        let conn = self.connection(&addr).await?;
+        match conn.dispatch(body.clone()).await {
+            Err(e @ (Error::Disconnected(_) | Error::Io { .. })) if conn.is_closed() => {
+                debug!(addr = %addr, reason = %e, "pooled connection was closed: reconnecting");
+                self.connection(&addr).await?.dispatch(body).await
             }
             r => r,
         }
@@ -442,17 +457,15 @@ impl Client {
     /// Whether an error code calls for fresh metadata (leadership or topic changed).
     pub fn needs_metadata_refresh(code: ErrorCode) -> bool {
         matches!(
-            code.name(),
-            Some(
-                "NOT_LEADER_OR_FOLLOWER"
-                    | "UNKNOWN_TOPIC_OR_PARTITION"
-                    | "LEADER_NOT_AVAILABLE"
-                    | "FENCED_LEADER_EPOCH"
-                    | "UNKNOWN_LEADER_EPOCH"
-                    | "NOT_CONTROLLER"
-                    | "UNKNOWN_TOPIC_ID"
-                    | "KAFKA_STORAGE_ERROR"
-            )
+            code,
+            ErrorCode::NOT_LEADER_OR_FOLLOWER
+                | ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
+                | ErrorCode::LEADER_NOT_AVAILABLE
+                | ErrorCode::FENCED_LEADER_EPOCH
+                | ErrorCode::UNKNOWN_LEADER_EPOCH
+                | ErrorCode::NOT_CONTROLLER
+                | ErrorCode::UNKNOWN_TOPIC_ID
+                | ErrorCode::KAFKA_STORAGE_ERROR
         )
     }
 }
@@ -485,7 +498,7 @@ fn parse_metadata(r: kwire::messages::MetadataResponse) -> ClusterMetadata {
     let topics = r
         .topics
         .into_iter()
-        .filter(|t| t.error_code == 0)
+        .filter(|t| t.error_code == ErrorCode::NONE.0)
         .filter_map(|t| {
             let name = t.name?.to_string();
             let partitions = partitions_of(&t.partitions);

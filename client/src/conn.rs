@@ -15,7 +15,7 @@ use futures_util::{SinkExt, StreamExt};
 use kwire::codec::{ClientCodec, CodecError, OutboundRequest, ResponseFrame};
 use kwire::messages::{ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest};
 use kwire::negotiate::{negotiate, NegotiateOptions, Negotiated};
-use kwire::{ApiKey, ByteString, Bytes, RequestKind, ResponseKind, VersionRange};
+use kwire::{ApiKey, ByteString, Bytes, ErrorCode, RequestKind, ResponseKind, VersionRange};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, RwLock};
@@ -60,7 +60,7 @@ impl Default for ConnectOptions {
 /// batches only (Produce 3+, Fetch 4+), topic names rather than ids in Produce (the consumer
 /// fetches by topic id from Fetch v13),
 /// Metadata with auto-creation control (4+), SaslHandshake v1 (tokens in SaslAuthenticate).
-pub fn client_versions(api: ApiKey) -> VersionRange {
+pub(crate) fn client_versions(api: ApiKey) -> VersionRange {
     match api {
         ApiKey::Produce => VersionRange::new(3, 12),
         ApiKey::Fetch => VersionRange::new(4, i16::MAX),
@@ -95,8 +95,25 @@ struct Shared {
     session_lifetime_ms: std::sync::atomic::AtomicI64,
     /// Every ordinary request holds this for reading until its response; re-authentication
     /// takes it for writing, so it runs alone on the connection (KIP-368).
-    gate: RwLock<()>,
+    gate: Arc<RwLock<()>>,
     negotiated: Mutex<Option<Arc<Versions>>>,
+}
+
+/// A request [`dispatch`](Connection::dispatch)ed on a connection, its response to come.
+pub(crate) struct InFlight {
+    conn: Connection,
+    api: ApiKey,
+    rx: oneshot::Receiver<Result<Option<ResponseFrame>>>,
+    timeout: Duration,
+    /// Held until the response, as every ordinary request holds the gate.
+    _gate: tokio::sync::OwnedRwLockReadGuard<()>,
+}
+
+impl InFlight {
+    /// The response (none for Produce with acks=0), within the request timeout.
+    pub(crate) async fn response(self) -> Result<Option<ResponseKind>> {
+        Ok(self.conn.wait(self.api, self.rx, self.timeout).await?.map(|f| f.body))
+    }
 }
 
 /// What one broker supports, from its ApiVersions response.
@@ -187,7 +204,7 @@ impl Connection {
             close_reason: Mutex::new(None),
             authentications: AtomicU32::new(0),
             session_lifetime_ms: std::sync::atomic::AtomicI64::new(0),
-            gate: RwLock::new(()),
+            gate: Arc::new(RwLock::new(())),
             negotiated: Mutex::new(None),
         });
         tokio::spawn(io_task(framed, rx, Arc::downgrade(&shared)).instrument(tracing::debug_span!("kafka.conn", addr = %addr)));
@@ -263,6 +280,18 @@ impl Connection {
         self.call(body).await?.ok_or_else(|| Error::UnexpectedResponse(format!("no response to {}", api.name())))
     }
 
+    /// Puts `body` on the connection's queue at the negotiated version and returns at once:
+    /// requests dispatched one after another are written in that order (a caller that needs
+    /// its requests in order, such as the producer's sender for a broker, awaits each
+    /// dispatch before the next). [`InFlight::response`] waits for the answer.
+    pub(crate) async fn dispatch(&self, body: RequestKind) -> Result<InFlight> {
+        let api = body.api_key();
+        let version = self.version(api)?;
+        let gate = self.shared.gate.clone().read_owned().await;
+        let rx = self.enqueue(version, body).await?;
+        Ok(InFlight { conn: self.clone(), api, rx, timeout: self.shared.options.request_timeout, _gate: gate })
+    }
+
     /// Sends at an explicit version, with no gate (used under the gate or before any other
     /// request can be sent).
     async fn send(&self, version: i16, body: RequestKind) -> Result<Option<ResponseFrame>> {
@@ -271,17 +300,24 @@ impl Connection {
 
     async fn send_within(&self, version: i16, body: RequestKind, timeout: Duration) -> Result<Option<ResponseFrame>> {
         let api = body.api_key();
+        let rx = self.enqueue(version, body).await?;
+        self.wait(api, rx, timeout).await
+    }
+
+    /// Queues the request for the io task; the receiver gets its response.
+    async fn enqueue(&self, version: i16, body: RequestKind) -> Result<oneshot::Receiver<Result<Option<ResponseFrame>>>> {
         if self.is_closed() {
             return Err(self.closed_error());
         }
         let id = self.shared.next_correlation_id.fetch_add(1, Ordering::Relaxed) & i32::MAX;
-        let request = OutboundRequest::new(api, version, id, body).with_client_id(self.shared.options.client_id.as_str());
+        let request = OutboundRequest::new(body.api_key(), version, id, body).with_client_id(self.shared.options.client_id.as_str());
         let (reply, rx) = oneshot::channel();
-        self.shared
-            .tx
-            .send(Command { request, reply })
-            .await
-            .map_err(|_| self.closed_error())?;
+        self.shared.tx.send(Command { request, reply }).await.map_err(|_| self.closed_error())?;
+        Ok(rx)
+    }
+
+    /// The response of a queued request, within `timeout`.
+    async fn wait(&self, api: ApiKey, rx: oneshot::Receiver<Result<Option<ResponseFrame>>>, timeout: Duration) -> Result<Option<ResponseFrame>> {
         match tokio::time::timeout(timeout, rx).await {
             Err(_) => {
                 warn!(api = api.name(), ?timeout, addr = %self.shared.addr, "request timed out");
@@ -311,7 +347,7 @@ impl Connection {
         };
         let mut version = ours.hi;
         let mut response = self.expect_api_versions(self.send(version, request()).await?)?;
-        if response.error_code == 35 {
+        if response.error_code == ErrorCode::UNSUPPORTED_VERSION.0 {
             let theirs = response.api_keys.iter().find(|k| k.api_key == ApiKey::ApiVersions.key());
             let common = theirs.map(|k| VersionRange::new(k.min_version, k.max_version).intersect(&ours));
             version = common.filter(|c| !c.is_empty()).map(|c| c.hi).ok_or_else(|| Error::UnsupportedVersion {
@@ -353,11 +389,11 @@ impl Connection {
             else {
                 return Err(Error::UnexpectedResponse("not a SaslHandshake response".into()));
             };
-            if h.error_code != 0 {
+            if !ErrorCode(h.error_code).is_ok() {
                 let offered: Vec<&str> = h.mechanisms.iter().map(|m| &m[..]).collect();
                 return Err(auth_err(format!(
                     "{} (the broker offers {})",
-                    kwire::ErrorCode(h.error_code).name().unwrap_or("handshake refused"),
+                    ErrorCode(h.error_code).name().unwrap_or("handshake refused"),
                     offered.join(", ")
                 )));
             }
@@ -367,8 +403,8 @@ impl Connection {
                 else {
                     return Err(Error::UnexpectedResponse("not a SaslAuthenticate response".into()));
                 };
-                if r.error_code != 0 {
-                    let name = kwire::ErrorCode(r.error_code).name().unwrap_or("UNKNOWN");
+                if !ErrorCode(r.error_code).is_ok() {
+                    let name = ErrorCode(r.error_code).name().unwrap_or("UNKNOWN");
                     return Err(auth_err(format!("{name}: {}", r.error_message.as_deref().unwrap_or(""))));
                 }
                 Ok(r)
@@ -401,7 +437,7 @@ impl Connection {
 
     fn schedule_reauthentication(&self, sasl: Sasl, lifetime_ms: i64) {
         // As Kafka's Java client: at 85-95% of the session lifetime.
-        let jitter = random_unit();
+        let jitter = crate::retry::random_unit();
         let after = Duration::from_millis(((lifetime_ms as f64) * (0.85 + 0.10 * jitter)) as u64);
         let weak: Weak<Shared> = Arc::downgrade(&self.shared);
         tokio::spawn(async move {
@@ -418,13 +454,6 @@ impl Connection {
             }
         });
     }
-}
-
-/// A number in [0, 1) from the OS random source (0.5 if none).
-pub(crate) fn random_unit() -> f64 {
-    crate::sasl::random_bytes(4)
-        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64 / (u32::MAX as f64 + 1.0))
-        .unwrap_or(0.5)
 }
 
 /// Fetch responses are big (up to `fetch_max_bytes`) and come one after another. Read each

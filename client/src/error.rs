@@ -7,6 +7,8 @@ use kwire::codec::CodecError;
 use kwire::negotiate::NegotiationError;
 use kwire::{ApiKey, ErrorCode};
 
+use crate::topic_partition::TopicPartition;
+
 /// A result with the client's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -79,9 +81,19 @@ pub enum Error {
     UnknownTopicOrPartition(String),
     /// Metadata names a broker (as a leader, say) that it does not list.
     UnknownBroker(i32),
-    /// The producer's buffer is full, it is closed, or the record could not be delivered in
-    /// the delivery timeout.
-    Producer(String),
+    /// The principal may not do this to `resource` (a `*_AUTHORIZATION_FAILED` code).
+    Authorization {
+        /// What was refused.
+        resource: Resource,
+        /// The broker's code (`TOPIC_AUTHORIZATION_FAILED`, ...).
+        code: ErrorCode,
+        /// The broker's message, if any.
+        message: Option<String>,
+        /// What was being done.
+        context: String,
+    },
+    /// The producer refused or failed a record: see [`ProducerError`].
+    Producer(ProducerError),
     /// A fetch position is out of the partition's range and the reset policy is `None`.
     OffsetOutOfRange {
         /// `topic-partition`.
@@ -101,37 +113,276 @@ pub enum Error {
     },
     /// A partition has no committed offset and the reset policy is `None`.
     NoOffset(String),
-    /// The consumer cannot go on: not subscribed, fenced by another static member, a group
-    /// error that retrying does not fix, ...
-    Consumer(String),
+    /// The consumer refused a call or could not read a partition: see [`ConsumerError`].
+    Consumer(ConsumerError),
+    /// Group membership or a group's offsets failed: see [`GroupError`].
+    Group(GroupError),
+}
+
+/// What an [`Error::Authorization`] was about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Resource {
+    /// A topic.
+    Topic(String),
+    /// A consumer group.
+    Group(String),
+    /// A transactional id.
+    TransactionalId(String),
+    /// The cluster (idempotent writes, admin operations).
+    Cluster,
+}
+
+impl fmt::Display for Resource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Resource::Topic(t) => write!(f, "topic {t}"),
+            Resource::Group(g) => write!(f, "group {g}"),
+            Resource::TransactionalId(t) => write!(f, "transactional id {t}"),
+            Resource::Cluster => f.write_str("the cluster"),
+        }
+    }
+}
+
+/// Why the producer refused or failed a record.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum ProducerError {
+    /// The producer is closed (or closing): it takes no more records.
+    Closed,
+    /// The producer was dropped before the record's batch was answered.
+    Dropped,
+    /// The record is larger than `max_request_size` or `buffer_memory`.
+    RecordTooLarge {
+        /// The record's approximate size in bytes.
+        size: usize,
+        /// `max_request_size`.
+        max_request_size: usize,
+        /// `buffer_memory`.
+        buffer_memory: usize,
+    },
+    /// No buffer memory came free within `max_block`.
+    BufferFull {
+        /// `max_block`.
+        max_block: Duration,
+    },
+    /// The record was not acknowledged within `delivery_timeout`.
+    DeliveryTimeout {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// How many records of the batch failed.
+        records: usize,
+        /// `delivery_timeout`.
+        timeout: Duration,
+        /// The last error of a failed attempt, if one was made.
+        last_error: Option<Box<Error>>,
+    },
+    /// Another producer with the same id and a newer epoch wrote to the partition
+    /// (`PRODUCER_FENCED`, `INVALID_PRODUCER_EPOCH`).
+    Fenced {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// The broker's code.
+        code: ErrorCode,
+        /// The broker's message, if any.
+        message: Option<String>,
+    },
+    /// The batch could not be encoded.
+    Encoding {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// The encoder's reason.
+        reason: String,
+    },
+}
+
+/// Why the consumer refused a call or could not read a partition.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum ConsumerError {
+    /// The call needs the partition to be assigned (`seek`, `position`).
+    NotAssigned(TopicPartition),
+    /// `subscribe` while already subscribed.
+    AlreadySubscribed,
+    /// `assign` while subscribed to a group.
+    SubscribedToGroup,
+    /// The partition holds magic 0/1 messages, which this consumer does not read.
+    LegacyRecords(TopicPartition),
+}
+
+/// Why group membership or a group's offsets failed.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum GroupError {
+    /// The group is rebalancing (`REBALANCE_IN_PROGRESS`): poll to rejoin, then retry.
+    RebalanceInProgress {
+        /// The group.
+        group: String,
+    },
+    /// The group does not know this member (`UNKNOWN_MEMBER_ID`): its session expired.
+    UnknownMember {
+        /// The group.
+        group: String,
+    },
+    /// The group moved on to another generation or member epoch (`ILLEGAL_GENERATION`,
+    /// `FENCED_MEMBER_EPOCH`, `STALE_MEMBER_EPOCH`).
+    StaleGeneration {
+        /// The group.
+        group: String,
+        /// The broker's code.
+        code: ErrorCode,
+    },
+    /// Another consumer uses this member's group instance id (`FENCED_INSTANCE_ID`).
+    FencedInstance {
+        /// The group.
+        group: String,
+        /// The group instance id.
+        instance_id: Option<String>,
+    },
+    /// No coordinator was found or answered within the attempts allowed.
+    CoordinatorNotAvailable {
+        /// The group.
+        group: String,
+    },
+    /// JoinGroup and SyncGroup did not result in a generation within the attempts allowed.
+    NoGeneration {
+        /// The group.
+        group: String,
+        /// The attempts made.
+        attempts: u32,
+    },
+    /// The committed offsets stayed unstable (a transaction is committing them).
+    UnstableOffsets {
+        /// The group.
+        group: String,
+    },
+    /// The group chose an assignor this client lacks.
+    UnknownAssignor {
+        /// The assignor's name.
+        name: String,
+    },
+    /// The assignor could not compute an assignment from the members' subscriptions.
+    Assignment(String),
+    /// The consumer protocol data (a subscription, an assignment) could not be encoded.
+    Encoding(String),
+    /// No random bytes for a member id.
+    NoRandomness(String),
+}
+
+impl GroupError {
+    /// The group error for a membership code, if it is one.
+    pub(crate) fn from_code(code: ErrorCode, group: &str, instance_id: Option<&str>) -> Option<GroupError> {
+        let group = group.to_owned();
+        Some(match code {
+            ErrorCode::REBALANCE_IN_PROGRESS => GroupError::RebalanceInProgress { group },
+            ErrorCode::UNKNOWN_MEMBER_ID => GroupError::UnknownMember { group },
+            ErrorCode::ILLEGAL_GENERATION | ErrorCode::FENCED_MEMBER_EPOCH | ErrorCode::STALE_MEMBER_EPOCH => {
+                GroupError::StaleGeneration { group, code }
+            }
+            ErrorCode::FENCED_INSTANCE_ID => GroupError::FencedInstance { group, instance_id: instance_id.map(str::to_owned) },
+            _ => return None,
+        })
+    }
+
+    /// The broker's code this error stands for, if any.
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            GroupError::RebalanceInProgress { .. } => Some(ErrorCode::REBALANCE_IN_PROGRESS),
+            GroupError::UnknownMember { .. } => Some(ErrorCode::UNKNOWN_MEMBER_ID),
+            GroupError::StaleGeneration { code, .. } => Some(*code),
+            GroupError::FencedInstance { .. } => Some(ErrorCode::FENCED_INSTANCE_ID),
+            GroupError::UnstableOffsets { .. } => Some(ErrorCode::UNSTABLE_OFFSET_COMMIT),
+            _ => None,
+        }
+    }
+
+    fn is_retriable(&self) -> bool {
+        match self {
+            GroupError::CoordinatorNotAvailable { .. } | GroupError::NoGeneration { .. } | GroupError::UnstableOffsets { .. } => true,
+            other => other.code().is_some_and(ErrorCode::is_retriable),
+        }
+    }
+}
+
+impl ProducerError {
+    /// As Java's: a full buffer and a delivery timeout (its `TimeoutException`) may pass if
+    /// the record is sent again; a closed or fenced producer, a record too large or one that
+    /// cannot be encoded will not.
+    fn is_retriable(&self) -> bool {
+        matches!(self, ProducerError::BufferFull { .. } | ProducerError::DeliveryTimeout { .. })
+    }
 }
 
 impl Error {
     /// Whether retrying the operation may succeed: broker error codes marked retriable,
-    /// timeouts, transport failures and disconnections.
+    /// timeouts (a request's, a record's delivery timeout), a full producer buffer, transport
+    /// failures and disconnections, a group coordinator not found yet, unstable offsets.
     pub fn is_retriable(&self) -> bool {
         match self {
             Error::Io { .. } | Error::Timeout { .. } | Error::Disconnected(_) => true,
             Error::Broker { code, .. } => code.is_retriable(),
             Error::UnknownTopicOrPartition(_) | Error::UnknownBroker(_) => true,
+            Error::Producer(e) => e.is_retriable(),
+            Error::Group(e) => e.is_retriable(),
             _ => false,
         }
     }
 
-    /// The broker's error code, for [`Error::Broker`].
+    /// The broker's error code behind this error, if one is.
     pub fn code(&self) -> Option<ErrorCode> {
         match self {
-            Error::Broker { code, .. } => Some(*code),
+            Error::Broker { code, .. } | Error::Authorization { code, .. } => Some(*code),
+            Error::Producer(ProducerError::Fenced { code, .. }) => Some(*code),
+            Error::Group(e) => e.code(),
             _ => None,
         }
     }
 
     /// An error for a non-zero code, `Ok` for zero.
     pub fn check(code: i16, message: Option<&str>, context: impl FnOnce() -> String) -> Result<()> {
-        if code == 0 {
+        if ErrorCode(code).is_ok() {
             return Ok(());
         }
-        Err(Error::Broker { code: ErrorCode(code), message: message.map(str::to_owned), context: context() })
+        Err(Error::broker(ErrorCode(code), message.map(str::to_owned), context()))
+    }
+
+    /// The error for a broker's non-zero `code` while doing `context`
+    /// (CLUSTER_AUTHORIZATION_FAILED is an [`Error::Authorization`] on the cluster).
+    pub(crate) fn broker(code: ErrorCode, message: Option<String>, context: String) -> Error {
+        if code == ErrorCode::CLUSTER_AUTHORIZATION_FAILED {
+            return Error::Authorization { resource: Resource::Cluster, code, message, context };
+        }
+        Error::Broker { code, message, context }
+    }
+
+    /// This error as one about `resource`: the authorization code for that kind of resource
+    /// becomes [`Error::Authorization`] naming it.
+    pub(crate) fn about(self, resource: Resource) -> Error {
+        let refused = match &resource {
+            Resource::Topic(_) => ErrorCode::TOPIC_AUTHORIZATION_FAILED,
+            Resource::Group(_) => ErrorCode::GROUP_AUTHORIZATION_FAILED,
+            Resource::TransactionalId(_) => ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            Resource::Cluster => ErrorCode::CLUSTER_AUTHORIZATION_FAILED,
+        };
+        match self {
+            Error::Broker { code, message, context } if code == refused => Error::Authorization { resource, code, message, context },
+            other => other,
+        }
+    }
+
+    /// A group's error for `code` (membership codes as [`GroupError`]s, authorization on the
+    /// group), or the broker error.
+    pub(crate) fn group(code: ErrorCode, message: Option<String>, group: &str, instance_id: Option<&str>, context: String) -> Error {
+        match GroupError::from_code(code, group, instance_id) {
+            Some(e) => Error::Group(e),
+            None => Error::broker(code, message, context).about(Resource::Group(group.to_owned())),
+        }
     }
 
     pub(crate) fn codec(addr: &str, e: CodecError) -> Error {
@@ -178,7 +429,14 @@ impl fmt::Display for Error {
             Error::Config(m) => write!(f, "configuration: {m}"),
             Error::UnknownTopicOrPartition(m) => write!(f, "unknown topic or partition: {m}"),
             Error::UnknownBroker(id) => write!(f, "metadata lists no broker with node id {id}"),
-            Error::Producer(m) => write!(f, "producer: {m}"),
+            Error::Authorization { resource, code, message, context } => {
+                write!(f, "{context}: not authorized for {resource} ({})", code.name().unwrap_or("AUTHORIZATION_FAILED"))?;
+                if let Some(m) = message.as_deref().filter(|m| !m.is_empty()) {
+                    write!(f, ": {m}")?;
+                }
+                Ok(())
+            }
+            Error::Producer(e) => write!(f, "producer: {e}"),
             Error::OffsetOutOfRange { partition, offset } => {
                 write!(f, "offset {offset} is out of range for {partition} and the reset policy is none")
             }
@@ -187,9 +445,135 @@ impl fmt::Display for Error {
                 "{partition} was truncated to {end_offset} below the position {position} after a leader change, and the reset policy is none"
             ),
             Error::NoOffset(p) => write!(f, "{p} has no committed offset and the reset policy is none"),
-            Error::Consumer(m) => write!(f, "consumer: {m}"),
+            Error::Consumer(e) => write!(f, "consumer: {e}"),
+            Error::Group(e) => write!(f, "group: {e}"),
+        }
+    }
+}
+
+impl fmt::Display for ProducerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProducerError::Closed => f.write_str("the producer is closed"),
+            ProducerError::Dropped => f.write_str("the producer was dropped"),
+            ProducerError::RecordTooLarge { size, max_request_size, buffer_memory } => write!(
+                f,
+                "record of about {size} bytes exceeds max_request_size ({max_request_size}) or buffer_memory ({buffer_memory})"
+            ),
+            ProducerError::BufferFull { max_block } => write!(f, "buffer memory full for {max_block:?} (max_block)"),
+            ProducerError::DeliveryTimeout { topic, partition, records, timeout, last_error } => {
+                write!(f, "{records} record(s) for {topic}-{partition} expired after the delivery timeout of {timeout:?}")?;
+                if let Some(e) = last_error {
+                    write!(f, ": last error {e}")?;
+                }
+                Ok(())
+            }
+            ProducerError::Fenced { topic, partition, code, message } => {
+                write!(f, "fenced writing to {topic}-{partition}: {}", code.name().unwrap_or("PRODUCER_FENCED"))?;
+                if let Some(m) = message.as_deref().filter(|m| !m.is_empty()) {
+                    write!(f, ": {m}")?;
+                }
+                Ok(())
+            }
+            ProducerError::Encoding { topic, partition, reason } => write!(f, "could not build a batch for {topic}-{partition}: {reason}"),
+        }
+    }
+}
+
+impl fmt::Display for ConsumerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConsumerError::NotAssigned(tp) => write!(f, "{tp} is not assigned"),
+            ConsumerError::AlreadySubscribed => f.write_str("already subscribed"),
+            ConsumerError::SubscribedToGroup => f.write_str("subscribed to a group: unsubscribe before assigning by hand"),
+            ConsumerError::LegacyRecords(tp) => write!(f, "{tp} holds magic 0/1 messages, which this consumer does not read"),
+        }
+    }
+}
+
+impl fmt::Display for GroupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GroupError::RebalanceInProgress { group } => write!(f, "group {group} is rebalancing (REBALANCE_IN_PROGRESS)"),
+            GroupError::UnknownMember { group } => write!(f, "group {group} does not know this member (UNKNOWN_MEMBER_ID)"),
+            GroupError::StaleGeneration { group, code } => {
+                write!(f, "group {group} moved past this member's generation ({})", code.name().unwrap_or("ILLEGAL_GENERATION"))
+            }
+            GroupError::FencedInstance { group, instance_id } => {
+                write!(f, "group {group}: another member uses group instance id {instance_id:?} (FENCED_INSTANCE_ID)")
+            }
+            GroupError::CoordinatorNotAvailable { group } => write!(f, "no coordinator found for group {group}"),
+            GroupError::NoGeneration { group, attempts } => write!(f, "group {group}: no generation after {attempts} attempts"),
+            GroupError::UnstableOffsets { group } => {
+                write!(f, "group {group}: offsets stayed unstable (a transaction is committing them)")
+            }
+            GroupError::UnknownAssignor { name } => write!(f, "the group chose assignor {name:?}, which this client lacks"),
+            GroupError::Assignment(m) => write!(f, "assignment failed: {m}"),
+            GroupError::Encoding(m) => write!(f, "encoding the consumer protocol data: {m}"),
+            GroupError::NoRandomness(m) => write!(f, "no randomness for a member id: {m}"),
         }
     }
 }
 
 impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn authorization_names_the_resource_its_code_is_about() {
+        let e = Error::broker(ErrorCode::TOPIC_AUTHORIZATION_FAILED, None, "produce to t-0".into()).about(Resource::Topic("t".into()));
+        assert!(matches!(&e, Error::Authorization { resource: Resource::Topic(t), .. } if t == "t"), "{e:?}");
+        assert_eq!(e.code(), Some(ErrorCode::TOPIC_AUTHORIZATION_FAILED));
+        assert!(e.to_string().contains("not authorized for topic t"), "{e}");
+        // A group code is not about a topic.
+        let e = Error::broker(ErrorCode::GROUP_AUTHORIZATION_FAILED, None, "x".into()).about(Resource::Topic("t".into()));
+        assert!(matches!(e, Error::Broker { .. }), "{e:?}");
+        let e = Error::broker(ErrorCode::CLUSTER_AUTHORIZATION_FAILED, None, "InitProducerId".into());
+        assert!(matches!(e, Error::Authorization { resource: Resource::Cluster, .. }), "{e:?}");
+        assert!(!e.is_retriable());
+    }
+
+    #[test]
+    fn group_codes_are_group_errors_that_keep_their_code() {
+        for (code, retriable) in [
+            (ErrorCode::REBALANCE_IN_PROGRESS, false),
+            (ErrorCode::UNKNOWN_MEMBER_ID, false),
+            (ErrorCode::ILLEGAL_GENERATION, false),
+            (ErrorCode::FENCED_MEMBER_EPOCH, false),
+            (ErrorCode::FENCED_INSTANCE_ID, false),
+        ] {
+            let e = Error::group(code, None, "g", Some("i"), "OffsetCommit".into());
+            assert!(matches!(e, Error::Group(_)), "{e:?}");
+            assert_eq!((e.code(), e.is_retriable()), (Some(code), retriable), "{e}");
+        }
+        let e = Error::group(ErrorCode::GROUP_AUTHORIZATION_FAILED, None, "g", None, "JoinGroup g".into());
+        assert!(matches!(&e, Error::Authorization { resource: Resource::Group(g), .. } if g == "g"), "{e:?}");
+        let e = Error::group(ErrorCode::COORDINATOR_NOT_AVAILABLE, None, "g", None, "x".into());
+        assert!(matches!(e, Error::Broker { .. }) && e.is_retriable(), "{e:?}");
+    }
+
+    #[test]
+    fn kinds_say_whether_a_retry_may_succeed() {
+        let timeout = Error::Producer(ProducerError::DeliveryTimeout {
+            topic: "t".into(),
+            partition: 0,
+            records: 2,
+            timeout: Duration::from_secs(1),
+            last_error: Some(Box::new(Error::broker(ErrorCode::NOT_LEADER_OR_FOLLOWER, None, "produce to t-0".into()))),
+        });
+        assert!(timeout.is_retriable());
+        assert!(timeout.to_string().contains("2 record(s) for t-0 expired after the delivery timeout of 1s: last error produce to t-0: NOT_LEADER_OR_FOLLOWER"), "{timeout}");
+        assert!(Error::Producer(ProducerError::BufferFull { max_block: Duration::from_secs(1) }).is_retriable());
+        for e in [ProducerError::Closed, ProducerError::Dropped, ProducerError::RecordTooLarge { size: 9, max_request_size: 1, buffer_memory: 1 }] {
+            assert!(!Error::Producer(e).is_retriable());
+        }
+        let fenced = Error::Producer(ProducerError::Fenced { topic: "t".into(), partition: 1, code: ErrorCode::INVALID_PRODUCER_EPOCH, message: None });
+        assert_eq!((fenced.code(), fenced.is_retriable()), (Some(ErrorCode::INVALID_PRODUCER_EPOCH), false));
+        assert!(!Error::Consumer(ConsumerError::NotAssigned(TopicPartition::new("t", 0))).is_retriable());
+        assert!(Error::Group(GroupError::CoordinatorNotAvailable { group: "g".into() }).is_retriable());
+        assert!(Error::Group(GroupError::UnstableOffsets { group: "g".into() }).is_retriable());
+        assert!(!Error::Group(GroupError::UnknownAssignor { name: "x".into() }).is_retriable());
+    }
+}

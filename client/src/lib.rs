@@ -11,36 +11,43 @@
 //! - [`Consumer`]: manual assignment or consumer groups (classic and KIP-848), incremental
 //!   fetch sessions, read_committed, leader epochs, offsets and commits, streams.
 //!
-//! Every failure is an [`Error`], with [`Error::is_retriable`].
+//! Every failure is an [`Error`], with [`Error::is_retriable`]; the producer's, the
+//! consumer's and the group's own failures are [`ProducerError`], [`ConsumerError`] and
+//! [`GroupError`] kinds to match on.
+//!
+//! The types are at the crate root; two modules are public because their functions are the
+//! API: [`assignor`] (Java's range and cooperative-sticky assignors) and [`partitioner`]
+//! (Java's murmur2 partitioning).
 #![warn(missing_docs)]
 
-pub mod admin;
+mod admin;
 pub mod assignor;
-pub mod cluster;
-pub mod conn;
-pub mod consumer;
-pub mod error;
-pub mod group;
+mod cluster;
+mod conn;
+mod consumer;
+mod error;
+mod group;
 pub mod partitioner;
-pub mod producer;
-pub mod sasl;
-pub mod tls;
+mod producer;
+mod retry;
+mod sasl;
+mod tls;
+mod topic_partition;
 
-pub use admin::{Admin, ConfigOp, ConfigResource, NewTopic, ScramChange};
-pub use assignor::{cooperative_sticky_assign, StickyMember};
-pub use cluster::{Client, ClientConfig, ClusterMetadata};
-pub use conn::{ConnectOptions, Connection};
+pub use admin::{Admin, ClusterDescription, ConfigEntry, ConfigOp, ConfigResource, CreatedTopic, NewTopic, ScramChange};
+pub use assignor::Assignor;
+pub use cluster::{BrokerInfo, Client, ClientConfig, ClusterMetadata, PartitionInfo, TopicInfo};
+pub use conn::{ConnectOptions, Connection, Versions};
 pub use consumer::{
-    Consumer, ConsumerConfig, ConsumerRecord, FetchStats, GroupProtocol, IsolationLevel,
-    OffsetAndMetadata, OffsetReset, OffsetSpec, TopicPartition,
+    Consumer, ConsumerConfig, ConsumerRecord, FetchStats, IsolationLevel, ListenerFuture, OffsetAndMetadata, OffsetReset, OffsetSpec,
+    RebalanceListener,
 };
-pub use error::{Error, Result};
-pub use group::{Assignor, ListenerFuture, RebalanceListener};
-pub use producer::{
-    Acks, Delivery, Producer, ProducerConfig, ProducerRecord, ProducerStats, RecordMetadata,
-};
+pub use error::{ConsumerError, Error, GroupError, ProducerError, Resource, Result};
+pub use group::GroupProtocol;
+pub use producer::{Acks, Delivery, IntoTopic, Producer, ProducerConfig, ProducerRecord, ProducerStats, RecordMetadata};
 pub use sasl::{Sasl, ScramMechanism};
-pub use tls::TlsConfig;
+pub use tls::{Roots, TlsConfig};
+pub use topic_partition::TopicPartition;
 
 /// The README's examples, compiled as doctests so they keep up with the API.
 #[cfg(doctest)]

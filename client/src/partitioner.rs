@@ -76,7 +76,7 @@ pub(crate) fn pick_among(previous: Option<i32>, len: usize, pool: impl Fn(usize)
 }
 
 fn random_index(n: usize) -> usize {
-    ((crate::conn::random_unit() * n as f64) as usize).min(n - 1)
+    ((crate::retry::random_unit() * n as f64) as usize).min(n - 1)
 }
 
 #[cfg(test)]

@@ -147,7 +147,7 @@ const MAX_ITERATIONS: u32 = 1 << 20;
 /// A SCRAM client exchange: [`first`](ScramClient::first), then
 /// [`final_message`](ScramClient::final_message) with the server's first message, then
 /// [`verify_server_final`](ScramClient::verify_server_final).
-pub struct ScramClient {
+pub(crate) struct ScramClient {
     mechanism: ScramMechanism,
     password: String,
     client_first_bare: String,

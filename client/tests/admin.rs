@@ -3,7 +3,7 @@
 mod common;
 
 use common::{unique, Broker};
-use kwire_client::admin::ConfigEntry;
+use kwire_client::ConfigEntry;
 use kwire_client::{Admin, Client, ClientConfig, ConfigOp, ConfigResource, Error, NewTopic, Sasl, ScramChange, ScramMechanism};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,7 +11,8 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use common::{unique, Broker};
-use kwire_client::{cooperative_sticky_assign, StickyMember, TopicPartition};
+use kwire_client::assignor::{cooperative_sticky_assign, Member as StickyMember};
+use kwire_client::TopicPartition;
 
 const JAVA: &str = r#"
 import java.io.*;

@@ -14,7 +14,7 @@ use kwire::messages::{
 use kwire::runtime::records::{Compression, Record, RecordBatchBuilder};
 use kwire::{Bytes, ResponseKind};
 use kwire_client::partitioner::partition_for_key;
-use kwire_client::{Acks, Admin, Client, Error, NewTopic, Producer, ProducerConfig, ProducerRecord};
+use kwire_client::{Acks, Admin, Client, Error, NewTopic, Producer, ProducerConfig, ProducerError, ProducerRecord};
 
 async fn topic(client: &Client, prefix: &str, partitions: i32) -> String {
     let name = unique(prefix);
@@ -166,7 +166,7 @@ async fn buffer_memory_is_bounded() {
     let start = std::time::Instant::now();
     let err = producer.send(ProducerRecord::new(&name, value.clone())).await.err().expect("the buffer is full");
     assert!(start.elapsed() >= Duration::from_millis(250), "send waited max_block");
-    assert!(matches!(&err, Error::Producer(m) if m.contains("buffer memory")), "{err:?}");
+    assert!(matches!(&err, Error::Producer(ProducerError::BufferFull { .. }) if err.to_string().contains("buffer memory")), "{err:?}");
     let err = producer.send(ProducerRecord::new(&name, Bytes::from(vec![0; 5000]))).await.err().expect("larger than the buffer");
     assert!(matches!(err, Error::Producer(_)));
     producer.flush().await.unwrap();

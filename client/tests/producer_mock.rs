@@ -8,13 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kwire::messages::{
-    api_versions_response::ApiVersion,
-    metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic},
     produce_response::{PartitionProduceResponse, TopicProduceResponse},
     *,
 };
 use kwire::{ApiKey, RequestKind, ResponseKind};
-use kwire_client::{Client, ClientConfig, Error, Producer, ProducerConfig, ProducerRecord};
+use kwire_client::{Client, ClientConfig, Error, Producer, ProducerConfig, ProducerError, ProducerRecord};
 
 #[derive(Default)]
 struct Script {
@@ -52,27 +50,10 @@ struct Script {
 async fn broker(script: Arc<Script>) -> String {
     common::serve(move |port, request| {
         let body: ResponseKind = match request {
-            RequestKind::ApiVersions(_) => {
-                let apis = [ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::Produce, ApiKey::InitProducerId];
-                let api_keys = apis
-                    .iter()
-                    .map(|a| ApiVersion { api_key: a.key(), min_version: a.stable_versions().lo, max_version: a.stable_versions().hi, ..Default::default() })
-                    .collect();
-                ApiVersionsResponse { api_keys, ..Default::default() }.into()
-            }
+            RequestKind::ApiVersions(_) => common::api_versions(&[ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::Produce, ApiKey::InitProducerId]).into(),
             RequestKind::Metadata(_) => {
                 script.metadata.fetch_add(1, Ordering::SeqCst);
-                MetadataResponse {
-                    brokers: vec![MetadataResponseBroker { node_id: 1, host: "127.0.0.1".into(), port: port as i32, ..Default::default() }],
-                    controller_id: 1,
-                    topics: vec![MetadataResponseTopic {
-                        name: Some("t".into()),
-                        partitions: vec![MetadataResponsePartition { partition_index: 0, leader_id: 1, ..Default::default() }],
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                }
-                .into()
+                common::one_partition_metadata(port).into()
             }
             RequestKind::InitProducerId(r) => {
                 let mut inits = script.inits.lock().unwrap();
@@ -169,7 +150,11 @@ async fn records_fail_after_the_delivery_timeout() {
     let err = producer.send(ProducerRecord::new("t", "v")).await.unwrap().await.unwrap_err();
     println!("delivery timeout: {err}");
     assert!(start.elapsed() >= Duration::from_millis(550) && start.elapsed() < Duration::from_secs(5));
-    assert!(matches!(&err, Error::Producer(m) if m.contains("delivery timeout") && m.contains("NOT_LEADER_OR_FOLLOWER")), "{err:?}");
+    let m = err.to_string();
+    assert!(
+        matches!(&err, Error::Producer(ProducerError::DeliveryTimeout { .. })) && m.contains("delivery timeout") && m.contains("NOT_LEADER_OR_FOLLOWER"),
+        "{err:?}"
+    );
     assert!(script.produces.load(Ordering::SeqCst) > 3, "retried until then");
     producer.close().await.unwrap();
 }

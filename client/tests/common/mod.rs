@@ -239,3 +239,28 @@ where
     });
     local.to_string()
 }
+
+/// A broker double's ApiVersions answer: `apis` at their stable versions.
+pub fn api_versions(apis: &[kwire::ApiKey]) -> kwire::messages::ApiVersionsResponse {
+    use kwire::messages::api_versions_response::ApiVersion;
+    let api_keys = apis
+        .iter()
+        .map(|a| ApiVersion { api_key: a.key(), min_version: a.stable_versions().lo, max_version: a.stable_versions().hi, ..Default::default() })
+        .collect();
+    kwire::messages::ApiVersionsResponse { api_keys, ..Default::default() }
+}
+
+/// A broker double's Metadata answer: itself (node 1 on `port`) leading topic `t`'s one partition.
+pub fn one_partition_metadata(port: u16) -> kwire::messages::MetadataResponse {
+    use kwire::messages::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
+    kwire::messages::MetadataResponse {
+        brokers: vec![MetadataResponseBroker { node_id: 1, host: "127.0.0.1".into(), port: port as i32, ..Default::default() }],
+        controller_id: 1,
+        topics: vec![MetadataResponseTopic {
+            name: Some("t".into()),
+            partitions: vec![MetadataResponsePartition { partition_index: 0, leader_id: 1, ..Default::default() }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}

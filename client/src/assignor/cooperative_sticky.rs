@@ -18,28 +18,14 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use kwire::Bytes;
 
-use crate::consumer::TopicPartition;
-use crate::error::{Error, Result};
+use super::Member;
+use crate::error::{Error, GroupError, Result};
+use crate::topic_partition::TopicPartition;
 
 /// `AbstractStickyAssignor.DEFAULT_GENERATION`.
 const DEFAULT_GENERATION: i32 = -1;
 
-/// A member's `ConsumerProtocolSubscription`, as the sticky assignors read it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct StickyMember {
-    /// The member id.
-    pub member_id: String,
-    /// The subscribed topics.
-    pub topics: Vec<String>,
-    /// The partitions the member owns (owned_partitions, v1+).
-    pub owned_partitions: Vec<TopicPartition>,
-    /// generation_id (v2+); negative when absent.
-    pub generation_id: i32,
-    /// user_data: for members of protocol v0/v1, the assignor's generation as 4 bytes.
-    pub user_data: Option<Bytes>,
-}
-
-impl StickyMember {
+impl Member {
     /// `Subscription.generationId()`.
     fn field_generation(&self) -> Option<i32> {
         (self.generation_id >= 0).then_some(self.generation_id)
@@ -208,17 +194,17 @@ impl Movements {
 /// Java's `CooperativeStickyAssignor.assign`: `members` in JoinGroup order, the partition
 /// count of each topic (topics without partitions, or that no member subscribes to, are
 /// skipped as Java skips them). Every member gets an entry.
-pub fn cooperative_sticky_assign(members: &[StickyMember], partitions_per_topic: &BTreeMap<String, i32>) -> Result<BTreeMap<String, Vec<TopicPartition>>> {
+pub fn cooperative_sticky_assign(members: &[Member], partitions_per_topic: &BTreeMap<String, i32>) -> Result<BTreeMap<String, Vec<TopicPartition>>> {
     let subscribed: HashSet<&str> = members.iter().flat_map(|m| m.topics.iter().map(String::as_str)).collect();
     let counts: BTreeMap<String, i32> =
         partitions_per_topic.iter().filter(|(t, n)| **n > 0 && subscribed.contains(t.as_str())).map(|(t, n)| (t.clone(), *n)).collect();
     let ids: HashSet<&str> = members.iter().map(|m| m.member_id.as_str()).collect();
     if ids.len() != members.len() {
-        return Err(Error::Consumer("cooperative-sticky: two members with the same id".into()));
+        return Err(Error::Group(GroupError::Assignment("cooperative-sticky: two members with the same id".into())));
     }
     // Java's `subscriptions` HashMap order.
     let hashes: Vec<i32> = members.iter().map(|m| java_string_hash(&m.member_id)).collect();
-    let ordered: Vec<&StickyMember> = java_hash_order(&hashes).into_iter().filter_map(|i| members.get(i)).collect();
+    let ordered: Vec<&Member> = java_hash_order(&hashes).into_iter().filter_map(|i| members.get(i)).collect();
     let claims = claims(&ordered, &counts);
     let (mut assignment, transferring) = if claims.all_equal {
         let (a, t) = constrained(&ordered, &counts, &claims)?;
@@ -250,8 +236,8 @@ struct Claims {
     max_generation: i32,
 }
 
-fn claims(ordered: &[&StickyMember], counts: &BTreeMap<String, i32>) -> Claims {
-    let by_id: HashMap<&str, &StickyMember> = ordered.iter().map(|m| (m.member_id.as_str(), *m)).collect();
+fn claims(ordered: &[&Member], counts: &BTreeMap<String, i32>) -> Claims {
+    let by_id: HashMap<&str, &Member> = ordered.iter().map(|m| (m.member_id.as_str(), *m)).collect();
     let mut all_equal = true;
     let mut topics: HashSet<&str> = HashSet::new();
     let mut owned: BTreeMap<String, Vec<TopicPartition>> = BTreeMap::new();
@@ -311,7 +297,7 @@ fn all_partitions(counts: &BTreeMap<String, i32>) -> Vec<TopicPartition> {
 type Assignment = BTreeMap<String, Vec<TopicPartition>>;
 
 /// `ConstrainedAssignmentBuilder`: every member subscribes to the same topics.
-fn constrained(ordered: &[&StickyMember], counts: &BTreeMap<String, i32>, claims: &Claims) -> Result<(Assignment, HashMap<TopicPartition, String>)> {
+fn constrained(ordered: &[&Member], counts: &BTreeMap<String, i32>, claims: &Claims) -> Result<(Assignment, HashMap<TopicPartition, String>)> {
     let members = ordered.len();
     let total: usize = counts.values().map(|n| *n as usize).sum();
     let mut assignment: Assignment = ordered.iter().map(|m| (m.member_id.clone(), Vec::new())).collect();
@@ -377,7 +363,7 @@ fn constrained(ordered: &[&StickyMember], counts: &BTreeMap<String, i32>, claims
         } else if under_min.is_empty() {
             match exactly_min.pop_front() {
                 Some(m) => (m, false),
-                None => return Err(Error::Consumer("cooperative-sticky: no more unfilled members to assign to".into())),
+                None => return Err(Error::Group(GroupError::Assignment("cooperative-sticky: no more unfilled members to assign to".into()))),
             }
         } else {
             cursor = 1;
@@ -388,7 +374,7 @@ fn constrained(ordered: &[&StickyMember], counts: &BTreeMap<String, i32>, claims
             // Java's iterator.remove(): the member just taken from `under_min` (one taken from
             // `exactly_min` already had the minimum, so cannot be at it now).
             if !from_under {
-                return Err(Error::Consumer("cooperative-sticky: a filled member is below the minimum quota".into()));
+                return Err(Error::Group(GroupError::Assignment("cooperative-sticky: a filled member is below the minimum quota".into())));
             }
             if let Some(i) = cursor.checked_sub(1).filter(|i| *i < under_min.len()) {
                 under_min.remove(i);
@@ -401,10 +387,10 @@ fn constrained(ordered: &[&StickyMember], counts: &BTreeMap<String, i32>, claims
     }
     if !under_min.is_empty() {
         if over_min != expected_over_min {
-            return Err(Error::Consumer("cooperative-sticky: fewer members above the minimum quota than expected".into()));
+            return Err(Error::Group(GroupError::Assignment("cooperative-sticky: fewer members above the minimum quota than expected".into())));
         }
         if let Some(m) = under_min.iter().find(|m| assignment.get(*m).map_or(0, Vec::len) != min_quota) {
-            return Err(Error::Consumer(format!("cooperative-sticky: member {m} below the minimum quota")));
+            return Err(Error::Group(GroupError::Assignment(format!("cooperative-sticky: member {m} below the minimum quota"))));
         }
     }
     Ok((assignment, transferring))
@@ -412,7 +398,7 @@ fn constrained(ordered: &[&StickyMember], counts: &BTreeMap<String, i32>, claims
 
 /// `CooperativeStickyAssignor.computePartitionsTransferringOwnership`: partitions assigned to
 /// a member that did not own them while another member owned them.
-fn transferring_ownership(ordered: &[&StickyMember], assignment: &Assignment) -> HashMap<TopicPartition, String> {
+fn transferring_ownership(ordered: &[&Member], assignment: &Assignment) -> HashMap<TopicPartition, String> {
     let mut added = HashMap::new();
     let mut revoked = HashSet::new();
     for m in ordered {
@@ -439,7 +425,7 @@ struct General<'a> {
 }
 
 impl<'a> General<'a> {
-    fn new(ordered: &[&StickyMember], counts: &'a BTreeMap<String, i32>, mut current: Assignment) -> General<'a> {
+    fn new(ordered: &[&Member], counts: &'a BTreeMap<String, i32>, mut current: Assignment) -> General<'a> {
         let mut topic_members: BTreeMap<String, Vec<String>> = counts.keys().map(|t| (t.clone(), Vec::new())).collect();
         let mut member_topics = BTreeMap::new();
         for m in ordered {
@@ -486,7 +472,7 @@ impl<'a> General<'a> {
         }
     }
 
-    fn build(mut self, ordered: &[&StickyMember], max_generation: i32) -> Assignment {
+    fn build(mut self, ordered: &[&Member], max_generation: i32) -> Assignment {
         // Where each partition was in an older generation than the newest, to move it back.
         let mut previous: HashMap<TopicPartition, (String, i32)> = HashMap::new();
         for m in ordered {
@@ -716,13 +702,13 @@ fn balance_score(a: &Assignment) -> usize {
 mod tests {
     use super::*;
 
-    fn member(id: &str, topics: &[&str], owned: &[(&str, i32)], generation: i32) -> StickyMember {
-        StickyMember {
+    fn member(id: &str, topics: &[&str], owned: &[(&str, i32)], generation: i32) -> Member {
+        Member {
             member_id: id.into(),
             topics: topics.iter().map(|t| t.to_string()).collect(),
             owned_partitions: owned.iter().map(|(t, p)| TopicPartition::new(*t, *p)).collect(),
             generation_id: generation,
-            user_data: None,
+            ..Default::default()
         }
     }
 
@@ -755,8 +741,8 @@ mod tests {
         assert_eq!(first.get("a").map(Vec::len), Some(2));
         assert_eq!(show(&first, "b"), "");
         // The next round, a owns only its two: b gets the other two.
-        let a2 = StickyMember { owned_partitions: first["a"].clone(), generation_id: 4, ..old };
-        let second = cooperative_sticky_assign(&[a2, StickyMember { generation_id: 4, ..new }], &counts).unwrap();
+        let a2 = Member { owned_partitions: first["a"].clone(), generation_id: 4, ..old };
+        let second = cooperative_sticky_assign(&[a2, Member { generation_id: 4, ..new }], &counts).unwrap();
         assert_eq!(second["a"].len(), 2);
         assert_eq!(second["b"].len(), 2);
         let all: BTreeSet<_> = second.values().flatten().collect();

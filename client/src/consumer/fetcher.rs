@@ -1,0 +1,580 @@
+//! The fetcher (Java's `Fetcher`): Fetch requests to the leaders of the fetchable partitions
+//! with incremental fetch sessions (KIP-227), the records they return (read_committed skips
+//! aborted transactions), buffered until `poll` hands them out; and what a log truncated under
+//! a position (a diverging epoch, OffsetForLeaderEpoch) does to it and to the buffered records.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kwire::messages::{
+    fetch_request::{FetchPartition, FetchTopic, ForgottenTopic},
+    FetchRequest, FetchResponse,
+};
+use kwire::records::{Batch, ControlRecord, DecodeOptions, RecordsField, TimestampType};
+use kwire::{ApiKey, ByteString, Bytes, ErrorCode, ResponseKind, Uuid};
+use tracing::{debug, info, warn};
+
+use super::subscription::Subscription;
+use super::{ConsumerConfig, ConsumerRecord, FetchStats, IsolationLevel, OffsetReset};
+use crate::cluster::{Client, ClusterMetadata};
+use crate::error::{ConsumerError, Error, Resource, Result};
+use crate::topic_partition::TopicPartition;
+
+/// The fetch sessions and what they fetched.
+#[derive(Default)]
+pub(super) struct Fetcher {
+    /// Fetched records waiting for `poll`, by partition, in fetch order.
+    pub(super) buffer: VecDeque<Fetched>,
+    /// Emptied record queues, kept with their capacity for the next fetched partitions: a
+    /// fetch round's records are megabytes of `ConsumerRecord`s, and new queues grown for
+    /// each round (freed after) made glibc fault the pages in again every round.
+    pub(super) spare_queues: Vec<VecDeque<ConsumerRecord>>,
+    /// The fetch session with each broker.
+    pub(super) sessions: HashMap<i32, Session>,
+    pub(super) stats: FetchStats,
+}
+
+/// Topic names by id.
+pub(super) fn topic_ids(m: &ClusterMetadata) -> HashMap<Uuid, String> {
+    m.topics.values().map(|t| (t.id, t.name.clone())).collect()
+}
+
+/// Records of one partition from one fetch, handed out in order.
+pub(super) struct Fetched {
+    pub(super) tp: TopicPartition,
+    pub(super) records: VecDeque<ConsumerRecord>,
+    /// Where the partition goes after the last of them (past control and aborted batches).
+    next_offset: i64,
+    next_epoch: Option<i32>,
+    pub(super) bytes: usize,
+}
+
+/// The fetch session with one broker (KIP-227).
+#[derive(Default)]
+pub(super) struct Session {
+    pub(super) id: i32,
+    pub(super) epoch: i32,
+    /// What the broker's session holds for each partition.
+    sent: HashMap<TopicPartition, SentPartition>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct SentPartition {
+    offset: i64,
+    leader_epoch: i32,
+    last_fetched_epoch: i32,
+    max_bytes: i32,
+}
+
+impl Fetcher {
+    /// Hands out up to `max` buffered records, advancing positions as they go.
+    pub(super) fn drain(&mut self, subscription: &mut Subscription, max: usize) -> Vec<ConsumerRecord> {
+        let buffered: usize = self.buffer.iter().map(|f| f.records.len()).sum();
+        // Sized once: records are moved once, into the caller's vector.
+        let mut out = Vec::with_capacity(buffered.min(max));
+        while out.len() < max {
+            let Some(front) = self.buffer.front_mut() else { break };
+            let take = front.records.len().min(max - out.len());
+            let taken_bytes: usize = front.records.range(..take).map(record_bytes).sum();
+            let start = out.len();
+            match subscription.partitions.get_mut(&front.tp) {
+                Some(st) => {
+                    out.extend(front.records.drain(..take));
+                    if let Some(last) = out.get(start..).and_then(<[ConsumerRecord]>::last) {
+                        st.position = Some(last.offset + 1);
+                        st.epoch = last.leader_epoch.or(st.epoch);
+                    }
+                    if front.records.is_empty() {
+                        st.position = Some(st.position.map_or(front.next_offset, |p| p.max(front.next_offset)));
+                        st.epoch = front.next_epoch.or(st.epoch);
+                    }
+                }
+                None => {
+                    front.records.drain(..take); // no longer assigned
+                }
+            }
+            front.bytes = front.bytes.saturating_sub(taken_bytes);
+            if front.records.is_empty() {
+                if let Some(f) = self.buffer.pop_front() {
+                    self.recycle(f.records, subscription.partitions.len());
+                }
+            }
+        }
+        out
+    }
+
+    /// Keeps an emptied record queue for the next fetch (as many as a fetch round fills).
+    fn recycle(&mut self, mut queue: VecDeque<ConsumerRecord>, assigned: usize) {
+        queue.clear();
+        if queue.capacity() > 0 && self.spare_queues.len() < assigned.clamp(1, 64) {
+            self.spare_queues.push(queue);
+        }
+    }
+
+    /// One round of Fetch requests, one per leader of the fetchable partitions, in parallel.
+    pub(super) async fn fetch(&mut self, client: &Client, config: &ConsumerConfig, subscription: &mut Subscription, max_wait: Duration) -> Result<()> {
+        let metadata = client.metadata();
+        let buffered: HashSet<TopicPartition> = self.buffer.iter().map(|f| f.tp.clone()).collect();
+        let mut by_leader: BTreeMap<i32, Vec<(TopicPartition, SentPartition)>> = BTreeMap::new();
+        let mut refresh = false;
+        for (tp, st) in subscription.partitions.iter_mut() {
+            let Some(position) = st.position else { continue };
+            if st.needs_validation || buffered.contains(tp) {
+                continue;
+            }
+            let Some(p) = metadata.topics.get(&tp.topic).and_then(|t| t.partitions.iter().find(|p| p.index == tp.partition)) else {
+                refresh = true;
+                continue;
+            };
+            if p.leader < 0 {
+                refresh = true;
+                continue;
+            }
+            // A newer leader epoch than the position was read under: validate it first.
+            if st.validated_epoch < 0 || st.epoch.is_none() {
+                st.validated_epoch = p.leader_epoch;
+            } else if p.leader_epoch > st.validated_epoch {
+                st.needs_validation = true;
+                continue;
+            }
+            let sent = SentPartition {
+                offset: position,
+                leader_epoch: p.leader_epoch,
+                last_fetched_epoch: st.epoch.unwrap_or(-1),
+                max_bytes: config.max_partition_fetch_bytes,
+            };
+            by_leader.entry(p.leader).or_default().push((tp.clone(), sent));
+        }
+        let ids = topic_ids(&metadata);
+        let mut calls = Vec::new();
+        for (node, wanted) in by_leader {
+            let version = match client.node_version(node, ApiKey::Fetch).await {
+                Ok(v) => v,
+                Err(e) if e.is_retriable() => {
+                    warn!(node, error = %e, "no connection to the leader");
+                    refresh = true;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let session = self.sessions.entry(node).or_default();
+            let (request, incremental) = build_fetch(config, &metadata, session, version, &wanted, max_wait);
+            self.stats.fetches += 1;
+            if incremental {
+                self.stats.incremental_fetches += 1;
+            }
+            let client = client.clone();
+            calls.push(async move {
+                let r = client.call_node(node, request).await;
+                (node, wanted, incremental, r)
+            });
+        }
+        let results = futures_util::future::join_all(calls).await;
+        for (node, wanted, incremental, result) in results {
+            let response = match result {
+                Ok(Some(ResponseKind::Fetch(r))) => r,
+                Ok(other) => {
+                    self.sessions.remove(&node);
+                    return Err(Error::UnexpectedResponse(format!("{:?} to Fetch", other.map(|o| o.api_key()))));
+                }
+                Err(e) if e.is_retriable() => {
+                    warn!(node, error = %e, "fetch failed");
+                    self.sessions.remove(&node);
+                    refresh = true;
+                    continue;
+                }
+                Err(e) => {
+                    self.sessions.remove(&node);
+                    return Err(e);
+                }
+            };
+            refresh |= self.handle_fetch(config, subscription, node, response, &wanted, incremental, &ids)?;
+        }
+        if refresh {
+            tokio::time::sleep(config.retry_backoff).await;
+            if let Err(e) = client.refresh_metadata().await {
+                warn!(error = %e, "metadata refresh failed");
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes one Fetch response in: session bookkeeping, partition errors, records. Returns
+    /// whether metadata needs a refresh.
+    #[allow(clippy::too_many_arguments)]
+    fn handle_fetch(
+        &mut self,
+        config: &ConsumerConfig,
+        subscription: &mut Subscription,
+        node: i32,
+        response: FetchResponse,
+        wanted: &[(TopicPartition, SentPartition)],
+        incremental: bool,
+        ids: &HashMap<Uuid, String>,
+    ) -> Result<bool> {
+        let mut refresh = false;
+        match ErrorCode(response.error_code) {
+            ErrorCode::NONE => {
+                let session = self.sessions.entry(node).or_default();
+                if incremental {
+                    session.epoch = next_epoch(session.epoch);
+                    let keep: HashSet<&TopicPartition> = wanted.iter().map(|(tp, _)| tp).collect();
+                    session.sent.retain(|tp, _| keep.contains(tp));
+                    session.sent.extend(wanted.iter().cloned());
+                } else if response.session_id != 0 {
+                    debug!(node, session_id = response.session_id, "fetch session created");
+                    self.stats.sessions_created += 1;
+                    *session = Session { id: response.session_id, epoch: 1, sent: wanted.iter().cloned().collect() };
+                }
+            }
+            // The broker lost the session or its epoch: start a new one.
+            ErrorCode::FETCH_SESSION_ID_NOT_FOUND | ErrorCode::INVALID_FETCH_SESSION_EPOCH => {
+                debug!(node, code = response.error_code, "fetch session lost: a full fetch next");
+                self.sessions.remove(&node);
+                return Ok(false);
+            }
+            code => {
+                warn!(node, code = ?code.name(), "fetch refused");
+                self.sessions.remove(&node);
+                let e = Error::broker(code, None, format!("Fetch from broker {node}"));
+                if e.is_retriable() || Client::needs_metadata_refresh(code) || code == ErrorCode::FETCH_SESSION_TOPIC_ID_ERROR {
+                    return Ok(true);
+                }
+                return Err(e);
+            }
+        }
+        let options = DecodeOptions { verify_crc: config.check_crcs, ..Default::default() };
+        for t in response.responses {
+            let name: String = if t.topic_id != Uuid::ZERO {
+                match ids.get(&t.topic_id) {
+                    Some(n) => n.clone(),
+                    None => {
+                        refresh = true;
+                        continue;
+                    }
+                }
+            } else {
+                t.topic.to_string()
+            };
+            let topic: Arc<str> = Arc::from(name.as_str());
+            for p in t.partitions {
+                let tp = TopicPartition::new(name.clone(), p.partition_index);
+                let Some(sent) = wanted.iter().find(|(x, _)| *x == tp).map(|(_, s)| *s).or_else(|| {
+                    // Incremental responses also carry partitions the session holds unchanged.
+                    self.sessions.get(&node).and_then(|s| s.sent.get(&tp).copied())
+                }) else {
+                    continue;
+                };
+                let Some(st) = subscription.partitions.get(&tp) else { continue };
+                // A seek or reset while this was in flight: the data is stale.
+                if st.position != Some(sent.offset) {
+                    continue;
+                }
+                match ErrorCode(p.error_code) {
+                    ErrorCode::NONE => {}
+                    ErrorCode::OFFSET_OUT_OF_RANGE => {
+                        let reset = config.auto_offset_reset;
+                        if reset == OffsetReset::None {
+                            return Err(Error::OffsetOutOfRange { partition: tp.to_string(), offset: sent.offset });
+                        }
+                        info!(partition = %tp, offset = sent.offset, ?reset, "offset out of range: resetting");
+                        if let Some(st) = subscription.partitions.get_mut(&tp) {
+                            st.position = None;
+                            st.reset = Some(reset);
+                        }
+                        continue;
+                    }
+                    code => {
+                        if Client::needs_metadata_refresh(code) || code.is_retriable() {
+                            debug!(partition = %tp, code = ?code.name(), "fetch: partition error, refreshing metadata");
+                            refresh = true;
+                            // A leader change: validate the position under the new epoch.
+                            if matches!(code, ErrorCode::NOT_LEADER_OR_FOLLOWER | ErrorCode::FENCED_LEADER_EPOCH) {
+                                if let Some(st) = subscription.partitions.get_mut(&tp) {
+                                    if st.epoch.is_some() {
+                                        st.needs_validation = true;
+                                    }
+                                }
+                            }
+                            continue;
+                        }
+                        return Err(Error::broker(code, None, format!("fetch {tp}")).about(Resource::Topic(tp.topic.clone())));
+                    }
+                }
+                if p.diverging_epoch.epoch >= 0 && p.diverging_epoch.end_offset >= 0 {
+                    self.truncated(config.auto_offset_reset, subscription, &tp, Some((p.diverging_epoch.epoch, p.diverging_epoch.end_offset)))?;
+                    continue;
+                }
+                let aborted = match (config.isolation_level, p.aborted_transactions) {
+                    (IsolationLevel::ReadCommitted, Some(a)) => {
+                        let mut a: Vec<(i64, i64)> = a.iter().map(|t| (t.first_offset, t.producer_id)).collect();
+                        a.sort_unstable();
+                        a
+                    }
+                    _ => Vec::new(),
+                };
+                let records = p.records.unwrap_or_default();
+                let queue = self.spare_queues.pop().unwrap_or_default();
+                match parse_partition(&topic, tp, sent.offset, &records, aborted, config.isolation_level, &options, queue)? {
+                    (Some(f), _) => self.buffer.push_back(f),
+                    (None, queue) => self.recycle(queue, subscription.partitions.len()),
+                }
+            }
+        }
+        Ok(refresh)
+    }
+
+    /// The new leader's log ends at `end` for the consumer's epoch: below the position means
+    /// the records past it were truncated away.
+    pub(super) fn truncated(&mut self, reset: OffsetReset, subscription: &mut Subscription, tp: &TopicPartition, end: Option<(i32, i64)>) -> Result<()> {
+        let Some(st) = subscription.partitions.get_mut(tp) else { return Ok(()) };
+        let Some(position) = st.position else { return Ok(()) };
+        match end {
+            Some((epoch, end_offset)) if end_offset < position => {
+                self.stats.truncations += 1;
+                if reset == OffsetReset::None {
+                    return Err(Error::LogTruncation { partition: tp.to_string(), position, end_offset });
+                }
+                warn!(partition = %tp, position, end_offset, epoch, "log truncated after a leader change: moving back");
+                st.position = Some(end_offset);
+                st.epoch = (epoch >= 0).then_some(epoch);
+                self.buffer.retain(|f| &f.tp != tp);
+            }
+            Some(_) => debug!(partition = %tp, position, "position validated"),
+            None => {
+                if reset == OffsetReset::None {
+                    return Err(Error::LogTruncation { partition: tp.to_string(), position, end_offset: -1 });
+                }
+                self.stats.truncations += 1;
+                warn!(partition = %tp, position, "the new leader has no record of the last epoch read: resetting");
+                st.position = None;
+                st.reset = Some(reset);
+                self.buffer.retain(|f| &f.tp != tp);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn next_epoch(epoch: i32) -> i32 {
+    if epoch == i32::MAX {
+        1
+    } else {
+        epoch + 1
+    }
+}
+
+fn record_bytes(r: &ConsumerRecord) -> usize {
+    r.key.as_ref().map_or(0, Bytes::len) + r.value.as_ref().map_or(0, Bytes::len)
+}
+
+/// A Fetch for `wanted` on `session`: full (creating a session) or incremental (only what
+/// changed, plus the partitions to forget). Topic names to v12, ids from v13.
+fn build_fetch(
+    config: &ConsumerConfig,
+    metadata: &ClusterMetadata,
+    session: &Session,
+    version: i16,
+    wanted: &[(TopicPartition, SentPartition)],
+    max_wait: Duration,
+) -> (FetchRequest, bool) {
+    let incremental = session.id != 0 && version >= 7;
+    let id_of = |t: &str| metadata.topics.get(t).map_or(Uuid::ZERO, |i| i.id);
+    let mut topics: BTreeMap<&str, Vec<FetchPartition>> = BTreeMap::new();
+    for (tp, s) in wanted {
+        if incremental && session.sent.get(tp) == Some(s) {
+            continue;
+        }
+        topics.entry(tp.topic.as_str()).or_default().push(FetchPartition {
+            partition: tp.partition,
+            current_leader_epoch: s.leader_epoch,
+            fetch_offset: s.offset,
+            last_fetched_epoch: s.last_fetched_epoch,
+            log_start_offset: -1,
+            partition_max_bytes: s.max_bytes,
+            ..Default::default()
+        });
+    }
+    let mut forgotten: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+    if incremental {
+        let keep: HashSet<&TopicPartition> = wanted.iter().map(|(tp, _)| tp).collect();
+        for tp in session.sent.keys().filter(|tp| !keep.contains(tp)) {
+            forgotten.entry(tp.topic.as_str()).or_default().push(tp.partition);
+        }
+    }
+    let request = FetchRequest {
+        replica_id: -1,
+        max_wait_ms: max_wait.as_millis().min(i32::MAX as u128) as i32,
+        min_bytes: config.fetch_min_bytes,
+        max_bytes: config.fetch_max_bytes,
+        isolation_level: config.isolation_level.wire(),
+        session_id: if incremental { session.id } else { 0 },
+        session_epoch: if incremental { session.epoch } else { 0 },
+        topics: topics
+            .into_iter()
+            .map(|(t, partitions)| FetchTopic { topic: ByteString::from(t.to_owned()), topic_id: id_of(t), partitions, ..Default::default() })
+            .collect(),
+        forgotten_topics_data: forgotten
+            .into_iter()
+            .map(|(t, ps)| ForgottenTopic { topic: ByteString::from(t.to_owned()), topic_id: id_of(t), partitions: ps.into_iter().collect(), ..Default::default() })
+            .collect(),
+        ..Default::default()
+    };
+    (request, incremental)
+}
+
+/// The records of one partition's fetched data from `position` on. Under read_committed,
+/// batches of aborted transactions are skipped as Java does: an aborted transaction's
+/// producer id is "aborted" from its first offset (the response's list) until its ABORT
+/// marker; control batches are never returned. The records go into `out` (a recycled queue),
+/// handed back when there are none.
+#[allow(clippy::too_many_arguments)]
+fn parse_partition(
+    topic: &Arc<str>,
+    tp: TopicPartition,
+    position: i64,
+    records: &Bytes,
+    mut aborted: Vec<(i64, i64)>,
+    isolation: IsolationLevel,
+    options: &DecodeOptions,
+    mut out: VecDeque<ConsumerRecord>,
+) -> Result<(Option<Fetched>, VecDeque<ConsumerRecord>)> {
+    let bad = |e: kwire::DecodeError| Error::Protocol { addr: tp.to_string(), message: format!("records of {tp}: {e}") };
+    aborted.reverse(); // pop the lowest first offset first
+    let mut aborted_pids: HashSet<i64> = HashSet::new();
+    out.clear();
+    let mut next_offset = position;
+    let mut next_epoch = None;
+    let mut bytes = 0;
+    for batch in records.batches_with(*options) {
+        let b = match batch.map_err(bad)? {
+            Batch::V2(b) => b,
+            // A truncated last batch: fetched again next time.
+            Batch::Partial(_) => break,
+            Batch::Legacy(_) => {
+                return Err(Error::Consumer(ConsumerError::LegacyRecords(tp.clone())));
+            }
+        };
+        if b.next_offset() <= position {
+            continue;
+        }
+        let epoch = (b.partition_leader_epoch() >= 0).then_some(b.partition_leader_epoch());
+        if isolation == IsolationLevel::ReadCommitted && b.is_transactional() {
+            while aborted.last().is_some_and(|(first, _)| *first <= b.last_offset()) {
+                if let Some((_, pid)) = aborted.pop() {
+                    aborted_pids.insert(pid);
+                }
+            }
+        }
+        if b.is_control() {
+            if isolation == IsolationLevel::ReadCommitted {
+                for r in b.records().map_err(bad)? {
+                    if let Ok(ControlRecord::Abort(_)) = ControlRecord::parse(&r.map_err(bad)?) {
+                        aborted_pids.remove(&b.producer_id());
+                    }
+                }
+            }
+            next_offset = b.next_offset();
+            next_epoch = epoch.or(next_epoch);
+            continue;
+        }
+        if isolation == IsolationLevel::ReadCommitted && b.is_transactional() && aborted_pids.contains(&b.producer_id()) {
+            debug!(partition = %tp, base_offset = b.base_offset(), "skipping a batch of an aborted transaction");
+            next_offset = b.next_offset();
+            continue;
+        }
+        let log_append = b.timestamp_type() == TimestampType::LogAppendTime;
+        for r in b.records_with(options).map_err(bad)? {
+            let r = r.map_err(bad)?;
+            if r.offset < position {
+                continue;
+            }
+            let record = ConsumerRecord {
+                topic: topic.clone(),
+                partition: tp.partition,
+                offset: r.offset,
+                timestamp: if log_append { b.max_timestamp() } else { r.timestamp },
+                timestamp_type: b.timestamp_type(),
+                key: r.key,
+                value: r.value,
+                headers: r.headers,
+                leader_epoch: epoch,
+            };
+            bytes += record_bytes(&record);
+            out.push_back(record);
+        }
+        next_offset = b.next_offset();
+        next_epoch = epoch.or(next_epoch);
+    }
+    if next_offset == position {
+        return Ok((None, out));
+    }
+    Ok((Some(Fetched { tp, records: out, next_offset, next_epoch, bytes }), VecDeque::new()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kwire::records::{Record, RecordBatchBuilder};
+
+    fn batch(base: i64, n: usize, pid: i64, transactional: bool) -> Vec<u8> {
+        let mut b = RecordBatchBuilder::new().base_offset(base).producer(pid, 0, 0).transactional(transactional);
+        for i in 0..n {
+            b.append(Record::new(base + i as i64, 0, None, Some(Bytes::from(format!("v{}", base + i as i64))))).unwrap();
+        }
+        b.build().unwrap().to_vec()
+    }
+
+    fn marker(offset: i64, pid: i64, commit: bool) -> Vec<u8> {
+        let b = RecordBatchBuilder::end_txn_marker(offset, 0, pid, 0, commit, 0).unwrap();
+        b.to_vec()
+    }
+
+    #[test]
+    fn read_committed_skips_aborted_transactions_and_markers() {
+        // pid 7 aborts offsets 0-2 (marker 3); pid 8 commits 4-5 (marker 6); plain 7-8.
+        let mut raw = Vec::new();
+        raw.extend(batch(0, 3, 7, true));
+        raw.extend(marker(3, 7, false));
+        raw.extend(batch(4, 2, 8, true));
+        raw.extend(marker(6, 8, true));
+        raw.extend(batch(7, 2, -1, false));
+        let raw = Bytes::from(raw);
+        let topic: Arc<str> = Arc::from("t");
+        let opts = DecodeOptions::default();
+        let f = parse_partition(&topic, TopicPartition::new("t", 0), 0, &raw, vec![(0, 7)], IsolationLevel::ReadCommitted, &opts, VecDeque::new())
+            .unwrap()
+            .0
+            .unwrap();
+        let offsets: Vec<i64> = f.records.iter().map(|r| r.offset).collect();
+        assert_eq!(offsets, vec![4, 5, 7, 8]);
+        assert_eq!(f.next_offset, 9);
+        let f = parse_partition(&topic, TopicPartition::new("t", 0), 0, &raw, vec![], IsolationLevel::ReadUncommitted, &opts, VecDeque::new()).unwrap().0.unwrap();
+        let offsets: Vec<i64> = f.records.iter().map(|r| r.offset).collect();
+        assert_eq!(offsets, vec![0, 1, 2, 4, 5, 7, 8], "control records are never returned");
+        // From the middle of a batch, and past the markers only.
+        let f = parse_partition(&topic, TopicPartition::new("t", 0), 5, &raw, vec![], IsolationLevel::ReadUncommitted, &opts, VecDeque::new()).unwrap().0.unwrap();
+        assert_eq!(f.records.front().map(|r| r.offset), Some(5));
+    }
+
+    #[test]
+    fn incremental_fetch_sends_only_changes_and_forgets_the_rest() {
+        let config = ConsumerConfig::default();
+        let metadata = ClusterMetadata::default();
+        let s = |offset| SentPartition { offset, leader_epoch: 0, last_fetched_epoch: -1, max_bytes: 100 };
+        let mut session = Session::default();
+        let wanted = vec![(TopicPartition::new("a", 0), s(5)), (TopicPartition::new("a", 1), s(9))];
+        let (full, inc) = build_fetch(&config, &metadata, &session, 12, &wanted, Duration::from_millis(10));
+        assert!(!inc);
+        assert_eq!((full.session_id, full.session_epoch, full.topics[0].partitions.len()), (0, 0, 2));
+        session = Session { id: 42, epoch: 1, sent: wanted.iter().cloned().collect() };
+        let wanted = vec![(TopicPartition::new("a", 0), s(7))];
+        let (req, inc) = build_fetch(&config, &metadata, &session, 12, &wanted, Duration::from_millis(10));
+        assert!(inc);
+        assert_eq!((req.session_id, req.session_epoch), (42, 1));
+        assert_eq!(req.topics[0].partitions.len(), 1);
+        assert_eq!(req.topics[0].partitions[0].fetch_offset, 7);
+        assert_eq!(&req.forgotten_topics_data[0].partitions[..], &[1]);
+    }
+}

@@ -1,0 +1,191 @@
+//! The heartbeat task of each protocol: it keeps the member in its group while the consumer is
+//! busy between polls, and records what it learns (a rebalance, a new assignment, fencing) in
+//! the membership for the next `poll` to act on.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kwire::messages::{consumer_group_heartbeat_request::TopicPartitions as HeartbeatTopicPartitions, ConsumerGroupHeartbeatRequest, HeartbeatRequest};
+use kwire::{ApiKey, ByteString, ErrorCode, RequestKind, ResponseKind, Uuid};
+use tokio::sync::Notify;
+use tracing::{debug, warn};
+
+use super::coordinator::{coordinator_moved, Coordinator};
+use super::{lock, millis, to_bytestrings, GroupConfig, Membership};
+use crate::error::{Error, GroupError};
+
+/// The classic protocol's Heartbeat loop: liveness, and the news of a rebalance.
+pub(super) async fn classic(coordinator: Coordinator, config: Arc<GroupConfig>, shared: Arc<Mutex<Membership>>, wake: Arc<Notify>) {
+    let group = config.group_id.clone();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(config.heartbeat_interval) => {}
+            _ = wake.notified() => {}
+        }
+        let (member_id, generation, joined, stopped) = {
+            let m = lock(&shared);
+            (m.member_id.clone(), m.generation, m.joined, m.stopped)
+        };
+        if stopped {
+            return;
+        }
+        if !joined || member_id.is_empty() {
+            continue;
+        }
+        let request = |v: i16| {
+            RequestKind::from(HeartbeatRequest {
+                group_id: ByteString::from(group.clone()),
+                generation_id: generation,
+                member_id: ByteString::from(member_id.clone()),
+                group_instance_id: if v >= 3 { config.instance_id.clone().map(ByteString::from) } else { None },
+                ..Default::default()
+            })
+        };
+        let code = match coordinator.try_call(ApiKey::Heartbeat, request, None).await {
+            Ok(ResponseKind::Heartbeat(r)) => r.error_code,
+            Ok(other) => {
+                warn!(response = ?other.api_key(), "not a Heartbeat response");
+                continue;
+            }
+            Err(e) => {
+                warn!(error = %e, "heartbeat failed");
+                continue;
+            }
+        };
+        let mut m = lock(&shared);
+        if m.generation != generation {
+            continue; // a new generation came while this was in flight
+        }
+        match ErrorCode(code) {
+            ErrorCode::NONE => {}
+            // Join again at the next poll.
+            code @ (ErrorCode::REBALANCE_IN_PROGRESS | ErrorCode::ILLEGAL_GENERATION) => {
+                debug!(code = ?code.name(), "rebalance: rejoining at the next poll");
+                m.rejoin.get_or_insert(code);
+            }
+            // The session expired: join as a new member.
+            code @ ErrorCode::UNKNOWN_MEMBER_ID => {
+                warn!("the group forgot this member: rejoining");
+                m.member_id.clear();
+                m.rejoin.get_or_insert(code);
+            }
+            code if coordinator_moved(code) => coordinator.forget(),
+            // Another consumer took this static member's place.
+            ErrorCode::FENCED_INSTANCE_ID => {
+                m.fatal = Some(Error::Group(GroupError::FencedInstance { group: group.clone(), instance_id: config.instance_id.clone() }));
+                return;
+            }
+            c => warn!(code = ?c.name(), "heartbeat error"),
+        }
+    }
+}
+
+/// KIP-848's ConsumerGroupHeartbeat loop: joins, reports owned partitions, receives target
+/// assignments (applied by the consumer's next poll).
+pub(super) async fn consumer(coordinator: Coordinator, config: Arc<GroupConfig>, topics: Vec<String>, shared: Arc<Mutex<Membership>>, wake: Arc<Notify>) {
+    let group = config.group_id.clone();
+    let mut first = true;
+    // What the broker last acknowledged of our owned partitions and subscription: the
+    // request carries them only when they changed (a full request makes the broker send the
+    // whole assignment back).
+    let mut reported: Option<Vec<(Uuid, Vec<i32>)>> = None;
+    loop {
+        if !first {
+            let interval = lock(&shared).heartbeat_interval.unwrap_or(config.heartbeat_interval);
+            tokio::select! {
+                _ = tokio::time::sleep(interval) => {}
+                _ = wake.notified() => {}
+            }
+        }
+        first = false;
+        let (member_id, epoch, owned, stopped) = {
+            let m = lock(&shared);
+            (m.member_id.clone(), m.generation, m.owned.clone(), m.stopped)
+        };
+        if stopped {
+            return;
+        }
+        let full = epoch == 0 || reported.is_none();
+        let changed = full || reported.as_ref() != Some(&owned);
+        let request = ConsumerGroupHeartbeatRequest {
+            group_id: ByteString::from(group.clone()),
+            member_id: ByteString::from(member_id),
+            member_epoch: epoch,
+            instance_id: config.instance_id.clone().map(ByteString::from),
+            rack_id: None,
+            rebalance_timeout_ms: if full { millis(config.max_poll_interval) } else { -1 },
+            subscribed_topic_names: full.then(|| to_bytestrings(&topics)),
+            subscribed_topic_regex: None,
+            server_assignor: None,
+            topic_partitions: changed.then(|| {
+                owned.iter().map(|(id, ps)| HeartbeatTopicPartitions { topic_id: *id, partitions: ps.iter().copied().collect(), ..Default::default() }).collect()
+            }),
+            ..Default::default()
+        };
+        // v0 (Kafka 3.x): the broker makes the member id, so the first request has none.
+        let build = |v: i16| {
+            let mut r = request.clone();
+            if v == 0 && epoch == 0 {
+                r.member_id = ByteString::from_static("");
+            }
+            RequestKind::from(r)
+        };
+        let response = match coordinator.try_call(ApiKey::ConsumerGroupHeartbeat, build, None).await {
+            Ok(ResponseKind::ConsumerGroupHeartbeat(r)) => r,
+            Ok(other) => {
+                warn!(response = ?other.api_key(), "not a ConsumerGroupHeartbeat response");
+                continue;
+            }
+            Err(e @ Error::UnsupportedVersion { .. }) => {
+                lock(&shared).fatal = Some(e);
+                return;
+            }
+            Err(e) => {
+                warn!(error = %e, "heartbeat failed");
+                reported = None;
+                tokio::time::sleep(config.retry_backoff).await;
+                continue;
+            }
+        };
+        reported = ErrorCode(response.error_code).is_ok().then_some(owned);
+        let mut m = lock(&shared);
+        match ErrorCode(response.error_code) {
+            ErrorCode::NONE => {
+                if let Some(id) = response.member_id.as_deref().filter(|id| !id.is_empty()) {
+                    m.member_id = id.to_owned();
+                }
+                if response.member_epoch != m.generation {
+                    debug!(epoch = response.member_epoch, "member epoch");
+                }
+                m.generation = response.member_epoch;
+                if response.heartbeat_interval_ms > 0 {
+                    m.heartbeat_interval = Some(Duration::from_millis(response.heartbeat_interval_ms as u64));
+                }
+                if let Some(a) = response.assignment {
+                    m.target = Some(a.topic_partitions.iter().map(|t| (t.topic_id, t.partitions.to_vec())).collect());
+                }
+            }
+            // Partitions lost: join again at epoch 0.
+            code @ (ErrorCode::UNKNOWN_MEMBER_ID | ErrorCode::FENCED_MEMBER_EPOCH) => {
+                warn!(code = ?code.name(), "fenced: rejoining");
+                m.generation = 0;
+                m.owned.clear();
+                m.target = None;
+                m.fenced = true;
+                drop(m);
+                wake.notify_one();
+            }
+            code if coordinator_moved(code) => coordinator.forget(),
+            code => {
+                let message = response.error_message.as_deref().map(str::to_owned);
+                let e = Error::group(code, message, &group, config.instance_id.as_deref(), format!("ConsumerGroupHeartbeat for group {group}"));
+                if e.is_retriable() {
+                    warn!(error = %e, "heartbeat error");
+                } else {
+                    m.fatal = Some(e);
+                    return;
+                }
+            }
+        }
+    }
+}

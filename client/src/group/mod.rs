@@ -1,0 +1,271 @@
+//! Consumer group membership, both protocols, as Java's `AbstractCoordinator` and
+//! `ConsumerCoordinator` (classic) and its `ConsumerMembershipManager` (KIP-848) keep it.
+//!
+//! - `coordinator`: the group coordinator, one lookup and one cache for every request.
+//! - `classic`: JoinGroup + SyncGroup (the leader runs the [`Assignor`]), LeaveGroup.
+//! - `kip848`: ConsumerGroupHeartbeat: the broker assigns; the member reconciles and reports
+//!   what it owns in its next heartbeat.
+//! - `heartbeat`: the background task that keeps the member in its group, so a consumer busy
+//!   between polls stays in it; what it learns (a rebalance, a new assignment, fencing) is
+//!   acted on in the next `poll`.
+//!
+//! [`Group`] is this member's state; the consumer drives it from `poll` and tells its
+//! rebalance listener what changed.
+
+mod classic;
+pub(crate) mod coordinator;
+mod heartbeat;
+mod kip848;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use kwire::{ByteString, ErrorCode, Uuid};
+use tokio::sync::Notify;
+use tracing::{info, warn, Instrument};
+
+use self::coordinator::Coordinator;
+use crate::assignor::Assignor;
+use crate::error::{Error, GroupError, Result};
+
+/// Which group protocol a subscribing consumer uses (`group.protocol`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupProtocol {
+    /// JoinGroup / SyncGroup / Heartbeat with a client-side assignor.
+    Classic,
+    /// KIP-848's ConsumerGroupHeartbeat: the broker assigns (Kafka 4.0+).
+    Consumer,
+}
+
+/// What the group needs of the consumer's settings.
+#[derive(Debug, Clone)]
+pub(crate) struct GroupConfig {
+    pub(crate) group_id: String,
+    pub(crate) instance_id: Option<String>,
+    pub(crate) protocol: GroupProtocol,
+    pub(crate) assignors: Vec<Assignor>,
+    pub(crate) session_timeout: Duration,
+    pub(crate) heartbeat_interval: Duration,
+    pub(crate) max_poll_interval: Duration,
+    pub(crate) retry_backoff: Duration,
+    pub(crate) request_timeout: Duration,
+}
+
+/// What the consumer and its heartbeat task share.
+#[derive(Debug, Default)]
+struct Membership {
+    member_id: String,
+    /// Classic: the generation; KIP-848: the member epoch.
+    generation: i32,
+    /// Classic: a generation is in place (JoinGroup + SyncGroup done).
+    joined: bool,
+    /// Classic: a heartbeat or commit said to join again.
+    rejoin: Option<ErrorCode>,
+    /// KIP-848: a new assignment from the broker, not yet reconciled.
+    target: Option<Vec<(Uuid, Vec<i32>)>>,
+    /// KIP-848: the partitions this member owns, reported in each heartbeat.
+    owned: Vec<(Uuid, Vec<i32>)>,
+    /// KIP-848: the broker fenced this member; its partitions are lost (not committed).
+    fenced: bool,
+    heartbeat_interval: Option<Duration>,
+    fatal: Option<Error>,
+    stopped: bool,
+}
+
+/// Whether `code` says this member's generation is gone, so its partitions are lost (not
+/// revoked): ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, STALE_MEMBER_EPOCH.
+fn lost_membership(code: ErrorCode) -> bool {
+    matches!(code, ErrorCode::ILLEGAL_GENERATION | ErrorCode::UNKNOWN_MEMBER_ID | ErrorCode::FENCED_MEMBER_EPOCH | ErrorCode::STALE_MEMBER_EPOCH)
+}
+
+fn lock(m: &Mutex<Membership>) -> MutexGuard<'_, Membership> {
+    // Nothing panics under this lock; if something did, the data is still usable.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn millis(d: Duration) -> i32 {
+    d.as_millis().min(i32::MAX as u128) as i32
+}
+
+fn to_bytestrings(v: &[String]) -> Vec<ByteString> {
+    v.iter().map(|s| ByteString::from(s.clone())).collect()
+}
+
+/// A random member id as Java's consumers make them for KIP-848 (a base64url UUID).
+fn random_member_id() -> Result<String> {
+    use base64::Engine;
+    let bytes = crate::sasl::random_bytes(16).map_err(|e| Error::Group(GroupError::NoRandomness(e)))?;
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+}
+
+/// A subscribed consumer's membership of its group.
+pub(crate) struct Group {
+    config: Arc<GroupConfig>,
+    coordinator: Coordinator,
+    topics: Vec<String>,
+    shared: Arc<Mutex<Membership>>,
+    wake: Arc<Notify>,
+    task: Option<tokio::task::JoinHandle<()>>,
+    /// Classic leader: the partition counts the assignment was computed with (0: a topic
+    /// metadata did not know yet), to rebalance when they change, as Java's leader does.
+    snapshot: Option<BTreeMap<String, i32>>,
+    snapshot_checked: Instant,
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        // A consumer dropped without `close` stops heartbeating: the broker drops it after the
+        // session timeout, as a crashed member.
+        if let Some(t) = self.task.take() {
+            t.abort();
+        }
+    }
+}
+
+impl Group {
+    /// Membership of `topics` in the group `coordinator` serves (joining at the next poll).
+    pub(crate) fn new(config: GroupConfig, coordinator: Coordinator, topics: &[&str]) -> Result<Group> {
+        let member_id = match config.protocol {
+            // KIP-1082: the member makes its own id.
+            GroupProtocol::Consumer => random_member_id()?,
+            GroupProtocol::Classic => String::new(),
+        };
+        Ok(Group {
+            config: Arc::new(config),
+            coordinator,
+            topics: topics.iter().map(|t| t.to_string()).collect(),
+            shared: Arc::new(Mutex::new(Membership { member_id, ..Default::default() })),
+            wake: Arc::new(Notify::new()),
+            task: None,
+            snapshot: None,
+            snapshot_checked: Instant::now(),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Membership> {
+        lock(&self.shared)
+    }
+
+    /// The protocol.
+    pub(crate) fn protocol(&self) -> GroupProtocol {
+        self.config.protocol
+    }
+
+    /// The classic protocol is cooperative when every configured assignor supports it (as
+    /// Java picks the rebalance protocol all its assignors share).
+    pub(crate) fn cooperative(&self) -> bool {
+        !self.config.assignors.is_empty() && self.config.assignors.iter().all(|a| a.cooperative())
+    }
+
+    /// The generation (or member epoch) and member id to commit with.
+    pub(crate) fn commit_identity(&self) -> (i32, String) {
+        let m = self.lock();
+        match self.config.protocol {
+            GroupProtocol::Classic if !m.joined => (-1, String::new()),
+            _ => (m.generation, m.member_id.clone()),
+        }
+    }
+
+    /// A commit found the generation gone (or a cooperative revocation finished): join again
+    /// (classic) before more records.
+    pub(crate) fn request_rejoin(&self, code: ErrorCode) {
+        let mut m = self.lock();
+        if self.config.protocol == GroupProtocol::Classic {
+            m.rejoin.get_or_insert(code);
+        }
+    }
+
+    /// The member id (empty before the first join).
+    pub(crate) fn member_id(&self) -> String {
+        self.lock().member_id.clone()
+    }
+
+    /// The generation (classic) or member epoch (KIP-848), once joined.
+    pub(crate) fn generation(&self) -> Option<i32> {
+        let m = self.lock();
+        (m.generation > 0 && (m.joined || self.config.protocol == GroupProtocol::Consumer)).then_some(m.generation)
+    }
+
+    /// The error that ended membership (fencing, an unsupported protocol), if any.
+    pub(crate) fn fatal(&self) -> Option<Error> {
+        self.lock().fatal.clone()
+    }
+
+    /// Classic: whether this member must (re)join before more records.
+    pub(crate) fn needs_join(&self) -> bool {
+        let m = self.lock();
+        !m.joined || m.rejoin.is_some()
+    }
+
+    /// Whether the group already took this member's partitions away (fenced, or its
+    /// generation gone): they are lost, not revoked.
+    pub(crate) fn lost(&self) -> bool {
+        let m = self.lock();
+        m.fenced || m.rejoin.is_some_and(lost_membership)
+    }
+
+    /// Starts the heartbeat task, once.
+    fn start_heartbeat(&mut self) {
+        if self.task.is_some() {
+            return;
+        }
+        let span = tracing::info_span!("kafka.group.heartbeat", group = self.config.group_id.as_str());
+        let (coordinator, config, shared, wake) = (self.coordinator.clone(), self.config.clone(), self.shared.clone(), self.wake.clone());
+        let task = match self.config.protocol {
+            GroupProtocol::Classic => tokio::spawn(heartbeat::classic(coordinator, config, shared, wake).instrument(span)),
+            GroupProtocol::Consumer => {
+                tokio::spawn(heartbeat::consumer(coordinator, config, self.topics.clone(), shared, wake).instrument(span))
+            }
+        };
+        self.task = Some(task);
+    }
+
+    /// Classic leader: rejoins when a subscribed topic's partition count differs from the one
+    /// the assignment used (a topic created or grown since). Metadata is refreshed for it at
+    /// most every second while a topic is unknown.
+    pub(crate) async fn check_snapshot(&mut self) {
+        let Some(snapshot) = self.snapshot.clone() else { return };
+        let client = self.coordinator.client().clone();
+        let unknown = snapshot.values().any(|n| *n == 0);
+        if unknown && self.snapshot_checked.elapsed() >= Duration::from_secs(1) {
+            self.snapshot_checked = Instant::now();
+            if let Err(e) = client.refresh_metadata().await {
+                warn!(error = %e, "metadata refresh for the subscribed topics failed");
+            }
+        }
+        let metadata = client.metadata();
+        let now: BTreeMap<String, i32> =
+            snapshot.keys().map(|t| (t.clone(), metadata.topics.get(t).map_or(0, |i| i.partitions.len() as i32))).collect();
+        if now != snapshot {
+            info!(before = ?snapshot, now = ?now, "subscribed topics changed: rebalancing");
+            self.lock().rejoin.get_or_insert(ErrorCode::NONE);
+        }
+    }
+
+    /// Stops heartbeating and leaves: LeaveGroup (classic, dynamic members) or a leaving
+    /// heartbeat (KIP-848). A failure to leave is logged: the session times out instead.
+    pub(crate) async fn leave(&mut self) {
+        if let Some(t) = self.task.take() {
+            t.abort();
+        }
+        let (member_id, generation, joined) = {
+            let mut m = self.lock();
+            m.stopped = true;
+            (m.member_id.clone(), m.generation, m.joined)
+        };
+        if member_id.is_empty() {
+            return;
+        }
+        match self.config.protocol {
+            GroupProtocol::Classic => {
+                // A static member keeps its place until its session times out (Java does not
+                // send LeaveGroup for one either).
+                if self.config.instance_id.is_none() && joined {
+                    classic::leave(&self.coordinator, &self.config, &member_id, generation).await;
+                }
+            }
+            GroupProtocol::Consumer => kip848::leave(&self.coordinator, &self.config, &self.topics, &member_id).await,
+        }
+    }
+}

@@ -1,0 +1,347 @@
+//! The record accumulator (Java's `RecordAccumulator`): per-partition queues of batches that
+//! records join until a batch is full or its linger is up, and the drain that takes the ready
+//! ones, by leader, for the senders.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Instant;
+
+use kwire::runtime::records::Record;
+use kwire::{ByteString, Bytes};
+use tokio::sync::OwnedSemaphorePermit;
+
+use super::delivery::{Completer, Delivery, Outcome};
+use super::idempotence::{Idempotence, Sequenced, Sequences};
+use super::ProducerConfig;
+use crate::cluster::{ClusterMetadata, TopicInfo};
+use crate::error::{Error, ProducerError, Result};
+use crate::partitioner::{partition_for_key, pick_among};
+
+/// Records of one partition sent (and resent) together.
+pub(crate) struct Batch {
+    /// The records, their offsets their indexes; encoded when the batch is sent.
+    pub(crate) records: Vec<Record>,
+    bytes: usize,
+    /// The buffer memory of all its records (one permit, merged as records join).
+    memory: OwnedSemaphorePermit,
+    done: Completer,
+    created: Instant,
+    pub(crate) attempts: u32,
+    /// The producer id, epoch and base sequence this batch was last given (kept for resends
+    /// unless its partition's sequences are rewritten).
+    pub(crate) sequence: Option<Sequenced>,
+    pub(crate) retry_at: Option<Instant>,
+    pub(crate) last_error: Option<Error>,
+    /// Its place among its partition's batches (they are sent, and resent, in this order).
+    ordinal: u64,
+}
+
+impl Batch {
+    /// Whether the delivery timeout is up for it.
+    pub(crate) fn expired(&self, cfg: &ProducerConfig, now: Instant) -> bool {
+        now >= self.created + cfg.delivery_timeout
+    }
+}
+
+/// One partition's batches, in order, and its sequences.
+#[derive(Default)]
+pub(crate) struct Queue {
+    batches: VecDeque<Batch>,
+    in_flight: usize,
+    pub(crate) sequences: Sequences,
+    next_ordinal: u64,
+}
+
+/// One topic's partitions (indexed by partition) and its sticky partition.
+#[derive(Default)]
+struct TopicQueues {
+    sticky: Option<i32>,
+    partitions: Vec<Queue>,
+}
+
+/// A batch drained for a broker.
+pub(crate) struct ReadyBatch {
+    pub(crate) topic: Arc<str>,
+    pub(crate) partition: i32,
+    pub(crate) batch: Batch,
+}
+
+/// What one drain found.
+#[derive(Default)]
+pub(crate) struct Drained {
+    /// The batches to send, by leader.
+    pub(crate) by_node: HashMap<i32, Vec<ReadyBatch>>,
+    /// When to look again (a linger or retry backoff ending).
+    pub(crate) next: Option<Instant>,
+    /// Some ready batch's partition has no known leader.
+    pub(crate) missing_leader: bool,
+    /// Batches wait for an idempotent producer's id.
+    pub(crate) needs_producer_id: bool,
+}
+
+/// The partitions' queues and the records in them.
+#[derive(Default)]
+pub(crate) struct Accumulator {
+    topics: BTreeMap<Arc<str>, TopicQueues>,
+    /// Records queued or in flight.
+    pub(crate) pending: usize,
+    /// `flush` calls waiting: everything goes now.
+    pub(crate) flushing: usize,
+    pub(crate) closed: bool,
+    /// The most batches of one partition in flight at once.
+    pub(crate) max_in_flight: usize,
+}
+
+/// A sticky partition for a topic, as [`next_sticky`](crate::partitioner::next_sticky) picks
+/// it among the partitions with a leader (all when none has one), without collecting them.
+fn pick_sticky(previous: Option<i32>, topic: &TopicInfo) -> i32 {
+    let led = || topic.partitions.iter().filter(|p| p.leader >= 0).map(|p| p.index);
+    match led().count() {
+        0 => pick_among(previous, topic.partitions.len(), |i| i as i32),
+        n => pick_among(previous, n, |i| led().nth(i).unwrap_or(0)),
+    }
+}
+
+fn needs_new_batch(queues: &TopicQueues, partition: i32, size: usize, batch_size: usize) -> bool {
+    match queues.partitions.get(partition as usize).and_then(|q| q.batches.back()) {
+        Some(b) => b.attempts > 0 || b.bytes + size > batch_size,
+        None => true,
+    }
+}
+
+/// A record as `send` hands it to the accumulator.
+pub(crate) struct NewRecord {
+    pub(crate) partition: Option<i32>,
+    pub(crate) key: Option<Bytes>,
+    pub(crate) value: Option<Bytes>,
+    pub(crate) headers: Vec<(String, Option<Bytes>)>,
+    pub(crate) timestamp: i64,
+    /// Its approximate size, as buffer memory counts it.
+    pub(crate) size: usize,
+}
+
+impl Accumulator {
+    pub(crate) fn queue(&mut self, topic: &str, partition: i32) -> Option<&mut Queue> {
+        self.topics.get_mut(topic)?.partitions.get_mut(usize::try_from(partition).ok()?)
+    }
+
+    /// Adds a record to its partition's open batch (or a new one); returns its delivery and
+    /// whether the sender should look now (a batch filled or opened).
+    pub(crate) fn append(
+        &mut self,
+        cfg: &ProducerConfig,
+        name: &Arc<str>,
+        topic: &TopicInfo,
+        record: NewRecord,
+        memory: OwnedSemaphorePermit,
+    ) -> Result<(Delivery, bool)> {
+        let n = topic.partitions.len();
+        let NewRecord { partition, key, value, headers, timestamp, size } = record;
+        let queues = self.topics.entry(name.clone()).or_default();
+        let partition = match (partition, &key) {
+            (Some(p), _) if p >= 0 && (p as usize) < n => p,
+            (Some(p), _) => return Err(Error::UnknownTopicOrPartition(format!("{name}-{p} (the topic has {n} partitions)"))),
+            (None, Some(key)) => partition_for_key(key, n),
+            (None, None) => {
+                let current = match queues.sticky {
+                    Some(p) if (p as usize) < n => p,
+                    _ => *queues.sticky.insert(pick_sticky(None, topic)),
+                };
+                // KIP-480: a record that would open a new batch moves the topic to another partition.
+                if needs_new_batch(queues, current, size, cfg.batch_size) {
+                    *queues.sticky.insert(pick_sticky(Some(current), topic))
+                } else {
+                    current
+                }
+            }
+        };
+        if queues.partitions.len() < n {
+            queues.partitions.resize_with(n, Queue::default);
+        }
+        let Some(queue) = queues.partitions.get_mut(partition as usize) else {
+            return Err(Error::UnknownTopicOrPartition(format!("{name}-{partition} (the topic has {n} partitions)")));
+        };
+        let mut r = Record::new(0, timestamp, key, value);
+        for (k, v) in headers {
+            r = r.with_header(ByteString::from(k), v);
+        }
+        let (delivery, wake) = match queue.batches.back_mut().filter(|b| b.attempts == 0 && b.bytes + size <= cfg.batch_size) {
+            Some(b) => {
+                let index = b.records.len();
+                r.offset = index as i64;
+                b.records.push(r);
+                b.bytes += size;
+                b.memory.merge(memory);
+                (b.done.delivery(index as u32, timestamp), b.bytes >= cfg.batch_size)
+            }
+            None => {
+                let ordinal = queue.next_ordinal;
+                queue.next_ordinal += 1;
+                // Room for a few records of this size, growing by doubling: a handful of
+                // allocations per full batch, and little memory for partitions (many, keyed)
+                // whose batches stay small; buffer_memory does not count this.
+                let mut records = Vec::with_capacity((cfg.batch_size / size.max(1)).clamp(1, 64));
+                records.push(r);
+                let done = Completer::new(name.clone(), partition);
+                let delivery = done.delivery(0, timestamp);
+                queue.batches.push_back(Batch {
+                    records,
+                    bytes: size,
+                    memory,
+                    done,
+                    created: Instant::now(),
+                    attempts: 0,
+                    sequence: None,
+                    retry_at: None,
+                    last_error: None,
+                    ordinal,
+                });
+                // A new batch: the sender may be asleep past its linger deadline, wake it to
+                // schedule one (it sleeps up to 500 ms when nothing is queued).
+                (delivery, true)
+            }
+        };
+        self.pending += 1;
+        Ok((delivery, wake))
+    }
+
+    /// Resolves a batch's records and releases them.
+    pub(crate) fn complete(&mut self, batch: Batch, outcome: Outcome) {
+        self.pending -= batch.records.len();
+        batch.done.complete(outcome);
+    }
+
+    /// Fails a batch's records and releases them.
+    pub(crate) fn fail(&mut self, batch: Batch, error: Error) {
+        self.complete(batch, Err(error));
+    }
+
+    /// Fails every queued batch (nothing can be sent idempotently).
+    pub(crate) fn fail_all(&mut self, error: &Error) {
+        let batches: Vec<Batch> = self.topics.values_mut().flat_map(|t| t.partitions.iter_mut()).flat_map(|q| q.batches.drain(..)).collect();
+        for b in batches {
+            self.fail(b, error.clone());
+        }
+    }
+
+    /// A response came for a batch of `topic`'s `partition`.
+    pub(crate) fn answered(&mut self, topic: &str, partition: i32) {
+        if let Some(q) = self.queue(topic, partition) {
+            q.in_flight = q.in_flight.saturating_sub(1);
+        }
+    }
+
+    /// Puts a batch to be retried back in its place, before the partition's later batches.
+    pub(crate) fn requeue(&mut self, topic: &str, partition: i32, batch: Batch) {
+        match self.queue(topic, partition) {
+            Some(q) => {
+                let at = q.batches.iter().position(|b| b.ordinal > batch.ordinal).unwrap_or(q.batches.len());
+                q.batches.insert(at, batch);
+            }
+            None => self.fail(batch, Error::Producer(ProducerError::Closed)),
+        }
+    }
+
+    /// Takes the batches ready to go, by leader. With idempotence, resolves expired
+    /// partitions' sequences and bumps the epoch first when due, and gives each batch its
+    /// sequence as it leaves. Batches past the delivery timeout fail here.
+    pub(crate) fn drain(&mut self, cfg: &ProducerConfig, metadata: &ClusterMetadata, idem: &mut Idempotence, now: Instant) -> Drained {
+        let urgent = self.flushing > 0 || self.closed;
+        let mut out = Drained::default();
+        let mut expired = Vec::new();
+        let limit = if cfg.idempotence { cfg.max_in_flight } else { 1 };
+        if cfg.idempotence {
+            idem.resolve(self.topics.values_mut().flat_map(|t| t.partitions.iter_mut()).map(|q| {
+                let idle = q.in_flight == 0 && !q.batches.iter().any(|b| q.sequences.owns(b.sequence));
+                (&mut q.sequences, idle)
+            }));
+        }
+        let producer_id = idem.producer_id;
+        for (topic, queues) in self.topics.iter_mut() {
+            for (partition, queue) in queues.partitions.iter_mut().enumerate() {
+                let partition = partition as i32;
+                // Batches past the delivery timeout fail, in flight or not (the in-flight one
+                // fails when its response comes). One that was sent may have been written: its
+                // partition's sequences are unresolved until the later ones are answered.
+                while queue.batches.front().is_some_and(|b| b.expired(cfg, now)) {
+                    if let Some(b) = queue.batches.pop_front() {
+                        queue.sequences.expired(b.sequence, b.records.len());
+                        expired.push((topic.clone(), partition, b));
+                    }
+                }
+                if queue.in_flight >= limit {
+                    continue;
+                }
+                let Some(front) = queue.batches.front() else {
+                    continue;
+                };
+                // A resent batch, or one sent under a new producer id or epoch, waits until
+                // nothing of its partition is in flight: the broker must get the partition's
+                // sequences in order. So does any batch until one is acknowledged under this
+                // producer id: a broker without state for the producer takes any first
+                // sequence (KIP-360), so if the first request were lost with its connection
+                // and the second went on a new one, the second would be written and the first
+                // refused.
+                let seq = &queue.sequences;
+                if queue.in_flight > 0 && (front.attempts > 0 || seq.flight_pid != producer_id || seq.acked_pid != producer_id) {
+                    continue;
+                }
+                // A new batch waits while the partition's sequences are unresolved.
+                if seq.unresolved.is_some() && !seq.owns(front.sequence) {
+                    continue;
+                }
+                let due = front.created + cfg.linger;
+                let ready = urgent || queue.batches.len() > 1 || front.bytes >= cfg.batch_size || now >= due || front.attempts > 0;
+                let retry_ok = front.retry_at.map_or(true, |t| now >= t);
+                let wake_at = if !retry_ok { front.retry_at } else if !ready { Some(due) } else { None };
+                if let Some(t) = wake_at {
+                    out.next = Some(out.next.map_or(t, |n: Instant| n.min(t)));
+                    continue;
+                }
+                let Some(leader) = metadata.leader(topic, partition) else {
+                    out.missing_leader = true;
+                    continue;
+                };
+                if cfg.idempotence && producer_id.is_none() {
+                    continue;
+                }
+                let Some(mut batch) = queue.batches.pop_front() else {
+                    continue;
+                };
+                if let Some(current) = producer_id.filter(|_| cfg.idempotence) {
+                    batch.sequence = Some(queue.sequences.for_batch(batch.sequence, batch.records.len(), current));
+                }
+                queue.in_flight += 1;
+                queue.sequences.flight_pid = if cfg.idempotence { batch.sequence.map(|(p, e, _)| (p, e)) } else { producer_id };
+                self.max_in_flight = self.max_in_flight.max(queue.in_flight);
+                // One batch per partition per request; another ready one goes in the next
+                // request, at once.
+                let more = queue.batches.front().is_some_and(|b| {
+                    b.attempts == 0 && (urgent || queue.batches.len() > 1 || b.bytes >= cfg.batch_size || now >= b.created + cfg.linger)
+                });
+                if more && queue.in_flight < limit {
+                    out.next = Some(now);
+                }
+                out.by_node.entry(leader).or_default().push(ReadyBatch { topic: topic.clone(), partition, batch });
+            }
+        }
+        out.needs_producer_id =
+            cfg.idempotence && producer_id.is_none() && self.topics.values().flat_map(|t| &t.partitions).any(|q| !q.batches.is_empty());
+        for (topic, partition, mut b) in expired {
+            let e = delivery_timeout(cfg, &topic, partition, b.records.len(), b.last_error.take());
+            self.fail(b, e);
+        }
+        out
+    }
+}
+
+/// The error for records that outlived the delivery timeout, with the last attempt's error.
+pub(crate) fn delivery_timeout(cfg: &ProducerConfig, topic: &str, partition: i32, records: usize, last_error: Option<Error>) -> Error {
+    Error::Producer(ProducerError::DeliveryTimeout {
+        topic: topic.to_owned(),
+        partition,
+        records,
+        timeout: cfg.delivery_timeout,
+        last_error: last_error.map(Box::new),
+    })
+}

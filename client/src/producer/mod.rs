@@ -1,0 +1,408 @@
+//! The producer: Java's partitioning, per-partition batching (batch size, linger),
+//! compression, acks 0/1/all, idempotence (InitProducerId, per-partition sequences), retries of
+//! retriable errors with backoff inside a delivery timeout, bounded buffer memory, `flush` and
+//! `close`.
+//!
+//! Laid out as Java's producer is: [`Producer`] (this module) puts records into the
+//! accumulator (`accumulator`: per-partition batches); the sender (`sender`) drains ready
+//! batches to one sender task per broker, which owns that broker's in-flight requests and
+//! keeps them in order; `idempotence` holds the producer id, epoch and sequences; `delivery`
+//! the futures `send` returns.
+//!
+//! With idempotence up to `max_in_flight` (5) batches of a partition are in flight at once,
+//! as Java allows: the broker writes a partition's batches only in sequence order, so one
+//! refused behind an earlier failure (OUT_OF_ORDER_SEQUENCE_NUMBER) is resent after it, in
+//! order, and a resent one already written is a duplicate, not a second copy. Without
+//! idempotence one batch per partition is in flight, so retries cannot reorder. Partitions
+//! and brokers proceed in parallel (Produce requests to one broker are pipelined on its
+//! connection).
+
+mod accumulator;
+mod delivery;
+mod idempotence;
+mod sender;
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use kwire::runtime::records::Compression;
+use kwire::Bytes;
+use tokio::sync::{Notify, Semaphore, TryAcquireError};
+use tracing::Instrument;
+
+use self::accumulator::{Accumulator, NewRecord};
+use self::idempotence::Idempotence;
+use crate::cluster::Client;
+use crate::error::{Error, ProducerError, Result};
+use crate::retry::Backoff;
+
+pub use self::delivery::{Delivery, RecordMetadata};
+
+/// Which acknowledgement the producer waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acks {
+    /// None: the broker does not answer; offsets are reported as -1.
+    None,
+    /// The leader's write.
+    Leader,
+    /// Every in-sync replica's.
+    All,
+}
+
+impl Acks {
+    fn wire(self) -> i16 {
+        match self {
+            Acks::None => 0,
+            Acks::Leader => 1,
+            Acks::All => -1,
+        }
+    }
+}
+
+/// Producer settings, with Java's defaults.
+#[derive(Debug, Clone)]
+pub struct ProducerConfig {
+    /// `acks` (default all).
+    pub acks: Acks,
+    /// `enable.idempotence` (default true; needs acks=all).
+    pub idempotence: bool,
+    /// `batch.size` in bytes (16384).
+    pub batch_size: usize,
+    /// `linger.ms` (5 ms).
+    pub linger: Duration,
+    /// `compression.type` (none).
+    pub compression: Compression,
+    /// `retries` (unbounded: the delivery timeout bounds them).
+    pub retries: u32,
+    /// `retry.backoff.ms` (100 ms), doubling per attempt up to `retry_backoff_max` (1 s).
+    pub retry_backoff: Duration,
+    /// `retry.backoff.max.ms`.
+    pub retry_backoff_max: Duration,
+    /// `delivery.timeout.ms` (120 s): from `send` to success or failure.
+    pub delivery_timeout: Duration,
+    /// `buffer.memory` in bytes (32 MiB): records waiting or in flight.
+    pub buffer_memory: usize,
+    /// `max.block.ms` (60 s): how long `send` waits for buffer memory and metadata.
+    pub max_block: Duration,
+    /// `max.request.size` (1 MiB): the largest record accepted.
+    pub max_request_size: usize,
+    /// The broker's `timeout_ms` for acks (30 s).
+    pub ack_timeout: Duration,
+    /// `max.in.flight.requests.per.connection` (5, at most 5 as the broker keeps the last 5
+    /// batches' sequences): batches of one partition in flight at once, with idempotence;
+    /// without it always 1.
+    pub max_in_flight: usize,
+}
+
+impl Default for ProducerConfig {
+    fn default() -> Self {
+        ProducerConfig {
+            acks: Acks::All,
+            idempotence: true,
+            batch_size: 16384,
+            linger: Duration::from_millis(5),
+            compression: Compression::None,
+            retries: u32::MAX,
+            retry_backoff: Duration::from_millis(100),
+            retry_backoff_max: Duration::from_secs(1),
+            delivery_timeout: Duration::from_secs(120),
+            buffer_memory: 32 << 20,
+            max_block: Duration::from_secs(60),
+            max_request_size: 1 << 20,
+            ack_timeout: Duration::from_secs(30),
+            max_in_flight: 5,
+        }
+    }
+}
+
+/// What [`ProducerRecord::new`] takes as a topic: a `&str`, `String` or `&String` (copied into
+/// a new `Arc<str>`), or an `Arc<str>` (shared as it is: the way to send many records to a
+/// topic without an allocation per record for its name).
+pub trait IntoTopic {
+    /// The topic name as the record holds it.
+    fn into_topic(self) -> Arc<str>;
+}
+
+impl IntoTopic for Arc<str> {
+    fn into_topic(self) -> Arc<str> {
+        self
+    }
+}
+
+impl IntoTopic for &Arc<str> {
+    fn into_topic(self) -> Arc<str> {
+        self.clone()
+    }
+}
+
+impl IntoTopic for &str {
+    fn into_topic(self) -> Arc<str> {
+        Arc::from(self)
+    }
+}
+
+impl IntoTopic for String {
+    fn into_topic(self) -> Arc<str> {
+        Arc::from(self)
+    }
+}
+
+impl IntoTopic for &String {
+    fn into_topic(self) -> Arc<str> {
+        Arc::from(self.as_str())
+    }
+}
+
+/// A record to send.
+#[derive(Debug, Clone, Default)]
+pub struct ProducerRecord {
+    /// The topic.
+    pub topic: Arc<str>,
+    /// A partition, or `None` to let the partitioner choose.
+    pub partition: Option<i32>,
+    /// The key.
+    pub key: Option<Bytes>,
+    /// The value.
+    pub value: Option<Bytes>,
+    /// Headers.
+    pub headers: Vec<(String, Option<Bytes>)>,
+    /// The timestamp in ms, or `None` for now.
+    pub timestamp: Option<i64>,
+}
+
+impl ProducerRecord {
+    /// A record with a value.
+    pub fn new(topic: impl IntoTopic, value: impl Into<Bytes>) -> ProducerRecord {
+        ProducerRecord { topic: topic.into_topic(), value: Some(value.into()), ..Default::default() }
+    }
+
+    /// Sets the key.
+    pub fn key(mut self, key: impl Into<Bytes>) -> ProducerRecord {
+        self.key = Some(key.into());
+        self
+    }
+
+    /// Sets the partition.
+    pub fn partition(mut self, partition: i32) -> ProducerRecord {
+        self.partition = Some(partition);
+        self
+    }
+
+    /// Adds a header.
+    pub fn header(mut self, key: impl Into<String>, value: Option<Bytes>) -> ProducerRecord {
+        self.headers.push((key.into(), value));
+        self
+    }
+
+    /// Sets the timestamp.
+    pub fn timestamp(mut self, ms: i64) -> ProducerRecord {
+        self.timestamp = Some(ms);
+        self
+    }
+
+    fn size(&self) -> usize {
+        let h: usize = self.headers.iter().map(|(k, v)| k.len() + v.as_ref().map_or(0, Bytes::len) + 10).sum();
+        self.key.as_ref().map_or(0, Bytes::len) + self.value.as_ref().map_or(0, Bytes::len) + h + 24
+    }
+}
+
+/// What the producer has done so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProducerStats {
+    /// Produce requests sent.
+    pub requests: u64,
+    /// The most batches of one partition in flight at once.
+    pub max_in_flight: usize,
+    /// Producer epoch bumps (KIP-360) after a sequence error or a failed batch.
+    pub epoch_bumps: u64,
+}
+
+/// The producer's state, under one lock: the accumulator and the idempotence state change
+/// together (a batch's sequence is given as it leaves its queue).
+#[derive(Default)]
+struct State {
+    accumulator: Accumulator,
+    idempotence: Idempotence,
+    /// Produce requests sent.
+    requests: u64,
+}
+
+/// What the producer's handles, its sender loop and its broker senders share.
+struct Shared {
+    client: Client,
+    config: ProducerConfig,
+    /// Between attempts of a batch or of InitProducerId.
+    backoff: Backoff,
+    state: Mutex<State>,
+    /// Wakes the sender loop (a batch is ready, a response came, a flush).
+    wake: Notify,
+    /// Wakes `flush` (records were completed).
+    done: Notify,
+    memory: Arc<Semaphore>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock is a bug here; keep going with the data as it is.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The accumulator's ready batches, by leader.
+    fn drain(&self, now: std::time::Instant) -> accumulator::Drained {
+        let metadata = self.client.metadata();
+        let mut guard = self.lock();
+        let state = &mut *guard;
+        let drained = state.accumulator.drain(&self.config, &metadata, &mut state.idempotence, now);
+        if state.accumulator.pending == 0 {
+            self.done.notify_waiters();
+        }
+        drained
+    }
+}
+
+/// A producer on a [`Client`]. Cheap to clone; [`close`](Producer::close) to finish. When
+/// the last clone is dropped without `close`, queued records are still sent, then the
+/// sender stops.
+#[derive(Clone)]
+pub struct Producer {
+    shared: Arc<Shared>,
+    sender: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
+    _last: Arc<LastHandle>,
+}
+
+struct LastHandle(Arc<Shared>);
+
+impl Drop for LastHandle {
+    fn drop(&mut self) {
+        self.0.lock().accumulator.closed = true;
+        self.0.wake.notify_one();
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+impl Producer {
+    /// A producer with these settings.
+    pub fn new(client: Client, config: ProducerConfig) -> Result<Producer> {
+        if config.idempotence && config.acks != Acks::All {
+            return Err(Error::Config("idempotence needs acks=all".into()));
+        }
+        if config.batch_size == 0 || config.buffer_memory == 0 {
+            return Err(Error::Config("batch_size and buffer_memory must be positive".into()));
+        }
+        if !(1..=5).contains(&config.max_in_flight) {
+            return Err(Error::Config("max_in_flight must be 1 to 5".into()));
+        }
+        let permits = config.buffer_memory.min(Semaphore::MAX_PERMITS);
+        let shared = Arc::new(Shared {
+            client,
+            backoff: Backoff::exponential(config.retry_backoff, config.retry_backoff_max),
+            config,
+            state: Mutex::new(State::default()),
+            wake: Notify::new(),
+            done: Notify::new(),
+            memory: Arc::new(Semaphore::new(permits)),
+        });
+        let sender = tokio::spawn(sender::run(shared.clone()).instrument(tracing::debug_span!("kafka.producer")));
+        Ok(Producer { shared: shared.clone(), sender: Arc::new(Mutex::new(Some(sender))), _last: Arc::new(LastHandle(shared)) })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.shared.lock()
+    }
+
+    /// Counts of what the producer has done so far.
+    pub fn stats(&self) -> ProducerStats {
+        let state = self.shared.lock();
+        ProducerStats { requests: state.requests, max_in_flight: state.accumulator.max_in_flight, epoch_bumps: state.idempotence.epoch_bumps }
+    }
+
+    /// Queues a record; the returned [`Delivery`] resolves to where it was written. Waits (at
+    /// most `max_block`) for buffer memory and for the topic's metadata.
+    ///
+    /// Allocates nothing per record in the common case (memory free, the topic's metadata
+    /// cached): the record joins its partition's open batch, which holds one completion for
+    /// all its records.
+    pub async fn send(&self, record: ProducerRecord) -> Result<Delivery> {
+        let cfg = &self.shared.config;
+        if self.lock().accumulator.closed {
+            return Err(Error::Producer(ProducerError::Closed));
+        }
+        let size = record.size();
+        if size > cfg.max_request_size || size > cfg.buffer_memory {
+            return Err(Error::Producer(ProducerError::RecordTooLarge {
+                size,
+                max_request_size: cfg.max_request_size,
+                buffer_memory: cfg.buffer_memory,
+            }));
+        }
+        // The clock is read only if something has to wait.
+        let mut deadline = None;
+        let mut deadline = || *deadline.get_or_insert_with(|| tokio::time::Instant::now() + cfg.max_block);
+        let memory = match self.shared.memory.clone().try_acquire_many_owned(size as u32) {
+            Ok(permit) => permit,
+            Err(TryAcquireError::Closed) => return Err(Error::Producer(ProducerError::Closed)),
+            Err(TryAcquireError::NoPermits) => tokio::time::timeout_at(deadline(), self.shared.memory.clone().acquire_many_owned(size as u32))
+                .await
+                .map_err(|_| Error::Producer(ProducerError::BufferFull { max_block: cfg.max_block }))?
+                .map_err(|_| Error::Producer(ProducerError::Closed))?,
+        };
+        let topic = loop {
+            match self.shared.client.topic(&record.topic).await {
+                Ok(t) if !t.partitions.is_empty() => break t,
+                Ok(_) | Err(Error::UnknownTopicOrPartition(_)) if tokio::time::Instant::now() < deadline() => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Ok(_) | Err(Error::UnknownTopicOrPartition(_)) => {
+                    return Err(Error::UnknownTopicOrPartition(format!("{} not in metadata after {:?}", record.topic, cfg.max_block)))
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        let ProducerRecord { topic: name, partition, key, value, headers, timestamp } = record;
+        let timestamp = timestamp.unwrap_or_else(now_ms);
+        let record = NewRecord { partition, key, value, headers, timestamp, size };
+        let mut state = self.lock();
+        if state.accumulator.closed {
+            return Err(Error::Producer(ProducerError::Closed));
+        }
+        let (delivery, opened_or_filled) = state.accumulator.append(cfg, &name, &topic, record, memory)?;
+        drop(state);
+        if opened_or_filled || cfg.linger.is_zero() {
+            self.shared.wake.notify_one();
+        }
+        Ok(delivery)
+    }
+
+    /// Sends everything queued now and waits until every record sent before has succeeded or
+    /// failed.
+    pub async fn flush(&self) -> Result<()> {
+        self.lock().accumulator.flushing += 1;
+        self.shared.wake.notify_one();
+        loop {
+            let notified = self.shared.done.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.lock().accumulator.pending == 0 {
+                break;
+            }
+            notified.await;
+        }
+        self.lock().accumulator.flushing -= 1;
+        Ok(())
+    }
+
+    /// Refuses new records, delivers (or fails) the queued ones and stops the sender.
+    pub async fn close(&self) -> Result<()> {
+        self.lock().accumulator.closed = true;
+        self.flush().await?;
+        self.shared.wake.notify_one();
+        let handle = self.sender.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(h) = handle {
+            let _ = h.await;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,315 @@
+//! The sender (Java's `Sender`): one loop drains the accumulator and gets the producer id;
+//! one [`BrokerSender`] task per broker owns that broker's in-flight Produce requests.
+//!
+//! A broker's requests are written to its connection in the order the loop drained them, by
+//! construction: its sender puts each one on the connection before it takes the next, and
+//! only waits for their responses concurrently. With idempotence the drain lets up to
+//! `max_in_flight` batches of a partition go at once, resent ones alone and in sequence
+//! order, so the broker sees each partition's sequences in order.
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use kwire::messages::{
+    produce_request::{PartitionProduceData, TopicProduceData},
+    ProduceRequest,
+};
+use kwire::runtime::records::RecordBatchBuilder;
+use kwire::{ByteString, Bytes, ErrorCode, RequestKind, ResponseKind};
+use tokio::sync::mpsc;
+use tracing::{debug, warn, Instrument};
+
+use super::accumulator::{delivery_timeout, ReadyBatch};
+use super::idempotence::init_producer_id;
+use super::Shared;
+use crate::cluster::Client;
+use crate::conn::InFlight;
+use crate::error::{Error, ProducerError, Resource, Result};
+
+/// The producer's background loop: drains ready batches to the brokers' senders, gets the
+/// producer id, asks for metadata a ready batch lacks; ends once closed and empty.
+pub(crate) async fn run(shared: Arc<Shared>) {
+    let mut brokers: HashMap<i32, mpsc::UnboundedSender<Vec<ReadyBatch>>> = HashMap::new();
+    let mut pid_attempts = 0u32;
+    loop {
+        let drained = shared.drain(Instant::now());
+        for (node, batches) in drained.by_node {
+            let to = brokers.entry(node).or_insert_with(|| BrokerSender::start(shared.clone(), node));
+            if let Err(mpsc::error::SendError(batches)) = to.send(batches) {
+                // Its task is gone (it only ends when this loop drops it): start another.
+                let to = BrokerSender::start(shared.clone(), node);
+                let _ = to.send(batches);
+                brokers.insert(node, to);
+            }
+        }
+        if drained.needs_producer_id {
+            match init_producer_id(&shared.client).await {
+                Ok(id) => {
+                    shared.lock().idempotence.producer_id = Some(id);
+                    pid_attempts = 0;
+                    continue;
+                }
+                Err(e) => {
+                    pid_attempts += 1;
+                    warn!(error = %e, "InitProducerId failed");
+                    if !e.is_retriable() {
+                        // Nothing can be sent idempotently: fail what waits.
+                        shared.lock().accumulator.fail_all(&e);
+                        shared.done.notify_waiters();
+                    }
+                    tokio::time::sleep(shared.backoff.delay(pid_attempts)).await;
+                    continue;
+                }
+            }
+        }
+        if drained.missing_leader {
+            let client = shared.client.clone();
+            tokio::spawn(async move {
+                let _ = client.refresh_metadata().await;
+            });
+        }
+        {
+            let state = shared.lock();
+            if state.accumulator.closed && state.accumulator.pending == 0 {
+                return;
+            }
+        }
+        // Bounded sleep: linger and retry deadlines, a short poll while leaders are unknown.
+        let mut wait = drained.next.map_or(Duration::from_millis(500), |t| t.saturating_duration_since(Instant::now()));
+        if drained.missing_leader {
+            wait = wait.min(shared.config.retry_backoff);
+        }
+        tokio::select! {
+            _ = shared.wake.notified() => {}
+            _ = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+/// A request put on its connection (`None`: nothing to send), or why it could not be.
+type Dispatched = (Request, Option<Result<InFlight>>);
+
+/// The output of the future in `slot`, or never when there is none.
+async fn until<F: Future + Unpin>(slot: &mut Option<F>) -> F::Output {
+    match slot {
+        Some(f) => f.await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The batches of one Produce request and whether each could be encoded.
+struct Request {
+    batches: Vec<ReadyBatch>,
+    built: Vec<Result<(), String>>,
+}
+
+/// The sender of one broker: a task that takes the drained requests for it in order, puts
+/// each on the broker's connection before the next, and completes them as responses come.
+struct BrokerSender {
+    shared: Arc<Shared>,
+    node: i32,
+}
+
+impl BrokerSender {
+    /// Starts the task; it ends when the returned channel is dropped and its requests are
+    /// answered.
+    fn start(shared: Arc<Shared>, node: i32) -> mpsc::UnboundedSender<Vec<ReadyBatch>> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let span = tracing::debug_span!("kafka.producer.broker", node);
+        tokio::spawn(BrokerSender { shared, node }.run(rx).instrument(span));
+        tx
+    }
+
+    async fn run(self, mut rx: mpsc::UnboundedReceiver<Vec<ReadyBatch>>) {
+        let mut in_flight = FuturesUnordered::new();
+        // The request being put on the connection: the next one waits for it (that is the
+        // order), the responses do not. They must not: a re-authentication waits for every
+        // response before it lets another request on the connection.
+        let mut dispatching: Option<Pin<Box<dyn Future<Output = Dispatched> + Send + '_>>> = None;
+        let mut open = true;
+        loop {
+            if !open && dispatching.is_none() {
+                break;
+            }
+            tokio::select! {
+                next = rx.recv(), if open && dispatching.is_none() => match next {
+                    Some(batches) => dispatching = Some(Box::pin(self.dispatch(batches))),
+                    None => open = false,
+                },
+                (request, sent) = until(&mut dispatching) => {
+                    dispatching = None;
+                    in_flight.push(async move {
+                        let result = match sent {
+                            None => Ok(None),
+                            Some(Ok(pending)) => pending.response().await,
+                            Some(Err(e)) => Err(e),
+                        };
+                        (request, result)
+                    });
+                }
+                Some((request, result)) = in_flight.next(), if !in_flight.is_empty() => self.answered(request, result),
+            }
+        }
+        while let Some((request, result)) = in_flight.next().await {
+            self.answered(request, result);
+        }
+    }
+
+    /// Encodes the batches and puts the request on the broker's connection (nothing is sent
+    /// when none could be encoded).
+    async fn dispatch(&self, batches: Vec<ReadyBatch>) -> Dispatched {
+        let (request, body) = self.build(batches);
+        let sent = match body {
+            None => None,
+            Some(body) => {
+                self.shared.lock().requests += 1;
+                Some(self.shared.client.dispatch_node(self.node, body).await)
+            }
+        };
+        (request, sent)
+    }
+
+    /// Encodes the batches into one Produce request (`None` when none could be encoded).
+    fn build(&self, batches: Vec<ReadyBatch>) -> (Request, Option<RequestKind>) {
+        let cfg = &self.shared.config;
+        let mut by_topic: BTreeMap<&str, Vec<PartitionProduceData>> = BTreeMap::new();
+        let mut built = Vec::with_capacity(batches.len());
+        for ReadyBatch { topic, partition, batch } in &batches {
+            let mut builder = RecordBatchBuilder::new().compression(cfg.compression);
+            if let Some((pid, epoch, seq)) = batch.sequence {
+                builder = builder.producer(pid, epoch, seq);
+            }
+            // The records are encoded where they are (their offsets are their indexes).
+            let mut bytes = Vec::new();
+            let result = builder.build_from(&batch.records, &mut bytes);
+            built.push(result.as_ref().map(|_| ()).map_err(|e| e.to_string()));
+            if result.is_ok() {
+                // `records` is nullable in the 3.9 specs, not in later ones: `From` covers both.
+                #[allow(clippy::useless_conversion)]
+                by_topic.entry(&**topic).or_default().push(PartitionProduceData {
+                    index: *partition,
+                    records: Some(Bytes::from(bytes)).into(),
+                    ..Default::default()
+                });
+            }
+        }
+        let body = (!by_topic.is_empty()).then(|| {
+            RequestKind::from(ProduceRequest {
+                transactional_id: None,
+                acks: cfg.acks.wire(),
+                timeout_ms: cfg.ack_timeout.as_millis().min(i32::MAX as u128) as i32,
+                topic_data: by_topic
+                    .into_iter()
+                    .map(|(t, partition_data)| TopicProduceData { name: ByteString::from(t.to_owned()), partition_data, ..Default::default() })
+                    .collect(),
+                ..Default::default()
+            })
+        });
+        (Request { batches, built }, body)
+    }
+
+    /// Takes a Produce response (or the request's failure) in: each batch is completed,
+    /// requeued for a retry, or failed.
+    fn answered(&self, request: Request, result: Result<Option<ResponseKind>>) {
+        let shared = &self.shared;
+        let cfg = &shared.config;
+        let mut refresh = false;
+        {
+            let mut guard = shared.lock();
+            let state = &mut *guard;
+            for (ReadyBatch { topic, partition, mut batch }, built) in request.batches.into_iter().zip(request.built) {
+                state.accumulator.answered(&topic, partition);
+                if let Err(reason) = built {
+                    let e = ProducerError::Encoding { topic: topic.to_string(), partition, reason };
+                    state.accumulator.fail(batch, Error::Producer(e));
+                    continue;
+                }
+                match outcome(&result, &topic, partition) {
+                    Ok(offsets) => {
+                        if let (Some(sent), Some(q)) = (batch.sequence, state.accumulator.queue(&topic, partition)) {
+                            q.sequences.acked(sent, batch.records.len());
+                        }
+                        state.accumulator.complete(batch, Ok(offsets));
+                    }
+                    Err((e, log_start_offset)) => {
+                        refresh |= e.code().is_some_and(Client::needs_metadata_refresh)
+                            || matches!(e, Error::Io { .. } | Error::Disconnected(_) | Error::Timeout { .. });
+                        batch.attempts += 1;
+                        let expired = batch.expired(cfg, Instant::now());
+                        let may_retry = batch.attempts <= cfg.retries && !expired;
+                        let sequences = state.accumulator.queue(&topic, partition).map(|q| &mut q.sequences);
+                        let retry = may_retry && state.idempotence.can_retry(sequences, batch.sequence, &e, log_start_offset);
+                        if retry {
+                            debug!(%topic, partition, attempts = batch.attempts, error = %e, "retrying");
+                            batch.retry_at = Some(Instant::now() + shared.backoff.delay(batch.attempts));
+                            batch.last_error = Some(e);
+                            state.accumulator.requeue(&topic, partition, batch);
+                        } else {
+                            warn!(%topic, partition, error = %e, "batch failed");
+                            if batch.sequence.is_some() {
+                                let sequences = state.accumulator.queue(&topic, partition).map(|q| &mut q.sequences);
+                                state.idempotence.failed(sequences, &e, batch.attempts <= cfg.retries);
+                            }
+                            // Past the delivery timeout, say so (with the last error), as the
+                            // drain does for batches that expire between attempts.
+                            let e = if expired && e.is_retriable() && batch.attempts <= cfg.retries {
+                                delivery_timeout(cfg, &topic, partition, batch.records.len(), Some(e))
+                            } else {
+                                e
+                            };
+                            state.accumulator.fail(batch, e);
+                        }
+                    }
+                }
+            }
+        }
+        shared.done.notify_waiters();
+        if refresh {
+            // The retries wait for the new metadata: the loop is woken after it.
+            let shared = shared.clone();
+            tokio::spawn(async move {
+                let _ = shared.client.refresh_metadata().await;
+                shared.wake.notify_one();
+            });
+        } else {
+            shared.wake.notify_one();
+        }
+    }
+}
+
+/// One partition's outcome in a Produce response: the base offset and append time, or the
+/// error with the partition's log start offset when the broker sent one.
+fn outcome(result: &Result<Option<ResponseKind>>, topic: &str, partition: i32) -> Result<Option<(i64, i64)>, (Error, i64)> {
+    match result {
+        Ok(None) => Ok(None),
+        Ok(Some(ResponseKind::Produce(r))) => {
+            let p = r.responses.iter().filter(|t| *t.name == *topic).flat_map(|t| &t.partition_responses).find(|p| p.index == partition);
+            match p {
+                None => Err((Error::UnexpectedResponse(format!("Produce response has no {topic}-{partition}")), -1)),
+                // DUPLICATE_SEQUENCE_NUMBER: an earlier attempt was written.
+                Some(p) if matches!(ErrorCode(p.error_code), ErrorCode::NONE | ErrorCode::DUPLICATE_SEQUENCE_NUMBER) => {
+                    Ok(Some((p.base_offset, p.log_append_time_ms)))
+                }
+                Some(p) => Err((produce_error(topic, partition, ErrorCode(p.error_code), p.error_message.as_deref()), p.log_start_offset)),
+            }
+        }
+        Ok(Some(other)) => Err((Error::UnexpectedResponse(format!("{:?} to Produce", other.api_key())), -1)),
+        Err(e) => Err((e.clone(), -1)),
+    }
+}
+
+/// A Produce response's error for one partition: fencing as [`ProducerError::Fenced`],
+/// authorization on the topic, others as the broker's.
+fn produce_error(topic: &str, partition: i32, code: ErrorCode, message: Option<&str>) -> Error {
+    let message = message.map(str::to_owned);
+    match code {
+        ErrorCode::PRODUCER_FENCED | ErrorCode::INVALID_PRODUCER_EPOCH => {
+            Error::Producer(ProducerError::Fenced { topic: topic.to_owned(), partition, code, message })
+        }
+        _ => Error::broker(code, message, format!("produce to {topic}-{partition}")).about(Resource::Topic(topic.to_owned())),
+    }
+}
