@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Packages kwire for crates.io (`cargo package`) with the default releases' spec files
-# (and their LICENSE and NOTICE) bundled under message-specs/ at packaging time, never
-# committed; then builds a throwaway downstream crate against the packaged .crate files, in a
-# scratch directory with no ../shared beside it, offline, and runs it: it encodes and decodes a
-# message and checks the api table.
+# Packages every crate of the workspace for crates.io (`cargo package`, in dependency order:
+# kwire-runtime, kwire-build, kwire, kwire-client, kwire-cli), kwire with the default releases'
+# spec files (and their LICENSE and NOTICE) bundled under message-specs/ at packaging time, never
+# committed. Then, in a scratch directory with no ../shared beside it, offline, with the packaged
+# .crate files standing in for crates.io: builds and runs a downstream crate on kwire and
+# kwire-client (it encodes and decodes a message, checks the api table and the client's
+# partitioner and configs), and builds the packaged kwire-cli and runs `kwire apis`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shared=../shared/message-specs
@@ -13,7 +15,9 @@ bundled=(LICENSE NOTICE "${releases[@]}")
 cleanup() { for b in "${bundled[@]}"; do rm -rf "message-specs/$b"; done; }
 trap cleanup EXIT
 for b in "${bundled[@]}"; do cp -r "$shared/$b" message-specs/; done
-cargo package --workspace --exclude kwire-cli --allow-dirty --no-verify 2>&1 | grep -v '^warning: ignoring' || true
+crates=(kwire-runtime kwire-build kwire kwire-client kwire-cli)
+# --no-verify: the downstream builds below verify the packages, offline and in one target.
+cargo package --workspace --allow-dirty --no-verify 2>&1 | grep -v '^warning: ignoring' || true
 version=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"]=="kwire"))')
 listed=$(tar -tzf "target/package/kwire-$version.crate")
 for b in "${bundled[@]}"; do
@@ -23,9 +27,18 @@ done
 scratch=$(mktemp -d)
 trap 'cleanup; rm -rf "$scratch"' EXIT
 mkdir -p "$scratch/crates" "$scratch/downstream/src"
-for c in kwire-runtime kwire-build kwire; do
+for c in "${crates[@]}"; do
   tar -xzf "target/package/$c-$version.crate" -C "$scratch/crates"
 done
+# One workspace for the downstream crate and the packaged CLI (one build of kwire for both), with
+# the packaged crates standing in for crates.io.
+{
+  echo "[workspace]"
+  echo "members = [\"downstream\", \"crates/kwire-cli-$version\"]"
+  echo "resolver = \"2\""
+  echo "[patch.crates-io]"
+  for c in "${crates[@]}"; do echo "$c = { path = \"crates/$c-$version\" }"; done
+} >"$scratch/Cargo.toml"
 cat > "$scratch/downstream/Cargo.toml" <<TOML
 [package]
 name = "downstream"
@@ -34,12 +47,7 @@ edition = "2021"
 
 [dependencies]
 kwire = { version = "$version", features = ["serde"] }
-
-# The packaged crates stand in for crates.io.
-[patch.crates-io]
-kwire = { path = "../crates/kwire-$version" }
-kwire-runtime = { path = "../crates/kwire-runtime-$version" }
-kwire-build = { path = "../crates/kwire-build-$version" }
+kwire-client = "$version"
 TOML
 cat > "$scratch/downstream/src/main.rs" <<'RS'
 use kwire::messages::metadata_request::MetadataRequestTopic;
@@ -60,7 +68,19 @@ fn main() {
     let versions: usize = ApiKey::ALL.iter().map(|k| k.info().valid.iter().count()).sum();
     assert_eq!((ApiKey::ALL.len(), versions), (95, 368), "the bundled default releases");
     println!("downstream: {} bytes, {json}, {} api keys, {versions} request versions", bytes.len(), ApiKey::ALL.len());
+
+    // The client crate: its configs and Java's keyed partitioner.
+    let producer = kwire_client::ProducerConfig::default();
+    assert!(producer.idempotence, "Java's default: idempotent");
+    let _client = kwire_client::ClientConfig::new("127.0.0.1:9092");
+    let p = kwire_client::partitioner::partition_for_key(b"orders-1", 6);
+    assert!((0..6).contains(&p));
+    assert_eq!(p, kwire_client::partitioner::partition_for_key(b"orders-1", 6));
+    println!("downstream: kwire-client, key orders-1 -> partition {p} of 6");
 }
 RS
-echo "== building a downstream crate against the packages in $scratch (offline, no ../shared)"
-(cd "$scratch/downstream" && env -u KWIRE_SPECS CARGO_TARGET_DIR="$scratch/target" cargo run --offline -q)
+echo "== building a downstream crate and the packaged kwire-cli in $scratch (offline, no ../shared)"
+(cd "$scratch" && env -u KWIRE_SPECS -u CARGO_TARGET_DIR cargo build --offline -q -p downstream -p kwire-cli)
+"$scratch/target/debug/downstream"
+"$scratch/target/debug/kwire" apis --json | python3 -c 'import json,sys; t=json.load(sys.stdin); assert len(t)==95, len(t); print("kwire apis:", len(t), "api keys")'
+

@@ -8,12 +8,13 @@
 #  3. real Apache Kafka brokers, 3.9 and 4.x, swept api by api (scripts/broker-sweep.sh), the
 #     client crate against them (scripts/client-tests.sh) and the proxy example between real
 #     clients and them (scripts/proxy-tests.sh);
-#  4. the generated crate on Kafka 3.9.0 alone and 4.4.0 alone, each with the oracle of its own
-#     kafka-clients (each spec set is built once, in its own target directory);
-#  5. every Kafka release's specs from 2.4.0 on (scripts/releases.sh);
-#  6. the packaged crates built downstream, offline (scripts/package.sh);
-#  7. the benchmark peers (Kafka's Java classes, franz-go's kmsg) agreeing with kwire's
-#     benchmark frames byte for byte (benches/peers-check.sh; needs Go).
+#  4. the benchmark peers (Kafka's Java classes, franz-go's kmsg) agreeing with kwire's
+#     benchmark frames byte for byte (benches/peers-check.sh; needs Go);
+#  5. the generated crate on Kafka 3.9.0 alone and 4.4.0 alone, each with the oracle of its own
+#     kafka-clients (every stage before this one uses the default build; each spec set is then
+#     compiled once, in the same target directory, so the dependencies are not built again);
+#  6. every Kafka release's specs from 2.4.0 on (scripts/releases.sh);
+#  7. the packaged crates built downstream, offline (scripts/package.sh).
 # Every stage runs even when an earlier one failed; a table of each stage's seconds and outcome
 # closes the run, then the tests that could not run and why, and `stages: N passed, M failed`.
 # A tool that cannot be had makes its tests skip with a reason (listed at the end), unless
@@ -56,10 +57,10 @@ have() { command -v "$1" >/dev/null; }
 # in it).
 single_release() (
   local release=$1 clients=$2 rc=0
-  export KWIRE_SPECS=$shared/kafka-$release CARGO_TARGET_DIR=target/single-$release
+  export KWIRE_SPECS=$shared/kafka-$release
   nice cargo test -p kwire || rc=1
   if have java && have mvn; then
-    KWIRE_JAVA_VERSIONS="$clients=$KWIRE_SPECS" KWIRE_JAVA_TARGET_DIR=$CARGO_TARGET_DIR scripts/java-oracle.sh || rc=1
+    KWIRE_JAVA_VERSIONS="$clients=$KWIRE_SPECS" KWIRE_JAVA_TARGET_DIR=target scripts/java-oracle.sh || rc=1
   fi
   exit $rc
 )
@@ -82,6 +83,11 @@ if have java && have mvn; then
 else
   for s in "java oracle" "broker sweep" "client" "proxy"; do skip "$s" "Java 17+ and Maven"; done
 fi
+if have go && have java && have mvn; then
+  stage "benchmark peers' frames" benches/peers-check.sh
+else
+  skip "benchmark peers' frames" "Go, Java 17+ and Maven"
+fi
 stage "kafka 3.9.0 alone (+ oracle 3.9.2)" single_release 3.9.0 3.9.2
 stage "kafka 4.4.0 alone (+ oracle 4.4.0)" single_release 4.4.0 4.4.0
 if have java && have mvn; then
@@ -90,11 +96,6 @@ else
   skip "every release's specs" "Java 17+ and Maven (the kafka-clients jars)"
 fi
 stage "package, built downstream offline" scripts/package.sh
-if have go && have java && have mvn; then
-  stage "benchmark peers' frames" benches/peers-check.sh
-else
-  skip "benchmark peers' frames" "Go, Java 17+ and Maven"
-fi
 
 echo
 echo "== stages (seconds)"
