@@ -14,7 +14,8 @@
 #     kafka-clients (every stage before this one uses the default build; each spec set is then
 #     compiled once, in the same target directory, so the dependencies are not built again);
 #  6. every Kafka release's specs from 2.4.0 on (scripts/releases.sh);
-#  7. the packaged crates built downstream, offline (scripts/package.sh).
+#  7. the packaged crates built downstream, offline (scripts/package.sh), and the docs of every
+#     crate without a warning.
 # Every stage runs even when an earlier one failed; a table of each stage's seconds and outcome
 # closes the run, then the tests that could not run and why, and `stages: N passed, M failed`.
 # A tool that cannot be had makes its tests skip with a reason (listed at the end), unless
@@ -96,6 +97,7 @@ else
   skip "every release's specs" "Java 17+ and Maven (the kafka-clients jars)"
 fi
 stage "package, built downstream offline" scripts/package.sh
+stage "docs without warnings" env RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps --workspace
 
 echo
 echo "== stages (seconds)"

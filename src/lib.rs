@@ -27,8 +27,8 @@ pub use kwire_runtime::{
 // Arrays of fixed-width values are `SmallVec`s (16 bytes of elements inline).
 pub use kwire_runtime::{smallvec, SmallVec};
 
-/// Every generated message, one module per spec, plus the [`ApiKey`](messages::ApiKey) table
-/// and the [`RequestKind`](messages::RequestKind) / [`ResponseKind`](messages::ResponseKind)
+/// Every generated message, one module per spec, plus the [`ApiKey`] table
+/// and the [`RequestKind`] / [`ResponseKind`]
 /// dispatch enums.
 #[allow(clippy::all, missing_docs)]
 pub mod messages {

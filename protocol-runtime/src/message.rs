@@ -17,7 +17,7 @@ impl DecodeLimits {
 /// Writes a value at a protocol version.
 pub trait Encode {
     /// Writes `self` as `version` lays it out. Fails, naming the field, when the value cannot be
-    /// expressed at that version (see [`EncodeErrorKind`](crate::EncodeErrorKind)). Write into a
+    /// expressed at that version (see [`EncodeErrorKind`]). Write into a
     /// growable buffer, or one with [`encoded_len`](Encode::encoded_len) bytes of room.
     fn encode<B: BufMut>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError>;
 

@@ -2,8 +2,8 @@
 //!
 //! Every Kafka frame is an int32 size followed by that many bytes: a request header and body
 //! (client to broker) or a response header and body (broker to client). The header version
-//! depends on the api and its version ([`ApiKey::request_header_version`],
-//! [`ApiKey::response_header_version`]) and a response does not say which request it answers
+//! depends on the api and its version ([`ApiKey::request_header_version`](crate::ApiKey::request_header_version),
+//! [`ApiKey::response_header_version`](crate::ApiKey::response_header_version)) and a response does not say which request it answers
 //! except by correlation id, so each side of a connection needs a little state:
 //!
 //! - [`ServerCodec`] (broker side) reads [`RequestFrame`]s: the header, the api key and version

@@ -189,6 +189,19 @@ pub fn range_tokens(r: VersionRange) -> TokenStream {
     quote!(rt::VersionRange { lo: #lo, hi: #hi })
 }
 
+/// A spec's `about` text as rustdoc shows it literally: its brackets and angle brackets
+/// (`Array[0]`, `<topic>`) are prose, not links or HTML.
+fn spec_text(about: &str) -> String {
+    let mut out = String::with_capacity(about.len());
+    for c in about.chars() {
+        if matches!(c, '[' | ']' | '<' | '>') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn struct_doc(msg: &Message, s: &Struct, top: bool) -> String {
     let mut doc = String::new();
     if top {
@@ -209,14 +222,14 @@ fn struct_doc(msg: &Message, s: &Struct, top: bool) -> String {
             doc.push_str(&format!("\n\nListeners: {}.", msg.listeners.join(", ")));
         }
     } else {
-        doc.push_str(if s.about.is_empty() { &s.name } else { &s.about });
+        doc.push_str(&if s.about.is_empty() { s.name.clone() } else { spec_text(&s.about) });
         doc.push_str(&format!("\n\nUsed in versions {}.", s.reach));
     }
     doc
 }
 
 pub(super) fn field_doc(f: &Field) -> String {
-    let mut doc = if f.about.is_empty() { f.name.clone() } else { f.about.clone() };
+    let mut doc = if f.about.is_empty() { f.name.clone() } else { spec_text(&f.about) };
     let mut facts = vec![format!("versions {}", f.versions)];
     if !f.nullable.is_empty() {
         facts.push(format!("nullable {}", f.nullable));
