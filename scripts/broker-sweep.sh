@@ -42,7 +42,7 @@ sweep() {
     CARGO_TARGET_DIR=$(target_for "$line")
     if [ "$only" = pcap ]; then
       KWIRE_BROKER="$PWD/target/kafka/$version/env" KWIRE_REQUIRE_BROKER=1 \
-        nice -n 10 cargo test -p kwire-cli --test pcap_interop java_clients -- --nocapture >"target/broker-sweep/$version$suffix.log" 2>&1
+        nice -n 10 cargo test --workspace --test pcap_interop java_clients -- --nocapture >"target/broker-sweep/$version$suffix.log" 2>&1
     elif [ "$only" = cluster ]; then
       KWIRE_CLUSTER="$PWD/target/kafka/$version-cluster/env" KWIRE_REQUIRE_CLUSTER=1 \
         nice -n 10 cargo test --test broker_real three_node_cluster -- --nocapture >"target/broker-sweep/$version$suffix.log" 2>&1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kwire-client's tests (client/tests/, unit tests, broker doubles) against real Apache
 # Kafka brokers, one version at a time: build first, start the broker with scripts/kafka.sh,
-# run `cargo test -p kwire-client` with KWIRE_BROKER set and KWIRE_REQUIRE_BROKER=1
+# run the client's tests with KWIRE_BROKER set and KWIRE_REQUIRE_BROKER=1
 # (so nothing skips), stop it. The last line sums every run:
 #   client: <passed> passed, <failed> failed
 #
@@ -21,8 +21,22 @@ if [ "${1-}" = --no-cluster ]; then cluster=0; shift; fi
 start=$SECONDS
 mkdir -p target/client-tests
 
+# The client's test targets (client/tests/*.rs), selected under --workspace: cargo then resolves
+# features as `cargo test --workspace` does, so the generated crate built by that run serves
+# these too (`-p kwire-client` alone would give it another feature set and compile it again).
+# Its unit tests need no broker and run with the workspace's.
+all_tests=()
+for f in client/tests/*.rs; do
+  name=$(basename "$f" .rs)
+  for other in tests cli/tests codegen/tests protocol-runtime/tests; do
+    # --workspace --test NAME would run another crate's test of the same name too.
+    [ ! -e "$other/$name.rs" ] || { echo "client-tests: $other/$name.rs has a client test's name" >&2; exit 1; }
+  done
+  all_tests+=(--test "$name")
+done
+
 echo "client-tests: building" >&2
-nice -n 10 cargo test -p kwire-client --no-run >target/client-tests/build.log 2>&1 || {
+nice -n 10 cargo test --workspace "${all_tests[@]}" --example client --no-run >target/client-tests/build.log 2>&1 || {
   tail -40 target/client-tests/build.log >&2
   echo "client: 0 passed, 1 failed"
   exit 1
@@ -30,15 +44,17 @@ nice -n 10 cargo test -p kwire-client --no-run >target/client-tests/build.log 2>
 
 prefix=client-tests limit=900 logs=target/client-tests
 . scripts/lib/counted.sh
-# run NAME LOG ENV... -- [CARGO_ARGS...]: the client crate's tests, `harness` passed to the harness.
+# run NAME LOG ENV... -- [--test NAME...]: the client crate's tests (all of them by default),
+# `harness` passed to the harness.
 run() {
   local name=$1 log=$2
   shift 2
   local envs=()
   while [ "$1" != -- ]; do envs+=("$1"); shift; done
   shift
+  [ $# -gt 0 ] || set -- "${all_tests[@]}"
   # shellcheck disable=SC2086
-  counted "$name" "$log" "${envs[@]}" -- -p kwire-client --no-fail-fast "$@" -- --nocapture ${harness-}
+  counted "$name" "$log" "${envs[@]}" -- --workspace --no-fail-fast "$@" -- --nocapture ${harness-}
 }
 
 for version in "$@"; do

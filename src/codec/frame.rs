@@ -10,6 +10,9 @@ use crate::runtime::limits::{self, DecodeLimits};
 /// ([`DecodeLimits::max_frame_size`] of the default limits).
 pub const DEFAULT_MAX_FRAME_SIZE: usize = DecodeLimits::DEFAULT.max_frame_size;
 
+/// How far ahead of the bytes received [`FrameDecoder::decode`] reserves room for a frame.
+pub const RESERVE_STEP: usize = 64 * 1024;
+
 /// Splits int32-size-prefixed frames off a buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameDecoder {
@@ -37,15 +40,16 @@ impl FrameDecoder {
 
     /// Takes the next whole frame (without its size prefix) off `src`, or returns `None` when
     /// more bytes are needed. A size past the maximum is an error as soon as the prefix has
-    /// arrived: the space reserved in `src` is never more than the maximum.
+    /// arrived. The space reserved in `src` grows with the bytes that arrive, at most
+    /// [`RESERVE_STEP`] ahead of them: a peer that sends a size prefix alone (a 100 MiB claim,
+    /// then silence) costs 64 KiB, not what it claims.
     pub fn decode(&self, src: &mut BytesMut) -> Result<Option<BytesMut>, CodecError> {
         let Some(size) = self.frame_size(src)? else {
             return Ok(None);
         };
-        if src.len() - 4 < size {
-            // The size is bounded above, so reserving for the rest of the frame is safe and
-            // saves reallocations while it arrives.
-            src.reserve(4 + size - src.len());
+        let missing = (4 + size).saturating_sub(src.len());
+        if missing > 0 {
+            src.reserve(missing.min(RESERVE_STEP));
             return Ok(None);
         }
         src.advance(4);
@@ -119,5 +123,28 @@ mod tests {
             assert!(frames.split(&[0, 0, 0, 9]).is_err());
         });
         assert_eq!(FrameDecoder::default().max_frame_size(), DEFAULT_MAX_FRAME_SIZE, "the default limits outside");
+    }
+
+    #[test]
+    fn a_claimed_size_reserves_room_as_the_bytes_arrive() {
+        let frames = FrameDecoder::default();
+        // 100 MiB claimed (the most the default allows), ten bytes sent.
+        let claim = DEFAULT_MAX_FRAME_SIZE;
+        let mut buf = BytesMut::from(&(claim as i32).to_be_bytes()[..]);
+        buf.extend_from_slice(&[7; 10]);
+        assert_eq!(frames.decode(&mut buf).unwrap(), None);
+        assert!(buf.capacity() <= 14 + RESERVE_STEP, "reserved {} for 14 bytes received", buf.capacity());
+        // The frame still arrives whole, in pieces, and the room grows with it.
+        let mut sent = 10;
+        while sent < claim {
+            let n = (claim - sent).min(1 << 20);
+            buf.extend_from_slice(&vec![7; n]);
+            sent += n;
+            let done = frames.decode(&mut buf).unwrap();
+            assert_eq!(done.is_some(), sent == claim);
+            if let Some(frame) = done {
+                assert_eq!(frame.len(), claim);
+            }
+        }
     }
 }

@@ -837,6 +837,15 @@ fn by_json(s: &mut Sweep, api: ApiKey, v: i16) -> R<String> {
             expect(&r, &[35])?;
             Ok("static quorum: UNSUPPORTED_VERSION".into())
         }
+        // UnregisterController (Kafka 4.4): a controller id the quorum has never had (the one
+        // real controller is also this broker, not to be unregistered mid-sweep); the broker
+        // forwards it to the controller, which refuses it by name.
+        94 => {
+            let req = j(json!({"controllerId": 9999}))?;
+            let r = s.conn.call(v, req)?;
+            expect(&r, &[136])?;
+            Ok("unknown controller id: CONTROLLER_ID_NOT_REGISTERED".into())
+        }
         _ => super::kafka4::exercise(s, api, v)
             .unwrap_or_else(|| Err(format!("no request builder for {} in this sweep", api.name()))),
     }
@@ -1092,6 +1101,8 @@ fn txn(s: &mut Sweep, id: &str, versions: [i16; 5]) -> R<String> {
         }],
         ..Default::default()
     };
+    // v6 (Kafka 4.4) names topics by id.
+    let commit = patch(commit, tv, json!({"topics": [{"topicId": uuid_json(s.state.topic_id)}]}))?;
     expect(&retry(COORDINATOR_TRANSIENT, || s.conn.call(tv, commit.clone()))?, &[])?;
     let end = EndTxnRequest { transactional_id: bs(id), producer_id: pid, producer_epoch: epoch, committed: true, ..Default::default() };
     expect(&retry(&[CONCURRENT_TRANSACTIONS], || s.conn.call(ev, end.clone()))?, &[])?;

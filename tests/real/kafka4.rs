@@ -39,10 +39,14 @@ pub fn exercise(s: &mut Sweep, api: ApiKey, v: i16) -> Option<R<String>> {
         78 => share_consume(s, &format!("sf-{v}-{run}"), v, newest(s, ApiKey::from_i16(79)?)).map(|(n, _)| n),
         79 => share_consume(s, &format!("sa-{v}-{run}"), newest(s, ApiKey::from_i16(78)?), v).map(|(n, _)| n),
         83..=87 => share_state(s, api, v),
-        88 => streams_member(s, &format!("st-{v}-{run}"), v, false),
+        88 => streams_member(s, &format!("st-{v}-{run}"), v, Streams::Join),
         89 => {
             let hv = newest(s, ApiKey::from_i16(88)?);
-            streams_member(s, &format!("std-{v}-{run}"), hv, true).map(|n| format!("{n}; described at v{v}"))
+            streams_member(s, &format!("std-{v}-{run}"), hv, Streams::Describe(v)).map(|n| format!("{n}; described at v{v}"))
+        }
+        93 => {
+            let hv = newest(s, ApiKey::from_i16(88)?);
+            streams_member(s, &format!("stt-{v}-{run}"), hv, Streams::PushTopology(v))
         }
         90..=92 => share_offsets(s, api, v),
         _ => return None,
@@ -250,9 +254,19 @@ fn share_state(s: &mut Sweep, api: ApiKey, v: i16) -> R<String> {
     Ok(format!("initialise v{iv}; {note}"))
 }
 
+/// What a streams member does between joining and leaving.
+enum Streams {
+    Join,
+    /// StreamsGroupDescribe at this version (v1 asks for the topology description too).
+    Describe(i16),
+    /// StreamsGroupTopologyDescriptionUpdate at this version (Kafka 4.4): the member pushes its
+    /// topology's description.
+    PushTopology(i16),
+}
+
 /// KIP-1071: a streams member joins with a one-subtopology topology reading TOPIC, optionally
-/// is described, and leaves.
-fn streams_member(s: &mut Sweep, group: &str, v: i16, describe: bool) -> R<String> {
+/// is described or pushes its topology's description, and leaves.
+fn streams_member(s: &mut Sweep, group: &str, v: i16, step: Streams) -> R<String> {
     let api = ApiKey::from_i16(88).ok_or("no StreamsGroupHeartbeat")?;
     let member = member_id("s", &s.state.run);
     let (r, j) = call(s, api, v, json!({
@@ -271,16 +285,44 @@ fn streams_member(s: &mut Sweep, group: &str, v: i16, describe: bool) -> R<Strin
         return Err(format!("member epoch {epoch}: {j}"));
     }
     let mut note = format!("joined at epoch {epoch}");
-    if describe {
-        let dapi = ApiKey::from_i16(89).ok_or("no StreamsGroupDescribe")?;
-        let dv = newest(s, dapi);
-        let (r, j) = call(s, dapi, dv, json!({"groupIds": [group], "includeAuthorizedOperations": false}))?;
-        expect(&r, &[])?;
-        let members = j["groups"][0]["members"].as_array().map(Vec::len).unwrap_or(0);
-        if members != 1 {
-            return Err(format!("{members} members described"));
+    match step {
+        Streams::Join => {}
+        Streams::Describe(dv) => {
+            let dapi = ApiKey::from_i16(89).ok_or("no StreamsGroupDescribe")?;
+            let mut body = json!({"groupIds": [group], "includeAuthorizedOperations": false});
+            if dv >= 1 {
+                body["includeTopologyDescription"] = json!(true);
+            }
+            let (r, j) = call(s, dapi, dv, body)?;
+            expect(&r, &[])?;
+            let members = j["groups"][0]["members"].as_array().map(Vec::len).unwrap_or(0);
+            if members != 1 {
+                return Err(format!("{members} members described"));
+            }
+            note += ", 1 member described";
         }
-        note += ", 1 member described";
+        Streams::PushTopology(tv) => {
+            let tapi = ApiKey::from_i16(93).ok_or("no StreamsGroupTopologyDescriptionUpdate")?;
+            let node = |name: &str, kind: i8, topics: &[&str], successors: &[&str]| {
+                json!({"name": name, "nodeType": kind, "sourceTopics": topics, "sinkTopic": null, "stores": [], "successors": successors})
+            };
+            let (r, _) = call(s, tapi, tv, json!({
+                "groupId": group, "memberId": member, "topologyEpoch": 0,
+                "topologyDescription": {"subtopologies": [{"subtopologyId": "0", "nodes": [
+                    node("KSTREAM-SOURCE-0000000000", 1, &[TOPIC], &["KSTREAM-PEEK-0000000001"]),
+                    node("KSTREAM-PEEK-0000000001", 2, &[], &[]),
+                ]}], "globalStores": []}
+            }))?;
+            // Kafka 4.4 keeps pushed descriptions only through a plugin
+            // (group.streams.topology.description.plugin, unset here): the broker decodes the
+            // request, checks the member and refuses the push, saying so.
+            expect(&r, &[35])?;
+            let said = json_of(&r, tv)?["errorMessage"].as_str().unwrap_or_default().to_owned();
+            if !said.contains("plugin") {
+                return Err(format!("UNSUPPORTED_VERSION without the plugin reason: {said:?}"));
+            }
+            note += &format!(", topology description at v{tv} refused: no plugin configured");
+        }
     }
     let (r, _) = call(s, api, v, json!({
         "groupId": group, "memberId": member, "memberEpoch": -1, "endpointInformationEpoch": 0,

@@ -294,6 +294,8 @@ pub struct Sweep {
     pub broker: Broker,
     pub conn: Conn,
     pub advertised: ApiVersionsResponse,
+    /// The ApiVersions version the broker answered (the build's newest, or the broker's).
+    pub api_versions_version: i16,
     pub rows: Vec<Row>,
     pub notes: Vec<String>,
     pub state: apis::State,
@@ -304,19 +306,37 @@ pub struct Sweep {
 impl Sweep {
     pub fn new(broker: Broker) -> Sweep {
         let mut conn = Conn::connect(&broker.plaintext).unwrap();
-        let v = ApiKey::ApiVersions.stable_versions().hi;
-        let ResponseKind::ApiVersions(advertised) = conn
-            .call(v, kwire::messages::ApiVersionsRequest {
-                client_software_name: "kwire-sweep".into(),
-                client_software_version: env!("CARGO_PKG_VERSION").into(),
-                ..Default::default()
-            })
-            .unwrap()
-        else {
-            panic!("ApiVersions answered with another api")
+        let mut v = ApiKey::ApiVersions.stable_versions().hi;
+        let advertised = loop {
+            let ResponseKind::ApiVersions(r) = conn
+                .call(v, kwire::messages::ApiVersionsRequest {
+                    client_software_name: "kwire-sweep".into(),
+                    client_software_version: env!("CARGO_PKG_VERSION").into(),
+                    ..Default::default()
+                })
+                .unwrap()
+            else {
+                panic!("ApiVersions answered with another api")
+            };
+            // KIP-511: a broker older than this build answers UNSUPPORTED_VERSION with its own
+            // ApiVersions range; ask again at the highest version both know, as Java's client does.
+            let theirs = r.api_keys.iter().find(|k| k.api_key == ApiKey::ApiVersions.key()).map(|k| k.max_version);
+            match theirs {
+                Some(theirs) if r.error_code == kwire::ErrorCode::UNSUPPORTED_VERSION.0 && theirs < v => v = theirs,
+                _ => break r,
+            }
         };
         assert_eq!(advertised.error_code, 0, "ApiVersions v{v}");
-        Sweep { broker, conn, advertised, rows: Vec::new(), notes: Vec::new(), state: apis::State::default(), label: String::new() }
+        Sweep {
+            broker,
+            conn,
+            advertised,
+            api_versions_version: v,
+            rows: Vec::new(),
+            notes: Vec::new(),
+            state: apis::State::default(),
+            label: String::new(),
+        }
     }
 
     /// Every (api, version) both sides support, in key order.
