@@ -6,7 +6,7 @@
 #
 #   scripts/broker-sweep.sh [VERSION...]        (default: 3.9.2 4.4.0)
 #
-# The default build (Kafka 3.9.0 and 4.3.0 merged, in target/) speaks both lines, so one build
+# The default build (Kafka 3.9.0 and 4.4.0 merged, in target/) speaks both lines, so one build
 # sweeps both, and every version it knows that a broker does not advertise is checked to be
 # refused. KWIRE_SWEEP_SPECS_3 / KWIRE_SWEEP_SPECS_4 sweep a line with other specs
 # instead (each in target/sweep-<line>); with those set, KWIRE_SWEEP_CROSS=1 also checks

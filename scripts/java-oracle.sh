@@ -6,11 +6,11 @@
 # generated from the matching specs (the Rust test has Java check kwire's output in turn).
 # Prints each run's matrix summary and, last, one line per run:
 #   java oracle: <agree> of <cells> cells agree (kafka-clients <version>)
-#   java oracle: <agree> of <cells> cells agree (kafka-clients <version>, merged 3.9.0+4.3.0 build)
+#   java oracle: <agree> of <cells> cells agree (kafka-clients <version>, merged 3.9.0+4.4.0 build)
 #
 # KWIRE_JAVA_VERSIONS: space-separated <kafka-clients version>=<specs>, where <specs> is a
 #   spec directory, "jar" for the specs inside that kafka-clients jar, "default" for kwire's
-#   default build (KWIRE_SPECS unset: kafka-3.9.0 and kafka-4.3.0 merged), or several spec
+#   default build (KWIRE_SPECS unset: kafka-3.9.0 and kafka-4.4.0 merged), or several spec
 #   directories joined by ":" (oldest first) for a merged build of those.
 # KWIRE_UPDATE_MATRIX=1: rewrite tests/java/MATRIX-kafka-clients-<version>.md (a merged
 #   build's: MATRIX-kafka-clients-<version>-merged.md).
@@ -20,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-versions=${KWIRE_JAVA_VERSIONS:-"3.9.2=../shared/message-specs/kafka-3.9.0 4.4.0=jar 4.3.0=../shared/message-specs/kafka-4.3.0 3.9.2=default 4.3.0=default"}
+versions=${KWIRE_JAVA_VERSIONS:-"3.9.2=../shared/message-specs/kafka-3.9.0 4.4.0=../shared/message-specs/kafka-4.4.0 3.9.2=default 4.4.0=default"}
 seeds=${KWIRE_JAVA_SEEDS:-4}
 
 for tool in java mvn cargo; do
