@@ -166,6 +166,7 @@ struct Counts {
     /// Metadata requests for every topic (no topic list).
     all_topics: AtomicUsize,
     produce: AtomicUsize,
+    fetch: AtomicUsize,
     init_producer_id: AtomicUsize,
 }
 
@@ -358,4 +359,88 @@ async fn init_producer_id_refused_by_cluster_authorization_is_fatal() {
     assert_eq!(counts.init_producer_id.load(Ordering::SeqCst), 1, "not asked again");
     assert_eq!(counts.produce.load(Ordering::SeqCst), 0);
     producer.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_fetch_leader_hint_moves_the_consumer_to_the_new_leader_without_a_metadata_request() {
+    use kwire::messages::fetch_response::{self, FetchableTopicResponse, PartitionData};
+    use kwire::messages::FetchResponse;
+    use kwire::records::{Record, RecordBatchBuilder};
+    use kwire_client::{Consumer, ConsumerConfig, TopicPartition};
+    common::init_tracing();
+    const TOPIC_ID: kwire::Uuid = kwire::Uuid::from_u64_pair(7, 7);
+    let apis = [ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::Fetch];
+    // The answer to a Fetch (v13+: by topic id) for each partition asked: `partition`.
+    fn fetch_answer(f: &kwire::messages::FetchRequest, partition: PartitionData, node_endpoints: Vec<fetch_response::NodeEndpoint>) -> FetchResponse {
+        let responses = f
+            .topics
+            .iter()
+            .map(|t| FetchableTopicResponse {
+                topic: t.topic.clone(),
+                topic_id: t.topic_id,
+                partitions: vec![PartitionData { partition_index: 0, high_watermark: 3, ..partition.clone() }],
+                ..Default::default()
+            })
+            .collect();
+        FetchResponse { responses, node_endpoints, ..Default::default() }
+    }
+    let counts = Arc::new(Counts::default());
+    // Node 2, the new leader at epoch 6: has the records.
+    let new_leader = {
+        let c = counts.clone();
+        common::serve(move |_, request| {
+            Some(match request {
+                RequestKind::ApiVersions(_) => common::api_versions(&apis).into(),
+                RequestKind::Fetch(f) => {
+                    c.fetch.fetch_add(1, Ordering::SeqCst);
+                    let mut batch = RecordBatchBuilder::new().base_offset(0).partition_leader_epoch(6);
+                    for o in 0..3 {
+                        batch.append(Record::new(o, 0, None, Some(kwire::Bytes::from(format!("r{o}"))))).unwrap();
+                    }
+                    fetch_answer(&f, PartitionData { records: Some(batch.build().unwrap()), ..Default::default() }, vec![]).into()
+                }
+                _ => return None,
+            })
+        })
+        .await
+    };
+    let port2: u16 = new_leader.rsplit_once(':').unwrap().1.parse().unwrap();
+    // Node 1, the leader at epoch 5 in metadata: refuses, naming node 2 (with its endpoint).
+    let c = counts.clone();
+    let addr = common::serve(move |port, request| {
+        Some(match request {
+            RequestKind::ApiVersions(_) => common::api_versions(&apis).into(),
+            RequestKind::Metadata(m) => {
+                c.metadata(&m);
+                let mut r = metadata(&[(1, port)], 1, 5);
+                r.topics[0].topic_id = TOPIC_ID;
+                r.into()
+            }
+            RequestKind::Fetch(f) => {
+                let refusal = PartitionData {
+                    error_code: ErrorCode::NOT_LEADER_OR_FOLLOWER.0,
+                    current_leader: fetch_response::LeaderIdAndEpoch { leader_id: 2, leader_epoch: 6, ..Default::default() },
+                    ..Default::default()
+                };
+                let endpoint = fetch_response::NodeEndpoint { node_id: 2, host: "127.0.0.1".into(), port: port2.into(), ..Default::default() };
+                fetch_answer(&f, refusal, vec![endpoint]).into()
+            }
+            _ => return None,
+        })
+    })
+    .await;
+    let client = Client::connect(ClientConfig::new(&addr)).await.unwrap();
+    let tp = TopicPartition::new("t", 0);
+    let mut consumer = Consumer::new(client, ConsumerConfig { retry_backoff: Duration::from_millis(10), ..Default::default() }).unwrap();
+    consumer.assign([tp.clone()]).unwrap();
+    consumer.seek(&tp, 0).unwrap();
+    let start = Instant::now();
+    let mut read = Vec::new();
+    while read.len() < 3 && start.elapsed() < Duration::from_secs(5) {
+        read.extend(consumer.poll(Duration::from_millis(100)).await.unwrap().iter().map(|r| r.offset));
+    }
+    println!("read {read:?} in {:?}", start.elapsed());
+    assert_eq!(read, [0, 1, 2], "from the hinted leader");
+    assert!(counts.fetch.load(Ordering::SeqCst) >= 1);
+    assert_eq!(counts.metadata.load(Ordering::SeqCst), 1, "only the bootstrap's Metadata request");
 }
