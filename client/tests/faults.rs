@@ -363,27 +363,12 @@ async fn init_producer_id_refused_by_cluster_authorization_is_fatal() {
 
 #[tokio::test]
 async fn a_fetch_leader_hint_moves_the_consumer_to_the_new_leader_without_a_metadata_request() {
-    use kwire::messages::fetch_response::{self, FetchableTopicResponse, PartitionData};
-    use kwire::messages::FetchResponse;
+    use kwire::messages::fetch_response::{self, PartitionData};
     use kwire::records::{Record, RecordBatchBuilder};
     use kwire_client::{Consumer, ConsumerConfig, TopicPartition};
     common::init_tracing();
     const TOPIC_ID: kwire::Uuid = kwire::Uuid::from_u64_pair(7, 7);
     let apis = [ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::Fetch];
-    // The answer to a Fetch (v13+: by topic id) for each partition asked: `partition`.
-    fn fetch_answer(f: &kwire::messages::FetchRequest, partition: PartitionData, node_endpoints: Vec<fetch_response::NodeEndpoint>) -> FetchResponse {
-        let responses = f
-            .topics
-            .iter()
-            .map(|t| FetchableTopicResponse {
-                topic: t.topic.clone(),
-                topic_id: t.topic_id,
-                partitions: vec![PartitionData { partition_index: 0, high_watermark: 3, ..partition.clone() }],
-                ..Default::default()
-            })
-            .collect();
-        FetchResponse { responses, node_endpoints, ..Default::default() }
-    }
     let counts = Arc::new(Counts::default());
     // Node 2, the new leader at epoch 6: has the records.
     let new_leader = {
@@ -397,7 +382,8 @@ async fn a_fetch_leader_hint_moves_the_consumer_to_the_new_leader_without_a_meta
                     for o in 0..3 {
                         batch.append(Record::new(o, 0, None, Some(kwire::Bytes::from(format!("r{o}"))))).unwrap();
                     }
-                    fetch_answer(&f, PartitionData { records: Some(batch.build().unwrap()), ..Default::default() }, vec![]).into()
+                    let records = Some(batch.build().unwrap());
+                    common::fetch_answer(&f, |_| PartitionData { high_watermark: 3, records: records.clone(), ..Default::default() }).into()
                 }
                 _ => return None,
             })
@@ -423,7 +409,9 @@ async fn a_fetch_leader_hint_moves_the_consumer_to_the_new_leader_without_a_meta
                     ..Default::default()
                 };
                 let endpoint = fetch_response::NodeEndpoint { node_id: 2, host: "127.0.0.1".into(), port: port2.into(), ..Default::default() };
-                fetch_answer(&f, refusal, vec![endpoint]).into()
+                let mut answer = common::fetch_answer(&f, |_| refusal.clone());
+                answer.node_endpoints = vec![endpoint];
+                answer.into()
             }
             _ => return None,
         })

@@ -15,9 +15,8 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use kwire::codec::{OutboundResponse, ServerCodec};
-use kwire::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kwire::messages::fetch_response::PartitionData;
 use kwire::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
-use kwire::messages::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
 use kwire::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kwire::messages::*;
 use kwire::{ApiKey, Bytes, BytesMut, RequestKind, ResponseKind, Uuid};
@@ -116,18 +115,7 @@ fn answer(port: u16, request: RequestKind, tally: &Tally) -> Option<ResponseKind
     let apis = [ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::Produce, ApiKey::Fetch, ApiKey::ListOffsets, ApiKey::InitProducerId];
     Some(match request {
         RequestKind::ApiVersions(_) => common::api_versions(&apis).into(),
-        RequestKind::Metadata(_) => MetadataResponse {
-            brokers: vec![MetadataResponseBroker { node_id: 1, host: "127.0.0.1".into(), port: port.into(), ..Default::default() }],
-            controller_id: 1,
-            topics: vec![MetadataResponseTopic {
-                name: Some("t".into()),
-                topic_id: TOPIC_ID,
-                partitions: (0..2).map(|i| MetadataResponsePartition { partition_index: i, leader_id: 1, ..Default::default() }).collect(),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }
-        .into(),
+        RequestKind::Metadata(_) => common::topic_metadata(port, TOPIC_ID, 2).into(),
         RequestKind::InitProducerId(_) => InitProducerIdResponse { producer_id: 7, ..Default::default() }.into(),
         RequestKind::Produce(p) => {
             let records = p.topic_data.iter().flat_map(|t| &t.partition_data).find_map(|d| d.records.clone());
@@ -154,24 +142,7 @@ fn answer(port: u16, request: RequestKind, tally: &Tally) -> Option<ResponseKind
         }
         RequestKind::Fetch(f) => {
             let records = tally.records.lock().unwrap().clone();
-            FetchResponse {
-                responses: f
-                    .topics
-                    .iter()
-                    .map(|t| FetchableTopicResponse {
-                        topic: t.topic.clone(),
-                        topic_id: t.topic_id,
-                        partitions: t
-                            .partitions
-                            .iter()
-                            .map(|p| PartitionData { partition_index: p.partition, high_watermark: 1000, records: records.clone(), ..Default::default() })
-                            .collect(),
-                        ..Default::default()
-                    })
-                    .collect(),
-                ..Default::default()
-            }
-            .into()
+            common::fetch_answer(&f, |p| PartitionData { partition_index: p.partition, high_watermark: 1000, records: records.clone(), ..Default::default() }).into()
         }
         RequestKind::ListOffsets(l) => ListOffsetsResponse {
             topics: l

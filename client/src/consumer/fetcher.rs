@@ -120,7 +120,7 @@ impl Fetcher {
         let mut refresh = false;
         for (tp, st) in subscription.partitions.iter_mut() {
             let Some(position) = st.position else { continue };
-            if st.needs_validation || buffered.contains(tp) {
+            if !Subscription::fetchable(st) || buffered.contains(tp) {
                 continue;
             }
             let Some(p) = metadata.topics.get(&tp.topic).and_then(|t| t.partitions.iter().find(|p| p.index == tp.partition)) else {
