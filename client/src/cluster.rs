@@ -1,8 +1,15 @@
 //! The cluster view: bootstrap, a metadata cache (brokers, topics, partitions, leaders)
 //! refreshed periodically and on demand, a connection per broker with reconnect backoff, and
 //! requests routed to the broker they belong to.
+//!
+//! Metadata requests are disciplined as Java's `Metadata`: at most one in flight, and no more
+//! than one per `metadata_refresh_backoff` (a partition without a leader does not turn every
+//! `send` into a Metadata request); what the producer needs refreshed asks for the topics it
+//! uses only; leader hints in Produce and Fetch responses (KIP-951) update the cache with no
+//! Metadata request at all.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -29,6 +36,9 @@ pub struct ClientConfig {
     pub reconnect_backoff: Duration,
     /// The longest such wait (`reconnect.backoff.max.ms`).
     pub reconnect_backoff_max: Duration,
+    /// The least time between two Metadata requests (Java's `retry.backoff.ms` for
+    /// metadata): refreshes asked for sooner wait, and share the one that follows.
+    pub metadata_refresh_backoff: Duration,
 }
 
 impl ClientConfig {
@@ -40,6 +50,7 @@ impl ClientConfig {
             metadata_max_age: Duration::from_secs(300),
             reconnect_backoff: Duration::from_millis(50),
             reconnect_backoff_max: Duration::from_secs(1),
+            metadata_refresh_backoff: Duration::from_millis(100),
         }
     }
 
@@ -82,6 +93,11 @@ pub struct BrokerInfo {
 }
 
 impl BrokerInfo {
+    /// A broker from a response's node endpoint (KIP-951's `NodeEndpoints`).
+    pub(crate) fn endpoint(id: i32, host: &str, port: i32, rack: Option<&str>) -> BrokerInfo {
+        BrokerInfo { id, host: host.to_owned(), port, rack: rack.map(str::to_owned) }
+    }
+
     /// `host:port`.
     pub fn addr(&self) -> String {
         if self.host.contains(':') {
@@ -155,7 +171,25 @@ struct Inner {
     config: ClientConfig,
     metadata: RwLock<Arc<ClusterMetadata>>,
     slots: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Slot>>>>,
-    refresh: tokio::sync::Mutex<()>,
+    /// Held by the one Metadata request in flight; holds when the last one started.
+    refresh: tokio::sync::Mutex<Option<Instant>>,
+    /// The topics the producer has asked for ([`Client::topic`]): what its refreshes ask for.
+    in_use: Mutex<BTreeSet<String>>,
+    /// A background refresh of the topics in use is asked for or running.
+    update_pending: AtomicBool,
+}
+
+impl Inner {
+    fn new(config: ClientConfig, metadata: Arc<ClusterMetadata>) -> Arc<Inner> {
+        Arc::new(Inner {
+            config,
+            metadata: RwLock::new(metadata),
+            slots: Mutex::new(HashMap::new()),
+            refresh: tokio::sync::Mutex::new(None),
+            in_use: Mutex::new(BTreeSet::new()),
+            update_pending: AtomicBool::new(false),
+        })
+    }
 }
 
 /// A client of one cluster: shared by the [`Admin`](crate::Admin) and
@@ -172,12 +206,7 @@ impl Client {
         if config.bootstrap.is_empty() {
             return Err(Error::Config("no bootstrap address".into()));
         }
-        let inner = Arc::new(Inner {
-            config,
-            metadata: RwLock::new(Arc::new(ClusterMetadata::default())),
-            slots: Mutex::new(HashMap::new()),
-            refresh: tokio::sync::Mutex::new(()),
-        });
+        let inner = Inner::new(config, Arc::new(ClusterMetadata::default()));
         let client = Client { inner };
         client.refresh_metadata().await?;
         let weak = Arc::downgrade(&client.inner);
@@ -197,15 +226,50 @@ impl Client {
     }
 
     /// Reads Metadata for every topic from some broker (a known one, else the bootstrap list)
-    /// and replaces the cache. Concurrent callers share one refresh.
+    /// and replaces the cache. Concurrent callers share one refresh; one sooner than
+    /// `metadata_refresh_backoff` after the last waits for it.
     pub async fn refresh_metadata(&self) -> Result<Arc<ClusterMetadata>> {
+        self.refresh(None).await
+    }
+
+    /// Reads Metadata for the topics the producer uses ([`topic`](Client::topic)) and
+    /// updates them in the cache (every topic if none is in use yet), under the same
+    /// discipline as [`refresh_metadata`](Client::refresh_metadata).
+    pub(crate) async fn refresh_in_use(&self) -> Result<Arc<ClusterMetadata>> {
+        let topics: Vec<String> = self.inner.in_use.lock().map(|t| t.iter().cloned().collect()).unwrap_or_default();
+        self.refresh((!topics.is_empty()).then_some(topics)).await
+    }
+
+    /// Asks for a refresh of the topics in use in the background and returns at once (Java's
+    /// `Metadata.requestUpdate`): many asks while one is pending make one request.
+    pub(crate) fn request_update(&self) {
+        if self.inner.update_pending.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let client = self.clone();
+        tokio::spawn(async move {
+            let result = client.refresh_in_use().await;
+            client.inner.update_pending.store(false, Ordering::Release);
+            if let Err(e) = result {
+                debug!(error = %e, "metadata update failed");
+            }
+        });
+    }
+
+    /// One Metadata request, for `topics` (merged into the cache) or every topic (replacing
+    /// it), at most one in flight and one per `metadata_refresh_backoff`.
+    async fn refresh(&self, topics: Option<Vec<String>>) -> Result<Arc<ClusterMetadata>> {
         let before = self.metadata().fetched_at;
-        let _one = self.inner.refresh.lock().await;
+        let mut last_request = self.inner.refresh.lock().await;
         let current = self.metadata();
         if current.fetched_at != before && current.fetched_at.is_some() {
             return Ok(current); // someone else refreshed while we waited
         }
-        let span = tracing::debug_span!("kafka.metadata_refresh");
+        if let Some(at) = *last_request {
+            tokio::time::sleep_until((at + self.inner.config.metadata_refresh_backoff).into()).await;
+        }
+        *last_request = Some(Instant::now());
+        let span = tracing::debug_span!("kafka.metadata_refresh", topics = topics.as_ref().map_or(0, Vec::len));
         async {
             let mut addrs: Vec<String> = current.brokers.values().map(BrokerInfo::addr).collect();
             for b in &self.inner.config.bootstrap {
@@ -215,10 +279,23 @@ impl Client {
             }
             let mut last = None;
             for addr in addrs {
-                let request = MetadataRequest { topics: None, allow_auto_topic_creation: false, ..Default::default() };
+                let request = metadata_request(topics.as_deref());
                 match self.call_addr(&addr, request).await {
                     Ok(ResponseKind::Metadata(r)) => {
-                        let m = Arc::new(parse_metadata(r));
+                        let mut m = parse_metadata(r);
+                        if let Some(asked) = &topics {
+                            // The other topics stay as they were; those asked for and not
+                            // listed (deleted) go.
+                            let mut all = current.topics.clone();
+                            for t in asked {
+                                all.remove(t);
+                            }
+                            all.append(&mut m.topics);
+                            m.topics = all;
+                            // Not a full refresh: one waiting for a full one still makes it.
+                            m.fetched_at = current.fetched_at;
+                        }
+                        let m = Arc::new(m);
                         debug!(brokers = m.brokers.len(), topics = m.topics.len(), "metadata refreshed");
                         if let Ok(mut w) = self.inner.metadata.write() {
                             *w = m.clone();
@@ -240,28 +317,74 @@ impl Client {
         .await
     }
 
-    /// Metadata for `topic`, refreshing once if it is unknown or has partitions without a leader.
-    /// Shared with the cache (the producer calls this for every record): no copy.
+    /// Metadata for `topic`, and the topic counted as in use (refreshes of the producer ask
+    /// for it). Shared with the cache (the producer calls this for every record): no copy.
+    /// An unknown topic is asked for (under the refresh backoff); a known one with partitions
+    /// without a leader is returned as it is, and an update asked for in the background.
     pub async fn topic(&self, topic: &str) -> Result<Arc<TopicInfo>> {
         let m = self.metadata();
-        if let Some(t) = m.topics.get(topic).filter(|t| t.partitions.iter().all(|p| p.leader >= 0)) {
+        if let Some(t) = m.topics.get(topic) {
+            if t.partitions.iter().any(|p| p.leader < 0) {
+                self.use_topic(topic);
+                self.request_update();
+            }
             return Ok(t.clone());
         }
-        let m = self.refresh_metadata().await?;
+        self.use_topic(topic);
+        let m = self.refresh_in_use().await?;
         m.topics.get(topic).cloned().ok_or_else(|| Error::UnknownTopicOrPartition(topic.to_owned()))
+    }
+
+    fn use_topic(&self, topic: &str) {
+        if let Ok(mut in_use) = self.inner.in_use.lock() {
+            if !in_use.contains(topic) {
+                in_use.insert(topic.to_owned());
+            }
+        }
+    }
+
+    /// Takes leader hints (KIP-951: a Produce or Fetch response's `CurrentLeader` for a
+    /// partition it refused as NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH, and the
+    /// `NodeEndpoints` of those leaders) into the cache: `(topic, partition, leader, epoch)`,
+    /// each taken when its epoch is not older than the cached one and its leader is a known
+    /// broker. Returns how many were taken; the others need a Metadata request.
+    pub(crate) fn update_leaders<'a>(
+        &self,
+        leaders: impl IntoIterator<Item = (&'a str, i32, i32, i32)>,
+        endpoints: impl IntoIterator<Item = BrokerInfo>,
+    ) -> usize {
+        let Ok(mut cache) = self.inner.metadata.write() else { return 0 };
+        let mut m = ClusterMetadata::clone(&cache);
+        for b in endpoints {
+            m.brokers.insert(b.id, b);
+        }
+        let mut taken = 0;
+        for (topic, partition, leader, epoch) in leaders {
+            if leader < 0 || !m.brokers.contains_key(&leader) {
+                continue;
+            }
+            let Some(t) = m.topics.get_mut(topic) else { continue };
+            let t = Arc::make_mut(t);
+            let Some(p) = t.partitions.iter_mut().find(|p| p.index == partition) else { continue };
+            if epoch < p.leader_epoch {
+                continue; // older than what we know
+            }
+            debug!(topic, partition, leader, epoch, "leader hint");
+            p.leader = leader;
+            p.leader_epoch = epoch;
+            p.error = ErrorCode::NONE;
+            taken += 1;
+        }
+        if taken > 0 {
+            *cache = Arc::new(m);
+        }
+        taken
     }
 
     /// Metadata for specific topics straight from a broker (not cached): for topics this
     /// principal may only describe by name.
     pub async fn fetch_topic_metadata(&self, topics: &[&str]) -> Result<ClusterMetadata> {
-        let request = MetadataRequest {
-            topics: Some(
-                topics.iter().map(|t| MetadataRequestTopic { name: Some(ByteString::from(t.to_string())), ..Default::default() }).collect(),
-            ),
-            allow_auto_topic_creation: false,
-            ..Default::default()
-        };
-        match self.call_any(request).await? {
+        match self.call_any(metadata_request(Some(topics))).await? {
             ResponseKind::Metadata(r) => Ok(parse_metadata(r)),
             other => Err(Error::UnexpectedResponse(format!("{:?} to Metadata", other.api_key()))),
         }
@@ -272,12 +395,7 @@ impl Client {
     /// the group is complete, must not hold up other users' requests on a shared connection
     /// (a broker handles one request per connection at a time).
     pub fn with_own_connections(&self) -> Client {
-        let inner = Arc::new(Inner {
-            config: self.inner.config.clone(),
-            metadata: RwLock::new(self.metadata()),
-            slots: Mutex::new(HashMap::new()),
-            refresh: tokio::sync::Mutex::new(()),
-        });
+        let inner = Inner::new(self.inner.config.clone(), self.metadata());
         tokio::spawn(periodic_refresh(Arc::downgrade(&inner), inner.config.metadata_max_age));
         Client { inner }
     }
@@ -468,6 +586,14 @@ impl Client {
                 | ErrorCode::KAFKA_STORAGE_ERROR
         )
     }
+}
+
+/// A Metadata request for `topics`, or every topic; never creating one.
+fn metadata_request<T: AsRef<str>>(topics: Option<&[T]>) -> MetadataRequest {
+    let topics = topics.map(|topics| {
+        topics.iter().map(|t| MetadataRequestTopic { name: Some(ByteString::from(t.as_ref().to_owned())), ..Default::default() }).collect()
+    });
+    MetadataRequest { topics, allow_auto_topic_creation: false, ..Default::default() }
 }
 
 /// A Metadata response's partitions, sorted by index.

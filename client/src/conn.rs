@@ -3,7 +3,11 @@
 //! A connection is a task owning a `Framed` stream with kwire's [`ClientCodec`]; callers
 //! send requests through a channel and wait for their response by correlation id, so many
 //! requests are in flight at once. A frame the codec refuses closes that connection (every
-//! waiting request gets the error); other connections go on.
+//! waiting request gets the error); other connections go on. So does a request that times out,
+//! as in Java's `NetworkClient`: a broker that stopped answering (or a half-open peer) is given
+//! up on, every request in flight on the connection fails with [`Error::Timeout`] (retriable),
+//! and the next request opens a new connection. Sockets have TCP keepalive on, so an idle
+//! connection to a vanished peer is found too.
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -72,13 +76,61 @@ pub(crate) fn client_versions(api: ApiKey) -> VersionRange {
 
 trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
-type Stream = Framed<Pin<Box<dyn Io>>, ClientCodec>;
+type Stream = Framed<Pin<Box<dyn Io>>, Codec>;
+
+/// A frame claiming more than this is read into memory as its bytes arrive rather than
+/// reserved whole when its size prefix comes.
+const RESERVE_WHOLE_FRAME_UP_TO: usize = 8 << 20;
+
+/// kwire's [`ClientCodec`], except that a large frame is not given its whole claimed size the
+/// moment its prefix arrives (the codec's frame decoder reserves it, up to `max_frame_size`):
+/// the read buffer grows as the bytes come, so a broker that claims a 100 MB frame and sends
+/// 10 bytes costs 10 bytes, not 100 MB. Frames up to [`RESERVE_WHOLE_FRAME_UP_TO`] are
+/// reserved whole as before (fewer reallocations while they arrive).
+struct Codec {
+    inner: ClientCodec,
+    max_frame_size: usize,
+}
+
+impl tokio_util::codec::Decoder for Codec {
+    type Item = ResponseFrame;
+    type Error = CodecError;
+
+    fn decode(&mut self, src: &mut kwire::BytesMut) -> std::result::Result<Option<ResponseFrame>, CodecError> {
+        if let Some(prefix) = src.first_chunk::<4>() {
+            // A size the codec refuses (negative, over the maximum) goes to it: it fails at once.
+            let claimed = usize::try_from(i32::from_be_bytes(*prefix)).ok().filter(|&n| n <= self.max_frame_size);
+            if claimed.is_some_and(|n| n > RESERVE_WHOLE_FRAME_UP_TO && src.len() - 4 < n) {
+                return Ok(None);
+            }
+        }
+        self.inner.decode_response(src)
+    }
+}
+
+impl tokio_util::codec::Encoder<OutboundRequest> for Codec {
+    type Error = CodecError;
+
+    fn encode(&mut self, item: OutboundRequest, dst: &mut kwire::BytesMut) -> std::result::Result<(), CodecError> {
+        self.inner.encode_request(item, dst)
+    }
+}
 
 type Reply = oneshot::Sender<Result<Option<ResponseFrame>>>;
 
 struct Command {
     request: OutboundRequest,
     reply: Reply,
+}
+
+/// TCP keepalive: the first probe after this long idle, then every [`KEEPALIVE_INTERVAL`].
+const KEEPALIVE_TIME: Duration = Duration::from_secs(60);
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
+
+/// Turns TCP keepalive on (Java's client sets `SO_KEEPALIVE` on every socket).
+fn set_keepalive(tcp: &TcpStream) -> std::io::Result<()> {
+    let keepalive = socket2::TcpKeepalive::new().with_time(KEEPALIVE_TIME).with_interval(KEEPALIVE_INTERVAL);
+    socket2::SockRef::from(tcp).set_tcp_keepalive(&keepalive)
 }
 
 struct Shared {
@@ -97,6 +149,8 @@ struct Shared {
     /// takes it for writing, so it runs alone on the connection (KIP-368).
     gate: Arc<RwLock<()>>,
     negotiated: Mutex<Option<Arc<Versions>>>,
+    /// Wakes the io task to close the connection (a request timed out).
+    abort: Arc<tokio::sync::Notify>,
 }
 
 /// A request [`dispatch`](Connection::dispatch)ed on a connection, its response to come.
@@ -179,6 +233,7 @@ impl Connection {
             .map_err(|_| Error::Io { addr: addr.to_owned(), message: format!("connect timed out after {:?}", options.connect_timeout) })?
             .map_err(io_err)?;
         tcp.set_nodelay(true).map_err(io_err)?;
+        set_keepalive(&tcp).map_err(io_err)?;
         let io: Pin<Box<dyn Io>> = match &options.tls {
             None => Box::pin(tcp),
             Some(tls) => {
@@ -193,8 +248,10 @@ impl Connection {
                 Box::pin(stream)
             }
         };
-        let framed = Framed::new(io, ClientCodec::with_max_frame_size(options.max_frame_size));
+        let codec = Codec { inner: ClientCodec::with_max_frame_size(options.max_frame_size), max_frame_size: options.max_frame_size };
+        let framed = Framed::new(io, codec);
         let (tx, rx) = mpsc::channel(256);
+        let abort = Arc::new(tokio::sync::Notify::new());
         let shared = Arc::new(Shared {
             addr: addr.to_owned(),
             options: options.clone(),
@@ -206,8 +263,9 @@ impl Connection {
             session_lifetime_ms: std::sync::atomic::AtomicI64::new(0),
             gate: Arc::new(RwLock::new(())),
             negotiated: Mutex::new(None),
+            abort: abort.clone(),
         });
-        tokio::spawn(io_task(framed, rx, Arc::downgrade(&shared)).instrument(tracing::debug_span!("kafka.conn", addr = %addr)));
+        tokio::spawn(io_task(framed, rx, abort, Arc::downgrade(&shared)).instrument(tracing::debug_span!("kafka.conn", addr = %addr)));
         let conn = Connection { shared };
         conn.negotiate().await?;
         if let Some(sasl) = &options.sasl {
@@ -320,12 +378,24 @@ impl Connection {
     async fn wait(&self, api: ApiKey, rx: oneshot::Receiver<Result<Option<ResponseFrame>>>, timeout: Duration) -> Result<Option<ResponseFrame>> {
         match tokio::time::timeout(timeout, rx).await {
             Err(_) => {
-                warn!(api = api.name(), ?timeout, addr = %self.shared.addr, "request timed out");
-                Err(Error::Timeout { api, after: timeout })
+                warn!(api = api.name(), ?timeout, addr = %self.shared.addr, "request timed out: closing the connection");
+                let e = Error::Timeout { api, after: timeout };
+                self.close_with(e.clone());
+                Err(e)
             }
             Ok(Err(_)) => Err(self.closed_error()),
             Ok(Ok(r)) => r,
         }
+    }
+
+    /// Closes the connection for `reason`: no request is sent on it any more, the io task
+    /// ends and fails the requests in flight.
+    fn close_with(&self, reason: Error) {
+        if let Ok(mut r) = self.shared.close_reason.lock() {
+            r.get_or_insert(reason);
+        }
+        self.shared.closed.store(true, Ordering::Release);
+        self.shared.abort.notify_one();
     }
 
     /// The error that closed the connection, or a plain disconnection.
@@ -508,7 +578,7 @@ fn produce_records(body: &RequestKind) -> Vec<Bytes> {
 /// buffered before goes first, so requests keep their order.
 async fn send_vectored(framed: &mut Stream, request: &OutboundRequest, records: Vec<Bytes>) -> std::result::Result<(), CodecError> {
     framed.flush().await?;
-    let chunks = framed.codec_mut().encode_request_vectored(request, records)?;
+    let chunks = framed.codec_mut().inner.encode_request_vectored(request, records)?;
     write_chunks(framed.get_mut(), chunks).await?;
     Ok(())
 }
@@ -539,15 +609,20 @@ async fn write_chunks<W: AsyncWrite + Unpin + ?Sized>(io: &mut W, chunks: Vec<By
 
 /// Owns the stream: writes requests as they come, reads responses and hands each to the
 /// request with its correlation id. Any error ends the connection, failing what waits.
-async fn io_task(mut framed: Stream, mut rx: mpsc::Receiver<Command>, shared: Weak<Shared>) {
-    let mut pending: HashMap<i32, Reply> = HashMap::new();
+async fn io_task(mut framed: Stream, mut rx: mpsc::Receiver<Command>, abort: Arc<tokio::sync::Notify>, shared: Weak<Shared>) {
+    let mut pending: HashMap<i32, (ApiKey, Reply)> = HashMap::new();
     let mut fetch_buffers = FetchBuffers::default();
     let addr = shared.upgrade().map(|s| s.addr.clone()).unwrap_or_default();
     let error = loop {
         tokio::select! {
+            () = abort.notified() => {
+                break Some(shared.upgrade().and_then(|s| s.close_reason.lock().ok().and_then(|r| r.clone()))
+                    .unwrap_or_else(|| Error::Disconnected(format!("connection to {addr} closed"))));
+            }
             command = rx.recv() => {
                 let Some(Command { request, reply }) = command else { break None };
                 let id = request.header.correlation_id;
+                let api = request.body.api_key();
                 let expects_response = request.expects_response();
                 let records = produce_records(&request.body);
                 // Small records are cheaper copied than written as chunks of their own.
@@ -557,7 +632,7 @@ async fn io_task(mut framed: Stream, mut rx: mpsc::Receiver<Command>, shared: We
                     send_vectored(&mut framed, &request, records).await
                 };
                 match sent {
-                    Ok(()) if expects_response => { pending.insert(id, reply); }
+                    Ok(()) if expects_response => { pending.insert(id, (api, reply)); }
                     Ok(()) => { let _ = reply.send(Ok(None)); }
                     Err(e) => {
                         let e = Error::codec(&addr, e);
@@ -573,7 +648,7 @@ async fn io_task(mut framed: Stream, mut rx: mpsc::Receiver<Command>, shared: We
                     if frame.api_key == ApiKey::Fetch {
                         fetch_buffers.after_fetch(framed.read_buffer_mut());
                     }
-                    if let Some(reply) = pending.remove(&frame.header.correlation_id) {
+                    if let Some((_, reply)) = pending.remove(&frame.header.correlation_id) {
                         let _ = reply.send(Ok(Some(frame)));
                     }
                 }
@@ -591,8 +666,14 @@ async fn io_task(mut framed: Stream, mut rx: mpsc::Receiver<Command>, shared: We
         s.closed.store(true, Ordering::Release);
     }
     rx.close();
-    for (_, reply) in pending.drain() {
-        let _ = reply.send(Err(e.clone()));
+    for (_, (api, reply)) in pending.drain() {
+        // After a timeout, each request in flight fails as timed out (Java's
+        // `NetworkClient` cancels them so): retriable, on a new connection.
+        let e = match &e {
+            Error::Timeout { after, .. } => Error::Timeout { api, after: *after },
+            other => other.clone(),
+        };
+        let _ = reply.send(Err(e));
     }
     // Commands queued behind the error.
     while let Ok(Command { reply, .. }) = rx.try_recv() {

@@ -72,24 +72,6 @@ public class Assign {
 }
 "#;
 
-/// xorshift64*: reproducible scenarios without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
-
 struct Scenario {
     name: String,
     counts: BTreeMap<String, i32>,
@@ -134,13 +116,13 @@ fn lines_of(name: &str, result: &Result<BTreeMap<String, Vec<TopicPartition>>, k
 /// generation behind or subscribing to other topics.
 fn scenarios() -> Vec<(Scenario, Vec<String>)> {
     let mut out = Vec::new();
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = common::Rng(0x9E37_79B9_7F4A_7C15);
     for group in 0..60 {
         let topics: Vec<(String, i32)> = (0..1 + rng.below(3)).map(|i| (format!("topic-{i}"), 1 + rng.below(14) as i32)).collect();
         let counts: BTreeMap<String, i32> = topics.iter().cloned().collect();
         let unequal = group % 3 == 2;
         let mut next_id = 0;
-        let mut new_member = |rng: &mut Rng| {
+        let mut new_member = |rng: &mut common::Rng| {
             next_id += 1;
             let topics: Vec<String> = if unequal {
                 let mut ts: Vec<String> = topics.iter().filter(|_| rng.chance(60)).map(|(t, _)| t.clone()).collect();

@@ -17,7 +17,7 @@ use tracing::{debug, info, warn};
 
 use super::subscription::Subscription;
 use super::{ConsumerConfig, ConsumerRecord, FetchStats, IsolationLevel, OffsetReset};
-use crate::cluster::{Client, ClusterMetadata};
+use crate::cluster::{BrokerInfo, Client, ClusterMetadata};
 use crate::error::{ConsumerError, Error, Resource, Result};
 use crate::topic_partition::TopicPartition;
 
@@ -120,7 +120,7 @@ impl Fetcher {
         let mut refresh = false;
         for (tp, st) in subscription.partitions.iter_mut() {
             let Some(position) = st.position else { continue };
-            if st.needs_validation || buffered.contains(tp) {
+            if !Subscription::fetchable(st) || buffered.contains(tp) {
                 continue;
             }
             let Some(p) = metadata.topics.get(&tp.topic).and_then(|t| t.partitions.iter().find(|p| p.index == tp.partition)) else {
@@ -189,7 +189,7 @@ impl Fetcher {
                     return Err(e);
                 }
             };
-            refresh |= self.handle_fetch(config, subscription, node, response, &wanted, incremental, &ids)?;
+            refresh |= self.handle_fetch(client, config, subscription, node, response, &wanted, incremental, &ids)?;
         }
         if refresh {
             tokio::time::sleep(config.retry_backoff).await;
@@ -205,6 +205,7 @@ impl Fetcher {
     #[allow(clippy::too_many_arguments)]
     fn handle_fetch(
         &mut self,
+        client: &Client,
         config: &ConsumerConfig,
         subscription: &mut Subscription,
         node: i32,
@@ -245,6 +246,8 @@ impl Fetcher {
             }
         }
         let options = DecodeOptions { verify_crc: config.check_crcs, ..Default::default() };
+        // KIP-951 (v12+ CurrentLeader, v16+ NodeEndpoints): where refused partitions lead now.
+        let mut hints: Vec<(String, i32, i32, i32)> = Vec::new();
         for t in response.responses {
             let name: String = if t.topic_id != Uuid::ZERO {
                 match ids.get(&t.topic_id) {
@@ -287,10 +290,15 @@ impl Fetcher {
                     }
                     code => {
                         if Client::needs_metadata_refresh(code) || code.is_retriable() {
-                            debug!(partition = %tp, code = ?code.name(), "fetch: partition error, refreshing metadata");
-                            refresh = true;
+                            let leader_change = matches!(code, ErrorCode::NOT_LEADER_OR_FOLLOWER | ErrorCode::FENCED_LEADER_EPOCH);
+                            if leader_change && p.current_leader.leader_id >= 0 {
+                                hints.push((name.clone(), p.partition_index, p.current_leader.leader_id, p.current_leader.leader_epoch));
+                            } else {
+                                debug!(partition = %tp, code = ?code.name(), "fetch: partition error, refreshing metadata");
+                                refresh = true;
+                            }
                             // A leader change: validate the position under the new epoch.
-                            if matches!(code, ErrorCode::NOT_LEADER_OR_FOLLOWER | ErrorCode::FENCED_LEADER_EPOCH) {
+                            if leader_change {
                                 if let Some(st) = subscription.partitions.get_mut(&tp) {
                                     if st.epoch.is_some() {
                                         st.needs_validation = true;
@@ -321,6 +329,11 @@ impl Fetcher {
                     (None, queue) => self.recycle(queue, subscription.partitions.len()),
                 }
             }
+        }
+        if !hints.is_empty() {
+            let endpoints = response.node_endpoints.iter().map(|n| BrokerInfo::endpoint(n.node_id, &n.host, n.port, n.rack.as_deref()));
+            let taken = client.update_leaders(hints.iter().map(|(t, p, leader, epoch)| (t.as_str(), *p, *leader, *epoch)), endpoints);
+            refresh |= taken < hints.len();
         }
         Ok(refresh)
     }

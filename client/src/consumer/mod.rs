@@ -320,6 +320,27 @@ impl Consumer {
         self.fetcher.sessions.get(&node).filter(|s| s.id != 0).map(|s| (s.id, s.epoch))
     }
 
+    /// Stops fetching these assigned partitions and returning their records (Java's
+    /// `pause`), until [`resume`](Consumer::resume); positions stay where they are (records
+    /// already fetched for them are dropped and fetched again after the resume). Group
+    /// membership goes on: `poll` must still be called. A partition not assigned is
+    /// `ConsumerError::NotAssigned` (and nothing is paused).
+    pub fn pause(&mut self, tps: &[TopicPartition]) -> Result<()> {
+        self.subscription.set_paused(tps, true)?;
+        self.fetcher.buffer.retain(|f| !tps.contains(&f.tp));
+        Ok(())
+    }
+
+    /// Fetches and returns records of these paused partitions again (Java's `resume`).
+    pub fn resume(&mut self, tps: &[TopicPartition]) -> Result<()> {
+        self.subscription.set_paused(tps, false)
+    }
+
+    /// The partitions paused now. A partition that leaves the assignment is no longer paused.
+    pub fn paused(&self) -> BTreeSet<TopicPartition> {
+        self.subscription.partitions.iter().filter(|(_, st)| st.paused).map(|(tp, _)| tp.clone()).collect()
+    }
+
     /// Sets the position of an assigned partition; its buffered records are dropped.
     pub fn seek(&mut self, tp: &TopicPartition, offset: i64) -> Result<()> {
         self.subscription.seek(tp, offset)?;
@@ -374,7 +395,7 @@ impl Consumer {
             self.resolve_positions().await?;
             self.validate_positions().await?;
             let remaining = deadline.saturating_duration_since(Instant::now());
-            if self.subscription.partitions.values().any(|s| s.position.is_some() && !s.needs_validation) {
+            if self.subscription.partitions.values().any(Subscription::fetchable) {
                 self.fetcher.fetch(&self.client, &self.config, &mut self.subscription, remaining.min(self.config.fetch_max_wait)).await?;
             } else {
                 // Nothing to fetch yet (joining a group, no assignment): wait a little.

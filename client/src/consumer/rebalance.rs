@@ -93,6 +93,7 @@ impl Consumer {
     /// Joins, rebalances or reconciles as the heartbeats found necessary.
     pub(super) async fn maintain_group(&mut self) -> Result<()> {
         let Some(g) = self.group.as_mut() else { return Ok(()) };
+        g.polled();
         if let Some(e) = g.fatal() {
             return Err(e);
         }

@@ -18,11 +18,13 @@ pub(super) struct PartState {
     pub(super) needs_validation: bool,
     /// A reset asked for (seek to beginning / end, out of range), instead of the committed offset.
     pub(super) reset: Option<OffsetReset>,
+    /// Paused by the caller: not fetched, nothing returned, until resumed.
+    pub(super) paused: bool,
 }
 
 impl PartState {
     fn new() -> PartState {
-        PartState { position: None, epoch: None, validated_epoch: -1, needs_validation: false, reset: None }
+        PartState { position: None, epoch: None, validated_epoch: -1, needs_validation: false, reset: None, paused: false }
     }
 }
 
@@ -62,6 +64,24 @@ impl Subscription {
             out.push(tp.clone());
         }
         out
+    }
+
+    /// Pauses or resumes these partitions (Java's `pause`/`resume`); all must be assigned.
+    pub(super) fn set_paused(&mut self, tps: &[TopicPartition], paused: bool) -> Result<()> {
+        if let Some(tp) = tps.iter().find(|tp| !self.partitions.contains_key(*tp)) {
+            return Err(Error::Consumer(ConsumerError::NotAssigned(tp.clone())));
+        }
+        for tp in tps {
+            if let Some(st) = self.partitions.get_mut(tp) {
+                st.paused = paused;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a partition is assigned, not paused, and has a position to fetch from.
+    pub(super) fn fetchable(st: &PartState) -> bool {
+        st.position.is_some() && !st.needs_validation && !st.paused
     }
 
     /// The assigned partitions.

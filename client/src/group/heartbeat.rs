@@ -22,14 +22,31 @@ pub(super) async fn classic(coordinator: Coordinator, config: Arc<GroupConfig>, 
             _ = tokio::time::sleep(config.heartbeat_interval) => {}
             _ = wake.notified() => {}
         }
-        let (member_id, generation, joined, stopped) = {
+        let (member_id, generation, joined, stopped, idle) = {
             let m = lock(&shared);
-            (m.member_id.clone(), m.generation, m.joined, m.stopped)
+            (m.member_id.clone(), m.generation, m.joined, m.stopped, m.poll_timed_out(config.max_poll_interval))
         };
         if stopped {
             return;
         }
         if !joined || member_id.is_empty() {
+            continue;
+        }
+        if idle {
+            // As Java's: the consumer is stuck between polls, so its partitions go to the
+            // others now; it joins again (its partitions lost) when it next polls. A static
+            // member does not leave: its session runs out instead.
+            warn!(max_poll_interval = ?config.max_poll_interval, "no poll within max_poll_interval: leaving the group");
+            if config.instance_id.is_none() {
+                super::classic::leave(&coordinator, &config, &member_id, generation).await;
+            }
+            let mut m = lock(&shared);
+            m.left_idle = true;
+            m.joined = false;
+            if config.instance_id.is_none() {
+                m.member_id.clear();
+            }
+            m.rejoin = Some(ErrorCode::UNKNOWN_MEMBER_ID);
             continue;
         }
         let request = |v: i16| {
@@ -98,12 +115,38 @@ pub(super) async fn consumer(coordinator: Coordinator, config: Arc<GroupConfig>,
             }
         }
         first = false;
-        let (member_id, epoch, owned, stopped) = {
+        let (member_id, epoch, owned, stopped, idle, left) = {
             let m = lock(&shared);
-            (m.member_id.clone(), m.generation, m.owned.clone(), m.stopped)
+            (m.member_id.clone(), m.generation, m.owned.clone(), m.stopped, m.poll_timed_out(config.max_poll_interval), m.left_idle)
         };
         if stopped {
             return;
+        }
+        if left {
+            continue; // until the consumer polls again
+        }
+        if idle && epoch > 0 {
+            // As Java's: leave (epoch -1; a static member -2, keeping its assignment for its
+            // session), and join again at epoch 0 when the consumer next polls.
+            warn!(max_poll_interval = ?config.max_poll_interval, "no poll within max_poll_interval: leaving the group");
+            let leave = ConsumerGroupHeartbeatRequest {
+                group_id: ByteString::from(group.clone()),
+                member_id: ByteString::from(member_id),
+                member_epoch: if config.instance_id.is_some() { -2 } else { -1 },
+                instance_id: config.instance_id.clone().map(ByteString::from),
+                ..Default::default()
+            };
+            if let Err(e) = coordinator.try_call(ApiKey::ConsumerGroupHeartbeat, |_| leave.clone().into(), None).await {
+                warn!(error = %e, "leaving heartbeat failed");
+            }
+            let mut m = lock(&shared);
+            m.left_idle = true;
+            m.generation = 0;
+            m.owned.clear();
+            m.target = None;
+            m.fenced = true;
+            reported = None;
+            continue;
         }
         let full = epoch == 0 || reported.is_none();
         let changed = full || reported.as_ref() != Some(&owned);

@@ -71,6 +71,19 @@ struct Membership {
     heartbeat_interval: Option<Duration>,
     fatal: Option<Error>,
     stopped: bool,
+    /// When the consumer last polled (`None`: not yet).
+    last_poll: Option<Instant>,
+    /// Left the group because the consumer did not poll within `max_poll_interval`: no
+    /// heartbeats until it polls again (and joins again).
+    left_idle: bool,
+}
+
+impl Membership {
+    /// Whether the consumer has gone longer than `max_poll_interval` without polling, as
+    /// Java's heartbeat thread checks (then the member leaves its group proactively).
+    fn poll_timed_out(&self, max_poll_interval: Duration) -> bool {
+        !self.left_idle && self.last_poll.is_some_and(|at| at.elapsed() > max_poll_interval)
+    }
 }
 
 /// Whether `code` says this member's generation is gone, so its partitions are lost (not
@@ -203,6 +216,18 @@ impl Group {
     pub(crate) fn lost(&self) -> bool {
         let m = self.lock();
         m.fenced || m.rejoin.is_some_and(lost_membership)
+    }
+
+    /// The consumer polled: membership goes on (or, after leaving for a poll timeout, the
+    /// member joins again: its partitions were lost).
+    pub(crate) fn polled(&self) {
+        let mut m = self.lock();
+        m.last_poll = Some(Instant::now());
+        if m.left_idle {
+            m.left_idle = false;
+            drop(m);
+            self.wake.notify_one();
+        }
     }
 
     /// Starts the heartbeat task, once.

@@ -109,9 +109,32 @@ pub(crate) struct Idempotence {
     bump: bool,
     /// Bumps so far.
     pub(crate) epoch_bumps: u64,
+    /// The error that made the producer unusable (Java's `TransactionManager` fatal state):
+    /// every later `send` and `flush` fails with it.
+    pub(crate) fatal: Option<Error>,
+}
+
+/// Whether `e` leaves the producer unusable, as Java's `TransactionManager.handleFailedBatch`
+/// treats it: fenced by a newer producer with its id (PRODUCER_FENCED), or refused the cluster
+/// or transactional id it writes as. (INVALID_PRODUCER_EPOCH is not: an idempotent producer
+/// fails that batch and bumps its epoch, as Java's does.)
+pub(crate) fn is_fatal(e: &Error) -> bool {
+    matches!(e, Error::Producer(crate::error::ProducerError::Fenced { code: ErrorCode::PRODUCER_FENCED, .. }))
+        || matches!(
+            e,
+            Error::Authorization { code: ErrorCode::CLUSTER_AUTHORIZATION_FAILED | ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED, .. }
+        )
 }
 
 impl Idempotence {
+    /// Enters the fatal state with `e`, unless already in it (the first error stays).
+    pub(crate) fn fatal(&mut self, e: &Error) {
+        if self.fatal.is_none() {
+            tracing::warn!(error = %e, "the producer cannot go on: every later send fails");
+            self.fatal = Some(e.clone());
+        }
+    }
+
     /// Java's `requestEpochBumpForPartition`.
     fn request_bump(&mut self, partition: &mut Sequences) {
         self.bump = true;

@@ -241,6 +241,22 @@ struct Shared {
     memory: Arc<Semaphore>,
 }
 
+impl State {
+    /// The fatal error the producer is in, if any.
+    fn fatal(&self) -> Result<()> {
+        self.idempotence.fatal.clone().map_or(Ok(()), Err)
+    }
+
+    /// Whether records may be sent: not after a fatal error, not once closed.
+    fn usable(&self) -> Result<()> {
+        self.fatal()?;
+        if self.accumulator.closed {
+            return Err(Error::Producer(ProducerError::Closed));
+        }
+        Ok(())
+    }
+}
+
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock is a bug here; keep going with the data as it is.
@@ -325,11 +341,14 @@ impl Producer {
     /// Allocates nothing per record in the common case (memory free, the topic's metadata
     /// cached): the record joins its partition's open batch, which holds one completion for
     /// all its records.
+    ///
+    /// After a fatal error, as Java's producer has them (fenced by a newer producer with the
+    /// same id: PRODUCER_FENCED; CLUSTER_AUTHORIZATION_FAILED or
+    /// TRANSACTIONAL_ID_AUTHORIZATION_FAILED; InitProducerId failing non-retriably), every
+    /// `send` and `flush` fails at once with that same error, and what was queued fails with it.
     pub async fn send(&self, record: ProducerRecord) -> Result<Delivery> {
         let cfg = &self.shared.config;
-        if self.lock().accumulator.closed {
-            return Err(Error::Producer(ProducerError::Closed));
-        }
+        self.lock().usable()?;
         let size = record.size();
         if size > cfg.max_request_size || size > cfg.buffer_memory {
             return Err(Error::Producer(ProducerError::RecordTooLarge {
@@ -365,9 +384,7 @@ impl Producer {
         let timestamp = timestamp.unwrap_or_else(now_ms);
         let record = NewRecord { partition, key, value, headers, timestamp, size };
         let mut state = self.lock();
-        if state.accumulator.closed {
-            return Err(Error::Producer(ProducerError::Closed));
-        }
+        state.usable()?;
         let (delivery, opened_or_filled) = state.accumulator.append(cfg, &name, &topic, record, memory)?;
         drop(state);
         if opened_or_filled || cfg.linger.is_zero() {
@@ -378,7 +395,16 @@ impl Producer {
 
     /// Sends everything queued now and waits until every record sent before has succeeded or
     /// failed.
+    ///
+    /// After a fatal error (see [`send`](Producer::send)) it fails at once with that error.
     pub async fn flush(&self) -> Result<()> {
+        self.lock().fatal()?;
+        self.wait_sent().await;
+        self.lock().fatal()
+    }
+
+    /// Waits until every record sent before has succeeded or failed.
+    async fn wait_sent(&self) {
         self.lock().accumulator.flushing += 1;
         self.shared.wake.notify_one();
         loop {
@@ -391,13 +417,12 @@ impl Producer {
             notified.await;
         }
         self.lock().accumulator.flushing -= 1;
-        Ok(())
     }
 
     /// Refuses new records, delivers (or fails) the queued ones and stops the sender.
     pub async fn close(&self) -> Result<()> {
         self.lock().accumulator.closed = true;
-        self.flush().await?;
+        self.wait_sent().await;
         self.shared.wake.notify_one();
         let handle = self.sender.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(h) = handle {

@@ -24,9 +24,9 @@ use tokio::sync::mpsc;
 use tracing::{debug, warn, Instrument};
 
 use super::accumulator::{delivery_timeout, ReadyBatch};
-use super::idempotence::init_producer_id;
+use super::idempotence::{init_producer_id, is_fatal};
 use super::Shared;
-use crate::cluster::Client;
+use crate::cluster::{BrokerInfo, Client};
 use crate::conn::InFlight;
 use crate::error::{Error, ProducerError, Resource, Result};
 
@@ -36,6 +36,21 @@ pub(crate) async fn run(shared: Arc<Shared>) {
     let mut brokers: HashMap<i32, mpsc::UnboundedSender<Vec<ReadyBatch>>> = HashMap::new();
     let mut pid_attempts = 0u32;
     loop {
+        let fatal = shared.lock().idempotence.fatal.clone();
+        if let Some(e) = fatal {
+            // Nothing more is sent: what was queued fails with the fatal error.
+            let closed = {
+                let mut state = shared.lock();
+                state.accumulator.fail_all(&e);
+                state.accumulator.closed
+            };
+            shared.done.notify_waiters();
+            if closed {
+                return;
+            }
+            shared.wake.notified().await;
+            continue;
+        }
         let drained = shared.drain(Instant::now());
         for (node, batches) in drained.by_node {
             let to = brokers.entry(node).or_insert_with(|| BrokerSender::start(shared.clone(), node));
@@ -57,9 +72,15 @@ pub(crate) async fn run(shared: Arc<Shared>) {
                     pid_attempts += 1;
                     warn!(error = %e, "InitProducerId failed");
                     if !e.is_retriable() {
-                        // Nothing can be sent idempotently: fail what waits.
-                        shared.lock().accumulator.fail_all(&e);
+                        // Nothing can be sent idempotently, now or later (Java's fatal
+                        // error): fail what waits, and every later send.
+                        {
+                            let mut state = shared.lock();
+                            state.idempotence.fatal(&e);
+                            state.accumulator.fail_all(&e);
+                        }
                         shared.done.notify_waiters();
+                        continue;
                     }
                     tokio::time::sleep(shared.backoff.delay(pid_attempts)).await;
                     continue;
@@ -67,10 +88,8 @@ pub(crate) async fn run(shared: Arc<Shared>) {
             }
         }
         if drained.missing_leader {
-            let client = shared.client.clone();
-            tokio::spawn(async move {
-                let _ = client.refresh_metadata().await;
-            });
+            // One background request for the topics in use, however often this comes round.
+            shared.client.request_update();
         }
         {
             let state = shared.lock();
@@ -218,6 +237,7 @@ impl BrokerSender {
         let shared = &self.shared;
         let cfg = &shared.config;
         let mut refresh = false;
+        let hinted = take_leader_hints(&shared.client, &result);
         {
             let mut guard = shared.lock();
             let state = &mut *guard;
@@ -236,8 +256,10 @@ impl BrokerSender {
                         state.accumulator.complete(batch, Ok(offsets));
                     }
                     Err((e, log_start_offset)) => {
-                        refresh |= e.code().is_some_and(Client::needs_metadata_refresh)
-                            || matches!(e, Error::Io { .. } | Error::Disconnected(_) | Error::Timeout { .. });
+                        let hint = hinted.iter().any(|&(t, p)| t == &*topic && p == partition);
+                        refresh |= !hint
+                            && (e.code().is_some_and(Client::needs_metadata_refresh)
+                                || matches!(e, Error::Io { .. } | Error::Disconnected(_) | Error::Timeout { .. }));
                         batch.attempts += 1;
                         let expired = batch.expired(cfg, Instant::now());
                         let may_retry = batch.attempts <= cfg.retries && !expired;
@@ -250,6 +272,9 @@ impl BrokerSender {
                             state.accumulator.requeue(&topic, partition, batch);
                         } else {
                             warn!(%topic, partition, error = %e, "batch failed");
+                            if is_fatal(&e) {
+                                state.idempotence.fatal(&e);
+                            }
                             if batch.sequence.is_some() {
                                 let sequences = state.accumulator.queue(&topic, partition).map(|q| &mut q.sequences);
                                 state.idempotence.failed(sequences, &e, batch.attempts <= cfg.retries);
@@ -272,13 +297,37 @@ impl BrokerSender {
             // The retries wait for the new metadata: the loop is woken after it.
             let shared = shared.clone();
             tokio::spawn(async move {
-                let _ = shared.client.refresh_metadata().await;
+                let _ = shared.client.refresh_in_use().await;
                 shared.wake.notify_one();
             });
         } else {
             shared.wake.notify_one();
         }
     }
+}
+
+/// The leader hints of a Produce response (KIP-951, v10+: a refused partition's
+/// `CurrentLeader`, the leaders' `NodeEndpoints`) taken into the metadata cache; the
+/// partitions whose leader they gave, to be retried there with no Metadata request.
+fn take_leader_hints<'a>(client: &Client, result: &'a Result<Option<ResponseKind>>) -> Vec<(&'a str, i32)> {
+    let Ok(Some(ResponseKind::Produce(r))) = result else { return Vec::new() };
+    let hints: Vec<(&str, i32, i32, i32)> = r
+        .responses
+        .iter()
+        .flat_map(|t| t.partition_responses.iter().map(move |p| (&*t.name, p)))
+        .filter(|(_, p)| p.error_code != ErrorCode::NONE.0 && p.current_leader.leader_id >= 0)
+        .map(|(t, p)| (t, p.index, p.current_leader.leader_id, p.current_leader.leader_epoch))
+        .collect();
+    if hints.is_empty() {
+        return Vec::new();
+    }
+    let endpoints = r.node_endpoints.iter().map(|n| BrokerInfo::endpoint(n.node_id, &n.host, n.port, n.rack.as_deref()));
+    if client.update_leaders(hints.iter().copied(), endpoints) == 0 {
+        return Vec::new();
+    }
+    // Those taken now point at their hinted leader.
+    let m = client.metadata();
+    hints.into_iter().filter(|&(t, p, leader, _)| m.leader(t, p) == Some(leader)).map(|(t, p, _, _)| (t, p)).collect()
 }
 
 /// One partition's outcome in a Produce response: the base offset and append time, or the

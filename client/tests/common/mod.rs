@@ -264,3 +264,61 @@ pub fn one_partition_metadata(port: u16) -> kwire::messages::MetadataResponse {
         ..Default::default()
     }
 }
+
+/// xorshift64*: reproducible scenarios and mutations without a dependency.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Below `n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// A broker double's Metadata answer: itself (node 1 on `port`) leading each of `partitions`
+/// partitions of topic `t`, whose id is `topic_id`.
+pub fn topic_metadata(port: u16, topic_id: kwire::Uuid, partitions: i32) -> kwire::messages::MetadataResponse {
+    use kwire::messages::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
+    kwire::messages::MetadataResponse {
+        brokers: vec![MetadataResponseBroker { node_id: 1, host: "127.0.0.1".into(), port: port.into(), ..Default::default() }],
+        controller_id: 1,
+        topics: vec![MetadataResponseTopic {
+            name: Some("t".into()),
+            topic_id,
+            partitions: (0..partitions).map(|i| MetadataResponsePartition { partition_index: i, leader_id: 1, ..Default::default() }).collect(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+/// A broker double's answer to a Fetch (by name or by topic id, as asked): each partition asked
+/// for answered with `answer(partition asked)`.
+pub fn fetch_answer(
+    f: &kwire::messages::FetchRequest,
+    answer: impl Fn(&kwire::messages::fetch_request::FetchPartition) -> kwire::messages::fetch_response::PartitionData,
+) -> kwire::messages::FetchResponse {
+    use kwire::messages::fetch_response::FetchableTopicResponse;
+    let responses = f
+        .topics
+        .iter()
+        .map(|t| FetchableTopicResponse {
+            topic: t.topic.clone(),
+            topic_id: t.topic_id,
+            partitions: t.partitions.iter().map(&answer).collect(),
+            ..Default::default()
+        })
+        .collect();
+    kwire::messages::FetchResponse { responses, ..Default::default() }
+}
