@@ -76,45 +76,9 @@ pub(crate) fn client_versions(api: ApiKey) -> VersionRange {
 
 trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
-type Stream = Framed<Pin<Box<dyn Io>>, Codec>;
-
-/// A frame claiming more than this is read into memory as its bytes arrive rather than
-/// reserved whole when its size prefix comes.
-const RESERVE_WHOLE_FRAME_UP_TO: usize = 8 << 20;
-
-/// kwire's [`ClientCodec`], except that a large frame is not given its whole claimed size the
-/// moment its prefix arrives (the codec's frame decoder reserves it, up to `max_frame_size`):
-/// the read buffer grows as the bytes come, so a broker that claims a 100 MB frame and sends
-/// 10 bytes costs 10 bytes, not 100 MB. Frames up to [`RESERVE_WHOLE_FRAME_UP_TO`] are
-/// reserved whole as before (fewer reallocations while they arrive).
-struct Codec {
-    inner: ClientCodec,
-    max_frame_size: usize,
-}
-
-impl tokio_util::codec::Decoder for Codec {
-    type Item = ResponseFrame;
-    type Error = CodecError;
-
-    fn decode(&mut self, src: &mut kwire::BytesMut) -> std::result::Result<Option<ResponseFrame>, CodecError> {
-        if let Some(prefix) = src.first_chunk::<4>() {
-            // A size the codec refuses (negative, over the maximum) goes to it: it fails at once.
-            let claimed = usize::try_from(i32::from_be_bytes(*prefix)).ok().filter(|&n| n <= self.max_frame_size);
-            if claimed.is_some_and(|n| n > RESERVE_WHOLE_FRAME_UP_TO && src.len() - 4 < n) {
-                return Ok(None);
-            }
-        }
-        self.inner.decode_response(src)
-    }
-}
-
-impl tokio_util::codec::Encoder<OutboundRequest> for Codec {
-    type Error = CodecError;
-
-    fn encode(&mut self, item: OutboundRequest, dst: &mut kwire::BytesMut) -> std::result::Result<(), CodecError> {
-        self.inner.encode_request(item, dst)
-    }
-}
+// The codec's frame decoder reserves room for a frame as its bytes arrive (at most 64 KiB ahead),
+// so a broker claiming a 100 MB frame and sending 10 bytes costs little (tests/hostile.rs).
+type Stream = Framed<Pin<Box<dyn Io>>, ClientCodec>;
 
 type Reply = oneshot::Sender<Result<Option<ResponseFrame>>>;
 
@@ -248,7 +212,7 @@ impl Connection {
                 Box::pin(stream)
             }
         };
-        let codec = Codec { inner: ClientCodec::with_max_frame_size(options.max_frame_size), max_frame_size: options.max_frame_size };
+        let codec = ClientCodec::with_max_frame_size(options.max_frame_size);
         let framed = Framed::new(io, codec);
         let (tx, rx) = mpsc::channel(256);
         let abort = Arc::new(tokio::sync::Notify::new());
@@ -578,7 +542,7 @@ fn produce_records(body: &RequestKind) -> Vec<Bytes> {
 /// buffered before goes first, so requests keep their order.
 async fn send_vectored(framed: &mut Stream, request: &OutboundRequest, records: Vec<Bytes>) -> std::result::Result<(), CodecError> {
     framed.flush().await?;
-    let chunks = framed.codec_mut().inner.encode_request_vectored(request, records)?;
+    let chunks = framed.codec_mut().encode_request_vectored(request, records)?;
     write_chunks(framed.get_mut(), chunks).await?;
     Ok(())
 }
