@@ -1092,7 +1092,7 @@ fn txn(s: &mut Sweep, id: &str, versions: [i16; 5]) -> R<String> {
         group_id: bs(&group),
         producer_id: pid,
         producer_epoch: epoch,
-        generation_id_or_member_epoch: -1,
+        // GenerationId (GenerationIdOrMemberEpoch since 4.4) at its default, -1: no group member.
         member_id: ByteString::new(),
         topics: vec![TxnOffsetCommitRequestTopic {
             name: bs(TOPIC),
