@@ -185,20 +185,20 @@ pub fn charge_tagged(n: usize, elem_size: usize, remaining: usize) -> Result<(),
 /// allocate nothing, check only this).
 #[inline]
 pub fn check_array_len(n: usize, remaining: usize) -> Result<(), DecodeError> {
-    let max = LIMITS.with(|l| l.get().max_array_len);
-    if n > max {
-        return Err(exceeded(Limit::ArrayLen, n, max, remaining));
-    }
-    Ok(())
+    check_count(n, Limit::ArrayLen, LIMITS.with(|l| l.get().max_array_len), remaining)
 }
 
 #[doc(hidden)] // generated code calls it; not public API
 /// Checks a tagged section's field count against [`DecodeLimits::max_tagged_fields`].
 #[inline]
 pub fn check_tagged_count(n: usize, remaining: usize) -> Result<(), DecodeError> {
-    let max = LIMITS.with(|l| l.get().max_tagged_fields);
+    check_count(n, Limit::TaggedFields, LIMITS.with(|l| l.get().max_tagged_fields), remaining)
+}
+
+#[inline]
+fn check_count(n: usize, limit: Limit, max: usize, remaining: usize) -> Result<(), DecodeError> {
     if n > max {
-        return Err(exceeded(Limit::TaggedFields, n, max, remaining));
+        return Err(exceeded(limit, n, max, remaining));
     }
     Ok(())
 }
