@@ -240,7 +240,9 @@ async fn batches_in_flight_together_are_resent_in_order_after_a_failure() {
     // (NOT_LEADER_OR_FOLLOWER) after the producer has sent the next ones behind it; the double
     // refuses those for their sequences, as a broker does. All of them must be written once,
     // in the order sent.
-    let script = Arc::new(Script { error: 6, check_sequences: true, hold_and_fail: Some((1, Duration::from_millis(300))), ..Default::default() });
+    // Held a second before it fails: time for the batches behind it to go out on a loaded machine
+    // (300 ms was not always enough in CI).
+    let script = Arc::new(Script { error: 6, check_sequences: true, hold_and_fail: Some((1, Duration::from_millis(1000))), ..Default::default() });
     let addr = broker(script.clone()).await;
     let client = Client::connect(ClientConfig::new(&addr)).await.unwrap();
     // Full batches of 3 records go at once, the last one after the linger.
