@@ -3,10 +3,9 @@
 //! the strictness of reading.
 
 use kwire::messages::{visit_messages, RequestHeader, ResponseHeader};
-use kwire::runtime::json::JsonErrorKind;
 use kwire::runtime::sample::{MessageVisitor, Sample, SampleRng};
 use kwire::{ApiKey, VersionedJson, Message, RequestKind, ResponseKind};
-use kwire::runtime::json::serde_json::{self, json, Value};
+use kwire::runtime::json::serde_json::{self, Value};
 
 /// For each request and response type, at every version and a few seeds: a sample value with
 /// every present field non-default, through the dispatch enum to JSON, to text, back to JSON
@@ -108,6 +107,8 @@ fn headers_round_trip_through_json() {
 #[cfg(kafka_specs_with_3_9_0)]
 mod fixtures {
     use super::*;
+    use kwire::runtime::json::serde_json::json;
+    use kwire::runtime::json::JsonErrorKind;
 
     /// Parses `json` at `version` as a request of `key`, checks it prints back identically, and
     /// returns the wire bytes.

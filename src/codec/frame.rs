@@ -41,7 +41,7 @@ impl FrameDecoder {
     /// Takes the next whole frame (without its size prefix) off `src`, or returns `None` when
     /// more bytes are needed. A size past the maximum is an error as soon as the prefix has
     /// arrived. The space reserved in `src` grows with the bytes that arrive, at most
-    /// [`RESERVE_STEP`] ahead of them: a peer that sends a size prefix alone (a 100 MiB claim,
+    /// 64 KiB ahead of them: a peer that sends a size prefix alone (a 100 MiB claim,
     /// then silence) costs 64 KiB, not what it claims.
     pub fn decode(&self, src: &mut BytesMut) -> Result<Option<BytesMut>, CodecError> {
         let Some(size) = self.frame_size(src)? else {
