@@ -6,7 +6,9 @@
 //!   per-request timeouts.
 //! - [`Client`]: the cluster: bootstrap, metadata cache, connection per broker with reconnect
 //!   backoff, routing to leaders and the controller.
-//! - [`Admin`]: topics, partitions, cluster, configs, SCRAM users.
+//! - [`Admin`]: topics, partitions and records; configs; consumer groups and their offsets;
+//!   ACLs; client quotas; SCRAM users; brokers, features, the KRaft quorum, log directories,
+//!   reassignments and leader elections.
 //! - [`Producer`]: Java's partitioner, batching, compression, acks, idempotence, retries.
 //! - [`Consumer`]: manual assignment or consumer groups (classic and KIP-848), incremental
 //!   fetch sessions, read_committed, leader epochs, offsets and commits, streams.
@@ -27,6 +29,7 @@ mod conn;
 mod consumer;
 mod error;
 mod group;
+mod offsets;
 pub mod partitioner;
 mod producer;
 mod retry;
@@ -34,14 +37,18 @@ mod sasl;
 mod tls;
 mod topic_partition;
 
-pub use admin::{Admin, ClusterDescription, ConfigEntry, ConfigOp, ConfigResource, CreatedTopic, NewTopic, ScramChange};
+pub use admin::{
+    AclBinding, AclBindingFilter, AclOperation, AclPermission, Admin, ClusterDescription, ConfigEntry, ConfigOp, ConfigResource, CreatedTopic,
+    DeletedRecords, FeatureLevel, Features, GroupDescription, GroupListing, LogDir, LogDirReplica, MemberDescription, NewTopic, PatternType,
+    QuorumDescription, QuorumReplica, QuotaAlteration, QuotaEntity, QuotaFilter, Reassignment, ResourceType, ScramChange, ScramCredential,
+};
 pub use assignor::Assignor;
 pub use cluster::{BrokerInfo, Client, ClientConfig, ClusterMetadata, PartitionInfo, TopicInfo};
 pub use conn::{ConnectOptions, Connection, Versions};
 pub use consumer::{
-    Consumer, ConsumerConfig, ConsumerRecord, FetchStats, IsolationLevel, ListenerFuture, OffsetAndMetadata, OffsetReset, OffsetSpec,
-    RebalanceListener,
+    Consumer, ConsumerConfig, ConsumerRecord, FetchStats, IsolationLevel, ListenerFuture, OffsetReset, RebalanceListener,
 };
+pub use offsets::{ListedOffset, OffsetAndMetadata, OffsetSpec};
 pub use error::{ConsumerError, Error, GroupError, ProducerError, Resource, Result};
 pub use group::GroupProtocol;
 pub use producer::{Acks, Delivery, IntoTopic, Producer, ProducerConfig, ProducerRecord, ProducerStats, RecordMetadata};

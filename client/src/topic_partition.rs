@@ -21,3 +21,12 @@ impl std::fmt::Display for TopicPartition {
         write!(f, "{}-{}", self.topic, self.partition)
     }
 }
+
+/// Partition numbers by topic, for requests that list partitions under their topic.
+pub(crate) fn by_topic<'a>(tps: impl IntoIterator<Item = &'a TopicPartition>) -> std::collections::BTreeMap<&'a str, Vec<i32>> {
+    let mut out: std::collections::BTreeMap<&str, Vec<i32>> = std::collections::BTreeMap::new();
+    for tp in tps {
+        out.entry(tp.topic.as_str()).or_default().push(tp.partition);
+    }
+    out
+}

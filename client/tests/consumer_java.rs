@@ -7,7 +7,6 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -101,22 +100,6 @@ public class Transactions {
 }
 "#;
 
-async fn java(b: &Broker, dir: &Path, file: &str, source: &str, args: &[&str], timeout: Duration) -> String {
-    let lib = b.var("KAFKA_LIB").to_owned();
-    std::fs::write(dir.join(file), source).unwrap();
-    let run = tokio::process::Command::new("java")
-        .arg("-cp")
-        .arg(format!("{lib}/*"))
-        .arg("-Dlog4j2.level=warn")
-        .arg(dir.join(file))
-        .args(args)
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(timeout, run).await.expect("java in time").expect("java runs");
-    assert!(out.status.success(), "{file} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
-
 type Processed = Arc<Mutex<Vec<(i32, i64)>>>;
 
 /// Our member: polls, records, commits after each poll; stops (commit + leave) when told.
@@ -185,7 +168,7 @@ async fn java_and_this_consumer_share_a_classic_group() {
     let (assign_tx, mut assign_rx) = watch::channel(BTreeSet::new());
     let java_run = {
         let (bb, dir, topic, group) = (Broker { vars: b.vars.clone(), env_file: b.env_file.clone() }, dir.clone(), topic.clone(), group.clone());
-        tokio::spawn(async move { java(&bb, &dir, "Member.java", MEMBER, &[bb.var("PLAINTEXT"), &topic, &group, "16000"], Duration::from_secs(90)).await })
+        tokio::spawn(async move { common::java(&bb, &dir, "Member.java", MEMBER, &[bb.var("PLAINTEXT"), &topic, &group, "16000"], Duration::from_secs(90)).await })
     };
     let (stop, ours) = our_member(client.clone(), config.clone(), topic.clone(), processed.clone(), assign_tx);
     let mut shared_split = None;
@@ -242,7 +225,7 @@ async fn java_and_this_consumer_share_a_classic_group() {
     // Java alone resumes at our commits: only records produced after we left.
     let java_run = {
         let (bb, dir, topic, group) = (Broker { vars: b.vars.clone(), env_file: b.env_file.clone() }, dir.clone(), topic.clone(), group.clone());
-        tokio::spawn(async move { java(&bb, &dir, "Member.java", MEMBER, &[bb.var("PLAINTEXT"), &topic, &group, "9000"], Duration::from_secs(90)).await })
+        tokio::spawn(async move { common::java(&bb, &dir, "Member.java", MEMBER, &[bb.var("PLAINTEXT"), &topic, &group, "9000"], Duration::from_secs(90)).await })
     };
     tokio::time::sleep(Duration::from_secs(5)).await;
     produce(&client, &topic, 5, "third").await;
@@ -262,7 +245,7 @@ async fn read_committed_skips_javas_aborted_transactions() {
     Admin::new(client.clone()).create_topic(NewTopic::new(&topic, 1)).await.unwrap();
     let dir = std::env::temp_dir().join(unique("kw-java-txn"));
     std::fs::create_dir_all(&dir).unwrap();
-    let out = java(&b, &dir, "Transactions.java", TRANSACTIONS, &[b.var("PLAINTEXT"), &topic, &unique("kw-txn-id")], Duration::from_secs(90)).await;
+    let out = common::java(&b, &dir, "Transactions.java", TRANSACTIONS, &[b.var("PLAINTEXT"), &topic, &unique("kw-txn-id")], Duration::from_secs(90)).await;
     assert!(out.contains("OK"), "{out}");
     let tp = TopicPartition::new(&topic, 0);
     let mut values = BTreeMap::new();

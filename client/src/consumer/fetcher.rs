@@ -35,11 +35,6 @@ pub(super) struct Fetcher {
     pub(super) stats: FetchStats,
 }
 
-/// Topic names by id.
-pub(super) fn topic_ids(m: &ClusterMetadata) -> HashMap<Uuid, String> {
-    m.topics.values().map(|t| (t.id, t.name.clone())).collect()
-}
-
 /// Records of one partition from one fetch, handed out in order.
 pub(super) struct Fetched {
     pub(super) tp: TopicPartition,
@@ -146,7 +141,7 @@ impl Fetcher {
             };
             by_leader.entry(p.leader).or_default().push((tp.clone(), sent));
         }
-        let ids = topic_ids(&metadata);
+        let ids = crate::offsets::topic_ids(&metadata);
         let mut calls = Vec::new();
         for (node, wanted) in by_leader {
             let version = match client.node_version(node, ApiKey::Fetch).await {

@@ -41,6 +41,7 @@ use crate::group::{Group, GroupProtocol};
 use crate::topic_partition::TopicPartition;
 
 pub use self::listener::{ListenerFuture, RebalanceListener};
+pub use crate::offsets::{OffsetAndMetadata, OffsetSpec};
 
 /// Where to start when a partition has no valid position (`auto.offset.reset`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,45 +70,6 @@ impl IsolationLevel {
             IsolationLevel::ReadUncommitted => 0,
             IsolationLevel::ReadCommitted => 1,
         }
-    }
-}
-
-/// What to look up with [`Consumer::list_offsets`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OffsetSpec {
-    /// The log start offset.
-    Earliest,
-    /// The log end offset (the last stable offset under read_committed).
-    Latest,
-    /// The first offset whose timestamp is at least this (ms).
-    Timestamp(i64),
-}
-
-impl OffsetSpec {
-    fn wire(self) -> i64 {
-        match self {
-            OffsetSpec::Earliest => -2,
-            OffsetSpec::Latest => -1,
-            OffsetSpec::Timestamp(t) => t,
-        }
-    }
-}
-
-/// A committed offset.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OffsetAndMetadata {
-    /// The next offset to read.
-    pub offset: i64,
-    /// The leader epoch of the last record read, if known.
-    pub leader_epoch: Option<i32>,
-    /// Free-form metadata.
-    pub metadata: Option<String>,
-}
-
-impl OffsetAndMetadata {
-    /// An offset without epoch or metadata.
-    pub fn new(offset: i64) -> OffsetAndMetadata {
-        OffsetAndMetadata { offset, leader_epoch: None, metadata: None }
     }
 }
 

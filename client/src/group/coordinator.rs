@@ -50,6 +50,11 @@ impl Coordinator {
         *self.cached() = None;
     }
 
+    /// The coordinator's address if it has been looked up.
+    pub(crate) fn address_cached(&self) -> Option<String> {
+        self.cached().clone()
+    }
+
     /// The coordinator's address: the cached one, else one FindCoordinator.
     async fn address(&self) -> Result<String> {
         if let Some(a) = self.cached().clone() {

@@ -1,0 +1,372 @@
+//! The cluster: brokers and controller, features, the KRaft quorum, log directories,
+//! partition reassignments, leader elections.
+
+use std::collections::BTreeMap;
+
+use kwire::messages::{
+    alter_partition_reassignments_request::{ReassignablePartition, ReassignableTopic},
+    describe_quorum_request, describe_quorum_response, elect_leaders_request,
+    list_partition_reassignments_request::ListPartitionReassignmentsTopics,
+    update_features_request::FeatureUpdateKey,
+    AlterPartitionReassignmentsRequest, ApiVersionsRequest, DescribeClusterRequest, DescribeLogDirsRequest, DescribeQuorumRequest, ElectLeadersRequest,
+    ListPartitionReassignmentsRequest, UpdateFeaturesRequest,
+};
+use kwire::{ApiKey, ErrorCode, ResponseKind};
+
+use super::{bs, unexpected, Admin};
+use crate::cluster::BrokerInfo;
+use crate::error::{Error, Result};
+use crate::topic_partition::TopicPartition;
+
+/// The cluster as DescribeCluster (or Metadata) sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterDescription {
+    /// The cluster id.
+    pub cluster_id: String,
+    /// The controller (a broker in KRaft).
+    pub controller_id: i32,
+    /// The brokers.
+    pub brokers: Vec<BrokerInfo>,
+}
+
+impl Admin {
+    /// The cluster id, controller and brokers (DescribeCluster where the broker has it, else
+    /// Metadata).
+    pub async fn describe_cluster(&self) -> Result<ClusterDescription> {
+        let m = self.client.metadata();
+        let any = m.brokers.values().next().map(BrokerInfo::addr).or_else(|| self.client.config().bootstrap.first().cloned()).unwrap_or_default();
+        let conn = self.client.connection(&any).await?;
+        if conn.version(ApiKey::DescribeCluster).is_err() {
+            let m = self.client.refresh_metadata().await?;
+            return Ok(ClusterDescription {
+                cluster_id: m.cluster_id.clone().unwrap_or_default(),
+                controller_id: m.controller_id,
+                brokers: m.brokers.values().cloned().collect(),
+            });
+        }
+        let response = conn.request(DescribeClusterRequest { endpoint_type: 1, ..Default::default() }).await?;
+        let ResponseKind::DescribeCluster(r) = response else { return Err(unexpected(ApiKey::DescribeCluster, &response)) };
+        Error::check(r.error_code, r.error_message.as_deref(), || "describe cluster".into())?;
+        Ok(ClusterDescription {
+            cluster_id: r.cluster_id.to_string(),
+            controller_id: r.controller_id,
+            brokers: r
+                .brokers
+                .iter()
+                .map(|b| BrokerInfo { id: b.broker_id, host: b.host.to_string(), port: b.port, rack: b.rack.as_ref().map(|r| r.to_string()) })
+                .collect(),
+        })
+    }
+
+}
+
+/// A feature's levels (KIP-584): what the broker supports and what the cluster finalized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FeatureLevel {
+    /// The lowest level the broker supports.
+    pub min_supported: i16,
+    /// The highest level the broker supports.
+    pub max_supported: i16,
+    /// The cluster's finalized level (`None`: not finalized, i.e. level 0).
+    pub finalized: Option<i16>,
+}
+
+/// The cluster's features, as ApiVersions (v3+) reports them (`kafka-features.sh describe`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Features {
+    /// By feature name (`metadata.version`, `transaction.version`, `group.version`, ...).
+    pub features: BTreeMap<String, FeatureLevel>,
+    /// The epoch of the finalized levels (-1 when unknown).
+    pub finalized_epoch: i64,
+}
+
+/// One replica of the KRaft metadata quorum.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuorumReplica {
+    /// The node id.
+    pub replica_id: i32,
+    /// Its log end offset.
+    pub log_end_offset: i64,
+    /// When it last fetched (ms since the epoch; -1 unknown).
+    pub last_fetch_timestamp: i64,
+    /// When it was last caught up (ms since the epoch; -1 unknown).
+    pub last_caught_up_timestamp: i64,
+}
+
+/// The KRaft metadata quorum (`kafka-metadata-quorum.sh describe`; DescribeQuorum).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuorumDescription {
+    /// The active controller.
+    pub leader_id: i32,
+    /// Its epoch.
+    pub leader_epoch: i32,
+    /// The quorum's high watermark.
+    pub high_watermark: i64,
+    /// The voters.
+    pub voters: Vec<QuorumReplica>,
+    /// The observers (brokers).
+    pub observers: Vec<QuorumReplica>,
+}
+
+/// One replica in a log directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogDirReplica {
+    /// The partition.
+    pub partition: TopicPartition,
+    /// Its size on disk in bytes.
+    pub size: i64,
+    /// How far it is behind the leader (or the current replica, for a future one).
+    pub offset_lag: i64,
+    /// Whether it is a future replica being moved into this directory.
+    pub is_future: bool,
+}
+
+/// A broker's log directory (`kafka-log-dirs.sh`; DescribeLogDirs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogDir {
+    /// The broker.
+    pub broker: i32,
+    /// The directory.
+    pub path: String,
+    /// Its replicas.
+    pub replicas: Vec<LogDirReplica>,
+    /// The volume's size in bytes (-1 unknown).
+    pub total_bytes: i64,
+    /// The volume's usable bytes (-1 unknown).
+    pub usable_bytes: i64,
+}
+
+/// A partition being reassigned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reassignment {
+    /// The replicas now.
+    pub replicas: Vec<i32>,
+    /// Those being added.
+    pub adding: Vec<i32>,
+    /// Those being removed.
+    pub removing: Vec<i32>,
+}
+
+impl Admin {
+    /// The features the broker supports and the cluster's finalized levels.
+    pub async fn describe_features(&self) -> Result<Features> {
+        let request = ApiVersionsRequest {
+            client_software_name: bs("kwire-client"),
+            client_software_version: bs(env!("CARGO_PKG_VERSION")),
+            ..Default::default()
+        };
+        let response = self.client.call_any(request).await?;
+        let ResponseKind::ApiVersions(r) = &response else { return Err(unexpected(ApiKey::ApiVersions, &response)) };
+        Error::check(r.error_code, None, || "ApiVersions".into())?;
+        let mut features: BTreeMap<String, FeatureLevel> = BTreeMap::new();
+        for f in &r.supported_features {
+            let e = features.entry(f.name.to_string()).or_default();
+            (e.min_supported, e.max_supported) = (f.min_version, f.max_version);
+        }
+        for f in &r.finalized_features {
+            features.entry(f.name.to_string()).or_default().finalized = Some(f.max_version_level);
+        }
+        Ok(Features { features, finalized_epoch: r.finalized_features_epoch })
+    }
+
+    /// Sets features' finalized levels (UpdateFeatures; `kafka-features.sh upgrade`):
+    /// `(feature, level, allow a downgrade)`, where a downgrade is safe (the broker refuses
+    /// an unsafe one). One result per feature.
+    pub async fn update_features(&self, updates: &[(&str, i16, bool)]) -> Result<Vec<Result<()>>> {
+        let request = UpdateFeaturesRequest {
+            timeout_ms: self.timeout_ms(),
+            feature_updates: updates
+                .iter()
+                .map(|(name, level, downgrade)| FeatureUpdateKey {
+                    feature: bs(name),
+                    max_version_level: *level,
+                    allow_downgrade: *downgrade,
+                    // 1 upgrade, 2 safe downgrade (v1+).
+                    upgrade_type: if *downgrade { 2 } else { 1 },
+                    ..Default::default()
+                })
+                .collect(),
+            validate_only: false,
+            ..Default::default()
+        };
+        let response = self.client.call_controller(request).await?;
+        let ResponseKind::UpdateFeatures(r) = &response else { return Err(unexpected(ApiKey::UpdateFeatures, &response)) };
+        Error::check(r.error_code, r.error_message.as_deref(), || "update features".into())?;
+        Ok(updates
+            .iter()
+            .map(|(name, ..)| match r.results.iter().find(|x| x.feature == name[..]) {
+                Some(x) => Error::check(x.error_code, x.error_message.as_deref(), || format!("update feature {name}")),
+                // From v2 the broker answers with the top-level error only.
+                None => Ok(()),
+            })
+            .collect())
+    }
+
+    /// The KRaft metadata quorum: its leader, voters and observers.
+    pub async fn describe_metadata_quorum(&self) -> Result<QuorumDescription> {
+        let request = DescribeQuorumRequest {
+            topics: vec![describe_quorum_request::TopicData {
+                topic_name: bs("__cluster_metadata"),
+                partitions: vec![describe_quorum_request::PartitionData { partition_index: 0, ..Default::default() }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let response = self.client.call_any(request).await?;
+        let ResponseKind::DescribeQuorum(r) = &response else { return Err(unexpected(ApiKey::DescribeQuorum, &response)) };
+        Error::check(r.error_code, r.error_message.as_deref(), || "describe the metadata quorum".into())?;
+        let p = r
+            .topics
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .next()
+            .ok_or_else(|| Error::UnexpectedResponse("DescribeQuorum response has no partition".into()))?;
+        Error::check(p.error_code, p.error_message.as_deref(), || "describe the metadata quorum".into())?;
+        let replicas = |rs: &[describe_quorum_response::ReplicaState]| {
+            rs.iter()
+                .map(|s| QuorumReplica {
+                    replica_id: s.replica_id,
+                    log_end_offset: s.log_end_offset,
+                    last_fetch_timestamp: s.last_fetch_timestamp,
+                    last_caught_up_timestamp: s.last_caught_up_timestamp,
+                })
+                .collect()
+        };
+        Ok(QuorumDescription {
+            leader_id: p.leader_id,
+            leader_epoch: p.leader_epoch,
+            high_watermark: p.high_watermark,
+            voters: replicas(&p.current_voters),
+            observers: replicas(&p.observers),
+        })
+    }
+
+    /// The log directories of these brokers (every broker when empty), with every replica
+    /// in them.
+    pub async fn describe_log_dirs(&self, brokers: &[i32]) -> Result<Vec<LogDir>> {
+        let brokers: Vec<i32> =
+            if brokers.is_empty() { self.client.refresh_metadata().await?.brokers.keys().copied().collect() } else { brokers.to_vec() };
+        let mut out = Vec::new();
+        for broker in brokers {
+            let response = self.client.call_node(broker, DescribeLogDirsRequest { topics: None, ..Default::default() }).await?;
+            let Some(ResponseKind::DescribeLogDirs(r)) = &response else {
+                return Err(Error::UnexpectedResponse(format!("{:?} to DescribeLogDirs", response.map(|r| r.api_key()))));
+            };
+            Error::check(r.error_code, None, || format!("describe log dirs of broker {broker}"))?;
+            for d in &r.results {
+                Error::check(d.error_code, None, || format!("log dir {} of broker {broker}", d.log_dir))?;
+                out.push(LogDir {
+                    broker,
+                    path: d.log_dir.to_string(),
+                    replicas: d
+                        .topics
+                        .iter()
+                        .flat_map(|t| {
+                            t.partitions.iter().map(|p| LogDirReplica {
+                                partition: TopicPartition::new(t.name.to_string(), p.partition_index),
+                                size: p.partition_size,
+                                offset_lag: p.offset_lag,
+                                is_future: p.is_future_key,
+                            })
+                        })
+                        .collect(),
+                    total_bytes: d.total_bytes,
+                    usable_bytes: d.usable_bytes,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Moves partitions to new replica lists, or cancels a move (`None`), as
+    /// `kafka-reassign-partitions.sh`; one result per partition, in order.
+    pub async fn alter_partition_reassignments(&self, moves: &[(TopicPartition, Option<Vec<i32>>)]) -> Result<Vec<Result<()>>> {
+        let mut topics: BTreeMap<&str, Vec<ReassignablePartition>> = BTreeMap::new();
+        for (tp, replicas) in moves {
+            topics.entry(tp.topic.as_str()).or_default().push(ReassignablePartition {
+                partition_index: tp.partition,
+                replicas: replicas.as_ref().map(|r| r.iter().copied().collect()),
+                ..Default::default()
+            });
+        }
+        let request = AlterPartitionReassignmentsRequest {
+            timeout_ms: self.timeout_ms(),
+            allow_replication_factor_change: true,
+            topics: topics.into_iter().map(|(t, partitions)| ReassignableTopic { name: bs(t), partitions, ..Default::default() }).collect(),
+            ..Default::default()
+        };
+        let response = self.client.call_controller(request).await?;
+        let ResponseKind::AlterPartitionReassignments(r) = &response else {
+            return Err(unexpected(ApiKey::AlterPartitionReassignments, &response));
+        };
+        Error::check(r.error_code, r.error_message.as_deref(), || "alter partition reassignments".into())?;
+        Ok(moves
+            .iter()
+            .map(|(tp, _)| {
+                let p = r.responses.iter().filter(|t| t.name == tp.topic[..]).flat_map(|t| &t.partitions).find(|p| p.partition_index == tp.partition);
+                match p {
+                    Some(p) => Error::check(p.error_code, p.error_message.as_deref(), || format!("reassign {tp}")),
+                    None => Err(Error::UnexpectedResponse(format!("AlterPartitionReassignments response has no result for {tp}"))),
+                }
+            })
+            .collect())
+    }
+
+    /// The reassignments in progress (of every partition when `partitions` is `None`).
+    pub async fn list_partition_reassignments(&self, partitions: Option<&[TopicPartition]>) -> Result<BTreeMap<TopicPartition, Reassignment>> {
+        let topics = partitions.map(|tps| {
+            let by_topic = crate::topic_partition::by_topic(tps);
+            by_topic
+                .into_iter()
+                .map(|(t, ps)| ListPartitionReassignmentsTopics { name: bs(t), partition_indexes: ps.into_iter().collect(), ..Default::default() })
+                .collect()
+        });
+        let request = ListPartitionReassignmentsRequest { timeout_ms: self.timeout_ms(), topics, ..Default::default() };
+        let response = self.client.call_controller(request).await?;
+        let ResponseKind::ListPartitionReassignments(r) = &response else {
+            return Err(unexpected(ApiKey::ListPartitionReassignments, &response));
+        };
+        Error::check(r.error_code, r.error_message.as_deref(), || "list partition reassignments".into())?;
+        Ok(r.topics
+            .iter()
+            .flat_map(|t| {
+                t.partitions.iter().map(|p| {
+                    let reassignment =
+                        Reassignment { replicas: p.replicas.to_vec(), adding: p.adding_replicas.to_vec(), removing: p.removing_replicas.to_vec() };
+                    (TopicPartition::new(t.name.to_string(), p.partition_index), reassignment)
+                })
+            })
+            .collect())
+    }
+
+    /// Elects leaders (ElectLeaders; `kafka-leader-election.sh`): the preferred replica, or
+    /// with `unclean` any live replica, for these partitions (every partition when `None`).
+    /// Per partition the outcome; ELECTION_NOT_NEEDED counts as done.
+    pub async fn elect_leaders(&self, unclean: bool, partitions: Option<&[TopicPartition]>) -> Result<BTreeMap<TopicPartition, Result<()>>> {
+        let topic_partitions = partitions.map(|tps| {
+            let by_topic = crate::topic_partition::by_topic(tps);
+            by_topic
+                .into_iter()
+                .map(|(t, ps)| elect_leaders_request::TopicPartitions { topic: bs(t), partitions: ps.into_iter().collect(), ..Default::default() })
+                .collect()
+        });
+        let request = ElectLeadersRequest { election_type: i8::from(unclean), topic_partitions, timeout_ms: self.timeout_ms(), ..Default::default() };
+        let response = self.client.call_controller(request).await?;
+        let ResponseKind::ElectLeaders(r) = &response else { return Err(unexpected(ApiKey::ElectLeaders, &response)) };
+        Error::check(r.error_code, None, || "elect leaders".into())?;
+        Ok(r.replica_election_results
+            .iter()
+            .flat_map(|t| {
+                t.partition_result.iter().map(|p| {
+                    let tp = TopicPartition::new(t.topic.to_string(), p.partition_id);
+                    let result = if ErrorCode(p.error_code) == ErrorCode::ELECTION_NOT_NEEDED {
+                        Ok(())
+                    } else {
+                        Error::check(p.error_code, p.error_message.as_deref(), || format!("elect a leader of {tp}"))
+                    };
+                    (tp, result)
+                })
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,318 @@
+//! Consumer groups, as `kafka-consumer-groups.sh` handles them: list (every broker coordinates
+//! some), describe (ConsumerGroupDescribe for KIP-848 groups, DescribeGroups for classic
+//! ones), delete, and their committed offsets (list, alter, delete).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kwire::messages::{
+    leave_group_request::MemberIdentity,
+    offset_delete_request::{OffsetDeleteRequestPartition, OffsetDeleteRequestTopic},
+    ConsumerGroupDescribeRequest, ConsumerProtocolAssignment, DeleteGroupsRequest, DescribeGroupsRequest, LeaveGroupRequest, ListGroupsRequest,
+    OffsetDeleteRequest,
+};
+use kwire::{ApiKey, ErrorCode, Message, RequestKind, ResponseKind};
+
+use super::{bs, result_for, unexpected, Admin, BACKOFF};
+use crate::cluster::BrokerInfo;
+use crate::error::{Error, Resource, Result};
+use crate::group::coordinator::Coordinator;
+use crate::offsets::{self, Committer, OffsetAndMetadata};
+use crate::topic_partition::TopicPartition;
+
+/// A group as ListGroups reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupListing {
+    /// The group id.
+    pub group_id: String,
+    /// The protocol type: `consumer` for consumer groups, empty for a group that only
+    /// commits offsets, `connect` and others for other users of the classic protocol.
+    pub protocol_type: String,
+    /// The state (`Stable`, `Empty`, `PreparingRebalance`, `Dead`, ...; ListGroups v4+).
+    pub state: String,
+    /// The type: `classic`, `consumer`, `share`, `streams` (ListGroups v5+; empty before).
+    pub group_type: String,
+    /// The broker coordinating it.
+    pub coordinator: i32,
+}
+
+/// A group member, as the coordinator describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberDescription {
+    /// The member id.
+    pub member_id: String,
+    /// The static member's instance id.
+    pub instance_id: Option<String>,
+    /// The client id it connected with.
+    pub client_id: String,
+    /// The host it connected from.
+    pub client_host: String,
+    /// Its partitions (for consumer groups).
+    pub assignment: Vec<TopicPartition>,
+}
+
+/// A group, as the coordinator describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupDescription {
+    /// The group id.
+    pub group_id: String,
+    /// `classic` (DescribeGroups) or `consumer` (KIP-848, ConsumerGroupDescribe).
+    pub group_type: String,
+    /// The protocol type (`consumer` for classic consumer groups; empty for KIP-848 ones).
+    pub protocol_type: String,
+    /// The state (`Stable`, `Empty`, ...).
+    pub state: String,
+    /// The assignor: the classic group's protocol (`range`, `cooperative-sticky`, ...) or the
+    /// KIP-848 group's server-side assignor (`uniform`, `range`).
+    pub assignor: String,
+    /// The members.
+    pub members: Vec<MemberDescription>,
+    /// The group epoch (KIP-848 groups; -1 for classic ones).
+    pub epoch: i32,
+    /// The broker coordinating it.
+    pub coordinator: i32,
+}
+
+impl Admin {
+    fn coordinator(&self, group: &str) -> Coordinator {
+        Coordinator::new(self.client.clone(), group, BACKOFF)
+    }
+
+    /// The node id of `group`'s coordinator, from the address FindCoordinator gave.
+    fn coordinator_node(&self, coordinator: &Coordinator) -> i32 {
+        let addr = coordinator.address_cached();
+        self.client.metadata().brokers.values().find(|b| Some(b.addr()) == addr).map_or(-1, |b| b.id)
+    }
+
+    /// Every group of every broker (ListGroups to each: each lists the groups it
+    /// coordinates), sorted by id.
+    pub async fn list_groups(&self) -> Result<Vec<GroupListing>> {
+        let brokers: Vec<BrokerInfo> = self.client.refresh_metadata().await?.brokers.values().cloned().collect();
+        let mut out = Vec::new();
+        for b in brokers {
+            let response = self.client.call_node(b.id, ListGroupsRequest::default()).await?;
+            let Some(ResponseKind::ListGroups(r)) = response else {
+                return Err(Error::UnexpectedResponse(format!("{:?} to ListGroups", response.map(|r| r.api_key()))));
+            };
+            Error::check(r.error_code, None, || format!("ListGroups at broker {}", b.id))?;
+            out.extend(r.groups.iter().map(|g| GroupListing {
+                group_id: g.group_id.to_string(),
+                protocol_type: g.protocol_type.to_string(),
+                state: g.group_state.to_string(),
+                group_type: g.group_type.to_string(),
+                coordinator: b.id,
+            }));
+        }
+        out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+        Ok(out)
+    }
+
+    /// Describes groups, one result per id. A KIP-848 consumer group is described by
+    /// ConsumerGroupDescribe, a classic one by DescribeGroups (as Java's admin client: the
+    /// first, then the second when the group turns out not to be a consumer group). A group
+    /// that does not exist is described as `Dead` with no members, as Kafka does.
+    pub async fn describe_groups(&self, groups: &[&str]) -> Result<Vec<Result<GroupDescription>>> {
+        let mut out = Vec::with_capacity(groups.len());
+        for group in groups {
+            out.push(self.describe_group(group).await);
+        }
+        Ok(out)
+    }
+
+    async fn describe_group(&self, group: &str) -> Result<GroupDescription> {
+        let coordinator = self.coordinator(group);
+        let new_protocol = {
+            let build = |_| RequestKind::from(ConsumerGroupDescribeRequest { group_ids: vec![bs(group)], ..Default::default() });
+            let code_of = |r: &ResponseKind| match r {
+                ResponseKind::ConsumerGroupDescribe(r) => r.groups.first().map_or(0, |g| g.error_code),
+                _ => 0,
+            };
+            match coordinator.call(ApiKey::ConsumerGroupDescribe, build, code_of, None).await {
+                Ok(r) => Some(r),
+                // A broker before KIP-848 (3.x without the new coordinator).
+                Err(Error::UnsupportedVersion { .. }) => None,
+                Err(e) => return Err(e),
+            }
+        };
+        if let Some(response) = new_protocol {
+            let ResponseKind::ConsumerGroupDescribe(r) = &response else { return Err(unexpected(ApiKey::ConsumerGroupDescribe, &response)) };
+            let g = result_for(&r.groups, ApiKey::ConsumerGroupDescribe, group, |g| g.group_id == group)?;
+            let code = ErrorCode(g.error_code);
+            // GROUP_ID_NOT_FOUND: no consumer group of that id, perhaps a classic one.
+            if code != ErrorCode::GROUP_ID_NOT_FOUND {
+                Error::check(g.error_code, g.error_message.as_deref(), || format!("describe group {group}")).map_err(|e| e.about(Resource::Group(group.to_owned())))?;
+                return Ok(GroupDescription {
+                    group_id: group.to_owned(),
+                    group_type: "consumer".into(),
+                    protocol_type: String::new(),
+                    state: g.group_state.to_string(),
+                    assignor: g.assignor_name.to_string(),
+                    members: g
+                        .members
+                        .iter()
+                        .map(|m| MemberDescription {
+                            member_id: m.member_id.to_string(),
+                            instance_id: m.instance_id.as_deref().map(str::to_owned),
+                            client_id: m.client_id.to_string(),
+                            client_host: m.client_host.to_string(),
+                            assignment: m
+                                .assignment
+                                .topic_partitions
+                                .iter()
+                                .flat_map(|t| t.partitions.iter().map(|p| TopicPartition::new(t.topic_name.to_string(), *p)))
+                                .collect(),
+                        })
+                        .collect(),
+                    epoch: g.group_epoch,
+                    coordinator: self.coordinator_node(&coordinator),
+                });
+            }
+        }
+        let build = |_| RequestKind::from(DescribeGroupsRequest { groups: vec![bs(group)], ..Default::default() });
+        let code_of = |r: &ResponseKind| match r {
+            ResponseKind::DescribeGroups(r) => r.groups.first().map_or(0, |g| g.error_code),
+            _ => 0,
+        };
+        let response = coordinator.call(ApiKey::DescribeGroups, build, code_of, None).await?;
+        let ResponseKind::DescribeGroups(r) = &response else { return Err(unexpected(ApiKey::DescribeGroups, &response)) };
+        let g = result_for(&r.groups, ApiKey::DescribeGroups, group, |g| g.group_id == group)?;
+        Error::check(g.error_code, g.error_message.as_deref(), || format!("describe group {group}")).map_err(|e| e.about(Resource::Group(group.to_owned())))?;
+        let consumer = g.protocol_type == "consumer";
+        Ok(GroupDescription {
+            group_id: group.to_owned(),
+            group_type: "classic".into(),
+            protocol_type: g.protocol_type.to_string(),
+            state: g.group_state.to_string(),
+            assignor: g.protocol_data.to_string(),
+            members: g
+                .members
+                .iter()
+                .map(|m| MemberDescription {
+                    member_id: m.member_id.to_string(),
+                    instance_id: m.group_instance_id.as_deref().map(str::to_owned),
+                    client_id: m.client_id.to_string(),
+                    client_host: m.client_host.to_string(),
+                    // A consumer group's assignments are ConsumerProtocolAssignments; what
+                    // does not read as one (another client's bytes) is left out.
+                    assignment: if consumer { assigned_partitions(&m.member_assignment) } else { Vec::new() },
+                })
+                .collect(),
+            epoch: -1,
+            coordinator: self.coordinator_node(&coordinator),
+        })
+    }
+
+    /// Deletes groups (they must be empty), one result per id.
+    pub async fn delete_groups(&self, groups: &[&str]) -> Result<Vec<Result<()>>> {
+        let mut out = Vec::with_capacity(groups.len());
+        for group in groups {
+            let coordinator = self.coordinator(group);
+            let build = |_| RequestKind::from(DeleteGroupsRequest { groups_names: vec![bs(group)], ..Default::default() });
+            let code_of = |r: &ResponseKind| match r {
+                ResponseKind::DeleteGroups(r) => r.results.first().map_or(0, |g| g.error_code),
+                _ => 0,
+            };
+            let result = match coordinator.call(ApiKey::DeleteGroups, build, code_of, None).await {
+                Ok(ResponseKind::DeleteGroups(r)) => result_for(&r.results, ApiKey::DeleteGroups, group, |g| g.group_id == *group)
+                    .and_then(|g| Error::check(g.error_code, g.error_message.as_deref(), || format!("delete group {group}")))
+                    .map_err(|e| e.about(Resource::Group(group.to_string()))),
+                Ok(other) => Err(unexpected(ApiKey::DeleteGroups, &other)),
+                Err(e) => Err(e),
+            };
+            out.push(result);
+        }
+        Ok(out)
+    }
+
+    /// The group's committed offsets: for these partitions, or every partition it has
+    /// committed when `partitions` is `None`. Partitions without a committed offset are left
+    /// out.
+    pub async fn list_group_offsets(&self, group: &str, partitions: Option<&[TopicPartition]>) -> Result<BTreeMap<TopicPartition, OffsetAndMetadata>> {
+        offsets::committed(&self.coordinator(group), group, partitions, None, BACKOFF).await
+    }
+
+    /// Sets the group's committed offsets (as `kafka-consumer-groups.sh --reset-offsets`
+    /// does). The group must have no members: the coordinator refuses a commit from outside
+    /// a live generation (UNKNOWN_MEMBER_ID).
+    pub async fn alter_group_offsets(&self, group: &str, offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>) -> Result<()> {
+        // Topic ids for OffsetCommit v10.
+        for topic in offsets.keys().map(|tp| tp.topic.as_str()).collect::<BTreeSet<_>>() {
+            self.client.topic(topic).await?;
+        }
+        offsets::commit(&self.coordinator(group), group, &Committer::outsider(), offsets).await
+    }
+
+    /// Deletes the group's committed offsets of these partitions (OffsetDelete); the group
+    /// must not be subscribed to their topics. One result per partition.
+    pub async fn delete_group_offsets(&self, group: &str, partitions: &[TopicPartition]) -> Result<Vec<Result<()>>> {
+        let by_topic = crate::topic_partition::by_topic(partitions);
+        let request = OffsetDeleteRequest {
+            group_id: bs(group),
+            topics: by_topic
+                .iter()
+                .map(|(t, ps)| OffsetDeleteRequestTopic {
+                    name: bs(t),
+                    partitions: ps.iter().map(|p| OffsetDeleteRequestPartition { partition_index: *p, ..Default::default() }).collect(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let code_of = |r: &ResponseKind| match r {
+            ResponseKind::OffsetDelete(r) => r.error_code,
+            _ => 0,
+        };
+        let response = self.coordinator(group).call(ApiKey::OffsetDelete, |_| request.clone().into(), code_of, None).await?;
+        let ResponseKind::OffsetDelete(r) = &response else { return Err(unexpected(ApiKey::OffsetDelete, &response)) };
+        Error::check(r.error_code, None, || format!("delete offsets of group {group}")).map_err(|e| e.about(Resource::Group(group.to_owned())))?;
+        Ok(partitions
+            .iter()
+            .map(|tp| {
+                let p = r.topics.iter().filter(|t| t.name == tp.topic[..]).flat_map(|t| &t.partitions).find(|p| p.partition_index == tp.partition);
+                match p {
+                    Some(p) => Error::check(p.error_code, None, || format!("delete offset of {tp} for group {group}")),
+                    None => Err(Error::UnexpectedResponse(format!("OffsetDelete response has no result for {tp}"))),
+                }
+            })
+            .collect())
+    }
+
+    /// Removes static members (by instance id) from a classic group, as Java's
+    /// `removeMembersFromConsumerGroup` (LeaveGroup v3+). One result per instance id.
+    pub async fn remove_group_members(&self, group: &str, instance_ids: &[&str]) -> Result<Vec<Result<()>>> {
+        let request = LeaveGroupRequest {
+            group_id: bs(group),
+            members: instance_ids
+                .iter()
+                .map(|id| MemberIdentity { member_id: bs(""), group_instance_id: Some(bs(id)), reason: Some(bs("removed by an admin")), ..Default::default() })
+                .collect(),
+            ..Default::default()
+        };
+        let code_of = |r: &ResponseKind| match r {
+            ResponseKind::LeaveGroup(r) => r.error_code,
+            _ => 0,
+        };
+        let response = self.coordinator(group).call(ApiKey::LeaveGroup, |_| request.clone().into(), code_of, None).await?;
+        let ResponseKind::LeaveGroup(r) = &response else { return Err(unexpected(ApiKey::LeaveGroup, &response)) };
+        Error::check(r.error_code, None, || format!("remove members of group {group}")).map_err(|e| e.about(Resource::Group(group.to_owned())))?;
+        Ok(instance_ids
+            .iter()
+            .map(|id| {
+                let m = result_for(&r.members, ApiKey::LeaveGroup, id, |m| m.group_instance_id.as_deref() == Some(*id))?;
+                Error::check(m.error_code, None, || format!("remove member {id} of group {group}"))
+            })
+            .collect())
+    }
+}
+
+/// The partitions in a classic consumer group member's assignment (a version-prefixed
+/// ConsumerProtocolAssignment); none when the bytes do not read as one.
+fn assigned_partitions(raw: &kwire::Bytes) -> Vec<TopicPartition> {
+    match ConsumerProtocolAssignment::from_version_prefixed(&mut raw.clone()) {
+        Ok((_, a)) => a
+            .assigned_partitions
+            .iter()
+            .flat_map(|t| t.partitions.iter().map(|p| TopicPartition::new(t.topic.to_string(), *p)))
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}

@@ -1,0 +1,85 @@
+//! Admin operations with typed results, as Java's `Admin` has them: topics, partitions and
+//! records; configs; consumer groups and their offsets; ACLs; client quotas; SCRAM users; the
+//! cluster (brokers, features, the KRaft quorum, log directories, reassignments, leader
+//! elections).
+//!
+//! One file per kind of resource; every operation goes where Kafka routes it (the controller,
+//! a partition's leader, a group's coordinator, every broker for listings).
+
+mod acls;
+mod cluster;
+mod configs;
+mod groups;
+mod quotas;
+mod records;
+mod topics;
+mod users;
+
+use std::time::Duration;
+
+use kwire::{ApiKey, ByteString, ResponseKind};
+
+use crate::cluster::Client;
+use crate::error::Error;
+
+pub use acls::{AclBinding, AclBindingFilter, AclOperation, AclPermission, PatternType, ResourceType};
+pub use cluster::{ClusterDescription, FeatureLevel, Features, LogDir, LogDirReplica, QuorumDescription, QuorumReplica, Reassignment};
+pub use configs::{ConfigEntry, ConfigOp, ConfigResource};
+pub use groups::{GroupDescription, GroupListing, MemberDescription};
+pub use quotas::{QuotaAlteration, QuotaEntity, QuotaFilter};
+pub use records::DeletedRecords;
+pub use topics::{CreatedTopic, NewTopic};
+pub use users::{ScramChange, ScramCredential};
+
+/// Admin operations on a [`Client`]'s cluster.
+///
+/// ```no_run
+/// # async fn run() -> kwire_client::Result<()> {
+/// use kwire_client::{Admin, Client, ClientConfig, NewTopic};
+///
+/// let admin = Admin::new(Client::connect(ClientConfig::new("localhost:9092")).await?);
+/// admin.create_topic(NewTopic::new("orders", 6).replication_factor(3)).await?;
+/// for group in admin.list_groups().await? {
+///     println!("{} {}", group.group_id, group.state);
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Admin {
+    client: Client,
+    /// How long the broker may take on topic operations.
+    pub operation_timeout: Duration,
+}
+
+/// Backoff between attempts while leaders or coordinators move.
+const BACKOFF: Duration = Duration::from_millis(100);
+
+fn bs(s: &str) -> ByteString {
+    ByteString::from(s.to_owned())
+}
+
+fn unexpected(api: ApiKey, got: &ResponseKind) -> Error {
+    Error::UnexpectedResponse(format!("{:?} response to {}", got.api_key(), api.name()))
+}
+
+/// The result in `results` that `matches`, or an error naming what is missing.
+fn result_for<'a, T>(results: &'a [T], api: ApiKey, what: &str, matches: impl Fn(&T) -> bool) -> crate::Result<&'a T> {
+    results.iter().find(|r| matches(r)).ok_or_else(|| Error::UnexpectedResponse(format!("{} response has no result for {what}", api.name())))
+}
+
+impl Admin {
+    /// Admin operations through `client`.
+    pub fn new(client: Client) -> Admin {
+        Admin { client, operation_timeout: Duration::from_secs(30) }
+    }
+
+    /// The client.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    fn timeout_ms(&self) -> i32 {
+        self.operation_timeout.as_millis().min(i32::MAX as u128) as i32
+    }
+}

@@ -1,0 +1,73 @@
+//! Records and offsets of partitions: ListOffsets and DeleteRecords at each leader.
+
+use std::collections::BTreeMap;
+
+use kwire::messages::{
+    delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic},
+    DeleteRecordsRequest,
+};
+use kwire::{ErrorCode, ResponseKind};
+
+use super::{bs, Admin};
+use crate::error::{Error, Resource, Result};
+use crate::offsets::{self, ListedOffset, OffsetSpec};
+use crate::topic_partition::TopicPartition;
+
+/// What DeleteRecords left of a partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeletedRecords {
+    /// The partition's log start offset now.
+    pub low_watermark: i64,
+}
+
+impl Admin {
+    /// Offsets of partitions by [`OffsetSpec`] (ListOffsets at each leader), as Java's
+    /// `listOffsets`; `read_committed` answers `Latest` with the last stable offset.
+    /// Partitions with no such offset (a timestamp past the last record) are left out.
+    pub async fn list_offsets(&self, specs: &[(TopicPartition, OffsetSpec)], read_committed: bool) -> Result<BTreeMap<TopicPartition, ListedOffset>> {
+        offsets::list_offsets(&self.client, specs, i8::from(read_committed), super::BACKOFF).await
+    }
+
+    /// Deletes the records of each partition before the given offset (-1: the high
+    /// watermark), as `kafka-delete-records.sh`; one result per partition, in order.
+    pub async fn delete_records(&self, before: &[(TopicPartition, i64)]) -> Result<Vec<Result<DeletedRecords>>> {
+        let metadata = self.client.refresh_metadata().await?;
+        let mut results: Vec<Option<Result<DeletedRecords>>> = vec![None; before.len()];
+        let mut by_leader: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
+        for (i, (tp, _)) in before.iter().enumerate() {
+            match metadata.leader(&tp.topic, tp.partition) {
+                Some(leader) => by_leader.entry(leader).or_default().push(i),
+                None => results[i] = Some(Err(Error::UnknownTopicOrPartition(format!("{tp} has no known leader")))),
+            }
+        }
+        for (leader, indexes) in by_leader {
+            let mut topics: BTreeMap<&str, Vec<DeleteRecordsPartition>> = BTreeMap::new();
+            for &i in &indexes {
+                let (tp, offset) = &before[i];
+                topics.entry(tp.topic.as_str()).or_default().push(DeleteRecordsPartition { partition_index: tp.partition, offset: *offset, ..Default::default() });
+            }
+            let request = DeleteRecordsRequest {
+                topics: topics.into_iter().map(|(t, partitions)| DeleteRecordsTopic { name: bs(t), partitions, ..Default::default() }).collect(),
+                timeout_ms: self.timeout_ms(),
+                ..Default::default()
+            };
+            let response = self.client.call_node(leader, request).await;
+            for &i in &indexes {
+                let tp = &before[i].0;
+                let result = match &response {
+                    Ok(Some(ResponseKind::DeleteRecords(r))) => {
+                        match r.topics.iter().filter(|t| t.name == tp.topic[..]).flat_map(|t| &t.partitions).find(|p| p.partition_index == tp.partition) {
+                            Some(p) if ErrorCode(p.error_code).is_ok() => Ok(DeletedRecords { low_watermark: p.low_watermark }),
+                            Some(p) => Err(Error::broker(ErrorCode(p.error_code), None, format!("DeleteRecords {tp}")).about(Resource::Topic(tp.topic.clone()))),
+                            None => Err(Error::UnexpectedResponse(format!("DeleteRecords response has no {tp}"))),
+                        }
+                    }
+                    Ok(other) => Err(Error::UnexpectedResponse(format!("{:?} to DeleteRecords", other.as_ref().map(|o| o.api_key())))),
+                    Err(e) => Err(e.clone()),
+                };
+                results[i] = Some(result);
+            }
+        }
+        Ok(results.into_iter().map(|r| r.unwrap_or_else(|| Err(Error::UnexpectedResponse("no result".into())))).collect())
+    }
+}
