@@ -11,7 +11,8 @@
 #
 # One node: a combined broker+controller on loopback, free ports, listeners PLAINTEXT,
 # SASL_PLAINTEXT (PLAIN users admin/alice; SCRAM-SHA-256/512 user alice created at format time)
-# and SSL (a CA and broker certificate made here with openssl), the StandardAuthorizer with
+# and SSL (a CA and broker certificate made here with openssl; client certificates requested,
+# not required: one signed by the CA makes its subject the principal, e.g. User:CN=me), the StandardAuthorizer with
 # ANONYMOUS (PLAINTEXT, SSL) and admin as super users, so ACLs apply to SASL users only.
 # Three nodes: three combined processes, PLAINTEXT only, small heaps.
 #
@@ -226,7 +227,9 @@ ssl.keystore.type=PKCS12
 ssl.keystore.location=$dir/certs/broker.p12
 ssl.keystore.password=kwire
 ssl.key.password=kwire
-ssl.client.auth=none
+ssl.truststore.type=PEM
+ssl.truststore.location=$dir/certs/ca.pem
+ssl.client.auth=requested
 delegation.token.secret.key=kwire-test-token-secret
 EOF
       format_args=(--add-scram 'SCRAM-SHA-256=[name=alice,password=alice-secret]'

@@ -53,7 +53,7 @@ pub use error::{ConsumerError, Error, GroupError, ProducerError, Resource, Resul
 pub use group::GroupProtocol;
 pub use producer::{Acks, Delivery, IntoTopic, Producer, ProducerConfig, ProducerRecord, ProducerStats, RecordMetadata};
 pub use sasl::{Sasl, ScramMechanism};
-pub use tls::{Roots, TlsConfig};
+pub use tls::{ClientIdentity, Roots, TlsConfig};
 pub use topic_partition::TopicPartition;
 
 /// The README's examples, compiled as doctests so they keep up with the API.

@@ -214,3 +214,76 @@ async fn client_certificates() {
     assert!(!err.is_retriable());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Client key material as Kafka users hold it, presented to the broker's SSL listener (which
+/// requests a certificate and makes its subject the principal): an X.509 v1 certificate
+/// (rustls's verifier refuses those; the broker takes it), a PKCS#12 keystore from OpenSSL and
+/// one from keytool, a keytool truststore, an encrypted PKCS#8 key. That the broker saw the
+/// certificate is checked through its authorizer: the certificate's principal may not create
+/// a topic until an ACL lets it. Broken material fails before connecting, naming the file and
+/// what is wrong.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_material_as_kafka_users_hold_it() {
+    use kwire_client::{AclBinding, AclOperation, AclPermission, Admin, ClientIdentity, NewTopic, ResourceType, Roots};
+
+    let Some(b) = Broker::from_env("key_material_as_kafka_users_hold_it") else { return };
+    let certs = b.certs_dir();
+    let dir = std::env::temp_dir().join(common::unique("kw-key-material"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |tool: &str, args: &[&str]| {
+        let out = std::process::Command::new(tool).args(args).current_dir(&dir).output().unwrap_or_else(|e| panic!("{tool} runs: {e}"));
+        assert!(out.status.success(), "{tool} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    let cn = common::unique("kw-v1");
+    let (ca, ca_key) = (certs.join("ca.pem"), certs.join("ca.key"));
+    run("openssl", &["req", "-newkey", "rsa:2048", "-nodes", "-subj", &format!("/CN={cn}"), "-keyout", "client.key", "-out", "client.csr"]);
+    // No -extfile: OpenSSL writes an X.509 v1 certificate.
+    run("openssl", &["x509", "-req", "-days", "1", "-in", "client.csr", "-CA", ca.to_str().unwrap(), "-CAkey", ca_key.to_str().unwrap(), "-CAcreateserial", "-CAserial", "client.srl", "-out", "client.pem"]);
+    let text = std::process::Command::new("openssl").args(["x509", "-in", "client.pem", "-noout", "-text"]).current_dir(&dir).output().unwrap();
+    assert!(String::from_utf8_lossy(&text.stdout).contains("Version: 1 (0x0)"), "a v1 certificate");
+    run("openssl", &["pkcs8", "-topk8", "-v2", "aes-256-cbc", "-in", "client.key", "-out", "client-enc.key", "-passout", "pass:keypw"]);
+    run("openssl", &["pkcs12", "-export", "-in", "client.pem", "-inkey", "client.key", "-certfile", ca.to_str().unwrap(), "-name", "client", "-passout", "pass:storepw", "-out", "openssl.p12"]);
+    run("keytool", &["-importkeystore", "-srckeystore", "openssl.p12", "-srcstoretype", "PKCS12", "-srcstorepass", "storepw", "-destkeystore", "keytool.p12", "-deststoretype", "PKCS12", "-deststorepass", "storepw2", "-noprompt"]);
+    run("keytool", &["-importcert", "-noprompt", "-alias", "ca", "-file", ca.to_str().unwrap(), "-keystore", "truststore.p12", "-storetype", "PKCS12", "-storepass", "trustpw"]);
+    run("openssl", &["pkcs12", "-export", "-nokeys", "-in", ca.to_str().unwrap(), "-passout", "pass:x", "-out", "untrusted.p12"]);
+
+    let truststore = Roots::Pkcs12File { path: dir.join("truststore.p12"), password: "trustpw".into() };
+    let identities = [
+        ("v1 PEM", TlsConfig::ca_file(&ca).client_cert(std::fs::read(dir.join("client.pem")).unwrap(), std::fs::read(dir.join("client.key")).unwrap())),
+        ("encrypted PKCS#8", TlsConfig::ca_file(&ca).identity(ClientIdentity::PemFiles { chain: dir.join("client.pem"), key: dir.join("client-enc.key"), key_password: Some("keypw".into()) })),
+        ("OpenSSL PKCS#12", TlsConfig::new(truststore.clone()).identity(ClientIdentity::Pkcs12File { path: dir.join("openssl.p12"), password: "storepw".into() })),
+        ("keytool PKCS#12", TlsConfig::new(truststore.clone()).identity(ClientIdentity::Pkcs12File { path: dir.join("keytool.p12"), password: "storepw2".into() })),
+    ];
+    let admin = Admin::new(b.client().await);
+    for (what, tls) in identities {
+        let client = Client::connect(ClientConfig::new(b.var("SSL")).tls(tls)).await.unwrap_or_else(|e| panic!("{what}: {e}"));
+        let err = Admin::new(client).create_topic(NewTopic::new(common::unique("kw-denied"), 1)).await.expect_err(what);
+        assert!(matches!(err, Error::Authorization { .. }) || err.code().and_then(|c| c.name()) == Some("TOPIC_AUTHORIZATION_FAILED"), "{what}: {err:?}");
+    }
+    // Let the certificate's principal create topics: it can.
+    let acl = AclBinding::new(ResourceType::Cluster, "kafka-cluster", &format!("User:CN={cn}"), AclOperation::Create, AclPermission::Allow);
+    admin.create_acls(std::slice::from_ref(&acl)).await.unwrap().remove(0).unwrap();
+    let tls = TlsConfig::new(truststore.clone()).identity(ClientIdentity::Pkcs12File { path: dir.join("keytool.p12"), password: "storepw2".into() });
+    let as_cert = Admin::new(Client::connect(ClientConfig::new(b.var("SSL")).tls(tls)).await.unwrap());
+    common::eventually("the ACL applied", || async { as_cert.create_topic(NewTopic::new(common::unique("kw-allowed"), 1)).await.is_ok() }).await;
+    admin.delete_acls(&[kwire_client::AclBindingFilter::exactly(&acl)]).await.unwrap().remove(0).unwrap();
+
+    // Broken material: refused before connecting, with the file and the cause.
+    let refused = |tls: TlsConfig| {
+        let b = b.var("SSL").to_owned();
+        async move { Client::connect(ClientConfig::new(&b).tls(tls)).await.err().map(|e| e.to_string()).unwrap_or_default() }
+    };
+    let msg = refused(TlsConfig::new(truststore.clone()).identity(ClientIdentity::Pkcs12File { path: dir.join("keytool.p12"), password: "nope".into() })).await;
+    assert!(msg.contains("keytool.p12") && msg.contains("wrong password"), "{msg}");
+    let msg = refused(TlsConfig::new(Roots::Pkcs12File { path: dir.join("untrusted.p12"), password: "x".into() })).await;
+    assert!(msg.contains("untrusted.p12") && msg.contains("no trusted certificate"), "{msg}");
+    let msg = refused(TlsConfig::ca_file(&ca).identity(ClientIdentity::PemFiles { chain: dir.join("client.pem"), key: dir.join("client-enc.key"), key_password: None })).await;
+    assert!(msg.contains("client-enc.key") && msg.contains("encrypted"), "{msg}");
+    let msg = refused(TlsConfig::ca_file(&ca).identity(ClientIdentity::PemFiles { chain: dir.join("client.pem"), key: dir.join("client-enc.key"), key_password: Some("wrong".into()) })).await;
+    assert!(msg.contains("client-enc.key") && msg.contains("wrong password"), "{msg}");
+    let msg = refused(TlsConfig::ca_file(&ca).client_cert(std::fs::read(dir.join("client.pem")).unwrap(), std::fs::read(certs.join("broker.key")).unwrap())).await;
+    assert!(msg.contains("does not belong to the certificate"), "{msg}");
+    let msg = refused(TlsConfig::ca_file(dir.join("missing.pem"))).await;
+    assert!(msg.contains("missing.pem"), "{msg}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
