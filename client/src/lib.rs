@@ -39,10 +39,10 @@ pub use assignor::Assignor;
 pub use cluster::{BrokerInfo, Client, ClientConfig, ClusterMetadata, PartitionInfo, TopicInfo};
 pub use conn::{ConnectOptions, Connection, Versions};
 pub use consumer::{
-    Consumer, ConsumerConfig, ConsumerRecord, FetchStats, IsolationLevel, ListenerFuture, OffsetAndMetadata, OffsetReset, OffsetSpec,
+    Consumer, ConsumerConfig, ConsumerGroupMetadata, ConsumerRecord, FetchStats, IsolationLevel, ListenerFuture, OffsetAndMetadata, OffsetReset, OffsetSpec,
     RebalanceListener,
 };
-pub use error::{ConsumerError, Error, GroupError, ProducerError, Resource, Result};
+pub use error::{ConsumerError, Error, GroupError, ProducerError, Resource, Result, TransactionError, TransactionState};
 pub use group::GroupProtocol;
 pub use producer::{Acks, Delivery, IntoTopic, Producer, ProducerConfig, ProducerRecord, ProducerStats, RecordMetadata};
 pub use sasl::{Sasl, ScramMechanism};

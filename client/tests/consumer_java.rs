@@ -7,11 +7,10 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{unique, Broker};
+use common::{java, unique, Broker};
 use kwire_client::{
     Admin, Client, Consumer, ConsumerConfig, IsolationLevel, NewTopic, OffsetReset, Producer, ProducerConfig, ProducerRecord, TopicPartition,
 };
@@ -100,22 +99,6 @@ public class Transactions {
     }
 }
 "#;
-
-async fn java(b: &Broker, dir: &Path, file: &str, source: &str, args: &[&str], timeout: Duration) -> String {
-    let lib = b.var("KAFKA_LIB").to_owned();
-    std::fs::write(dir.join(file), source).unwrap();
-    let run = tokio::process::Command::new("java")
-        .arg("-cp")
-        .arg(format!("{lib}/*"))
-        .arg("-Dlog4j2.level=warn")
-        .arg(dir.join(file))
-        .args(args)
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(timeout, run).await.expect("java in time").expect("java runs");
-    assert!(out.status.success(), "{file} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
 
 type Processed = Arc<Mutex<Vec<(i32, i64)>>>;
 
