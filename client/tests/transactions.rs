@@ -481,3 +481,78 @@ async fn the_exactly_once_example_killed_twice_copies_every_record_once() {
     }
     println!("Kafka {}: {} records copied exactly once across 2 SIGKILLs; {:.1}s", b.version(), got.len(), started.elapsed().as_secs_f64());
 }
+
+/// Kafka's Java transactional producer: `rounds` times a committed transaction of 10 records
+/// and an aborted one of 5 (written, then aborted), over 2 partitions.
+const JAVA_TRANSACTIONS: &str = r#"
+import java.util.*;
+import org.apache.kafka.clients.producer.*;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+public class JavaTransactions {
+    public static void main(String[] args) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", args[0]);
+        p.put("transactional.id", args[2]);
+        p.put("key.serializer", StringSerializer.class.getName());
+        p.put("value.serializer", StringSerializer.class.getName());
+        String topic = args[1];
+        try (KafkaProducer<String, String> k = new KafkaProducer<>(p)) {
+            k.initTransactions();
+            for (int r = 0; r < Integer.parseInt(args[3]); r++) {
+                k.beginTransaction();
+                for (int i = 0; i < 10; i++) k.send(new ProducerRecord<>(topic, i % 2, "k", String.format("java-c-%d-%03d", r, i))).get();
+                k.commitTransaction();
+                k.beginTransaction();
+                for (int i = 0; i < 5; i++) k.send(new ProducerRecord<>(topic, i % 2, "k", String.format("java-a-%d-%03d", r, i))).get();
+                k.abortTransaction();
+            }
+        }
+        System.out.println("OK");
+    }
+}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn javas_transactions_and_ours_interleave_on_one_topic() {
+    let Some(b) = Broker::from_env("javas_transactions_and_ours_interleave_on_one_topic") else { return };
+    let started = Instant::now();
+    let client = b.client().await;
+    let topic = unique("kw-txn-mixed");
+    Admin::new(client.clone()).create_topic(NewTopic::new(&topic, 2)).await.unwrap();
+    let java_run = {
+        let (b, topic) = (Broker::from_env("java").unwrap(), topic.clone());
+        tokio::spawn(async move {
+            let dir = std::env::temp_dir().join(unique("kw-txn-java"));
+            std::fs::create_dir_all(&dir).unwrap();
+            let id = unique("kw-txn-java-id");
+            let out = java(&b, &dir, "JavaTransactions.java", JAVA_TRANSACTIONS, &[b.var("PLAINTEXT"), &topic, &id, "5"], Duration::from_secs(90)).await;
+            let _ = std::fs::remove_dir_all(&dir);
+            out
+        })
+    };
+    // Ours: the same pattern, round after round while Java's run (at least 3 rounds).
+    let p = transactional(&client, &unique("kw-txn-ours-id"));
+    p.init_transactions().await.unwrap();
+    let mut expected: Vec<String> = (0..5).flat_map(|r| values(&format!("java-c-{r}"), 10)).collect();
+    let mut rounds = 0;
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while rounds < 3 || !java_run.is_finished() {
+        assert!(Instant::now() < deadline, "Java's producer did not finish");
+        p.begin_transaction().await.unwrap();
+        let committed = values(&format!("rust-c-{rounds}"), 10);
+        send_all(&p, &topic, &committed).await;
+        p.commit_transaction().await.unwrap();
+        expected.extend(committed);
+        p.begin_transaction().await.unwrap();
+        send_all(&p, &topic, &values(&format!("rust-a-{rounds}"), 5)).await;
+        p.abort_transaction().await.unwrap();
+        rounds += 1;
+    }
+    p.close().await.unwrap();
+    assert_eq!(java_run.await.unwrap().trim(), "OK");
+    expected.sort();
+    let read = read_committed(&b, &[(&topic, 2)]).await;
+    assert_eq!(read[&topic], expected, "each side's committed records, none of either side's aborted ones");
+    println!("Kafka {}: Java's 5 and our {rounds} rounds interleaved; {} committed records read; {:.1}s", b.version(), expected.len(), started.elapsed().as_secs_f64());
+}
