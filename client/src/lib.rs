@@ -7,13 +7,15 @@
 //! - [`Client`]: the cluster: bootstrap, metadata cache, connection per broker with reconnect
 //!   backoff, routing to leaders and the controller.
 //! - [`Admin`]: topics, partitions, cluster, configs, SCRAM users.
-//! - [`Producer`]: Java's partitioner, batching, compression, acks, idempotence, retries.
+//! - [`Producer`]: Java's partitioner, batching, compression, acks, idempotence, retries;
+//!   transactions (`init_transactions`, `begin_transaction`, `send_offsets_to_transaction`,
+//!   `commit_transaction`, `abort_transaction`; V1 and KIP-890's V2) for exactly-once pipelines.
 //! - [`Consumer`]: manual assignment or consumer groups (classic and KIP-848), incremental
 //!   fetch sessions, read_committed, leader epochs, offsets and commits, streams.
 //!
 //! Every failure is an [`Error`], with [`Error::is_retriable`]; the producer's, the
-//! consumer's and the group's own failures are [`ProducerError`], [`ConsumerError`] and
-//! [`GroupError`] kinds to match on.
+//! consumer's, the group's and the transactions' own failures are [`ProducerError`],
+//! [`ConsumerError`], [`GroupError`] and [`TransactionError`] kinds to match on.
 //!
 //! The types are at the crate root; two modules are public because their functions are the
 //! API: [`assignor`] (Java's range and cooperative-sticky assignors) and [`partitioner`]
