@@ -333,7 +333,7 @@ async fn offsets_sent_to_a_transaction_are_committed_with_it_only() {
     send_all(&p, &output, &values("out-a", 5)).await;
     p.send_offsets_to_transaction(&offsets(5), &gm).await.unwrap();
     p.abort_transaction().await.unwrap();
-    assert_eq!(consumer.committed(&[tp.clone()]).await.unwrap().get(&tp), None, "no offset after the abort");
+    assert_eq!(consumer.committed(std::slice::from_ref(&tp)).await.unwrap().get(&tp), None, "no offset after the abort");
 
     // KIP-447: offsets of a member of another generation are refused; the transaction aborts.
     p.begin_transaction().await.unwrap();
@@ -346,14 +346,14 @@ async fn offsets_sent_to_a_transaction_are_committed_with_it_only() {
     }
     assert_eq!(p.transaction_state(), Some(TransactionState::AbortableError));
     p.abort_transaction().await.unwrap();
-    assert_eq!(consumer.committed(&[tp.clone()]).await.unwrap().get(&tp), None, "no offset after the second abort");
+    assert_eq!(consumer.committed(std::slice::from_ref(&tp)).await.unwrap().get(&tp), None, "no offset after the second abort");
 
     // Committed: the offsets are, with the records.
     p.begin_transaction().await.unwrap();
     send_all(&p, &output, &values("out-c", 5)).await;
     p.send_offsets_to_transaction(&offsets(10), &gm).await.unwrap();
     p.commit_transaction().await.unwrap();
-    let committed = consumer.committed(&[tp.clone()]).await.unwrap();
+    let committed = consumer.committed(std::slice::from_ref(&tp)).await.unwrap();
     assert_eq!(committed.get(&tp).map(|o| o.offset), Some(10), "the offset committed with the transaction");
 
     let stats = p.stats();
@@ -365,9 +365,7 @@ async fn offsets_sent_to_a_transaction_are_committed_with_it_only() {
     p.close().await.unwrap();
     consumer.close().await.unwrap();
     let read = read_committed(&b, &[(&output, 1)]).await;
-    assert_eq!(read[&output], values("out-c", 5));
-    let expected: BTreeSet<String> = values("out-c", 5).into_iter().collect();
-    assert_eq!(read[&output].iter().cloned().collect::<BTreeSet<_>>(), expected);
+    assert_eq!(read[&output], values("out-c", 5), "only the committed transaction's output");
     println!("Kafka {}: offsets committed with the transaction only; {:?}; {:.1}s", b.version(), stats, started.elapsed().as_secs_f64());
 }
 
@@ -548,6 +546,8 @@ async fn javas_transactions_and_ours_interleave_on_one_topic() {
         send_all(&p, &topic, &values(&format!("rust-a-{rounds}"), 5)).await;
         p.abort_transaction().await.unwrap();
         rounds += 1;
+        // Leave the machine to Java's JVM now and then: rounds enough, not as many as possible.
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     p.close().await.unwrap();
     assert_eq!(java_run.await.unwrap().trim(), "OK");
