@@ -150,6 +150,8 @@ offsets.topic.replication.factor=$nodes
 transaction.state.log.num.partitions=3
 transaction.state.log.replication.factor=$nodes
 transaction.state.log.min.isr=1
+# Timed-out transactions aborted within a second, not ten (the client's transaction timeout test).
+transaction.abort.timed.out.transaction.cleanup.interval.ms=500
 share.coordinator.state.topic.replication.factor=$nodes
 share.coordinator.state.topic.min.isr=1
 share.coordinator.state.topic.num.partitions=3

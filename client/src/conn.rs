@@ -63,9 +63,11 @@ impl Default for ConnectOptions {
 /// The versions this client can use of an api, beyond what the build knows: magic v2 record
 /// batches only (Produce 3+, Fetch 4+), topic names rather than ids in Produce (the consumer
 /// fetches by topic id from Fetch v13),
-/// Metadata with auto-creation control (4+), SaslHandshake v1 (tokens in SaslAuthenticate).
+/// Metadata with auto-creation control (4+), SaslHandshake v1 (tokens in SaslAuthenticate),
+/// AddPartitionsToTxn up to v3 (v4+ is the brokers' batched form, as Java's client uses it).
 pub(crate) fn client_versions(api: ApiKey) -> VersionRange {
     match api {
+        ApiKey::AddPartitionsToTxn => VersionRange::new(0, 3),
         ApiKey::Produce => VersionRange::new(3, 12),
         ApiKey::Fetch => VersionRange::new(4, i16::MAX),
         ApiKey::Metadata => VersionRange::new(4, i16::MAX),
@@ -139,13 +141,22 @@ impl InFlight {
 pub struct Versions {
     negotiated: Negotiated,
     theirs: HashMap<i16, VersionRange>,
+    /// The cluster's finalized feature levels (KIP-584, ApiVersions v3+): name, max level.
+    finalized: Vec<(String, i16)>,
 }
 
 impl Versions {
     fn new(response: &kwire::messages::ApiVersionsResponse) -> Versions {
         let negotiated = negotiate(response, NegotiateOptions::default());
         let theirs = response.api_keys.iter().map(|k| (k.api_key, VersionRange::new(k.min_version, k.max_version))).collect();
-        Versions { negotiated, theirs }
+        let finalized = response.finalized_features.iter().map(|f| (f.name.to_string(), f.max_version_level)).collect();
+        Versions { negotiated, theirs, finalized }
+    }
+
+    /// The finalized level of a feature (`transaction.version`, say) as the broker reported
+    /// it, `None` when it reported none.
+    pub(crate) fn finalized_feature(&self, name: &str) -> Option<i16> {
+        self.finalized.iter().find(|(n, _)| n == name).map(|&(_, level)| level)
     }
 
     /// The version to use for `api`: the highest this build, this client and the broker

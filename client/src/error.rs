@@ -117,6 +117,103 @@ pub enum Error {
     Consumer(ConsumerError),
     /// Group membership or a group's offsets failed: see [`GroupError`].
     Group(GroupError),
+    /// A transactional producer refused a call or its transaction failed: see
+    /// [`TransactionError`].
+    Transaction(TransactionError),
+}
+
+/// Where a transactional producer is (Java's `TransactionManager` states).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TransactionState {
+    /// `init_transactions` has not completed.
+    Uninitialized,
+    /// `init_transactions` is running.
+    Initializing,
+    /// Between transactions.
+    Ready,
+    /// A transaction is open.
+    InTransaction,
+    /// `commit_transaction` is running (or failed retriably: call it again).
+    Committing,
+    /// `abort_transaction` is running (or failed retriably: call it again).
+    Aborting,
+    /// The transaction failed: abort it, then go on.
+    AbortableError,
+    /// The producer cannot go on: close it.
+    FatalError,
+}
+
+/// Why a transactional producer refused a call, or why its transaction failed.
+///
+/// [`Abortable`](TransactionError::Abortable) means the transaction cannot commit: call
+/// `abort_transaction` and go on with a new one. [`Fatal`](TransactionError::Fatal) means the
+/// producer is done (fenced by a newer instance with its transactional id, not authorized,
+/// ...): every later call fails with it; close the producer. The others are calls made in the
+/// wrong state, as Java's producer refuses them (its `IllegalStateException`).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum TransactionError {
+    /// A transactional method on a producer without a `transactional_id`.
+    NotTransactional {
+        /// The method.
+        operation: &'static str,
+    },
+    /// The call needs `init_transactions` to have completed.
+    NotInitialized {
+        /// The method.
+        operation: &'static str,
+    },
+    /// The call needs an open transaction (`send`, `commit_transaction` twice, ...).
+    NoTransaction {
+        /// The method.
+        operation: &'static str,
+    },
+    /// The call is not allowed while a transaction is open or ending (`begin_transaction`
+    /// twice, `init_transactions` again, ...).
+    InvalidState {
+        /// The method.
+        operation: &'static str,
+        /// The state it was called in.
+        state: TransactionState,
+    },
+    /// The transaction failed (a record was not written, offsets were refused, the producer's
+    /// epoch was bumped by a transaction timeout, ...): abort it, then go on.
+    Abortable(Box<Error>),
+    /// The producer cannot go on (PRODUCER_FENCED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    /// an error the protocol has no recovery for): every later call fails with this.
+    Fatal(Box<Error>),
+    /// The record's transaction was aborted before the record was sent.
+    Aborted,
+}
+
+impl TransactionError {
+    /// The error behind an abortable or fatal one.
+    pub fn cause(&self) -> Option<&Error> {
+        match self {
+            TransactionError::Abortable(e) | TransactionError::Fatal(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Whether the producer cannot go on.
+    pub fn is_fatal(&self) -> bool {
+        matches!(self, TransactionError::Fatal(_))
+    }
+}
+
+impl fmt::Display for TransactionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TransactionError::NotTransactional { operation } => write!(f, "{operation}: the producer has no transactional_id"),
+            TransactionError::NotInitialized { operation } => write!(f, "{operation}: call init_transactions first"),
+            TransactionError::NoTransaction { operation } => write!(f, "{operation}: no transaction is open (call begin_transaction)"),
+            TransactionError::InvalidState { operation, state } => write!(f, "{operation} is not allowed in state {state:?}"),
+            TransactionError::Abortable(e) => write!(f, "the transaction must be aborted: {e}"),
+            TransactionError::Fatal(e) => write!(f, "the producer cannot go on: {e}"),
+            TransactionError::Aborted => f.write_str("the transaction was aborted before the record was sent"),
+        }
+    }
 }
 
 /// What an [`Error::Authorization`] was about.
@@ -340,6 +437,7 @@ impl Error {
             Error::Broker { code, .. } | Error::Authorization { code, .. } => Some(*code),
             Error::Producer(ProducerError::Fenced { code, .. }) => Some(*code),
             Error::Group(e) => e.code(),
+            Error::Transaction(e) => e.cause().and_then(Error::code),
             _ => None,
         }
     }
@@ -447,6 +545,7 @@ impl fmt::Display for Error {
             Error::NoOffset(p) => write!(f, "{p} has no committed offset and the reset policy is none"),
             Error::Consumer(e) => write!(f, "consumer: {e}"),
             Error::Group(e) => write!(f, "group: {e}"),
+            Error::Transaction(e) => write!(f, "transaction: {e}"),
         }
     }
 }

@@ -9,13 +9,15 @@
 //! - [`Admin`]: topics, partitions and records; configs; consumer groups and their offsets;
 //!   ACLs; client quotas; SCRAM users; brokers, features, the KRaft quorum, log directories,
 //!   reassignments and leader elections.
-//! - [`Producer`]: Java's partitioner, batching, compression, acks, idempotence, retries.
+//! - [`Producer`]: Java's partitioner, batching, compression, acks, idempotence, retries;
+//!   transactions (`init_transactions`, `begin_transaction`, `send_offsets_to_transaction`,
+//!   `commit_transaction`, `abort_transaction`; V1 and KIP-890's V2) for exactly-once pipelines.
 //! - [`Consumer`]: manual assignment or consumer groups (classic and KIP-848), incremental
 //!   fetch sessions, read_committed, leader epochs, offsets and commits, streams.
 //!
 //! Every failure is an [`Error`], with [`Error::is_retriable`]; the producer's, the
-//! consumer's and the group's own failures are [`ProducerError`], [`ConsumerError`] and
-//! [`GroupError`] kinds to match on.
+//! consumer's, the group's and the transactions' own failures are [`ProducerError`],
+//! [`ConsumerError`], [`GroupError`] and [`TransactionError`] kinds to match on.
 //!
 //! The types are at the crate root; two modules are public because their functions are the
 //! API: [`assignor`] (Java's range and cooperative-sticky assignors) and [`partitioner`]
@@ -38,7 +40,7 @@ mod tls;
 mod topic_partition;
 
 pub use admin::{
-    AclBinding, AclBindingFilter, AclOperation, AclPermission, Admin, ClusterDescription, ConfigEntry, ConfigOp, ConfigResource, CreatedTopic,
+    AclBinding, ActiveProducer, TransactionDescription, TransactionFilter, TransactionListing, AclBindingFilter, AclOperation, AclPermission, Admin, ClusterDescription, ConfigEntry, ConfigOp, ConfigResource, CreatedTopic,
     DeletedRecords, FeatureLevel, Features, GroupDescription, GroupListing, LogDir, LogDirReplica, MemberDescription, NewTopic, PatternType,
     QuorumDescription, QuorumReplica, QuotaAlteration, QuotaEntity, QuotaFilter, Reassignment, ResourceType, ScramChange, ScramCredential,
 };
@@ -46,10 +48,10 @@ pub use assignor::Assignor;
 pub use cluster::{BrokerInfo, Client, ClientConfig, ClusterMetadata, PartitionInfo, TopicInfo};
 pub use conn::{ConnectOptions, Connection, Versions};
 pub use consumer::{
-    Consumer, ConsumerConfig, ConsumerRecord, FetchStats, IsolationLevel, ListenerFuture, OffsetReset, RebalanceListener,
+    Consumer, ConsumerConfig, ConsumerGroupMetadata, ConsumerRecord, FetchStats, IsolationLevel, ListenerFuture, OffsetReset, RebalanceListener,
 };
+pub use error::{ConsumerError, Error, GroupError, ProducerError, Resource, Result, TransactionError, TransactionState};
 pub use offsets::{ListedOffset, OffsetAndMetadata, OffsetSpec};
-pub use error::{ConsumerError, Error, GroupError, ProducerError, Resource, Result};
 pub use group::GroupProtocol;
 pub use producer::{Acks, Delivery, IntoTopic, Producer, ProducerConfig, ProducerRecord, ProducerStats, RecordMetadata};
 pub use sasl::{Sasl, ScramMechanism};

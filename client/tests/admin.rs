@@ -382,3 +382,55 @@ async fn log_dirs_reassignments_elections() {
     let err = admin.alter_partition_reassignments(&[(TopicPartition::new(topic.clone(), 9), Some(vec![1]))]).await.unwrap().remove(0).unwrap_err();
     assert!(err.code().is_some(), "{err:?}");
 }
+
+/// A transaction left hanging, seen and ended the operators' way: listed and described at its
+/// coordinator with its partition, its producer described at the partition (the open
+/// transaction holding the last stable offset back), aborted there with a marker (the last
+/// stable offset moves up), and its transactional id fenced (the producer's next commit fails).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hanging_transactions_listed_described_aborted_fenced() {
+    use kwire_client::{OffsetSpec, Producer, ProducerConfig, ProducerRecord, TopicPartition, TransactionFilter};
+    use std::time::Duration;
+
+    let Some(b) = Broker::from_env("hanging_transactions_listed_described_aborted_fenced") else { return };
+    let admin = Admin::new(b.client().await);
+    let (topic, id) = (unique("kw-adm-txn"), unique("kw-adm-txn-id"));
+    admin.create_topic(NewTopic::new(&topic, 1).replication_factor(1)).await.unwrap();
+    let tp = TopicPartition::new(topic.clone(), 0);
+    let config = ProducerConfig { transactional_id: Some(id.clone()), transaction_timeout: Duration::from_secs(60), ..Default::default() };
+    let producer = Producer::new(b.client().await, config).unwrap();
+    producer.init_transactions().await.unwrap();
+    producer.begin_transaction().await.unwrap();
+    for i in 0..5 {
+        producer.send(ProducerRecord::new(&topic, format!("open-{i}")).partition(0)).await.unwrap().await.unwrap();
+    }
+
+    let listed = admin.list_transactions(&TransactionFilter::default()).await.unwrap();
+    let mine = listed.iter().find(|t| t.transactional_id == id).unwrap_or_else(|| panic!("{id} listed: {listed:?}"));
+    assert_eq!((mine.state.as_str(), mine.coordinator), ("Ongoing", 1));
+    let ongoing = TransactionFilter { states: vec!["Ongoing".into()], ..Default::default() };
+    assert!(admin.list_transactions(&ongoing).await.unwrap().iter().any(|t| t.transactional_id == id));
+    let d = admin.describe_transactions(&[&id]).await.unwrap().remove(0).unwrap();
+    assert_eq!((d.state.as_str(), d.producer_id, d.timeout_ms, d.partitions.clone()), ("Ongoing", mine.producer_id, 60_000, vec![tp.clone()]), "{d:?}");
+    assert!(d.start_time_ms.is_some());
+    let producers = admin.describe_producers(std::slice::from_ref(&tp)).await.unwrap().remove(&tp).unwrap().unwrap();
+    let p = *producers.iter().find(|p| p.producer_id == mine.producer_id).unwrap_or_else(|| panic!("{producers:?}"));
+    assert_eq!(p.current_transaction_start_offset, Some(0), "{p:?}");
+    let lso = |admin: Admin, tp: TopicPartition| async move { admin.list_offsets(&[(tp.clone(), OffsetSpec::Latest)], true).await.unwrap()[&tp].offset };
+    assert_eq!(lso(admin.clone(), tp.clone()).await, 0, "the open transaction holds the last stable offset");
+    assert_eq!(admin.list_offsets(&[(tp.clone(), OffsetSpec::Latest)], false).await.unwrap()[&tp].offset, 5);
+
+    admin.abort_transaction(&tp, &p).await.unwrap();
+    assert_eq!(lso(admin.clone(), tp.clone()).await, 6, "the abort marker ends the transaction at the partition");
+    let after = admin.describe_producers(std::slice::from_ref(&tp)).await.unwrap().remove(&tp).unwrap().unwrap();
+    assert!(after.iter().all(|p| p.current_transaction_start_offset.is_none()), "{after:?}");
+
+    let (fenced_id, fenced_epoch) = admin.fence_producers(&[&id]).await.unwrap().remove(0).unwrap();
+    assert_eq!(fenced_id, mine.producer_id);
+    assert!(fenced_epoch > d.producer_epoch, "{fenced_epoch} after {}", d.producer_epoch);
+    let err = producer.commit_transaction().await.expect_err("a fenced producer cannot commit");
+    println!("after fenceProducers: {err}");
+    assert!(err.code().is_some(), "{err:?}");
+    let err = admin.describe_transactions(&["kw-no-such-txn"]).await.unwrap().remove(0).unwrap_err();
+    assert_eq!(err.code().and_then(|c| c.name()), Some("TRANSACTIONAL_ID_NOT_FOUND"), "{err}");
+}

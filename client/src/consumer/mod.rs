@@ -73,6 +73,29 @@ impl IsolationLevel {
     }
 }
 
+/// A group member's identity as a transactional producer commits offsets for it (Java's
+/// `ConsumerGroupMetadata`, KIP-447): the group coordinator refuses offsets from a member that
+/// left the generation, so a zombie's transaction cannot commit them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumerGroupMetadata {
+    /// The group.
+    pub group_id: String,
+    /// The generation (classic) or member epoch (KIP-848); -1 when not a member.
+    pub generation_id: i32,
+    /// The member id; empty when not a member.
+    pub member_id: String,
+    /// The group instance id (static membership).
+    pub group_instance_id: Option<String>,
+}
+
+impl ConsumerGroupMetadata {
+    /// The metadata of `group` without membership (offsets committed as a non-member, as
+    /// Java's `new ConsumerGroupMetadata(groupId)`).
+    pub fn new(group_id: impl Into<String>) -> ConsumerGroupMetadata {
+        ConsumerGroupMetadata { group_id: group_id.into(), generation_id: -1, member_id: String::new(), group_instance_id: None }
+    }
+}
+
 /// Consumer settings, with Java's defaults.
 #[derive(Debug, Clone)]
 pub struct ConsumerConfig {

@@ -10,7 +10,7 @@ use kwire::{ErrorCode, Uuid};
 use tracing::{debug, info, warn};
 
 use super::listener::{Callback, RebalanceListener};
-use super::{Consumer, OffsetAndMetadata};
+use super::{Consumer, ConsumerGroupMetadata, OffsetAndMetadata};
 use crate::error::{ConsumerError, Error, Result};
 use crate::group::{Group, GroupConfig, GroupProtocol};
 use crate::topic_partition::TopicPartition;
@@ -64,6 +64,15 @@ impl Consumer {
     /// The group generation (classic) or member epoch (KIP-848), once joined.
     pub fn group_generation(&self) -> Option<i32> {
         self.group.as_ref()?.generation()
+    }
+
+    /// The group, generation and member id to give a transactional producer's
+    /// `send_offsets_to_transaction` (Java's `groupMetadata()`): the current ones, so the group
+    /// coordinator refuses the offsets if this member has since left the generation.
+    pub fn group_metadata(&self) -> Result<ConsumerGroupMetadata> {
+        let group_id = self.config.group_id.clone().ok_or_else(|| Error::Config("group_metadata needs a group_id".into()))?;
+        let (generation_id, member_id) = self.group.as_ref().map_or((-1, String::new()), |g| g.commit_identity());
+        Ok(ConsumerGroupMetadata { group_id, generation_id, member_id, group_instance_id: self.config.group_instance_id.clone() })
     }
 
     /// The member id in the group, once joined.

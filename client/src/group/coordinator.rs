@@ -1,6 +1,7 @@
-//! The group coordinator (the broker FindCoordinator names for the group): one lookup and one
-//! cache, shared by the consumer's offset requests, its JoinGroup/SyncGroup and its heartbeat
-//! task. A request that finds the coordinator gone forgets it; the next one looks it up again.
+//! A coordinator (the broker FindCoordinator names for a group or a transactional id): one
+//! lookup and one cache, shared by the consumer's offset requests, its JoinGroup/SyncGroup and
+//! its heartbeat task, or by a transactional producer's requests. A request that finds the
+//! coordinator gone forgets it; the next one looks it up again.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,10 +17,44 @@ use crate::retry::{Backoff, Retry};
 /// How many attempts a coordinator request gets while the coordinator moves or loads.
 const ATTEMPTS: u32 = 30;
 
-/// A group's coordinator. Cheap to clone: clones share the cached address.
+/// What a coordinator coordinates (FindCoordinator's key type).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CoordinatorKind {
+    /// A consumer group (key type 0).
+    Group,
+    /// A transactional id (key type 1).
+    Transaction,
+}
+
+impl CoordinatorKind {
+    fn key_type(self) -> i8 {
+        match self {
+            CoordinatorKind::Group => 0,
+            CoordinatorKind::Transaction => 1,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            CoordinatorKind::Group => "group",
+            CoordinatorKind::Transaction => "transactional id",
+        }
+    }
+
+    fn resource(self, key: &str) -> Resource {
+        match self {
+            CoordinatorKind::Group => Resource::Group(key.to_owned()),
+            CoordinatorKind::Transaction => Resource::TransactionalId(key.to_owned()),
+        }
+    }
+}
+
+/// A group's or a transactional id's coordinator. Cheap to clone: clones share the cached
+/// address.
 #[derive(Clone)]
 pub(crate) struct Coordinator {
     client: Client,
+    kind: CoordinatorKind,
     group: Arc<str>,
     backoff: Duration,
     addr: Arc<Mutex<Option<String>>>,
@@ -33,7 +68,23 @@ pub(crate) fn coordinator_moved(code: ErrorCode) -> bool {
 impl Coordinator {
     /// The coordinator of `group`, looked up on first use; `backoff` between attempts.
     pub(crate) fn new(client: Client, group: &str, backoff: Duration) -> Coordinator {
-        Coordinator { client, group: Arc::from(group), backoff, addr: Arc::new(Mutex::new(None)) }
+        Coordinator::of(client, CoordinatorKind::Group, group, backoff)
+    }
+
+    /// The coordinator of `key` (a group or a transactional id), looked up on first use.
+    pub(crate) fn of(client: Client, kind: CoordinatorKind, key: &str, backoff: Duration) -> Coordinator {
+        Coordinator { client, kind, group: Arc::from(key), backoff, addr: Arc::new(Mutex::new(None)) }
+    }
+
+    /// The key of the pooled connection to the coordinator at `addr`.
+    fn connection_key(&self, addr: &str) -> String {
+        format!("{} coordinator {addr}", self.kind.name())
+    }
+
+    /// The ApiVersions answer of the coordinator's connection (connecting if needed).
+    pub(crate) async fn versions(&self) -> Result<Arc<crate::conn::Versions>> {
+        let addr = self.address().await?;
+        self.client.connection_keyed(&self.connection_key(&addr), &addr).await?.versions()
     }
 
     /// The client requests go through.
@@ -68,8 +119,9 @@ impl Coordinator {
     /// One FindCoordinator (one key up to v3, a list of them from v4).
     async fn find(&self) -> Result<String> {
         let group = &*self.group;
+        let kind = self.kind;
         let build = |v: i16| {
-            let mut r = FindCoordinatorRequest { key_type: 0, ..Default::default() };
+            let mut r = FindCoordinatorRequest { key_type: kind.key_type(), ..Default::default() };
             if v >= 4 {
                 r.coordinator_keys = vec![ByteString::from(group.to_owned())];
             } else {
@@ -87,10 +139,11 @@ impl Coordinator {
             None => (response.error_code, response.error_message.as_deref().map(str::to_owned), response.host.to_string(), response.port),
         };
         if !ErrorCode(code).is_ok() {
-            return Err(Error::broker(ErrorCode(code), message, format!("FindCoordinator for group {group}")).about(Resource::Group(group.to_owned())));
+            let context = format!("FindCoordinator for {} {group}", kind.name());
+            return Err(Error::broker(ErrorCode(code), message, context).about(kind.resource(group)));
         }
         let addr = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
-        debug!(group, coordinator = %addr, "found the group coordinator");
+        debug!(key = group, kind = kind.name(), coordinator = %addr, "found the coordinator");
         Ok(addr)
     }
 
@@ -101,7 +154,7 @@ impl Coordinator {
     /// long poll.
     pub(crate) async fn try_call(&self, api: ApiKey, build: impl Fn(i16) -> RequestKind, timeout: Option<Duration>) -> Result<ResponseKind> {
         let addr = self.address().await?;
-        let key = format!("group coordinator {addr}");
+        let key = self.connection_key(&addr);
         let r = self.client.call_keyed_versioned(&key, &addr, api, build, timeout).await;
         if r.as_ref().is_err_and(Error::is_retriable) {
             self.forget();
@@ -118,7 +171,7 @@ impl Coordinator {
         if code != ErrorCode::COORDINATOR_LOAD_IN_PROGRESS {
             self.forget();
         }
-        Some(Error::broker(code, None, format!("{} for group {}", api.name(), self.group)))
+        Some(Error::broker(code, None, format!("{} for {} {}", api.name(), self.kind.name(), self.group)))
     }
 
     /// `build(version)` to the coordinator, trying again (with backoff) while it moves or

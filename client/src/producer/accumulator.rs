@@ -12,6 +12,7 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use super::delivery::{Completer, Delivery, Outcome};
 use super::idempotence::{Idempotence, Sequenced, Sequences};
+use super::transaction::Transactions;
 use super::ProducerConfig;
 use crate::cluster::{ClusterMetadata, TopicInfo};
 use crate::error::{Error, ProducerError, Result};
@@ -77,6 +78,8 @@ pub(crate) struct Drained {
     pub(crate) missing_leader: bool,
     /// Batches wait for an idempotent producer's id.
     pub(crate) needs_producer_id: bool,
+    /// The error of a batch that failed here (past the delivery timeout), if any.
+    pub(crate) failed: Option<Error>,
 }
 
 /// The partitions' queues and the records in them.
@@ -216,11 +219,27 @@ impl Accumulator {
         self.complete(batch, Err(error));
     }
 
-    /// Fails every queued batch (nothing can be sent idempotently).
-    pub(crate) fn fail_all(&mut self, error: &Error) {
+    /// Fails every queued batch (nothing can be sent idempotently, or the transaction is
+    /// aborted); returns whether one of them had been sent (its sequence is used).
+    pub(crate) fn fail_all(&mut self, error: &Error) -> bool {
         let batches: Vec<Batch> = self.topics.values_mut().flat_map(|t| t.partitions.iter_mut()).flat_map(|q| q.batches.drain(..)).collect();
+        let sent = batches.iter().any(|b| b.sequence.is_some());
         for b in batches {
             self.fail(b, error.clone());
+        }
+        sent
+    }
+
+    /// Whether batches are queued (not in flight).
+    pub(crate) fn has_queued(&self) -> bool {
+        self.topics.values().flat_map(|t| &t.partitions).any(|q| !q.batches.is_empty())
+    }
+
+    /// Every partition's sequences start over (a new producer id or epoch from the
+    /// transaction coordinator, with nothing queued or in flight).
+    pub(crate) fn reset_sequences(&mut self) {
+        for q in self.topics.values_mut().flat_map(|t| t.partitions.iter_mut()) {
+            q.sequences = Sequences::default();
         }
     }
 
@@ -245,7 +264,15 @@ impl Accumulator {
     /// Takes the batches ready to go, by leader. With idempotence, resolves expired
     /// partitions' sequences and bumps the epoch first when due, and gives each batch its
     /// sequence as it leaves. Batches past the delivery timeout fail here.
-    pub(crate) fn drain(&mut self, cfg: &ProducerConfig, metadata: &ClusterMetadata, idem: &mut Idempotence, now: Instant) -> Drained {
+    /// A transaction's batches go only once their partition is in it (`txn`).
+    pub(crate) fn drain(
+        &mut self,
+        cfg: &ProducerConfig,
+        metadata: &ClusterMetadata,
+        idem: &mut Idempotence,
+        txn: Option<&Transactions>,
+        now: Instant,
+    ) -> Drained {
         let urgent = self.flushing > 0 || self.closed;
         let mut out = Drained::default();
         let mut expired = Vec::new();
@@ -275,6 +302,10 @@ impl Accumulator {
                 let Some(front) = queue.batches.front() else {
                     continue;
                 };
+                if txn.is_some_and(|t| !t.can_send(topic, partition)) {
+                    // Waits for AddPartitionsToTxn (the sender is woken when it is answered).
+                    continue;
+                }
                 // A resent batch, or one sent under a new producer id or epoch, waits until
                 // nothing of its partition is in flight: the broker must get the partition's
                 // sequences in order. So does any batch until one is acknowledged under this
@@ -329,6 +360,7 @@ impl Accumulator {
             cfg.idempotence && producer_id.is_none() && self.topics.values().flat_map(|t| &t.partitions).any(|q| !q.batches.is_empty());
         for (topic, partition, mut b) in expired {
             let e = delivery_timeout(cfg, &topic, partition, b.records.len(), b.last_error.take());
+            out.failed.get_or_insert_with(|| e.clone());
             self.fail(b, e);
         }
         out

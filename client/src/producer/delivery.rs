@@ -91,6 +91,13 @@ pub struct Delivery {
     slot: Option<usize>,
 }
 
+impl Delivery {
+    /// The partition the record went to.
+    pub(crate) fn partition(&self) -> i32 {
+        self.done.partition
+    }
+}
+
 impl Future for Delivery {
     type Output = Result<RecordMetadata>;
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {

@@ -112,6 +112,11 @@ pub(crate) struct Idempotence {
     /// The error that made the producer unusable (Java's `TransactionManager` fatal state):
     /// every later `send` and `flush` fails with it.
     pub(crate) fatal: Option<Error>,
+    /// The producer is transactional: the epoch is bumped only by the transaction
+    /// coordinator (InitProducerId after an abort, or EndTxn under V2), never here, and a
+    /// batch refused for its sequence fails (the transaction is aborted) rather than being
+    /// sent again under a bumped epoch, as Java's `TransactionManager` does.
+    pub(crate) transactional: bool,
 }
 
 /// Whether `e` leaves the producer unusable, as Java's `TransactionManager.handleFailedBatch`
@@ -157,7 +162,7 @@ impl Idempotence {
             }
             all.push(seq);
         }
-        if self.bump {
+        if self.bump && !self.transactional {
             self.bump_epoch(all.into_iter());
         }
     }
@@ -192,6 +197,17 @@ impl Idempotence {
         // The partition's sequences were rewritten (an epoch bump) since it was sent: the
         // error is about the old ones; it goes again with a new sequence.
         let reset = !seq.owns(sent);
+        if self.transactional {
+            return match e.code() {
+                // The broker may be mid-move without the log start offset: retry; otherwise the
+                // transaction fails (and is aborted, then the epoch bumped).
+                Some(ErrorCode::UNKNOWN_PRODUCER_ID) => log_start_offset == -1,
+                // A batch behind one that failed or is late goes again; the next one refused
+                // means a gap: the transaction fails.
+                Some(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER) => seq.unresolved.is_none() && (reset || !seq.is_next(sequence)),
+                _ => e.is_retriable(),
+            };
+        }
         match e.code() {
             Some(ErrorCode::UNKNOWN_PRODUCER_ID) => {
                 // Without the log start offset the broker may be mid-move: just retry.
@@ -225,6 +241,11 @@ impl Idempotence {
     /// up its retries (it may have been written: its sequence must not be given to another
     /// batch, and the later ones show what happened).
     pub(crate) fn failed(&mut self, partition: Option<&mut Sequences>, e: &Error, retries_left: bool) {
+        if self.transactional {
+            // The transaction is aborted; the sequences start over under the epoch the
+            // coordinator bumps then.
+            return;
+        }
         let mut none = Sequences::default();
         let seq = partition.unwrap_or(&mut none);
         match e.code() {

@@ -6,8 +6,9 @@
 //! Laid out as Java's producer is: [`Producer`] (this module) puts records into the
 //! accumulator (`accumulator`: per-partition batches); the sender (`sender`) drains ready
 //! batches to one sender task per broker, which owns that broker's in-flight requests and
-//! keeps them in order; `idempotence` holds the producer id, epoch and sequences; `delivery`
-//! the futures `send` returns.
+//! keeps them in order; `idempotence` holds the producer id, epoch and sequences;
+//! `transaction` the transaction state machine and the transaction coordinator's requests
+//! (with a `transactional_id`); `delivery` the futures `send` returns.
 //!
 //! With idempotence up to `max_in_flight` (5) batches of a partition are in flight at once,
 //! as Java allows: the broker writes a partition's batches only in sequence order, so one
@@ -21,6 +22,7 @@ mod accumulator;
 mod delivery;
 mod idempotence;
 mod sender;
+mod transaction;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -31,7 +33,8 @@ use tokio::sync::{Notify, Semaphore, TryAcquireError};
 use tracing::Instrument;
 
 use self::accumulator::{Accumulator, NewRecord};
-use self::idempotence::Idempotence;
+use self::idempotence::{Idempotence, ProducerIdEpoch};
+use self::transaction::{Transactions, TxnCoordinator};
 use crate::cluster::Client;
 use crate::error::{Error, ProducerError, Result};
 use crate::retry::Backoff;
@@ -92,6 +95,12 @@ pub struct ProducerConfig {
     /// batches' sequences): batches of one partition in flight at once, with idempotence;
     /// without it always 1.
     pub max_in_flight: usize,
+    /// `transactional.id` (none): makes the producer transactional (KIP-98; needs
+    /// idempotence): `init_transactions` once, then records only inside transactions.
+    pub transactional_id: Option<String>,
+    /// `transaction.timeout.ms` (60 s): how long the coordinator lets a transaction stay open
+    /// before it aborts it (and bumps the epoch, so the producer's next call fails).
+    pub transaction_timeout: Duration,
 }
 
 impl Default for ProducerConfig {
@@ -111,6 +120,8 @@ impl Default for ProducerConfig {
             max_request_size: 1 << 20,
             ack_timeout: Duration::from_secs(30),
             max_in_flight: 5,
+            transactional_id: None,
+            transaction_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -215,6 +226,15 @@ pub struct ProducerStats {
     pub max_in_flight: usize,
     /// Producer epoch bumps (KIP-360) after a sequence error or a failed batch.
     pub epoch_bumps: u64,
+    /// AddPartitionsToTxn requests (transactions V1).
+    pub add_partitions_to_txn: u64,
+    /// AddOffsetsToTxn requests (transactions V1).
+    pub add_offsets_to_txn: u64,
+    /// EndTxn requests.
+    pub end_txn: u64,
+    /// The current transaction runs Transactions V2 (KIP-890: partitions added by their
+    /// leaders, the epoch bumped by every EndTxn).
+    pub transactions_v2: bool,
 }
 
 /// The producer's state, under one lock: the accumulator and the idempotence state change
@@ -223,6 +243,8 @@ pub struct ProducerStats {
 struct State {
     accumulator: Accumulator,
     idempotence: Idempotence,
+    /// The transaction state, with a `transactional_id`.
+    txn: Option<Transactions>,
     /// Produce requests sent.
     requests: u64,
 }
@@ -239,6 +261,8 @@ struct Shared {
     /// Wakes `flush` (records were completed).
     done: Notify,
     memory: Arc<Semaphore>,
+    /// The transaction coordinator, with a `transactional_id`.
+    txn: Option<TxnCoordinator>,
 }
 
 impl State {
@@ -247,13 +271,50 @@ impl State {
         self.idempotence.fatal.clone().map_or(Ok(()), Err)
     }
 
-    /// Whether records may be sent: not after a fatal error, not once closed.
+    /// Whether records may be sent: not after a fatal error, not once closed, only inside a
+    /// transaction when transactional.
     fn usable(&self) -> Result<()> {
         self.fatal()?;
         if self.accumulator.closed {
             return Err(Error::Producer(ProducerError::Closed));
         }
+        if let Some(t) = &self.txn {
+            t.check_send()?;
+        }
         Ok(())
+    }
+
+    /// Enters the fatal state with `e` (the first error stays): every later call fails with
+    /// the returned error (for a transactional producer, [`TransactionError::Fatal`]).
+    ///
+    /// [`TransactionError::Fatal`]: crate::TransactionError::Fatal
+    fn enter_fatal(&mut self, e: &Error) -> Error {
+        match &mut self.txn {
+            Some(t) => {
+                let e = t.fatal(e);
+                self.idempotence.fatal(&e);
+                e
+            }
+            None => {
+                self.idempotence.fatal(e);
+                self.idempotence.fatal.clone().unwrap_or_else(|| e.clone())
+            }
+        }
+    }
+
+    /// The transaction state (created on first use: only transactional producers use it).
+    fn txn_mut(&mut self) -> &mut Transactions {
+        self.txn.get_or_insert_with(Transactions::new)
+    }
+
+    /// A new producer id or epoch: every partition's sequences start from 0 under it (the
+    /// transactional producer changes it only with nothing queued or in flight).
+    fn set_producer_id(&mut self, id: ProducerIdEpoch) {
+        if self.idempotence.producer_id.is_some_and(|(pid, _)| pid == id.0) {
+            self.idempotence.epoch_bumps += 1;
+        }
+        self.idempotence.producer_id = Some(id);
+        self.accumulator.reset_sequences();
     }
 }
 
@@ -268,7 +329,11 @@ impl Shared {
         let metadata = self.client.metadata();
         let mut guard = self.lock();
         let state = &mut *guard;
-        let drained = state.accumulator.drain(&self.config, &metadata, &mut state.idempotence, now);
+        let mut drained = state.accumulator.drain(&self.config, &metadata, &mut state.idempotence, state.txn.as_ref(), now);
+        if let (Some(t), Some(e)) = (state.txn.as_mut(), drained.failed.take()) {
+            // A record of the transaction failed: it cannot commit.
+            t.abortable(e);
+        }
         if state.accumulator.pending == 0 {
             self.done.notify_waiters();
         }
@@ -311,12 +376,28 @@ impl Producer {
         if !(1..=5).contains(&config.max_in_flight) {
             return Err(Error::Config("max_in_flight must be 1 to 5".into()));
         }
+        if config.transactional_id.is_some() && !config.idempotence {
+            return Err(Error::Config("a transactional_id needs idempotence".into()));
+        }
+        if config.transactional_id.as_deref() == Some("") {
+            return Err(Error::Config("transactional_id must not be empty".into()));
+        }
         let permits = config.buffer_memory.min(Semaphore::MAX_PERMITS);
+        let txn = config
+            .transactional_id
+            .as_deref()
+            .map(|id| TxnCoordinator::new(client.clone(), id, config.transaction_timeout, config.retry_backoff, config.retry_backoff_max));
+        let mut state = State::default();
+        if txn.is_some() {
+            state.txn = Some(Transactions::new());
+            state.idempotence.transactional = true;
+        }
         let shared = Arc::new(Shared {
             client,
             backoff: Backoff::exponential(config.retry_backoff, config.retry_backoff_max),
             config,
-            state: Mutex::new(State::default()),
+            txn,
+            state: Mutex::new(state),
             wake: Notify::new(),
             done: Notify::new(),
             memory: Arc::new(Semaphore::new(permits)),
@@ -332,7 +413,17 @@ impl Producer {
     /// Counts of what the producer has done so far.
     pub fn stats(&self) -> ProducerStats {
         let state = self.shared.lock();
-        ProducerStats { requests: state.requests, max_in_flight: state.accumulator.max_in_flight, epoch_bumps: state.idempotence.epoch_bumps }
+        let txn = state.txn.as_ref();
+        let counts = txn.map(|t| t.counts).unwrap_or_default();
+        ProducerStats {
+            requests: state.requests,
+            max_in_flight: state.accumulator.max_in_flight,
+            epoch_bumps: state.idempotence.epoch_bumps,
+            add_partitions_to_txn: counts.add_partitions,
+            add_offsets_to_txn: counts.add_offsets,
+            end_txn: counts.end_txn,
+            transactions_v2: txn.is_some_and(Transactions::v2),
+        }
     }
 
     /// Queues a record; the returned [`Delivery`] resolves to where it was written. Waits (at
@@ -346,6 +437,10 @@ impl Producer {
     /// same id: PRODUCER_FENCED; CLUSTER_AUTHORIZATION_FAILED or
     /// TRANSACTIONAL_ID_AUTHORIZATION_FAILED; InitProducerId failing non-retriably), every
     /// `send` and `flush` fails at once with that same error, and what was queued fails with it.
+    ///
+    /// With a `transactional_id`, records are sent only inside a transaction
+    /// ([`begin_transaction`](Producer::begin_transaction)); otherwise this fails with a
+    /// [`TransactionError`](crate::TransactionError).
     pub async fn send(&self, record: ProducerRecord) -> Result<Delivery> {
         let cfg = &self.shared.config;
         self.lock().usable()?;
@@ -385,7 +480,11 @@ impl Producer {
         let record = NewRecord { partition, key, value, headers, timestamp, size };
         let mut state = self.lock();
         state.usable()?;
-        let (delivery, opened_or_filled) = state.accumulator.append(cfg, &name, &topic, record, memory)?;
+        let (delivery, mut opened_or_filled) = state.accumulator.append(cfg, &name, &topic, record, memory)?;
+        if let Some(t) = state.txn.as_mut() {
+            // A partition new to the transaction: the sender adds it (V1) before its batch.
+            opened_or_filled |= t.record_for(&name, delivery.partition());
+        }
         drop(state);
         if opened_or_filled || cfg.linger.is_zero() {
             self.shared.wake.notify_one();

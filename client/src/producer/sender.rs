@@ -25,6 +25,7 @@ use tracing::{debug, warn, Instrument};
 
 use super::accumulator::{delivery_timeout, ReadyBatch};
 use super::idempotence::{init_producer_id, is_fatal};
+use super::transaction::{batch_severity, severity, Severity};
 use super::Shared;
 use crate::cluster::{BrokerInfo, Client};
 use crate::conn::InFlight;
@@ -35,7 +36,22 @@ use crate::error::{Error, ProducerError, Resource, Result};
 pub(crate) async fn run(shared: Arc<Shared>) {
     let mut brokers: HashMap<i32, mpsc::UnboundedSender<Vec<ReadyBatch>>> = HashMap::new();
     let mut pid_attempts = 0u32;
+    let mut add_failures = 0u32;
     loop {
+        if shared.txn.is_some() {
+            match add_partitions(&shared).await {
+                Some(true) => add_failures = 0,
+                Some(false) => {
+                    add_failures += 1;
+                    tokio::select! {
+                        _ = shared.wake.notified() => {}
+                        _ = tokio::time::sleep(shared.backoff.delay(add_failures)) => {}
+                    }
+                    continue;
+                }
+                None => {}
+            }
+        }
         let fatal = shared.lock().idempotence.fatal.clone();
         if let Some(e) = fatal {
             // Nothing more is sent: what was queued fails with the fatal error.
@@ -61,7 +77,8 @@ pub(crate) async fn run(shared: Arc<Shared>) {
                 brokers.insert(node, to);
             }
         }
-        if drained.needs_producer_id {
+        // A transactional producer's id comes from init_transactions.
+        if drained.needs_producer_id && shared.txn.is_none() {
             match init_producer_id(&shared.client).await {
                 Ok(id) => {
                     shared.lock().idempotence.producer_id = Some(id);
@@ -76,7 +93,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
                         // error): fail what waits, and every later send.
                         {
                             let mut state = shared.lock();
-                            state.idempotence.fatal(&e);
+                            let e = state.enter_fatal(&e);
                             state.accumulator.fail_all(&e);
                         }
                         shared.done.notify_waiters();
@@ -107,6 +124,63 @@ pub(crate) async fn run(shared: Arc<Shared>) {
             _ = tokio::time::sleep(wait) => {}
         }
     }
+}
+
+/// A transactional producer's work before a drain (Java's `maybeSendAndPollTransactionalRequest`):
+/// fails the queued batches of a failed or aborted transaction, and adds the partitions that
+/// got their first records to the transaction (V1), so their batches may go. `None` when there
+/// was nothing to add, else whether the partitions were added (or the transaction failed);
+/// `false`: try again after a backoff.
+async fn add_partitions(shared: &Arc<Shared>) -> Option<bool> {
+    let txn = shared.txn.as_ref()?;
+    let (pid, partitions) = {
+        let mut guard = shared.lock();
+        let state = &mut *guard;
+        let t = state.txn_mut();
+        if let Some(e) = t.failing() {
+            if state.accumulator.has_queued() {
+                if state.accumulator.fail_all(&e) {
+                    state.txn_mut().need_bump();
+                }
+                shared.done.notify_waiters();
+            }
+            return None;
+        }
+        let partitions = state.txn_mut().take_new();
+        if partitions.is_empty() {
+            return None;
+        }
+        (state.idempotence.producer_id?, partitions)
+    };
+    let deadline = tokio::time::Instant::now() + shared.config.ack_timeout;
+    let result = txn.add_partitions(pid, &partitions, deadline).await;
+    let mut state = shared.lock();
+    state.txn_mut().counts.add_partitions += 1;
+    let added = match result {
+        Ok(()) => {
+            debug!(partitions = partitions.len(), "partitions added to the transaction");
+            state.txn_mut().added(partitions);
+            true
+        }
+        Err(e) => match severity(&e) {
+            Severity::Retriable => {
+                warn!(error = %e, "AddPartitionsToTxn failed: retrying");
+                state.txn_mut().add_again(partitions);
+                false
+            }
+            Severity::Abortable => {
+                state.txn_mut().abortable(e);
+                true
+            }
+            Severity::Fatal => {
+                state.enter_fatal(&e);
+                true
+            }
+        },
+    };
+    drop(state);
+    shared.done.notify_waiters();
+    Some(added)
 }
 
 /// A request put on its connection (`None`: nothing to send), or why it could not be.
@@ -198,7 +272,7 @@ impl BrokerSender {
         let mut by_topic: BTreeMap<&str, Vec<PartitionProduceData>> = BTreeMap::new();
         let mut built = Vec::with_capacity(batches.len());
         for ReadyBatch { topic, partition, batch } in &batches {
-            let mut builder = RecordBatchBuilder::new().compression(cfg.compression);
+            let mut builder = RecordBatchBuilder::new().compression(cfg.compression).transactional(self.shared.txn.is_some());
             if let Some((pid, epoch, seq)) = batch.sequence {
                 builder = builder.producer(pid, epoch, seq);
             }
@@ -218,7 +292,7 @@ impl BrokerSender {
         }
         let body = (!by_topic.is_empty()).then(|| {
             RequestKind::from(ProduceRequest {
-                transactional_id: None,
+                transactional_id: self.shared.txn.as_ref().map(|t| ByteString::from(t.id.to_string())),
                 acks: cfg.acks.wire(),
                 timeout_ms: cfg.ack_timeout.as_millis().min(i32::MAX as u128) as i32,
                 topic_data: by_topic
@@ -272,7 +346,16 @@ impl BrokerSender {
                             state.accumulator.requeue(&topic, partition, batch);
                         } else {
                             warn!(%topic, partition, error = %e, "batch failed");
-                            if is_fatal(&e) {
+                            if state.txn.is_some() {
+                                // Java's maybeTransitionToErrorState: a failed batch of a
+                                // transaction ends the producer or the transaction.
+                                match batch_severity(&e) {
+                                    Severity::Fatal => {
+                                        state.enter_fatal(&e);
+                                    }
+                                    _ => state.txn_mut().abortable(e.clone()),
+                                }
+                            } else if is_fatal(&e) {
                                 state.idempotence.fatal(&e);
                             }
                             if batch.sequence.is_some() {

@@ -3,7 +3,8 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use kwire::messages::{
     alter_partition_reassignments_request::{ReassignablePartition, ReassignableTopic},
@@ -55,6 +56,25 @@ impl Broker {
     pub fn certs_dir(&self) -> PathBuf {
         PathBuf::from(self.var("SSL_CA")).parent().expect("certs dir").to_owned()
     }
+}
+
+/// Runs the single-file Java program `source` (written to `dir/file`) with kafka-clients from
+/// the broker's classpath and `args`, within `timeout`; its standard output.
+pub async fn java(b: &Broker, dir: &Path, file: &str, source: &str, args: &[&str], timeout: Duration) -> String {
+    let lib = b.var("KAFKA_LIB").to_owned();
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join(file), source).unwrap();
+    let run = tokio::process::Command::new("java")
+        .arg("-cp")
+        .arg(format!("{lib}/*"))
+        .arg("-Dlog4j2.level=warn")
+        .arg(dir.join(file))
+        .args(args)
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(timeout, run).await.expect("java in time").expect("java runs");
+    assert!(out.status.success(), "{file} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
 }
 
 /// Whether the broker speaks KIP-848's ConsumerGroupHeartbeat: Kafka 4 must (asserted);
@@ -321,24 +341,4 @@ pub fn fetch_answer(
         })
         .collect();
     kwire::messages::FetchResponse { responses, ..Default::default() }
-}
-
-/// Runs `source` as a single-file Java program (saved as `dir/file`) with the broker's
-/// classpath (kafka-clients and its dependencies) and `args`; its stdout. Panics when it
-/// fails or outlives `timeout`.
-pub async fn java(b: &Broker, dir: &std::path::Path, file: &str, source: &str, args: &[&str], timeout: std::time::Duration) -> String {
-    let lib = b.var("KAFKA_LIB").to_owned();
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join(file), source).unwrap();
-    let run = tokio::process::Command::new("java")
-        .arg("-cp")
-        .arg(format!("{lib}/*"))
-        .arg("-Dlog4j2.level=warn")
-        .arg(dir.join(file))
-        .args(args)
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(timeout, run).await.expect("java in time").expect("java runs");
-    assert!(out.status.success(), "{file} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
 }
