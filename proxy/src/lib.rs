@@ -167,8 +167,10 @@ impl Proxy {
         self.shared.faults.as_ref().map(|f| f.counts()).unwrap_or_default()
     }
 
-    /// Turns fault injection on or off for the connections opened from now on (it starts on
-    /// when [`Config::faults`] is set). Connections already struck stay as they are.
+    /// Turns fault injection on or off (it starts on when [`Config::faults`] is set). Off,
+    /// connections opened from now on are never struck, and open ones are spared from their
+    /// next window on; on again, those opened while it was on meet faults again from their next
+    /// window, and new ones from their first.
     pub fn set_faults_enabled(&self, enabled: bool) {
         if let Some(f) = &self.shared.faults {
             f.set_enabled(enabled);

@@ -146,9 +146,10 @@ async fn each_fault_as_the_client_sees_it() {
     assert_eq!(read_to_end(&mut c, Duration::from_secs(5)).await, Ending::Eof(0));
     assert!(t.elapsed() >= Duration::from_secs(1), "{:?}", t.elapsed());
 
-    // Delay: every response held for the connection's delay, none lost.
+    // Delay: every response held, none lost. Windows of one frame: the requests fall in windows
+    // 0, 2 and 4 (not delayed: the faults strike responses), the responses in 1, 3 and 5.
     let (p, _) = proxy(&upstream, FaultKind::Delay).await;
-    let delay = faults(FaultKind::Delay).plan(0).map(|plan| plan.delay).unwrap_or_default();
+    let delay = |window| faults(FaultKind::Delay).plan(0, window).map(|plan| plan.delay).unwrap_or_default();
     let mut c = TcpStream::connect(p.bootstrap()).await.unwrap();
     let (mut codec, mut buf) = (ClientCodec::new(), BytesMut::new());
     for correlation_id in 1..=3 {
@@ -161,9 +162,10 @@ async fn each_fault_as_the_client_sees_it() {
             assert!(c.read_buf(&mut buf).await.unwrap() > 0);
         };
         assert!(matches!(response.body, ResponseKind::ApiVersions(_)));
+        let delay = delay(2 * correlation_id as u64 - 1);
         assert!(t.elapsed() >= delay, "{:?} < {delay:?}", t.elapsed());
     }
-    assert_eq!(p.fault_counts().delay, 1, "one connection delayed");
+    assert_eq!(p.fault_counts().delay, 3, "three windows delayed");
 
     // Switched off: connections pass untouched, and are not counted.
     let (p, events) = proxy(&upstream, FaultKind::Drop).await;
