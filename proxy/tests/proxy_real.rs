@@ -8,8 +8,9 @@
 //!
 //! Run by `scripts/proxy-tests.sh`, which starts the brokers. Needs `KWIRE_PROXY_BROKER` (a
 //! `scripts/kafka.sh` env file); the cluster test `KWIRE_PROXY_CLUSTER` (a 3-node env
-//! file). The proxy run is the binary cargo built with this test, or `KWIRE_PROXY_BIN` (a
-//! release build, for the figures in BENCHMARKS.md). Without them each test says so and passes, unless `KWIRE_REQUIRE_PROXY=1`.
+//! file); without them each test says so and passes, unless `KWIRE_REQUIRE_PROXY=1`. The proxy
+//! run is the binary cargo built with this test, or `KWIRE_PROXY_BIN` (a release build, for the
+//! figures in BENCHMARKS.md).
 //! `KWIRE_PROXY_LOAD_REQUESTS` sets the load test's requests per side (default 100000).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
