@@ -28,7 +28,7 @@ mkdir -p target/client-tests
 all_tests=()
 for f in client/tests/*.rs; do
   name=$(basename "$f" .rs)
-  for other in tests cli/tests codegen/tests protocol-runtime/tests; do
+  for other in tests cli/tests codegen/tests protocol-runtime/tests proxy/tests; do
     # --workspace --test NAME would run another crate's test of the same name too.
     [ ! -e "$other/$name.rs" ] || { echo "client-tests: $other/$name.rs has a client test's name" >&2; exit 1; }
   done

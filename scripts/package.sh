@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Packages every crate of the workspace for crates.io (`cargo package`, in dependency order:
-# kwire-runtime, kwire-build, kwire, kwire-client, kwire-cli), kwire with the default releases'
-# spec files (and their LICENSE and NOTICE) bundled under message-specs/ at packaging time, never
-# committed. Then, in a scratch directory with no ../shared beside it, offline, with the packaged
-# .crate files standing in for crates.io: builds and runs a downstream crate on kwire and
-# kwire-client (it encodes and decodes a message, checks the api table and the client's
-# partitioner and configs), and builds the packaged kwire-cli and runs `kwire apis`.
+# kwire-runtime, kwire-build, kwire, kwire-client, kwire-proxy, kwire-cli), kwire with the
+# default releases' spec files (and their LICENSE and NOTICE) bundled under message-specs/ at
+# packaging time, never committed. Then, in a scratch directory with no ../shared beside it,
+# offline, with the packaged .crate files standing in for crates.io: builds and runs a downstream
+# crate on kwire, kwire-client and kwire-proxy (it encodes and decodes a message, checks the api
+# table and the client's partitioner and configs, starts a proxy and finds its listener), and
+# builds the packaged kwire-cli and kwire-proxy binaries and runs `kwire apis` and
+# `kwire-proxy --help`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shared=../shared/message-specs
@@ -15,7 +17,7 @@ bundled=(LICENSE NOTICE "${releases[@]}")
 cleanup() { for b in "${bundled[@]}"; do rm -rf "message-specs/$b"; done; }
 trap cleanup EXIT
 for b in "${bundled[@]}"; do cp -r "$shared/$b" message-specs/; done
-crates=(kwire-runtime kwire-build kwire kwire-client kwire-cli)
+crates=(kwire-runtime kwire-build kwire kwire-client kwire-proxy kwire-cli)
 # --no-verify: the downstream builds below verify the packages, offline and in one target.
 cargo package --workspace --allow-dirty --no-verify 2>&1 | grep -v '^warning: ignoring' || true
 version=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"]=="kwire"))')
@@ -30,11 +32,11 @@ mkdir -p "$scratch/crates" "$scratch/downstream/src"
 for c in "${crates[@]}"; do
   tar -xzf "target/package/$c-$version.crate" -C "$scratch/crates"
 done
-# One workspace for the downstream crate and the packaged CLI (one build of kwire for both), with
-# the packaged crates standing in for crates.io.
+# One workspace for the downstream crate and the packaged binaries (one build of kwire for all),
+# with the packaged crates standing in for crates.io.
 {
   echo "[workspace]"
-  echo "members = [\"downstream\", \"crates/kwire-cli-$version\"]"
+  echo "members = [\"downstream\", \"crates/kwire-cli-$version\", \"crates/kwire-proxy-$version\"]"
   echo "resolver = \"2\""
   echo "[patch.crates-io]"
   for c in "${crates[@]}"; do echo "$c = { path = \"crates/$c-$version\" }"; done
@@ -48,6 +50,8 @@ edition = "2021"
 [dependencies]
 kwire = { version = "$version", features = ["serde"] }
 kwire-client = "$version"
+kwire-proxy = "$version"
+tokio = { version = "1", features = ["rt"] }
 TOML
 cat > "$scratch/downstream/src/main.rs" <<'RS'
 use kwire::messages::metadata_request::MetadataRequestTopic;
@@ -77,10 +81,21 @@ fn main() {
     assert!((0..6).contains(&p));
     assert_eq!(p, kwire_client::partitioner::partition_for_key(b"orders-1", 6));
     println!("downstream: kwire-client, key orders-1 -> partition {p} of 6");
+
+    // The proxy crate: a proxy started in-process lists its bootstrap listener.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+    rt.block_on(async {
+        let proxy = kwire_proxy::Proxy::start(kwire_proxy::Config::new("127.0.0.1:9")).await.expect("a proxy");
+        assert_eq!(proxy.listeners(), vec![(proxy.bootstrap(), "127.0.0.1:9".to_string())]);
+        println!("downstream: kwire-proxy listening on {}", proxy.bootstrap());
+    });
 }
 RS
-echo "== building a downstream crate and the packaged kwire-cli in $scratch (offline, no ../shared)"
-(cd "$scratch" && env -u KWIRE_SPECS -u CARGO_TARGET_DIR cargo build --offline -q -p downstream -p kwire-cli)
+echo "== building a downstream crate and the packaged kwire-cli and kwire-proxy in $scratch (offline, no ../shared)"
+(cd "$scratch" && env -u KWIRE_SPECS -u CARGO_TARGET_DIR cargo build --offline -q -p downstream -p kwire-cli -p kwire-proxy)
 "$scratch/target/debug/downstream"
+usage=$("$scratch/target/debug/kwire-proxy" --help)
+grep -q -- '--upstream HOST:PORT' <<<"$usage" || { echo "kwire-proxy --help printed: $usage" >&2; exit 1; }
+echo "kwire-proxy --help: $(head -1 <<<"$usage")"
 "$scratch/target/debug/kwire" apis --json | python3 -c 'import json,sys; t=json.load(sys.stdin); assert len(t)==95, len(t); print("kwire apis:", len(t), "api keys")'
 

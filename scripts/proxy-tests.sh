@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The proxy example (examples/proxy) against real Apache Kafka with real clients: Java's
+# The proxy (the kwire-proxy crate, proxy/) against real Apache Kafka with real clients: Java's
 # producer, consumer and admin client, kcat and kafka-python through the proxy, tenant
-# prefixing, a load test and hostile connections (tests/proxy_real.rs) on one broker, then the
+# prefixing, a load test and hostile connections (proxy/tests/proxy_real.rs, which runs the
+# kwire-proxy binary cargo builds with it) on one broker, then the
 # Java workload through the proxy to a 3-node cluster. Also the walker and codec tests proxies
-# rely on (tests/endpoints.rs, tests/proxy.rs, codegen/tests/endpoints.rs), which need no broker.
+# rely on (tests/endpoints.rs, tests/proxy.rs, codegen/tests/endpoints.rs) and the proxy's own
+# unit tests and fault injector (proxy/src, proxy/tests/faults.rs), which need no broker.
 # The last line sums every run:
 #   proxy: <passed> passed, <failed> failed
 #
@@ -22,15 +24,13 @@ start=$SECONDS
 mkdir -p target/proxy-tests
 
 echo "proxy-tests: building" >&2
-if ! { nice -n 10 cargo build -p kwire --example proxy --features tokio &&
-  nice -n 10 cargo test -p kwire --test proxy_real --test endpoints --test proxy --no-run &&
+if ! { nice -n 10 cargo test -p kwire --test endpoints --test proxy --no-run &&
   nice -n 10 cargo test -p kwire-build --test endpoints --no-run &&
-  nice -n 10 cargo test -p kwire --features tokio --example proxy --no-run; } >target/proxy-tests/build.log 2>&1; then
+  nice -n 10 cargo test -p kwire-proxy --no-run; } >target/proxy-tests/build.log 2>&1; then
   tail -40 target/proxy-tests/build.log >&2
   echo "proxy: 0 passed, 1 failed"
   exit 1
 fi
-export KWIRE_PROXY_BIN=$PWD/target/debug/examples/proxy
 export KWIRE_PROXY_LOAD_REQUESTS=${KWIRE_PROXY_LOAD_REQUESTS:-500000}
 
 prefix=proxy-tests limit=600 logs=target/proxy-tests
@@ -45,13 +45,13 @@ run() {
 run "walkers and codec" target/proxy-tests/offline.log -- \
   -p kwire --test endpoints --test proxy
 run "walkers over every spec set" target/proxy-tests/codegen.log -- -p kwire-build --test endpoints
-run "the proxy's unit tests" target/proxy-tests/unit.log -- -p kwire --features tokio --example proxy
+run "the proxy's unit tests and fault injector" target/proxy-tests/unit.log -- -p kwire-proxy --lib --bins --test faults
 
 t0=$SECONDS
 if broker "$version"; then
   run "Kafka $version" target/proxy-tests/$version.log \
     KWIRE_PROXY_BROKER="$PWD/target/kafka/$version/env" KWIRE_REQUIRE_PROXY=1 -- \
-    -p kwire --test proxy_real -- --nocapture --test-threads 1 --skip three_brokers
+    -p kwire-proxy --test proxy_real -- --nocapture --test-threads 1 --skip three_brokers
   scripts/kafka.sh stop "$version" >/dev/null 2>&1 || true
 fi
 running=""
@@ -61,7 +61,7 @@ if [ "$cluster" = 1 ]; then
   if broker "$version" --nodes 3; then
     run "Kafka $version, 3 nodes" target/proxy-tests/$version-cluster.log \
       KWIRE_PROXY_CLUSTER="$PWD/target/kafka/$version-cluster/env" KWIRE_REQUIRE_PROXY=1 -- \
-      -p kwire --test proxy_real -- --nocapture three_brokers
+      -p kwire-proxy --test proxy_real -- --nocapture three_brokers
     scripts/kafka.sh stop "$version" --nodes 3 >/dev/null 2>&1 || true
   fi
   running=""

@@ -6,8 +6,8 @@
 #  2. Apache Kafka's own generated Java classes as the oracle for the default build, against
 #     kafka-clients 3.9.2 and 4.4.0 (scripts/java-oracle.sh);
 #  3. real Apache Kafka brokers, 3.9 and 4.x, swept api by api (scripts/broker-sweep.sh), the
-#     client crate against them (scripts/client-tests.sh) and the proxy example between real
-#     clients and them (scripts/proxy-tests.sh);
+#     client crate against them (scripts/client-tests.sh), also through the fault-injecting
+#     proxy, and the kwire-proxy crate between real clients and them (scripts/proxy-tests.sh);
 #  4. the benchmark peers (Kafka's Java classes, franz-go's kmsg) agreeing with kwire's
 #     benchmark frames byte for byte (benches/peers-check.sh; needs Go);
 #  5. the generated crate on Kafka 3.9.0 alone and 4.4.0 alone, each with the oracle of its own

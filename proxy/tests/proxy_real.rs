@@ -1,4 +1,4 @@
-//! The proxy example (`examples/proxy`) in front of a real Kafka broker, with real clients:
+//! The proxy (`kwire-proxy`'s binary) in front of a real Kafka broker, with real clients:
 //! Java's producer, consumer and admin client, kcat and kafka-python. Every workload must
 //! succeed through the proxy; no frame the proxy sends a client may hold a real broker address
 //! (checked on the raw bytes of every frame, from the proxy's `--trace`); every frame it did not
@@ -6,10 +6,11 @@
 //! (latency added against going straight to the broker, and the proxy's memory), and hostile
 //! connections that must leave the others unaffected.
 //!
-//! Run by `scripts/proxy-tests.sh`, which builds the example and starts the brokers. Needs
-//! `KWIRE_PROXY_BIN` (the built example) and `KWIRE_PROXY_BROKER` (a
+//! Run by `scripts/proxy-tests.sh`, which starts the brokers. Needs `KWIRE_PROXY_BROKER` (a
 //! `scripts/kafka.sh` env file); the cluster test `KWIRE_PROXY_CLUSTER` (a 3-node env
-//! file). Without them each test says so and passes, unless `KWIRE_REQUIRE_PROXY=1`.
+//! file); without them each test says so and passes, unless `KWIRE_REQUIRE_PROXY=1`. The proxy
+//! run is the binary cargo built with this test, or `KWIRE_PROXY_BIN` (a release build, for the
+//! figures in BENCHMARKS.md).
 //! `KWIRE_PROXY_LOAD_REQUESTS` sets the load test's requests per side (default 100000).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -26,7 +27,7 @@ use kwire::{ApiKey, Bytes, BytesMut, Decode, RequestKind, ResponseKind, Visit};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-#[path = "support/skip.rs"]
+#[path = "../../tests/support/skip.rs"]
 mod skip;
 
 // ---------------------------------------------------------------------------------------------
@@ -47,8 +48,10 @@ fn env_file(var: &str, test: &str) -> Option<BTreeMap<String, String>> {
 }
 
 fn proxy_bin() -> PathBuf {
-    let bin = std::env::var("KWIRE_PROXY_BIN").expect("KWIRE_PROXY_BIN: the built proxy example");
-    PathBuf::from(bin)
+    match std::env::var("KWIRE_PROXY_BIN") {
+        Ok(bin) if !bin.is_empty() => PathBuf::from(bin),
+        _ => PathBuf::from(env!("CARGO_BIN_EXE_kwire-proxy")),
+    }
 }
 
 fn unique(prefix: &str) -> String {

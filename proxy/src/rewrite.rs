@@ -32,7 +32,7 @@ macro_rules! topic_resources {
 }
 
 /// A tenant: its topic prefix and the ids of its topics, as the broker gave them.
-pub struct Tenant {
+pub(crate) struct Tenant {
     prefix: String,
     ids: Mutex<HashSet<Uuid>>,
 }
@@ -97,7 +97,7 @@ impl Tenant {
 }
 
 /// The tenant's view of a request: topic names prefixed, ids of other topics zeroed.
-pub fn request(tenant: &Tenant, request: &RequestFrame, payload: &Bytes) -> Result<Option<Vec<u8>>, ProxyError> {
+pub(crate) fn request(tenant: &Tenant, request: &RequestFrame, payload: &Bytes) -> Result<Option<Vec<u8>>, ProxyError> {
     let Ok(api) = request.api_key() else { return Ok(None) };
     let version = request.version();
     let mut body = RequestKind::decode(&mut request.body.clone(), api.key(), version)
@@ -134,7 +134,7 @@ pub fn request(tenant: &Tenant, request: &RequestFrame, payload: &Bytes) -> Resu
 
 /// The client's view of a response: endpoints pointing at the proxy, ApiVersions mediated, and
 /// with a tenant, only its topics, unprefixed.
-pub fn response(shared: &Arc<Shared>, api: ApiKey, version: i16, payload: &Bytes) -> Result<Option<Vec<u8>>, ProxyError> {
+pub(crate) fn response(shared: &Arc<Shared>, api: ApiKey, version: i16, payload: &Bytes) -> Result<Option<Vec<u8>>, ProxyError> {
     let mut rest = payload.clone();
     ResponseHeader::decode(&mut rest, api.response_header_version(version))
         .map_err(|source| ProxyError::Decode { what: "response header", api, version, source })?;
@@ -148,7 +148,7 @@ pub fn response(shared: &Arc<Shared>, api: ApiKey, version: i16, payload: &Bytes
             changed = true;
         }
     }
-    let advertise = shared.config.advertise.as_str();
+    let advertise = shared.config.advertised();
     let mut failed = None;
     body.visit_endpoints_mut(&mut |mut e| {
         // Empty host and port 0: a struct the version does not have (see `visit_endpoints`).

@@ -1,0 +1,249 @@
+//! An idempotent acks=all producer through a faulty network: kwire-proxy's fault injector
+//! between the client and a real broker drops connections, delays frames, stalls connections
+//! half-open, resets them mid-frame and cuts frames short, chosen per connection by a seeded
+//! generator. Afterwards Java's KafkaConsumer reads the topic straight from the broker, and
+//! every record the producer acknowledged must be there exactly once, at the offset it was
+//! acknowledged with, in the order it was sent within its partition; nothing may be written
+//! twice. The client must not panic, and every error it returns must be one of its typed kinds
+//! that a faulty network explains.
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{unique, Broker};
+use kwire_client::{Acks, Admin, Client, ClientConfig, Error, NewTopic, Producer, ProducerConfig, ProducerError, ProducerRecord};
+use kwire_proxy::{Config, FaultConfig, FaultKind, Proxy};
+
+const RECORDS: usize = 20_000;
+const PARTITIONS: i32 = 6;
+const ROUNDS: usize = 40;
+
+const JAVA: &str = r#"
+import java.time.Duration;
+import java.util.*;
+import org.apache.kafka.clients.consumer.*;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.StringDeserializer;
+
+public class FaultReadBack {
+    public static void main(String[] args) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", args[0]);
+        p.put("key.deserializer", StringDeserializer.class.getName());
+        p.put("value.deserializer", StringDeserializer.class.getName());
+        p.put("check.crcs", "true");
+        p.put("max.poll.records", "5000");
+        int partitions = Integer.parseInt(args[2]);
+        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
+            List<TopicPartition> tps = new ArrayList<>();
+            for (int i = 0; i < partitions; i++) tps.add(new TopicPartition(args[1], i));
+            c.assign(tps);
+            c.seekToBeginning(tps);
+            Map<TopicPartition, Long> end = c.endOffsets(tps);
+            long deadline = System.currentTimeMillis() + 60000;
+            boolean done = false;
+            while (!done && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(500)))
+                    System.out.println(r.partition() + " " + r.offset() + " " + r.key() + " " + r.value());
+                done = true;
+                for (TopicPartition tp : tps) done &= c.position(tp) >= end.get(tp);
+            }
+            System.out.println(done ? "read to the end" : "timed out");
+        }
+    }
+}
+"#;
+
+/// The kind of a client error, for the tally: the variant (and a broker's code, a delivery
+/// timeout's last cause); `None` for one a faulty network does not explain (a malformed
+/// response taken for a good one, a configuration error, the producer closing under the test).
+fn kind(e: &Error) -> Option<String> {
+    Some(match e {
+        Error::Io { .. } => "io".into(),
+        Error::Protocol { .. } => "protocol".into(),
+        Error::Timeout { .. } => "timeout".into(),
+        Error::Disconnected(_) => "disconnected".into(),
+        Error::Broker { code, .. } => format!("broker {}", code.name().unwrap_or("unknown code")),
+        Error::Producer(ProducerError::BufferFull { .. }) => "buffer full".into(),
+        Error::Producer(ProducerError::DeliveryTimeout { last_error, .. }) => match last_error.as_deref() {
+            Some(cause) => format!("delivery timeout, last {}", kind(cause)?),
+            None => "delivery timeout".into(),
+        },
+        _ => return None,
+    })
+}
+
+/// Runs Java's consumer on `topic`: (partition, offset, key, value) of every record.
+async fn read_back(b: &Broker, topic: &str) -> Vec<(i32, i64, String, usize)> {
+    let lib = b.var("KAFKA_LIB");
+    let dir = std::env::temp_dir().join(unique("kw-fault-readback"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("FaultReadBack.java"), JAVA).unwrap();
+    let java = tokio::process::Command::new("java")
+        .arg("-cp")
+        .arg(format!("{lib}/*"))
+        .arg("-Dlog4j2.level=warn")
+        .arg(dir.join("FaultReadBack.java"))
+        .args([b.var("PLAINTEXT"), topic, &PARTITIONS.to_string()])
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(120), java).await.expect("java in time").expect("java runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success() && stdout.ends_with("read to the end\n"), "java: {}", String::from_utf8_lossy(&out.stderr));
+    stdout
+        .lines()
+        .filter(|l| *l != "read to the end")
+        .map(|l| {
+            let parts: Vec<&str> = l.split(' ').collect();
+            let [partition, offset, key, value] = parts[..] else { panic!("java printed {l:?}") };
+            let seq = value.strip_prefix('v').and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("a value {value:?}"));
+            (partition.parse().unwrap(), offset.parse().unwrap(), key.to_owned(), seq)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idempotent_producer_through_a_faulty_network_loses_and_duplicates_nothing() {
+    let Some(b) = Broker::from_env("an_idempotent_producer_through_a_faulty_network_loses_and_duplicates_nothing") else { return };
+    common::init_tracing();
+    let started = Instant::now();
+    // Panics anywhere (the client's tasks included) are counted, not only the test's own.
+    let panics = Arc::new(AtomicUsize::new(0));
+    let seen = panics.clone();
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        seen.fetch_add(1, Ordering::SeqCst);
+        default_hook(info);
+    }));
+
+    let topic = unique("kw-faults");
+    Admin::new(b.client().await).create_topic(NewTopic::new(&topic, PARTITIONS)).await.unwrap();
+
+    let seed = std::env::var("KWIRE_FAULT_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x6b77_6972_65);
+    let faults = FaultConfig::new(seed)
+        .percent(60)
+        .kinds(&[(FaultKind::Drop, 2), (FaultKind::Delay, 2), (FaultKind::Stall, 1), (FaultKind::Reset, 2), (FaultKind::Truncate, 2)])
+        .after_frames(8)
+        .max_delay(Duration::from_millis(400))
+        .stall(Duration::from_secs(8));
+    let proxy = Proxy::start(Config::new(b.var("PLAINTEXT")).faults(faults)).await.unwrap();
+    let mut errors: BTreeMap<String, usize> = BTreeMap::new();
+    let mut unexplained = Vec::new();
+    let mut tally = |e: Error| match kind(&e) {
+        Some(k) => *errors.entry(k).or_default() += 1,
+        None => unexplained.push(e.to_string()),
+    };
+    // Every connection may be struck, the bootstrap ones too: a few tries.
+    let config = ClientConfig::new(&proxy.bootstrap().to_string()).client_id("kwire-fault-network").request_timeout(Duration::from_secs(3));
+    let mut client = None;
+    for _ in 0..10 {
+        match tokio::time::timeout(Duration::from_secs(20), Client::connect(config.clone())).await.expect("connect settles in time") {
+            Ok(c) => {
+                client = Some(c);
+                break;
+            }
+            Err(e) => tally(e),
+        }
+    }
+    let client = client.expect("connected within 10 tries");
+
+    let producer = Producer::new(
+        client,
+        ProducerConfig {
+            acks: Acks::All,
+            idempotence: true,
+            batch_size: 2048,
+            linger: Duration::from_millis(5),
+            retry_backoff: Duration::from_millis(50),
+            retry_backoff_max: Duration::from_millis(500),
+            delivery_timeout: Duration::from_secs(30),
+            max_block: Duration::from_secs(10),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+
+    // In rounds, so that the records span many requests and connections.
+    let mut deliveries = Vec::with_capacity(RECORDS);
+    let per_round = RECORDS / ROUNDS;
+    for round in 0..ROUNDS {
+        for seq in round * per_round..(round + 1) * per_round {
+            let record = ProducerRecord::new(&topic, format!("v{seq}")).key(format!("k{}", seq % 997));
+            match tokio::time::timeout(Duration::from_secs(20), producer.send(record)).await.expect("send in time") {
+                Ok(d) => deliveries.push((seq, d)),
+                Err(e) => tally(e),
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::timeout(Duration::from_secs(60), producer.flush()).await.expect("flushed in time").ok();
+    let produced_in = started.elapsed();
+
+    // seq -> (partition, offset) of every acknowledged record.
+    let mut acked: HashMap<usize, (i32, i64)> = HashMap::new();
+    for (seq, d) in deliveries {
+        match tokio::time::timeout(Duration::from_secs(60), d).await.expect("every delivery settles") {
+            Ok(m) => {
+                acked.insert(seq, (m.partition, m.offset));
+            }
+            Err(e) => tally(e),
+        }
+    }
+    tokio::time::timeout(Duration::from_secs(30), producer.close()).await.expect("closed in time").ok();
+    let counts = proxy.fault_counts();
+    drop(proxy);
+
+    let log = read_back(&b, &topic).await;
+    // seq -> where it is in the log (more than one place: a duplicate).
+    let mut found: HashMap<usize, Vec<(i32, i64)>> = HashMap::new();
+    for (partition, offset, key, seq) in &log {
+        assert_eq!(*key, format!("k{}", seq % 997), "record {seq}'s key");
+        found.entry(*seq).or_default().push((*partition, *offset));
+    }
+    let duplicated: Vec<_> = found.iter().filter(|(_, at)| at.len() > 1).take(5).collect();
+    let missing: Vec<_> = acked.iter().filter(|(seq, _)| !found.contains_key(seq)).take(5).collect();
+    let moved: Vec<_> = acked.iter().filter(|(seq, at)| found.get(seq).is_some_and(|f| f.len() == 1 && f[0] != **at)).take(5).collect();
+    // Per partition, by offset, the records in the order they were sent.
+    let mut by_partition: BTreeMap<i32, Vec<(i64, usize)>> = BTreeMap::new();
+    for (partition, offset, _, seq) in &log {
+        by_partition.entry(*partition).or_default().push((*offset, *seq));
+    }
+    let mut out_of_order = Vec::new();
+    for (partition, records) in &mut by_partition {
+        records.sort_unstable();
+        out_of_order.extend(records.windows(2).filter(|w| w[0].1 >= w[1].1).map(|w| (*partition, w[0], w[1])).take(5));
+    }
+
+    println!(
+        "fault network: {} records sent, {} acknowledged, {} errors ({errors:?}), {} in the log (read back by Java), \
+         {} of them unacknowledged; faults over {} connections: {} dropped, {} delayed, {} stalled, {} reset, {} truncated; \
+         produced in {:.1}s, {:.1}s in all (seed {seed})",
+        RECORDS,
+        acked.len(),
+        errors.values().sum::<usize>() + unexplained.len(),
+        log.len(),
+        log.len() - acked.len().min(log.len()),
+        counts.connections,
+        counts.drop,
+        counts.delay,
+        counts.stall,
+        counts.reset,
+        counts.truncate,
+        produced_in.as_secs_f64(),
+        started.elapsed().as_secs_f64()
+    );
+    let _ = std::panic::take_hook();
+    assert!(missing.is_empty(), "acknowledged records missing from the log: {missing:?}");
+    assert!(duplicated.is_empty(), "records written twice: {duplicated:?}");
+    assert!(moved.is_empty(), "acknowledged at one offset, found at another: {moved:?}");
+    assert!(out_of_order.is_empty(), "out of send order within a partition: {out_of_order:?}");
+    assert_eq!(panics.load(Ordering::SeqCst), 0, "a panic (the client's tasks included)");
+    assert!(unexplained.is_empty(), "errors a faulty network does not explain: {:?}", &unexplained[..unexplained.len().min(5)]);
+    assert!(acked.len() >= RECORDS / 2, "most records get through: {} of {RECORDS}", acked.len());
+    assert!(counts.total() >= 5, "the network was faulty enough: {counts:?}");
+}

@@ -1,0 +1,274 @@
+//! One client connection: its own upstream connection to the broker its listener stands for,
+//! requests one way and responses the other, frame by frame.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kwire::codec::{CodecError, FrameDecoder, RequestFrame};
+use bytes::Buf;
+use kwire::{ApiKey, Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{ReadHalf, WriteHalf};
+use tokio::net::TcpStream;
+
+use crate::fault::{Action, ConnFaults, Direction};
+use crate::trace::ConnTrace;
+use crate::{rewrite, Event, ProxyError, Shared};
+
+/// Requests a connection may have in flight; a client past it is closed (it would otherwise
+/// grow the table without bound, e.g. with acks=0 produce requests the proxy cannot peek).
+pub const MAX_IN_FLIGHT: usize = 4096;
+
+/// The first byte of a TLS handshake record. A Kafka frame starting with it would claim more
+/// than 369 MB, which no listener accepts, so the two cannot be confused.
+const TLS_HANDSHAKE: u8 = 0x16;
+
+type InFlight = Mutex<HashMap<i32, (i16, i16)>>;
+type ClientWriter<'a> = tokio::sync::Mutex<WriteHalf<'a>>;
+
+/// How a direction ended the connection.
+enum End {
+    /// Closed: the sockets are closed as usual.
+    Closed,
+    /// Reset: the sockets are closed with an RST (the fault injector's doing).
+    Reset,
+}
+
+/// What one connection's two directions share.
+struct Conn<'a> {
+    shared: &'a Arc<Shared>,
+    id: u64,
+    frames: FrameDecoder,
+    in_flight: InFlight,
+    trace: Option<Arc<ConnTrace>>,
+    faults: ConnFaults<'a>,
+}
+
+/// Serves one client until either side closes or a frame cannot be handled.
+pub(crate) async fn serve(shared: &Arc<Shared>, mut client: TcpStream, upstream: &str, id: u64) -> Result<(), ProxyError> {
+    let _ = client.set_nodelay(true);
+    let mut first = [0u8; 1];
+    if client.peek(&mut first).await.map_err(|e| ProxyError::io("reading from the client", e))? == 0 {
+        return Ok(());
+    }
+    let mut server =
+        TcpStream::connect(upstream).await.map_err(|e| ProxyError::io(format!("connecting to {upstream}"), e))?;
+    let _ = server.set_nodelay(true);
+    if first == [TLS_HANDSHAKE] {
+        // Not terminated: relayed opaque (see the crate docs).
+        tokio::io::copy_bidirectional(&mut client, &mut server).await.map_err(|e| ProxyError::io("relaying TLS", e))?;
+        return Ok(());
+    }
+    let trace = shared.trace.as_ref().and_then(|t| t.connection(id).map_err(|e| shared.event(e)).ok());
+    let faults = ConnFaults::new(shared.faults.as_ref(), id);
+    let conn = Conn { shared, id, frames: FrameDecoder::new(shared.config.max_frame), in_flight: Mutex::default(), trace, faults };
+    let end = {
+        let (client_read, client_write) = client.split();
+        let (server_read, server_write) = server.split();
+        let client_write = tokio::sync::Mutex::new(client_write);
+        // Whichever direction ends first ends the connection: a client that closed wants nothing more.
+        tokio::select! {
+            r = conn.requests(client_read, server_write, &client_write) => r,
+            r = conn.responses(server_read, &client_write) => r,
+        }
+    };
+    if let Ok(End::Reset) = end {
+        // Closed with linger 0: an RST, not a FIN.
+        for socket in [&client, &server] {
+            let _ = socket2::SockRef::from(socket).set_linger(Some(Duration::ZERO));
+        }
+    }
+    end.map(|_| ())
+}
+
+/// Reads the next frame's payload (after its size prefix) with the shared frame decoder;
+/// `None` at the end of the stream.
+async fn read_frame(r: &mut ReadHalf<'_>, buf: &mut BytesMut, frames: &FrameDecoder, side: &str) -> Result<Option<Bytes>, ProxyError> {
+    loop {
+        if let Some(frame) = frames.decode(buf).map_err(ProxyError::Frame)? {
+            return Ok(Some(frame.freeze()));
+        }
+        if buf.capacity() == buf.len() {
+            // The decoder reserves ahead of a frame it has a size for; this is room for the prefix.
+            buf.reserve(4096);
+        }
+        let n = r.read_buf(buf).await.map_err(|e| ProxyError::io(format!("reading from the {side}"), e))?;
+        if n == 0 {
+            return Ok(None);
+        }
+    }
+}
+
+/// Writes the first `len` bytes of the frame of `payload` (its size prefix, then the payload).
+async fn write_frame(w: &mut WriteHalf<'_>, payload: &Bytes, len: usize, side: &str) -> Result<(), ProxyError> {
+    let size = i32::try_from(payload.len())
+        .map_err(|_| ProxyError::Frame(CodecError::EncodedFrameTooLarge { size: payload.len(), max: i32::MAX as usize }))?;
+    let prefix = size.to_be_bytes();
+    let mut frame = Buf::chain(&prefix[..], payload.clone()).take(len);
+    w.write_all_buf(&mut frame).await.map_err(|e| ProxyError::io(format!("writing to the {side}"), e))
+}
+
+impl Conn<'_> {
+    /// Forwards one frame (4 + `payload.len()` bytes on the wire) as the fault injector says;
+    /// `Some` when the connection is to end.
+    async fn forward(&self, direction: Direction, w: &mut WriteHalf<'_>, payload: &Bytes, side: &str) -> Result<Option<End>, ProxyError> {
+        let whole = payload.len().saturating_add(4);
+        let (action, struck) = self.faults.before(direction, whole);
+        if let Some(kind) = struck {
+            self.shared.event(Event::Fault { id: self.id, kind });
+        }
+        match action {
+            Action::Forward => write_frame(w, payload, whole, side).await.map(|()| None),
+            Action::Delay(d) => {
+                tokio::time::sleep(d).await;
+                write_frame(w, payload, whole, side).await.map(|()| None)
+            }
+            Action::Close => Ok(Some(End::Closed)),
+            Action::Cut { len, reset } => {
+                write_frame(w, payload, len.min(whole), side).await?;
+                Ok(Some(if reset { End::Reset } else { End::Closed }))
+            }
+            Action::Stall(d) => {
+                tokio::time::sleep(d).await;
+                Ok(Some(End::Closed))
+            }
+            Action::Hold => std::future::pending().await,
+        }
+    }
+
+    async fn requests(&self, mut client: ReadHalf<'_>, mut server: WriteHalf<'_>, client_write: &ClientWriter<'_>) -> Result<End, ProxyError> {
+        let shared = self.shared;
+        let mut buf = BytesMut::new();
+        while let Some(payload) = read_frame(&mut client, &mut buf, &self.frames, "client").await? {
+            let request = RequestFrame::parse(payload.clone()).map_err(ProxyError::Header)?;
+            let (key, version, correlation_id) = (request.header.request_api_key, request.version(), request.correlation_id());
+            if let Some(t) = &self.trace {
+                t.frame("c2p", key, version, correlation_id, "in", &payload);
+            }
+            // KIP-511: an ApiVersions version this build cannot read is answered here, at v0.
+            if let Some(answer) = request.unsupported_api_versions(ApiKey::ApiVersions.stable_versions()) {
+                let mut out = BytesMut::new();
+                answer.encode(&mut out, shared.config.max_frame).map_err(ProxyError::Answer)?;
+                if let Some(t) = &self.trace {
+                    t.frame("p2c", key, 0, correlation_id, "local", out.get(4..).unwrap_or_default());
+                }
+                let mut w = client_write.lock().await;
+                w.write_all(&out).await.map_err(|e| ProxyError::io("writing to the client", e))?;
+                continue;
+            }
+            if expects_response(key, version, &request.body) {
+                let mut table = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+                if table.len() >= MAX_IN_FLIGHT {
+                    return Err(ProxyError::TooManyInFlight);
+                }
+                table.insert(correlation_id, (key, version));
+            }
+            let rewritten = match (&shared.tenant, shared.requests.wants(key, version)) {
+                (Some(tenant), true) => rewrite::request(tenant, &request, &payload)?,
+                _ => None,
+            };
+            let (out, mode) = match rewritten {
+                Some(payload) => (Bytes::from(payload), "rewritten"),
+                None => (payload, "pass"),
+            };
+            if let Some(t) = &self.trace {
+                t.frame("p2u", key, version, correlation_id, mode, &out);
+            }
+            if let Some(end) = self.forward(Direction::Requests, &mut server, &out, "broker").await? {
+                return Ok(end);
+            }
+        }
+        Ok(End::Closed)
+    }
+
+    async fn responses(&self, mut server: ReadHalf<'_>, client: &ClientWriter<'_>) -> Result<End, ProxyError> {
+        let shared = self.shared;
+        let mut buf = BytesMut::new();
+        while let Some(payload) = read_frame(&mut server, &mut buf, &self.frames, "broker").await? {
+            let Some(&[a, b, c, d]) = payload.get(..4) else { return Err(ProxyError::ShortResponse(payload.len())) };
+            let correlation_id = i32::from_be_bytes([a, b, c, d]);
+            let taken = self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).remove(&correlation_id);
+            let Some((key, version)) = taken else { return Err(ProxyError::UnexpectedResponse(correlation_id)) };
+            if let Some(t) = &self.trace {
+                t.frame("u2p", key, version, correlation_id, "in", &payload);
+            }
+            let rewritten = match ApiKey::from_i16(key) {
+                Some(api) if shared.responses.wants(key, version) => rewrite::response(shared, api, version, &payload)?,
+                _ => None,
+            };
+            let (out, mode) = match rewritten {
+                Some(payload) => (Bytes::from(payload), "rewritten"),
+                None => (payload, "pass"),
+            };
+            if let Some(t) = &self.trace {
+                t.frame("p2c", key, version, correlation_id, mode, &out);
+            }
+            let mut w = client.lock().await;
+            if let Some(end) = self.forward(Direction::Responses, &mut w, &out, "client").await? {
+                return Ok(end);
+            }
+        }
+        Ok(End::Closed)
+    }
+}
+
+/// Whether a request is answered: all are but Produce with acks=0. The acks are peeked from
+/// the body's start (after the transactional id from v3) without decoding it; a body too short
+/// to tell is taken to be answered.
+fn expects_response(key: i16, version: i16, body: &[u8]) -> bool {
+    key != ApiKey::Produce.key() || produce_acks(version, body) != Some(0)
+}
+
+fn produce_acks(version: i16, body: &[u8]) -> Option<i16> {
+    let rest = if version < 3 {
+        body
+    } else if version < 9 {
+        // A nullable string: int16 length, -1 for null.
+        let len = i16::from_be_bytes([*body.first()?, *body.get(1)?]);
+        body.get(2usize.saturating_add(usize::try_from(len).unwrap_or(0))..)?
+    } else {
+        // A compact nullable string: unsigned varint length + 1, 0 for null.
+        let (n, used) = uvarint(body)?;
+        body.get(used.saturating_add(usize::try_from(n.saturating_sub(1)).ok()?)..)?
+    };
+    Some(i16::from_be_bytes([*rest.first()?, *rest.get(1)?]))
+}
+
+/// An unsigned varint of at most 5 bytes, and the bytes it took.
+fn uvarint(bytes: &[u8]) -> Option<(u64, usize)> {
+    let mut value = 0u64;
+    for (i, b) in bytes.iter().take(5).enumerate() {
+        value |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use kwire::messages::ProduceRequest;
+    use kwire::Message;
+
+    use super::produce_acks;
+
+    #[test]
+    fn acks_are_peeked_at_every_produce_version() {
+        for version in ProduceRequest::VERSIONS.lo..=ProduceRequest::VERSIONS.hi {
+            for transactional_id in [None, Some("tx-one".into())] {
+                for acks in [0, 1, -1] {
+                    let transactional_id = if version >= 3 { transactional_id.clone() } else { None };
+                    let request = ProduceRequest { acks, transactional_id, timeout_ms: 1500, ..Default::default() };
+                    let body = request.to_bytes(version).unwrap();
+                    assert_eq!(produce_acks(version, &body), Some(acks), "v{version}");
+                }
+            }
+        }
+        // Too short to tell: not taken for acks=0.
+        assert_eq!(produce_acks(9, &[0x05, b'a']), None);
+        assert_eq!(produce_acks(3, &[0x7f, 0xff]), None);
+        assert_eq!(produce_acks(9, &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff]), None);
+    }
+}
