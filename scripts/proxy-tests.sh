@@ -5,7 +5,7 @@
 # kwire-proxy binary cargo builds with it) on one broker, then the
 # Java workload through the proxy to a 3-node cluster. Also the walker and codec tests proxies
 # rely on (tests/endpoints.rs, tests/proxy.rs, codegen/tests/endpoints.rs) and the proxy's own
-# unit tests and fault injector (proxy/src, proxy/tests/faults.rs), which need no broker.
+# unit tests and fault injector (proxy/src, proxy/tests/fault_injection.rs), which need no broker.
 # The last line sums every run:
 #   proxy: <passed> passed, <failed> failed
 #
@@ -45,7 +45,7 @@ run() {
 run "walkers and codec" target/proxy-tests/offline.log -- \
   -p kwire --test endpoints --test proxy
 run "walkers over every spec set" target/proxy-tests/codegen.log -- -p kwire-build --test endpoints
-run "the proxy's unit tests and fault injector" target/proxy-tests/unit.log -- -p kwire-proxy --lib --bins --test faults
+run "the proxy's unit tests and fault injector" target/proxy-tests/unit.log -- -p kwire-proxy --lib --bins --test fault_injection
 
 t0=$SECONDS
 if broker "$version"; then
