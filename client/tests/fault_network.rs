@@ -81,22 +81,10 @@ fn kind(e: &Error) -> Option<String> {
 
 /// Runs Java's consumer on `topic`: (partition, offset, key, value) of every record.
 async fn read_back(b: &Broker, topic: &str) -> Vec<(i32, i64, String, usize)> {
-    let lib = b.var("KAFKA_LIB");
     let dir = std::env::temp_dir().join(unique("kw-fault-readback"));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("FaultReadBack.java"), JAVA).unwrap();
-    let java = tokio::process::Command::new("java")
-        .arg("-cp")
-        .arg(format!("{lib}/*"))
-        .arg("-Dlog4j2.level=warn")
-        .arg(dir.join("FaultReadBack.java"))
-        .args([b.var("PLAINTEXT"), topic, &PARTITIONS.to_string()])
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(120), java).await.expect("java in time").expect("java runs");
+    let stdout = common::java(b, &dir, "FaultReadBack.java", JAVA, &[b.var("PLAINTEXT"), topic, &PARTITIONS.to_string()], Duration::from_secs(120)).await;
     let _ = std::fs::remove_dir_all(&dir);
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    assert!(out.status.success() && stdout.ends_with("read to the end\n"), "java: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.ends_with("read to the end\n"), "java did not read to the end: {}", &stdout[stdout.len().saturating_sub(200)..]);
     stdout
         .lines()
         .filter(|l| *l != "read to the end")
