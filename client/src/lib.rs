@@ -40,7 +40,7 @@ mod tls;
 mod topic_partition;
 
 pub use admin::{
-    AclBinding, ActiveProducer, TransactionDescription, TransactionFilter, TransactionListing, AclBindingFilter, AclOperation, AclPermission, Admin, ClusterDescription, ConfigEntry, ConfigOp, ConfigResource, CreatedTopic,
+    AclBinding, ActiveProducer, DelegationToken, TransactionDescription, TransactionFilter, TransactionListing, AclBindingFilter, AclOperation, AclPermission, Admin, ClusterDescription, ConfigEntry, ConfigOp, ConfigResource, CreatedTopic,
     DeletedRecords, FeatureLevel, Features, GroupDescription, GroupListing, LogDir, LogDirReplica, MemberDescription, NewTopic, PatternType,
     QuorumDescription, QuorumReplica, QuotaAlteration, QuotaEntity, QuotaFilter, Reassignment, ResourceType, ScramChange, ScramCredential,
 };

@@ -434,3 +434,36 @@ async fn hanging_transactions_listed_described_aborted_fenced() {
     let err = admin.describe_transactions(&["kw-no-such-txn"]).await.unwrap().remove(0).unwrap_err();
     assert_eq!(err.code().and_then(|c| c.name()), Some("TRANSACTIONAL_ID_NOT_FOUND"), "{err}");
 }
+
+/// Delegation tokens over SASL (the broker issues none over an unauthenticated connection):
+/// created for the connection's principal with a renewer, described with the same id and HMAC,
+/// renewed, expired (then gone from the description); refused over PLAINTEXT.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delegation_tokens_created_described_renewed_expired() {
+    let Some(b) = Broker::from_env("delegation_tokens_created_described_renewed_expired") else { return };
+    let sasl = Client::connect(ClientConfig::new(b.var("SASL_PLAINTEXT")).sasl(Sasl::plain("alice", "alice-secret"))).await.unwrap();
+    let admin = Admin::new(sasl);
+    let token = admin.create_delegation_token(None, &["User:admin"], 3_600_000).await.unwrap();
+    assert_eq!((token.owner.as_str(), token.requester.as_str()), ("User:alice", "User:alice"), "{token:?}");
+    assert!(!token.token_id.is_empty() && !token.hmac.is_empty());
+    assert!(token.issue_timestamp_ms <= token.expiry_timestamp_ms && token.expiry_timestamp_ms <= token.max_timestamp_ms, "{token:?}");
+    assert_eq!(token.max_timestamp_ms - token.issue_timestamp_ms, 3_600_000);
+    common::eventually("the token described", || async {
+        admin.describe_delegation_tokens(Some(&["User:alice"])).await.unwrap().iter().any(|t| t.token_id == token.token_id)
+    })
+    .await;
+    let described = admin.describe_delegation_tokens(Some(&["User:alice"])).await.unwrap().into_iter().find(|t| t.token_id == token.token_id).unwrap();
+    assert_eq!(described, token);
+    let renewed = admin.renew_delegation_token(&token.hmac, 600_000).await.unwrap();
+    assert!(renewed >= token.issue_timestamp_ms + 600_000 && renewed <= token.max_timestamp_ms, "{renewed}");
+    admin.expire_delegation_token(&token.hmac, -1).await.unwrap();
+    common::eventually("the token gone", || async {
+        !admin.describe_delegation_tokens(Some(&["User:alice"])).await.unwrap().iter().any(|t| t.token_id == token.token_id)
+    })
+    .await;
+    let err = admin.renew_delegation_token(&token.hmac, 600_000).await.unwrap_err();
+    assert!(err.code().is_some(), "{err:?}");
+    let plaintext = Admin::new(b.client().await);
+    let err = plaintext.create_delegation_token(None, &[], -1).await.unwrap_err();
+    assert_eq!(err.code().and_then(|c| c.name()), Some("DELEGATION_TOKEN_REQUEST_NOT_ALLOWED"), "{err}");
+}

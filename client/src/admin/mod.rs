@@ -1,7 +1,7 @@
 //! Admin operations with typed results, as Java's `Admin` has them: topics, partitions and
 //! records; configs; consumer groups and their offsets; ACLs; client quotas; SCRAM users; the
 //! cluster (brokers, features, the KRaft quorum, log directories, reassignments, leader
-//! elections); transactions (list, describe, fence, abort a hanging one).
+//! elections); transactions (list, describe, fence, abort a hanging one); delegation tokens.
 //!
 //! One file per kind of resource; every operation goes where Kafka routes it (the controller,
 //! a partition's leader, a group's coordinator, every broker for listings).
@@ -12,6 +12,7 @@ mod configs;
 mod groups;
 mod quotas;
 mod records;
+mod tokens;
 mod topics;
 mod transactions;
 mod users;
@@ -29,6 +30,7 @@ pub use configs::{ConfigEntry, ConfigOp, ConfigResource};
 pub use groups::{GroupDescription, GroupListing, MemberDescription};
 pub use quotas::{QuotaAlteration, QuotaEntity, QuotaFilter};
 pub use records::DeletedRecords;
+pub use tokens::DelegationToken;
 pub use topics::{CreatedTopic, NewTopic};
 pub use transactions::{ActiveProducer, TransactionDescription, TransactionFilter, TransactionListing};
 pub use users::{ScramChange, ScramCredential};
