@@ -458,8 +458,13 @@ impl Connection {
                 Sasl::Plain { username, password } => {
                     authenticate(Bytes::from(format!("\0{username}\0{password}"))).await?
                 }
-                Sasl::Scram { mechanism: m, username, password } => {
-                    let mut scram = ScramClient::new(*m, username, password).map_err(auth_err)?;
+                Sasl::Scram { .. } | Sasl::DelegationToken { .. } => {
+                    let mut scram = match sasl {
+                        Sasl::DelegationToken { mechanism, token_id, hmac_base64 } => ScramClient::for_token(*mechanism, token_id, hmac_base64),
+                        Sasl::Scram { mechanism, username, password } => ScramClient::new(*mechanism, username, password),
+                        Sasl::Plain { .. } => Err("PLAIN is not SCRAM".to_owned()),
+                    }
+                    .map_err(auth_err)?;
                     let first = authenticate(Bytes::from(scram.first())).await?;
                     let fin = scram.final_message(&first.auth_bytes).map_err(auth_err)?;
                     let last = authenticate(Bytes::from(fin)).await?;

@@ -25,6 +25,17 @@ pub enum Sasl {
         /// The password.
         password: String,
     },
+    /// SASL/SCRAM with a delegation token (KIP-48): the token id as the user name, its HMAC
+    /// (base64) as the password, and the `tokenauth=true` extension; the broker authenticates
+    /// the connection as the token's owner.
+    DelegationToken {
+        /// SHA-256 or SHA-512 (a mechanism the listener enables).
+        mechanism: ScramMechanism,
+        /// The token id.
+        token_id: String,
+        /// The token's HMAC, base64 as Kafka's tools print it.
+        hmac_base64: String,
+    },
 }
 
 impl std::fmt::Debug for Sasl {
@@ -50,11 +61,17 @@ impl Sasl {
         Sasl::Scram { mechanism: ScramMechanism::Sha512, username: username.into(), password: password.into() }
     }
 
+    /// SASL/SCRAM with a delegation token (as [`Admin::create_delegation_token`](crate::Admin::create_delegation_token)
+    /// returns it).
+    pub fn delegation_token(mechanism: ScramMechanism, token: &crate::DelegationToken) -> Sasl {
+        Sasl::DelegationToken { mechanism, token_id: token.token_id.clone(), hmac_base64: B64.encode(&token.hmac) }
+    }
+
     /// The mechanism's name as SaslHandshake carries it.
     pub fn mechanism_name(&self) -> &'static str {
         match self {
             Sasl::Plain { .. } => "PLAIN",
-            Sasl::Scram { mechanism, .. } => mechanism.name(),
+            Sasl::Scram { mechanism, .. } | Sasl::DelegationToken { mechanism, .. } => mechanism.name(),
         }
     }
 
@@ -62,6 +79,7 @@ impl Sasl {
     pub fn username(&self) -> &str {
         match self {
             Sasl::Plain { username, .. } | Sasl::Scram { username, .. } => username,
+            Sasl::DelegationToken { token_id, .. } => token_id,
         }
     }
 }
@@ -164,6 +182,14 @@ impl ScramClient {
     pub fn new(mechanism: ScramMechanism, username: &str, password: &str) -> Result<ScramClient, String> {
         let nonce = B64.encode(random_bytes(24)?);
         Ok(ScramClient::with_nonce(mechanism, username, password, &nonce))
+    }
+
+    /// A new exchange authenticating with a delegation token: Kafka's `tokenauth=true`
+    /// extension follows the nonce in the client-first message.
+    pub fn for_token(mechanism: ScramMechanism, token_id: &str, hmac_base64: &str) -> Result<ScramClient, String> {
+        let mut c = ScramClient::new(mechanism, token_id, hmac_base64)?;
+        c.client_first_bare.push_str(",tokenauth=true");
+        Ok(c)
     }
 
     /// A new exchange with the given nonce (tests).

@@ -467,3 +467,32 @@ async fn delegation_tokens_created_described_renewed_expired() {
     let err = plaintext.create_delegation_token(None, &[], -1).await.unwrap_err();
     assert_eq!(err.code().and_then(|c| c.name()), Some("DELEGATION_TOKEN_REQUEST_NOT_ALLOWED"), "{err}");
 }
+
+/// A delegation token logs in: SCRAM with the token id, its HMAC and the `tokenauth`
+/// extension, on SCRAM-SHA-256 and SCRAM-SHA-512; once the token expires it no longer does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delegation_tokens_log_in_until_expired() {
+    use kwire_client::{ConnectOptions, Connection};
+
+    let Some(b) = Broker::from_env("delegation_tokens_log_in_until_expired") else { return };
+    let sasl_addr = b.var("SASL_PLAINTEXT");
+    let admin = Admin::new(Client::connect(ClientConfig::new(sasl_addr).sasl(Sasl::plain("alice", "alice-secret"))).await.unwrap());
+    let token = admin.create_delegation_token(None, &[], -1).await.unwrap();
+    let login = |mechanism: ScramMechanism| {
+        let options = ConnectOptions { sasl: Some(Sasl::delegation_token(mechanism, &token)), ..Default::default() };
+        async move { Connection::connect(sasl_addr, &options).await }
+    };
+    // The token reaches the broker's SCRAM credential cache through the metadata log.
+    common::eventually("a token login", || async { login(ScramMechanism::Sha256).await.is_ok() }).await;
+    for mechanism in [ScramMechanism::Sha256, ScramMechanism::Sha512] {
+        let conn = login(mechanism).await.unwrap_or_else(|e| panic!("{mechanism:?}: {e}"));
+        conn.request(kwire::messages::MetadataRequest::default()).await.expect("Metadata as the token's owner");
+    }
+    // A wrong HMAC is refused.
+    let forged = kwire_client::DelegationToken { hmac: kwire::Bytes::from_static(b"forged"), ..token.clone() };
+    let options = ConnectOptions { sasl: Some(Sasl::delegation_token(ScramMechanism::Sha256, &forged)), ..Default::default() };
+    let err = Connection::connect(sasl_addr, &options).await.err().expect("a forged token");
+    assert!(matches!(err, Error::Authentication { .. }), "{err:?}");
+    admin.expire_delegation_token(&token.hmac, -1).await.unwrap();
+    common::eventually("the expired token refused", || async { matches!(login(ScramMechanism::Sha256).await, Err(Error::Authentication { .. })) }).await;
+}
