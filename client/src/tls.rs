@@ -300,7 +300,11 @@ fn pem_key(pem: &[u8], password: Option<&str>, source: &str) -> Result<PrivateKe
     if text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") {
         let password = password.ok_or_else(|| Error::Config(format!("{source}: the key is encrypted and no key password is set")))?;
         let (label, doc) = pkcs8::Document::from_pem(text).map_err(|e| Error::Config(format!("{source}: {e}")))?;
-        debug_assert_eq!(label, "ENCRYPTED PRIVATE KEY");
+        // The first PEM block is the one read: a file with something else before the key is
+        // refused, not misread.
+        if label != "ENCRYPTED PRIVATE KEY" {
+            return Err(Error::Config(format!("{source}: the first PEM block is {label:?}, not the encrypted key; put the key alone in its file")));
+        }
         let info = pkcs8::EncryptedPrivateKeyInfoRef::try_from(doc.as_bytes()).map_err(|e| Error::Config(format!("{source}: {e}")))?;
         let plain = info.decrypt(password).map_err(|e| Error::Config(format!("{source}: cannot decrypt the key (wrong password?): {e}")))?;
         return Ok(PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(plain.as_bytes().to_vec())));
