@@ -173,10 +173,11 @@ async fn an_idempotent_producer_through_a_faulty_network_loses_and_duplicates_no
     }
     tokio::time::timeout(Duration::from_secs(60), producer.flush()).await.expect("flushed in time").ok();
     let produced_in = started.elapsed();
-    let faults_over = proxy.fault_counts();
     // The network heals: whatever state the faults left the producer in (epochs, sequences,
-    // connections), what it is given now gets through.
+    // connections), what it is given now gets through. The counts are read after the switch,
+    // so that a fault striking at the moment of the switch is counted before.
     proxy.set_faults_enabled(false);
+    let faults_over = proxy.fault_counts();
     let mut calm = Vec::with_capacity(CALM);
     for seq in RECORDS..RECORDS + CALM {
         let record = ProducerRecord::new(&topic, format!("v{seq}")).key(format!("k{}", seq % 997));

@@ -338,6 +338,11 @@ impl<'a> ConnFaults<'a> {
             After::Frames(_) => 1,
             After::Bytes(_) => len64,
         });
+        // A plan drawn while enabled does not strike once the switch is off: disabling stops
+        // every fault not yet struck, not only the ones of later windows.
+        if w.plan.is_some_and(|_| !w.struck) && !injector.enabled.load(Ordering::SeqCst) {
+            w.plan = None;
+        }
         let outcome = match w.plan {
             Some(plan) if plan.direction == direction => {
                 if w.struck {
@@ -475,6 +480,19 @@ mod tests {
         assert!(matches!(c.before(Requests, 10).0, Action::Stall(_)));
         assert_eq!(c.before(Responses, 10).0, Action::Hold);
         assert_eq!(c.before(Requests, 10).0, Action::Hold);
+    }
+
+    #[test]
+    fn a_fault_planned_but_not_struck_is_dropped_when_switched_off() {
+        use Direction::Responses;
+        let i = injector(FaultKind::Reset, Responses, After::Frames(9));
+        let c = conn(&i, After::Frames(2));
+        assert_eq!(c.before(Responses, 100).0, Action::Forward);
+        i.set_enabled(false);
+        for _ in 0..20 {
+            assert_eq!(c.before(Responses, 100), (Action::Forward, None));
+        }
+        assert_eq!(i.counts(), FaultCounts { connections: 1, ..Default::default() });
     }
 
     #[test]
