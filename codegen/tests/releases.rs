@@ -31,22 +31,47 @@ fn every_release_generates_alone_and_merged() {
         .collect();
     jars.sort_by_key(|(_, v)| *v);
     assert!(!jars.is_empty(), "no kafka-clients-X.Y.Z.jar in {dir:?}");
-    let mut failures = Vec::new();
-    for (jar, v) in &jars {
-        match load_model(jar).and_then(|m| Ok((m.apis.iter().filter(|a| !a.valid.is_empty()).count(), generate(jar)?.len()))) {
-            Ok((apis, files)) => eprintln!("{v:?}: {apis} api keys, {files} files"),
-            Err(e) => failures.push(format!("{}: {e}", jar.display())),
-        }
-    }
+    // Each release is generated on its own: the jars are shared out among the cores.
+    let results = on_every_core(&jars, |(jar, v)| {
+        load_model(jar)
+            .and_then(|m| Ok((m.apis.iter().filter(|a| !a.valid.is_empty()).count(), generate(jar)?.len())))
+            .map(|(apis, files)| format!("{v:?}: {apis} api keys, {files} files"))
+            .map_err(|e| format!("{}: {e}", jar.display()))
+    });
+    let failures: Vec<String> = results.iter().filter_map(|r| r.as_ref().err().cloned()).collect();
+    results.iter().flatten().for_each(|line| eprintln!("{line}"));
     assert!(failures.is_empty(), "{} of {} releases fail:\n{}", failures.len(), jars.len(), failures.join("\n"));
     // The oldest release merged with each newer one: every version from v0 in one build. (Some
     // neighbouring releases cannot be merged: apis still in development changed their v0
     // without a version bump, such as KRaft's EndQuorumEpoch between 2.7 and 2.8.)
     let (oldest, _) = &jars[0];
-    for (jar, v) in &jars[1..] {
-        if let Err(e) = generate_merged(&[oldest.clone(), jar.clone()]) {
-            failures.push(format!("{} + {v:?}: {e}", oldest.display()));
-        }
-    }
+    let results = on_every_core(&jars[1..], |(jar, v)| {
+        generate_merged(&[oldest.clone(), jar.clone()]).map(drop).map_err(|e| format!("{} + {v:?}: {e}", oldest.display()))
+    });
+    let failures: Vec<String> = results.into_iter().filter_map(Result::err).collect();
     assert!(failures.is_empty(), "{} merges fail:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// `f` on every item, the items shared out among as many threads as there are cores; the
+/// results in the items' order.
+fn on_every_core<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut results: Vec<(usize, R)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break mine };
+                        mine.push((i, f(item)));
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().expect("a generator thread panicked")).collect()
+    });
+    results.sort_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, r)| r).collect()
 }
