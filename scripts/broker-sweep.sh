@@ -32,6 +32,20 @@ target_for() {
 other_line() { case $1 in 3.*) echo 4.0.0 ;; *) echo 3.0.0 ;; esac; }
 
 # sweep VERSION SPEC_VERSION [refusals]: the test binary built for SPEC_VERSION's line.
+# run_test NAME ARGS...: the root crate's test binary NAME (cli's for pcap_interop) with ARGS: with
+# the default specs the binary of the workspace build (scripts/lib/testbins.sh), else cargo's
+# build for the specs of the line.
+run_test() {
+  local name=$1 package=kwire
+  shift
+  [ "$name" != pcap_interop ] || package=kwire-cli
+  if [ -n "${KWIRE_SPECS-}" ]; then
+    nice -n 10 cargo test -p "$package" --test "$name" -- "$@"
+  else
+    test_bin_exec "$package:$name" "$@"
+  fi
+}
+
 sweep() {
   local version=$1 line=$2 only=${3:-} specs suffix=""
   [ -n "$only" ] && suffix=-$only
@@ -42,18 +56,22 @@ sweep() {
     CARGO_TARGET_DIR=$(target_for "$line")
     if [ "$only" = pcap ]; then
       KWIRE_BROKER="$PWD/target/kafka/$version/env" KWIRE_REQUIRE_BROKER=1 \
-        nice -n 10 cargo test --workspace --test pcap_interop java_clients -- --nocapture >"target/broker-sweep/$version$suffix.log" 2>&1
+        run_test pcap_interop java_clients --nocapture >"target/broker-sweep/$version$suffix.log" 2>&1
     elif [ "$only" = cluster ]; then
       KWIRE_CLUSTER="$PWD/target/kafka/$version-cluster/env" KWIRE_REQUIRE_CLUSTER=1 \
-        nice -n 10 cargo test --test broker_real three_node_cluster -- --nocapture >"target/broker-sweep/$version$suffix.log" 2>&1
+        run_test broker_real three_node_cluster --nocapture >"target/broker-sweep/$version$suffix.log" 2>&1
     else
       KWIRE_BROKER="$PWD/target/kafka/$version/env" KWIRE_REQUIRE_BROKER=1 KWIRE_SWEEP_ONLY=$only \
-        nice -n 10 cargo test --test broker_real -- --nocapture >"target/broker-sweep/$version$suffix.log" 2>&1
+        run_test broker_real --nocapture >"target/broker-sweep/$version$suffix.log" 2>&1
     fi
   )
 }
 
 mkdir -p target/broker-sweep
+. scripts/lib/testbins.sh
+if [ -z "${KWIRE_SWEEP_SPECS_3-}" ] || [ -z "${KWIRE_SWEEP_SPECS_4-}" ]; then
+  test_bins_build target/broker-sweep/build.log || { tail -40 target/broker-sweep/build.log >&2; exit 1; }
+fi
 summary=()
 status=0
 running=""

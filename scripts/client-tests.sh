@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# kwire-client's tests (client/tests/, unit tests, broker doubles) against real Apache
-# Kafka brokers, one version at a time: build first, start the broker with scripts/kafka.sh,
+# kwire-client's tests (client/tests/) against real Apache Kafka brokers, one version at a
+# time: build first, start the broker with scripts/kafka.sh,
 # run the client's tests with KWIRE_BROKER set and KWIRE_REQUIRE_BROKER=1
 # (so nothing skips), stop it. The last line sums every run:
 #   client: <passed> passed, <failed> failed
@@ -21,30 +21,28 @@ if [ "${1-}" = --no-cluster ]; then cluster=0; shift; fi
 start=$SECONDS
 mkdir -p target/client-tests
 
-# The client's test targets (client/tests/*.rs), selected under --workspace: cargo then resolves
-# features as `cargo test --workspace` does, so the generated crate built by that run serves
-# these too (`-p kwire-client` alone would give it another feature set and compile it again).
-# Its unit tests need no broker and run with the workspace's.
+prefix=client-tests limit=900 logs=target/client-tests
+# Broker tests mostly wait (for sessions, rebalances, faults): four binaries side by side.
+jobs=${KWIRE_TEST_JOBS:-4}
+test_bins_durations=$logs/durations
+. scripts/lib/counted.sh
+
+# The client's test binaries that talk to a broker (client/tests/*.rs naming the variables that
+# point them at one). The others (unit tests, broker doubles, the hostile broker) need none and
+# run with the workspace's tests: `cargo test --workspace`.
 all_tests=()
-for f in client/tests/*.rs; do
-  name=$(basename "$f" .rs)
-  for other in tests cli/tests codegen/tests protocol-runtime/tests proxy/tests; do
-    # --workspace --test NAME would run another crate's test of the same name too.
-    [ ! -e "$other/$name.rs" ] || { echo "client-tests: $other/$name.rs has a client test's name" >&2; exit 1; }
-  done
-  all_tests+=(--test "$name")
+for f in $(grep -l 'from_env\|KWIRE_CLUSTER\|KWIRE_REQUIRE_BROKER\|KWIRE_BROKER' client/tests/*.rs); do
+  all_tests+=("kwire-client:$(basename "$f" .rs)")
 done
 
 echo "client-tests: building" >&2
-nice -n 10 cargo test --workspace "${all_tests[@]}" --example client --example exactly_once --no-run >target/client-tests/build.log 2>&1 || {
+test_bins_build target/client-tests/build.log || {
   tail -40 target/client-tests/build.log >&2
   echo "client: 0 passed, 1 failed"
   exit 1
 }
 
-prefix=client-tests limit=900 logs=target/client-tests
-. scripts/lib/counted.sh
-# run NAME LOG ENV... -- [--test NAME...]: the client crate's tests (all of them by default),
+# run NAME LOG ENV... -- [SPEC...]: the client crate's test binaries (all of them by default),
 # `harness` passed to the harness.
 run() {
   local name=$1 log=$2
@@ -54,7 +52,7 @@ run() {
   shift
   [ $# -gt 0 ] || set -- "${all_tests[@]}"
   # shellcheck disable=SC2086
-  counted "$name" "$log" "${envs[@]}" -- --workspace --no-fail-fast "$@" -- --nocapture ${harness-}
+  counted "$name" "$log" "${envs[@]}" -- "$@" -- --nocapture ${harness-}
 }
 
 for version in "$@"; do
@@ -72,7 +70,7 @@ if [ "$cluster" = 1 ]; then
   version=$1
   if broker "$version" --nodes 3; then
     run "Kafka $version, 3 nodes" "target/client-tests/$version-cluster.log" \
-      KWIRE_CLUSTER="$PWD/target/kafka/$version-cluster/env" KWIRE_REQUIRE_CLUSTER=1 -- --test cluster --test consumer_cluster --test killed_broker
+      KWIRE_CLUSTER="$PWD/target/kafka/$version-cluster/env" KWIRE_REQUIRE_CLUSTER=1 -- kwire-client:cluster kwire-client:consumer_cluster kwire-client:killed_broker
     scripts/kafka.sh stop "$version" --nodes 3 >/dev/null 2>&1 || true
   fi
   running=""

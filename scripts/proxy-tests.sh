@@ -23,35 +23,33 @@ version=${1:-4.4.0}
 start=$SECONDS
 mkdir -p target/proxy-tests
 
+prefix=proxy-tests limit=600 logs=target/proxy-tests
+. scripts/lib/counted.sh
 echo "proxy-tests: building" >&2
-if ! { nice -n 10 cargo test -p kwire --test endpoints --test proxy --no-run &&
-  nice -n 10 cargo test -p kwire-build --test endpoints --no-run &&
-  nice -n 10 cargo test -p kwire-proxy --no-run; } >target/proxy-tests/build.log 2>&1; then
+if ! test_bins_build target/proxy-tests/build.log; then
   tail -40 target/proxy-tests/build.log >&2
   echo "proxy: 0 passed, 1 failed"
   exit 1
 fi
 export KWIRE_PROXY_LOAD_REQUESTS=${KWIRE_PROXY_LOAD_REQUESTS:-500000}
 
-prefix=proxy-tests limit=600 logs=target/proxy-tests
-. scripts/lib/counted.sh
-# run NAME LOG ENV... -- CARGO_ARGS...: `counted`, then the figures the tests print (latency,
+# run NAME LOG ENV... -- SPEC... [-- ARGS...]: `counted`, then the figures the tests print (latency,
 # memory, frames checked), without the test names.
 run() {
   counted "$@"
   grep -E '(load|hostile|tenant|through the proxy)[^:]*: ' "$2" | sed -E 's/^test [a-z_]+ \.\.\. //' >&2 || true
 }
 
-run "walkers and codec" target/proxy-tests/offline.log -- \
-  -p kwire --test endpoints --test proxy
-run "walkers over every spec set" target/proxy-tests/codegen.log -- -p kwire-build --test endpoints
-run "the proxy's unit tests and fault injector" target/proxy-tests/unit.log -- -p kwire-proxy --lib --bins --test fault_injection
+run "walkers and codec" target/proxy-tests/offline.log -- kwire:endpoints kwire:proxy
+run "walkers over every spec set" target/proxy-tests/codegen.log -- kwire-build:endpoints
+run "the proxy's unit tests and fault injector" target/proxy-tests/unit.log -- \
+  kwire-proxy:kwire_proxy kwire-proxy:kwire-proxy kwire-proxy:fault_injection
 
 t0=$SECONDS
 if broker "$version"; then
   run "Kafka $version" target/proxy-tests/$version.log \
     KWIRE_PROXY_BROKER="$PWD/target/kafka/$version/env" KWIRE_REQUIRE_PROXY=1 -- \
-    -p kwire-proxy --test proxy_real -- --nocapture --test-threads 1 --skip three_brokers
+    kwire-proxy:proxy_real -- --nocapture --test-threads 1 --skip three_brokers
   scripts/kafka.sh stop "$version" >/dev/null 2>&1 || true
 fi
 running=""
@@ -61,7 +59,7 @@ if [ "$cluster" = 1 ]; then
   if broker "$version" --nodes 3; then
     run "Kafka $version, 3 nodes" target/proxy-tests/$version-cluster.log \
       KWIRE_PROXY_CLUSTER="$PWD/target/kafka/$version-cluster/env" KWIRE_REQUIRE_PROXY=1 -- \
-      -p kwire-proxy --test proxy_real -- --nocapture three_brokers
+      kwire-proxy:proxy_real -- --nocapture three_brokers
     scripts/kafka.sh stop "$version" --nodes 3 >/dev/null 2>&1 || true
   fi
   running=""

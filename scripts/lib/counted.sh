@@ -1,12 +1,14 @@
-# Sourced by the scripts that run cargo tests against real brokers (client-tests.sh,
-# proxy-tests.sh): one way to run a test binary, count its results and start a broker.
-# The caller sets `prefix` (for messages), `limit` (seconds a run may take) and `logs` (a
-# directory); the totals are in `passed`, `failed` and `status`, and `running` names the broker
-# to stop on exit.
+# Sourced by the scripts that run tests against real brokers (client-tests.sh,
+# proxy-tests.sh): one way to run test binaries, count their results and start a broker.
+# The caller sets `prefix` (for messages), `limit` (seconds a binary may take), `logs` (a
+# directory) and may set `jobs` (binaries side by side, 1 by default); the totals are in
+# `passed`, `failed` and `status`, and `running` names the broker to stop on exit.
 passed=0 failed=0 status=0 running=""
 trap '[ -n "$running" ] && scripts/kafka.sh stop $running >/dev/null 2>&1' EXIT
+. scripts/lib/testbins.sh
 
-# counted NAME LOG ENV... -- CARGO_TEST_ARGS...: one `cargo test`, its counts added to the totals.
+# counted NAME LOG ENV... -- SPEC... [-- ARGS...]: test binaries (testbins.sh), their counts
+# added to the totals.
 counted() {
   local name=$1 log=$2 rc p f
   shift 2
@@ -14,7 +16,10 @@ counted() {
   while [ "$1" != -- ]; do envs+=("$1"); shift; done
   shift
   set +e
-  env "${envs[@]}" timeout "$limit" nice -n 10 cargo test "$@" >"$log" 2>&1
+  (
+    for e in "${envs[@]}"; do export "${e?}"; done
+    test_bins_run "${jobs:-1}" "$log" "$@"
+  )
   rc=$?
   set -e
   read -r p f < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } } END { print p + 0, f + 0 }' "$log")
