@@ -459,16 +459,17 @@ impl Client {
         }
     }
 
-    /// Puts `body` on the connection to broker `node` and returns without waiting for the
-    /// response: requests dispatched one after another reach the broker in that order. A
-    /// pooled connection found closed is replaced once.
-    pub(crate) async fn dispatch_node(&self, node: i32, body: RequestKind) -> Result<InFlight> {
+    /// Puts `body` on the connection to broker `node`, at the negotiated version or `max`, the
+    /// lower, and returns without waiting for the response: requests dispatched one after
+    /// another reach the broker in that order. A pooled connection found closed is replaced
+    /// once.
+    pub(crate) async fn dispatch_node_at_most(&self, node: i32, body: RequestKind, max: i16) -> Result<InFlight> {
         let addr = self.node_addr(node).await?;
         let conn = self.connection(&addr).await?;
-        match conn.dispatch(body.clone()).await {
+        match conn.dispatch_at_most(body.clone(), max).await {
             Err(e @ (Error::Disconnected(_) | Error::Io { .. })) if conn.is_closed() => {
                 debug!(addr = %addr, reason = %e, "pooled connection was closed: reconnecting");
-                self.connection(&addr).await?.dispatch(body).await
+                self.connection(&addr).await?.dispatch_at_most(body, max).await
             }
             r => r,
         }

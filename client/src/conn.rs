@@ -61,14 +61,14 @@ impl Default for ConnectOptions {
 }
 
 /// The versions this client can use of an api, beyond what the build knows: magic v2 record
-/// batches only (Produce 3+, Fetch 4+), topic names rather than ids in Produce (the consumer
-/// fetches by topic id from Fetch v13),
+/// batches only (Produce 3+, Fetch 4+; Produce v13+ names topics by id, and the producer caps a
+/// request at v12 when a topic of it has no id in the metadata, as Java's does),
 /// Metadata with auto-creation control (4+), SaslHandshake v1 (tokens in SaslAuthenticate),
 /// AddPartitionsToTxn up to v3 (v4+ is the brokers' batched form, as Java's client uses it).
 pub(crate) fn client_versions(api: ApiKey) -> VersionRange {
     match api {
         ApiKey::AddPartitionsToTxn => VersionRange::new(0, 3),
-        ApiKey::Produce => VersionRange::new(3, 12),
+        ApiKey::Produce => VersionRange::new(3, i16::MAX),
         ApiKey::Fetch => VersionRange::new(4, i16::MAX),
         ApiKey::Metadata => VersionRange::new(4, i16::MAX),
         ApiKey::SaslHandshake => VersionRange::new(1, 1),
@@ -313,13 +313,15 @@ impl Connection {
         self.call(body).await?.ok_or_else(|| Error::UnexpectedResponse(format!("no response to {}", api.name())))
     }
 
-    /// Puts `body` on the connection's queue at the negotiated version and returns at once:
-    /// requests dispatched one after another are written in that order (a caller that needs
-    /// its requests in order, such as the producer's sender for a broker, awaits each
-    /// dispatch before the next). [`InFlight::response`] waits for the answer.
-    pub(crate) async fn dispatch(&self, body: RequestKind) -> Result<InFlight> {
+    /// Puts `body` on the connection's queue at the negotiated version or `max`, the lower (a
+    /// request whose body cannot be written at the newest version, such as Produce v13+ for a
+    /// topic without an id), and returns at once: requests dispatched one after another are
+    /// written in that order (a caller that needs its requests in order, such as the
+    /// producer's sender for a broker, awaits each dispatch before the next).
+    /// [`InFlight::response`] waits for the answer.
+    pub(crate) async fn dispatch_at_most(&self, body: RequestKind, max: i16) -> Result<InFlight> {
         let api = body.api_key();
-        let version = self.version(api)?;
+        let version = self.version(api)?.min(max);
         let gate = self.shared.gate.clone().read_owned().await;
         let rx = self.enqueue(version, body).await?;
         Ok(InFlight { conn: self.clone(), api, rx, timeout: self.shared.options.request_timeout, _gate: gate })

@@ -59,7 +59,13 @@ async fn three_nodes_routing_and_a_moved_leader() {
     let produce = ProduceRequest {
         acks: -1,
         timeout_ms: 10_000,
-        topic_data: vec![TopicProduceData { name: name.clone().into(), partition_data: vec![PartitionProduceData { index: 0, records, ..Default::default() }], ..Default::default() }],
+        // Names up to Produce v12, ids from v13: set both, the version picks.
+        topic_data: vec![TopicProduceData {
+            name: name.clone().into(),
+            topic_id: client.metadata().topics.get(&name).map(|t| t.id).unwrap_or_default(),
+            partition_data: vec![PartitionProduceData { index: 0, records, ..Default::default() }],
+            ..Default::default()
+        }],
         ..Default::default()
     };
     let Some(ResponseKind::Produce(r)) = client.call_node(follower, produce).await.unwrap() else { panic!("no Produce response") };

@@ -7,7 +7,9 @@
 # every test again, minutes each time. Run directly, the binaries can also run side by side:
 # cargo runs one binary after another, and a broker test binary mostly waits.
 #
-#   test_bins_build LOG              builds (nothing, after a workspace build) and lists them
+#   test_bins_build LOG [ARGS...]    builds (nothing, after a workspace build) and lists them;
+#                                    ARGS narrow the build (`--test releases`) where the
+#                                    workspace's kwire was since built with other specs
 #   test_bin SPEC                    the executable of SPEC, `package:target` (kwire-client:admin)
 #   test_bins_run JOBS LOG SPEC... [-- ARGS...]
 #                                    runs each SPEC with ARGS from its package's folder, as cargo
@@ -18,9 +20,10 @@ test_bins_list=target/test-bins.tsv
 
 test_bins_build() {
   local log=$1
+  shift
   mkdir -p target
   # Each artifact's package is found by its manifest (package ids are opaque).
-  if ! nice -n 10 cargo test --workspace --no-run --message-format=json 2>"$log" >target/test-bins.json; then
+  if ! nice -n 10 cargo test --workspace "$@" --no-run --message-format=json 2>"$log" >target/test-bins.json; then
     return 1
   fi
   cargo metadata --no-deps --format-version 1 2>>"$log" | python3 -c '

@@ -16,7 +16,7 @@ use super::transaction::Transactions;
 use super::ProducerConfig;
 use crate::cluster::{ClusterMetadata, TopicInfo};
 use crate::error::{Error, ProducerError, Result};
-use crate::partitioner::{partition_for_key, pick_among};
+use crate::partitioner::{next_partition, partition_for_key, random_positive, LoadStats};
 
 /// Records of one partition sent (and resent) together.
 pub(crate) struct Batch {
@@ -51,14 +51,30 @@ pub(crate) struct Queue {
     in_flight: usize,
     pub(crate) sequences: Sequences,
     next_ordinal: u64,
+    /// A record was ever appended here (Java creates a partition's queue then).
+    used: bool,
 }
 
-/// One topic's partitions (indexed by partition) and its sticky partition.
+/// One topic's partitions (indexed by partition), its sticky partition and load statistics.
 #[derive(Default)]
 struct TopicQueues {
-    sticky: Option<i32>,
+    sticky: Option<Sticky>,
+    /// Adaptive partitioning's statistics, as the last drain found the queues.
+    load: Option<LoadStats>,
     partitions: Vec<Queue>,
 }
+
+/// The partition a topic's unkeyed records go to, and the bytes that went there (Java's
+/// `StickyPartitionInfo`).
+#[derive(Clone, Copy)]
+struct Sticky {
+    partition: i32,
+    produced: usize,
+}
+
+/// What a record adds to a new batch besides itself: the batch header (Java counts it in the
+/// bytes a partition was given).
+const BATCH_OVERHEAD: usize = 61;
 
 /// A batch drained for a broker.
 pub(crate) struct ReadyBatch {
@@ -95,21 +111,15 @@ pub(crate) struct Accumulator {
     pub(crate) max_in_flight: usize,
 }
 
-/// A sticky partition for a topic, as [`next_sticky`](crate::partitioner::next_sticky) picks
-/// it among the partitions with a leader (all when none has one), without collecting them.
-fn pick_sticky(previous: Option<i32>, topic: &TopicInfo) -> i32 {
-    let led = || topic.partitions.iter().filter(|p| p.leader >= 0).map(|p| p.index);
-    match led().count() {
-        0 => pick_among(previous, topic.partitions.len(), |i| i as i32),
-        n => pick_among(previous, n, |i| led().nth(i).unwrap_or(0)),
+/// The next sticky partition for a topic: by its load statistics, else among the partitions
+/// with a leader, else among all (collecting nothing when every partition has a leader).
+fn pick_sticky(load: Option<&LoadStats>, topic: &TopicInfo) -> i32 {
+    let random = random_positive();
+    if load.is_none() && topic.partitions.iter().any(|p| p.leader < 0) {
+        let led: Vec<i32> = topic.partitions.iter().filter(|p| p.leader >= 0).map(|p| p.index).collect();
+        return next_partition(random, None, &led, topic.partitions.len());
     }
-}
-
-fn needs_new_batch(queues: &TopicQueues, partition: i32, size: usize, batch_size: usize) -> bool {
-    match queues.partitions.get(partition as usize).and_then(|q| q.batches.back()) {
-        Some(b) => b.attempts > 0 || b.bytes + size > batch_size,
-        None => true,
-    }
+    next_partition(random, load, &[], topic.partitions.len())
 }
 
 /// A record as `send` hands it to the accumulator.
@@ -141,22 +151,18 @@ impl Accumulator {
         let n = topic.partitions.len();
         let NewRecord { partition, key, value, headers, timestamp, size } = record;
         let queues = self.topics.entry(name.clone()).or_default();
-        let partition = match (partition, &key) {
-            (Some(p), _) if p >= 0 && (p as usize) < n => p,
+        let (partition, sticky) = match (partition, &key) {
+            (Some(p), _) if p >= 0 && (p as usize) < n => (p, false),
             (Some(p), _) => return Err(Error::UnknownTopicOrPartition(format!("{name}-{p} (the topic has {n} partitions)"))),
-            (None, Some(key)) => partition_for_key(key, n),
-            (None, None) => {
-                let current = match queues.sticky {
-                    Some(p) if (p as usize) < n => p,
-                    _ => *queues.sticky.insert(pick_sticky(None, topic)),
-                };
-                // KIP-480: a record that would open a new batch moves the topic to another partition.
-                if needs_new_batch(queues, current, size, cfg.batch_size) {
-                    *queues.sticky.insert(pick_sticky(Some(current), topic))
-                } else {
-                    current
+            (None, Some(key)) if !cfg.partitioner_ignore_keys => (partition_for_key(key, n), false),
+            (None, _) => match queues.sticky {
+                Some(s) if (s.partition as usize) < n => (s.partition, true),
+                _ => {
+                    let partition = pick_sticky(queues.load.as_ref(), topic);
+                    queues.sticky = Some(Sticky { partition, produced: 0 });
+                    (partition, true)
                 }
-            }
+            },
         };
         if queues.partitions.len() < n {
             queues.partitions.resize_with(n, Queue::default);
@@ -168,6 +174,8 @@ impl Accumulator {
         for (k, v) in headers {
             r = r.with_header(ByteString::from(k), v);
         }
+        queue.used = true;
+        let appended_to = queue.batches.back().filter(|b| b.attempts == 0 && b.bytes + size <= cfg.batch_size).is_some();
         let (delivery, wake) = match queue.batches.back_mut().filter(|b| b.attempts == 0 && b.bytes + size <= cfg.batch_size) {
             Some(b) => {
                 let index = b.records.len();
@@ -204,6 +212,20 @@ impl Accumulator {
                 (delivery, true)
             }
         };
+        if sticky {
+            // Java's `updatePartitionInfo`: switch once `batch.size` bytes went to the partition
+            // and its last batch is full (so that no short batch is left behind to linger), or
+            // at twice that whatever the batch.
+            let last_full = queue.batches.back().is_some_and(|b| b.bytes >= cfg.batch_size);
+            let appended = size + if appended_to { 0 } else { BATCH_OVERHEAD };
+            if let Some(s) = queues.sticky.as_mut() {
+                s.produced += appended;
+                if (s.produced >= cfg.batch_size && last_full) || s.produced >= 2 * cfg.batch_size {
+                    let partition = pick_sticky(queues.load.as_ref(), topic);
+                    queues.sticky = Some(Sticky { partition, produced: 0 });
+                }
+            }
+        }
         self.pending += 1;
         Ok((delivery, wake))
     }
@@ -285,6 +307,7 @@ impl Accumulator {
         }
         let producer_id = idem.producer_id;
         for (topic, queues) in self.topics.iter_mut() {
+            queues.load = if cfg.partitioner_adaptive { load_stats(topic, queues, metadata) } else { None };
             for (partition, queue) in queues.partitions.iter_mut().enumerate() {
                 let partition = partition as i32;
                 // Batches past the delivery timeout fail, in flight or not (the in-flight one
@@ -365,6 +388,24 @@ impl Accumulator {
         }
         out
     }
+}
+
+/// Adaptive partitioning's statistics for a topic (Java's `RecordAccumulator.ready` feeding
+/// `updatePartitionLoadStats`): the queued batches of each partition with a leader, once every
+/// partition has had records (Java has no queue for the others yet, and no statistics).
+fn load_stats(topic: &str, queues: &TopicQueues, metadata: &ClusterMetadata) -> Option<LoadStats> {
+    let info = metadata.topics.get(topic)?;
+    let all = info.partitions.len();
+    if queues.partitions.len() < all || !queues.partitions.iter().all(|q| q.used) {
+        return None;
+    }
+    let sizes: Vec<(i32, usize)> = info
+        .partitions
+        .iter()
+        .filter(|p| p.leader >= 0)
+        .map(|p| (p.index, queues.partitions.get(p.index as usize).map_or(0, |q| q.batches.len())))
+        .collect();
+    LoadStats::new(&sizes, all)
 }
 
 /// The error for records that outlived the delivery timeout, with the last attempt's error.

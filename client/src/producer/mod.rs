@@ -101,6 +101,12 @@ pub struct ProducerConfig {
     /// `transaction.timeout.ms` (60 s): how long the coordinator lets a transaction stay open
     /// before it aborts it (and bumps the epoch, so the producer's next call fails).
     pub transaction_timeout: Duration,
+    /// `partitioner.adaptive.partitioning.enable` (true): unkeyed records go more often to the
+    /// partitions whose brokers keep up (shorter queues), as Java's built-in partitioner does.
+    pub partitioner_adaptive: bool,
+    /// `partitioner.ignore.keys` (false): keyed records are spread as unkeyed ones are, not by
+    /// the hash of their key.
+    pub partitioner_ignore_keys: bool,
 }
 
 impl Default for ProducerConfig {
@@ -122,6 +128,8 @@ impl Default for ProducerConfig {
             max_in_flight: 5,
             transactional_id: None,
             transaction_timeout: Duration::from_secs(60),
+            partitioner_adaptive: true,
+            partitioner_ignore_keys: false,
         }
     }
 }

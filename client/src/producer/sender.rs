@@ -16,10 +16,11 @@ use std::time::{Duration, Instant};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use kwire::messages::{
     produce_request::{PartitionProduceData, TopicProduceData},
+    produce_response::TopicProduceResponse,
     ProduceRequest,
 };
 use kwire::runtime::records::RecordBatchBuilder;
-use kwire::{ByteString, Bytes, ErrorCode, RequestKind, ResponseKind};
+use kwire::{ByteString, Bytes, ErrorCode, RequestKind, ResponseKind, Uuid};
 use tokio::sync::mpsc;
 use tracing::{debug, warn, Instrument};
 
@@ -198,7 +199,12 @@ async fn until<F: Future + Unpin>(slot: &mut Option<F>) -> F::Output {
 struct Request {
     batches: Vec<ReadyBatch>,
     built: Vec<Result<(), String>>,
+    /// The topics' ids as sent (Produce v13+ names topics by id, and so does its response).
+    ids: BTreeMap<String, Uuid>,
 }
+
+/// The last Produce version that names topics (v13 names them by id).
+const LAST_PRODUCE_BY_NAME: i16 = 12;
 
 /// The sender of one broker: a task that takes the drained requests for it in order, puts
 /// each on the broker's connection before the next, and completes them as responses come.
@@ -260,7 +266,9 @@ impl BrokerSender {
             None => None,
             Some(body) => {
                 self.shared.lock().requests += 1;
-                Some(self.shared.client.dispatch_node(self.node, body).await)
+                // Java's rule: v13+ only when every topic of the request has an id.
+                let max = if request.ids.values().all(|id| *id != Uuid::ZERO) { i16::MAX } else { LAST_PRODUCE_BY_NAME };
+                Some(self.shared.client.dispatch_node_at_most(self.node, body, max).await)
             }
         };
         (request, sent)
@@ -290,6 +298,9 @@ impl BrokerSender {
                 });
             }
         }
+        let metadata = self.shared.client.metadata();
+        let ids: BTreeMap<String, Uuid> =
+            by_topic.keys().map(|t| (t.to_string(), metadata.topics.get(*t).map_or(Uuid::ZERO, |i| i.id))).collect();
         let body = (!by_topic.is_empty()).then(|| {
             RequestKind::from(ProduceRequest {
                 transactional_id: self.shared.txn.as_ref().map(|t| ByteString::from(t.id.to_string())),
@@ -297,12 +308,17 @@ impl BrokerSender {
                 timeout_ms: cfg.ack_timeout.as_millis().min(i32::MAX as u128) as i32,
                 topic_data: by_topic
                     .into_iter()
-                    .map(|(t, partition_data)| TopicProduceData { name: ByteString::from(t.to_owned()), partition_data, ..Default::default() })
+                    .map(|(t, partition_data)| TopicProduceData {
+                        name: ByteString::from(t.to_owned()),
+                        topic_id: ids.get(t).copied().unwrap_or(Uuid::ZERO),
+                        partition_data,
+                        ..Default::default()
+                    })
                     .collect(),
                 ..Default::default()
             })
         });
-        (Request { batches, built }, body)
+        (Request { batches, built, ids }, body)
     }
 
     /// Takes a Produce response (or the request's failure) in: each batch is completed,
@@ -311,7 +327,7 @@ impl BrokerSender {
         let shared = &self.shared;
         let cfg = &shared.config;
         let mut refresh = false;
-        let hinted = take_leader_hints(&shared.client, &result);
+        let hinted = take_leader_hints(&shared.client, &result, &request.ids);
         {
             let mut guard = shared.lock();
             let state = &mut *guard;
@@ -322,7 +338,8 @@ impl BrokerSender {
                     state.accumulator.fail(batch, Error::Producer(e));
                     continue;
                 }
-                match outcome(&result, &topic, partition) {
+                let id = request.ids.get(&*topic).copied().unwrap_or(Uuid::ZERO);
+                match outcome(&result, &topic, id, partition) {
                     Ok(offsets) => {
                         if let (Some(sent), Some(q)) = (batch.sequence, state.accumulator.queue(&topic, partition)) {
                             q.sequences.acked(sent, batch.records.len());
@@ -392,12 +409,13 @@ impl BrokerSender {
 /// The leader hints of a Produce response (KIP-951, v10+: a refused partition's
 /// `CurrentLeader`, the leaders' `NodeEndpoints`) taken into the metadata cache; the
 /// partitions whose leader they gave, to be retried there with no Metadata request.
-fn take_leader_hints<'a>(client: &Client, result: &'a Result<Option<ResponseKind>>) -> Vec<(&'a str, i32)> {
+fn take_leader_hints<'a>(client: &Client, result: &Result<Option<ResponseKind>>, ids: &'a BTreeMap<String, Uuid>) -> Vec<(&'a str, i32)> {
     let Ok(Some(ResponseKind::Produce(r))) = result else { return Vec::new() };
     let hints: Vec<(&str, i32, i32, i32)> = r
         .responses
         .iter()
-        .flat_map(|t| t.partition_responses.iter().map(move |p| (&*t.name, p)))
+        .filter_map(|t| ids.iter().find(|(name, id)| names(t, name, **id)).map(|(name, _)| (name.as_str(), t)))
+        .flat_map(|(name, t)| t.partition_responses.iter().map(move |p| (name, p)))
         .filter(|(_, p)| p.error_code != ErrorCode::NONE.0 && p.current_leader.leader_id >= 0)
         .map(|(t, p)| (t, p.index, p.current_leader.leader_id, p.current_leader.leader_epoch))
         .collect();
@@ -415,11 +433,11 @@ fn take_leader_hints<'a>(client: &Client, result: &'a Result<Option<ResponseKind
 
 /// One partition's outcome in a Produce response: the base offset and append time, or the
 /// error with the partition's log start offset when the broker sent one.
-fn outcome(result: &Result<Option<ResponseKind>>, topic: &str, partition: i32) -> Result<Option<(i64, i64)>, (Error, i64)> {
+fn outcome(result: &Result<Option<ResponseKind>>, topic: &str, id: Uuid, partition: i32) -> Result<Option<(i64, i64)>, (Error, i64)> {
     match result {
         Ok(None) => Ok(None),
         Ok(Some(ResponseKind::Produce(r))) => {
-            let p = r.responses.iter().filter(|t| *t.name == *topic).flat_map(|t| &t.partition_responses).find(|p| p.index == partition);
+            let p = r.responses.iter().filter(|t| names(t, topic, id)).flat_map(|t| &t.partition_responses).find(|p| p.index == partition);
             match p {
                 None => Err((Error::UnexpectedResponse(format!("Produce response has no {topic}-{partition}")), -1)),
                 // DUPLICATE_SEQUENCE_NUMBER: an earlier attempt was written.
@@ -431,6 +449,15 @@ fn outcome(result: &Result<Option<ResponseKind>>, topic: &str, partition: i32) -
         }
         Ok(Some(other)) => Err((Error::UnexpectedResponse(format!("{:?} to Produce", other.api_key())), -1)),
         Err(e) => Err((e.clone(), -1)),
+    }
+}
+
+/// Whether a topic of a Produce response is `topic` (by name up to v12, by id from v13).
+fn names(t: &TopicProduceResponse, topic: &str, id: Uuid) -> bool {
+    if t.topic_id != Uuid::ZERO {
+        t.topic_id == id
+    } else {
+        *t.name == *topic
     }
 }
 
