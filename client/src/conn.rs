@@ -169,7 +169,11 @@ impl Versions {
         if v < limit.lo || v < theirs.lo {
             return Err(Error::UnsupportedVersion {
                 api,
-                reason: format!("the broker supports {theirs}, this client needs {limit}"),
+                reason: if limit.hi == i16::MAX {
+                    format!("the broker supports {theirs}, this client needs {} or later", limit.lo)
+                } else {
+                    format!("the broker supports {theirs}, this client needs {limit}")
+                },
             });
         }
         Ok(v)

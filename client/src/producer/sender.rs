@@ -377,7 +377,19 @@ impl BrokerSender {
                             }
                             if batch.sequence.is_some() {
                                 let sequences = state.accumulator.queue(&topic, partition).map(|q| &mut q.sequences);
-                                state.idempotence.failed(sequences, &e, batch.attempts <= cfg.retries);
+                                if expired && e.is_retriable() {
+                                    // Java's failBatch without adjusting sequences: a batch that
+                                    // expired after a retriable error may have been written, so
+                                    // what follows it is unresolved until the later batches
+                                    // answer. Rewriting the partition's sequences now would send
+                                    // its other unanswered batches again under new ones, and
+                                    // the broker would write twice what it already has.
+                                    if let Some(q) = sequences {
+                                        q.expired(batch.sequence, batch.records.len());
+                                    }
+                                } else {
+                                    state.idempotence.failed(sequences, &e, batch.attempts <= cfg.retries);
+                                }
                             }
                             // Past the delivery timeout, say so (with the last error), as the
                             // drain does for batches that expire between attempts.
