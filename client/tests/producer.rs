@@ -381,3 +381,35 @@ async fn offsets_end(client: &Client, topic: &str, partition: i32) -> i64 {
     let listed = Admin::new(client.clone()).list_offsets(&[(tp.clone(), kwire_client::OffsetSpec::Latest)], false).await.unwrap();
     listed.get(&tp).expect("listed").offset
 }
+
+/// A batch the broker refuses as too large (MESSAGE_TOO_LARGE: a topic whose
+/// `max.message.bytes` is below the producer's `batch_size`) is split and resent, halving until
+/// the parts fit, as Java's producer splits: every record written once, in the order sent; a
+/// single record over the limit fails with the broker's error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_refused_as_too_large_are_split_and_resent() {
+    let Some(b) = Broker::from_env("batches_refused_as_too_large_are_split_and_resent") else { return };
+    let client = b.client().await;
+    let name = unique("kw-split");
+    Admin::new(client.clone()).create_topic(NewTopic::new(&name, 1).config("max.message.bytes", "3000")).await.expect("creates the topic");
+    let config = ProducerConfig { linger: Duration::from_millis(100), batch_size: 16384, ..Default::default() };
+    let producer = Producer::new(client.clone(), config).unwrap();
+    let mut deliveries = Vec::new();
+    for i in 0..300 {
+        deliveries.push(producer.send(ProducerRecord::new(&name, format!("{i:0100}"))).await.unwrap());
+    }
+    let mut offsets = Vec::new();
+    for d in deliveries {
+        offsets.push(tokio::time::timeout(Duration::from_secs(60), d).await.expect("in time").expect("written").offset);
+    }
+    assert_eq!(offsets, (0..300).collect::<Vec<i64>>(), "each record once, in the order sent");
+    let back = fetch_all(&client, &name, 0, 300).await;
+    let values: Vec<String> = back.iter().map(|f| String::from_utf8_lossy(f.record.value.as_deref().unwrap()).into_owned()).collect();
+    assert_eq!(values, (0..300).map(|i| format!("{i:0100}")).collect::<Vec<_>>());
+    let splits = producer.stats().batch_splits;
+    println!("MESSAGE_TOO_LARGE: {splits} batch splits for 300 records of 100 bytes (max.message.bytes 3000)");
+    assert!(splits >= 3, "a 16 KB batch halves at least three times to fit 3000 bytes: {splits}");
+    let err = producer.send(ProducerRecord::new(&name, "x".repeat(5000))).await.unwrap().await.unwrap_err();
+    assert_eq!(err.code().and_then(|c| c.name()), Some("MESSAGE_TOO_LARGE"), "{err}");
+    producer.close().await.unwrap();
+}

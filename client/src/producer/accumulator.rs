@@ -42,6 +42,73 @@ impl Batch {
     pub(crate) fn expired(&self, cfg: &ProducerConfig, now: Instant) -> bool {
         now >= self.created + cfg.delivery_timeout
     }
+
+    /// Its place among its partition's batches: its ordinal, then (for the parts of a split
+    /// batch, which share it) its first record's index in the original batch.
+    fn place(&self) -> (u64, u32) {
+        (self.ordinal, self.done.first_index())
+    }
+
+    /// A batch the broker refused as too large (MESSAGE_TOO_LARGE) in two of about half its
+    /// bytes each, as Java's `ProducerBatch.split` (which cuts at `batch.size`; halving also
+    /// gets under a topic's `max.message.bytes` that is below the producer's `batch_size`, one
+    /// halving per refusal). The halves keep the batch's place, attempts and creation time;
+    /// with idempotence the second continues the first's sequences, so the partition's
+    /// sequences are unchanged. `Err` gives back a batch of one record.
+    pub(crate) fn split(mut self) -> std::result::Result<(Batch, Batch), Batch> {
+        if self.records.len() < 2 {
+            return Err(self);
+        }
+        let sizes: Vec<usize> = self.records.iter().map(record_size).collect();
+        let total: usize = sizes.iter().sum();
+        // The first half by bytes: at least one record, and at least one left.
+        let mut at = 0;
+        let mut head = 0;
+        for size in &sizes {
+            if at > 0 && head + size > total / 2 {
+                break;
+            }
+            head += size;
+            at += 1;
+        }
+        if at == sizes.len() {
+            at -= 1;
+            head -= sizes.last().copied().unwrap_or(0);
+        }
+        let Some(memory) = self.memory.split(self.memory.num_permits().saturating_sub(head)) else {
+            return Err(self);
+        };
+        let mut records = self.records.split_off(at);
+        for (i, r) in records.iter_mut().enumerate() {
+            r.offset = i as i64;
+        }
+        let done = self.done.split_off(at as u32);
+        let sequence = self.sequence.map(|(pid, epoch, base)| (pid, epoch, base.wrapping_add(at as i32) & i32::MAX));
+        let tail = Batch {
+            records,
+            bytes: total - head,
+            memory,
+            done,
+            created: self.created,
+            attempts: self.attempts.max(1),
+            sequence,
+            retry_at: None,
+            last_error: self.last_error.clone(),
+            ordinal: self.ordinal,
+        };
+        self.bytes = head;
+        self.retry_at = None;
+        // Sent already: neither half takes new records, and each waits, as a resend does, until
+        // nothing of its partition is in flight.
+        self.attempts = self.attempts.max(1);
+        Ok((self, tail))
+    }
+}
+
+/// A record's size as the producer counts it (`ProducerRecord`'s, for buffer memory).
+fn record_size(r: &Record) -> usize {
+    let headers: usize = r.headers.iter().map(|h| h.key.len() + h.value.as_ref().map_or(0, Bytes::len) + 10).sum();
+    r.key.as_ref().map_or(0, Bytes::len) + r.value.as_ref().map_or(0, Bytes::len) + headers + 24
 }
 
 /// One partition's batches, in order, and its sequences.
@@ -272,11 +339,12 @@ impl Accumulator {
         }
     }
 
-    /// Puts a batch to be retried back in its place, before the partition's later batches.
+    /// Puts a batch to be retried (or a half of one split) back in its place, before the
+    /// partition's later batches.
     pub(crate) fn requeue(&mut self, topic: &str, partition: i32, batch: Batch) {
         match self.queue(topic, partition) {
             Some(q) => {
-                let at = q.batches.iter().position(|b| b.ordinal > batch.ordinal).unwrap_or(q.batches.len());
+                let at = q.batches.iter().position(|b| b.place() > batch.place()).unwrap_or(q.batches.len());
                 q.batches.insert(at, batch);
             }
             None => self.fail(batch, Error::Producer(ProducerError::Closed)),

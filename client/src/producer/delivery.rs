@@ -25,7 +25,9 @@ pub struct RecordMetadata {
 /// broker, `None` with acks=0.
 pub(crate) type Outcome = Result<Option<(i64, i64)>>;
 
-/// One batch's outcome, shared by its records' [`Delivery`]s (each knows its index).
+/// One batch's outcome, shared by its records' [`Delivery`]s (each knows its index). A batch
+/// split for being too large (MESSAGE_TOO_LARGE) completes in parts: each part's outcome covers
+/// its range of the original indexes, and the deliveries resolve once every part has one.
 struct Completion {
     topic: Arc<str>,
     partition: i32,
@@ -34,7 +36,11 @@ struct Completion {
 
 #[derive(Default)]
 struct CompletionState {
-    outcome: Option<Outcome>,
+    /// Each completed part's outcome: (first index, end index, outcome); one entry covering
+    /// every index for a batch that was never split.
+    outcomes: Vec<(u32, u32, Outcome)>,
+    /// Completers not yet completed (1, plus 1 per split).
+    open: usize,
     wakers: Vec<Waker>,
 }
 
@@ -44,29 +50,61 @@ impl Completion {
     }
 }
 
-/// The batch's handle on its completion: completes it once; dropped without that (the sender
-/// gone), it fails the records, as a dropped channel would.
-pub(crate) struct Completer(Arc<Completion>);
+/// The batch's handle on its completion (or on its range of it, after a split): completes it
+/// once; dropped without that (the sender gone), it fails the records, as a dropped channel
+/// would.
+pub(crate) struct Completer {
+    done: Option<Arc<Completion>>,
+    /// The original indexes this completer answers for, `start..end`.
+    start: u32,
+    end: u32,
+}
 
 impl Completer {
     /// A completion for a new batch of `topic`'s `partition`.
     pub(crate) fn new(topic: Arc<str>, partition: i32) -> Completer {
-        Completer(Arc::new(Completion { topic, partition, state: Mutex::new(CompletionState::default()) }))
+        let state = Mutex::new(CompletionState { open: 1, ..Default::default() });
+        Completer { done: Some(Arc::new(Completion { topic, partition, state })), start: 0, end: u32::MAX }
     }
 
     /// The delivery of the batch's record at `index` (its offset delta).
     pub(crate) fn delivery(&self, index: u32, timestamp: i64) -> Delivery {
-        Delivery { done: self.0.clone(), index, timestamp, slot: None }
+        let done = self.done.clone().unwrap_or_else(|| Arc::new(Completion { topic: "".into(), partition: -1, state: Mutex::default() }));
+        Delivery { done, index: self.start.saturating_add(index), timestamp, slot: None }
     }
 
-    /// Resolves every delivery of the batch (the first outcome wins).
-    pub(crate) fn complete(&self, outcome: Outcome) {
+    /// The index in the original batch of this completer's first record.
+    pub(crate) fn first_index(&self) -> u32 {
+        self.start
+    }
+
+    /// Splits off the records from offset delta `at` on: this completer keeps those before,
+    /// the one returned answers for the rest (its offset deltas start at 0 again).
+    pub(crate) fn split_off(&mut self, at: u32) -> Completer {
+        let at = self.start.saturating_add(at).min(self.end);
+        if let Some(done) = &self.done {
+            done.lock().open += 1;
+        }
+        let tail = Completer { done: self.done.clone(), start: at, end: self.end };
+        self.end = at;
+        tail
+    }
+
+    /// Resolves the deliveries of this completer's records; those of the whole batch resolve
+    /// once every part of it is complete.
+    pub(crate) fn complete(mut self, outcome: Outcome) {
+        self.finish(outcome);
+    }
+
+    fn finish(&mut self, outcome: Outcome) {
+        let Some(done) = self.done.take() else { return };
         let wakers = {
-            let mut state = self.0.lock();
-            if state.outcome.is_some() {
+            let mut state = done.lock();
+            state.outcomes.push((self.start, self.end, outcome));
+            state.open = state.open.saturating_sub(1);
+            if state.open > 0 {
                 return;
             }
-            state.outcome = Some(outcome);
             std::mem::take(&mut state.wakers)
         };
         for w in wakers {
@@ -77,7 +115,7 @@ impl Completer {
 
 impl Drop for Completer {
     fn drop(&mut self) {
-        self.complete(Err(Error::Producer(ProducerError::Dropped)));
+        self.finish(Err(Error::Producer(ProducerError::Dropped)));
     }
 }
 
@@ -103,24 +141,28 @@ impl Future for Delivery {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
         let mut state = this.done.lock();
-        let (base, append) = match &state.outcome {
-            Some(Ok(Some(offsets))) => *offsets,
-            Some(Ok(None)) => (-1, -1),
-            Some(Err(e)) => return Poll::Ready(Err(e.clone())),
-            None => {
-                match this.slot.and_then(|i| state.wakers.get_mut(i)) {
-                    Some(w) if w.will_wake(cx.waker()) => {}
-                    Some(w) => w.clone_from(cx.waker()),
-                    None => {
-                        this.slot = Some(state.wakers.len());
-                        state.wakers.push(cx.waker().clone());
-                    }
+        if state.open > 0 {
+            match this.slot.and_then(|i| state.wakers.get_mut(i)) {
+                Some(w) if w.will_wake(cx.waker()) => {}
+                Some(w) => w.clone_from(cx.waker()),
+                None => {
+                    this.slot = Some(state.wakers.len());
+                    state.wakers.push(cx.waker().clone());
                 }
-                return Poll::Pending;
             }
+            return Poll::Pending;
+        }
+        // The part holding this record (the whole batch unless it was split).
+        let index = this.index;
+        let part = state.outcomes.iter().find(|(start, end, _)| (*start..*end).contains(&index));
+        let (start, (base, append)) = match part {
+            Some((start, _, Ok(Some(offsets)))) => (*start, *offsets),
+            Some((start, _, Ok(None))) => (*start, (-1, -1)),
+            Some((_, _, Err(e))) => return Poll::Ready(Err(e.clone())),
+            None => return Poll::Ready(Err(Error::Producer(ProducerError::Dropped))),
         };
         drop(state);
-        let offset = if base >= 0 { base.saturating_add(i64::from(this.index)) } else { -1 };
+        let offset = if base >= 0 { base.saturating_add(i64::from(index.saturating_sub(start))) } else { -1 };
         let timestamp = if append >= 0 { append } else { this.timestamp };
         Poll::Ready(Ok(RecordMetadata { topic: this.done.topic.clone(), partition: this.done.partition, offset, timestamp }))
     }

@@ -234,6 +234,9 @@ pub struct ProducerStats {
     pub max_in_flight: usize,
     /// Producer epoch bumps (KIP-360) after a sequence error or a failed batch.
     pub epoch_bumps: u64,
+    /// Batches split in two and resent after the broker refused them as too large
+    /// (MESSAGE_TOO_LARGE; Java's `batch-split-rate`).
+    pub batch_splits: u64,
     /// AddPartitionsToTxn requests (transactions V1).
     pub add_partitions_to_txn: u64,
     /// AddOffsetsToTxn requests (transactions V1).
@@ -255,6 +258,8 @@ struct State {
     txn: Option<Transactions>,
     /// Produce requests sent.
     requests: u64,
+    /// Batches split after MESSAGE_TOO_LARGE.
+    splits: u64,
 }
 
 /// What the producer's handles, its sender loop and its broker senders share.
@@ -427,6 +432,7 @@ impl Producer {
             requests: state.requests,
             max_in_flight: state.accumulator.max_in_flight,
             epoch_bumps: state.idempotence.epoch_bumps,
+            batch_splits: state.splits,
             add_partitions_to_txn: counts.add_partitions,
             add_offsets_to_txn: counts.add_offsets,
             end_txn: counts.end_txn,

@@ -346,6 +346,20 @@ impl BrokerSender {
                         }
                         state.accumulator.complete(batch, Ok(offsets));
                     }
+                    Err((e, _)) if e.code() == Some(ErrorCode::MESSAGE_TOO_LARGE) && batch.records.len() > 1 && !batch.expired(cfg, Instant::now()) => {
+                        // Java's splitAndReenqueue: too large for the broker, not for each of its
+                        // records; the halves go again in its place (not counted as an attempt).
+                        let records = batch.records.len();
+                        match batch.split() {
+                            Ok((head, tail)) => {
+                                debug!(%topic, partition, records, halves = ?(head.records.len(), tail.records.len()), "MESSAGE_TOO_LARGE: batch split");
+                                state.splits += 1;
+                                state.accumulator.requeue(&topic, partition, head);
+                                state.accumulator.requeue(&topic, partition, tail);
+                            }
+                            Err(batch) => state.accumulator.fail(batch, e),
+                        }
+                    }
                     Err((e, log_start_offset)) => {
                         let hint = hinted.iter().any(|&(t, p)| t == &*topic && p == partition);
                         refresh |= !hint
