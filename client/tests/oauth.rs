@@ -245,7 +245,7 @@ async fn refused_tokens_and_endpoints_say_why() {
     let mut gone = OidcConfig::new(format!("http://{closed}/token"), CLIENT_ID, CLIENT_SECRET);
     gone.retry_backoff_max = Duration::from_millis(600);
     let started = std::time::Instant::now();
-    let err = connect(addr, Sasl::oidc(gone).unwrap()).await.err().expect("no token");
+    let err = connect(addr, Sasl::oidc(gone).unwrap()).await.expect_err("no token");
     assert!(matches!(&err, Error::OAuth(OAuthError::Transport { .. })), "{err:?}");
     assert!(err.is_retriable());
     assert!(started.elapsed() < Duration::from_secs(5), "bounded retries: {:?}", started.elapsed());
