@@ -256,8 +256,10 @@ async fn reauthentication_presents_a_new_token() {
     let Some(b) = Broker::from_env("reauthentication_presents_a_new_token") else { return };
     common::init_tracing();
     let reauth_ms: u64 = b.var("OAUTH_REAUTH_MS").parse().unwrap();
-    // Tokens of 5 s on sessions of 3 s: the second re-authentication comes after the token's
-    // refresh time (80-85 % of its life).
+    // Tokens of 5 s on sessions of 3 s: the token is refreshed at 80-85 % of its life, and the
+    // second re-authentication comes after that. A connection that presented the first token
+    // again would get a session ending at its expiry (the broker's session lifetime is the
+    // token's remaining life at most), and be closed at the next request after ~5 s.
     let endpoint = Endpoint::start(Issuer::new(&b), 5).await;
     let conn = connect(b.var("OAUTH"), Sasl::oidc(endpoint.oidc()).unwrap()).await.expect("connects");
     assert_eq!(conn.session_lifetime(), Some(Duration::from_millis(reauth_ms)), "the listener's connections.max.reauth.ms");

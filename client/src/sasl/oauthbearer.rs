@@ -520,6 +520,20 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn tokens_are_refreshed_in_the_background_while_the_settings_live() {
+        let o = OAuthBearer::new(|| async { Ok::<_, OAuthError>(OAuthBearerToken::new("t", Duration::from_secs(2))) })
+            .refresh_policy(RefreshPolicy { window_factor: 0.5, window_jitter: 0.0, min_period: Duration::ZERO, buffer: Duration::ZERO });
+        o.token().await.unwrap();
+        // Due after 1 s: fetched then without anyone asking.
+        tokio::time::sleep(Duration::from_millis(1600)).await;
+        assert_eq!(o.tokens_fetched(), 2);
+        let weak = Arc::downgrade(&o.shared);
+        drop(o);
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        assert!(weak.upgrade().is_none(), "the refresh task holds no strong reference while it waits");
+    }
+
+    #[tokio::test]
     async fn tokens_are_kept_until_their_refresh_time_and_kept_when_a_refresh_fails() {
         use std::sync::atomic::AtomicU32;
         let calls = Arc::new(AtomicU32::new(0));
