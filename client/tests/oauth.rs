@@ -2,6 +2,8 @@
 //! Kafka's OIDC validator (`OAuthBearerValidatorCallbackHandler`) against the JWKS that
 //! scripts/kafka.sh made. The test serves the token endpoint itself, on loopback: client
 //! credentials in, JWTs signed with the key from the env file out, each request counted.
+// The OIDC provider is the `oidc` feature's (on by default).
+#![cfg(feature = "oidc")]
 
 mod common;
 

@@ -10,7 +10,6 @@ use base64::Engine;
 
 pub(crate) use oauthbearer::{refusal, ERROR_ACKNOWLEDGEMENT};
 pub use oauthbearer::{OAuthBearer, OAuthBearerToken, RefreshPolicy, TokenFuture, TokenProvider};
-use crate::error::OAuthError;
 pub(crate) use scram::ScramClient;
 pub use scram::ScramMechanism;
 
@@ -91,7 +90,7 @@ impl Sasl {
     /// SASL/OAUTHBEARER with tokens from an OIDC token endpoint by the client-credentials grant
     /// (see [`OidcProvider`](crate::OidcProvider)).
     #[cfg(feature = "oidc")]
-    pub fn oidc(config: crate::OidcConfig) -> Result<Sasl, OAuthError> {
+    pub fn oidc(config: crate::OidcConfig) -> Result<Sasl, crate::OAuthError> {
         Ok(Sasl::oauthbearer(crate::OidcProvider::new(config)?))
     }
 
