@@ -14,6 +14,11 @@
 # and SSL (a CA and broker certificate made here with openssl; client certificates requested,
 # not required: one signed by the CA makes its subject the principal, e.g. User:CN=me), the StandardAuthorizer with
 # ANONYMOUS (PLAINTEXT, SSL) and admin as super users, so ACLs apply to SASL users only.
+# Two SASL_PLAINTEXT listeners for OAUTHBEARER: OAUTH checks RS256 JWTs with Kafka's OIDC
+# validator against a JWKS file made here (an RSA key the tests sign with; a second key the JWKS
+# does not hold, for refused signatures), sessions of 3 s (connections.max.reauth.ms) so tests see
+# re-authentication; OAUTH_UNSECURED takes the unsecured JWS tokens (alg none) of development
+# setups. The tokens' principal kwire-oauth is a super user.
 # Three nodes: three combined processes, PLAINTEXT only, small heaps.
 #
 # Addresses go to target/kafka/<VERSION>[-cluster]/env (KEY=VALUE lines, also printed), logs to
@@ -44,6 +49,13 @@ START_TIMEOUT=${KWIRE_START_TIMEOUT:-120}
 STOP_TIMEOUT=30
 
 log() { echo "kafka.sh: $*" >&2; }
+
+# OAUTHBEARER: what the OAUTH listener expects of a token (written to the env file too).
+OAUTH_KID=kwire-test-1
+OAUTH_ISSUER=https://kwire.test/issuer
+OAUTH_AUDIENCE=kwire-test
+OAUTH_PRINCIPAL=kwire-oauth
+OAUTH_REAUTH_MS=3000
 
 classpath() {
   [ -f "$lib/.complete" ] && return 0
@@ -115,6 +127,23 @@ stop() {
   rm -f "$dir"/node*/pid
 }
 
+# The OIDC validator's keys: an RSA signing key (PKCS#1 PEM, as JWT libraries read it) and its
+# public half as a JWKS file, which the broker reads through a file: URL; a second key to sign
+# tokens the broker must refuse.
+make_oauth_keys() {
+  local o=$dir/oauth
+  mkdir -p "$o"
+  openssl genrsa -traditional -out "$o/signing.key" 2048 2>/dev/null
+  openssl genrsa -traditional -out "$o/other.key" 2048 2>/dev/null
+  openssl rsa -in "$o/signing.key" -noout -modulus | python3 -c '
+import base64, json, sys
+n = bytes.fromhex(sys.stdin.read().strip().split("=", 1)[1])
+b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+key = {"kty": "RSA", "use": "sig", "alg": "RS256", "kid": sys.argv[1], "n": b64(n), "e": b64((65537).to_bytes(3, "big"))}
+print(json.dumps({"keys": [key]}))
+' "$OAUTH_KID" >"$o/jwks.json"
+}
+
 make_certs() {
   local c=$dir/certs
   mkdir -p "$c"
@@ -162,7 +191,7 @@ group.consumer.session.timeout.ms=8000
 group.consumer.min.heartbeat.interval.ms=500
 group.consumer.heartbeat.interval.ms=1000
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
-super.users=User:ANONYMOUS;User:admin
+super.users=User:ANONYMOUS;User:admin;User:$OAUTH_PRINCIPAL
 EOF
   # KIP-848's consumer protocol: advertised by 3.9 but off by default there (on from 4.0).
   case $version in 3.*) echo "group.coordinator.rebalance.protocols=classic,consumer" ;; esac
@@ -199,7 +228,9 @@ start() {
   local cluster_id
   cluster_id=$("$java" -cp "$cp" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -1)
   local ports
-  read -r -a ports <<<"$(free_ports $((nodes * 4)))"
+  # Four per node (PLAINTEXT, SASL_PLAINTEXT, SSL, CONTROLLER), then OAUTH and OAUTH_UNSECURED
+  # for a single node.
+  read -r -a ports <<<"$(free_ports $((nodes * 4 + (nodes == 1 ? 2 : 0))))"
   local voters="" i
   for i in $(seq "$nodes"); do voters+="${voters:+,}$i@127.0.0.1:${ports[$(((i - 1) * 4 + 3))]}"; done
   {
@@ -215,11 +246,14 @@ start() {
     log_config "$nd"
     local format_args=()
     if [ "$nodes" = 1 ]; then
+      local po=${ports[4]} pu=${ports[5]}
       make_certs
+      make_oauth_keys
       node_config 1 "$nd" \
-        "PLAINTEXT://127.0.0.1:$p0,SASL_PLAINTEXT://127.0.0.1:$p1,SSL://127.0.0.1:$p2,CONTROLLER://127.0.0.1:$pc" \
-        "PLAINTEXT://127.0.0.1:$p0,SASL_PLAINTEXT://127.0.0.1:$p1,SSL://127.0.0.1:$p2" \
-        "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,CONTROLLER:PLAINTEXT" "$voters" >"$nd/server.properties"
+        "PLAINTEXT://127.0.0.1:$p0,SASL_PLAINTEXT://127.0.0.1:$p1,SSL://127.0.0.1:$p2,CONTROLLER://127.0.0.1:$pc,OAUTH://127.0.0.1:$po,OAUTH_UNSECURED://127.0.0.1:$pu" \
+        "PLAINTEXT://127.0.0.1:$p0,SASL_PLAINTEXT://127.0.0.1:$p1,SSL://127.0.0.1:$p2,OAUTH://127.0.0.1:$po,OAUTH_UNSECURED://127.0.0.1:$pu" \
+        "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,CONTROLLER:PLAINTEXT,OAUTH:SASL_PLAINTEXT,OAUTH_UNSECURED:SASL_PLAINTEXT" \
+        "$voters" >"$nd/server.properties"
       cat >>"$nd/server.properties" <<EOF
 sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
 listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret" user_alice="alice-secret";
@@ -233,6 +267,15 @@ ssl.truststore.type=PEM
 ssl.truststore.location=$dir/certs/ca.pem
 ssl.client.auth=requested
 delegation.token.secret.key=kwire-test-token-secret
+listener.name.oauth.sasl.enabled.mechanisms=OAUTHBEARER
+listener.name.oauth.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="kwire-broker";
+listener.name.oauth.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler
+listener.name.oauth.oauthbearer.connections.max.reauth.ms=$OAUTH_REAUTH_MS
+sasl.oauthbearer.jwks.endpoint.url=file://$dir/oauth/jwks.json
+sasl.oauthbearer.expected.audience=$OAUTH_AUDIENCE
+sasl.oauthbearer.expected.issuer=$OAUTH_ISSUER
+listener.name.oauth_unsecured.sasl.enabled.mechanisms=OAUTHBEARER
+listener.name.oauth_unsecured.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="kwire-broker";
 EOF
       format_args=(--add-scram 'SCRAM-SHA-256=[name=alice,password=alice-secret]'
         --add-scram 'SCRAM-SHA-512=[name=alice,password=alice-secret]')
@@ -244,6 +287,15 @@ EOF
         echo "SSL_CA=$dir/certs/ca.pem"
         echo "SASL_PLAIN_USERS=admin:admin-secret,alice:alice-secret"
         echo "SASL_SCRAM_USERS=alice:alice-secret"
+        echo "OAUTH=127.0.0.1:$po"
+        echo "OAUTH_UNSECURED=127.0.0.1:$pu"
+        echo "OAUTH_JWKS_KEY=$dir/oauth/signing.key"
+        echo "OAUTH_JWKS_KID=$OAUTH_KID"
+        echo "OAUTH_OTHER_KEY=$dir/oauth/other.key"
+        echo "OAUTH_ISSUER=$OAUTH_ISSUER"
+        echo "OAUTH_AUDIENCE=$OAUTH_AUDIENCE"
+        echo "OAUTH_PRINCIPAL=$OAUTH_PRINCIPAL"
+        echo "OAUTH_REAUTH_MS=$OAUTH_REAUTH_MS"
       } >>"$dir/env.tmp"
     else
       node_config "$i" "$nd" "PLAINTEXT://127.0.0.1:$p0,CONTROLLER://127.0.0.1:$pc" "PLAINTEXT://127.0.0.1:$p0" \
@@ -290,8 +342,12 @@ launch() {
   local nd=$dir/node$1 cp="$lib/*" heap="-Xms256m -Xmx768m"
   [ "$nodes" = 3 ] && heap="-Xms128m -Xmx384m"
   # -XX:TieredStopAtLevel=1 and SerialGC: a quicker start and less CPU on a small shared machine.
+  # The OIDC validator reads its JWKS only from URLs and files these properties allow (Kafka 4
+  # allows none by default).
+  local jwks=$dir/oauth/jwks.json
   # shellcheck disable=SC2086
   nohup "$java" $heap -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
+    -Dorg.apache.kafka.sasl.oauthbearer.allowed.urls="file://$jwks" -Dorg.apache.kafka.sasl.oauthbearer.allowed.files="$jwks" \
     -Dlog4j.configuration="file:$nd/log4j.properties" -Dlog4j2.configurationFile="$nd/log4j2.properties" \
     -Dkafka.logs.dir="$nd/logs" -cp "$cp" kafka.Kafka "$nd/server.properties" \
     >>"$nd/logs/stdout.log" 2>&1 </dev/null &

@@ -304,7 +304,7 @@ impl Client {
                     }
                     Ok(other) => last = Some(Error::UnexpectedResponse(format!("{:?} to Metadata", other.api_key()))),
                     // Authentication and version errors will not improve on another broker.
-                    Err(e @ (Error::Authentication { .. } | Error::Tls { .. } | Error::Config(_))) => return Err(e),
+                    Err(e @ (Error::Authentication { .. } | Error::OAuth(_) | Error::Tls { .. } | Error::Config(_))) => return Err(e),
                     Err(e) => {
                         warn!(addr = %addr, error = %e, "metadata request failed");
                         last = Some(e)

@@ -27,7 +27,7 @@ use tokio_util::codec::Framed;
 use tracing::{debug, info, warn, Instrument};
 
 use crate::error::{Error, Result};
-use crate::sasl::{Sasl, ScramClient};
+use crate::sasl::{OAuthBearer, Sasl, ScramClient};
 use crate::tls::TlsConfig;
 
 /// How to connect to brokers.
@@ -449,11 +449,7 @@ impl Connection {
                 )));
             }
             let authenticate = |token: Bytes| async move {
-                let ResponseKind::SaslAuthenticate(r) =
-                    self.sasl_call(SaslAuthenticateRequest { auth_bytes: token, ..Default::default() }.into()).await?
-                else {
-                    return Err(Error::UnexpectedResponse("not a SaslAuthenticate response".into()));
-                };
+                let r = self.sasl_authenticate(token).await?;
                 if !ErrorCode(r.error_code).is_ok() {
                     let name = ErrorCode(r.error_code).name().unwrap_or("UNKNOWN");
                     return Err(auth_err(format!("{name}: {}", r.error_message.as_deref().unwrap_or(""))));
@@ -468,7 +464,7 @@ impl Connection {
                     let mut scram = match sasl {
                         Sasl::DelegationToken { mechanism, token_id, hmac_base64 } => ScramClient::for_token(*mechanism, token_id, hmac_base64),
                         Sasl::Scram { mechanism, username, password } => ScramClient::new(*mechanism, username, password),
-                        Sasl::Plain { .. } => Err("PLAIN is not SCRAM".to_owned()),
+                        Sasl::Plain { .. } | Sasl::OAuthBearer(_) => Err("not SCRAM".to_owned()),
                     }
                     .map_err(auth_err)?;
                     let first = authenticate(Bytes::from(scram.first())).await?;
@@ -476,6 +472,17 @@ impl Connection {
                     let last = authenticate(Bytes::from(fin)).await?;
                     scram.verify_server_final(&last.auth_bytes).map_err(auth_err)?;
                     last
+                }
+                Sasl::OAuthBearer(oauth) => {
+                    let first = self.oauthbearer_response(oauth).await?;
+                    let r = authenticate(Bytes::from(first)).await?;
+                    if !r.auth_bytes.is_empty() {
+                        // RFC 7628's error reply: acknowledge it so the broker ends the exchange
+                        // (its answer is the failure), and report the broker's reason.
+                        let ended = self.sasl_authenticate(Bytes::from_static(crate::sasl::ERROR_ACKNOWLEDGEMENT)).await?;
+                        return Err(Error::OAuth(crate::sasl::refusal(&r.auth_bytes, ended.error_message.as_deref().map(str::to_owned))));
+                    }
+                    r
                 }
             };
             Ok(last.session_lifetime_ms)
@@ -491,6 +498,21 @@ impl Connection {
         Ok(())
     }
 
+    /// One SaslAuthenticate round, its error code unchecked.
+    async fn sasl_authenticate(&self, auth_bytes: Bytes) -> Result<kwire::messages::SaslAuthenticateResponse> {
+        match self.sasl_call(SaslAuthenticateRequest { auth_bytes, ..Default::default() }.into()).await? {
+            ResponseKind::SaslAuthenticate(r) => Ok(r),
+            _ => Err(Error::UnexpectedResponse("not a SaslAuthenticate response".into())),
+        }
+    }
+
+    /// The OAUTHBEARER initial response with the current token.
+    async fn oauthbearer_response(&self, oauth: &OAuthBearer) -> Result<Vec<u8>> {
+        let token = oauth.token().await.map_err(Error::OAuth)?;
+        debug!(principal = token.principal(), expires_at = ?token.expires_at(), "presenting an OAUTHBEARER token");
+        oauth.initial_response(&token).map_err(Error::OAuth)
+    }
+
     fn schedule_reauthentication(&self, sasl: Sasl, lifetime_ms: i64) {
         // As Kafka's Java client: at 85-95% of the session lifetime.
         let jitter = crate::retry::random_unit();
@@ -502,6 +524,13 @@ impl Connection {
             let conn = Connection { shared };
             if conn.is_closed() {
                 return;
+            }
+            // A token due for refresh is fetched before requests are held back: the token
+            // endpoint may take a while, and the exchange under the gate then finds it ready.
+            if let Sasl::OAuthBearer(oauth) = &sasl {
+                if let Err(e) = oauth.token().await {
+                    warn!(addr = %conn.shared.addr, error = %e, "no token to re-authenticate with");
+                }
             }
             let _exclusive = conn.shared.gate.write().await;
             if let Err(e) = Box::pin(conn.authenticate(&sasl, true)).await {

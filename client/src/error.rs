@@ -1,6 +1,7 @@
 //! The client's error type: every failure is one [`Error`], retriable or not.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use kwire::codec::CodecError;
@@ -64,6 +65,9 @@ pub enum Error {
         /// Why.
         message: String,
     },
+    /// SASL/OAUTHBEARER failed: the broker refused the token, or no token could be had (see
+    /// [`OAuthError`]).
+    OAuth(OAuthError),
     /// The broker answered with an error code.
     Broker {
         /// The code.
@@ -212,6 +216,121 @@ impl fmt::Display for TransactionError {
             TransactionError::Abortable(e) => write!(f, "the transaction must be aborted: {e}"),
             TransactionError::Fatal(e) => write!(f, "the producer cannot go on: {e}"),
             TransactionError::Aborted => f.write_str("the transaction was aborted before the record was sent"),
+        }
+    }
+}
+
+/// Why SASL/OAUTHBEARER authentication failed: the broker refused the token, the token could
+/// not be had (the token endpoint refused, could not be reached, answered nonsense; an
+/// application's provider failed), or it cannot be sent.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum OAuthError {
+    /// The broker refused the token (RFC 7628's error reply). Kafka's OIDC validator says only
+    /// `invalid_token` whether the token expired, is signed by a key its JWKS lacks, or names
+    /// another audience or issuer; its log has the detail.
+    Refused {
+        /// The reply's `status`, such as `invalid_token`.
+        status: String,
+        /// The scope the broker wants, if it said.
+        scope: Option<String>,
+        /// Where the broker's OpenID configuration is, if it said.
+        openid_configuration: Option<String>,
+        /// The broker's message ending the exchange, if any.
+        message: Option<String>,
+    },
+    /// The token cannot be sent as it is: not a JWT where one is needed, characters a bearer
+    /// token may not have, an extension Kafka does not allow.
+    InvalidToken(String),
+    /// The token endpoint answered with an HTTP error (a 4xx at once, a 5xx after retries),
+    /// with the OAuth error it gave (RFC 6749 section 5.2) if any.
+    TokenEndpoint {
+        /// The endpoint.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+        /// The OAuth `error` code, such as `invalid_client`.
+        error: Option<String>,
+        /// The `error_description`, or the start of the body when it is not OAuth JSON.
+        description: Option<String>,
+    },
+    /// The token endpoint could not be reached (after retries).
+    Transport {
+        /// The endpoint.
+        url: String,
+        /// Why.
+        message: String,
+    },
+    /// The token endpoint's answer is not a usable token response.
+    BadResponse {
+        /// The endpoint.
+        url: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A setting is not usable (a token endpoint that is not an http(s) URL, say).
+    Config(String),
+    /// An application's [`TokenProvider`](crate::TokenProvider) failed.
+    Provider(Arc<dyn std::error::Error + Send + Sync>),
+}
+
+impl OAuthError {
+    /// An application provider's failure.
+    pub fn provider(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> OAuthError {
+        OAuthError::Provider(Arc::from(error.into()))
+    }
+
+    /// Whether trying again later may succeed: the endpoint unreachable or failing on its side
+    /// (5xx, 408, 429).
+    pub fn is_retriable(&self) -> bool {
+        match self {
+            OAuthError::Transport { .. } => true,
+            OAuthError::TokenEndpoint { status, .. } => *status >= 500 || *status == 408 || *status == 429,
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for OAuthError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OAuthError::Refused { status, scope, openid_configuration, message } => {
+                write!(f, "the broker refused the token: {status}")?;
+                if let Some(s) = scope {
+                    write!(f, " (scope {s})")?;
+                }
+                if let Some(c) = openid_configuration {
+                    write!(f, " (OpenID configuration {c})")?;
+                }
+                if let Some(m) = message.as_deref().filter(|m| !m.contains(status.as_str())) {
+                    write!(f, ": {m}")?;
+                }
+                f.write_str(" (expired, signed by a key the broker's JWKS lacks, or for another audience or issuer: the broker's log says which)")
+            }
+            OAuthError::InvalidToken(m) => write!(f, "unusable token: {m}"),
+            OAuthError::TokenEndpoint { url, status, error, description } => {
+                write!(f, "the token endpoint {url} refused: HTTP {status}")?;
+                if let Some(e) = error {
+                    write!(f, " {e}")?;
+                }
+                if let Some(d) = description {
+                    write!(f, ": {d}")?;
+                }
+                Ok(())
+            }
+            OAuthError::Transport { url, message } => write!(f, "the token endpoint {url} could not be reached: {message}"),
+            OAuthError::BadResponse { url, message } => write!(f, "the token endpoint {url} answered no usable token: {message}"),
+            OAuthError::Config(m) => write!(f, "configuration: {m}"),
+            OAuthError::Provider(e) => write!(f, "the token provider failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for OAuthError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            OAuthError::Provider(e) => Some(&**e),
+            _ => None,
         }
     }
 }
@@ -427,6 +546,7 @@ impl Error {
             Error::UnknownTopicOrPartition(_) | Error::UnknownBroker(_) => true,
             Error::Producer(e) => e.is_retriable(),
             Error::Group(e) => e.is_retriable(),
+            Error::OAuth(e) => e.is_retriable(),
             _ => false,
         }
     }
@@ -513,6 +633,7 @@ impl fmt::Display for Error {
             Error::Timeout { api, after } => write!(f, "no {} response within {after:?}", api.name()),
             Error::UnsupportedVersion { api, reason } => write!(f, "{} unusable: {reason}", api.name()),
             Error::Authentication { mechanism, message } => write!(f, "SASL/{mechanism} authentication failed: {message}"),
+            Error::OAuth(e) => write!(f, "SASL/OAUTHBEARER authentication failed: {e}"),
             Error::Broker { code, message, context } => {
                 write!(f, "{context}: {}", code.name().unwrap_or("UNKNOWN_SERVER_ERROR"))?;
                 if code.name().is_none() {
@@ -614,7 +735,14 @@ impl fmt::Display for GroupError {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::OAuth(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

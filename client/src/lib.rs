@@ -1,8 +1,9 @@
 //! kwire-client: an async Apache Kafka client on tokio, built on kwire's generated
 //! message types and its connection codec.
 //!
-//! - [`Connection`]: one broker, TCP or TLS (rustls), SASL PLAIN / SCRAM-SHA-256 / SCRAM-SHA-512
-//!   with re-authentication (KIP-368), ApiVersions negotiation, pipelined requests with
+//! - [`Connection`]: one broker, TCP or TLS (rustls), SASL PLAIN / SCRAM-SHA-256 / SCRAM-SHA-512 /
+//!   OAUTHBEARER (an application's [`TokenProvider`], or OIDC client credentials with the `oidc`
+//!   feature) with re-authentication (KIP-368), ApiVersions negotiation, pipelined requests with
 //!   per-request timeouts.
 //! - [`Client`]: the cluster: bootstrap, metadata cache, connection per broker with reconnect
 //!   backoff, routing to leaders and the controller.
@@ -32,6 +33,8 @@ mod consumer;
 mod error;
 mod group;
 mod offsets;
+#[cfg(feature = "oidc")]
+mod oidc;
 pub mod partitioner;
 mod producer;
 mod retry;
@@ -50,11 +53,13 @@ pub use conn::{ConnectOptions, Connection, Versions};
 pub use consumer::{
     Consumer, ConsumerConfig, ConsumerGroupMetadata, ConsumerRecord, FetchStats, IsolationLevel, ListenerFuture, OffsetReset, RebalanceListener,
 };
-pub use error::{ConsumerError, Error, GroupError, ProducerError, Resource, Result, TransactionError, TransactionState};
+pub use error::{ConsumerError, Error, GroupError, OAuthError, ProducerError, Resource, Result, TransactionError, TransactionState};
 pub use offsets::{ListedOffset, OffsetAndMetadata, OffsetSpec};
 pub use group::GroupProtocol;
 pub use producer::{Acks, Delivery, IntoTopic, Producer, ProducerConfig, ProducerRecord, ProducerStats, RecordMetadata};
-pub use sasl::{Sasl, ScramMechanism};
+#[cfg(feature = "oidc")]
+pub use oidc::{OidcConfig, OidcProvider};
+pub use sasl::{OAuthBearer, OAuthBearerToken, RefreshPolicy, Sasl, ScramMechanism, TokenFuture, TokenProvider};
 pub use tls::{ClientIdentity, Roots, TlsConfig};
 pub use topic_partition::TopicPartition;
 

@@ -1,88 +1,12 @@
-//! SASL mechanisms: PLAIN (RFC 4616) and SCRAM-SHA-256 / SCRAM-SHA-512 (RFC 5802, RFC 7677),
-//! as Kafka speaks them inside SaslAuthenticate requests (after SaslHandshake v1).
+//! SCRAM-SHA-256 / SCRAM-SHA-512 (RFC 5802, RFC 7677): the client's side of the exchange, and
+//! the salted password brokers store.
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256, Sha512};
 
-/// The SASL mechanism and credentials to authenticate with.
-#[derive(Clone)]
-pub enum Sasl {
-    /// SASL/PLAIN: the password goes to the broker as is (use TLS).
-    Plain {
-        /// The user name.
-        username: String,
-        /// The password.
-        password: String,
-    },
-    /// SASL/SCRAM: the password never leaves the client; the broker proves it knows it too.
-    Scram {
-        /// SHA-256 or SHA-512.
-        mechanism: ScramMechanism,
-        /// The user name.
-        username: String,
-        /// The password.
-        password: String,
-    },
-    /// SASL/SCRAM with a delegation token (KIP-48): the token id as the user name, its HMAC
-    /// (base64) as the password, and the `tokenauth=true` extension; the broker authenticates
-    /// the connection as the token's owner.
-    DelegationToken {
-        /// SHA-256 or SHA-512 (a mechanism the listener enables).
-        mechanism: ScramMechanism,
-        /// The token id.
-        token_id: String,
-        /// The token's HMAC, base64 as Kafka's tools print it.
-        hmac_base64: String,
-    },
-}
-
-impl std::fmt::Debug for Sasl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never the password.
-        write!(f, "Sasl({} as {:?})", self.mechanism_name(), self.username())
-    }
-}
-
-impl Sasl {
-    /// SASL/PLAIN.
-    pub fn plain(username: impl Into<String>, password: impl Into<String>) -> Sasl {
-        Sasl::Plain { username: username.into(), password: password.into() }
-    }
-
-    /// SASL/SCRAM-SHA-256.
-    pub fn scram_sha256(username: impl Into<String>, password: impl Into<String>) -> Sasl {
-        Sasl::Scram { mechanism: ScramMechanism::Sha256, username: username.into(), password: password.into() }
-    }
-
-    /// SASL/SCRAM-SHA-512.
-    pub fn scram_sha512(username: impl Into<String>, password: impl Into<String>) -> Sasl {
-        Sasl::Scram { mechanism: ScramMechanism::Sha512, username: username.into(), password: password.into() }
-    }
-
-    /// SASL/SCRAM with a delegation token (as [`Admin::create_delegation_token`](crate::Admin::create_delegation_token)
-    /// returns it).
-    pub fn delegation_token(mechanism: ScramMechanism, token: &crate::DelegationToken) -> Sasl {
-        Sasl::DelegationToken { mechanism, token_id: token.token_id.clone(), hmac_base64: B64.encode(&token.hmac) }
-    }
-
-    /// The mechanism's name as SaslHandshake carries it.
-    pub fn mechanism_name(&self) -> &'static str {
-        match self {
-            Sasl::Plain { .. } => "PLAIN",
-            Sasl::Scram { mechanism, .. } | Sasl::DelegationToken { mechanism, .. } => mechanism.name(),
-        }
-    }
-
-    /// The user name.
-    pub fn username(&self) -> &str {
-        match self {
-            Sasl::Plain { username, .. } | Sasl::Scram { username, .. } => username,
-            Sasl::DelegationToken { token_id, .. } => token_id,
-        }
-    }
-}
+use super::random_bytes;
 
 /// A SCRAM hash function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,13 +73,6 @@ impl ScramMechanism {
             }
         }
     }
-}
-
-/// Random bytes from the operating system.
-pub(crate) fn random_bytes(n: usize) -> Result<Vec<u8>, String> {
-    let mut buf = vec![0; n];
-    getrandom::getrandom(&mut buf).map_err(|e| format!("no random bytes: {e}"))?;
-    Ok(buf)
 }
 
 /// The most PBKDF2 iterations a server may ask for (Kafka allows 4096 to 16384): a hostile

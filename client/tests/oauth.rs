@@ -1,0 +1,291 @@
+//! SASL/OAUTHBEARER against the real broker's OAUTH listener, which checks RS256 JWTs with
+//! Kafka's OIDC validator (`OAuthBearerValidatorCallbackHandler`) against the JWKS that
+//! scripts/kafka.sh made. The test serves the token endpoint itself, on loopback: client
+//! credentials in, JWTs signed with the key from the env file out, each request counted.
+// The OIDC provider is the `oidc` feature's (on by default).
+#![cfg(feature = "oidc")]
+
+mod common;
+
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use common::{unique, Broker};
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::{Request, Response};
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use kwire_client::{
+    Admin, Client, ClientConfig, ConnectOptions, Connection, Consumer, ConsumerConfig, Error, NewTopic, OAuthBearerToken, OAuthError, OffsetReset,
+    OidcConfig, Producer, ProducerConfig, ProducerRecord, Sasl, TopicPartition,
+};
+
+const CLIENT_ID: &str = "kwire-test-client";
+const CLIENT_SECRET: &str = "kwire-test-secret";
+
+fn now_secs() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
+}
+
+/// What the listener expects of a token, from the env file.
+#[derive(Clone)]
+struct Issuer {
+    key: EncodingKey,
+    other_key: EncodingKey,
+    kid: String,
+    issuer: String,
+    audience: String,
+    principal: String,
+}
+
+impl Issuer {
+    fn new(b: &Broker) -> Issuer {
+        let pem = |var: &str| std::fs::read(b.var(var)).unwrap_or_else(|e| panic!("{var}: {e}"));
+        Issuer {
+            key: EncodingKey::from_rsa_pem(&pem("OAUTH_JWKS_KEY")).expect("the signing key"),
+            other_key: EncodingKey::from_rsa_pem(&pem("OAUTH_OTHER_KEY")).expect("the other key"),
+            kid: b.var("OAUTH_JWKS_KID").to_owned(),
+            issuer: b.var("OAUTH_ISSUER").to_owned(),
+            audience: b.var("OAUTH_AUDIENCE").to_owned(),
+            principal: b.var("OAUTH_PRINCIPAL").to_owned(),
+        }
+    }
+
+    /// The claims of a good token valid for `lifetime_secs` from now.
+    fn claims(&self, lifetime_secs: u64) -> serde_json::Value {
+        let now = now_secs();
+        serde_json::json!({
+            "sub": self.principal, "iss": self.issuer, "aud": self.audience, "scope": "kafka",
+            "iat": now, "exp": now + lifetime_secs,
+        })
+    }
+
+    fn sign(&self, claims: &serde_json::Value, key: &EncodingKey) -> String {
+        let header = Header { kid: Some(self.kid.clone()), ..Header::new(Algorithm::RS256) };
+        jsonwebtoken::encode(&header, claims, key).expect("signs")
+    }
+
+    fn mint(&self, lifetime_secs: u64) -> String {
+        self.sign(&self.claims(lifetime_secs), &self.key)
+    }
+}
+
+/// The token endpoint: POST with HTTP basic client credentials and
+/// `grant_type=client_credentials`; answers 401 `invalid_client` to other credentials.
+struct Endpoint {
+    url: String,
+    hits: AtomicUsize,
+    lifetime_secs: AtomicU64,
+    issuer: Issuer,
+}
+
+impl Endpoint {
+    async fn start(issuer: Issuer, lifetime_secs: u64) -> Arc<Endpoint> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
+        let url = format!("http://{}/oauth2/token", listener.local_addr().unwrap());
+        let endpoint = Arc::new(Endpoint { url, hits: AtomicUsize::new(0), lifetime_secs: AtomicU64::new(lifetime_secs), issuer });
+        let weak = Arc::downgrade(&endpoint);
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let Some(endpoint) = weak.upgrade() else { return };
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |req| {
+                        let endpoint = endpoint.clone();
+                        async move { Ok::<_, Infallible>(endpoint.answer(req).await) }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new().serve_connection(hyper_util::rt::TokioIo::new(tcp), service).await;
+                });
+            }
+        });
+        endpoint
+    }
+
+    fn hits(&self) -> usize {
+        self.hits.load(Ordering::SeqCst)
+    }
+
+    async fn answer(&self, req: Request<Incoming>) -> Response<Full<Bytes>> {
+        self.hits.fetch_add(1, Ordering::SeqCst);
+        let json = |status: u16, body: serde_json::Value| {
+            Response::builder().status(status).header("content-type", "application/json").body(Full::new(Bytes::from(body.to_string()))).unwrap()
+        };
+        let expected = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{CLIENT_ID}:{CLIENT_SECRET}")));
+        let authorized = req.headers().get("authorization").is_some_and(|v| v.as_bytes() == expected.as_bytes());
+        if req.method() != hyper::Method::POST {
+            return json(405, serde_json::json!({"error": "invalid_request"}));
+        }
+        let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+        let form = String::from_utf8_lossy(&body);
+        if !form.split('&').any(|kv| kv == "grant_type=client_credentials") {
+            return json(400, serde_json::json!({"error": "unsupported_grant_type", "error_description": form}));
+        }
+        if !authorized {
+            return json(401, serde_json::json!({"error": "invalid_client", "error_description": "unknown client or wrong secret"}));
+        }
+        let lifetime = self.lifetime_secs.load(Ordering::SeqCst);
+        json(200, serde_json::json!({"access_token": self.issuer.mint(lifetime), "token_type": "Bearer", "expires_in": lifetime}))
+    }
+
+    fn oidc(&self) -> OidcConfig {
+        OidcConfig::new(&self.url, CLIENT_ID, CLIENT_SECRET).scope("kafka")
+    }
+}
+
+async fn connect(addr: &str, sasl: Sasl) -> kwire_client::Result<Connection> {
+    Connection::connect(addr, &ConnectOptions { sasl: Some(sasl), client_id: "kwire-oauth-tests".into(), ..Default::default() }).await
+}
+
+/// A provider that always returns `token` (a JWT).
+fn fixed(token: String) -> Sasl {
+    Sasl::oauthbearer(move || {
+        let token = token.clone();
+        async move { OAuthBearerToken::from_jwt(token) }
+    })
+}
+
+fn assert_refused(result: kwire_client::Result<Connection>, what: &str) {
+    match result {
+        Err(Error::OAuth(OAuthError::Refused { status, .. })) => {
+            assert_eq!(status, "invalid_token", "{what}");
+        }
+        Err(other) => panic!("{what}: refused with {other:?}"),
+        Ok(_) => panic!("{what}: accepted"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oidc_tokens_carry_a_producer_and_a_consumer() {
+    let Some(b) = Broker::from_env("oidc_tokens_carry_a_producer_and_a_consumer") else { return };
+    common::init_tracing();
+    let endpoint = Endpoint::start(Issuer::new(&b), 300).await;
+    let sasl = Sasl::oidc(endpoint.oidc()).expect("an http URL");
+    let client = Client::connect(ClientConfig::new(b.var("OAUTH")).client_id("kwire-oauth-tests").sasl(sasl)).await.expect("connects over OAUTHBEARER");
+    let topic = unique("kw-oauth");
+    Admin::new(client.clone()).create_topic(NewTopic::new(&topic, 1)).await.expect("the token's principal is a super user");
+
+    let producer = Producer::new(client.clone(), ProducerConfig::default()).unwrap();
+    let mut deliveries = Vec::new();
+    for i in 0..20 {
+        deliveries.push(producer.send(ProducerRecord::new(topic.as_str(), format!("v{i}")).key(format!("k{i}"))).await.unwrap());
+    }
+    for d in deliveries {
+        d.await.expect("delivered");
+    }
+    producer.close().await.unwrap();
+
+    let mut consumer = Consumer::new(client.clone(), ConsumerConfig { auto_offset_reset: OffsetReset::Earliest, ..Default::default() }).unwrap();
+    consumer.assign([TopicPartition::new(&topic, 0)]).unwrap();
+    let mut values = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while values.len() < 20 && tokio::time::Instant::now() < deadline {
+        for r in consumer.poll(Duration::from_millis(500)).await.unwrap() {
+            values.push(String::from_utf8(r.value.unwrap().to_vec()).unwrap());
+        }
+    }
+    assert_eq!(values, (0..20).map(|i| format!("v{i}")).collect::<Vec<_>>());
+    // Every connection (bootstrap, the leader's, the consumer's) presented the one token.
+    assert_eq!(endpoint.hits(), 1, "one token request");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_custom_provider_with_sasl_extensions() {
+    let Some(b) = Broker::from_env("a_custom_provider_with_sasl_extensions") else { return };
+    let issuer = Issuer::new(&b);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
+    let provider = move || {
+        counted.fetch_add(1, Ordering::SeqCst);
+        let jwt = issuer.mint(300);
+        async move { Ok(OAuthBearerToken::from_jwt(jwt)?.with_extension("traceId", "kwire-test")) }
+    };
+    let sasl = Sasl::OAuthBearer(kwire_client::OAuthBearer::new(provider).extension("logicalCluster", "lkc-kwire"));
+    let conn = connect(b.var("OAUTH"), sasl.clone()).await.expect("a custom provider's token");
+    conn.request(kwire::messages::MetadataRequest::default()).await.expect("metadata over the authenticated connection");
+    assert_eq!(conn.authentications(), 1);
+    // A second connection with the same settings reuses the token.
+    connect(b.var("OAUTH"), sasl).await.expect("a second connection");
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_tokens_and_endpoints_say_why() {
+    let Some(b) = Broker::from_env("refused_tokens_and_endpoints_say_why") else { return };
+    let issuer = Issuer::new(&b);
+    let addr = b.var("OAUTH");
+
+    // Past the validator's 30 s clock skew allowance.
+    let mut expired = issuer.claims(0);
+    expired["iat"] = (now_secs() - 1200).into();
+    expired["exp"] = (now_secs() - 600).into();
+    let err = connect(addr, fixed(issuer.sign(&expired, &issuer.key))).await;
+    if let Err(e) = &err {
+        println!("expired: {e}");
+    }
+    assert_refused(err, "an expired token");
+
+    assert_refused(connect(addr, fixed(issuer.sign(&issuer.claims(300), &issuer.other_key))).await, "signed by a key the JWKS lacks");
+    let mut other_audience = issuer.claims(300);
+    other_audience["aud"] = "someone-else".into();
+    assert_refused(connect(addr, fixed(issuer.sign(&other_audience, &issuer.key))).await, "for another audience");
+    let dev = Sasl::oauthbearer(|| async { Ok(OAuthBearerToken::unsecured("kwire-oauth", Duration::from_secs(60))) });
+    assert_refused(connect(addr, dev).await, "an unsigned token");
+
+    // The token endpoint refuses wrong client credentials: at once, not retried.
+    let endpoint = Endpoint::start(issuer.clone(), 300).await;
+    let wrong = OidcConfig { client_secret: "wrong".into(), ..endpoint.oidc() };
+    match connect(addr, Sasl::oidc(wrong).unwrap()).await {
+        Err(Error::OAuth(OAuthError::TokenEndpoint { status: 401, error: Some(error), .. })) => assert_eq!(error, "invalid_client"),
+        other => panic!("wrong secret: {other:?}"),
+    }
+    assert_eq!(endpoint.hits(), 1, "a refusal is not retried");
+
+    // An endpoint that does not answer: retried within retry_backoff_max, then a transport error.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let mut gone = OidcConfig::new(format!("http://{closed}/token"), CLIENT_ID, CLIENT_SECRET);
+    gone.retry_backoff_max = Duration::from_millis(600);
+    let started = std::time::Instant::now();
+    let err = connect(addr, Sasl::oidc(gone).unwrap()).await.expect_err("no token");
+    assert!(matches!(&err, Error::OAuth(OAuthError::Transport { .. })), "{err:?}");
+    assert!(err.is_retriable());
+    assert!(started.elapsed() < Duration::from_secs(5), "bounded retries: {:?}", started.elapsed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reauthentication_presents_a_new_token() {
+    let Some(b) = Broker::from_env("reauthentication_presents_a_new_token") else { return };
+    common::init_tracing();
+    let reauth_ms: u64 = b.var("OAUTH_REAUTH_MS").parse().unwrap();
+    // Tokens of 5 s on sessions of 3 s: the token is refreshed at 80-85 % of its life, and the
+    // second re-authentication comes after that. A connection that presented the first token
+    // again would get a session ending at its expiry (the broker's session lifetime is the
+    // token's remaining life at most), and be closed at the next request after ~5 s.
+    let endpoint = Endpoint::start(Issuer::new(&b), 5).await;
+    let conn = connect(b.var("OAUTH"), Sasl::oidc(endpoint.oidc()).unwrap()).await.expect("connects");
+    assert_eq!(conn.session_lifetime(), Some(Duration::from_millis(reauth_ms)), "the listener's connections.max.reauth.ms");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(9);
+    let mut requests = 0;
+    while tokio::time::Instant::now() < deadline {
+        conn.request(kwire::messages::MetadataRequest::default()).await.expect("the connection keeps working");
+        requests += 1;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    println!("{requests} requests over 9 s, {} authentications, {} token requests", conn.authentications(), endpoint.hits());
+    assert!(conn.authentications() >= 3, "{} authentications", conn.authentications());
+    assert!(endpoint.hits() >= 2, "re-authentication got a new token: {} token requests", endpoint.hits());
+    assert!(!conn.is_closed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsecured_tokens_for_development() {
+    let Some(b) = Broker::from_env("unsecured_tokens_for_development") else { return };
+    let principal = b.var("OAUTH_PRINCIPAL").to_owned();
+    let sasl = Sasl::oauthbearer(move || {
+        let principal = principal.clone();
+        async move { Ok(OAuthBearerToken::unsecured(principal, Duration::from_secs(60))) }
+    });
+    let conn = connect(b.var("OAUTH_UNSECURED"), sasl).await.expect("the unsecured validator takes an alg none token");
+    conn.request(kwire::messages::MetadataRequest::default()).await.expect("metadata");
+}
