@@ -42,8 +42,8 @@ impl<W: Write> Report<'_, W> {
             print_json(&mut *self.out, &json!({"step": s.name, "target": s.target, "ok": ok, "detail": detail, "likelyCause": cause, "ms": s.millis}))?;
         } else {
             match &s.outcome {
-                Ok(d) => writeln!(self.out, "ok    {:<10} {}: {d} ({} ms)", s.name, s.target, s.millis),
-                Err((d, cause)) => writeln!(self.out, "FAIL  {:<10} {}: {d}\n      likely cause: {cause}", s.name, s.target),
+                Ok(d) => writeln!(self.out, "ok    {:<11} {}: {d} ({} ms)", s.name, s.target, s.millis),
+                Err((d, cause)) => writeln!(self.out, "FAIL  {:<11} {}: {d}\n      likely cause: {cause}", s.name, s.target),
             }
             .map_err(CliError::io)?;
         }
@@ -78,6 +78,10 @@ fn cause_of(e: &Error, config: &ConnectOptions) -> &'static str {
             }
         }
         Error::Config(_) => "a key or certificate file cannot be used: see the message",
+        Error::Protocol { message, .. } if config.tls.is_none() && message.contains("exceeds the maximum frame size") => {
+            // A TLS alert read as a frame size (0x15030300..).
+            "this port answers like a TLS listener: set security.protocol=SSL (or SASL_SSL)"
+        }
         Error::Io { message, .. } | Error::Disconnected(message) | Error::Protocol { message, .. } => {
             if config.tls.is_none() && (message.contains("closed") || message.contains("reset") || message.contains("eof")) {
                 "the broker closed the connection: the listener may expect TLS (security.protocol=SSL) or SASL"
@@ -246,5 +250,7 @@ mod tests {
         assert!(cause_of(&refused, &plain).contains("nothing listens there"));
         let closed = Error::Disconnected("connection to b:9093 is closed".into());
         assert!(cause_of(&closed, &plain).contains("may expect TLS"));
+        let alert = Error::Protocol { addr: "b:9093".into(), message: "frame of 352518912 bytes exceeds the maximum frame size of 104857600".into() };
+        assert!(cause_of(&alert, &plain).contains("like a TLS listener"));
     }
 }

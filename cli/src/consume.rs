@@ -20,7 +20,7 @@ pub struct ConsumeArgs {
     /// Where to start: beginning, end, stored (a group's commits), N (an offset), -N (N
     /// before the end), s@MS (the first record at or after a timestamp in ms). With -G:
     /// beginning or end, where partitions without commits start.
-    #[arg(short = 'o', long, value_parser = StartAt::parse, value_name = "OFFSET")]
+    #[arg(short = 'o', long, value_parser = StartAt::parse, allow_hyphen_values = true, value_name = "OFFSET")]
     pub offset: Option<StartAt>,
     /// Only these partitions (repeatable); all of the topic's by default. Not with -G.
     #[arg(short = 'p', long = "partition")]
