@@ -90,8 +90,10 @@ impl StartAt {
             _ => {
                 if let Some(ts) = v.strip_prefix("s@") {
                     StartAt::Timestamp(ts.parse().map_err(|_| bad())?)
-                } else if let Some(n) = v.strip_prefix('-') {
+                } else if let Some(n) = v.strip_prefix('-').filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())) {
                     StartAt::FromEnd(n.parse().map_err(|_| bad())?)
+                } else if v.starts_with('-') {
+                    return Err(bad());
                 } else {
                     StartAt::Offset(v.parse().map_err(|_| bad())?)
                 }
