@@ -2,7 +2,7 @@
 //! `-b/--bootstrap`, a Java properties file (`--command-config`, as Kafka's own tools take it)
 //! and kcat's `-X key=value` with librdkafka's names.
 //!
-//! Both sources go through one table of names ([`Key::parse`]): Java's and librdkafka's names
+//! Both sources go through one table of names ([`Setting::parse`]): Java's and librdkafka's names
 //! for the same setting are two rows of it, so a properties file may use librdkafka's names and
 //! `-X` Java's. An unknown name is an error naming it; so is a value the setting cannot take.
 //! The properties file is read first, then each `-X` in order, then `-b`.
@@ -123,7 +123,7 @@ pub struct Settings {
 
 /// The settings this tool knows, under each name it accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Key {
+enum Setting {
     Bootstrap,
     ClientId,
     RequestTimeoutMs,
@@ -150,34 +150,34 @@ enum Key {
     SniHost,
 }
 
-impl Key {
+impl Setting {
     /// Java's and librdkafka's names.
-    fn parse(name: &str) -> Option<Key> {
+    fn parse(name: &str) -> Option<Setting> {
         Some(match name {
-            "bootstrap.servers" | "metadata.broker.list" => Key::Bootstrap,
-            "client.id" => Key::ClientId,
-            "request.timeout.ms" | "socket.timeout.ms" => Key::RequestTimeoutMs,
-            "security.protocol" => Key::SecurityProtocol,
-            "sasl.mechanism" | "sasl.mechanisms" => Key::SaslMechanism,
-            "sasl.jaas.config" => Key::SaslJaasConfig,
-            "sasl.username" => Key::SaslUsername,
-            "sasl.password" => Key::SaslPassword,
-            "ssl.truststore.location" => Key::TruststoreLocation,
-            "ssl.truststore.password" => Key::TruststorePassword,
-            "ssl.truststore.type" => Key::TruststoreType,
-            "ssl.truststore.certificates" | "ssl.ca.pem" => Key::TruststoreCertificates,
-            "ssl.ca.location" => Key::CaLocation,
-            "ssl.keystore.location" => Key::KeystoreLocation,
-            "ssl.keystore.password" => Key::KeystorePassword,
-            "ssl.keystore.type" => Key::KeystoreType,
-            "ssl.keystore.key" | "ssl.key.pem" => Key::KeystoreKey,
-            "ssl.keystore.certificate.chain" | "ssl.certificate.pem" => Key::KeystoreChain,
-            "ssl.certificate.location" => Key::CertificateLocation,
-            "ssl.key.location" => Key::KeyLocation,
-            "ssl.key.password" => Key::KeyPassword,
-            "ssl.endpoint.identification.algorithm" => Key::EndpointIdentification,
-            "enable.ssl.certificate.verification" => Key::CertificateVerification,
-            "ssl.sni.host" => Key::SniHost,
+            "bootstrap.servers" | "metadata.broker.list" => Setting::Bootstrap,
+            "client.id" => Setting::ClientId,
+            "request.timeout.ms" | "socket.timeout.ms" => Setting::RequestTimeoutMs,
+            "security.protocol" => Setting::SecurityProtocol,
+            "sasl.mechanism" | "sasl.mechanisms" => Setting::SaslMechanism,
+            "sasl.jaas.config" => Setting::SaslJaasConfig,
+            "sasl.username" => Setting::SaslUsername,
+            "sasl.password" => Setting::SaslPassword,
+            "ssl.truststore.location" => Setting::TruststoreLocation,
+            "ssl.truststore.password" => Setting::TruststorePassword,
+            "ssl.truststore.type" => Setting::TruststoreType,
+            "ssl.truststore.certificates" | "ssl.ca.pem" => Setting::TruststoreCertificates,
+            "ssl.ca.location" => Setting::CaLocation,
+            "ssl.keystore.location" => Setting::KeystoreLocation,
+            "ssl.keystore.password" => Setting::KeystorePassword,
+            "ssl.keystore.type" => Setting::KeystoreType,
+            "ssl.keystore.key" | "ssl.key.pem" => Setting::KeystoreKey,
+            "ssl.keystore.certificate.chain" | "ssl.certificate.pem" => Setting::KeystoreChain,
+            "ssl.certificate.location" => Setting::CertificateLocation,
+            "ssl.key.location" => Setting::KeyLocation,
+            "ssl.key.password" => Setting::KeyPassword,
+            "ssl.endpoint.identification.algorithm" => Setting::EndpointIdentification,
+            "enable.ssl.certificate.verification" => Setting::CertificateVerification,
+            "ssl.sni.host" => Setting::SniHost,
             _ => return None,
         })
     }
@@ -212,66 +212,66 @@ impl Settings {
     /// Applies one setting.
     pub fn set(&mut self, origin: &str, key: &str, value: &str) -> Result<(), SettingsError> {
         let err = |problem: String| SettingsError { origin: origin.to_owned(), key: key.to_owned(), problem };
-        let Some(k) = Key::parse(key) else {
+        let Some(k) = Setting::parse(key) else {
             return Err(err("unknown setting".into()));
         };
         let value = value.trim();
         let text = || Some(value.to_owned());
         let path = || Some(PathBuf::from(value));
         match k {
-            Key::Bootstrap => self.bootstrap = text(),
-            Key::ClientId => self.client_id = text(),
-            Key::RequestTimeoutMs => {
+            Setting::Bootstrap => self.bootstrap = text(),
+            Setting::ClientId => self.client_id = text(),
+            Setting::RequestTimeoutMs => {
                 let ms: u64 = value.parse().map_err(|_| err(format!("not a number of milliseconds: {value:?}")))?;
                 self.request_timeout = Some(Duration::from_millis(ms));
             }
-            Key::SecurityProtocol => {
+            Setting::SecurityProtocol => {
                 self.protocol = Protocol::parse(value)
                     .ok_or_else(|| err(format!("{value:?} is not PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")))?;
             }
-            Key::SaslMechanism => {
+            Setting::SaslMechanism => {
                 let m = value.to_ascii_uppercase();
                 if !matches!(m.as_str(), "PLAIN" | "SCRAM-SHA-256" | "SCRAM-SHA-512") {
                     return Err(err(format!("{value:?} is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)")));
                 }
                 self.mechanism = Some(m);
             }
-            Key::SaslJaasConfig => {
+            Setting::SaslJaasConfig => {
                 let jaas = parse_jaas(value).map_err(err)?;
                 self.jaas_mechanism = jaas.mechanism;
                 self.username = Some(jaas.username);
                 self.password = Some(jaas.password);
             }
-            Key::SaslUsername => self.username = text(),
-            Key::SaslPassword => self.password = text(),
-            Key::TruststoreLocation | Key::CaLocation => {
+            Setting::SaslUsername => self.username = text(),
+            Setting::SaslPassword => self.password = text(),
+            Setting::TruststoreLocation | Setting::CaLocation => {
                 self.truststore = path();
-                if k == Key::CaLocation {
+                if k == Setting::CaLocation {
                     self.truststore_type = Some(StoreType::Pem);
                 }
             }
-            Key::TruststorePassword => self.truststore_password = text(),
-            Key::TruststoreType => self.truststore_type = Some(store_type(value).map_err(err)?),
-            Key::TruststoreCertificates => self.ca_pem = text(),
-            Key::KeystoreLocation => self.keystore = path(),
-            Key::KeystorePassword => self.keystore_password = text(),
-            Key::KeystoreType => self.keystore_type = Some(store_type(value).map_err(err)?),
-            Key::KeystoreKey => self.key_pem = text(),
-            Key::KeystoreChain => self.certificate_pem = text(),
-            Key::CertificateLocation => self.certificate = path(),
-            Key::KeyLocation => self.key = path(),
-            Key::KeyPassword => self.key_password = text(),
-            Key::EndpointIdentification => {
+            Setting::TruststorePassword => self.truststore_password = text(),
+            Setting::TruststoreType => self.truststore_type = Some(store_type(value).map_err(err)?),
+            Setting::TruststoreCertificates => self.ca_pem = text(),
+            Setting::KeystoreLocation => self.keystore = path(),
+            Setting::KeystorePassword => self.keystore_password = text(),
+            Setting::KeystoreType => self.keystore_type = Some(store_type(value).map_err(err)?),
+            Setting::KeystoreKey => self.key_pem = text(),
+            Setting::KeystoreChain => self.certificate_pem = text(),
+            Setting::CertificateLocation => self.certificate = path(),
+            Setting::KeyLocation => self.key = path(),
+            Setting::KeyPassword => self.key_password = text(),
+            Setting::EndpointIdentification => {
                 if !value.eq_ignore_ascii_case("https") {
                     return Err(err("host name verification cannot be turned off; set ssl.sni.host to the name the certificate carries".into()));
                 }
             }
-            Key::CertificateVerification => {
+            Setting::CertificateVerification => {
                 if !value.eq_ignore_ascii_case("true") {
                     return Err(err("certificate verification cannot be turned off; trust the broker's CA with ssl.ca.location".into()));
                 }
             }
-            Key::SniHost => self.server_name = text(),
+            Setting::SniHost => self.server_name = text(),
         }
         Ok(())
     }
