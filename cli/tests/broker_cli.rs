@@ -191,13 +191,19 @@ fn what_kcat_produces_kwire_prints_identically() {
     assert_eq!(future, "");
 }
 
-/// ConsumerGroupCommand's table rows for `group`: (topic, partition) -> the other columns.
-fn group_rows(text: &str, group: &str) -> BTreeMap<(String, i32), Vec<String>> {
-    text.lines()
-        .map(|l| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
-        .filter(|f| f.len() >= 4 && f[0] == group && f[2].parse::<i32>().is_ok())
-        .map(|f| ((f[1].clone(), f[2].parse().unwrap()), f[3..].to_vec()))
-        .collect()
+/// ConsumerGroupCommand's table rows for `group`: (topic, partition) -> the `columns` after
+/// the partition. Read as a stream of words, not lines: Kafka 3.9's `--reset-offsets` prints
+/// its rows without line breaks.
+fn group_rows(text: &str, group: &str, columns: usize) -> BTreeMap<(String, i32), Vec<String>> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut rows = BTreeMap::new();
+    for (i, w) in words.iter().enumerate() {
+        let (Some(topic), Some(Ok(partition))) = (words.get(i + 1), words.get(i + 2).map(|p| p.parse::<i32>())) else { continue };
+        if *w == group && i + 3 + columns <= words.len() {
+            rows.insert((topic.to_string(), partition), words[i + 3..i + 3 + columns].iter().map(|c| c.to_string()).collect());
+        }
+    }
+    rows
 }
 
 const GROUP_COMMAND: &[&str] = &["org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "kafka.admin.ConsumerGroupCommand"];
@@ -217,7 +223,7 @@ fn groups_describe_and_reset_agree_with_consumer_group_command() {
 
     let ours: Value = serde_json::from_str(&b.kwire_ok(&["groups", "describe", &group, "--json"], b"")).unwrap();
     let boot = b.var("PLAINTEXT").to_owned();
-    let theirs = group_rows(&b.kafka_tool(GROUP_COMMAND, &["--bootstrap-server", &boot, "--describe", "--group", &group]), &group);
+    let theirs = group_rows(&b.kafka_tool(GROUP_COMMAND, &["--bootstrap-server", &boot, "--describe", "--group", &group]), &group, 3);
     assert!(!theirs.is_empty(), "ConsumerGroupCommand lists no partition of {group}");
     let mut committed_total = 0;
     for p in ours["partitions"].as_array().unwrap() {
@@ -238,12 +244,12 @@ fn groups_describe_and_reset_agree_with_consumer_group_command() {
         GROUP_COMMAND,
         &["--bootstrap-server", &boot, "--reset-offsets", "--group", &group, "--all-topics", "--shift-by", "-2", "--dry-run"],
     );
-    assert!(!group_rows(&ours, &group).is_empty(), "{ours}");
-    assert_eq!(group_rows(&ours, &group), group_rows(&theirs, &group), "ours:\n{ours}\nKafka's:\n{theirs}");
+    assert!(!group_rows(&ours, &group, 1).is_empty(), "{ours}");
+    assert_eq!(group_rows(&ours, &group, 1), group_rows(&theirs, &group, 1), "ours:\n{ours}\nKafka's:\n{theirs}");
     // --to-earliest --execute, read back by Kafka's tool: every partition at 0, the whole
     // topic lagging.
     b.kwire_ok(&["groups", "reset-offsets", &group, "--topic", &topic, "--to-earliest", "--execute"], b"");
-    let after = group_rows(&b.kafka_tool(GROUP_COMMAND, &["--bootstrap-server", &boot, "--describe", "--group", &group]), &group);
+    let after = group_rows(&b.kafka_tool(GROUP_COMMAND, &["--bootstrap-server", &boot, "--describe", "--group", &group]), &group, 3);
     let total: i64 = after.values().map(|c| c[2].parse::<i64>().unwrap()).sum();
     assert!(after.values().all(|c| c[0] == "0"), "{after:?}");
     assert_eq!(after.len(), 2, "{after:?}");
