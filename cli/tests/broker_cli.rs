@@ -402,3 +402,20 @@ fn versions_and_check_name_what_fails() {
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("FAIL  TCP") && out.contains("nothing listens there"), "{out}");
 }
+
+#[test]
+fn check_names_an_advertised_listener_that_is_unreachable() {
+    let Some(b) = Broker::from_env("check_names_an_advertised_listener_that_is_unreachable") else { return };
+    // The proxy answers at its bootstrap listener but advertises the broker under a name that
+    // does not resolve, as a broker whose advertised.listeners name an inside-only host.
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let proxy = rt
+        .block_on(kwire_proxy::Proxy::start(kwire_proxy::Config::new(b.var("PLAINTEXT")).advertise("broker.unreachable.invalid")))
+        .unwrap();
+    let (code, out) = check(&proxy.bootstrap().to_string(), &[]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("ok") && l.contains("Metadata")), "{out}");
+    assert!(out.contains("FAIL  Broker") && out.contains("broker.unreachable.invalid"), "{out}");
+    assert!(out.contains("the advertised listener is not reachable from here"), "{out}");
+    drop(proxy);
+}
