@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# kwire-client's tests (client/tests/) against real Apache Kafka brokers, one version at a
+# kwire-client's tests (client/tests/) and the kwire tool's (cli/tests/) against real Apache Kafka brokers, one version at a
 # time: build first, start the broker with scripts/kafka.sh,
 # run the client's tests with KWIRE_BROKER set and KWIRE_REQUIRE_BROKER=1
 # (so nothing skips), stop it. The last line sums every run:
@@ -27,12 +27,16 @@ jobs=${KWIRE_TEST_JOBS:-4}
 test_bins_durations=$logs/durations
 . scripts/lib/counted.sh
 
-# The client's test binaries that talk to a broker (client/tests/*.rs naming the variables that
-# point them at one). The others (unit tests, broker doubles, the hostile broker) need none and
-# run with the workspace's tests: `cargo test --workspace`.
+# The test binaries that talk to a broker (client/tests/*.rs, and the `kwire` tool's
+# cli/tests/*.rs, naming the variables that point them at one). The others (unit tests, broker
+# doubles, the hostile broker) need none and run with the workspace's tests: `cargo test --workspace`.
 all_tests=()
 for f in $(grep -l 'from_env\|KWIRE_CLUSTER\|KWIRE_REQUIRE_BROKER\|KWIRE_BROKER' client/tests/*.rs); do
   all_tests+=("kwire-client:$(basename "$f" .rs)")
+done
+# (cli/tests/pcap_interop.rs captures traffic as root; scripts/broker-sweep.sh runs it.)
+for f in $(grep -l 'from_env\|KWIRE_CLUSTER\|KWIRE_REQUIRE_BROKER\|KWIRE_BROKER' cli/tests/*.rs); do
+  [ "$(basename "$f")" = pcap_interop.rs ] || all_tests+=("kwire-cli:$(basename "$f" .rs)")
 done
 # Run alone, after the others: the faulty-network test's timing (request timeouts, delivery
 # timeouts) is what it exercises, and four binaries side by side change it.

@@ -21,7 +21,8 @@
 # setups. The tokens' principal kwire-oauth is a super user.
 # Three nodes: three combined processes, PLAINTEXT only, small heaps.
 #
-# Addresses go to target/kafka/<VERSION>[-cluster]/env (KEY=VALUE lines, also printed), logs to
+# Addresses go to target/kafka/<VERSION>[-cluster]/env (KEY=VALUE lines, also printed; KAFKA_LIB
+# the broker's jars, KAFKA_TOOLS the kafka-tools jar beside them), logs to
 # logs/ beside it; they are kept after stop. Override the java binary with KWIRE_JAVA.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -71,6 +72,23 @@ classpath() {
     exit 1
   fi
   touch "$lib/.complete"
+}
+
+# Kafka's command-line tools (kafka-tools: ConsumerGroupCommand, TopicCommand, ...), which the
+# broker's classpath lacks, beside it: the jar alone, its dependencies being the broker's. For
+# tests that compare with Kafka's tools (cli/tests/broker_cli.rs): `java -cp "$KAFKA_LIB/*:$KAFKA_TOOLS/*"`.
+# Not fatal: a broker starts without it, and the env file then has no KAFKA_TOOLS.
+tools=$base/cache/$version/tools
+tools_classpath() {
+  [ -f "$tools/.complete" ] && return 0
+  log "resolving org.apache.kafka:kafka-tools:$version from Maven Central into $tools"
+  rm -rf "$tools"
+  if timeout 600 mvn -B -q org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy \
+      -Dartifact="org.apache.kafka:kafka-tools:$version" -DoutputDirectory="$tools" >"$base/cache/mvn-tools-$version.log" 2>&1; then
+    touch "$tools/.complete"
+  else
+    log "could not resolve kafka-tools $version (log: $base/cache/mvn-tools-$version.log)"
+  fi
 }
 
 # N free loopback ports, all bound at once so they differ.
@@ -221,6 +239,7 @@ start() {
   if alive; then log "already running"; cat "$dir/env"; return 0; fi
   stop
   classpath
+  tools_classpath
   local cp="$lib/*" heap="-Xms256m -Xmx768m"
   [ "$nodes" = 3 ] && heap="-Xms128m -Xmx384m"
   rm -rf "$dir"
@@ -318,6 +337,7 @@ EOF
   done
   echo "KAFKA_LOGS=$dir" >>"$dir/env.tmp"
   echo "KAFKA_LIB=$lib" >>"$dir/env.tmp"
+  [ ! -f "$tools/.complete" ] || echo "KAFKA_TOOLS=$tools" >>"$dir/env.tmp"
   local deadline=$((SECONDS + START_TIMEOUT)) addr n=0
   for addr in ${bootstrap//,/ }; do
     n=$((n + 1))

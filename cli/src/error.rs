@@ -23,6 +23,40 @@ pub enum CliError {
     Io(std::io::Error),
     /// Stdout was closed (`| head`): stop quietly.
     BrokenPipe,
+    /// A connection setting is unknown or unusable (exit 2): names the setting.
+    Settings(SettingsError),
+    /// Kafka refused or failed an operation (exit 1), or the cluster could not be reached or
+    /// authenticated to (exit 3).
+    Kafka {
+        /// What was being done (`producing to orders`).
+        action: String,
+        /// The client's error.
+        source: kwire_client::Error,
+    },
+    /// Some of the work was not done (exit 1): records not acknowledged, a `check` step that
+    /// failed, a group that must be inactive.
+    Incomplete(String),
+}
+
+/// A connection setting that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingsError {
+    /// Where it came from: `-X`, `client.properties:3`.
+    pub origin: String,
+    /// The setting's name (empty when the line has none).
+    pub key: String,
+    /// What is wrong.
+    pub problem: String,
+}
+
+impl fmt::Display for SettingsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.key.is_empty() {
+            write!(f, "{}: {}", self.origin, self.problem)
+        } else {
+            write!(f, "{}: {}: {}", self.origin, self.key, self.problem)
+        }
+    }
 }
 
 /// What is wrong with the input.
@@ -134,13 +168,33 @@ impl CliError {
         }
     }
 
-    /// The process exit code.
+    /// The error of a Kafka operation.
+    pub fn kafka(action: impl Into<String>, source: kwire_client::Error) -> Self {
+        CliError::Kafka { action: action.into(), source }
+    }
+
+    /// The process exit code: 0 success, 1 failure, 2 usage or settings, 3 the cluster could
+    /// not be reached or authenticated to.
     pub fn exit_code(&self) -> u8 {
         match self {
-            CliError::Usage(_) => 2,
+            CliError::Usage(_) | CliError::Settings(_) => 2,
+            CliError::Kafka { source: kwire_client::Error::Config(_), .. } => 2,
             CliError::BrokenPipe => 0,
+            CliError::Kafka { source, .. } if is_connect_failure(source) => 3,
             _ => 1,
         }
+    }
+}
+
+/// Whether the error means the cluster was not reached or refused who we are: a transport
+/// failure, a TLS handshake, SASL authentication.
+pub fn is_connect_failure(e: &kwire_client::Error) -> bool {
+    matches!(e, kwire_client::Error::Io { .. } | kwire_client::Error::Tls { .. } | kwire_client::Error::Authentication { .. })
+}
+
+impl From<SettingsError> for CliError {
+    fn from(e: SettingsError) -> Self {
+        CliError::Settings(e)
     }
 }
 
@@ -176,6 +230,9 @@ impl fmt::Display for CliError {
             CliError::BatchFailures(n) => write!(f, "{n} input line(s) failed; see their answers"),
             CliError::Io(e) => write!(f, "{e}"),
             CliError::BrokenPipe => f.write_str("broken pipe"),
+            CliError::Settings(e) => fmt::Display::fmt(e, f),
+            CliError::Kafka { action, source } => write!(f, "{action}: {source}"),
+            CliError::Incomplete(m) => f.write_str(m),
         }
     }
 }

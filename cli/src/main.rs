@@ -1,15 +1,28 @@
-//! `kwire`: Kafka messages, record batches and packet captures as JSON.
+//! `kwire`: Kafka messages, record batches and packet captures as JSON; and a Kafka client for
+//! the shell (produce, consume, topics, groups, configs, versions, check), as kcat and Kafka's
+//! own tools.
 //!
-//! Exit codes: 0 success, 1 bad input (the message on stderr names the field and offset), 2 usage.
+//! Exit codes: 0 success; 1 failure (bad input, the message on stderr names the field and
+//! offset; a broker's refusal; records not acknowledged; a failed `check` step); 2 usage or
+//! connection settings; 3 the cluster could not be reached or authenticated to.
 #![warn(missing_docs)]
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 mod apis;
+mod check;
+mod configs;
+mod connect;
+mod consume;
 mod error;
+mod format;
+mod groups;
 mod input;
 mod message;
 mod pcap;
+mod produce;
 mod records;
+mod topics;
+mod versions;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -19,8 +32,9 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::error::CliError;
 
-/// Kafka wire protocol messages, record batches and captures as JSON, in the shape of Apache
-/// Kafka's own JSON converters.
+/// Kafka from the shell (produce, consume, topics, groups, configs, versions, check, with
+/// Kafka's connection settings), and Kafka wire protocol messages, record batches and captures
+/// as JSON, in the shape of Apache Kafka's own JSON converters.
 #[derive(Parser)]
 #[command(name = "kwire", version, about)]
 struct Cli {
@@ -29,9 +43,44 @@ struct Cli {
     /// body) and list each place under "_lenient" in the body's JSON. Strict by default.
     #[arg(long, global = true)]
     lenient: bool,
+    #[command(flatten)]
+    connect: connect::ConnectArgs,
     #[command(subcommand)]
     command: Command,
 }
+
+const PRODUCE_EXAMPLES: &str = "Examples:
+  seq 3 | kwire -b localhost:9092 produce -t orders
+  kwire -b localhost:9092 produce -t orders -K : -H source=batch -z zstd -v <<< 'key1:value1'
+  kwire --command-config client.properties produce -t orders -f records.txt --transactional-id loader";
+const CONSUME_EXAMPLES: &str = "Examples:
+  kwire -b localhost:9092 consume -t orders -o beginning -e
+  kwire -b localhost:9092 consume -t orders -o -10 -f '%p/%o %k=%s %h\\n'
+  kwire -b localhost:9092 consume -t orders -G billing -c 100 --json
+  kwire -b localhost:9092 consume -t orders -o s@1700000000000 --isolation read_committed -e";
+const TOPICS_EXAMPLES: &str = "Examples:
+  kwire -b localhost:9092 topics list
+  kwire -b localhost:9092 topics describe orders --json
+  kwire -b localhost:9092 topics create orders --partitions 6 --replication-factor 3 --config retention.ms=86400000
+  kwire -b localhost:9092 topics delete orders";
+const GROUPS_EXAMPLES: &str = "Examples:
+  kwire -b localhost:9092 groups list
+  kwire -b localhost:9092 groups describe billing
+  kwire -b localhost:9092 groups reset-offsets billing --topic orders --to-datetime 2024-05-01T00:00:00Z --dry-run
+  kwire -b localhost:9092 groups reset-offsets billing --all-topics --shift-by -100 --execute
+  kwire -b localhost:9092 groups delete billing";
+const CONFIGS_EXAMPLES: &str = "Examples:
+  kwire -b localhost:9092 configs describe --topic orders
+  kwire -b localhost:9092 configs describe --broker 1 --all --json
+  kwire -b localhost:9092 configs alter --topic orders --add-config retention.ms=3600000,cleanup.policy=compact,delete
+  kwire -b localhost:9092 configs alter --topic orders --delete-config retention.ms";
+const VERSIONS_EXAMPLES: &str = "Examples:
+  kwire -b localhost:9092 versions
+  kwire -b localhost:9092 versions --broker 2 --all --json";
+const CHECK_EXAMPLES: &str = "Examples:
+  kwire -b kafka.example.com:9093 --command-config client.properties check
+  kwire -b localhost:9092 -X security.protocol=SASL_PLAINTEXT -X sasl.mechanisms=SCRAM-SHA-512 \\
+        -X sasl.username=alice -X sasl.password=secret check";
 
 #[derive(Subcommand)]
 enum Command {
@@ -51,6 +100,42 @@ enum Command {
     Pcap(PcapArgs),
     /// Decodes a records blob (record batches or legacy message sets) and prints its JSON.
     Records(RecordsArgs),
+    /// Writes records from stdin or a file to a topic, one per line (or per -D delimiter).
+    #[command(after_help = PRODUCE_EXAMPLES)]
+    Produce(produce::ProduceArgs),
+    /// Reads records of a topic and prints them (value per line, kcat formats, or JSON).
+    #[command(after_help = CONSUME_EXAMPLES)]
+    Consume(consume::ConsumeArgs),
+    /// Lists, describes, creates and deletes topics.
+    #[command(subcommand, after_help = TOPICS_EXAMPLES)]
+    Topics(topics::TopicsCommand),
+    /// Lists and describes consumer groups (with lag), resets and deletes their offsets.
+    #[command(subcommand, after_help = GROUPS_EXAMPLES)]
+    Groups(groups::GroupsCommand),
+    /// Describes and alters topic, broker and group configs.
+    #[command(subcommand, after_help = CONFIGS_EXAMPLES)]
+    Configs(configs::ConfigsCommand),
+    /// A broker's api versions next to this build's, marking apis without a common version.
+    #[command(after_help = VERSIONS_EXAMPLES)]
+    Versions {
+        /// Ask this broker (node id) instead of the first one metadata lists.
+        #[arg(long)]
+        broker: Option<i32>,
+        /// Apis this build knows that the broker does not list too.
+        #[arg(long)]
+        all: bool,
+        /// One JSON object: {broker, apis: [{apiKey, name, broker, build, uses, problem}]}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Connects step by step (DNS, TCP, TLS, ApiVersions, SASL, Metadata, each broker) and
+    /// names the likely cause of what fails.
+    #[command(after_help = CHECK_EXAMPLES)]
+    Check {
+        /// One JSON object per step: step, target, ok, detail, likelyCause, ms.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Which message of the api: the request or the response body.
@@ -129,13 +214,60 @@ struct RecordsArgs {
     pretty: bool,
 }
 
+/// The commands that talk to a cluster, on a tokio runtime.
+async fn run_kafka(settings: connect::Settings, command: Command, out: &mut impl Write) -> Result<(), CliError> {
+    let config = settings.client_config()?;
+    if let Command::Check { json } = command {
+        return check::run(config, json, out).await;
+    }
+    if let Command::Consume(a) = &command {
+        consume::validate(a)?;
+    }
+    let client = kwire_client::Client::connect(config).await.map_err(|e| CliError::kafka("connecting to the cluster", e))?;
+    let admin = || kwire_client::Admin::new(client.clone());
+    match command {
+        Command::Produce(a) => produce::run(client.clone(), a, out).await,
+        Command::Consume(a) => consume::run(client.clone(), a, out).await,
+        Command::Topics(c) => topics::run(&admin(), c, out).await,
+        Command::Groups(c) => groups::run(&admin(), c, out).await,
+        Command::Configs(c) => configs::run(&admin(), c, out).await,
+        Command::Versions { broker, all, json } => versions::run(&client, broker, all, json, out).await,
+        _ => Ok(()),
+    }
+}
+
 fn run(cli: Cli) -> Result<(), CliError> {
+    if matches!(
+        cli.command,
+        Command::Produce(_) | Command::Consume(_) | Command::Topics(_) | Command::Groups(_) | Command::Configs(_) | Command::Versions { .. } | Command::Check { .. }
+    ) {
+        let settings = connect::Settings::from_args(&cli.connect)?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(CliError::Io)?;
+        let stdout = std::io::stdout();
+        let mut out = std::io::BufWriter::new(stdout.lock());
+        let result = runtime.block_on(run_kafka(settings, cli.command, &mut out));
+        let flushed = out.flush().map_err(CliError::io);
+        // Background tasks (connections, heartbeats) must not hold the exit.
+        runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+        return result.and(flushed);
+    }
     if cli.lenient {
         message::set_lenient();
     }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     match cli.command {
+        Command::Produce(_)
+        | Command::Consume(_)
+        | Command::Topics(_)
+        | Command::Groups(_)
+        | Command::Configs(_)
+        | Command::Versions { .. }
+        | Command::Check { .. } => {}
         Command::Apis { json } => apis::run(&mut out, json)?,
         Command::Decode(a) => {
             if a.jsonl {

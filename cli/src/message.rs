@@ -165,7 +165,7 @@ pub fn encode_jsonl(input: impl BufRead, out: &mut impl Write) -> Result<(), Cli
         let key = input::int_field(line, "apiKey")?;
         let version = input::int_field(line, "apiVersion")?;
         let request = kind(line)?;
-        let body = line.get("json").ok_or_else(|| InputError::Missing("json"))?;
+        let body = line.get("json").ok_or(InputError::Missing("json"))?;
         Ok(Value::String(hex::encode(encode_body(key, version, request, body)?)))
     })
 }

@@ -510,3 +510,31 @@ fn corrupt_captures_fail_cleanly() {
     let err = fails(&["pcap", "/nonexistent/file.pcap"], b"", 1);
     assert!(err.contains("/nonexistent/file.pcap"), "{err}");
 }
+
+#[test]
+fn connection_settings_errors_name_the_setting() {
+    // Refused before any connection: exit 2, the setting and where it came from named.
+    let err = fails(&["-b", "127.0.0.1:1", "-X", "sasl.usrname=alice", "topics", "list"], b"", 2);
+    assert!(err.contains("-X: sasl.usrname: unknown setting"), "{err}");
+    let err = fails(&["-X", "client.id=x", "topics", "list"], b"", 2);
+    assert!(err.contains("no bootstrap brokers"), "{err}");
+    let err = fails(&["-b", "127.0.0.1:1", "-X", "security.protocol=SASL_SSL", "check"], b"", 2);
+    assert!(err.contains("no credentials"), "{err}");
+    let err = fails(&["-b", "127.0.0.1:1", "consume", "-t", "x", "-o", "later"], b"", 2);
+    assert!(err.contains("is not beginning, end"), "{err}");
+    let err = fails(&["-b", "127.0.0.1:1", "consume", "-t", "x", "-f", "%q"], b"", 2);
+    assert!(err.contains("unknown directive %q"), "{err}");
+    // A broker that is not there: exit 3.
+    let err = fails(&["-b", "127.0.0.1:1", "topics", "list"], b"", 3);
+    assert!(err.contains("127.0.0.1:1"), "{err}");
+}
+
+#[test]
+fn every_broker_subcommand_has_examples_in_its_help() {
+    for sub in ["produce", "consume", "topics", "groups", "configs", "versions", "check"] {
+        let out = run(&[sub, "--help"], b"");
+        assert_eq!(out.status.code(), Some(0), "{sub}");
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(help.contains("Examples:") && help.contains("kwire -b"), "{sub}: {help}");
+    }
+}

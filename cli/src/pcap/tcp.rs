@@ -69,7 +69,7 @@ impl HalfStream {
             (off, payload)
         };
         let off = off as u64;
-        let keep = self.pending.get(&off).map_or(true, |old| old.len() < data.len());
+        let keep = self.pending.get(&off).is_none_or(|old| old.len() < data.len());
         if keep {
             if let Some(old) = self.pending.insert(off, data.to_vec()) {
                 self.pending_bytes -= old.len();

@@ -1,0 +1,421 @@
+//! The `kwire` binary against a real broker (`KWIRE_BROKER=<env file of scripts/kafka.sh>`;
+//! skipped when unset, a failure under `KWIRE_REQUIRE_BROKER=1`), checked against kcat and
+//! Kafka's own tools on the same broker: records produced by one read identically by the
+//! other (keys, values, headers, partitions, offsets), `groups describe` and `reset-offsets`
+//! against ConsumerGroupCommand, `topics describe` against TopicCommand, and `versions` and
+//! `check` with right and wrong settings (a wrong password, a CA that did not sign the broker,
+//! a closed port), each failure named.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use kwire::runtime::json::serde_json::{self, Value};
+
+struct Broker {
+    vars: BTreeMap<String, String>,
+}
+
+impl Broker {
+    fn from_env(test: &str) -> Option<Broker> {
+        let required = std::env::var_os("KWIRE_REQUIRE_BROKER").is_some_and(|v| v == "1");
+        let Some(spec) = std::env::var("KWIRE_BROKER").ok().filter(|s| !s.is_empty()) else {
+            assert!(!required, "KWIRE_REQUIRE_BROKER=1 but KWIRE_BROKER is unset");
+            eprintln!("skipping {test}: KWIRE_BROKER is unset (scripts/client-tests.sh sets it)");
+            return None;
+        };
+        let text = std::fs::read_to_string(&spec).unwrap_or_else(|e| panic!("KWIRE_BROKER={spec}: {e}"));
+        let vars = text.lines().filter_map(|l| l.split_once('=')).map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned())).collect();
+        Some(Broker { vars })
+    }
+
+    fn var(&self, key: &str) -> &str {
+        self.vars.get(key).unwrap_or_else(|| panic!("KWIRE_BROKER's file has no {key}"))
+    }
+
+    /// `kwire -b PLAINTEXT ARGS`.
+    fn kwire(&self, args: &[&str], stdin: &[u8]) -> Output {
+        let mut all = vec!["-b", self.var("PLAINTEXT")];
+        all.extend_from_slice(args);
+        run(env!("CARGO_BIN_EXE_kwire"), &all, stdin)
+    }
+
+    /// `kwire ...`, which must succeed; its stdout.
+    fn kwire_ok(&self, args: &[&str], stdin: &[u8]) -> String {
+        ok(self.kwire(args, stdin), &format!("kwire {args:?}"))
+    }
+
+    fn kcat(&self, args: &[&str], stdin: &[u8]) -> String {
+        let mut all = vec!["-b", self.var("PLAINTEXT")];
+        all.extend_from_slice(args);
+        ok(run("kcat", &all, stdin), &format!("kcat {args:?}"))
+    }
+
+    /// One of Kafka's command-line tools from the broker's jars and kafka-tools
+    /// (`KAFKA_TOOLS`): the first of `classes` (its main class in each release) that exists.
+    fn kafka_tool(&self, classes: &[&str], args: &[&str]) -> String {
+        let cp = format!("{}/*:{}/*", self.var("KAFKA_LIB"), self.var("KAFKA_TOOLS"));
+        for class in classes {
+            let mut all = vec!["-cp", cp.as_str(), "-Dlog4j2.level=error", class];
+            all.extend_from_slice(args);
+            let out = run("java", &all, b"");
+            if String::from_utf8_lossy(&out.stderr).contains("Could not find or load main class") {
+                continue;
+            }
+            return ok(out, &format!("{class} {args:?}"));
+        }
+        panic!("none of {classes:?} in the broker's jars or kafka-tools")
+    }
+
+    fn topic(&self, prefix: &str, partitions: u32) -> String {
+        let name = unique(prefix);
+        let p = partitions.to_string();
+        self.kwire_ok(&["topics", "create", &name, "--partitions", &p, "--replication-factor", "1"], b"");
+        name
+    }
+}
+
+fn run(program: &str, args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{program}: {e}"));
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn ok(out: Output, what: &str) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{what} failed ({:?}): {stderr}\nstdout: {}", out.status, String::from_utf8_lossy(&out.stdout));
+    assert!(!stderr.contains("panicked"), "{what}: {stderr}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    format!("{prefix}-{}-{}", std::process::id(), nanos % 1_000_000_000)
+}
+
+fn sorted_lines(s: &str) -> Vec<String> {
+    let mut v: Vec<String> = s.lines().map(str::to_owned).collect();
+    v.sort();
+    v
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(unique(name));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn what_kwire_produces_kcat_reads_identically() {
+    let Some(b) = Broker::from_env("what_kwire_produces_kcat_reads_identically") else { return };
+    let topic = b.topic("cli-produce", 3);
+    let input = "k1:v1\nk2:value two\n:empty key\nnokey\nk5:a:b\n";
+    let acks = b.kwire_ok(&["produce", "-t", &topic, "-K", ":", "-H", "h1=x", "-H", "h2=y=z", "-z", "lz4", "-v"], input.as_bytes());
+    // -v: topic, partition, offset per record, in input order.
+    let placed: Vec<(i32, i64)> = acks
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            assert_eq!(f[0], topic, "{l}");
+            (f[1].parse().unwrap(), f[2].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(placed.len(), 5, "{acks}");
+
+    let read = b.kcat(&["-C", "-t", &topic, "-e", "-q", "-f", "%p|%o|%k|%s|%h\\n"], b"");
+    let expected: Vec<String> = [("k1", "v1"), ("k2", "value two"), ("", "empty key"), ("", "nokey"), ("k5", "a:b")]
+        .iter()
+        .zip(&placed)
+        .map(|((k, v), (p, o))| format!("{p}|{o}|{k}|{v}|h1=x,h2=y=z"))
+        .collect();
+    assert_eq!(sorted_lines(&read), { let mut e = expected; e.sort(); e });
+    // A record without the key delimiter has no key at all (kcat's %K: -1), one with an empty
+    // key before the delimiter has an empty key (0).
+    let lens = b.kcat(&["-C", "-t", &topic, "-e", "-q", "-f", "%K %s\\n"], b"");
+    assert!(lens.lines().any(|l| l == "-1 nokey"), "{lens}");
+    assert!(lens.lines().any(|l| l == "0 empty key"), "{lens}");
+
+    // A fixed partition, a multi-byte delimiter, a transaction: read_committed sees it whole.
+    let out = b.kwire_ok(&["produce", "-t", &topic, "-p", "2", "-D", "||", "--transactional-id", &unique("cli-txn"), "-v"], b"t1||t2||t3");
+    assert_eq!(out.lines().filter(|l| l.split('\t').nth(1) == Some("2")).count(), 3, "{out}");
+    let read = b.kcat(&["-C", "-t", &topic, "-p", "2", "-e", "-q", "-X", "isolation.level=read_committed", "-f", "%s\\n"], b"");
+    let tail: Vec<&str> = read.lines().filter(|l| l.starts_with('t') && l.len() == 2).collect();
+    assert_eq!(tail, ["t1", "t2", "t3"], "{read}");
+
+    // Records refused: a partition the topic does not have fails, with a non-zero exit.
+    let out = b.kwire(&["produce", "-t", &topic, "-p", "7"], b"x\n");
+    assert_ne!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("record 1"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn what_kcat_produces_kwire_prints_identically() {
+    let Some(b) = Broker::from_env("what_kcat_produces_kwire_prints_identically") else { return };
+    let topic = b.topic("cli-consume", 2);
+    let input = "a:1\nb:2\nc:3\nd:4\ne:5\nf:6\n";
+    b.kcat(&["-P", "-t", &topic, "-K", ":", "-H", "src=kcat", "-H", "n=1"], input.as_bytes());
+    // kcat prints, kwire prints: the same lines.
+    let fmt = "%t %p %o %T %k=%s (%K/%S) [%h]\\n";
+    let theirs = b.kcat(&["-C", "-t", &topic, "-e", "-q", "-f", fmt], b"");
+    let ours = b.kwire_ok(&["consume", "-t", &topic, "-o", "beginning", "-e", "-f", fmt], b"");
+    assert_eq!(sorted_lines(&ours), sorted_lines(&theirs));
+    assert_eq!(ours.lines().count(), 6);
+    // The default output: the value per line; with -K, key, delimiter, value.
+    let values = b.kwire_ok(&["consume", "-t", &topic, "-e"], b"");
+    assert_eq!(sorted_lines(&values), ["1", "2", "3", "4", "5", "6"]);
+    let keyed = b.kwire_ok(&["consume", "-t", &topic, "-e", "-K", "="], b"");
+    assert_eq!(sorted_lines(&keyed), ["a=1", "b=2", "c=3", "d=4", "e=5", "f=6"]);
+    // JSON lines with headers in order.
+    let json = b.kwire_ok(&["consume", "-t", &topic, "-e", "--json", "-c", "2"], b"");
+    let first: Value = serde_json::from_str(json.lines().next().unwrap()).unwrap();
+    assert_eq!(first["headers"], serde_json::json!([{"key": "src", "value": "kcat"}, {"key": "n", "value": "1"}]));
+    assert_eq!(json.lines().count(), 2);
+    // -o -N: the last N of each partition; -o N; -o s@TS after every record: nothing.
+    let per_partition: BTreeMap<String, usize> = theirs.lines().fold(BTreeMap::new(), |mut m, l| {
+        *m.entry(l.split(' ').nth(1).unwrap().to_owned()).or_default() += 1;
+        m
+    });
+    let last = b.kwire_ok(&["consume", "-t", &topic, "-o", "-1", "-e", "-f", "%p\\n"], b"");
+    assert_eq!(last.lines().count(), per_partition.len(), "{last}");
+    let from1 = b.kwire_ok(&["consume", "-t", &topic, "-o", "1", "-e"], b"");
+    assert_eq!(from1.lines().count(), 6 - per_partition.len());
+    let future = b.kwire_ok(&["consume", "-t", &topic, "-o", "s@99999999999999", "-e"], b"");
+    assert_eq!(future, "");
+}
+
+/// ConsumerGroupCommand's table rows for `group`: (topic, partition) -> the `columns` after
+/// the partition. Read as a stream of words, not lines: Kafka 3.9's `--reset-offsets` prints
+/// its rows without line breaks.
+fn group_rows(text: &str, group: &str, columns: usize) -> BTreeMap<(String, i32), Vec<String>> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut rows = BTreeMap::new();
+    for (i, w) in words.iter().enumerate() {
+        let (Some(topic), Some(Ok(partition))) = (words.get(i + 1), words.get(i + 2).map(|p| p.parse::<i32>())) else { continue };
+        if *w == group && i + 3 + columns <= words.len() {
+            rows.insert((topic.to_string(), partition), words[i + 3..i + 3 + columns].iter().map(|c| c.to_string()).collect());
+        }
+    }
+    rows
+}
+
+const GROUP_COMMAND: &[&str] = &["org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "kafka.admin.ConsumerGroupCommand"];
+const TOPIC_COMMAND: &[&str] = &["org.apache.kafka.tools.TopicCommand", "kafka.admin.TopicCommand"];
+const CONFIG_COMMAND: &[&str] = &["org.apache.kafka.tools.ConfigCommand", "kafka.admin.ConfigCommand"];
+
+#[test]
+fn groups_describe_and_reset_agree_with_consumer_group_command() {
+    let Some(b) = Broker::from_env("groups_describe_and_reset_agree_with_consumer_group_command") else { return };
+    let topic = b.topic("cli-groups", 2);
+    let input: String = (0..20).map(|i| format!("k{i}:v{i}\n")).collect();
+    b.kwire_ok(&["produce", "-t", &topic, "-K", ":"], input.as_bytes());
+    let group = unique("cli-group");
+    // A member reads 7 records and commits on the way out.
+    let read = b.kwire_ok(&["consume", "-t", &topic, "-G", &group, "-o", "beginning", "-c", "7"], b"");
+    assert_eq!(read.lines().count(), 7);
+
+    let ours: Value = serde_json::from_str(&b.kwire_ok(&["groups", "describe", &group, "--json"], b"")).unwrap();
+    let boot = b.var("PLAINTEXT").to_owned();
+    let theirs = group_rows(&b.kafka_tool(GROUP_COMMAND, &["--bootstrap-server", &boot, "--describe", "--group", &group]), &group, 3);
+    assert!(!theirs.is_empty(), "ConsumerGroupCommand lists no partition of {group}");
+    let mut committed_total = 0;
+    for p in ours["partitions"].as_array().unwrap() {
+        let key = (p["topic"].as_str().unwrap().to_owned(), p["partition"].as_i64().unwrap() as i32);
+        let cols = theirs.get(&key).unwrap_or_else(|| panic!("{key:?} not in Kafka's table {theirs:?}"));
+        let show = |v: &Value| v.as_i64().map_or("-".to_owned(), |n| n.to_string());
+        assert_eq!([show(&p["committed"]), show(&p["logEndOffset"]), show(&p["lag"])].as_slice(), &cols[..3], "{key:?}");
+        committed_total += p["committed"].as_i64().unwrap_or(0);
+    }
+    // What was printed was committed, no more (a poll returns more than -c wants).
+    assert_eq!(committed_total, 7);
+    assert_eq!(ours["partitions"].as_array().unwrap().len(), theirs.len());
+
+    // --shift-by: the same plan as Kafka's dry run (of the committed partitions: both tools
+    // refuse to shift one without a commit).
+    let ours = b.kwire_ok(&["groups", "reset-offsets", &group, "--all-topics", "--shift-by", "-2", "--dry-run"], b"");
+    let theirs = b.kafka_tool(
+        GROUP_COMMAND,
+        &["--bootstrap-server", &boot, "--reset-offsets", "--group", &group, "--all-topics", "--shift-by", "-2", "--dry-run"],
+    );
+    assert!(!group_rows(&ours, &group, 1).is_empty(), "{ours}");
+    assert_eq!(group_rows(&ours, &group, 1), group_rows(&theirs, &group, 1), "ours:\n{ours}\nKafka's:\n{theirs}");
+    // --to-earliest --execute, read back by Kafka's tool: every partition at 0, the whole
+    // topic lagging.
+    b.kwire_ok(&["groups", "reset-offsets", &group, "--topic", &topic, "--to-earliest", "--execute"], b"");
+    let after = group_rows(&b.kafka_tool(GROUP_COMMAND, &["--bootstrap-server", &boot, "--describe", "--group", &group]), &group, 3);
+    let total: i64 = after.values().map(|c| c[2].parse::<i64>().unwrap()).sum();
+    assert!(after.values().all(|c| c[0] == "0"), "{after:?}");
+    assert_eq!(after.len(), 2, "{after:?}");
+    assert_eq!(total, 20);
+    // --to-latest by Kafka's tool, read back by ours: no lag.
+    b.kafka_tool(GROUP_COMMAND, &["--bootstrap-server", &boot, "--reset-offsets", "--group", &group, "--all-topics", "--to-latest", "--execute"]);
+    let ours: Value = serde_json::from_str(&b.kwire_ok(&["groups", "describe", &group, "--json"], b"")).unwrap();
+    assert!(ours["partitions"].as_array().unwrap().iter().all(|p| p["lag"] == 0), "{ours}");
+    // Listed, then deleted.
+    assert!(b.kwire_ok(&["groups", "list"], b"").contains(&group));
+    b.kwire_ok(&["groups", "delete", &group], b"");
+    assert!(!b.kwire_ok(&["groups", "list"], b"").contains(&group));
+}
+
+#[test]
+fn topics_and_configs_agree_with_kafkas_tools() {
+    let Some(b) = Broker::from_env("topics_and_configs_agree_with_kafkas_tools") else { return };
+    let topic = b.topic("cli-topics", 4);
+    let boot = b.var("PLAINTEXT").to_owned();
+    let ours: Value = serde_json::from_str(&b.kwire_ok(&["topics", "describe", &topic, "--json"], b"")).unwrap();
+    let theirs = b.kafka_tool(TOPIC_COMMAND, &["--bootstrap-server", &boot, "--describe", "--topic", &topic]);
+    // "Topic: t	Partition: 0	Leader: 1	Replicas: 1	Isr: 1 ..."
+    let field = |line: &str, name: &str| -> String {
+        let parts: Vec<&str> = line.split('\t').map(str::trim).collect();
+        parts.iter().find_map(|p| p.strip_prefix(name)).map(|v| v.trim().to_owned()).unwrap_or_default()
+    };
+    let theirs: BTreeMap<i64, (String, String, String)> = theirs
+        .lines()
+        .filter(|l| l.contains("Partition: "))
+        .map(|l| (field(l, "Partition:").parse().unwrap(), (field(l, "Leader:"), field(l, "Replicas:"), field(l, "Isr:"))))
+        .collect();
+    let join = |v: &Value| v.as_array().unwrap().iter().map(|n| n.to_string()).collect::<Vec<_>>().join(",");
+    let ours: BTreeMap<i64, (String, String, String)> = ours["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["partition"].as_i64().unwrap(), (p["leader"].to_string(), join(&p["replicas"]), join(&p["isr"]))))
+        .collect();
+    assert_eq!(ours, theirs);
+    assert_eq!(ours.len(), 4);
+    assert!(b.kwire_ok(&["topics", "list"], b"").lines().any(|l| l == topic));
+
+    // A config set here is what kafka-configs.sh describes.
+    b.kwire_ok(&["configs", "alter", "--topic", &topic, "--add-config", "retention.ms=3600000,cleanup.policy=compact,delete"], b"");
+    let theirs = b.kafka_tool(
+        CONFIG_COMMAND,
+        &["--bootstrap-server", &boot, "--describe", "--entity-type", "topics", "--entity-name", &topic],
+    );
+    assert!(theirs.contains("retention.ms=3600000"), "{theirs}");
+    assert!(theirs.contains("cleanup.policy=compact,delete"), "{theirs}");
+    let ours = b.kwire_ok(&["configs", "describe", "--topic", &topic, "--json"], b"");
+    let ours: Vec<Value> = ours.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(ours.len(), 2, "{ours:?}");
+    b.kwire_ok(&["configs", "alter", "--topic", &topic, "--delete-config", "retention.ms"], b"");
+    assert_eq!(b.kwire_ok(&["configs", "describe", "--topic", &topic, "--json"], b"").lines().count(), 1);
+
+    b.kwire_ok(&["topics", "delete", &topic], b"");
+    let out = b.kwire(&["topics", "describe", &topic], b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("UNKNOWN_TOPIC_OR_PARTITION"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// `kwire -b ADDR -X ... check`: exit code and stdout.
+fn check(addr: &str, settings: &[&str]) -> (Option<i32>, String) {
+    let mut args = vec!["-b", addr];
+    for s in settings {
+        args.push("-X");
+        args.push(s);
+    }
+    args.push("check");
+    let out = run(env!("CARGO_BIN_EXE_kwire"), &args, b"");
+    (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn versions_and_check_name_what_fails() {
+    let Some(b) = Broker::from_env("versions_and_check_name_what_fails") else { return };
+    let versions = b.kwire_ok(&["versions"], b"");
+    let produce = versions.lines().find(|l| l.split_whitespace().nth(1) == Some("Produce")).unwrap_or_else(|| panic!("{versions}"));
+    assert!(produce.split_whitespace().nth(2).is_some_and(|r| r.contains('-')), "{produce}");
+    let json: Value = serde_json::from_str(&b.kwire_ok(&["versions", "--json"], b"")).unwrap();
+    let metadata = json["apis"].as_array().unwrap().iter().find(|a| a["name"] == "Metadata").unwrap();
+    assert!(metadata["uses"].as_i64().unwrap() <= metadata["broker"]["max"].as_i64().unwrap());
+    assert!(metadata["problem"].is_null());
+
+    let (code, out) = check(b.var("PLAINTEXT"), &[]);
+    assert_eq!(code, Some(0), "{out}");
+    for step in ["DNS", "TCP", "ApiVersions", "Metadata", "Broker"] {
+        assert!(out.lines().any(|l| l.starts_with("ok") && l.contains(step)), "{step}: {out}");
+    }
+
+    let sasl = b.var("SASL_PLAINTEXT");
+    let (code, out) = check(sasl, &["security.protocol=SASL_PLAINTEXT", "sasl.mechanisms=PLAIN", "sasl.username=alice", "sasl.password=wrong"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("FAIL  SASL"), "{out}");
+    assert!(out.contains("wrong username or password"), "{out}");
+    // The same user with its password, from a Java properties file with a JAAS config.
+    let dir = temp_dir("cli-check");
+    let props = dir.join("client.properties");
+    std::fs::write(
+        &props,
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n    username=\"alice\" password=\"alice-secret\";\n",
+    )
+    .unwrap();
+    let out = run(env!("CARGO_BIN_EXE_kwire"), &["-b", sasl, "--command-config", props.to_str().unwrap(), "check"], b"");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("SCRAM-SHA-512 as alice"), "{stdout}");
+    // Any other command with the wrong password: exit 3, the mechanism named.
+    let out = run(
+        env!("CARGO_BIN_EXE_kwire"),
+        &["-b", sasl, "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.username=admin", "-X", "sasl.password=nope", "topics", "list"],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("SASL/PLAIN authentication failed"), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // TLS: the broker's CA, then a CA made here that did not sign it.
+    let ssl = b.var("SSL");
+    let ca = format!("ssl.ca.location={}", b.var("SSL_CA"));
+    let (code, out) = check(ssl, &["security.protocol=SSL", &ca]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("ok") && l.contains("TLS")), "{out}");
+    let other_ca = dir.join("other-ca.pem");
+    let made = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=not-the-broker-ca"])
+        .arg("-keyout")
+        .arg(dir.join("other-ca.key"))
+        .arg("-out")
+        .arg(&other_ca)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let wrong = format!("ssl.ca.location={}", other_ca.display());
+    let (code, out) = check(ssl, &["security.protocol=SSL", &wrong]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("FAIL  TLS"), "{out}");
+    assert!(out.contains("not signed by a CA trusted here"), "{out}");
+
+    // Without TLS at the TLS listener.
+    let (code, out) = check(ssl, &[]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("FAIL  ApiVersions") && out.contains("like a TLS listener"), "{out}");
+
+    // Nothing listening.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = closed.local_addr().unwrap().to_string();
+    drop(closed);
+    let (code, out) = check(&addr, &[]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("FAIL  TCP") && out.contains("nothing listens there"), "{out}");
+}
+
+#[test]
+fn check_names_an_advertised_listener_that_is_unreachable() {
+    let Some(b) = Broker::from_env("check_names_an_advertised_listener_that_is_unreachable") else { return };
+    // The proxy answers at its bootstrap listener but advertises the broker under a name that
+    // does not resolve, as a broker whose advertised.listeners name an inside-only host.
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let proxy = rt
+        .block_on(kwire_proxy::Proxy::start(kwire_proxy::Config::new(b.var("PLAINTEXT")).advertise("broker.unreachable.invalid")))
+        .unwrap();
+    let (code, out) = check(&proxy.bootstrap().to_string(), &[]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("ok") && l.contains("Metadata")), "{out}");
+    assert!(out.contains("FAIL  Broker") && out.contains("broker.unreachable.invalid"), "{out}");
+    assert!(out.contains("the advertised listener is not reachable from here"), "{out}");
+    drop(proxy);
+}
