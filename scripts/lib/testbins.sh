@@ -21,15 +21,18 @@ test_bins_list=target/test-bins.tsv
 test_bins_build() {
   local log=$1
   shift
+  # A narrowed build lists its binaries apart, not in place of the workspace's list that
+  # another script may be reading.
+  if [ $# -gt 0 ]; then test_bins_list=target/test-bins-narrowed.tsv; else test_bins_list=target/test-bins.tsv; fi
   mkdir -p target
   # Each artifact's package is found by its manifest (package ids are opaque).
-  if ! nice -n 10 cargo test --workspace "$@" --no-run --message-format=json 2>"$log" >target/test-bins.json; then
+  if ! nice -n 10 cargo test --workspace "$@" --no-run --message-format=json 2>"$log" >"$test_bins_list.json"; then
     return 1
   fi
-  cargo metadata --no-deps --format-version 1 2>>"$log" | python3 -c '
+  cargo metadata --no-deps --format-version 1 2>>"$log" | ARTIFACTS="$test_bins_list.json" python3 -c '
 import json, os, sys
 packages = {p["manifest_path"]: p["name"] for p in json.load(sys.stdin)["packages"]}
-with open("target/test-bins.json") as artifacts:
+with open(os.environ["ARTIFACTS"]) as artifacts:
     for line in artifacts:
         try:
             a = json.loads(line)
