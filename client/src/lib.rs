@@ -32,6 +32,7 @@ mod conn;
 mod consumer;
 mod error;
 mod group;
+pub mod metrics;
 mod offsets;
 #[cfg(feature = "oidc")]
 mod oidc;

@@ -245,6 +245,7 @@ impl Consumer {
             return Err(Error::Config("group_instance_id needs a group_id".into()));
         }
         let client = client.with_own_connections();
+        let client_id = client.config().connection.client_id.clone();
         let coordinator = config.group_id.as_deref().map(|g| Coordinator::new(client.clone(), g, config.retry_backoff));
         Ok(Consumer {
             client,
@@ -254,7 +255,7 @@ impl Consumer {
             coordinator,
             listener: None,
             listener_error: None,
-            fetcher: Fetcher::default(),
+            fetcher: Fetcher { metrics: crate::metrics::ConsumerMetrics::new(&client_id), ..Fetcher::default() },
             last_auto_commit: Instant::now(),
         })
     }
@@ -285,6 +286,7 @@ impl Consumer {
     fn set_assignment(&mut self, wanted: &BTreeSet<TopicPartition>) {
         self.subscription.set(wanted);
         self.fetcher.buffer.retain(|f| wanted.contains(&f.tp));
+        self.fetcher.metrics.assigned_partitions.set(wanted.len() as f64);
     }
 
     /// The partitions assigned now (by hand or by the group).

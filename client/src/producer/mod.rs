@@ -37,6 +37,7 @@ use self::idempotence::{Idempotence, ProducerIdEpoch};
 use self::transaction::{Transactions, TxnCoordinator};
 use crate::cluster::Client;
 use crate::error::{Error, ProducerError, Result};
+use crate::metrics::ProducerMetrics;
 use crate::retry::Backoff;
 
 pub use self::delivery::{Delivery, RecordMetadata};
@@ -276,6 +277,7 @@ struct Shared {
     memory: Arc<Semaphore>,
     /// The transaction coordinator, with a `transactional_id`.
     txn: Option<TxnCoordinator>,
+    metrics: ProducerMetrics,
 }
 
 impl State {
@@ -401,11 +403,14 @@ impl Producer {
             .as_deref()
             .map(|id| TxnCoordinator::new(client.clone(), id, config.transaction_timeout, config.retry_backoff, config.retry_backoff_max));
         let mut state = State::default();
+        let metrics = ProducerMetrics::new(&client.config().connection.client_id, permits);
+        state.accumulator.record_errors = Some(metrics.record_error.clone());
         if txn.is_some() {
             state.txn = Some(Transactions::new());
             state.idempotence.transactional = true;
         }
         let shared = Arc::new(Shared {
+            metrics,
             client,
             backoff: Backoff::exponential(config.retry_backoff, config.retry_backoff_max),
             config,
