@@ -229,7 +229,7 @@ impl Connection {
                 Box::pin(stream)
             }
         };
-        let metrics = Arc::new(ConnectionMetrics::new(&options.client_id));
+        let metrics = ConnectionMetrics::of(&options.client_id);
         metrics.created.increment(1);
         metrics.open.increment(1.0);
         let codec = ClientCodec::with_max_frame_size(options.max_frame_size);

@@ -40,6 +40,7 @@ pub mod partitioner;
 mod producer;
 mod retry;
 mod sasl;
+mod telemetry;
 mod tls;
 mod topic_partition;
 

@@ -108,19 +108,9 @@ pub(super) async fn consumer(
     wake: Arc<Notify>,
 ) {
     let group = config.group_id.clone();
-    if regex.is_some() {
-        // SubscribedTopicRegex came with v1 (Kafka 4.0); v0 would drop it silently.
-        match coordinator.versions().await.and_then(|v| v.version(ApiKey::ConsumerGroupHeartbeat)) {
-            Ok(v) if v < 1 => {
-                let reason = format!("a topic pattern needs ConsumerGroupHeartbeat v1 or later (Kafka 4.0); the coordinator has v{v}");
-                lock(&shared).fatal = Some(Error::UnsupportedVersion { api: ApiKey::ConsumerGroupHeartbeat, reason });
-                return;
-            }
-            Ok(_) => {}
-            // The heartbeats below find the coordinator again and say what fails.
-            Err(e) => debug!(error = %e, "no coordinator version yet"),
-        }
-    }
+    // SubscribedTopicRegex came with v1 (Kafka 4.0): the coordinator's version is checked before
+    // the first heartbeat with a pattern (v0 would drop it silently).
+    let mut regex_checked = regex.is_none();
     let mut first = true;
     // What the broker last acknowledged of our owned partitions and subscription: the
     // request carries them only when they changed (a full request makes the broker send the
@@ -167,6 +157,26 @@ pub(super) async fn consumer(
             m.fenced = true;
             reported = None;
             continue;
+        }
+        if !regex_checked {
+            match coordinator.versions().await.and_then(|v| v.version(ApiKey::ConsumerGroupHeartbeat)) {
+                Ok(v) if v < 1 => {
+                    let reason = format!("a topic pattern needs ConsumerGroupHeartbeat v1 or later (Kafka 4.0); the coordinator has v{v}");
+                    lock(&shared).fatal = Some(Error::UnsupportedVersion { api: ApiKey::ConsumerGroupHeartbeat, reason });
+                    return;
+                }
+                Ok(_) => regex_checked = true,
+                Err(e @ Error::UnsupportedVersion { .. }) => {
+                    lock(&shared).fatal = Some(e);
+                    return;
+                }
+                Err(e) => {
+                    debug!(error = %e, "the coordinator's versions: not yet");
+                    coordinator.forget();
+                    tokio::time::sleep(config.retry_backoff).await;
+                    continue;
+                }
+            }
         }
         let full = epoch == 0 || reported.is_none();
         let changed = full || reported.as_ref() != Some(&owned);

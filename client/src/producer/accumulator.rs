@@ -182,7 +182,7 @@ pub(crate) struct Accumulator {
     /// The most batches of one partition in flight at once.
     pub(crate) max_in_flight: usize,
     /// Counts the records failed (`record-error-total`): every failure comes through `fail`.
-    pub(crate) record_errors: Option<metrics::Counter>,
+    pub(crate) record_errors: Option<crate::metrics::Count>,
 }
 
 /// The next sticky partition for a topic: by its load statistics, else among the partitions
