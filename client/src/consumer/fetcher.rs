@@ -2,10 +2,15 @@
 //! with incremental fetch sessions (KIP-227), the records they return (read_committed skips
 //! aborted transactions), buffered until `poll` hands them out; and what a log truncated under
 //! a position (a diverging epoch, OffsetForLeaderEpoch) does to it and to the buffered records.
+//!
+//! Fetching from the closest replica (KIP-392): Fetch requests carry the consumer's rack; when
+//! a leader names a preferred read replica for a partition, the partition is fetched from that
+//! replica until the metadata max age passes, the replica answers with a partition error, or
+//! it cannot be reached (then from the leader again), as Java's `Fetcher` does.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kwire::messages::{
     fetch_request::{FetchPartition, FetchTopic, ForgottenTopic},
@@ -33,6 +38,8 @@ pub(super) struct Fetcher {
     /// The fetch session with each broker.
     pub(super) sessions: HashMap<i32, Session>,
     pub(super) stats: FetchStats,
+    /// KIP-392: the replica to fetch each partition from instead of its leader, until when.
+    preferred: HashMap<TopicPartition, (i32, Instant)>,
 }
 
 /// Records of one partition from one fetch, handed out in order.
@@ -113,6 +120,7 @@ impl Fetcher {
         let buffered: HashSet<TopicPartition> = self.buffer.iter().map(|f| f.tp.clone()).collect();
         let mut by_leader: BTreeMap<i32, Vec<(TopicPartition, SentPartition)>> = BTreeMap::new();
         let mut refresh = false;
+        let now = Instant::now();
         for (tp, st) in subscription.partitions.iter_mut() {
             let Some(position) = st.position else { continue };
             if !Subscription::fetchable(st) || buffered.contains(tp) {
@@ -139,7 +147,16 @@ impl Fetcher {
                 last_fetched_epoch: st.epoch.unwrap_or(-1),
                 max_bytes: config.max_partition_fetch_bytes,
             };
-            by_leader.entry(p.leader).or_default().push((tp.clone(), sent));
+            // KIP-392: the preferred read replica while it is fresh and still a known replica.
+            let node = match self.preferred.get(tp) {
+                Some(&(id, until)) if now < until && p.replicas.contains(&id) && metadata.brokers.contains_key(&id) => id,
+                Some(_) => {
+                    self.preferred.remove(tp);
+                    p.leader
+                }
+                None => p.leader,
+            };
+            by_leader.entry(node).or_default().push((tp.clone(), sent));
         }
         let ids = crate::offsets::topic_ids(&metadata);
         let mut calls = Vec::new();
@@ -147,7 +164,9 @@ impl Fetcher {
             let version = match client.node_version(node, ApiKey::Fetch).await {
                 Ok(v) => v,
                 Err(e) if e.is_retriable() => {
-                    warn!(node, error = %e, "no connection to the leader");
+                    warn!(node, error = %e, "no connection to the broker");
+                    // Partitions fetched from a replica go back to their leaders.
+                    self.forget_preferred(node, &wanted);
                     refresh = true;
                     continue;
                 }
@@ -156,6 +175,7 @@ impl Fetcher {
             let session = self.sessions.entry(node).or_default();
             let (request, incremental) = build_fetch(config, &metadata, session, version, &wanted, max_wait);
             self.stats.fetches += 1;
+            *self.stats.fetches_by_node.entry(node).or_default() += 1;
             if incremental {
                 self.stats.incremental_fetches += 1;
             }
@@ -176,6 +196,7 @@ impl Fetcher {
                 Err(e) if e.is_retriable() => {
                     warn!(node, error = %e, "fetch failed");
                     self.sessions.remove(&node);
+                    self.forget_preferred(node, &wanted);
                     refresh = true;
                     continue;
                 }
@@ -193,6 +214,17 @@ impl Fetcher {
             }
         }
         Ok(())
+    }
+
+    /// After `node` failed: the partitions fetched from it as their preferred read replica are
+    /// fetched from their leaders again (Java clears the session's preferred replicas).
+    fn forget_preferred(&mut self, node: i32, wanted: &[(TopicPartition, SentPartition)]) {
+        for (tp, _) in wanted {
+            if self.preferred.get(tp).is_some_and(|(id, _)| *id == node) {
+                info!(partition = %tp, replica = node, "preferred read replica unreachable: fetching from the leader");
+                self.preferred.remove(tp);
+            }
+        }
     }
 
     /// Takes one Fetch response in: session bookkeeping, partition errors, records. Returns
@@ -269,6 +301,17 @@ impl Fetcher {
                 if st.position != Some(sent.offset) {
                     continue;
                 }
+                // Any partition error from the preferred read replica: back to the leader
+                // (Java clears it on every error it handles; out of range included, then
+                // the leader decides whether the position is really out of range).
+                let from_replica = self.preferred.get(&tp).is_some_and(|(id, _)| *id == node);
+                if p.error_code != 0 && from_replica {
+                    info!(partition = %tp, replica = node, code = ?ErrorCode(p.error_code).name(), "preferred read replica refused: fetching from the leader");
+                    self.preferred.remove(&tp);
+                    if ErrorCode(p.error_code) == ErrorCode::OFFSET_OUT_OF_RANGE {
+                        continue;
+                    }
+                }
                 match ErrorCode(p.error_code) {
                     ErrorCode::NONE => {}
                     ErrorCode::OFFSET_OUT_OF_RANGE => {
@@ -304,6 +347,11 @@ impl Fetcher {
                         }
                         return Err(Error::broker(code, None, format!("fetch {tp}")).about(Resource::Topic(tp.topic.clone())));
                     }
+                }
+                // KIP-392: the leader names a replica to fetch from (and returns no records).
+                if p.preferred_read_replica >= 0 && p.preferred_read_replica != node {
+                    debug!(partition = %tp, replica = p.preferred_read_replica, "fetching from the preferred read replica");
+                    self.preferred.insert(tp.clone(), (p.preferred_read_replica, Instant::now() + client.config().metadata_max_age));
                 }
                 if p.diverging_epoch.epoch >= 0 && p.diverging_epoch.end_offset >= 0 {
                     self.truncated(config.auto_offset_reset, subscription, &tp, Some((p.diverging_epoch.epoch, p.diverging_epoch.end_offset)))?;
@@ -423,6 +471,7 @@ fn build_fetch(
             .into_iter()
             .map(|(t, partitions)| FetchTopic { topic: ByteString::from(t.to_owned()), topic_id: id_of(t), partitions, ..Default::default() })
             .collect(),
+        rack_id: ByteString::from(config.client_rack.clone().unwrap_or_default()),
         forgotten_topics_data: forgotten
             .into_iter()
             .map(|(t, ps)| ForgottenTopic { topic: ByteString::from(t.to_owned()), topic_id: id_of(t), partitions: ps.into_iter().collect(), ..Default::default() })
