@@ -9,7 +9,8 @@
 #
 # Then, unless --no-cluster, a 3-node cluster of the first version for tests/cluster.rs and
 # tests/consumer_cluster.rs (leaders on several brokers, a leader moved under the producer and
-# under the consumer; leaders killed and restarted under an idempotent producer), with
+# under the consumer; leaders killed and restarted under an idempotent producer) and
+# tests/consumer_rack.rs (fetching from the follower in the consumer's rack, KIP-392), with
 # KWIRE_CLUSTER set.
 #
 # Logs: target/client-tests/<version>.log; broker logs stay in target/kafka/<version>/.
@@ -81,11 +82,11 @@ done
 if [ "$cluster" = 1 ]; then
   t0=$SECONDS
   version=$1
-  # One after another: killed_broker stops the brokers the other two are using.
+  # One after another: killed_broker and consumer_rack stop brokers the others are using.
   jobs=1
   if broker "$version" --nodes 3; then
     run "Kafka $version, 3 nodes" "target/client-tests/$version-cluster.log" \
-      KWIRE_CLUSTER="$PWD/target/kafka/$version-cluster/env" KWIRE_REQUIRE_CLUSTER=1 -- kwire-client:cluster kwire-client:consumer_cluster kwire-client:killed_broker
+      KWIRE_CLUSTER="$PWD/target/kafka/$version-cluster/env" KWIRE_REQUIRE_CLUSTER=1 -- kwire-client:cluster kwire-client:consumer_cluster kwire-client:killed_broker kwire-client:consumer_rack
     scripts/kafka.sh stop "$version" --nodes 3 >/dev/null 2>&1 || true
   fi
   running=""

@@ -586,7 +586,7 @@ impl<'a> General<'a> {
                 _ => continue,
             };
             for tp in &v.owned {
-                if previous.get(tp).map_or(true, |(_, g)| generation > *g) {
+                if previous.get(tp).is_none_or(|(_, g)| generation > *g) {
                     previous.insert(tp.clone(), (v.m.member_id.clone(), generation));
                 }
             }
@@ -633,7 +633,7 @@ impl<'a> General<'a> {
         unassigned: &mut Vec<TopicPartition>,
         revocation_required: bool,
     ) {
-        let initializing = self.sorted.last().map_or(true, |(n, _)| *n == 0);
+        let initializing = self.sorted.last().is_none_or(|(n, _)| *n == 0);
         // Rack-aware: first to members in a rack of the partition's replicas, then the rest.
         let mut to_assign: Vec<TopicPartition> = unassigned.clone();
         if !self.rack.consumer_racks.is_empty() {
@@ -677,7 +677,7 @@ impl<'a> General<'a> {
     /// `maybeAssignPartition`: to the member with the fewest partitions that subscribes to
     /// its topic (and, `rack_matching`, is in a rack of its replicas); whether one took it.
     fn maybe_assign(&mut self, tp: &TopicPartition, rack_matching: bool) -> bool {
-        if self.topic_members.get(&tp.topic).map_or(true, Vec::is_empty) {
+        if self.topic_members.get(&tp.topic).is_none_or(Vec::is_empty) {
             return false;
         }
         let rack = self.rack;

@@ -13,11 +13,14 @@ use super::racks::{racks_of, use_rack_aware};
 use super::{member_info_cmp, Member, PartitionRacks};
 use crate::topic_partition::TopicPartition;
 
+/// A topic's subscribed members in order, with their racks.
+type Members<'a> = Vec<(&'a str, Option<&'a str>)>;
+
 /// One topic's assignment in progress (`RangeAssignor.TopicAssignmentState`).
 struct TopicState<'a> {
     topic: &'a str,
     /// The subscribed members in order, with their racks.
-    consumers: Vec<(&'a str, Option<&'a str>)>,
+    consumers: Members<'a>,
     needs_rack_aware: bool,
     /// Each partition's racks (empty when no member of the topic has a rack).
     partition_racks: Vec<&'a BTreeSet<String>>,
@@ -109,7 +112,7 @@ pub fn range_assign(members: &[Member], partitions_per_topic: &BTreeMap<String, 
     if rack_aware {
         // Topics of the same members and partition count are co-partitioned: the same
         // partition of each goes to one member.
-        let mut groups: BTreeMap<(Vec<(&str, Option<&str>)>, usize), Vec<usize>> = BTreeMap::new();
+        let mut groups: BTreeMap<(Members, usize), Vec<usize>> = BTreeMap::new();
         for (i, s) in states.iter().enumerate() {
             groups.entry((s.consumers.clone(), s.partition_racks.len())).or_default().push(i);
         }

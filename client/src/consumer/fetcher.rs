@@ -121,6 +121,7 @@ impl Fetcher {
         let mut by_leader: BTreeMap<i32, Vec<(TopicPartition, SentPartition)>> = BTreeMap::new();
         let mut refresh = false;
         let now = Instant::now();
+        self.preferred.retain(|tp, _| subscription.partitions.contains_key(tp));
         for (tp, st) in subscription.partitions.iter_mut() {
             let Some(position) = st.position else { continue };
             if !Subscription::fetchable(st) || buffered.contains(tp) {
