@@ -3,15 +3,26 @@
 //! rack-aware replica selector): a consumer whose `client_rack` is a follower's rack is sent to
 //! that follower by the leader and reads every record from it; the follower is then killed
 //! (SIGKILL) and the consumer goes back to the leader, with no record skipped or repeated; the
-//! follower is started again at the end.
+//! follower is started again at the end. And rack-aware assignment (KIP-881) in a classic
+//! group: three members, one per rack, each get the partitions led in their rack.
 //!
-//! Its own test binary: killing a broker would disturb the other cluster tests beside it.
+//! Its own test binary: killing a broker would disturb the other cluster tests beside it (and
+//! its two tests take turns).
 
 mod common;
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kwire_client::{Admin, Client, ClientConfig, Consumer, ConsumerConfig, NewTopic, OffsetReset, Producer, ProducerConfig, ProducerRecord, TopicPartition};
+use kwire_client::{
+    Admin, Assignor, Client, ClientConfig, Consumer, ConsumerConfig, NewTopic, OffsetReset, Producer, ProducerConfig, ProducerRecord, TopicPartition,
+};
+use tokio::sync::watch;
+
+/// The tests take turns: one kills a broker.
+static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 const RECORDS: i64 = 600;
 
@@ -38,6 +49,7 @@ fn fetches(c: &Consumer, node: i32) -> u64 {
 async fn a_consumer_fetches_from_the_follower_in_its_rack_and_back_from_the_leader_when_it_dies() {
     let Some(env) = common::cluster_env() else { return };
     common::init_tracing();
+    let _turn = TURN.lock().await;
     let started = Instant::now();
     let version = env["KAFKA_VERSION"].clone();
     let client = Client::connect(ClientConfig::new(&env["BOOTSTRAP"])).await.unwrap();
@@ -107,4 +119,81 @@ async fn a_consumer_fetches_from_the_follower_in_its_rack_and_back_from_the_lead
     let status = tokio::time::timeout(Duration::from_secs(180), restart).await.expect("restart within 180 s").unwrap();
     assert!(status.success(), "kafka.sh restart-node failed");
     println!("node {follower} restarted; {:?} in all", started.elapsed());
+}
+
+/// A group member polling in a task, publishing its assignment (partition numbers).
+fn member(client: Client, config: ConsumerConfig, topic: String, stop: Arc<AtomicBool>) -> (watch::Receiver<BTreeSet<i32>>, tokio::task::JoinHandle<()>) {
+    let (tx, rx) = watch::channel(BTreeSet::new());
+    let task = tokio::spawn(async move {
+        let mut c = Consumer::new(client, config).unwrap();
+        c.subscribe(&[&topic]).unwrap();
+        while !stop.load(Ordering::SeqCst) {
+            c.poll(Duration::from_millis(100)).await.unwrap();
+            let now: BTreeSet<i32> = c.assignment().iter().map(|tp| tp.partition).collect();
+            tx.send_if_modified(|a| {
+                let changed = *a != now;
+                *a = now.clone();
+                changed
+            });
+        }
+        c.close().await.unwrap();
+    });
+    (rx, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_classic_group_assigns_each_member_the_partitions_in_its_rack() {
+    let Some(env) = common::cluster_env() else { return };
+    let _turn = TURN.lock().await;
+    let started = Instant::now();
+    let client = Client::connect(ClientConfig::new(&env["BOOTSTRAP"])).await.unwrap();
+    // One replica each: a partition is in its leader's rack only.
+    let topic = common::unique("kw-rack-group");
+    Admin::new(client.clone()).create_topic(NewTopic::new(&topic, 6).replication_factor(1)).await.unwrap();
+    common::eventually("the topic in metadata", || async { client.topic(&topic).await.is_ok() }).await;
+    let leaders: BTreeMap<i32, i32> = client.topic(&topic).await.unwrap().partitions.iter().map(|p| (p.index, p.leader)).collect();
+    let nodes: Vec<i32> = client.metadata().brokers.keys().copied().collect();
+    assert_eq!(nodes.len(), 3);
+    // Two partitions a member: as many as can be in its rack.
+    let expected_aligned: usize = nodes.iter().map(|n| leaders.values().filter(|l| *l == n).count().min(2)).sum();
+    for assignor in [Assignor::Range, Assignor::Sticky, Assignor::CooperativeSticky] {
+        let group = common::unique("kw-rack-group");
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut members = Vec::new();
+        for node in &nodes {
+            let config = ConsumerConfig {
+                assignors: vec![assignor],
+                client_rack: Some(format!("rack-{node}")),
+                session_timeout: Duration::from_secs(10),
+                heartbeat_interval: Duration::from_millis(300),
+                ..ConsumerConfig::group(&group)
+            };
+            let (rx, task) = member(client.clone(), config, topic.clone(), stop.clone());
+            members.push((*node, rx, task));
+        }
+        // Settled: two partitions each, all six, for a second.
+        let deadline = Instant::now() + Duration::from_secs(40);
+        let mut settled_since: Option<Instant> = None;
+        let assignments: Vec<(i32, BTreeSet<i32>)> = loop {
+            let now: Vec<(i32, BTreeSet<i32>)> = members.iter().map(|(n, rx, _)| (*n, rx.borrow().clone())).collect();
+            let all: BTreeSet<i32> = now.iter().flat_map(|(_, a)| a.iter().copied()).collect();
+            if all.len() == 6 && now.iter().all(|(_, a)| a.len() == 2) {
+                if settled_since.get_or_insert_with(Instant::now).elapsed() >= Duration::from_secs(1) {
+                    break now;
+                }
+            } else {
+                settled_since = None;
+            }
+            assert!(Instant::now() < deadline, "{assignor:?}: no settled assignment within 40 s: {now:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        stop.store(true, Ordering::SeqCst);
+        for (_, _, task) in members {
+            task.await.unwrap();
+        }
+        let aligned: usize = assignments.iter().map(|(n, a)| a.iter().filter(|p| leaders.get(*p) == Some(n)).count()).sum();
+        println!("{assignor:?}: {assignments:?} (member in rack-N first; leaders {leaders:?}): {aligned} of 6 in the member's rack");
+        assert_eq!(aligned, expected_aligned, "{assignor:?}: every partition that can be is in its member's rack: {assignments:?}, leaders {leaders:?}");
+    }
+    println!("rack-aware assignment in {:?}", started.elapsed());
 }
