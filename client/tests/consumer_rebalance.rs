@@ -1,7 +1,8 @@
 //! Rebalance listeners and cooperative rebalancing against a real broker.
 //!
-//! - Two of our members, in each protocol (classic eager with range, classic cooperative with
-//!   cooperative-sticky, KIP-848), commit only in `on_partitions_revoked` (and so on close):
+//! - Two of our members, in each protocol (classic eager with range and with sticky, classic
+//!   cooperative with cooperative-sticky, KIP-848), commit only in `on_partitions_revoked` (and
+//!   so on close):
 //!   records keep coming while the second joins and then leaves, and no record is processed
 //!   twice, none is missed; the listener's events say what each protocol moves (eager:
 //!   everything revoked; cooperative and KIP-848: only what the other member gets).
@@ -115,6 +116,8 @@ fn events_of(e: &Events) -> Vec<(&'static str, BTreeSet<i32>)> {
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Mode {
     Eager,
+    /// Eager with the sticky assignor (its previous assignment in the user data).
+    EagerSticky,
     Cooperative,
     Kip848,
 }
@@ -126,7 +129,11 @@ async fn two_members(b: &Broker, mode: Mode) {
     let config = ConsumerConfig {
         group_id: Some(unique("kw-listen-group")),
         group_protocol: if mode == Mode::Kip848 { GroupProtocol::Consumer } else { GroupProtocol::Classic },
-        assignors: vec![if mode == Mode::Cooperative { Assignor::CooperativeSticky } else { Assignor::Range }],
+        assignors: vec![match mode {
+            Mode::Cooperative => Assignor::CooperativeSticky,
+            Mode::EagerSticky => Assignor::Sticky,
+            _ => Assignor::Range,
+        }],
         auto_offset_reset: OffsetReset::Earliest,
         enable_auto_commit: false,
         session_timeout: Duration::from_secs(6),
@@ -180,7 +187,7 @@ async fn two_members(b: &Broker, mode: Mode) {
     let revoked_a: Vec<&BTreeSet<i32>> = ea.iter().filter(|(k, _)| *k == "revoked").map(|(_, p)| p).collect();
     match mode {
         // Eager: everything goes, then a gets its half again.
-        Mode::Eager => assert!(revoked_a.contains(&&six) && revoked_a.len() >= 3, "{mode:?} a: {ea:?}"),
+        Mode::Eager | Mode::EagerSticky => assert!(revoked_a.contains(&&six) && revoked_a.len() >= 3, "{mode:?} a: {ea:?}"),
         // Cooperative and KIP-848: only b's share goes; a keeps its own throughout.
         _ => {
             assert!(revoked_a.iter().take(revoked_a.len() - 1).all(|r| r.is_disjoint(&a_share)), "{mode:?}: a revoked some of what it kept: {ea:?}");
@@ -198,6 +205,12 @@ async fn two_members(b: &Broker, mode: Mode) {
 async fn eager_listener_commits_on_revocation() {
     let Some(b) = Broker::from_env("eager_listener_commits_on_revocation") else { return };
     two_members(&b, Mode::Eager).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eager_sticky_listener_commits_on_revocation() {
+    let Some(b) = Broker::from_env("eager_sticky_listener_commits_on_revocation") else { return };
+    two_members(&b, Mode::EagerSticky).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
