@@ -302,14 +302,17 @@ impl Fetcher {
                 if st.position != Some(sent.offset) {
                     continue;
                 }
-                // Any partition error from the preferred read replica: back to the leader
-                // (Java clears it on every error it handles; out of range included, then
-                // the leader decides whether the position is really out of range).
+                // A partition error from the preferred read replica: back to the leader, as
+                // Java clears it for every error it handles (out of range included: the leader
+                // then says whether the position really is; the others with fresh metadata).
+                let code = ErrorCode(p.error_code);
                 let from_replica = self.preferred.get(&tp).is_some_and(|(id, _)| *id == node);
-                if p.error_code != 0 && from_replica {
-                    info!(partition = %tp, replica = node, code = ?ErrorCode(p.error_code).name(), "preferred read replica refused: fetching from the leader");
-                    self.preferred.remove(&tp);
-                    if ErrorCode(p.error_code) == ErrorCode::OFFSET_OUT_OF_RANGE {
+                if from_replica && code != ErrorCode::NONE {
+                    let out_of_range = code == ErrorCode::OFFSET_OUT_OF_RANGE;
+                    if out_of_range || code.is_retriable() || Client::needs_metadata_refresh(code) {
+                        info!(partition = %tp, replica = node, code = ?code.name(), "preferred read replica refused: fetching from the leader");
+                        self.preferred.remove(&tp);
+                        refresh |= !out_of_range;
                         continue;
                     }
                 }
