@@ -4,7 +4,8 @@
 //! that follower by the leader and reads every record from it; the follower is then killed
 //! (SIGKILL) and the consumer goes back to the leader, with no record skipped or repeated; the
 //! follower is started again at the end. And rack-aware assignment (KIP-881) in a classic
-//! group: three members, one per rack, each get the partitions led in their rack.
+//! group: three members, one per rack, each get the partitions led in their rack; the
+//! coordinator describes members with their racks (classic and KIP-848).
 //!
 //! Its own test binary: killing a broker would disturb the other cluster tests beside it (and
 //! its two tests take turns).
@@ -17,7 +18,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kwire_client::{
-    Admin, Assignor, Client, ClientConfig, Consumer, ConsumerConfig, NewTopic, OffsetReset, Producer, ProducerConfig, ProducerRecord, TopicPartition,
+    Admin, Assignor, Client, ClientConfig, Consumer, ConsumerConfig, GroupProtocol, NewTopic, OffsetReset, Producer, ProducerConfig, ProducerRecord,
+    TopicPartition,
 };
 use tokio::sync::watch;
 
@@ -187,6 +189,11 @@ async fn a_classic_group_assigns_each_member_the_partitions_in_its_rack() {
             assert!(Instant::now() < deadline, "{assignor:?}: no settled assignment within 40 s: {now:?}");
             tokio::time::sleep(Duration::from_millis(100)).await;
         };
+        // The coordinator has each member's rack (its subscription's rack_id).
+        let described = Admin::new(client.clone()).describe_groups(&[&group]).await.unwrap().remove(0).unwrap();
+        let mut racks: Vec<Option<String>> = described.members.iter().map(|m| m.rack.clone()).collect();
+        racks.sort();
+        assert_eq!(racks, nodes.iter().map(|n| Some(format!("rack-{n}"))).collect::<Vec<_>>(), "{assignor:?}: {described:?}");
         stop.store(true, Ordering::SeqCst);
         for (_, _, task) in members {
             task.await.unwrap();
@@ -195,5 +202,16 @@ async fn a_classic_group_assigns_each_member_the_partitions_in_its_rack() {
         println!("{assignor:?}: {assignments:?} (member in rack-N first; leaders {leaders:?}): {aligned} of 6 in the member's rack");
         assert_eq!(aligned, expected_aligned, "{assignor:?}: every partition that can be is in its member's rack: {assignments:?}, leaders {leaders:?}");
     }
-    println!("rack-aware assignment in {:?}", started.elapsed());
+    // KIP-848: the rack in the heartbeat, as the coordinator describes the member.
+    let group = common::unique("kw-rack-848");
+    let config = ConsumerConfig { group_protocol: GroupProtocol::Consumer, client_rack: Some("rack-1".into()), ..ConsumerConfig::group(&group) };
+    let stop = Arc::new(AtomicBool::new(false));
+    let (mut rx, task) = member(client.clone(), config, topic.clone(), stop.clone());
+    tokio::time::timeout(Duration::from_secs(30), rx.wait_for(|a| a.len() == 6)).await.expect("KIP-848 member assigned within 30 s").unwrap();
+    let described = Admin::new(client.clone()).describe_groups(&[&group]).await.unwrap().remove(0).unwrap();
+    stop.store(true, Ordering::SeqCst);
+    task.await.unwrap();
+    assert_eq!(described.group_type, "consumer", "{described:?}");
+    assert_eq!(described.members.iter().map(|m| m.rack.as_deref()).collect::<Vec<_>>(), vec![Some("rack-1")], "{described:?}");
+    println!("rack-aware assignment and racks in both protocols in {:?}", started.elapsed());
 }
