@@ -32,6 +32,7 @@ mod conn;
 mod consumer;
 mod error;
 mod group;
+pub mod metrics;
 mod offsets;
 #[cfg(feature = "oidc")]
 mod oidc;
@@ -39,6 +40,7 @@ pub mod partitioner;
 mod producer;
 mod retry;
 mod sasl;
+mod telemetry;
 mod tls;
 mod topic_partition;
 
