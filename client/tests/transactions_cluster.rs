@@ -57,8 +57,19 @@ async fn finished(mut child: tokio::process::Child, what: &str) {
 
 /// The node of the transaction coordinator of `id` (FindCoordinator, key type 1).
 async fn transaction_coordinator(client: &Client, id: &str) -> i32 {
-    let request = FindCoordinatorRequest { key_type: 1, key: ByteString::from(id.to_owned()), coordinator_keys: vec![ByteString::from(id.to_owned())], ..Default::default() };
-    let ResponseKind::FindCoordinator(r) = client.call_any(request).await.unwrap() else { panic!("not a FindCoordinator response") };
+    // One key up to v3, a list of them from v4.
+    let build = |v: i16| {
+        let mut r = FindCoordinatorRequest { key_type: 1, ..Default::default() };
+        if v >= 4 {
+            r.coordinator_keys = vec![ByteString::from(id.to_owned())];
+        } else {
+            r.key = ByteString::from(id.to_owned());
+        }
+        kwire::RequestKind::from(r)
+    };
+    let ResponseKind::FindCoordinator(r) = client.call_any_versioned(kwire::ApiKey::FindCoordinator, build).await.unwrap() else {
+        panic!("not a FindCoordinator response")
+    };
     r.coordinators.first().map_or(r.node_id, |c| c.node_id)
 }
 
@@ -208,9 +219,14 @@ async fn the_transaction_protocol_follows_the_clusters_transaction_version() {
             p.send(ProducerRecord::new(topic.as_str(), format!("v{level}-c-{i:03}")).partition(i % 2)).await.unwrap();
         }
         p.commit_transaction().await.unwrap();
+        // Written (acknowledged), then aborted: the aborted records are in the log.
         p.begin_transaction().await.unwrap();
+        let mut written = Vec::new();
         for i in 0..50 {
-            p.send(ProducerRecord::new(topic.as_str(), format!("v{level}-a-{i:03}")).partition(i % 2)).await.unwrap();
+            written.push(p.send(ProducerRecord::new(topic.as_str(), format!("v{level}-a-{i:03}")).partition(i % 2)).await.unwrap());
+        }
+        for d in written {
+            d.await.unwrap();
         }
         p.abort_transaction().await.unwrap();
         let stats = p.stats();
