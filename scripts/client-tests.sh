@@ -72,7 +72,7 @@ for version in "$@"; do
   t0=$SECONDS
   broker "$version" || { running=""; continue; }
   # The cluster tests have a run of their own below.
-  harness="--skip three_nodes_routing_and_a_moved_leader --skip a_leader_change_during_consumption_skips_nothing --skip a_consumer_fetches_from_the_follower_in_its_rack --skip a_classic_group_assigns_each_member_the_partitions_in_its_rack --skip exactly_once_while_an_output_leader_and_the_transaction_coordinator_are_killed --skip the_transaction_protocol_follows_the_clusters_transaction_version" run "Kafka $version" "target/client-tests/$version.log" \
+  harness="--skip three_nodes_routing_and_a_moved_leader --skip a_leader_change_during_consumption_skips_nothing --skip a_consumer_fetches_from_the_follower_in_its_rack --skip a_classic_group_assigns_each_member_the_partitions_in_its_rack --skip transactions_under_killed_brokers_and_both_protocols" run "Kafka $version" "target/client-tests/$version.log" \
     KWIRE_BROKER="$PWD/target/kafka/$version/env" KWIRE_REQUIRE_BROKER=1 -- "${side_by_side[@]}"
   run "Kafka $version, alone" "target/client-tests/$version-alone.log" \
     KWIRE_BROKER="$PWD/target/kafka/$version/env" KWIRE_REQUIRE_BROKER=1 -- "${alone[@]}"

@@ -140,6 +140,10 @@ async fn run(args: Args) -> Result<(), Error> {
 
 #[tokio::main]
 async fn main() {
+    // RUST_LOG=kwire_client=debug shows the client's events on stderr.
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() {
+        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    }
     let args = match parse_args() {
         Ok(a) => a,
         Err(e) => {

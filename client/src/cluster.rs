@@ -536,12 +536,22 @@ impl Client {
         build: impl Fn(i16) -> RequestKind,
         timeout: Option<Duration>,
     ) -> Result<ResponseKind> {
+        self.call_keyed_at_most(key, addr, api, build, timeout, i16::MAX).await
+    }
+
+    /// Like [`call_keyed_versioned`](Client::call_keyed_versioned) at version `max` at most.
+    pub(crate) async fn call_keyed_at_most(
+        &self,
+        key: &str,
+        addr: &str,
+        api: kwire::ApiKey,
+        build: impl Fn(i16) -> RequestKind,
+        timeout: Option<Duration>,
+        max: i16,
+    ) -> Result<ResponseKind> {
         let conn = self.connection_keyed(key, addr).await?;
-        let body = build(conn.version(api)?);
-        match timeout {
-            Some(t) => conn.request_within(body, t).await,
-            None => conn.request(body).await,
-        }
+        let version = conn.version(api)?.min(max);
+        conn.request_at_most(build(version), max, timeout).await
     }
 
     /// Sends `body` to the controller (as Metadata names it).

@@ -316,6 +316,19 @@ impl Connection {
             .ok_or_else(|| Error::UnexpectedResponse(format!("no response to {}", api.name())))
     }
 
+    /// Like [`request_within`](Connection::request_within) (`None`: the request timeout) at
+    /// the negotiated version or `max`, the lower (a transactional producer under Transactions
+    /// V1 keeps to the versions before KIP-890's).
+    pub(crate) async fn request_at_most(&self, body: RequestKind, max: i16, timeout: Option<Duration>) -> Result<ResponseKind> {
+        let api = body.api_key();
+        let version = self.version(api)?.min(max);
+        let _guard = self.shared.gate.read().await;
+        self.send_within(version, body, timeout.unwrap_or(self.shared.options.request_timeout))
+            .await?
+            .map(|f| f.body)
+            .ok_or_else(|| Error::UnexpectedResponse(format!("no response to {}", api.name())))
+    }
+
     /// Like [`call`](Connection::call) for requests that always have a response.
     pub async fn request(&self, body: impl Into<RequestKind>) -> Result<ResponseKind> {
         let body = body.into();

@@ -6,16 +6,17 @@
 //!   with read_committed then reads every input record exactly once in the output, and the
 //!   group's committed offsets are the input's ends (committed in the same transactions).
 //! - The protocol follows the cluster's `transaction.version`: with the feature set to 1 the
-//!   producer runs Transactions V1 (AddPartitionsToTxn, no epoch bump per EndTxn) and its
-//!   committed records are read exactly; back at 2, V2 (KIP-890).
+//!   producer runs Transactions V1 (AddPartitionsToTxn, AddOffsetsToTxn, no epoch bump per
+//!   EndTxn, the requests at their last versions before KIP-890's) and its committed records
+//!   and offsets are read exactly, the example pipeline included; back at 2, V2 (KIP-890).
 //!
-//! Its own test binary, the two tests one after the other: killed brokers and a changed
-//! feature level would disturb anything running beside them.
+//! Its own test binary, one test running both in turn (the kills at the cluster's default
+//! level, 2; then the levels): killed brokers and a changed feature level would disturb
+//! anything running beside them.
 
 mod common;
 
 use std::collections::BTreeSet;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use common::{read_committed, unique, Broker};
@@ -23,9 +24,6 @@ use kwire::messages::FindCoordinatorRequest;
 use kwire::{ByteString, ResponseKind};
 use kwire_client::{Admin, Client, ClientConfig, Consumer, ConsumerConfig, NewTopic, Producer, ProducerConfig, ProducerRecord, TopicPartition};
 use tokio::io::AsyncBufReadExt;
-
-/// One test at a time (see above).
-static SERIAL: Mutex<()> = Mutex::new(());
 
 const RECORDS: usize = 100_000;
 
@@ -82,9 +80,21 @@ fn exactly_once_example() -> std::path::PathBuf {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn exactly_once_while_an_output_leader_and_the_transaction_coordinator_are_killed() {
+async fn transactions_under_killed_brokers_and_both_protocols() {
     let Some(b) = cluster() else { return };
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if !b.var("KAFKA_VERSION").starts_with("3.") {
+        // The cluster's default, whatever an earlier run left.
+        let admin = Admin::new(Client::connect(ClientConfig::new(b.var("BOOTSTRAP"))).await.unwrap());
+        for r in admin.update_features(&[("transaction.version", 2, false)]).await.unwrap() {
+            r.unwrap();
+        }
+        finalized_everywhere(&b, 2).await;
+    }
+    exactly_once_while_an_output_leader_and_the_transaction_coordinator_are_killed(&b).await;
+    the_transaction_protocol_follows_the_clusters_transaction_version(&b).await;
+}
+
+async fn exactly_once_while_an_output_leader_and_the_transaction_coordinator_are_killed(b: &Broker) {
     let started = Instant::now();
     let version = b.var("KAFKA_VERSION").to_owned();
     let client = Client::connect(ClientConfig::new(b.var("BOOTSTRAP"))).await.unwrap();
@@ -167,7 +177,7 @@ async fn exactly_once_while_an_output_leader_and_the_transaction_coordinator_are
     feeder.await.unwrap();
     assert_eq!(kills.len(), 2, "both brokers were killed mid-copy: {kills:?}");
 
-    let read = read_committed(&b, &[(&output, 2)]).await;
+    let read = read_committed(b, &[(&output, 2)]).await;
     let got = &read[&output];
     let distinct: BTreeSet<&String> = got.iter().collect();
     assert_eq!(distinct.len(), got.len(), "no input record twice in the output");
@@ -184,14 +194,64 @@ async fn exactly_once_while_an_output_leader_and_the_transaction_coordinator_are
     println!("Kafka {version}, 3 nodes: {RECORDS} records copied exactly once in {runs} run(s) across kills of {kills:?}; {:.1}s", started.elapsed().as_secs_f64());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_transaction_protocol_follows_the_clusters_transaction_version() {
-    let Some(b) = cluster() else { return };
+/// Until every node's ApiVersions gives `transaction.version` at `level` (at most 30 s).
+async fn finalized_everywhere(b: &Broker, level: i16) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for node in 1..=3 {
+        let addr = b.var(&format!("NODE{node}_PLAINTEXT")).to_owned();
+        loop {
+            let conn = kwire_client::Connection::connect(&addr, &kwire_client::ConnectOptions::default()).await.unwrap();
+            let request = kwire::messages::ApiVersionsRequest {
+                client_software_name: ByteString::from_static("kwire-client-tests"),
+                client_software_version: ByteString::from_static("0"),
+                ..Default::default()
+            };
+            let ResponseKind::ApiVersions(r) = conn.request(request).await.unwrap() else { panic!("not ApiVersions") };
+            assert_eq!(r.error_code, 0, "ApiVersions from node {node}");
+            let at = r.finalized_features.iter().find(|f| &f.name[..] == "transaction.version").map(|f| f.max_version_level);
+            if at == Some(level) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "node {node}: transaction.version {at:?}, not {level}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+/// The example pipeline copies 3,000 records at this level: each exactly once in the output.
+async fn copy_with_the_example(b: &Broker, client: &Client, level: i16) {
+    let admin = Admin::new(client.clone());
+    let (input, output) = (unique("kw-eos-v-in"), unique("kw-eos-v-out"));
+    for t in [&input, &output] {
+        admin.create_topic(NewTopic::new(t, 2).replication_factor(3)).await.unwrap();
+    }
+    let producer = Producer::new(client.clone(), ProducerConfig::default()).unwrap();
+    let inputs: Vec<String> = (0..3000).map(|i| format!("v{level}-eos-{i:04}")).collect();
+    let mut ds = Vec::new();
+    for v in &inputs {
+        ds.push(producer.send(ProducerRecord::new(input.as_str(), v.clone()).key(v.clone())).await.unwrap());
+    }
+    for d in ds {
+        d.await.unwrap();
+    }
+    producer.close().await.unwrap();
+    let (group, id) = (unique("kw-eos-v-group"), unique("kw-eos-v-id"));
+    let args = ["--bootstrap", b.var("BOOTSTRAP"), "--input", &input, "--output", &output, "--group", &group, "--transactional-id", &id, "--idle", "3"];
+    let out = tokio::time::timeout(Duration::from_secs(90), tokio::process::Command::new(exactly_once_example()).args(args).kill_on_drop(true).output())
+        .await
+        .expect("the example within 90 s")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "transaction.version {level}: the example failed: {}\n{stdout}{}", out.status, String::from_utf8_lossy(&out.stderr));
+    let read = read_committed(b, &[(&output, 2)]).await;
+    assert_eq!(read[&output], inputs, "transaction.version {level}: every input record once in the output");
+}
+
+async fn the_transaction_protocol_follows_the_clusters_transaction_version(b: &Broker) {
     if b.var("KAFKA_VERSION").starts_with("3.") {
         println!("Kafka 3 has no transaction.version feature: V1 only (tests/transactions.rs)");
         return;
     }
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let admin = Admin::new(Client::connect(ClientConfig::new(b.var("BOOTSTRAP"))).await.unwrap());
     let topic = unique("kw-txn-version");
     admin.create_topic(NewTopic::new(&topic, 2).replication_factor(3)).await.unwrap();
@@ -200,17 +260,9 @@ async fn the_transaction_protocol_follows_the_clusters_transaction_version() {
         for r in admin.update_features(&[("transaction.version", level, level == 1)]).await.unwrap() {
             r.unwrap();
         }
-        // Every broker's ApiVersions has to say so: a new client for each round.
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let client = loop {
-            let client = Client::connect(ClientConfig::new(b.var("BOOTSTRAP"))).await.unwrap();
-            let features = Admin::new(client.clone()).describe_features().await.unwrap();
-            if features.features.get("transaction.version").and_then(|f| f.finalized) == Some(level) {
-                break client;
-            }
-            assert!(Instant::now() < deadline, "transaction.version {level} not finalized: {features:?}");
-            tokio::time::sleep(Duration::from_millis(300)).await;
-        };
+        // Every broker's ApiVersions has to say so; a new client for each round.
+        finalized_everywhere(b, level).await;
+        let client = Client::connect(ClientConfig::new(b.var("BOOTSTRAP"))).await.unwrap();
         let config = ProducerConfig { transactional_id: Some(unique("kw-txn-version-id")), ..Default::default() };
         let p = Producer::new(client.clone(), config).unwrap();
         p.init_transactions().await.unwrap();
@@ -229,18 +281,31 @@ async fn the_transaction_protocol_follows_the_clusters_transaction_version() {
             d.await.unwrap();
         }
         p.abort_transaction().await.unwrap();
+        // And one with a group's offsets (AddOffsetsToTxn under V1), committed.
+        let group = unique("kw-txn-version-group");
+        p.begin_transaction().await.unwrap();
+        p.send(ProducerRecord::new(topic.as_str(), format!("v{level}-o-000")).partition(0)).await.unwrap();
+        let offsets = std::collections::BTreeMap::from([(TopicPartition::new(&topic, 0), kwire_client::OffsetAndMetadata::new(7))]);
+        p.send_offsets_to_transaction(&offsets, &kwire_client::ConsumerGroupMetadata::new(group.clone())).await.unwrap();
+        p.commit_transaction().await.unwrap();
         let stats = p.stats();
         p.close().await.unwrap();
+        let mut check = Consumer::new(client.clone(), ConsumerConfig::group(&group)).unwrap();
+        let committed = check.committed(&[TopicPartition::new(&topic, 0)]).await.unwrap();
+        assert_eq!(committed.values().next().map(|o| o.offset), Some(7), "the offsets committed with the transaction");
+        copy_with_the_example(b, &client, level).await;
         assert_eq!(stats.transactions_v2, v2, "transaction.version {level}: {stats:?}");
         if v2 {
             assert_eq!(stats.add_partitions_to_txn, 0, "V2 adds partitions implicitly: {stats:?}");
         } else {
-            assert!(stats.add_partitions_to_txn >= 2, "V1 adds the partitions of each transaction: {stats:?}");
+            assert!(stats.add_partitions_to_txn >= 3, "V1 adds the partitions of each transaction: {stats:?}");
+            assert_eq!(stats.add_offsets_to_txn, 1, "{stats:?}");
         }
-        assert_eq!(stats.end_txn, 2, "{stats:?}");
+        assert_eq!(stats.end_txn, 3, "{stats:?}");
     }
-    let read = read_committed(&b, &[(&topic, 2)]).await;
-    let mut expected: Vec<String> = [1, 2].iter().flat_map(|l| (0..100).map(move |i| format!("v{l}-c-{i:03}"))).collect();
+    let read = read_committed(b, &[(&topic, 2)]).await;
+    let mut expected: Vec<String> =
+        [1, 2].iter().flat_map(|l| (0..100).map(move |i| format!("v{l}-c-{i:03}")).chain([format!("v{l}-o-000")])).collect();
     expected.sort();
     assert_eq!(read[&topic], expected, "the committed records of both protocols, the aborted ones never");
 }

@@ -153,9 +153,14 @@ impl Coordinator {
     /// fetches to the same broker do not wait behind a JoinGroup, nor heartbeats behind a
     /// long poll.
     pub(crate) async fn try_call(&self, api: ApiKey, build: impl Fn(i16) -> RequestKind, timeout: Option<Duration>) -> Result<ResponseKind> {
+        self.try_call_at_most(api, build, timeout, i16::MAX).await
+    }
+
+    /// [`try_call`](Coordinator::try_call) at version `max` at most.
+    pub(crate) async fn try_call_at_most(&self, api: ApiKey, build: impl Fn(i16) -> RequestKind, timeout: Option<Duration>, max: i16) -> Result<ResponseKind> {
         let addr = self.address().await?;
         let key = self.connection_key(&addr);
-        let r = self.client.call_keyed_versioned(&key, &addr, api, build, timeout).await;
+        let r = self.client.call_keyed_at_most(&key, &addr, api, build, timeout, max).await;
         if r.as_ref().is_err_and(Error::is_retriable) {
             self.forget();
         }

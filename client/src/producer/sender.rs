@@ -26,7 +26,7 @@ use tracing::{debug, warn, Instrument};
 
 use super::accumulator::{delivery_timeout, ReadyBatch};
 use super::idempotence::{init_producer_id, is_fatal};
-use super::transaction::{batch_severity, severity, Severity};
+use super::transaction::{batch_severity, severity, Severity, LAST_BEFORE_V2};
 use super::Shared;
 use crate::cluster::{BrokerInfo, Client};
 use crate::conn::InFlight;
@@ -271,10 +271,18 @@ impl BrokerSender {
         let sent = match body {
             None => None,
             Some(body) => {
-                self.shared.lock().requests += 1;
+                let v1 = {
+                    let mut state = self.shared.lock();
+                    state.requests += 1;
+                    state.txn.as_ref().is_some_and(|t| !t.v2())
+                };
                 self.shared.metrics.requests.increment(1);
                 // Java's rule: v13+ only when every topic of the request has an id.
-                let max = if request.ids.values().all(|id| *id != Uuid::ZERO) { i16::MAX } else { LAST_PRODUCE_BY_NAME };
+                let mut max = if request.ids.values().all(|id| *id != Uuid::ZERO) { i16::MAX } else { LAST_PRODUCE_BY_NAME };
+                if v1 {
+                    // Transactions V1: v12+ would tell the broker to add the partitions itself.
+                    max = max.min(LAST_BEFORE_V2.produce);
+                }
                 Some(self.shared.client.dispatch_node_at_most(self.node, body, max).await)
             }
         };

@@ -43,6 +43,17 @@ use crate::topic_partition::TopicPartition;
 /// The feature whose finalized level picks the protocol (KIP-890).
 const TRANSACTION_VERSION: &str = "transaction.version";
 
+/// The last versions of Transactions V1 (Java's `LAST_BEFORE_TRANSACTION_V2_VERSION`s): from
+/// the next one a request tells the broker the client runs V2 (Produce adds its partitions to
+/// the transaction, EndTxn bumps the epoch), which under `transaction.version` 1 is not so.
+pub(crate) struct LastBeforeV2 {
+    pub(crate) produce: i16,
+    pub(crate) end_txn: i16,
+    pub(crate) txn_offset_commit: i16,
+}
+
+pub(crate) const LAST_BEFORE_V2: LastBeforeV2 = LastBeforeV2 { produce: 11, end_txn: 4, txn_offset_commit: 4 };
+
 /// A partition of the transaction.
 type Partition = (Arc<str>, i32);
 
@@ -445,8 +456,10 @@ impl TxnCoordinator {
         Ok(level >= 2 && versions.version(ApiKey::EndTxn).is_ok_and(|v| v >= 5))
     }
 
-    /// `build(version)` to `coordinator` until it answers with a code that is not retriable
-    /// (`code_of` reads it), or `deadline` passes (then the last retriable error).
+    /// `build(version)` to `coordinator` (at version `max` at most) until it answers with a
+    /// code that is not retriable (`code_of` reads it), or `deadline` passes (then the last
+    /// retriable error).
+    #[allow(clippy::too_many_arguments)]
     async fn call_until(
         &self,
         coordinator: &Coordinator,
@@ -454,10 +467,11 @@ impl TxnCoordinator {
         build: impl Fn(i16) -> RequestKind,
         code_of: impl Fn(&ResponseKind) -> i16,
         deadline: Instant,
+        max: i16,
     ) -> Result<ResponseKind> {
         let mut failures = 0;
         loop {
-            let e = match coordinator.try_call(api, &build, None).await {
+            let e = match coordinator.try_call_at_most(api, &build, None, max).await {
                 Ok(r) => {
                     let code = ErrorCode(code_of(&r));
                     match coordinator.moved(api, code) {
@@ -498,7 +512,7 @@ impl TxnCoordinator {
             RequestKind::from(r)
         };
         let api = ApiKey::InitProducerId;
-        match self.call_until(&self.coordinator, api, build, top_level_code, deadline).await? {
+        match self.call_until(&self.coordinator, api, build, top_level_code, deadline, i16::MAX).await? {
             ResponseKind::InitProducerId(r) if r.error_code == 0 => {
                 info!(transactional_id = %self.id, producer_id = r.producer_id, epoch = r.producer_epoch, "transactional producer id");
                 Ok((r.producer_id, r.producer_epoch))
@@ -537,7 +551,7 @@ impl TxnCoordinator {
         // A retriable code of any partition retries the request.
         let code_of = |r: &ResponseKind| codes(r).into_iter().map(|(_, _, c)| c).find(|&c| ErrorCode(c).is_retriable()).unwrap_or(0);
         let api = ApiKey::AddPartitionsToTxn;
-        let response = self.call_until(&self.coordinator, api, |_| RequestKind::from(request.clone()), code_of, deadline).await?;
+        let response = self.call_until(&self.coordinator, api, |_| RequestKind::from(request.clone()), code_of, deadline, i16::MAX).await?;
         if !matches!(response, ResponseKind::AddPartitionsToTxn(_)) {
             return Err(unexpected(api, &response));
         }
@@ -568,7 +582,7 @@ impl TxnCoordinator {
             ..Default::default()
         };
         let api = ApiKey::AddOffsetsToTxn;
-        match self.call_until(&self.coordinator, api, |_| RequestKind::from(request.clone()), top_level_code, deadline).await? {
+        match self.call_until(&self.coordinator, api, |_| RequestKind::from(request.clone()), top_level_code, deadline, i16::MAX).await? {
             ResponseKind::AddOffsetsToTxn(r) if r.error_code == 0 => Ok(()),
             ResponseKind::AddOffsetsToTxn(r) => {
                 let code = ErrorCode(r.error_code);
@@ -600,6 +614,7 @@ impl TxnCoordinator {
         offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
         group: &ConsumerGroupMetadata,
         deadline: Instant,
+        v2: bool,
     ) -> Result<()> {
         let coordinator = self.group_coordinator(&group.group_id);
         let metadata = coordinator.client().metadata();
@@ -653,7 +668,8 @@ impl TxnCoordinator {
                 .unwrap_or(0)
         };
         let api = ApiKey::TxnOffsetCommit;
-        let response = self.call_until(&coordinator, api, build, code_of, deadline).await?;
+        let max = if v2 { i16::MAX } else { LAST_BEFORE_V2.txn_offset_commit };
+        let response = self.call_until(&coordinator, api, build, code_of, deadline, max).await?;
         if !matches!(response, ResponseKind::TxnOffsetCommit(_)) {
             return Err(unexpected(api, &response));
         }
@@ -669,7 +685,7 @@ impl TxnCoordinator {
 
     /// EndTxn: the transaction's outcome. Under V2 (v5+) the answer carries the bumped
     /// producer id and epoch.
-    pub(crate) async fn end_txn(&self, pid: ProducerIdEpoch, commit: bool, deadline: Instant) -> Result<Option<ProducerIdEpoch>> {
+    pub(crate) async fn end_txn(&self, pid: ProducerIdEpoch, commit: bool, deadline: Instant, v2: bool) -> Result<Option<ProducerIdEpoch>> {
         let request = EndTxnRequest {
             transactional_id: ByteString::from(self.id.to_string()),
             producer_id: pid.0,
@@ -678,7 +694,8 @@ impl TxnCoordinator {
             ..Default::default()
         };
         let api = ApiKey::EndTxn;
-        match self.call_until(&self.coordinator, api, |_| RequestKind::from(request.clone()), top_level_code, deadline).await? {
+        let max = if v2 { i16::MAX } else { LAST_BEFORE_V2.end_txn };
+        match self.call_until(&self.coordinator, api, |_| RequestKind::from(request.clone()), top_level_code, deadline, max).await? {
             ResponseKind::EndTxn(r) if r.error_code == 0 => {
                 debug!(commit, producer_id = r.producer_id, epoch = r.producer_epoch, "transaction ended");
                 Ok((r.producer_id >= 0 && r.producer_epoch >= 0).then_some((r.producer_id, r.producer_epoch)))
@@ -810,7 +827,7 @@ impl Producer {
             }
         }
         self.lock().txn_mut().added(Vec::new());
-        if let Err(e) = txn.commit_offsets(pid, offsets, group, deadline).await {
+        if let Err(e) = txn.commit_offsets(pid, offsets, group, deadline, v2).await {
             return Err(self.txn_failed(e));
         }
         Ok(())
@@ -864,8 +881,13 @@ impl Producer {
         let deadline = self.txn_deadline();
         let mut next = None;
         if started {
-            self.lock().txn_mut().counts.end_txn += 1;
-            match txn.end_txn(pid, commit, deadline).await {
+            let v2 = {
+                let mut state = self.lock();
+                let t = state.txn_mut();
+                t.counts.end_txn += 1;
+                t.v2()
+            };
+            match txn.end_txn(pid, commit, deadline, v2).await {
                 Ok(bumped) => next = bumped.filter(|_| self.lock().txn_mut().v2()),
                 Err(e) => return Err(self.txn_failed(e)),
             }
