@@ -137,16 +137,18 @@ async fn poll_n(c: &mut ShareConsumer, n: usize, within: Duration) -> Vec<ShareR
     out
 }
 
-/// The share group's members and their assignments (ShareGroupDescribe; one broker, so the
-/// coordinator is any broker).
-async fn members(client: &Client, group: &str) -> Vec<(String, BTreeSet<i32>)> {
+/// The share group's assignment epoch and its members' epochs and assignments
+/// (ShareGroupDescribe; one broker, so the coordinator is any broker).
+async fn members(client: &Client, group: &str) -> (i32, Vec<(i32, BTreeSet<i32>)>) {
     let request = ShareGroupDescribeRequest { group_ids: vec![group.to_owned().into()], ..Default::default() };
-    let Ok(ResponseKind::ShareGroupDescribe(r)) = client.call_any(request).await else { return Vec::new() };
-    r.groups
+    let Ok(ResponseKind::ShareGroupDescribe(r)) = client.call_any(request).await else { return (-1, Vec::new()) };
+    let Some(g) = r.groups.first() else { return (-1, Vec::new()) };
+    let members = g
+        .members
         .iter()
-        .flat_map(|g| g.members.iter())
-        .map(|m| (m.member_id.to_string(), m.assignment.topic_partitions.iter().flat_map(|t| t.partitions.iter().copied()).collect()))
-        .collect()
+        .map(|m| (m.member_epoch, m.assignment.topic_partitions.iter().flat_map(|t| t.partitions.iter().copied()).collect()))
+        .collect();
+    (g.assignment_epoch, members)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -192,9 +194,10 @@ async fn every_record_is_accepted_once_across_two_of_ours_and_a_java_member() {
     // Records once the three are members with partitions each, so each gets some.
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let m = members(&client, &group).await;
-        if m.len() == 3 && m.iter().all(|(_, a)| !a.is_empty()) {
-            println!("members: {m:?}");
+        let (epoch, m) = members(&client, &group).await;
+        let covered: BTreeSet<i32> = m.iter().flat_map(|(_, a)| a.iter().copied()).collect();
+        if m.len() == 3 && m.iter().all(|(e, a)| *e == epoch && !a.is_empty()) && covered.len() == 4 {
+            println!("assignment epoch {epoch}: {m:?}");
             break;
         }
         assert!(Instant::now() < deadline, "three members with partitions within 30 s: {m:?}");
@@ -282,37 +285,66 @@ async fn a_released_record_comes_back_with_delivery_count_two() {
     c.close().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_dropped_members_records_go_to_another_after_the_lock_times_out() {
-    common::init_tracing();
-    let Some(b) = Broker::from_env("a_dropped_members_records_go_to_another_after_the_lock_times_out") else { return };
-    let client = b.client().await;
-    if !share_groups(&b, &client).await {
-        return;
-    }
-    let lock = Duration::from_secs(2);
-    let (topic, group) = setup(&client, "kw-share-dead", 1, &[("share.record.lock.duration.ms", "2000")]).await;
-    produce(&client, &topic, 1, 10).await;
-    let mut dying = consumer(&client, &group, AcknowledgementMode::Explicit);
-    dying.subscribe(&[&topic]).unwrap();
-    let taken = poll_n(&mut dying, 10, Duration::from_secs(20)).await;
-    assert_eq!(taken.len(), 10);
-    assert!(taken.iter().all(|r| r.delivery_count == 1));
-    assert_eq!(dying.acquisition_lock_timeout(), Some(lock));
-    let mut heir = consumer(&client, &group, AcknowledgementMode::Implicit);
+/// A member takes every record of a one-partition topic and then stalls (`stall`: keeps its
+/// membership and connection, never acknowledges) or dies (dropped: no acknowledgement, no
+/// leaving heartbeat, its connections closed); another member gets the records, delivered a
+/// second time, and accepts them. Returns how long after the first member got them.
+async fn taken_over(client: &Client, prefix: &str, stall: bool) -> Duration {
+    let (topic, group) = setup(client, prefix, 1, &[("share.record.lock.duration.ms", "2000")]).await;
+    produce(client, &topic, 1, 10).await;
+    let mut first = consumer(client, &group, AcknowledgementMode::Explicit);
+    first.subscribe(&[&topic]).unwrap();
+    let taken = poll_n(&mut first, 10, Duration::from_secs(20)).await;
+    let got = Instant::now();
+    assert_eq!(taken.iter().map(|r| (r.offset, r.delivery_count)).collect::<Vec<_>>(), (0..10).map(|o| (o, 1)).collect::<Vec<_>>());
+    assert_eq!(first.acquisition_lock_timeout(), Some(Duration::from_secs(2)));
+    let mut heir = consumer(client, &group, AcknowledgementMode::Implicit);
     let outcomes = record_outcomes(&mut heir);
     heir.subscribe(&[&topic]).unwrap();
-    // It dies mid-batch: nothing acknowledged, no leaving heartbeat.
-    let died = Instant::now();
-    drop(dying);
+    let first = if stall {
+        Some(first)
+    } else {
+        drop(first);
+        None
+    };
     let again = poll_n(&mut heir, 10, Duration::from_secs(20)).await;
-    let after = died.elapsed();
+    let after = got.elapsed();
     assert_eq!(again.iter().map(|r| (r.offset, r.delivery_count)).collect::<Vec<_>>(), (0..10).map(|o| (o, 2)).collect::<Vec<_>>());
-    assert!(after >= lock - Duration::from_millis(500), "redelivered after {after:?}, before the {lock:?} lock timed out");
     heir.close().await.unwrap();
     let outcomes = outcomes.lock().unwrap().clone();
     let accepted: Vec<i64> = outcomes.iter().filter(|o| o.error.is_none()).flat_map(|o| o.offsets.clone()).collect();
     assert_eq!(accepted, (0..10).collect::<Vec<_>>(), "{outcomes:?}");
+    if let Some(first) = first {
+        // Its records are gone: closing releases nothing of its own.
+        first.close().await.unwrap();
+    }
+    after
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_members_records_go_to_another_after_the_lock_times_out() {
+    common::init_tracing();
+    let Some(b) = Broker::from_env("a_stalled_members_records_go_to_another_after_the_lock_times_out") else { return };
+    let client = b.client().await;
+    if !share_groups(&b, &client).await {
+        return;
+    }
+    let after = taken_over(&client, "kw-share-stall", true).await;
+    assert!(after >= Duration::from_millis(1900), "redelivered after {after:?}, before the 2 s lock timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_members_records_go_to_another() {
+    common::init_tracing();
+    let Some(b) = Broker::from_env("a_dead_members_records_go_to_another") else { return };
+    let client = b.client().await;
+    if !share_groups(&b, &client).await {
+        return;
+    }
+    // The broker releases a closed connection's share session's records at once (Kafka 4.1+),
+    // else when the lock times out.
+    let after = taken_over(&client, "kw-share-dead", false).await;
+    assert!(after < Duration::from_secs(15), "{after:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
