@@ -79,10 +79,10 @@ pub(super) struct Fetcher {
 }
 
 fn next_epoch(epoch: i32) -> i32 {
-    if epoch >= i32::MAX || epoch < 0 {
-        1
-    } else {
-        epoch + 1
+    // After i32::MAX (and from the closing -1) comes 1: 0 would open a new session.
+    match epoch.checked_add(1) {
+        Some(next) if next > 0 => next,
+        _ => 1,
     }
 }
 
