@@ -286,11 +286,12 @@ impl ShareConsumer {
         self.deliver();
         let deadline = Instant::now() + timeout;
         loop {
+            // Made before the state is read: it gets every notification from then on.
+            let membership = self.membership.clone();
+            let news = membership.news.notified();
             if let Some(e) = self.membership.lock().fatal.clone() {
                 return Err(e);
             }
-            let membership = self.membership.clone();
-            let news = membership.news.notified();
             self.apply_assignment().await;
             if self.fetcher.buffered() > 0 {
                 return Ok(self.fetcher.drain(self.config.max_poll_records));
