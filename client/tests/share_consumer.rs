@@ -231,8 +231,8 @@ async fn every_record_is_accepted_once_across_two_of_ours_and_a_java_member() {
         let delivered: BTreeSet<(i32, i64)> = delivered.iter().map(|(p, o, _)| (*p, *o)).collect();
         for o in &outcomes {
             assert!(o.error.is_none(), "{name}: {o:?}");
-            for off in &o.offsets {
-                let key = (o.partition.partition, *off);
+            for off in o.offsets_of(AcknowledgeType::Accept) {
+                let key = (o.partition.partition, off);
                 assert!(delivered.contains(&key), "{name} acknowledged {key:?}, which it was not given");
                 accepted.entry(key).or_default().push(name);
             }
@@ -275,7 +275,8 @@ async fn a_released_record_comes_back_with_delivery_count_two() {
     let outcomes = c.commit_sync().await.unwrap();
     assert_eq!(outcomes.len(), 1, "{outcomes:?}");
     assert!(outcomes[0].error.is_none(), "{outcomes:?}");
-    assert_eq!(outcomes[0].offsets, vec![0, 1, 2, 3, 4]);
+    assert_eq!(outcomes[0].offsets(), vec![0, 1, 2, 3, 4]);
+    assert_eq!(outcomes[0].offsets_of(AcknowledgeType::Release), vec![2]);
     let again = poll_n(&mut c, 1, Duration::from_secs(10)).await;
     assert_eq!(again.iter().map(|r| (r.offset, r.delivery_count)).collect::<Vec<_>>(), vec![(2, 2)], "only the released record, delivered twice");
     assert_eq!(again[0].value.as_deref(), Some(&b"v-0-2"[..]));
@@ -312,7 +313,7 @@ async fn taken_over(client: &Client, prefix: &str, stall: bool) -> Duration {
     assert_eq!(again.iter().map(|r| (r.offset, r.delivery_count)).collect::<Vec<_>>(), (0..10).map(|o| (o, 2)).collect::<Vec<_>>());
     heir.close().await.unwrap();
     let outcomes = outcomes.lock().unwrap().clone();
-    let accepted: Vec<i64> = outcomes.iter().filter(|o| o.error.is_none()).flat_map(|o| o.offsets.clone()).collect();
+    let accepted: Vec<i64> = outcomes.iter().filter(|o| o.error.is_none()).flat_map(|o| o.offsets_of(AcknowledgeType::Accept)).collect();
     assert_eq!(accepted, (0..10).collect::<Vec<_>>(), "{outcomes:?}");
     if let Some(first) = first {
         // Its records are gone: closing releases nothing of its own.
@@ -379,8 +380,9 @@ async fn rejected_records_are_not_delivered_again() {
     c.close().await.unwrap();
     let outcomes = outcomes.lock().unwrap().clone();
     assert!(outcomes.iter().all(|o| o.error.is_none()), "{outcomes:?}");
-    let acked: Vec<i64> = outcomes.iter().flat_map(|o| o.offsets.clone()).collect();
-    assert_eq!(acked, vec![0, 1, 2, 3, 4, 5, 3, 4, 5]);
+    let acked: Vec<(i64, AcknowledgeType)> = outcomes.iter().flat_map(|o| o.acknowledgements.clone()).collect();
+    use AcknowledgeType::{Reject, Release};
+    assert_eq!(acked, vec![(0, Reject), (1, Reject), (2, Reject), (3, Release), (4, Release), (5, Release), (3, Reject), (4, Reject), (5, Reject)]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -35,6 +35,19 @@ impl AcknowledgeType {
     }
 }
 
+impl AcknowledgeType {
+    /// The type of a wire code; `None` for a gap (and codes this client does not send).
+    pub(super) fn from_wire(code: i8) -> Option<AcknowledgeType> {
+        Some(match code {
+            1 => AcknowledgeType::Accept,
+            2 => AcknowledgeType::Release,
+            3 => AcknowledgeType::Reject,
+            4 => AcknowledgeType::Renew,
+            _ => return None,
+        })
+    }
+}
+
 /// The renew code: a request carrying it sets `IsRenewAck`.
 pub(super) const RENEW: i8 = 4;
 
@@ -96,5 +109,7 @@ mod tests {
     fn wire_codes_are_kip_932s() {
         let codes: Vec<i8> = [AcknowledgeType::Accept, AcknowledgeType::Release, AcknowledgeType::Reject, AcknowledgeType::Renew].iter().map(|t| t.wire()).collect();
         assert_eq!(codes, vec![1, 2, 3, RENEW]);
+        assert!(codes.iter().all(|c| AcknowledgeType::from_wire(*c).is_some_and(|t| t.wire() == *c)));
+        assert_eq!(AcknowledgeType::from_wire(GAP), None);
     }
 }

@@ -162,7 +162,10 @@ impl Fetcher {
     /// per partition from `codes`.
     fn report(&mut self, acks: &Acks, error: Option<&Error>, codes: &HashMap<Tip, (i16, Option<String>)>, api: ApiKey) {
         for (tip, offsets) in acks {
-            if offsets.is_empty() {
+            // Gaps are this client's own business: the application never saw them.
+            let acknowledgements: Vec<(i64, super::AcknowledgeType)> =
+                offsets.iter().filter_map(|(o, t)| super::AcknowledgeType::from_wire(*t).map(|t| (*o, t))).collect();
+            if acknowledgements.is_empty() {
                 continue;
             }
             let partition = self.topic_partition(tip);
@@ -181,7 +184,7 @@ impl Fetcher {
             if let Some(e) = &error {
                 warn!(%partition, error = %e, "acknowledgement failed");
             }
-            self.outcomes.push(AcknowledgementCommit { partition, offsets: offsets.keys().copied().collect(), error });
+            self.outcomes.push(AcknowledgementCommit { partition, acknowledgements, error });
         }
     }
 

@@ -129,11 +129,23 @@ impl std::ops::Deref for ShareRecord {
 pub struct AcknowledgementCommit {
     /// The partition.
     pub partition: TopicPartition,
-    /// The offsets acknowledged.
-    pub offsets: Vec<i64>,
+    /// The offsets acknowledged, and how.
+    pub acknowledgements: Vec<(i64, AcknowledgeType)>,
     /// Why the broker did not take them (INVALID_RECORD_STATE: the lock had timed out, the
     /// record went to another member), `None` when it did.
     pub error: Option<Error>,
+}
+
+impl AcknowledgementCommit {
+    /// The offsets acknowledged.
+    pub fn offsets(&self) -> Vec<i64> {
+        self.acknowledgements.iter().map(|(o, _)| *o).collect()
+    }
+
+    /// The offsets acknowledged as `ty`.
+    pub fn offsets_of(&self, ty: AcknowledgeType) -> Vec<i64> {
+        self.acknowledgements.iter().filter(|(_, t)| *t == ty).map(|(o, _)| *o).collect()
+    }
 }
 
 type Callback = Box<dyn FnMut(&AcknowledgementCommit) + Send>;
