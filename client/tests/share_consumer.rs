@@ -374,9 +374,19 @@ async fn rejected_records_are_not_delivered_again() {
         c.acknowledge(r, AcknowledgeType::Reject).unwrap();
     }
     assert!(c.commit_sync().await.unwrap().iter().all(|o| o.error.is_none()));
-    // Nothing is delivered again.
+    // Nothing is delivered again, nor to the member after it left and joined again.
     let late = poll_n(&mut c, 1, Duration::from_secs(2)).await;
     assert!(late.is_empty(), "{late:?}");
+    let epoch = c.member_epoch();
+    assert!(epoch > 0);
+    c.unsubscribe().await.unwrap();
+    assert_eq!((c.member_epoch(), c.assignment().len()), (0, 0));
+    let e = c.poll(Duration::ZERO).await.expect_err("not subscribed");
+    assert!(matches!(e, Error::Share(ShareError::NotSubscribed)), "{e:?}");
+    c.subscribe(&[&topic]).unwrap();
+    let late = poll_n(&mut c, 1, Duration::from_secs(2)).await;
+    assert!(late.is_empty(), "{late:?}");
+    assert!(c.member_epoch() > 0, "joined again");
     c.close().await.unwrap();
     let outcomes = outcomes.lock().unwrap().clone();
     assert!(outcomes.iter().all(|o| o.error.is_none()), "{outcomes:?}");

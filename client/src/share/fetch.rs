@@ -495,7 +495,15 @@ impl Fetcher {
             let e = Error::broker(code, response.error_message.as_deref().map(str::to_owned), format!("ShareFetch from broker {node}"));
             self.report(acks, Some(&e), &HashMap::new(), ApiKey::ShareFetch);
             // The session is gone or out of step: a new one next round.
-            if matches!(code, ErrorCode::SHARE_SESSION_NOT_FOUND | ErrorCode::INVALID_SHARE_SESSION_EPOCH | ErrorCode::SHARE_SESSION_LIMIT_REACHED)
+            // The member fenced or not (yet) known: the heartbeat joins again meanwhile.
+            if matches!(
+                code,
+                ErrorCode::SHARE_SESSION_NOT_FOUND
+                    | ErrorCode::INVALID_SHARE_SESSION_EPOCH
+                    | ErrorCode::SHARE_SESSION_LIMIT_REACHED
+                    | ErrorCode::UNKNOWN_MEMBER_ID
+                    | ErrorCode::FENCED_MEMBER_EPOCH
+            )
                 || e.is_retriable()
                 || Client::needs_metadata_refresh(code)
             {
@@ -514,9 +522,13 @@ impl Fetcher {
                 let tip = (t.topic_id, p.partition_index);
                 codes.insert(tip, (p.acknowledge_error_code, p.acknowledge_error_message.as_deref().map(str::to_owned)));
                 let Some(topic) = assigned.get(&tip) else {
-                    // Not assigned any more: what it acquired goes back.
-                    if !p.acquired_records.is_empty() {
-                        debug!(node, partition = p.partition_index, "records of a partition no longer assigned");
+                    // Not assigned any more: what it acquired goes back at once.
+                    let acquired: Vec<(i64, i64, i16)> = p.acquired_records.iter().map(|a| (a.first_offset, a.last_offset, a.delivery_count)).collect();
+                    let release = acquired_offsets(&acquired, i64::MIN, &BTreeSet::new(), MAX_GAPS);
+                    if !release.is_empty() {
+                        debug!(node, partition = p.partition_index, records = release.len(), "releasing records of a partition no longer assigned");
+                        let pending = self.pending.entry(node).or_default().entry(tip).or_default();
+                        pending.extend(release.into_iter().map(|o| (o, super::AcknowledgeType::Release.wire())));
                     }
                     continue;
                 };
@@ -538,15 +550,14 @@ impl Fetcher {
                     continue;
                 }
                 let records = p.records.clone().unwrap_or_default();
-                let (records, gaps) = parse_partition(topic, p.partition_index, &records, acquired, options)?;
-                for record in records {
+                let parsed = parse_partition(topic, p.partition_index, &records, acquired, options)?;
+                for record in parsed.records {
                     self.buffer.push_back(Buffered { node, tip, record });
                 }
-                if !gaps.is_empty() {
+                if !parsed.gaps.is_empty() || !parsed.unread.is_empty() {
                     let pending = self.pending.entry(node).or_default().entry(tip).or_default();
-                    for offset in gaps {
-                        pending.insert(offset, GAP);
-                    }
+                    pending.extend(parsed.gaps.into_iter().map(|o| (o, GAP)));
+                    pending.extend(parsed.unread.into_iter().map(|o| (o, super::AcknowledgeType::Release.wire())));
                 }
             }
         }
@@ -608,10 +619,45 @@ fn build_fetch(
     }
 }
 
+/// What one partition's share fetch holds for this member.
+#[derive(Debug, Default)]
+struct Parsed {
+    /// The records in the acquired ranges, with their delivery counts.
+    records: Vec<ShareRecord>,
+    /// Acquired offsets the data covers without a record (control batches, compacted away):
+    /// acknowledged as gaps.
+    gaps: Vec<i64>,
+    /// Acquired offsets past the data (a truncated last batch): released, to come again.
+    unread: Vec<i64>,
+}
+
+/// The offsets of `acquired` ranges at or past `from` and not in `seen`, at most `limit`
+/// (a broker claiming a huge range costs no more).
+fn acquired_offsets(acquired: &[(i64, i64, i16)], from: i64, seen: &BTreeSet<i64>, limit: usize) -> Vec<i64> {
+    let mut out = Vec::new();
+    for (first, last, _) in acquired {
+        let mut offset = (*first).max(from);
+        while offset <= *last {
+            if !seen.contains(&offset) {
+                if out.len() >= limit {
+                    warn!(limit, "acquired ranges with more offsets than this client tracks per response");
+                    return out;
+                }
+                out.push(offset);
+            }
+            match offset.checked_add(1) {
+                Some(next) => offset = next,
+                None => break,
+            }
+        }
+    }
+    out
+}
+
 /// The records of one partition's share fetch that lie in the acquired ranges (first, last,
-/// delivery count), with their delivery counts; and the acquired offsets that hold no record
-/// (control batches, compacted away), to acknowledge as gaps.
-fn parse_partition(topic: &Arc<str>, partition: i32, records: &Bytes, mut acquired: Vec<(i64, i64, i16)>, options: &DecodeOptions) -> Result<(Vec<ShareRecord>, Vec<i64>)> {
+/// delivery count), and the acquired offsets without one: gaps where the data covers them,
+/// unread past its end.
+fn parse_partition(topic: &Arc<str>, partition: i32, records: &Bytes, mut acquired: Vec<(i64, i64, i16)>, options: &DecodeOptions) -> Result<Parsed> {
     let tp = || TopicPartition::new(topic.to_string(), partition);
     let bad = |e: kwire::DecodeError| Error::Protocol { addr: tp().to_string(), message: format!("records of {}: {e}", tp()) };
     acquired.retain(|(first, last, _)| first <= last);
@@ -623,12 +669,15 @@ fn parse_partition(topic: &Arc<str>, partition: i32, records: &Bytes, mut acquir
     };
     let mut out = Vec::new();
     let mut seen: BTreeSet<i64> = BTreeSet::new();
+    // Where the complete batches end: acquired offsets below it without a record are gaps.
+    let mut covered = i64::MIN;
     for batch in records.batches_with(*options) {
         let b = match batch.map_err(bad)? {
             Batch::V2(b) => b,
             Batch::Partial(_) => break,
             Batch::Legacy(_) => return Err(Error::Consumer(ConsumerError::LegacyRecords(tp()))),
         };
+        covered = covered.max(b.next_offset());
         if b.is_control() {
             continue; // its offsets are gaps
         }
@@ -654,24 +703,9 @@ fn parse_partition(topic: &Arc<str>, partition: i32, records: &Bytes, mut acquir
             out.push(ShareRecord { record, delivery_count });
         }
     }
-    let mut gaps = Vec::new();
-    'ranges: for (first, last, _) in &acquired {
-        let mut offset = *first;
-        loop {
-            if !seen.contains(&offset) {
-                if gaps.len() >= MAX_GAPS {
-                    warn!(partition = %tp(), "acquired ranges with more offsets without records than acknowledged as gaps");
-                    break 'ranges;
-                }
-                gaps.push(offset);
-            }
-            if offset >= *last {
-                break;
-            }
-            offset += 1;
-        }
-    }
-    Ok((out, gaps))
+    let missing = acquired_offsets(&acquired, i64::MIN, &seen, MAX_GAPS);
+    let (gaps, unread) = missing.into_iter().partition(|o| *o < covered);
+    Ok(Parsed { records: out, gaps, unread })
 }
 
 #[cfg(test)]
@@ -695,19 +729,23 @@ mod tests {
         let raw = Bytes::from(raw);
         let topic: Arc<str> = Arc::from("t");
         // 1-2 acquired (2nd delivery), 4-6 acquired (1st): 4 is the marker.
-        let (records, gaps) = parse_partition(&topic, 0, &raw, vec![(4, 6, 1), (1, 2, 2)], &DecodeOptions::default()).unwrap();
-        let got: Vec<(i64, i16)> = records.iter().map(|r| (r.record.offset, r.delivery_count)).collect();
+        let parsed = parse_partition(&topic, 0, &raw, vec![(4, 6, 1), (1, 2, 2)], &DecodeOptions::default()).unwrap();
+        let got: Vec<(i64, i16)> = parsed.records.iter().map(|r| (r.record.offset, r.delivery_count)).collect();
         assert_eq!(got, vec![(1, 2), (2, 2), (5, 1), (6, 1)]);
-        assert_eq!(gaps, vec![4]);
+        assert_eq!((parsed.gaps, parsed.unread), (vec![4], vec![]));
+        // Acquired past the data (a truncated batch): released, not archived as gaps.
+        let parsed = parse_partition(&topic, 0, &raw, vec![(6, 9, 1)], &DecodeOptions::default()).unwrap();
+        assert_eq!(parsed.records.iter().map(|r| r.record.offset).collect::<Vec<_>>(), vec![6, 7]);
+        assert_eq!((parsed.gaps, parsed.unread), (vec![], vec![8, 9]));
         // Nonsense ranges from a broker: inverted ones ignored, huge ones capped.
-        let (records, gaps) = parse_partition(&topic, 0, &raw, vec![(9, 3, 1), (100, i64::MAX, 1)], &DecodeOptions::default()).unwrap();
-        assert!(records.is_empty());
-        assert_eq!(gaps.len(), MAX_GAPS);
-        // Garbage bytes are an error, not a panic.
+        let parsed = parse_partition(&topic, 0, &raw, vec![(9, 3, 1), (100, i64::MAX, 1)], &DecodeOptions::default()).unwrap();
+        assert!(parsed.records.is_empty());
+        assert_eq!(parsed.unread.len(), MAX_GAPS);
+        assert_eq!(acquired_offsets(&[(i64::MAX - 1, i64::MAX, 1)], i64::MIN, &BTreeSet::new(), 10), vec![i64::MAX - 1, i64::MAX]);
         // Garbage bytes: an error or nothing, never a panic.
         let garbage = Bytes::from_static(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 90, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]);
-        if let Ok((r, _)) = parse_partition(&topic, 0, &garbage, vec![(0, 1, 1)], &DecodeOptions::default()) {
-            assert!(r.is_empty());
+        if let Ok(parsed) = parse_partition(&topic, 0, &garbage, vec![(0, 1, 1)], &DecodeOptions::default()) {
+            assert!(parsed.records.is_empty());
         }
     }
 

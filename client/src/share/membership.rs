@@ -72,6 +72,15 @@ impl Membership {
         self.lock().stopped = true;
         self.wake.notify_one();
     }
+
+    /// After leaving: not a member (the same member id joins again at epoch 0).
+    pub(super) fn reset(&self) {
+        let mut m = self.lock();
+        m.epoch = 0;
+        m.assignment.clear();
+        m.changed = false;
+        m.stopped = false;
+    }
 }
 
 /// A random member id as Java's share consumer makes it (a UUID, in Kafka's base64url form).

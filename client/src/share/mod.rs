@@ -306,6 +306,12 @@ impl ShareConsumer {
             }
             self.apply_assignment().await;
             if self.fetcher.buffered() > 0 {
+                // No fetch this time: what is acknowledged goes now, in a ShareAcknowledge.
+                if self.fetcher.has_pending() {
+                    let member_id = self.member_id();
+                    self.fetcher.commit(&self.client, &self.config.group_id, &member_id, false).await;
+                    self.deliver();
+                }
                 return Ok(self.fetcher.drain(self.config.max_poll_records));
             }
             let remaining = deadline.saturating_duration_since(Instant::now());
@@ -449,11 +455,29 @@ impl ShareConsumer {
         }
     }
 
+    /// Settles what is open and leaves the group (Java's `unsubscribe`): as
+    /// [`close`](ShareConsumer::close), after which `subscribe` joins again.
+    pub async fn unsubscribe(&mut self) -> Result<()> {
+        if self.task.is_none() {
+            return Ok(());
+        }
+        self.leave().await;
+        self.membership.reset();
+        self.assigned.clear();
+        self.topics.clear();
+        Ok(())
+    }
+
     /// Settles what is open and leaves: the records the last poll returned are accepted
     /// (implicit mode) or, not acknowledged, released (explicit mode); records fetched and
     /// not returned are released; every share session is closed with what is pending; then
     /// the member leaves the group (epoch -1).
     pub async fn close(mut self) -> Result<()> {
+        self.leave().await;
+        Ok(())
+    }
+
+    async fn leave(&mut self) {
         let settle = match self.config.acknowledgement_mode {
             AcknowledgementMode::Implicit => AcknowledgeType::Accept,
             AcknowledgementMode::Explicit => AcknowledgeType::Release,
@@ -471,6 +495,5 @@ impl ShareConsumer {
         if joined {
             membership::leave(&self.coordinator, &self.heartbeat_config(), &member_id).await;
         }
-        Ok(())
     }
 }
