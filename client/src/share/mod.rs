@@ -296,6 +296,17 @@ impl ShareConsumer {
         }
         self.fetcher.collect().await;
         self.deliver();
+        self.apply_assignment().await;
+        if self.fetcher.buffered() > 0 {
+            // Records fetched earlier, so no ShareFetch this time: the acknowledgements go in
+            // a ShareAcknowledge, not waited for.
+            if self.fetcher.has_pending() {
+                let member_id = self.member_id();
+                self.fetcher.commit(&self.client, &self.config.group_id, &member_id, false).await;
+                self.deliver();
+            }
+            return Ok(self.fetcher.drain(self.config.max_poll_records));
+        }
         let deadline = Instant::now() + timeout;
         loop {
             // Made before the state is read: it gets every notification from then on.
@@ -306,12 +317,6 @@ impl ShareConsumer {
             }
             self.apply_assignment().await;
             if self.fetcher.buffered() > 0 {
-                // No fetch this time: what is acknowledged goes now, in a ShareAcknowledge.
-                if self.fetcher.has_pending() {
-                    let member_id = self.member_id();
-                    self.fetcher.commit(&self.client, &self.config.group_id, &member_id, false).await;
-                    self.deliver();
-                }
                 return Ok(self.fetcher.drain(self.config.max_poll_records));
             }
             let remaining = deadline.saturating_duration_since(Instant::now());
