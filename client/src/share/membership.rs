@@ -83,11 +83,22 @@ impl Membership {
     }
 }
 
-/// A random member id as Java's share consumer makes it (a UUID, in Kafka's base64url form).
+/// A random member id as Java's share consumer makes it (`Uuid.randomUuid()`: a version 4
+/// UUID in Kafka's base64url form, never starting with '-', which command lines would take
+/// for an option).
 pub(super) fn random_member_id() -> Result<String> {
     use base64::Engine;
-    let bytes = crate::sasl::random_bytes(16).map_err(|e| Error::Group(GroupError::NoRandomness(e)))?;
-    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+    loop {
+        let mut bytes = crate::sasl::random_bytes(16).map_err(|e| Error::Group(GroupError::NoRandomness(e)))?;
+        if let (Some(version), Some(variant)) = (bytes.get(6).copied(), bytes.get(8).copied()) {
+            bytes[6] = (version & 0x0f) | 0x40;
+            bytes[8] = (variant & 0x3f) | 0x80;
+        }
+        let id = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+        if !id.starts_with('-') {
+            return Ok(id);
+        }
+    }
 }
 
 fn to_bytestrings(v: &[String]) -> Vec<ByteString> {
@@ -225,5 +236,22 @@ pub(super) async fn leave(coordinator: &Coordinator, config: &HeartbeatConfig, m
         Ok(ResponseKind::ShareGroupHeartbeat(r)) => warn!(group, code = ?ErrorCode(r.error_code).name(), "leaving heartbeat refused"),
         Ok(other) => warn!(group, response = ?other.api_key(), "not a ShareGroupHeartbeat response"),
         Err(e) => warn!(group, error = %e, "leaving heartbeat failed"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn member_ids_are_kafka_uuids() {
+        use base64::Engine;
+        for _ in 0..200 {
+            let id = random_member_id().unwrap();
+            assert_eq!(id.len(), 22);
+            assert!(!id.starts_with('-'));
+            let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(&id).unwrap();
+            assert_eq!((bytes[6] >> 4, bytes[8] >> 6), (4, 2), "{id}");
+        }
     }
 }
