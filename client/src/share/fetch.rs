@@ -458,13 +458,22 @@ impl Fetcher {
         }
         let results = futures_util::future::join_all(calls).await;
         let options = DecodeOptions { verify_crc: config.check_crcs, ..Default::default() };
+        // Every response is taken in (records buffered, outcomes reported) before an error
+        // of one is returned.
+        let mut failed = None;
         for (node, first, acks, fetched) in results {
             if let Some((first_acks, r)) = first {
                 self.ack_done(node, &first_acks, r);
             }
-            refresh |= self.fetched(node, group, &acks, fetched, assigned, &options)?;
+            match self.fetched(node, group, &acks, fetched, assigned, &options) {
+                Ok(r) => refresh |= r,
+                Err(e) => failed = failed.or(Some(e)),
+            }
         }
-        Ok(refresh)
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(refresh),
+        }
     }
 
     /// Takes one ShareFetch response in: session, acknowledgement outcomes, records.
@@ -516,6 +525,7 @@ impl Fetcher {
             self.lock_timeout = Some(Duration::from_millis(response.acquisition_lock_timeout_ms as u64));
         }
         let mut refresh = false;
+        let mut failed = None;
         let mut codes: HashMap<Tip, (i16, Option<String>)> = HashMap::new();
         for t in response.responses {
             for p in t.partitions {
@@ -543,14 +553,25 @@ impl Fetcher {
                         refresh = true;
                         continue;
                     }
-                    return Err(Error::broker(code, p.error_message.as_deref().map(str::to_owned), format!("share fetch {tp}")).about(Resource::Topic(tp.topic.clone())));
+                    // Not authorized, say: the other partitions are still taken in.
+                    let e = Error::broker(code, p.error_message.as_deref().map(str::to_owned), format!("share fetch {tp}")).about(Resource::Topic(tp.topic.clone()));
+                    failed = failed.or(Some(e));
+                    continue;
                 }
                 let acquired: Vec<(i64, i64, i16)> = p.acquired_records.iter().map(|a| (a.first_offset, a.last_offset, a.delivery_count)).collect();
                 if acquired.is_empty() {
                     continue;
                 }
                 let records = p.records.clone().unwrap_or_default();
-                let parsed = parse_partition(topic, p.partition_index, &records, acquired, options)?;
+                let parsed = match parse_partition(topic, p.partition_index, &records, acquired, options) {
+                    Ok(parsed) => parsed,
+                    // Undecodable: nothing of it is handed out; its records come again when
+                    // their locks time out.
+                    Err(e) => {
+                        failed = failed.or(Some(e));
+                        continue;
+                    }
+                };
                 for record in parsed.records {
                     self.buffer.push_back(Buffered { node, tip, record });
                 }
@@ -562,7 +583,10 @@ impl Fetcher {
             }
         }
         self.report(acks, None, &codes, ApiKey::ShareFetch);
-        Ok(refresh)
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(refresh),
+        }
     }
 }
 
