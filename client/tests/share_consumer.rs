@@ -1,8 +1,8 @@
 //! The share consumer (KIP-932) against a real broker (`KWIRE_BROKER`): two of ours and Java's
 //! `KafkaShareConsumer` in one share group deliver and accept every record exactly once; a
-//! released record comes back with delivery count 2; a member dropped mid-batch has its
-//! records delivered to another after the acquisition lock times out; rejected records never
-//! come back; renewing a lock keeps the records past its duration. On a broker without share
+//! released record comes back with delivery count 2; a member that stalls mid-batch has its
+//! records delivered to another after the acquisition lock times out, one dropped (its
+//! connections closed) at once; rejected records never come back; renewing a lock keeps the records past its duration. On a broker without share
 //! groups (Kafka 3.x) each test asserts the typed unsupported-version error instead.
 
 mod common;
@@ -403,14 +403,14 @@ async fn renewing_keeps_records_past_the_lock_duration() {
     if !share_groups(&b, &client).await {
         return;
     }
-    let (topic, group) = setup(&client, "kw-share-renew", 1, &[("share.record.lock.duration.ms", "1500")]).await;
+    let (topic, group) = setup(&client, "kw-share-renew", 1, &[("share.record.lock.duration.ms", "2500")]).await;
     produce(&client, &topic, 1, 4).await;
     let mut c = consumer(&client, &group, AcknowledgementMode::Explicit);
     c.subscribe(&[&topic]).unwrap();
     let records = poll_n(&mut c, 4, Duration::from_secs(20)).await;
     assert_eq!(records.len(), 4);
-    // Offsets 0-1 renewed every second for 3 s; 2-3 left to time out.
-    for _ in 0..3 {
+    // Offsets 0-1 renewed every second for 4 s; 2-3 left to time out.
+    for _ in 0..4 {
         tokio::time::sleep(Duration::from_millis(1000)).await;
         for r in &records[..2] {
             c.acknowledge(r, AcknowledgeType::Renew).unwrap();
@@ -418,7 +418,7 @@ async fn renewing_keeps_records_past_the_lock_duration() {
         let renewed = c.commit_sync().await.unwrap();
         assert!(!renewed.is_empty() && renewed.iter().all(|o| o.error.is_none()), "{renewed:?}");
     }
-    // Held: the renewed records are still this member's to accept, 3 s into a 1.5 s lock.
+    // Held: the renewed records are still this member's to accept, 4 s into a 2.5 s lock.
     for r in &records[..2] {
         c.acknowledge(r, AcknowledgeType::Accept).unwrap();
     }

@@ -35,6 +35,9 @@ struct Seen {
     requests: Vec<(ApiKey, i32, Vec<AckBatch>)>,
     heartbeats: Vec<i32>,
     fetches: usize,
+    /// The partitions each ShareFetch names.
+    named: Vec<Vec<(Uuid, i32)>>,
+    metadata: usize,
 }
 
 fn records(base: i64, n: i64) -> Vec<u8> {
@@ -48,7 +51,8 @@ fn records(base: i64, n: i64) -> Vec<u8> {
 fn partition(index: i32, data: Option<Vec<u8>>, acquired: &[(i64, i64, i16)]) -> PartitionData {
     PartitionData {
         partition_index: index,
-        records: data.map(Bytes::from),
+        // Not nullable from v1.
+        records: Some(data.map(Bytes::from).unwrap_or_default()),
         acquired_records: acquired.iter().map(|&(first_offset, last_offset, delivery_count)| AcquiredRecords { first_offset, last_offset, delivery_count, ..Default::default() }).collect(),
         ..Default::default()
     }
@@ -103,6 +107,7 @@ async fn broker(seen: Arc<Mutex<Seen>>) -> String {
                 ApiVersionsResponse { api_keys, ..Default::default() }.into()
             }
             RequestKind::Metadata(_) => {
+                seen.metadata += 1;
                 let mut m = common::one_partition_metadata(port);
                 m.topics[0].topic_id = TOPIC;
                 m.into()
@@ -132,6 +137,7 @@ async fn broker(seen: Arc<Mutex<Seen>>) -> String {
                     .flat_map(|t| t.partitions.iter().flat_map(move |p| p.acknowledgement_batches.iter().map(move |b| (t.topic_id, p.partition_index, b.first_offset, b.last_offset, b.acknowledge_types.to_vec()))))
                     .collect();
                 seen.requests.push((ApiKey::ShareFetch, r.share_session_epoch, acks));
+                seen.named.push(r.topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, p.partition_index))).collect());
                 seen.fetches += 1;
                 let mut response = ShareFetchResponse { acquisition_lock_timeout_ms: 30_000, ..Default::default() };
                 match seen.fetches {
@@ -159,6 +165,16 @@ async fn broker(seen: Arc<Mutex<Seen>>) -> String {
                     4 => {
                         response.responses =
                             vec![ShareFetchableTopicResponse { topic_id: TOPIC, partitions: vec![partition(0, Some(records(8, 2)), &[(8, 9, 4)])], ..Default::default() }];
+                    }
+                    // The leader moved (to itself, epoch 1: a KIP-951 hint, no Metadata).
+                    5 => {
+                        let mut p = partition(0, None, &[]);
+                        p.error_code = 6; // NOT_LEADER_OR_FOLLOWER
+                        p.current_leader.leader_id = 1;
+                        p.current_leader.leader_epoch = 1;
+                        response.responses = vec![ShareFetchableTopicResponse { topic_id: TOPIC, partitions: vec![p], ..Default::default() }];
+                        response.node_endpoints =
+                            vec![share_fetch_response::NodeEndpoint { node_id: 1, host: "127.0.0.1".into(), port: port as i32, ..Default::default() }];
                     }
                     _ => {}
                 }
@@ -220,9 +236,14 @@ async fn acknowledgements_and_sessions_on_the_wire_and_hostile_answers() {
         }
     }
     assert_eq!(third.iter().map(|r| (r.offset, r.delivery_count)).collect::<Vec<_>>(), vec![(8, 4), (9, 4)]);
+    // Accepted on the next ShareFetch, which finds the leader moved; the one after names the
+    // partition again in the session.
+    assert!(c.poll(Duration::from_millis(300)).await.unwrap().is_empty());
     c.close().await.unwrap();
 
     let seen = seen.lock().unwrap();
+    assert_eq!(seen.named.get(5), Some(&vec![(TOPIC, 0)]), "the partition named again after NOT_LEADER_OR_FOLLOWER: {:?}", seen.named);
+    assert_eq!(seen.metadata, 1, "the leader hint spares a Metadata request");
     let requests: Vec<(ApiKey, i32)> = seen.requests.iter().map(|(a, e, _)| (*a, *e)).collect();
     // Epoch 0 opens; 1 (the stranger's release), 2 (the fetch with acknowledgements) is lost;
     // 0 again, 1, 2 ... and -1 closes.
@@ -234,8 +255,10 @@ async fn acknowledgements_and_sessions_on_the_wire_and_hostile_answers() {
     let hostile = seen.requests.iter().find_map(|(_, _, a)| a.iter().find(|x| x.2 == 8 && x.4 == vec![2]).cloned());
     let (_, _, first_offset, last_offset, _) = hostile.expect("the hostile range released");
     assert_eq!((first_offset, last_offset), (8, 8 + (1 << 16) - 1));
-    // Close accepts 8-9.
-    assert_eq!(seen.requests.last().map(|r| r.2.clone()), Some(vec![(TOPIC, 0, 8, 9, vec![1])]));
+    // The fifth ShareFetch accepts 8-9; close has nothing left but to end the session.
+    let fifth = seen.requests.iter().filter(|r| r.0 == ApiKey::ShareFetch).nth(4).map(|r| r.2.clone());
+    assert_eq!(fifth, Some(vec![(TOPIC, 0, 8, 9, vec![1])]));
+    assert_eq!(seen.requests.last().map(|r| r.2.clone()), Some(vec![]));
     assert_eq!(seen.heartbeats.first(), Some(&0));
     assert_eq!(seen.heartbeats.last(), Some(&-1));
 
@@ -245,6 +268,6 @@ async fn acknowledgements_and_sessions_on_the_wire_and_hostile_answers() {
     let lost = outcomes.iter().find(|o| o.partition.topic == "t" && o.offsets() == vec![0, 1, 2, 3, 4, 6, 7]).expect("the lost acknowledgements");
     assert!(matches!(&lost.error, Some(Error::Broker { code, .. }) if code.0 == 123), "{lost:?}");
     assert_eq!(lost.offsets_of(AcknowledgeType::Release), vec![6, 7]);
-    let last = outcomes.last().expect("close's");
-    assert_eq!((last.offsets(), last.error.is_none()), (vec![8, 9], true));
+    let last = outcomes.last().expect("the fifth ShareFetch's");
+    assert_eq!((last.offsets(), last.error.is_none()), (vec![8, 9], true), "{last:?}");
 }

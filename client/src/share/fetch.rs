@@ -21,7 +21,7 @@ use tracing::{debug, warn};
 
 use super::acks::{batches, GAP, RENEW};
 use super::{AcknowledgementCommit, ShareConsumerConfig, ShareRecord};
-use crate::cluster::Client;
+use crate::cluster::{BrokerInfo, Client};
 use crate::consumer::ConsumerRecord;
 use crate::conn::InFlight;
 use crate::error::{ConsumerError, Error, Resource, Result};
@@ -465,7 +465,7 @@ impl Fetcher {
             if let Some((first_acks, r)) = first {
                 self.ack_done(node, &first_acks, r);
             }
-            match self.fetched(node, group, &acks, fetched, assigned, &options) {
+            match self.fetched(client, node, group, &acks, fetched, assigned, &options) {
                 Ok(r) => refresh |= r,
                 Err(e) => failed = failed.or(Some(e)),
             }
@@ -477,7 +477,8 @@ impl Fetcher {
     }
 
     /// Takes one ShareFetch response in: session, acknowledgement outcomes, records.
-    fn fetched(&mut self, node: i32, group: &str, acks: &Acks, result: Result<Option<ResponseKind>>, assigned: &BTreeMap<Tip, Arc<str>>, options: &DecodeOptions) -> Result<bool> {
+    #[allow(clippy::too_many_arguments)]
+    fn fetched(&mut self, client: &Client, node: i32, group: &str, acks: &Acks, result: Result<Option<ResponseKind>>, assigned: &BTreeMap<Tip, Arc<str>>, options: &DecodeOptions) -> Result<bool> {
         let response = match result {
             Ok(Some(ResponseKind::ShareFetch(r))) => r,
             Ok(other) => {
@@ -526,7 +527,9 @@ impl Fetcher {
         }
         let mut refresh = false;
         let mut failed = None;
+        let mut hints: Vec<(String, i32, i32, i32)> = Vec::new();
         let mut codes: HashMap<Tip, (i16, Option<String>)> = HashMap::new();
+        let endpoints: Vec<BrokerInfo> = response.node_endpoints.iter().map(|n| BrokerInfo::endpoint(n.node_id, &n.host, n.port, n.rack.as_deref())).collect();
         for t in response.responses {
             for p in t.partitions {
                 let tip = (t.topic_id, p.partition_index);
@@ -546,11 +549,17 @@ impl Fetcher {
                 if !code.is_ok() {
                     let tp = TopicPartition::new(topic.to_string(), p.partition_index);
                     if Client::needs_metadata_refresh(code) || code.is_retriable() {
-                        debug!(partition = %tp, code = ?code.name(), "share fetch: partition error, refreshing metadata");
                         if let Some(s) = self.sessions.get_mut(&node) {
                             s.partitions.remove(&tip);
                         }
-                        refresh = true;
+                        // KIP-951: the new leader, if the answer names it; else a refresh.
+                        let leader_change = matches!(code, ErrorCode::NOT_LEADER_OR_FOLLOWER | ErrorCode::FENCED_LEADER_EPOCH);
+                        if leader_change && p.current_leader.leader_id >= 0 {
+                            hints.push((topic.to_string(), p.partition_index, p.current_leader.leader_id, p.current_leader.leader_epoch));
+                        } else {
+                            debug!(partition = %tp, code = ?code.name(), "share fetch: partition error, refreshing metadata");
+                            refresh = true;
+                        }
                         continue;
                     }
                     // Not authorized, say: the other partitions are still taken in.
@@ -583,6 +592,10 @@ impl Fetcher {
             }
         }
         self.report(acks, None, &codes, ApiKey::ShareFetch);
+        if !hints.is_empty() {
+            let taken = client.update_leaders(hints.iter().map(|(t, p, leader, epoch)| (t.as_str(), *p, *leader, *epoch)), endpoints);
+            refresh |= taken < hints.len();
+        }
         match failed {
             Some(e) => Err(e),
             None => Ok(refresh),
