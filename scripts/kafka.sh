@@ -91,6 +91,22 @@ tools_classpath() {
   fi
 }
 
+# The client telemetry receiver (KIP-714; scripts/kafka/TelemetryReceiver.java), compiled against
+# this version's jars into the cache, for `metric.reporters`: with it the broker advertises
+# GetTelemetrySubscriptions and PushTelemetry, and writes what clients push to TELEMETRY_LOG.
+telemetry=$base/cache/$version/telemetry
+telemetry_receiver() {
+  local src=$root/scripts/kafka/TelemetryReceiver.java
+  [ "$telemetry/TelemetryReceiver.class" -nt "$src" ] && return 0
+  rm -rf "$telemetry"
+  mkdir -p "$telemetry"
+  if ! javac -nowarn -cp "$lib/*" -d "$telemetry" "$src" >"$base/cache/javac-telemetry-$version.log" 2>&1; then
+    cat "$base/cache/javac-telemetry-$version.log" >&2
+    log "could not compile $src against Kafka $version"
+    exit 1
+  fi
+}
+
 # N free loopback ports, all bound at once so they differ.
 free_ports() {
   python3 - "$1" <<'EOF'
@@ -208,6 +224,8 @@ group.consumer.min.session.timeout.ms=3000
 group.consumer.session.timeout.ms=8000
 group.consumer.min.heartbeat.interval.ms=500
 group.consumer.heartbeat.interval.ms=1000
+metric.reporters=TelemetryReceiver
+kwire.telemetry.file=$dir/telemetry.log
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 super.users=User:ANONYMOUS;User:admin;User:$OAUTH_PRINCIPAL
 EOF
@@ -243,6 +261,7 @@ start() {
   stop
   classpath
   tools_classpath
+  telemetry_receiver
   local cp="$lib/*" heap="-Xms256m -Xmx768m"
   [ "$nodes" = 3 ] && heap="-Xms128m -Xmx384m"
   rm -rf "$dir"
@@ -340,6 +359,7 @@ EOF
   done
   echo "KAFKA_LOGS=$dir" >>"$dir/env.tmp"
   echo "KAFKA_LIB=$lib" >>"$dir/env.tmp"
+  echo "TELEMETRY_LOG=$dir/telemetry.log" >>"$dir/env.tmp"
   [ ! -f "$tools/.complete" ] || echo "KAFKA_TOOLS=$tools" >>"$dir/env.tmp"
   local deadline=$((SECONDS + START_TIMEOUT)) addr n=0
   for addr in ${bootstrap//,/ }; do
@@ -362,7 +382,7 @@ EOF
 
 # launch N: starts node N's process (its config and storage already made); PID in node N/pid.
 launch() {
-  local nd=$dir/node$1 cp="$lib/*" heap="-Xms256m -Xmx768m"
+  local nd=$dir/node$1 cp="$lib/*:$telemetry" heap="-Xms256m -Xmx768m"
   [ "$nodes" = 3 ] && heap="-Xms128m -Xmx384m"
   # -XX:TieredStopAtLevel=1 and SerialGC: a quicker start and less CPU on a small shared machine.
   # The OIDC validator reads its JWKS only from URLs and files these properties allow (Kafka 4

@@ -149,7 +149,7 @@ pub struct ClusterMetadata {
     pub brokers: BTreeMap<i32, BrokerInfo>,
     /// The topics, by name (shared: [`Client::topic`] hands them out without copying).
     pub topics: BTreeMap<String, Arc<TopicInfo>>,
-    fetched_at: Option<Instant>,
+    pub(crate) fetched_at: Option<Instant>,
 }
 
 impl ClusterMetadata {

@@ -27,6 +27,7 @@ use tokio_util::codec::Framed;
 use tracing::{debug, info, warn, Instrument};
 
 use crate::error::{Error, Result};
+use crate::metrics::ConnectionMetrics;
 use crate::sasl::{OAuthBearer, Sasl, ScramClient};
 use crate::tls::TlsConfig;
 
@@ -119,6 +120,7 @@ struct Shared {
     negotiated: Mutex<Option<Arc<Versions>>>,
     /// Wakes the io task to close the connection (a request timed out).
     abort: Arc<tokio::sync::Notify>,
+    metrics: Arc<ConnectionMetrics>,
 }
 
 /// A request [`dispatch`](Connection::dispatch)ed on a connection, its response to come.
@@ -229,6 +231,9 @@ impl Connection {
                 Box::pin(stream)
             }
         };
+        let metrics = ConnectionMetrics::of(&options.client_id);
+        metrics.created.increment(1);
+        metrics.open.increment(1.0);
         let codec = ClientCodec::with_max_frame_size(options.max_frame_size);
         let framed = Framed::new(io, codec);
         let (tx, rx) = mpsc::channel(256);
@@ -245,8 +250,9 @@ impl Connection {
             gate: Arc::new(RwLock::new(())),
             negotiated: Mutex::new(None),
             abort: abort.clone(),
+            metrics: metrics.clone(),
         });
-        tokio::spawn(io_task(framed, rx, abort, Arc::downgrade(&shared)).instrument(tracing::debug_span!("kafka.conn", addr = %addr)));
+        tokio::spawn(io_task(framed, rx, abort, Arc::downgrade(&shared), metrics).instrument(tracing::debug_span!("kafka.conn", addr = %addr)));
         let conn = Connection { shared };
         conn.negotiate().await?;
         if let Some(sasl) = &options.sasl {
@@ -490,8 +496,14 @@ impl Connection {
             Ok(last.session_lifetime_ms)
         }
         .instrument(span)
-        .await?;
+        .await
+        .inspect_err(|_| self.shared.metrics.failed_authentications.increment(1))?;
         info!(mechanism, user = sasl.username(), session_lifetime_ms = lifetime_ms, "authenticated");
+        if reauth {
+            self.shared.metrics.reauthentications.increment(1);
+        } else {
+            self.shared.metrics.authentications.increment(1);
+        }
         self.shared.authentications.fetch_add(1, Ordering::AcqRel);
         self.shared.session_lifetime_ms.store(lifetime_ms, Ordering::Release);
         if lifetime_ms > 0 {
@@ -626,7 +638,7 @@ async fn write_chunks<W: AsyncWrite + Unpin + ?Sized>(io: &mut W, chunks: Vec<By
 
 /// Owns the stream: writes requests as they come, reads responses and hands each to the
 /// request with its correlation id. Any error ends the connection, failing what waits.
-async fn io_task(mut framed: Stream, mut rx: mpsc::Receiver<Command>, abort: Arc<tokio::sync::Notify>, shared: Weak<Shared>) {
+async fn io_task(mut framed: Stream, mut rx: mpsc::Receiver<Command>, abort: Arc<tokio::sync::Notify>, shared: Weak<Shared>, metrics: Arc<ConnectionMetrics>) {
     let mut pending: HashMap<i32, (ApiKey, Reply)> = HashMap::new();
     let mut fetch_buffers = FetchBuffers::default();
     let addr = shared.upgrade().map(|s| s.addr.clone()).unwrap_or_default();
@@ -648,6 +660,9 @@ async fn io_task(mut framed: Stream, mut rx: mpsc::Receiver<Command>, abort: Arc
                 } else {
                     send_vectored(&mut framed, &request, records).await
                 };
+                if sent.is_ok() {
+                    metrics.requests.increment(1);
+                }
                 match sent {
                     Ok(()) if expects_response => { pending.insert(id, (api, reply)); }
                     Ok(()) => { let _ = reply.send(Ok(None)); }
@@ -662,6 +677,7 @@ async fn io_task(mut framed: Stream, mut rx: mpsc::Receiver<Command>, abort: Arc
                 None => break Some(Error::Disconnected(format!("{addr} closed the connection"))),
                 Some(Err(e)) => break Some(Error::codec(&addr, e)),
                 Some(Ok(frame)) => {
+                    metrics.responses.increment(1);
                     if frame.api_key == ApiKey::Fetch {
                         fetch_buffers.after_fetch(framed.read_buffer_mut());
                     }
@@ -675,6 +691,8 @@ async fn io_task(mut framed: Stream, mut rx: mpsc::Receiver<Command>, abort: Arc
     if let Some(e) = &error {
         warn!(error = %e, in_flight = pending.len(), "connection closed");
     }
+    metrics.open.decrement(1.0);
+    metrics.closed.increment(1);
     let e = error.unwrap_or_else(|| Error::Disconnected(format!("connection to {addr} dropped")));
     if let Some(s) = shared.upgrade() {
         if let Ok(mut reason) = s.close_reason.lock() {

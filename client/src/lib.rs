@@ -34,6 +34,7 @@ mod conn;
 mod consumer;
 mod error;
 mod group;
+pub mod metrics;
 mod offsets;
 #[cfg(feature = "oidc")]
 mod oidc;
@@ -42,6 +43,7 @@ mod producer;
 mod retry;
 mod sasl;
 mod share;
+mod telemetry;
 mod tls;
 mod topic_partition;
 

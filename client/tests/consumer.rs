@@ -90,9 +90,25 @@ async fn manual_assignment_positions_offsets_and_fetch_sessions() {
     assert_eq!(by_time[&tp0].0, 50);
     let past = c.list_offsets(&[(tp0.clone(), OffsetSpec::Timestamp(ts0() + 1000))]).await.unwrap();
     assert!(past.is_empty(), "no record that late: {past:?}");
+    // Java's offsetsForTimes: the first record at or after each time, or none.
+    let times = BTreeMap::from([(tp0.clone(), ts0() + 50), (tps[1].clone(), ts0() + 1000), (tps[2].clone(), 0)]);
+    let found = c.offsets_for_times(&times).await.unwrap();
+    assert_eq!(found.len(), 3, "an answer for every partition asked: {found:?}");
+    let at = found[&tp0].expect("a record at ts0 + 50");
+    assert_eq!((at.offset, at.timestamp), (50, ts0() + 50));
+    assert!(at.leader_epoch.is_some_and(|e| e >= 0), "{at:?}");
+    assert_eq!(found[&tps[1]], None, "no record that late");
+    assert_eq!(found[&tps[2]].map(|o| (o.offset, o.timestamp)), Some((0, ts0())));
+    assert!(matches!(c.offsets_for_times(&BTreeMap::from([(tp0.clone(), -1)])).await, Err(Error::Config(_))));
+    // Java's currentLag: from the last fetch response, no request.
+    for tp in &tps {
+        assert_eq!(c.current_lag(tp), Some(0), "{tp} read to its end");
+    }
+    assert_eq!(c.current_lag(&TopicPartition::new(&topic, 7)), None, "not assigned");
 
     // Seek back: only partition 0's tail comes again.
     c.seek(&tp0, 90).unwrap();
+    assert_eq!(c.current_lag(&tp0), Some(10));
     let again = poll_n(&mut c, 10).await;
     assert_eq!(again.iter().map(|r| (r.partition, r.offset)).collect::<Vec<_>>(), (90..100).map(|o| (0, o)).collect::<Vec<_>>());
     c.seek_to_beginning(&[tps[1].clone()]);

@@ -65,6 +65,10 @@ proptest! {
                 b.append(r.clone()).unwrap();
             }
             let bytes = b.build().unwrap();
+            // What compression is measured against: the batch less its header, uncompressed.
+            if c == Compression::None {
+                prop_assert_eq!(RecordBatchBuilder::new().uncompressed_size(&rs).unwrap(), bytes.len() - 61);
+            }
             let Some(Ok(Batch::V2(batch))) = Batches::new(bytes.clone()).next() else { panic!("{c}") };
             prop_assert_eq!(batch.compression(), c);
             prop_assert_eq!(batch.record_count() as usize, rs.len());

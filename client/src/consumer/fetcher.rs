@@ -19,6 +19,7 @@ use super::subscription::Subscription;
 use super::{ConsumerConfig, ConsumerRecord, FetchStats, IsolationLevel, OffsetReset};
 use crate::cluster::{BrokerInfo, Client, ClusterMetadata};
 use crate::error::{ConsumerError, Error, Resource, Result};
+use crate::metrics::{millis, ConsumerMetrics};
 use crate::topic_partition::TopicPartition;
 
 /// The fetch sessions and what they fetched.
@@ -33,6 +34,7 @@ pub(super) struct Fetcher {
     /// The fetch session with each broker.
     pub(super) sessions: HashMap<i32, Session>,
     pub(super) stats: FetchStats,
+    pub(super) metrics: ConsumerMetrics,
 }
 
 /// Records of one partition from one fetch, handed out in order.
@@ -68,6 +70,7 @@ impl Fetcher {
         let buffered: usize = self.buffer.iter().map(|f| f.records.len()).sum();
         // Sized once: records are moved once, into the caller's vector.
         let mut out = Vec::with_capacity(buffered.min(max));
+        let mut bytes = 0;
         while out.len() < max {
             let Some(front) = self.buffer.front_mut() else { break };
             let take = front.records.len().min(max - out.len());
@@ -90,11 +93,16 @@ impl Fetcher {
                 }
             }
             front.bytes = front.bytes.saturating_sub(taken_bytes);
+            bytes += taken_bytes;
             if front.records.is_empty() {
                 if let Some(f) = self.buffer.pop_front() {
                     self.recycle(f.records, subscription.partitions.len());
                 }
             }
+        }
+        if !out.is_empty() {
+            self.metrics.records_consumed.increment(out.len() as u64);
+            self.metrics.bytes_consumed.increment(bytes as u64);
         }
         out
     }
@@ -156,19 +164,25 @@ impl Fetcher {
             let session = self.sessions.entry(node).or_default();
             let (request, incremental) = build_fetch(config, &metadata, session, version, &wanted, max_wait);
             self.stats.fetches += 1;
+            self.metrics.fetches.increment(1);
             if incremental {
                 self.stats.incremental_fetches += 1;
             }
             let client = client.clone();
             calls.push(async move {
+                let sent = std::time::Instant::now();
                 let r = client.call_node(node, request).await;
-                (node, wanted, incremental, r)
+                (node, wanted, incremental, r, sent.elapsed())
             });
         }
         let results = futures_util::future::join_all(calls).await;
-        for (node, wanted, incremental, result) in results {
+        for (node, wanted, incremental, result, took) in results {
             let response = match result {
-                Ok(Some(ResponseKind::Fetch(r))) => r,
+                Ok(Some(ResponseKind::Fetch(r))) => {
+                    self.metrics.fetch_latency.record(millis(took));
+                    self.metrics.throttle_time.record(f64::from(r.throttle_time_ms.max(0)));
+                    r
+                }
                 Ok(other) => {
                     self.sessions.remove(&node);
                     return Err(Error::UnexpectedResponse(format!("{:?} to Fetch", other.map(|o| o.api_key()))));
@@ -185,6 +199,10 @@ impl Fetcher {
                 }
             };
             refresh |= self.handle_fetch(client, config, subscription, node, response, &wanted, incremental, &ids)?;
+        }
+        let lag = subscription.partitions.values().filter_map(Subscription::lag).max();
+        if let Some(lag) = lag {
+            self.metrics.records_lag_max.set(lag as f64);
         }
         if refresh {
             tokio::time::sleep(config.retry_backoff).await;
@@ -230,17 +248,17 @@ impl Fetcher {
                 self.sessions.remove(&node);
                 return Ok(false);
             }
+            // As Java's `FetchSessionHandler`: a fetch the broker could not process as a whole
+            // (3.9 answers UNKNOWN_SERVER_ERROR when a topic of the session was deleted) ends
+            // the session; the next fetch is a full one, after fresh metadata.
             code => {
-                warn!(node, code = ?code.name(), "fetch refused");
+                warn!(node, code = ?code.name(), "fetch refused: a new fetch session next");
                 self.sessions.remove(&node);
-                let e = Error::broker(code, None, format!("Fetch from broker {node}"));
-                if e.is_retriable() || Client::needs_metadata_refresh(code) || code == ErrorCode::FETCH_SESSION_TOPIC_ID_ERROR {
-                    return Ok(true);
-                }
-                return Err(e);
+                return Ok(true);
             }
         }
         let options = DecodeOptions { verify_crc: config.check_crcs, ..Default::default() };
+        let (mut fetched_bytes, mut fetched_records) = (0usize, 0usize);
         // KIP-951 (v12+ CurrentLeader, v16+ NodeEndpoints): where refused partitions lead now.
         let mut hints: Vec<(String, i32, i32, i32)> = Vec::new();
         for t in response.responses {
@@ -305,6 +323,10 @@ impl Fetcher {
                         return Err(Error::broker(code, None, format!("fetch {tp}")).about(Resource::Topic(tp.topic.clone())));
                     }
                 }
+                if let Some(st) = subscription.partitions.get_mut(&tp) {
+                    let end = if config.isolation_level == IsolationLevel::ReadCommitted { p.last_stable_offset } else { p.high_watermark };
+                    st.end = (end >= 0).then_some(end);
+                }
                 if p.diverging_epoch.epoch >= 0 && p.diverging_epoch.end_offset >= 0 {
                     self.truncated(config.auto_offset_reset, subscription, &tp, Some((p.diverging_epoch.epoch, p.diverging_epoch.end_offset)))?;
                     continue;
@@ -318,13 +340,19 @@ impl Fetcher {
                     _ => Vec::new(),
                 };
                 let records = p.records.unwrap_or_default();
+                fetched_bytes += records.len();
                 let queue = self.spare_queues.pop().unwrap_or_default();
                 match parse_partition(&topic, tp, sent.offset, &records, aborted, config.isolation_level, &options, queue)? {
-                    (Some(f), _) => self.buffer.push_back(f),
+                    (Some(f), _) => {
+                        fetched_records += f.records.len();
+                        self.buffer.push_back(f)
+                    }
                     (None, queue) => self.recycle(queue, subscription.partitions.len()),
                 }
             }
         }
+        self.metrics.fetch_size.record(fetched_bytes as f64);
+        self.metrics.records_per_request.record(fetched_records as f64);
         if !hints.is_empty() {
             let endpoints = response.node_endpoints.iter().map(|n| BrokerInfo::endpoint(n.node_id, &n.host, n.port, n.rack.as_deref()));
             let taken = client.update_leaders(hints.iter().map(|(t, p, leader, epoch)| (t.as_str(), *p, *leader, *epoch)), endpoints);

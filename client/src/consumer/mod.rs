@@ -36,6 +36,7 @@ use self::subscription::Subscription;
 use crate::assignor::Assignor;
 use crate::cluster::Client;
 use crate::error::{ConsumerError, Error, Result};
+use crate::telemetry::Telemetry;
 use crate::group::coordinator::Coordinator;
 use crate::group::{Group, GroupProtocol};
 use crate::topic_partition::TopicPartition;
@@ -136,6 +137,9 @@ pub struct ConsumerConfig {
     pub check_crcs: bool,
     /// `retry.backoff.ms` (100 ms): between attempts of coordinator and offset requests.
     pub retry_backoff: Duration,
+    /// `enable.metrics.push` (true): push the consumer's metrics to the brokers when a
+    /// client-metrics subscription asks for them (KIP-714).
+    pub enable_metrics_push: bool,
 }
 
 impl Default for ConsumerConfig {
@@ -159,6 +163,7 @@ impl Default for ConsumerConfig {
             max_poll_records: 500,
             check_crcs: true,
             retry_backoff: Duration::from_millis(100),
+            enable_metrics_push: true,
         }
     }
 }
@@ -226,6 +231,7 @@ pub struct Consumer {
     listener_error: Option<Error>,
     fetcher: Fetcher,
     last_auto_commit: Instant,
+    telemetry: Option<Telemetry>,
 }
 
 impl std::fmt::Debug for Consumer {
@@ -245,8 +251,12 @@ impl Consumer {
             return Err(Error::Config("group_instance_id needs a group_id".into()));
         }
         let client = client.with_own_connections();
+        let client_id = client.config().connection.client_id.clone();
         let coordinator = config.group_id.as_deref().map(|g| Coordinator::new(client.clone(), g, config.retry_backoff));
+        let metrics = crate::metrics::ConsumerMetrics::new(&client_id);
+        let telemetry = config.enable_metrics_push.then(|| Telemetry::start(client.clone(), metrics.telemetry(), "consumer"));
         Ok(Consumer {
+            telemetry,
             client,
             config,
             subscription: Subscription::default(),
@@ -254,7 +264,7 @@ impl Consumer {
             coordinator,
             listener: None,
             listener_error: None,
-            fetcher: Fetcher::default(),
+            fetcher: Fetcher { metrics, ..Fetcher::default() },
             last_auto_commit: Instant::now(),
         })
     }
@@ -285,6 +295,7 @@ impl Consumer {
     fn set_assignment(&mut self, wanted: &BTreeSet<TopicPartition>) {
         self.subscription.set(wanted);
         self.fetcher.buffer.retain(|f| wanted.contains(&f.tp));
+        self.fetcher.metrics.assigned_partitions.set(wanted.len() as f64);
     }
 
     /// The partitions assigned now (by hand or by the group).
@@ -436,6 +447,16 @@ impl Consumer {
         if self.group.is_some() {
             self.leave_group().await?;
         }
+        if let Some(t) = self.telemetry.as_mut() {
+            t.close(self.client.config().connection.request_timeout).await;
+        }
         Ok(())
+    }
+
+    /// The id the brokers know this consumer's telemetry by (Java's `clientInstanceId`), waiting
+    /// at most `timeout` for the first GetTelemetrySubscriptions answer. `None` with
+    /// `enable_metrics_push` off, on brokers without KIP-714, or when it did not come in time.
+    pub async fn client_instance_id(&self, timeout: Duration) -> Option<kwire::Uuid> {
+        crate::telemetry::wait_instance_id(self.telemetry.as_ref()?, timeout).await
     }
 }

@@ -8,6 +8,7 @@ use std::time::Instant;
 use tracing::warn;
 
 use super::{Consumer, OffsetAndMetadata, OffsetSpec};
+use crate::offsets::ListedOffset;
 use crate::error::{Error, GroupError, Result};
 use crate::group::coordinator::Coordinator;
 use crate::offsets::Committer;
@@ -28,6 +29,44 @@ impl Consumer {
     /// The log end offsets (last stable offsets under read_committed).
     pub async fn end_offsets(&self, tps: &[TopicPartition]) -> Result<BTreeMap<TopicPartition, i64>> {
         self.offsets_of(tps, OffsetSpec::Latest).await
+    }
+
+    /// For each partition, the first offset whose timestamp is at least the one given (ms),
+    /// with that record's timestamp and leader epoch (Java's `offsetsForTimes`); `None` for a
+    /// partition with no such record (every timestamp is earlier).
+    ///
+    /// ```no_run
+    /// # async fn f(consumer: &mut kwire_client::Consumer) -> kwire_client::Result<()> {
+    /// use std::collections::BTreeMap;
+    /// use kwire_client::TopicPartition;
+    /// let an_hour_ago = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64 - 3_600_000;
+    /// let tp = TopicPartition::new("events", 0);
+    /// let found = consumer.offsets_for_times(&BTreeMap::from([(tp.clone(), an_hour_ago)])).await?;
+    /// if let Some(Some(at)) = found.get(&tp) {
+    ///     consumer.seek(&tp, at.offset)?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn offsets_for_times(&self, times: &BTreeMap<TopicPartition, i64>) -> Result<BTreeMap<TopicPartition, Option<ListedOffset>>> {
+        if let Some((tp, t)) = times.iter().find(|(_, t)| **t < 0) {
+            return Err(Error::Config(format!("offsets_for_times: a negative timestamp ({t}) for {tp}")));
+        }
+        let specs: Vec<_> = times.iter().map(|(tp, t)| (tp.clone(), OffsetSpec::Timestamp(*t))).collect();
+        let mut found = crate::offsets::list_offsets(&self.client, &specs, self.config.isolation_level.wire(), self.config.retry_backoff).await?;
+        Ok(times
+            .keys()
+            .map(|tp| {
+                (tp.clone(), found.remove(tp))
+            })
+            .collect())
+    }
+
+    /// How many records an assigned partition's position is behind its end (the high
+    /// watermark, or the last stable offset under read_committed), as the last fetch response
+    /// gave it (Java's `currentLag`); `None` before the partition was fetched from, or when it
+    /// is not assigned. No request is sent.
+    pub fn current_lag(&self, tp: &TopicPartition) -> Option<i64> {
+        self.subscription.partitions.get(tp).and_then(super::subscription::Subscription::lag)
     }
 
     async fn offsets_of(&self, tps: &[TopicPartition], spec: OffsetSpec) -> Result<BTreeMap<TopicPartition, i64>> {
@@ -71,7 +110,12 @@ impl Consumer {
         let group = self.group_id()?.to_owned();
         let (generation, member_id) = self.group.as_ref().map_or((-1, String::new()), |g| g.commit_identity());
         let who = Committer { generation, member_id, instance_id: self.config.group_instance_id.clone() };
+        let started = Instant::now();
         let r = crate::offsets::commit(self.coordinator()?, &group, &who, offsets).await;
+        self.fetcher.metrics.commits.increment(1);
+        if r.is_ok() {
+            self.fetcher.metrics.commit_latency.record(crate::metrics::millis(started.elapsed()));
+        }
         // The generation moved on: rejoin before the next poll returns records.
         if let Err(Error::Group(GroupError::RebalanceInProgress { .. } | GroupError::UnknownMember { .. } | GroupError::StaleGeneration { .. })) = &r {
             if let (Some(g), Some(code)) = (&self.group, r.as_ref().err().and_then(Error::code)) {

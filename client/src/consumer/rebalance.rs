@@ -12,12 +12,46 @@ use tracing::{debug, info, warn};
 use super::listener::{Callback, RebalanceListener};
 use super::{Consumer, ConsumerGroupMetadata, OffsetAndMetadata};
 use crate::error::{ConsumerError, Error, Result};
-use crate::group::{Group, GroupConfig, GroupProtocol};
+use crate::group::{Group, GroupConfig, GroupProtocol, TopicPattern};
 use crate::topic_partition::TopicPartition;
 
 impl Consumer {
     /// Subscribes to `topics` as a member of the configured group (joining at the next poll).
     pub fn subscribe(&mut self, topics: &[&str]) -> Result<()> {
+        self.join(topics, None)
+    }
+
+    /// Subscribes to every topic whose whole name matches the regular expression `pattern`,
+    /// as a member of the configured group (joining at the next poll): topics created later
+    /// that match join the subscription, deleted ones leave it. Internal topics never match.
+    ///
+    /// Under the classic protocol this consumer matches the names (as Java's
+    /// `subscribe(Pattern)`), against metadata refreshed every `metadata_max_age` of the
+    /// client's config; members rejoin when what matches changes. Under KIP-848 (`group_protocol:
+    /// Consumer`) the group coordinator matches it (Java's `subscribe(SubscriptionPattern)`;
+    /// RE2/J syntax; Kafka 4.0 or later, else an `UnsupportedVersion` error from `poll`).
+    ///
+    /// ```no_run
+    /// # async fn f(client: kwire_client::Client) -> kwire_client::Result<()> {
+    /// use kwire_client::{Consumer, ConsumerConfig};
+    /// let mut consumer = Consumer::new(client, ConsumerConfig::group("audit"))?;
+    /// consumer.subscribe_pattern("orders-.*")?;
+    /// let records = consumer.poll(std::time::Duration::from_secs(1)).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn subscribe_pattern(&mut self, pattern: &str) -> Result<()> {
+        self.join(&[], Some(TopicPattern::new(pattern)?))
+    }
+
+    /// Subscribes as [`subscribe_pattern`](Consumer::subscribe_pattern) does, with `listener`
+    /// told of every partition revoked, assigned and lost.
+    pub fn subscribe_pattern_with_listener(&mut self, pattern: &str, listener: impl RebalanceListener + 'static) -> Result<()> {
+        self.subscribe_pattern(pattern)?;
+        self.listener = Some(Mutex::new(Box::new(listener)));
+        Ok(())
+    }
+
+    fn join(&mut self, topics: &[&str], pattern: Option<TopicPattern>) -> Result<()> {
         let (Some(group_id), Some(coordinator)) = (self.config.group_id.clone(), self.coordinator.clone()) else {
             return Err(Error::Config("subscribing needs a group_id".into()));
         };
@@ -35,7 +69,7 @@ impl Consumer {
             retry_backoff: self.config.retry_backoff,
             request_timeout: self.client.config().connection.request_timeout,
         };
-        let group = Group::new(config, coordinator, topics)?;
+        let group = Group::new(config, coordinator, topics, pattern)?;
         self.set_assignment(&BTreeSet::new());
         self.group = Some(group);
         self.listener_error = None;
@@ -108,6 +142,7 @@ impl Consumer {
         }
         match g.protocol() {
             GroupProtocol::Classic => {
+                g.match_pattern(self.client.config().metadata_max_age).await;
                 if g.needs_join() {
                     self.join_classic().await?;
                 } else {
@@ -178,6 +213,7 @@ impl Consumer {
             }
         }
         self.set_assignment(&assigned);
+        self.fetcher.metrics.rebalances.increment(1);
         let added: BTreeSet<TopicPartition> = assigned.difference(&owned).cloned().collect();
         self.notify(Callback::Assigned, &added).await;
     }
@@ -225,6 +261,7 @@ impl Consumer {
         let added: BTreeSet<TopicPartition> = wanted.iter().filter(|tp| !self.subscription.partitions.contains_key(*tp)).cloned().collect();
         let changed = !revoked.is_empty() || !added.is_empty();
         if changed {
+            self.fetcher.metrics.rebalances.increment(1);
             info!(revoked = revoked.len(), partitions = ?wanted.iter().map(ToString::to_string).collect::<Vec<_>>(), "reconciled the assignment");
         } else {
             debug!("the assignment is unchanged");

@@ -20,11 +20,14 @@ pub(super) struct PartState {
     pub(super) reset: Option<OffsetReset>,
     /// Paused by the caller: not fetched, nothing returned, until resumed.
     pub(super) paused: bool,
+    /// The end of the partition as the last fetch response gave it: the high watermark, or
+    /// the last stable offset under read_committed (Java's `currentLag` reads it).
+    pub(super) end: Option<i64>,
 }
 
 impl PartState {
     fn new() -> PartState {
-        PartState { position: None, epoch: None, validated_epoch: -1, needs_validation: false, reset: None, paused: false }
+        PartState { position: None, epoch: None, validated_epoch: -1, needs_validation: false, reset: None, paused: false, end: None }
     }
 }
 
@@ -82,6 +85,11 @@ impl Subscription {
     /// Whether a partition is assigned, not paused, and has a position to fetch from.
     pub(super) fn fetchable(st: &PartState) -> bool {
         st.position.is_some() && !st.needs_validation && !st.paused
+    }
+
+    /// How far a partition's position is behind its end, as of the last fetch response.
+    pub(super) fn lag(st: &PartState) -> Option<i64> {
+        Some((st.end? - st.position?).max(0))
     }
 
     /// The assigned partitions.

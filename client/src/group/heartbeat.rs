@@ -99,8 +99,18 @@ pub(super) async fn classic(coordinator: Coordinator, config: Arc<GroupConfig>, 
 
 /// KIP-848's ConsumerGroupHeartbeat loop: joins, reports owned partitions, receives target
 /// assignments (applied by the consumer's next poll).
-pub(super) async fn consumer(coordinator: Coordinator, config: Arc<GroupConfig>, topics: Vec<String>, shared: Arc<Mutex<Membership>>, wake: Arc<Notify>) {
+pub(super) async fn consumer(
+    coordinator: Coordinator,
+    config: Arc<GroupConfig>,
+    topics: Vec<String>,
+    regex: Option<String>,
+    shared: Arc<Mutex<Membership>>,
+    wake: Arc<Notify>,
+) {
     let group = config.group_id.clone();
+    // SubscribedTopicRegex came with v1 (Kafka 4.0): the coordinator's version is checked before
+    // the first heartbeat with a pattern (v0 would drop it silently).
+    let mut regex_checked = regex.is_none();
     let mut first = true;
     // What the broker last acknowledged of our owned partitions and subscription: the
     // request carries them only when they changed (a full request makes the broker send the
@@ -148,6 +158,26 @@ pub(super) async fn consumer(coordinator: Coordinator, config: Arc<GroupConfig>,
             reported = None;
             continue;
         }
+        if !regex_checked {
+            match coordinator.versions().await.and_then(|v| v.version(ApiKey::ConsumerGroupHeartbeat)) {
+                Ok(v) if v < 1 => {
+                    let reason = format!("a topic pattern needs ConsumerGroupHeartbeat v1 or later (Kafka 4.0); the coordinator has v{v}");
+                    lock(&shared).fatal = Some(Error::UnsupportedVersion { api: ApiKey::ConsumerGroupHeartbeat, reason });
+                    return;
+                }
+                Ok(_) => regex_checked = true,
+                Err(e @ Error::UnsupportedVersion { .. }) => {
+                    lock(&shared).fatal = Some(e);
+                    return;
+                }
+                Err(e) => {
+                    debug!(error = %e, "the coordinator's versions: not yet");
+                    coordinator.forget();
+                    tokio::time::sleep(config.retry_backoff).await;
+                    continue;
+                }
+            }
+        }
         let full = epoch == 0 || reported.is_none();
         let changed = full || reported.as_ref() != Some(&owned);
         let request = ConsumerGroupHeartbeatRequest {
@@ -157,8 +187,10 @@ pub(super) async fn consumer(coordinator: Coordinator, config: Arc<GroupConfig>,
             instance_id: config.instance_id.clone().map(ByteString::from),
             rack_id: None,
             rebalance_timeout_ms: if full { millis(config.max_poll_interval) } else { -1 },
+            // With a pattern the coordinator resolves the topics, and the names are empty (as
+            // Java's `subscribe(SubscriptionPattern)` sends them).
             subscribed_topic_names: full.then(|| to_bytestrings(&topics)),
-            subscribed_topic_regex: None,
+            subscribed_topic_regex: if full { regex.clone().map(ByteString::from) } else { None },
             server_assignor: None,
             topic_partitions: changed.then(|| {
                 owned.iter().map(|(id, ps)| HeartbeatTopicPartitions { topic_id: *id, partitions: ps.iter().copied().collect(), ..Default::default() }).collect()

@@ -27,6 +27,7 @@ use tracing::{info, warn, Instrument};
 
 use self::coordinator::Coordinator;
 use crate::assignor::Assignor;
+use crate::cluster::ClusterMetadata;
 use crate::error::{Error, GroupError, Result};
 
 /// Which group protocol a subscribing consumer uses (`group.protocol`).
@@ -112,11 +113,40 @@ fn random_member_id() -> Result<String> {
     Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
 }
 
+/// A subscription by pattern (Java's `subscribe(Pattern)`, KIP-848's `SubscriptionPattern`).
+#[derive(Debug, Clone)]
+pub(crate) struct TopicPattern {
+    /// As the caller wrote it: KIP-848 groups send it to the coordinator, which matches it
+    /// (RE2/J syntax).
+    pub(crate) source: String,
+    /// Anchored at both ends: a classic member matches whole topic names (as Java's
+    /// `Pattern.matcher(topic).matches()`).
+    whole: regex::Regex,
+}
+
+impl TopicPattern {
+    pub(crate) fn new(source: &str) -> Result<TopicPattern> {
+        let whole = regex::Regex::new(&format!("^(?:{source})$")).map_err(|e| Error::Config(format!("topic pattern {source:?}: {e}")))?;
+        Ok(TopicPattern { source: source.to_owned(), whole })
+    }
+
+    /// The topics of `metadata` it matches, internal ones left out (Java's
+    /// `exclude.internal.topics`).
+    pub(crate) fn matching(&self, metadata: &ClusterMetadata) -> Vec<String> {
+        metadata.topics.values().filter(|t| !t.internal && self.whole.is_match(&t.name)).map(|t| t.name.clone()).collect()
+    }
+}
+
 /// A subscribed consumer's membership of its group.
 pub(crate) struct Group {
     config: Arc<GroupConfig>,
     coordinator: Coordinator,
+    /// The topics subscribed: as given, or (a classic member's pattern) those matched so far.
     topics: Vec<String>,
+    pattern: Option<TopicPattern>,
+    /// A classic member's pattern: when metadata was last refreshed for it, and which
+    /// metadata (its `fetched_at`) it was last matched against.
+    pattern_checked: Option<(Instant, Option<Instant>)>,
     shared: Arc<Mutex<Membership>>,
     wake: Arc<Notify>,
     task: Option<tokio::task::JoinHandle<()>>,
@@ -138,7 +168,7 @@ impl Drop for Group {
 
 impl Group {
     /// Membership of `topics` in the group `coordinator` serves (joining at the next poll).
-    pub(crate) fn new(config: GroupConfig, coordinator: Coordinator, topics: &[&str]) -> Result<Group> {
+    pub(crate) fn new(config: GroupConfig, coordinator: Coordinator, topics: &[&str], pattern: Option<TopicPattern>) -> Result<Group> {
         let member_id = match config.protocol {
             // KIP-1082: the member makes its own id.
             GroupProtocol::Consumer => random_member_id()?,
@@ -148,6 +178,8 @@ impl Group {
             config: Arc::new(config),
             coordinator,
             topics: topics.iter().map(|t| t.to_string()).collect(),
+            pattern,
+            pattern_checked: None,
             shared: Arc::new(Mutex::new(Membership { member_id, ..Default::default() })),
             wake: Arc::new(Notify::new()),
             task: None,
@@ -240,7 +272,8 @@ impl Group {
         let task = match self.config.protocol {
             GroupProtocol::Classic => tokio::spawn(heartbeat::classic(coordinator, config, shared, wake).instrument(span)),
             GroupProtocol::Consumer => {
-                tokio::spawn(heartbeat::consumer(coordinator, config, self.topics.clone(), shared, wake).instrument(span))
+                let regex = self.pattern.as_ref().map(|p| p.source.clone());
+                tokio::spawn(heartbeat::consumer(coordinator, config, self.topics.clone(), regex, shared, wake).instrument(span))
             }
         };
         self.task = Some(task);
@@ -265,6 +298,43 @@ impl Group {
         if now != snapshot {
             info!(before = ?snapshot, now = ?now, "subscribed topics changed: rebalancing");
             self.lock().rejoin.get_or_insert(ErrorCode::NONE);
+        }
+    }
+
+    /// Classic member with a pattern: matches it against the metadata (a full refresh at most
+    /// every `refresh` otherwise, at first without waiting) and, when the matched topics
+    /// changed, takes them as the subscription and rejoins, as Java's
+    /// `updatePatternSubscription`. New matching topics join; deleted ones leave.
+    pub(crate) async fn match_pattern(&mut self, refresh: Duration) {
+        let Some(pattern) = &self.pattern else { return };
+        if self.config.protocol != GroupProtocol::Classic {
+            return;
+        }
+        let client = self.coordinator.client().clone();
+        let due = self.pattern_checked.is_none_or(|(at, _)| at.elapsed() >= refresh);
+        if due {
+            if let Err(e) = client.refresh_metadata().await {
+                warn!(error = %e, "metadata refresh for the topic pattern failed");
+            }
+        }
+        let metadata = client.metadata();
+        let (refreshed, seen) = match self.pattern_checked {
+            Some((at, seen)) if !due => (at, Some(seen)),
+            _ => (Instant::now(), None),
+        };
+        self.pattern_checked = Some((refreshed, metadata.fetched_at));
+        if seen == Some(metadata.fetched_at) {
+            return; // matched against this metadata already
+        }
+        let mut matched = pattern.matching(&metadata);
+        matched.sort();
+        if matched != self.topics {
+            info!(pattern = pattern.source.as_str(), before = ?self.topics, now = ?matched, "the topics matching the pattern changed");
+            self.topics = matched;
+            let mut m = self.lock();
+            if m.joined {
+                m.rejoin.get_or_insert(ErrorCode::NONE);
+            }
         }
     }
 

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use kwire::runtime::records::Record;
 use kwire::{ByteString, Bytes};
@@ -38,6 +38,11 @@ pub(crate) struct Batch {
 }
 
 impl Batch {
+    /// How long it has been since its first record came.
+    pub(crate) fn age(&self, now: Instant) -> Duration {
+        now.saturating_duration_since(self.created)
+    }
+
     /// Whether the delivery timeout is up for it.
     pub(crate) fn expired(&self, cfg: &ProducerConfig, now: Instant) -> bool {
         now >= self.created + cfg.delivery_timeout
@@ -176,6 +181,8 @@ pub(crate) struct Accumulator {
     pub(crate) closed: bool,
     /// The most batches of one partition in flight at once.
     pub(crate) max_in_flight: usize,
+    /// Counts the records failed (`record-error-total`): every failure comes through `fail`.
+    pub(crate) record_errors: Option<crate::metrics::Count>,
 }
 
 /// The next sticky partition for a topic: by its load statistics, else among the partitions
@@ -305,6 +312,9 @@ impl Accumulator {
 
     /// Fails a batch's records and releases them.
     pub(crate) fn fail(&mut self, batch: Batch, error: Error) {
+        if let Some(c) = &self.record_errors {
+            c.increment(batch.records.len() as u64);
+        }
         self.complete(batch, Err(error));
     }
 

@@ -37,6 +37,8 @@ use self::idempotence::{Idempotence, ProducerIdEpoch};
 use self::transaction::{Transactions, TxnCoordinator};
 use crate::cluster::Client;
 use crate::error::{Error, ProducerError, Result};
+use crate::metrics::ProducerMetrics;
+use crate::telemetry::Telemetry;
 use crate::retry::Backoff;
 
 pub use self::delivery::{Delivery, RecordMetadata};
@@ -107,6 +109,9 @@ pub struct ProducerConfig {
     /// `partitioner.ignore.keys` (false): keyed records are spread as unkeyed ones are, not by
     /// the hash of their key.
     pub partitioner_ignore_keys: bool,
+    /// `enable.metrics.push` (true): push the producer's metrics to the brokers when a
+    /// client-metrics subscription asks for them (KIP-714).
+    pub enable_metrics_push: bool,
 }
 
 impl Default for ProducerConfig {
@@ -127,6 +132,7 @@ impl Default for ProducerConfig {
             ack_timeout: Duration::from_secs(30),
             max_in_flight: 5,
             transactional_id: None,
+            enable_metrics_push: true,
             transaction_timeout: Duration::from_secs(60),
             partitioner_adaptive: true,
             partitioner_ignore_keys: false,
@@ -276,6 +282,9 @@ struct Shared {
     memory: Arc<Semaphore>,
     /// The transaction coordinator, with a `transactional_id`.
     txn: Option<TxnCoordinator>,
+    metrics: ProducerMetrics,
+    /// Pushes the metrics (KIP-714), unless `enable_metrics_push` is off.
+    telemetry: tokio::sync::Mutex<Option<Telemetry>>,
 }
 
 impl State {
@@ -401,11 +410,16 @@ impl Producer {
             .as_deref()
             .map(|id| TxnCoordinator::new(client.clone(), id, config.transaction_timeout, config.retry_backoff, config.retry_backoff_max));
         let mut state = State::default();
+        let metrics = ProducerMetrics::new(&client.config().connection.client_id, permits);
+        state.accumulator.record_errors = Some(metrics.record_error.clone());
         if txn.is_some() {
             state.txn = Some(Transactions::new());
             state.idempotence.transactional = true;
         }
+        let telemetry = config.enable_metrics_push.then(|| Telemetry::start(client.clone(), metrics.telemetry(), "producer"));
         let shared = Arc::new(Shared {
+            metrics,
+            telemetry: tokio::sync::Mutex::new(telemetry),
             client,
             backoff: Backoff::exponential(config.retry_backoff, config.retry_backoff_max),
             config,
@@ -541,6 +555,17 @@ impl Producer {
         if let Some(h) = handle {
             let _ = h.await;
         }
+        if let Some(mut t) = self.shared.telemetry.lock().await.take() {
+            t.close(self.shared.client.config().connection.request_timeout).await;
+        }
         Ok(())
+    }
+
+    /// The id the brokers know this producer's telemetry by (Java's `clientInstanceId`), waiting
+    /// at most `timeout` for the first GetTelemetrySubscriptions answer. `None` with
+    /// `enable_metrics_push` off, on brokers without KIP-714, or when it did not come in time.
+    pub async fn client_instance_id(&self, timeout: Duration) -> Option<kwire::Uuid> {
+        let telemetry = self.shared.telemetry.lock().await;
+        crate::telemetry::wait_instance_id(telemetry.as_ref()?, timeout).await
     }
 }

@@ -19,7 +19,7 @@ use kwire::messages::{
     produce_response::TopicProduceResponse,
     ProduceRequest,
 };
-use kwire::runtime::records::RecordBatchBuilder;
+use kwire::runtime::records::{Compression, RecordBatchBuilder};
 use kwire::{ByteString, Bytes, ErrorCode, RequestKind, ResponseKind, Uuid};
 use tokio::sync::mpsc;
 use tracing::{debug, warn, Instrument};
@@ -69,6 +69,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
             continue;
         }
         let drained = shared.drain(Instant::now());
+        shared.metrics.buffer_available.set(shared.memory.available_permits() as f64);
         for (node, batches) in drained.by_node {
             let to = brokers.entry(node).or_insert_with(|| BrokerSender::start(shared.clone(), node));
             if let Err(mpsc::error::SendError(batches)) = to.send(batches) {
@@ -201,7 +202,12 @@ struct Request {
     built: Vec<Result<(), String>>,
     /// The topics' ids as sent (Produce v13+ names topics by id, and so does its response).
     ids: BTreeMap<String, Uuid>,
+    /// When it was built, for the request latency.
+    built_at: Instant,
 }
+
+/// A magic v2 record batch's header, in bytes.
+const BATCH_HEADER: usize = 61;
 
 /// The last Produce version that names topics (v13 names them by id).
 const LAST_PRODUCE_BY_NAME: i16 = 12;
@@ -266,6 +272,7 @@ impl BrokerSender {
             None => None,
             Some(body) => {
                 self.shared.lock().requests += 1;
+                self.shared.metrics.requests.increment(1);
                 // Java's rule: v13+ only when every topic of the request has an id.
                 let max = if request.ids.values().all(|id| *id != Uuid::ZERO) { i16::MAX } else { LAST_PRODUCE_BY_NAME };
                 Some(self.shared.client.dispatch_node_at_most(self.node, body, max).await)
@@ -279,6 +286,9 @@ impl BrokerSender {
         let cfg = &self.shared.config;
         let mut by_topic: BTreeMap<&str, Vec<PartitionProduceData>> = BTreeMap::new();
         let mut built = Vec::with_capacity(batches.len());
+        let metrics = &self.shared.metrics;
+        let now = Instant::now();
+        let mut records = 0;
         for ReadyBatch { topic, partition, batch } in &batches {
             let mut builder = RecordBatchBuilder::new().compression(cfg.compression).transactional(self.shared.txn.is_some());
             if let Some((pid, epoch, seq)) = batch.sequence {
@@ -289,6 +299,20 @@ impl BrokerSender {
             let result = builder.build_from(&batch.records, &mut bytes);
             built.push(result.as_ref().map(|_| ()).map_err(|e| e.to_string()));
             if result.is_ok() {
+                records += batch.records.len();
+                metrics.batch_size.record(bytes.len() as f64);
+                // As Java's: the batch as sent over its records uncompressed (uncompressed,
+                // the batch less its header: no second pass over the records).
+                let uncompressed = match cfg.compression {
+                    Compression::None => Ok(bytes.len().saturating_sub(BATCH_HEADER)),
+                    _ => builder.uncompressed_size(&batch.records),
+                };
+                if let Ok(n @ 1..) = uncompressed {
+                    metrics.compression_rate.record(bytes.len() as f64 / n as f64);
+                }
+                if batch.attempts == 0 {
+                    metrics.record_queue_time.record(crate::metrics::millis(batch.age(now)));
+                }
                 // `records` is nullable in the 3.9 specs, not in later ones: `From` covers both.
                 #[allow(clippy::useless_conversion)]
                 by_topic.entry(&**topic).or_default().push(PartitionProduceData {
@@ -301,6 +325,10 @@ impl BrokerSender {
         let metadata = self.shared.client.metadata();
         let ids: BTreeMap<String, Uuid> =
             by_topic.keys().map(|t| (t.to_string(), metadata.topics.get(*t).map_or(Uuid::ZERO, |i| i.id))).collect();
+        if records > 0 {
+            metrics.record_send.increment(records as u64);
+            metrics.records_per_request.record(records as f64);
+        }
         let body = (!by_topic.is_empty()).then(|| {
             RequestKind::from(ProduceRequest {
                 transactional_id: self.shared.txn.as_ref().map(|t| ByteString::from(t.id.to_string())),
@@ -318,7 +346,7 @@ impl BrokerSender {
                 ..Default::default()
             })
         });
-        (Request { batches, built, ids }, body)
+        (Request { batches, built, ids, built_at: now }, body)
     }
 
     /// Takes a Produce response (or the request's failure) in: each batch is completed,
@@ -326,6 +354,11 @@ impl BrokerSender {
     fn answered(&self, request: Request, result: Result<Option<ResponseKind>>) {
         let shared = &self.shared;
         let cfg = &shared.config;
+        let metrics = &shared.metrics;
+        if let Ok(Some(ResponseKind::Produce(r))) = &result {
+            metrics.request_latency.record(crate::metrics::millis(request.built_at.elapsed()));
+            metrics.throttle_time.record(f64::from(r.throttle_time_ms.max(0)));
+        }
         let mut refresh = false;
         let hinted = take_leader_hints(&shared.client, &result, &request.ids);
         {
@@ -354,6 +387,7 @@ impl BrokerSender {
                             Ok((head, tail)) => {
                                 debug!(%topic, partition, records, halves = ?(head.records.len(), tail.records.len()), "MESSAGE_TOO_LARGE: batch split");
                                 state.splits += 1;
+                                metrics.batch_split.increment(1);
                                 state.accumulator.requeue(&topic, partition, head);
                                 state.accumulator.requeue(&topic, partition, tail);
                             }
@@ -374,6 +408,7 @@ impl BrokerSender {
                             debug!(%topic, partition, attempts = batch.attempts, error = %e, "retrying");
                             batch.retry_at = Some(Instant::now() + shared.backoff.delay(batch.attempts));
                             batch.last_error = Some(e);
+                            metrics.record_retry.increment(batch.records.len() as u64);
                             state.accumulator.requeue(&topic, partition, batch);
                         } else {
                             warn!(%topic, partition, error = %e, "batch failed");

@@ -247,6 +247,14 @@ impl RecordBatchBuilder {
         self.write(records, out, false)
     }
 
+    /// The bytes `records` take in a batch before compression, the batch header not counted:
+    /// what a producer measures compression against (Java's `compression-rate`).
+    pub fn uncompressed_size(&self, records: &[Record]) -> Result<usize, EncodeError> {
+        let base_offset = self.base_offset.or(records.first().map(|r| r.offset)).unwrap_or(0);
+        let base_timestamp = self.delete_horizon.or(records.first().map(|r| r.timestamp)).unwrap_or(NO_TIMESTAMP);
+        records_size(records, base_offset, base_timestamp)
+    }
+
     /// `size_first`: compute the exact size and reserve it before writing (one exact allocation
     /// for a new buffer); otherwise the buffer grows as needed (reused buffers rarely do).
     fn write(&self, records: &[Record], out: &mut Vec<u8>, size_first: bool) -> Result<(), EncodeError> {
