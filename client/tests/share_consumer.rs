@@ -2,7 +2,8 @@
 //! `KafkaShareConsumer` in one share group deliver and accept every record exactly once; a
 //! released record comes back with delivery count 2; a member that stalls mid-batch has its
 //! records delivered to another after the acquisition lock times out, one dropped (its
-//! connections closed) at once; rejected records never come back; renewing a lock keeps the records past its duration. On a broker without share
+//! connections closed) at once, as does a Java member whose process is killed; rejected
+//! records never come back; renewing a lock keeps the records past its duration. On a broker without share
 //! groups (Kafka 3.x) each test asserts the typed unsupported-version error instead.
 
 mod common;
@@ -64,6 +65,36 @@ public class ShareMember {
             }
         }
         System.out.println("DONE");
+    }
+}
+"#;
+
+/// Java's share consumer that takes a batch, prints it (`R offset deliveryCount`, then
+/// `HOLDING`) and holds it, never acknowledging, until its process is killed.
+const JAVA_HOLDER: &str = r#"
+import java.time.Duration;
+import java.util.*;
+import org.apache.kafka.clients.consumer.*;
+import org.apache.kafka.common.serialization.StringDeserializer;
+
+public class ShareHolder {
+    public static void main(String[] args) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", args[0]);
+        p.put("group.id", args[2]);
+        p.put("share.acknowledgement.mode", "explicit");
+        p.put("key.deserializer", StringDeserializer.class.getName());
+        p.put("value.deserializer", StringDeserializer.class.getName());
+        KafkaShareConsumer<String, String> c = new KafkaShareConsumer<>(p);
+        c.subscribe(List.of(args[1]));
+        while (true) {
+            ConsumerRecords<String, String> rs = c.poll(Duration.ofMillis(200));
+            if (rs.isEmpty()) continue;
+            for (ConsumerRecord<String, String> r : rs) System.out.println("R " + r.offset() + " " + r.deliveryCount().orElse((short) -1));
+            System.out.println("HOLDING");
+            System.out.flush();
+            Thread.sleep(600_000);
+        }
     }
 }
 "#;
@@ -438,4 +469,54 @@ async fn renewing_keeps_records_past_the_lock_duration() {
         c.acknowledge(r, AcknowledgeType::Accept).unwrap();
     }
     c.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_java_members_records_go_to_ours() {
+    use tokio::io::AsyncBufReadExt;
+    common::init_tracing();
+    let Some(b) = Broker::from_env("a_killed_java_members_records_go_to_ours") else { return };
+    let client = b.client().await;
+    if !share_groups(&b, &client).await {
+        return;
+    }
+    let (topic, group) = setup(&client, "kw-share-killed", 1, &[("share.record.lock.duration.ms", "3000")]).await;
+    produce(&client, &topic, 1, 10).await;
+    let dir = std::env::temp_dir().join(unique("kw-java-share-holder"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("ShareHolder.java"), JAVA_HOLDER).unwrap();
+    let mut java = tokio::process::Command::new("java")
+        .arg("-cp")
+        .arg(format!("{}/*", b.var("KAFKA_LIB")))
+        .arg("-Dlog4j2.level=warn")
+        .arg(dir.join("ShareHolder.java"))
+        .args([b.var("PLAINTEXT"), &topic, &group])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("java runs");
+    let mut lines = tokio::io::BufReader::new(java.stdout.take().unwrap()).lines();
+    let mut held = Vec::new();
+    let read = async {
+        while let Some(l) = lines.next_line().await.unwrap() {
+            if l == "HOLDING" {
+                return;
+            }
+            if let Some((o, count)) = l.strip_prefix("R ").and_then(|r| r.split_once(' ')) {
+                held.push((o.parse::<i64>().unwrap(), count.parse::<i16>().unwrap()));
+            }
+        }
+        panic!("Java ended without holding records");
+    };
+    tokio::time::timeout(Duration::from_secs(40), read).await.expect("Java holds records within 40 s");
+    assert_eq!(held, (0..10).map(|o| (o, 1)).collect::<Vec<_>>());
+    let mut heir = consumer(&client, &group, AcknowledgementMode::Implicit);
+    let outcomes = record_outcomes(&mut heir);
+    heir.subscribe(&[&topic]).unwrap();
+    java.kill().await.unwrap(); // SIGKILL: no acknowledgement, no leaving
+    let again = poll_n(&mut heir, 10, Duration::from_secs(20)).await;
+    assert_eq!(again.iter().map(|r| (r.offset, r.delivery_count)).collect::<Vec<_>>(), (0..10).map(|o| (o, 2)).collect::<Vec<_>>());
+    heir.close().await.unwrap();
+    let accepted: Vec<i64> = outcomes.lock().unwrap().iter().filter(|o| o.error.is_none()).flat_map(|o| o.offsets_of(AcknowledgeType::Accept)).collect();
+    assert_eq!(accepted, (0..10).collect::<Vec<_>>());
 }
