@@ -3,8 +3,9 @@
 //! released record comes back with delivery count 2; a member that stalls mid-batch has its
 //! records delivered to another after the acquisition lock times out, one dropped (its
 //! connections closed) at once, as does a Java member whose process is killed; rejected
-//! records never come back; renewing a lock keeps the records past its duration. On a broker without share
-//! groups (Kafka 3.x) each test asserts the typed unsupported-version error instead.
+//! records never come back; renewing a lock keeps the records past its duration. On a broker
+//! without share groups (Kafka 3.x) each test asserts the typed unsupported-version error
+//! instead.
 
 mod common;
 
