@@ -313,8 +313,13 @@ async fn a_released_record_comes_back_with_delivery_count_two() {
     assert_eq!(again.iter().map(|r| (r.offset, r.delivery_count)).collect::<Vec<_>>(), vec![(2, 2)], "only the released record, delivered twice");
     assert_eq!(again[0].value.as_deref(), Some(&b"v-0-2"[..]));
     c.acknowledge(&again[0], AcknowledgeType::Accept).unwrap();
-    // Piggy-backed on the next fetch; nothing comes back.
-    assert!(c.poll(Duration::from_secs(1)).await.unwrap().is_empty());
+    // Sent without waiting; its outcome reaches the callback from the next poll.
+    let outcomes = record_outcomes(&mut c);
+    c.commit_async().await.unwrap();
+    assert!(c.poll(Duration::from_secs(1)).await.unwrap().is_empty(), "nothing comes back");
+    let seen = outcomes.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!((seen[0].acknowledgements.clone(), seen[0].error.is_none()), (vec![(2, AcknowledgeType::Accept)], true));
     c.close().await.unwrap();
 }
 
