@@ -9,8 +9,10 @@
 #
 # Then, unless --no-cluster, a 3-node cluster of the first version for tests/cluster.rs and
 # tests/consumer_cluster.rs (leaders on several brokers, a leader moved under the producer and
-# under the consumer; leaders killed and restarted under an idempotent producer), with
-# KWIRE_CLUSTER set.
+# under the consumer; leaders killed and restarted under an idempotent producer) and
+# tests/consumer_rack.rs (fetching from the follower in the consumer's rack, KIP-392) and
+# tests/transactions_cluster.rs (exactly-once with an output leader and the transaction
+# coordinator killed; the protocol by transaction.version), with KWIRE_CLUSTER set.
 #
 # Logs: target/client-tests/<version>.log; broker logs stay in target/kafka/<version>/.
 set -euo pipefail
@@ -70,7 +72,7 @@ for version in "$@"; do
   t0=$SECONDS
   broker "$version" || { running=""; continue; }
   # The cluster tests have a run of their own below.
-  harness="--skip three_nodes_routing_and_a_moved_leader --skip a_leader_change_during_consumption_skips_nothing" run "Kafka $version" "target/client-tests/$version.log" \
+  harness="--skip three_nodes_routing_and_a_moved_leader --skip a_leader_change_during_consumption_skips_nothing --skip a_consumer_fetches_from_the_follower_in_its_rack --skip a_classic_group_assigns_each_member_the_partitions_in_its_rack --skip exactly_once_while_an_output_leader_and_the_transaction_coordinator_are_killed --skip the_transaction_protocol_follows_the_clusters_transaction_version" run "Kafka $version" "target/client-tests/$version.log" \
     KWIRE_BROKER="$PWD/target/kafka/$version/env" KWIRE_REQUIRE_BROKER=1 -- "${side_by_side[@]}"
   run "Kafka $version, alone" "target/client-tests/$version-alone.log" \
     KWIRE_BROKER="$PWD/target/kafka/$version/env" KWIRE_REQUIRE_BROKER=1 -- "${alone[@]}"
@@ -81,11 +83,11 @@ done
 if [ "$cluster" = 1 ]; then
   t0=$SECONDS
   version=$1
-  # One after another: killed_broker stops the brokers the other two are using.
+  # One after another: killed_broker and consumer_rack stop brokers the others are using.
   jobs=1
   if broker "$version" --nodes 3; then
     run "Kafka $version, 3 nodes" "target/client-tests/$version-cluster.log" \
-      KWIRE_CLUSTER="$PWD/target/kafka/$version-cluster/env" KWIRE_REQUIRE_CLUSTER=1 -- kwire-client:cluster kwire-client:consumer_cluster kwire-client:killed_broker
+      KWIRE_CLUSTER="$PWD/target/kafka/$version-cluster/env" KWIRE_REQUIRE_CLUSTER=1 -- kwire-client:cluster kwire-client:consumer_cluster kwire-client:killed_broker kwire-client:consumer_rack kwire-client:transactions_cluster
     scripts/kafka.sh stop "$version" --nodes 3 >/dev/null 2>&1 || true
   fi
   running=""

@@ -19,7 +19,8 @@
 # does not hold, for refused signatures), sessions of 3 s (connections.max.reauth.ms) so tests see
 # re-authentication; OAUTH_UNSECURED takes the unsecured JWS tokens (alg none) of development
 # setups. The tokens' principal kwire-oauth is a super user.
-# Three nodes: three combined processes, PLAINTEXT only, small heaps.
+# Three nodes: three combined processes, PLAINTEXT only, small heaps; node N in rack rack-N, with
+# the rack-aware replica selector (KIP-392).
 #
 # Addresses go to target/kafka/<VERSION>[-cluster]/env (KEY=VALUE lines, also printed; KAFKA_LIB
 # the broker's jars, KAFKA_TOOLS the kafka-tools jar beside them), logs to
@@ -341,7 +342,14 @@ EOF
     else
       node_config "$i" "$nd" "PLAINTEXT://127.0.0.1:$p0,CONTROLLER://127.0.0.1:$pc" "PLAINTEXT://127.0.0.1:$p0" \
         "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT" "$voters" >"$nd/server.properties"
+      # A rack per node, and followers serving consumers in their rack (KIP-392; clients
+      # without a rack still fetch from leaders).
+      cat >>"$nd/server.properties" <<EOF
+broker.rack=rack-$i
+replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector
+EOF
       echo "NODE${i}_PLAINTEXT=127.0.0.1:$p0" >>"$dir/env.tmp"
+      echo "NODE${i}_RACK=rack-$i" >>"$dir/env.tmp"
     fi
     bootstrap+="${bootstrap:+,}127.0.0.1:$p0"
     if ! "$java" -cp "$cp" -Dlog4j.configuration="file:$nd/log4j.properties" -Dlog4j2.configurationFile="$nd/log4j2.properties" \

@@ -9,8 +9,12 @@
 //! ProducerPerformance's `--payload-file`.
 //!
 //!   cargo build --release -p kwire-client --example produce_bench
-//!   target/release/examples/produce_bench BOOTSTRAP TOPIC COUNT [--round-robin]
+//!   target/release/examples/produce_bench BOOTSTRAP TOPIC COUNT [--round-robin] [--transactions N]
 //!   target/release/examples/produce_bench payloads FILE COUNT
+//!
+//! `--transactions N`: a transactional producer (a fresh `transactional_id`), the records in
+//! transactions of N, each committed before the next begins (the transactional rows of
+//! BENCHMARKS.md, with `ProduceBenchTxn.java` and `produce_bench_librdkafka.py --transactions`).
 //!
 //! It also writes the data set of the consumer benchmark (`consume_bench`).
 
@@ -76,7 +80,7 @@ impl Values {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: produce_bench BOOTSTRAP TOPIC COUNT [--round-robin] | produce_bench payloads FILE COUNT";
+    let usage = "usage: produce_bench BOOTSTRAP TOPIC COUNT [--round-robin] [--transactions N] | produce_bench payloads FILE COUNT";
     let (Some(first), Some(second), Some(count)) = (args.get(1), args.get(2), args.get(3)) else {
         return Err(usage.into());
     };
@@ -92,11 +96,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Ok(());
     }
     let (bootstrap, topic) = (first, second);
-    let round_robin = match args.get(4).map(String::as_str) {
-        None => false,
-        Some("--round-robin") => true,
-        Some(_) => return Err(usage.into()),
-    };
+    let (mut round_robin, mut per_transaction) = (false, None);
+    let mut flags = args.iter().skip(4);
+    while let Some(flag) = flags.next() {
+        match flag.as_str() {
+            "--round-robin" => round_robin = true,
+            "--transactions" => per_transaction = Some(flags.next().ok_or(usage)?.parse::<usize>()?.max(1)),
+            _ => return Err(usage.into()),
+        }
+    }
     let client = Client::connect(ClientConfig::new(bootstrap)).await?;
     if client.topic(topic).await.is_err() {
         Admin::new(client.clone()).create_topic(NewTopic::new(topic.as_str(), 6)).await?;
@@ -104,8 +112,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let partitions = client.topic(topic).await?.partitions.len();
     // Java's names: acks=all and enable.idempotence=true are the defaults.
-    let config = ProducerConfig { compression: Compression::Lz4, batch_size: 64 << 10, linger: Duration::from_millis(5), ..Default::default() };
+    let transactional_id = per_transaction.map(|_| format!("produce-bench-{}", std::process::id()));
+    let config = ProducerConfig { compression: Compression::Lz4, batch_size: 64 << 10, linger: Duration::from_millis(5), transactional_id, ..Default::default() };
     let producer = Producer::new(client, config)?;
+    if per_transaction.is_some() {
+        producer.init_transactions().await?;
+    }
     // The values are made before the clock starts, as the other clients read theirs from a
     // file first, so the time is the producer's.
     let values: Vec<Vec<u8>> = (0..count).map(|_| generator.next()).collect();
@@ -117,6 +129,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // One shared name for every record, as Java's ProducerRecord shares its String.
     let topic: std::sync::Arc<str> = topic.as_str().into();
     for (i, value) in values.into_iter().enumerate() {
+        if let Some(n) = per_transaction {
+            if i % n == 0 {
+                if i > 0 {
+                    // Commit waits for every record of the transaction.
+                    producer.commit_transaction().await?;
+                    deliveries.clear();
+                }
+                producer.begin_transaction().await?;
+            }
+        }
         let mut record = ProducerRecord::new(&topic, value);
         if round_robin {
             record = record.partition((i % partitions) as i32);
@@ -127,6 +149,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 d.await?;
             }
         }
+    }
+    if per_transaction.is_some() {
+        producer.commit_transaction().await?;
     }
     for d in deliveries {
         d.await?;
@@ -143,8 +168,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         _ => "unknown".into(),
     };
     let mb = (count * VALUE_LEN) as f64 / 1e6;
+    let transactions = per_transaction.map_or(String::new(), |n| format!(" in transactions of {n}"));
     println!(
-        "kwire-client: {count} records, {mb:.1} MB of values in {secs:.2} s: {:.0} records/s, {:.1} MB/s, CPU (user + sys) {cpu}, waiting for a CPU {waited}, {:.2} allocations per record",
+        "kwire-client: {count} records{transactions}, {mb:.1} MB of values in {secs:.2} s: {:.0} records/s, {:.1} MB/s, CPU (user + sys) {cpu}, waiting for a CPU {waited}, {:.2} allocations per record",
         count as f64 / secs,
         mb / secs,
         allocations as f64 / count as f64

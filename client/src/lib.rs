@@ -23,7 +23,7 @@
 //! [`ConsumerError`], [`GroupError`] and [`TransactionError`] kinds to match on.
 //!
 //! The types are at the crate root; two modules are public because their functions are the
-//! API: [`assignor`] (Java's range and cooperative-sticky assignors) and [`partitioner`]
+//! API: [`assignor`] (Java's range, round-robin, sticky and cooperative-sticky assignors) and [`partitioner`]
 //! (Java's murmur2 partitioning).
 #![warn(missing_docs)]
 

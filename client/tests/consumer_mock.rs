@@ -5,6 +5,12 @@
 //! moves its position back to 7 and reads the new leader's 7 and 8; under reset policy none it
 //! fails with `Error::LogTruncation` instead. A fetch answered with a diverging epoch (Fetch v12+)
 //! moves the position back the same way, without OffsetForLeaderEpoch.
+//!
+//! Fetching from a preferred read replica (KIP-392) against two doubles, a leader that names
+//! its follower and the follower: every Fetch carries the consumer's rack; the follower serves
+//! until it refuses a fetch (NOT_LEADER_OR_FOLLOWER, or OFFSET_OUT_OF_RANGE, which from a
+//! replica is no reason to reset), then the leader does, every record once; the choice expires
+//! after the metadata max age and the leader is asked again.
 
 mod common;
 
@@ -194,4 +200,167 @@ async fn a_diverging_epoch_in_a_fetch_moves_the_position_back() {
     // epoch-5 fetch, and the position is validated under epoch 6 as after any leader change).
     let fetches = log.fetch_offsets.lock().unwrap().clone();
     assert_eq!(fetches.get(..3), Some(&[(0, 5), (10, 5), (7, 5)][..]), "{fetches:?}");
+}
+
+/// How the preferred read replica double answers (KIP-392).
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum ReplicaEnd {
+    /// From offset 10 on, the replica refuses with this partition error (and the leader serves).
+    Error(i16),
+    /// The replica serves everything; the leader always names it.
+    Never,
+}
+
+/// Two doubles: node 1 leads partition t-0 (20 records, in batches of 5) but names node 2 (its
+/// follower) as the preferred read replica until the replica has refused a fetch; node 2 serves
+/// up to offset 10, then answers as `end` says. Returns the leader's address, and every fetch
+/// as (node, offset, rack_id).
+async fn leader_and_replica(end: ReplicaEnd) -> (String, Arc<std::sync::Mutex<Vec<(i32, i64, String)>>>) {
+    let ports = Arc::new([std::sync::atomic::AtomicU16::new(0), std::sync::atomic::AtomicU16::new(0)]);
+    let fetches: Arc<std::sync::Mutex<Vec<(i32, i64, String)>>> = Arc::default();
+    let refused = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let double = |node: i32| {
+        let (ports, fetches, refused) = (ports.clone(), fetches.clone(), refused.clone());
+        move |_port: u16, request: RequestKind| {
+            let body: ResponseKind = match request {
+                RequestKind::ApiVersions(_) => {
+                    let apis = [ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::Fetch];
+                    let api_keys = apis
+                        .iter()
+                        .map(|a| {
+                            // Fetch v12: topic names, and the rack (v11+).
+                            let v = if *a == ApiKey::Fetch { VersionRange::new(4, 12) } else { a.stable_versions() };
+                            ApiVersion { api_key: a.key(), min_version: v.lo, max_version: v.hi, ..Default::default() }
+                        })
+                        .collect();
+                    ApiVersionsResponse { api_keys, ..Default::default() }.into()
+                }
+                RequestKind::Metadata(_) => MetadataResponse {
+                    brokers: (1..=2)
+                        .map(|id| MetadataResponseBroker {
+                            node_id: id,
+                            host: "127.0.0.1".into(),
+                            port: ports[id as usize - 1].load(Ordering::SeqCst).into(),
+                            rack: Some(format!("rack-{id}").into()),
+                            ..Default::default()
+                        })
+                        .collect(),
+                    controller_id: 1,
+                    topics: vec![MetadataResponseTopic {
+                        name: Some("t".into()),
+                        partitions: vec![MetadataResponsePartition {
+                            partition_index: 0,
+                            leader_id: 1,
+                            replica_nodes: vec![1, 2].into_iter().collect(),
+                            isr_nodes: vec![1, 2].into_iter().collect(),
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }
+                .into(),
+                RequestKind::Fetch(f) => {
+                    let rack = f.rack_id.to_string();
+                    common::fetch_answer(&f, |p| {
+                        fetches.lock().unwrap().push((node, p.fetch_offset, rack.clone()));
+                        let o = p.fetch_offset;
+                        let serve = || (o < 20).then(|| batch(o, 5.min(20 - o), -1, "v"));
+                        let mut data = PartitionData { partition_index: 0, high_watermark: 20, preferred_read_replica: -1, ..Default::default() };
+                        match node {
+                            1 if !refused.load(Ordering::SeqCst) => data.preferred_read_replica = 2,
+                            1 => data.records = serve(),
+                            _ => match end {
+                                ReplicaEnd::Error(code) if o >= 10 => {
+                                    refused.store(true, Ordering::SeqCst);
+                                    data.error_code = code;
+                                }
+                                _ => data.records = serve(),
+                            },
+                        }
+                        data
+                    })
+                    .into()
+                }
+                _ => return None,
+            };
+            Some(body)
+        }
+    };
+    let leader = common::serve(double(1)).await;
+    let replica = common::serve(double(2)).await;
+    for (i, addr) in [&leader, &replica].into_iter().enumerate() {
+        let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
+        ports[i].store(port, Ordering::SeqCst);
+    }
+    (leader, fetches)
+}
+
+/// Polls `c` until it has 20 records or `polls` polls went by.
+async fn read_twenty(c: &mut Consumer, polls: usize) -> Vec<i64> {
+    let mut offsets = Vec::new();
+    for _ in 0..polls {
+        for r in c.poll(Duration::from_millis(50)).await.unwrap() {
+            assert_eq!(r.value.as_deref(), Some(format!("v-{}", r.offset).as_bytes()));
+            offsets.push(r.offset);
+        }
+        if offsets.len() >= 20 {
+            break;
+        }
+    }
+    offsets
+}
+
+#[tokio::test]
+async fn a_preferred_read_replica_serves_until_it_refuses_then_the_leader_does() {
+    // NOT_LEADER_OR_FOLLOWER (6), then OFFSET_OUT_OF_RANGE (1) under reset policy none: from the
+    // replica neither is the consumer's to act on; it goes back to the leader, which serves.
+    for code in [6, 1] {
+        let (addr, fetches) = leader_and_replica(ReplicaEnd::Error(code)).await;
+        let client = Client::connect(ClientConfig::new(&addr)).await.unwrap();
+        let config = ConsumerConfig {
+            client_rack: Some("rack-2".into()),
+            auto_offset_reset: OffsetReset::None,
+            retry_backoff: Duration::from_millis(10),
+            ..Default::default()
+        };
+        let mut c = Consumer::new(client, config).unwrap();
+        let tp = TopicPartition::new("t", 0);
+        c.assign([tp.clone()]).unwrap();
+        c.seek(&tp, 0).unwrap();
+        let offsets = read_twenty(&mut c, 100).await;
+        assert_eq!(offsets, (0..20).collect::<Vec<i64>>(), "error {code}: every record once, in order");
+        let fetches = fetches.lock().unwrap().clone();
+        let by_node = |n: i32| fetches.iter().filter(|f| f.0 == n).map(|f| f.1).collect::<Vec<i64>>();
+        // The leader names the replica; the replica serves 0-9 and refuses at 10; the leader
+        // serves 10-19.
+        assert_eq!(by_node(1).first(), Some(&0), "error {code}: {fetches:?}");
+        assert_eq!(by_node(2).get(..3), Some(&[0, 5, 10][..]), "error {code}: {fetches:?}");
+        assert!(by_node(1).windows(2).any(|w| w == [10, 15]), "error {code}: the leader serves after the refusal: {fetches:?}");
+        assert!(fetches.iter().all(|f| f.2 == "rack-2"), "every Fetch carries the rack: {fetches:?}");
+        let stats = c.stats();
+        assert!(stats.fetches_by_node[&2] >= 3 && stats.fetches_by_node[&1] >= 3, "{stats:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_preferred_read_replica_expires_after_the_metadata_max_age() {
+    let (addr, fetches) = leader_and_replica(ReplicaEnd::Never).await;
+    let client = Client::connect(ClientConfig { metadata_max_age: Duration::from_millis(300), ..ClientConfig::new(&addr) }).await.unwrap();
+    let config = ConsumerConfig { client_rack: Some("rack-2".into()), fetch_max_wait: Duration::from_millis(20), ..Default::default() };
+    let mut c = Consumer::new(client, config).unwrap();
+    let tp = TopicPartition::new("t", 0);
+    c.assign([tp.clone()]).unwrap();
+    c.seek(&tp, 0).unwrap();
+    assert_eq!(read_twenty(&mut c, 100).await, (0..20).collect::<Vec<i64>>());
+    // Polling on at the end of the log: the leader is asked again each time the choice expires.
+    let until = std::time::Instant::now() + Duration::from_millis(1000);
+    while std::time::Instant::now() < until {
+        assert!(c.poll(Duration::from_millis(50)).await.unwrap().is_empty());
+    }
+    let fetches = fetches.lock().unwrap().clone();
+    let leader = fetches.iter().filter(|f| f.0 == 1).count();
+    let replica = fetches.iter().filter(|f| f.0 == 2).count();
+    assert!(leader >= 2 && replica > leader, "the leader again after each expiry, the replica in between: {fetches:?}");
+    assert!(fetches.iter().filter(|f| f.0 == 1).all(|f| f.1 == 0 || f.1 == 20), "records only from the replica: {fetches:?}");
 }

@@ -1,13 +1,18 @@
 //! Rebalance listeners and cooperative rebalancing against a real broker.
 //!
-//! - Two of our members, in each protocol (classic eager with range, classic cooperative with
-//!   cooperative-sticky, KIP-848), commit only in `on_partitions_revoked` (and so on close):
+//! - Two of our members, in each protocol (classic eager with range and with sticky, classic
+//!   cooperative with cooperative-sticky, KIP-848), commit only in `on_partitions_revoked` (and
+//!   so on close):
 //!   records keep coming while the second joins and then leaves, and no record is processed
 //!   twice, none is missed; the listener's events say what each protocol moves (eager:
 //!   everything revoked; cooperative and KIP-848: only what the other member gets).
 //! - A Java `KafkaConsumer` with `CooperativeStickyAssignor` and ours in one group: the
 //!   partitions are split and handed over both ways, each side keeping what it had, and
 //!   neither processes a record the other committed.
+//! - A Java `KafkaConsumer` with `StickyAssignor` (eager) and two of ours with `Assignor::Sticky`
+//!   in one group: whoever leads reads the others' previous assignments from their user data
+//!   (Java's from ours, or ours from Java's), so when the third member joins, the two that were
+//!   there each keep two of the three partitions they had.
 
 mod common;
 
@@ -115,6 +120,8 @@ fn events_of(e: &Events) -> Vec<(&'static str, BTreeSet<i32>)> {
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Mode {
     Eager,
+    /// Eager with the sticky assignor (its previous assignment in the user data).
+    EagerSticky,
     Cooperative,
     Kip848,
 }
@@ -126,7 +133,11 @@ async fn two_members(b: &Broker, mode: Mode) {
     let config = ConsumerConfig {
         group_id: Some(unique("kw-listen-group")),
         group_protocol: if mode == Mode::Kip848 { GroupProtocol::Consumer } else { GroupProtocol::Classic },
-        assignors: vec![if mode == Mode::Cooperative { Assignor::CooperativeSticky } else { Assignor::Range }],
+        assignors: vec![match mode {
+            Mode::Cooperative => Assignor::CooperativeSticky,
+            Mode::EagerSticky => Assignor::Sticky,
+            _ => Assignor::Range,
+        }],
         auto_offset_reset: OffsetReset::Earliest,
         enable_auto_commit: false,
         session_timeout: Duration::from_secs(6),
@@ -180,7 +191,7 @@ async fn two_members(b: &Broker, mode: Mode) {
     let revoked_a: Vec<&BTreeSet<i32>> = ea.iter().filter(|(k, _)| *k == "revoked").map(|(_, p)| p).collect();
     match mode {
         // Eager: everything goes, then a gets its half again.
-        Mode::Eager => assert!(revoked_a.contains(&&six) && revoked_a.len() >= 3, "{mode:?} a: {ea:?}"),
+        Mode::Eager | Mode::EagerSticky => assert!(revoked_a.contains(&&six) && revoked_a.len() >= 3, "{mode:?} a: {ea:?}"),
         // Cooperative and KIP-848: only b's share goes; a keeps its own throughout.
         _ => {
             assert!(revoked_a.iter().take(revoked_a.len() - 1).all(|r| r.is_disjoint(&a_share)), "{mode:?}: a revoked some of what it kept: {ea:?}");
@@ -198,6 +209,12 @@ async fn two_members(b: &Broker, mode: Mode) {
 async fn eager_listener_commits_on_revocation() {
     let Some(b) = Broker::from_env("eager_listener_commits_on_revocation") else { return };
     two_members(&b, Mode::Eager).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eager_sticky_listener_commits_on_revocation() {
+    let Some(b) = Broker::from_env("eager_sticky_listener_commits_on_revocation") else { return };
+    two_members(&b, Mode::EagerSticky).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -232,7 +249,7 @@ public class CoopMember {
         p.put("bootstrap.servers", args[0]);
         p.put("group.id", args[2]);
         p.put("group.protocol", "classic");
-        p.put("partition.assignment.strategy", CooperativeStickyAssignor.class.getName());
+        p.put("partition.assignment.strategy", args.length > 4 ? args[4] : CooperativeStickyAssignor.class.getName());
         p.put("enable.auto.commit", "false");
         p.put("auto.offset.reset", "earliest");
         p.put("session.timeout.ms", "6000");
@@ -361,5 +378,61 @@ async fn java_cooperative_sticky_and_this_consumer_hand_over_partitions() {
     assert!(twice.is_empty(), "processed twice: {twice:?}");
     assert!(!java_records.is_empty() && java_records.iter().all(|(p, _)| javas.contains(p)), "Java read only its share");
     println!("cooperative with Java: we kept {kept:?}, Java held {javas:?}, {} records once each ({} by Java)", all.len(), java_records.len());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn java_sticky_and_these_consumers_keep_their_partitions() {
+    let Some(b) = Broker::from_env("java_sticky_and_these_consumers_keep_their_partitions") else { return };
+    let client = b.client().await;
+    let topic = unique("kw-sticky-java");
+    let group = unique("kw-sticky-java-group");
+    Admin::new(client.clone()).create_topic(NewTopic::new(&topic, 6)).await.unwrap();
+    let dir = std::env::temp_dir().join(unique("kw-java-sticky"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = ConsumerConfig {
+        group_id: Some(group.clone()),
+        assignors: vec![Assignor::Sticky],
+        auto_offset_reset: OffsetReset::Earliest,
+        enable_auto_commit: false,
+        session_timeout: Duration::from_secs(6),
+        heartbeat_interval: Duration::from_millis(300),
+        max_poll_interval: Duration::from_secs(20),
+        max_poll_records: 50,
+        ..Default::default()
+    };
+    // Java first (for 25 s), then one of ours: three partitions each.
+    let java_run = {
+        let (bb, dir, topic, group) = (Broker { vars: b.vars.clone(), env_file: b.env_file.clone() }, dir.clone(), topic.clone(), group.clone());
+        tokio::spawn(async move {
+            java(&bb, &dir, &[bb.var("PLAINTEXT"), &topic, &group, "25000", "org.apache.kafka.clients.consumer.StickyAssignor"], Duration::from_secs(90)).await
+        })
+    };
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let (mut seen1, stop1, one) = member(client.clone(), config.clone(), topic.clone(), Arc::default(), Arc::default());
+    let first = wait_for(&mut seen1, "three with Java in", |s| s.len() == 3).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    // A third member: two each, the two that were there keeping two of their three.
+    let (mut seen2, stop2, two) = member(client.clone(), config, topic.clone(), Arc::default(), Arc::default());
+    let kept = wait_for(&mut seen1, "two with three members", |s| s.len() == 2).await;
+    let second = wait_for(&mut seen2, "two for the new member", |s| s.len() == 2).await;
+    assert!(kept.is_subset(&first), "ours kept two of its {first:?}: {kept:?}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    stop2.send(true).unwrap();
+    two.await.unwrap();
+    stop1.send(true).unwrap();
+    one.await.unwrap();
+    let java_out = java_run.await.unwrap();
+    assert!(java_out.contains("DONE"), "{java_out}");
+    // Java's assignments in turn: the three it had with one of ours, then two of them.
+    let java_sets: Vec<BTreeSet<i32>> = java_out.lines().filter_map(|l| l.strip_prefix('A')).map(java_set).collect();
+    let two_at = java_sets.iter().position(|s| s.len() == 2).unwrap_or_else(|| panic!("Java never held two: {java_out}"));
+    let had = java_sets.get(..two_at).and_then(|b| b.iter().rev().find(|s| s.len() == 3)).unwrap_or_else(|| panic!("Java never held three: {java_out}"));
+    let java_two = &java_sets[two_at];
+    assert!(java_two.is_subset(had), "Java kept two of its {had:?}: {java_two:?}");
+    assert!(had.is_disjoint(&first), "Java's three and ours: {had:?} {first:?}");
+    let all: BTreeSet<i32> = kept.iter().chain(second.iter()).chain(java_two.iter()).copied().collect();
+    assert_eq!(all.len(), 6, "ours {kept:?}, the new one {second:?}, Java {java_two:?}");
+    println!("sticky with Java: ours {first:?} -> {kept:?}, Java {had:?} -> {java_two:?}, the new member {second:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -10,72 +10,12 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use common::{java, unique, Broker};
+use common::{java, read_committed, unique, Broker};
 use kwire::ErrorCode;
 use kwire_client::{
     Admin, Client, Consumer, ConsumerConfig, ConsumerGroupMetadata, Error, GroupError, IsolationLevel, NewTopic, OffsetAndMetadata, OffsetReset,
     Producer, ProducerConfig, ProducerRecord, TopicPartition, TransactionError, TransactionState,
 };
-
-/// Reads each `topic:partitions` argument from the beginning to its last stable offset with
-/// read_committed, and prints `topic partition offset value` per record, then `END`.
-const READ_COMMITTED: &str = r#"
-import java.time.Duration;
-import java.util.*;
-import org.apache.kafka.clients.consumer.*;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.StringDeserializer;
-
-public class ReadCommitted {
-    public static void main(String[] args) {
-        Properties p = new Properties();
-        p.put("bootstrap.servers", args[0]);
-        p.put("isolation.level", "read_committed");
-        p.put("key.deserializer", StringDeserializer.class.getName());
-        p.put("value.deserializer", StringDeserializer.class.getName());
-        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
-            List<TopicPartition> tps = new ArrayList<>();
-            for (int i = 1; i < args.length; i++) {
-                String[] tp = args[i].split(":");
-                for (int x = 0; x < Integer.parseInt(tp[1]); x++) tps.add(new TopicPartition(tp[0], x));
-            }
-            c.assign(tps);
-            c.seekToBeginning(tps);
-            // Under read_committed, the end offsets are the last stable offsets.
-            Map<TopicPartition, Long> end = c.endOffsets(tps);
-            long deadline = System.currentTimeMillis() + 30000;
-            while (System.currentTimeMillis() < deadline) {
-                boolean done = true;
-                for (TopicPartition tp : tps) done &= c.position(tp) >= end.get(tp);
-                if (done) break;
-                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200)))
-                    System.out.println(r.topic() + " " + r.partition() + " " + r.offset() + " " + r.value());
-            }
-        }
-        System.out.println("END");
-    }
-}
-"#;
-
-/// What Java's read_committed consumer reads of these topics: each topic's values (sorted).
-async fn read_committed(b: &Broker, topics: &[(&str, i32)]) -> BTreeMap<String, Vec<String>> {
-    let dir = std::env::temp_dir().join(unique("kw-txn-read"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut args = vec![b.var("PLAINTEXT").to_owned()];
-    args.extend(topics.iter().map(|(t, n)| format!("{t}:{n}")));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = java(b, &dir, "ReadCommitted.java", READ_COMMITTED, &args, Duration::from_secs(90)).await;
-    let _ = std::fs::remove_dir_all(&dir);
-    assert!(out.lines().last() == Some("END"), "the reader did not finish: {out}");
-    let mut by_topic: BTreeMap<String, Vec<String>> = topics.iter().map(|(t, _)| (t.to_string(), Vec::new())).collect();
-    for line in out.lines().filter(|l| *l != "END") {
-        let mut f = line.splitn(4, ' ');
-        let (topic, value) = (f.next().unwrap(), f.nth(2).unwrap_or_default());
-        by_topic.entry(topic.to_owned()).or_default().push(value.to_owned());
-    }
-    by_topic.values_mut().for_each(|v| v.sort());
-    by_topic
-}
 
 fn transactional(client: &Client, id: &str) -> Producer {
     let config = ProducerConfig { transactional_id: Some(id.to_owned()), linger: Duration::from_millis(2), ..Default::default() };
@@ -448,7 +388,7 @@ async fn the_exactly_once_example_killed_twice_copies_every_record_once() {
     admin.create_topic(NewTopic::new(&input, 2)).await.unwrap();
     admin.create_topic(NewTopic::new(&output, 2)).await.unwrap();
     let plain = Producer::new(client.clone(), ProducerConfig::default()).unwrap();
-    let inputs = values("eos", 3000);
+    let inputs = values("eos", 100_000);
     send_all(&plain, &input, &inputs).await;
     plain.close().await.unwrap();
 

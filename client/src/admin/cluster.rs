@@ -11,7 +11,7 @@ use kwire::messages::{
     AlterPartitionReassignmentsRequest, ApiVersionsRequest, DescribeClusterRequest, DescribeLogDirsRequest, DescribeQuorumRequest, ElectLeadersRequest,
     ListPartitionReassignmentsRequest, UpdateFeaturesRequest,
 };
-use kwire::{ApiKey, ErrorCode, ResponseKind};
+use kwire::{ApiKey, ErrorCode, RequestKind, ResponseKind};
 
 use super::{bs, unexpected, Admin};
 use crate::cluster::BrokerInfo;
@@ -173,23 +173,27 @@ impl Admin {
     /// `(feature, level, allow a downgrade)`, where a downgrade is safe (the broker refuses
     /// an unsafe one). One result per feature.
     pub async fn update_features(&self, updates: &[(&str, i16, bool)]) -> Result<Vec<Result<()>>> {
-        let request = UpdateFeaturesRequest {
-            timeout_ms: self.timeout_ms(),
-            feature_updates: updates
-                .iter()
-                .map(|(name, level, downgrade)| FeatureUpdateKey {
-                    feature: bs(name),
-                    max_version_level: *level,
-                    allow_downgrade: *downgrade,
-                    // 1 upgrade, 2 safe downgrade (v1+).
-                    upgrade_type: if *downgrade { 2 } else { 1 },
-                    ..Default::default()
-                })
-                .collect(),
-            validate_only: false,
-            ..Default::default()
+        let timeout_ms = self.timeout_ms();
+        // v0 says a downgrade with AllowDowngrade, v1+ with UpgradeType (1 upgrade, 2 safe
+        // downgrade) and has no AllowDowngrade; brokers forward it to the active controller.
+        let build = |v: i16| {
+            RequestKind::from(UpdateFeaturesRequest {
+                timeout_ms,
+                feature_updates: updates
+                    .iter()
+                    .map(|(name, level, downgrade)| FeatureUpdateKey {
+                        feature: bs(name),
+                        max_version_level: *level,
+                        allow_downgrade: *downgrade && v == 0,
+                        upgrade_type: if *downgrade && v >= 1 { 2 } else { 1 },
+                        ..Default::default()
+                    })
+                    .collect(),
+                validate_only: false,
+                ..Default::default()
+            })
         };
-        let response = self.client.call_controller(request).await?;
+        let response = self.client.call_any_versioned(ApiKey::UpdateFeatures, build).await?;
         let ResponseKind::UpdateFeatures(r) = &response else { return Err(unexpected(ApiKey::UpdateFeatures, &response)) };
         Error::check(r.error_code, r.error_message.as_deref(), || "update features".into())?;
         Ok(updates

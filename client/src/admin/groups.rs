@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use kwire::messages::{
     leave_group_request::MemberIdentity,
     offset_delete_request::{OffsetDeleteRequestPartition, OffsetDeleteRequestTopic},
-    ConsumerGroupDescribeRequest, ConsumerProtocolAssignment, DeleteGroupsRequest, DescribeGroupsRequest, LeaveGroupRequest, ListGroupsRequest,
+    ConsumerGroupDescribeRequest, ConsumerProtocolAssignment, ConsumerProtocolSubscription, DeleteGroupsRequest, DescribeGroupsRequest, LeaveGroupRequest, ListGroupsRequest,
     OffsetDeleteRequest,
 };
 use kwire::{ApiKey, ErrorCode, Message, RequestKind, ResponseKind};
@@ -48,6 +48,9 @@ pub struct MemberDescription {
     pub client_host: String,
     /// Its partitions (for consumer groups).
     pub assignment: Vec<TopicPartition>,
+    /// Its rack (`client.rack`): from the KIP-848 description, or a classic consumer group
+    /// member's subscription (v3+).
+    pub rack: Option<String>,
 }
 
 /// A group, as the coordinator describes it.
@@ -154,6 +157,7 @@ impl Admin {
                             instance_id: m.instance_id.as_deref().map(str::to_owned),
                             client_id: m.client_id.to_string(),
                             client_host: m.client_host.to_string(),
+                            rack: m.rack_id.as_deref().map(str::to_owned),
                             assignment: m
                                 .assignment
                                 .topic_partitions
@@ -194,6 +198,7 @@ impl Admin {
                     // A consumer group's assignments are ConsumerProtocolAssignments; what
                     // does not read as one (another client's bytes) is left out.
                     assignment: if consumer { assigned_partitions(&m.member_assignment) } else { Vec::new() },
+                    rack: if consumer { subscription_rack(&m.member_metadata) } else { None },
                 })
                 .collect(),
             epoch: -1,
@@ -306,6 +311,12 @@ impl Admin {
 
 /// The partitions in a classic consumer group member's assignment (a version-prefixed
 /// ConsumerProtocolAssignment); none when the bytes do not read as one.
+/// The rack in a classic consumer group member's `ConsumerProtocolSubscription` (v3+), if any.
+fn subscription_rack(raw: &kwire::Bytes) -> Option<String> {
+    let (_, s) = ConsumerProtocolSubscription::from_version_prefixed(&mut raw.clone()).ok()?;
+    s.rack_id.as_deref().map(str::to_owned)
+}
+
 fn assigned_partitions(raw: &kwire::Bytes) -> Vec<TopicPartition> {
     match ConsumerProtocolAssignment::from_version_prefixed(&mut raw.clone()) {
         Ok((_, a)) => a

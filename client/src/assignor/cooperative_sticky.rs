@@ -9,16 +9,21 @@
 //! moves back). Those orders are emulated here: a Java `HashMap` iterates by bucket
 //! (`hashCode` spread, modulo the table size) and, within a bucket, by insertion.
 //!
-//! Not emulated: rack-aware assignment (members' `rack_id`s are ignored), and Java's
-//! `maxGeneration` kept across calls by one assignor instance (generations only grow, so the
-//! current maximum is the same).
+//! Rack-aware as Java's (KIP-881, [`RackInfo`]): owned partitions without a replica in
+//! their member's rack are given up, and partitions go to members of their replicas' racks
+//! first where balance allows. The eager [`sticky_assign`](super::sticky_assign) runs the same
+//! algorithm without the cooperative adjustment.
+//!
+//! Not emulated: Java's `maxGeneration` kept across calls by one assignor instance
+//! (generations only grow, so the current maximum is the same).
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use kwire::Bytes;
 
-use super::Member;
+use super::racks::RackInfo;
+use super::{java_cmp, Member, PartitionRacks};
 use crate::error::{Error, GroupError, Result};
 use crate::topic_partition::TopicPartition;
 
@@ -64,11 +69,6 @@ fn java_tp_hash(tp: &TopicPartition) -> i32 {
 fn spread(h: i32) -> u32 {
     let h = h as u32;
     h ^ (h >> 16)
-}
-
-/// Java's `String.compareTo`: by UTF-16 code units.
-fn java_cmp(a: &str, b: &str) -> Ordering {
-    a.encode_utf16().cmp(b.encode_utf16())
 }
 
 /// A member id ordered as Java orders strings.
@@ -191,29 +191,71 @@ impl Movements {
     }
 }
 
-/// Java's `CooperativeStickyAssignor.assign`: `members` in JoinGroup order, the partition
+/// A member as `AbstractStickyAssignor` reads it: its subscription and its `memberData` (the
+/// partitions it had and since which generation: the subscription's fields for the
+/// cooperative assignor, the user data for the eager one).
+pub(super) struct View<'a> {
+    pub(super) m: &'a Member,
+    pub(super) owned: Vec<TopicPartition>,
+    pub(super) generation: Option<i32>,
+}
+
+/// What `AbstractStickyAssignor.assignPartitions` computes: the assignment, the partitions the
+/// constrained algorithm moved from one member to another (`None` after the general one),
+/// and the members in Java's iteration order.
+pub(super) type Computed<'a> = (Assignment, Option<HashMap<TopicPartition, String>>, Vec<View<'a>>);
+
+/// `AbstractStickyAssignor.assignPartitions`: `members` in JoinGroup order, the partition
 /// count of each topic (topics without partitions, or that no member subscribes to, are
-/// skipped as Java skips them). Every member gets an entry.
-pub fn cooperative_sticky_assign(members: &[Member], partitions_per_topic: &BTreeMap<String, i32>) -> Result<BTreeMap<String, Vec<TopicPartition>>> {
+/// skipped as Java skips them), each member's `memberData` from `data`.
+pub(super) fn sticky_core<'a>(
+    members: &'a [Member],
+    partitions_per_topic: &BTreeMap<String, i32>,
+    racks: &PartitionRacks,
+    name: &str,
+    data: impl Fn(&Member) -> (Vec<TopicPartition>, Option<i32>),
+) -> Result<Computed<'a>> {
     let subscribed: HashSet<&str> = members.iter().flat_map(|m| m.topics.iter().map(String::as_str)).collect();
     let counts: BTreeMap<String, i32> =
         partitions_per_topic.iter().filter(|(t, n)| **n > 0 && subscribed.contains(t.as_str())).map(|(t, n)| (t.clone(), *n)).collect();
     let ids: HashSet<&str> = members.iter().map(|m| m.member_id.as_str()).collect();
     if ids.len() != members.len() {
-        return Err(Error::Group(GroupError::Assignment("cooperative-sticky: two members with the same id".into())));
+        return Err(Error::Group(GroupError::Assignment(format!("{name}: two members with the same id"))));
     }
     // Java's `subscriptions` HashMap order.
     let hashes: Vec<i32> = members.iter().map(|m| java_string_hash(&m.member_id)).collect();
-    let ordered: Vec<&Member> = java_hash_order(&hashes).into_iter().filter_map(|i| members.get(i)).collect();
+    let ordered: Vec<View> = java_hash_order(&hashes)
+        .into_iter()
+        .filter_map(|i| members.get(i))
+        .map(|m| {
+            let (owned, generation) = data(m);
+            View { m, owned, generation }
+        })
+        .collect();
+    let refs: Vec<&Member> = ordered.iter().map(|v| v.m).collect();
+    let rack = RackInfo::new(&refs, &counts, racks);
     let claims = claims(&ordered, &counts);
-    let (mut assignment, transferring) = if claims.all_equal {
-        let (a, t) = constrained(&ordered, &counts, &claims)?;
-        (a, t)
+    if claims.all_equal {
+        let (a, t) = constrained(&ordered, &counts, &claims, &rack, name)?;
+        Ok((a, Some(t), ordered))
     } else {
-        let a = General::new(&ordered, &counts, claims.owned.clone()).build(&ordered, claims.max_generation);
-        let t = transferring_ownership(&ordered, &a);
-        (a, t)
-    };
+        let a = General::new(&ordered, &counts, claims.owned.clone(), &rack).build(&ordered, claims.max_generation);
+        Ok((a, None, ordered))
+    }
+}
+
+/// Java's `CooperativeStickyAssignor.assign`: `members` in JoinGroup order, the partition
+/// count of each topic (topics without partitions, or that no member subscribes to, are
+/// skipped as Java skips them), the racks of the partitions' replicas (for rack-aware
+/// assignment, with members' racks). Every member gets an entry.
+pub fn cooperative_sticky_assign(
+    members: &[Member],
+    partitions_per_topic: &BTreeMap<String, i32>,
+    racks: &PartitionRacks,
+) -> Result<BTreeMap<String, Vec<TopicPartition>>> {
+    let (mut assignment, transferring, ordered) =
+        sticky_core(members, partitions_per_topic, racks, "cooperative-sticky", |m| (m.owned_partitions.clone(), m.generation()))?;
+    let transferring = transferring.unwrap_or_else(|| transferring_ownership(&ordered, &assignment));
     // The cooperative adjustment: the new owner gets a moving partition in the next round,
     // once its old owner has revoked it.
     for (tp, member) in &transferring {
@@ -236,24 +278,25 @@ struct Claims {
     max_generation: i32,
 }
 
-fn claims(ordered: &[&Member], counts: &BTreeMap<String, i32>) -> Claims {
-    let by_id: HashMap<&str, &Member> = ordered.iter().map(|m| (m.member_id.as_str(), *m)).collect();
+fn claims(ordered: &[View], counts: &BTreeMap<String, i32>) -> Claims {
+    let by_id: HashMap<&str, &Member> = ordered.iter().map(|v| (v.m.member_id.as_str(), v.m)).collect();
     let mut all_equal = true;
     let mut topics: HashSet<&str> = HashSet::new();
     let mut owned: BTreeMap<String, Vec<TopicPartition>> = BTreeMap::new();
     let mut multiple_owners = HashSet::new();
     let mut max_generation = DEFAULT_GENERATION;
     let mut owner_of: HashMap<TopicPartition, String> = HashMap::new();
-    for m in ordered {
+    for v in ordered {
+        let m = v.m;
         if topics.is_empty() {
             topics.extend(m.topics.iter().map(String::as_str));
         } else if all_equal && !(m.topics.len() == topics.len() && m.topics.iter().all(|t| topics.contains(t.as_str()))) {
             all_equal = false;
         }
-        let generation = m.generation().unwrap_or(DEFAULT_GENERATION);
+        let generation = v.generation.unwrap_or(DEFAULT_GENERATION);
         max_generation = max_generation.max(generation);
         owned.insert(m.member_id.clone(), Vec::new());
-        for tp in &m.owned_partitions {
+        for tp in &v.owned {
             // A claim on a partition the topic does not have (Java would assign it) is dropped.
             if !counts.get(&tp.topic).is_some_and(|n| (0..*n).contains(&tp.partition)) {
                 continue;
@@ -297,10 +340,16 @@ fn all_partitions(counts: &BTreeMap<String, i32>) -> Vec<TopicPartition> {
 type Assignment = BTreeMap<String, Vec<TopicPartition>>;
 
 /// `ConstrainedAssignmentBuilder`: every member subscribes to the same topics.
-fn constrained(ordered: &[&Member], counts: &BTreeMap<String, i32>, claims: &Claims) -> Result<(Assignment, HashMap<TopicPartition, String>)> {
+fn constrained(
+    ordered: &[View],
+    counts: &BTreeMap<String, i32>,
+    claims: &Claims,
+    rack: &RackInfo,
+    name: &str,
+) -> Result<(Assignment, HashMap<TopicPartition, String>)> {
     let members = ordered.len();
     let total: usize = counts.values().map(|n| *n as usize).sum();
-    let mut assignment: Assignment = ordered.iter().map(|m| (m.member_id.clone(), Vec::new())).collect();
+    let mut assignment: Assignment = ordered.iter().map(|v| (v.m.member_id.clone(), Vec::new())).collect();
     let mut transferring = HashMap::new();
     if members == 0 {
         return Ok((assignment, transferring));
@@ -311,10 +360,18 @@ fn constrained(ordered: &[&Member], counts: &BTreeMap<String, i32>, claims: &Cla
     let mut assigned: HashSet<TopicPartition> = HashSet::new();
     let mut maybe_revoked: HashMap<TopicPartition, String> = HashMap::new();
     let mut under_min: Vec<String> = Vec::new();
-    let mut exactly_min: VecDeque<String> = VecDeque::new();
-    for m in ordered {
-        let id = &m.member_id;
+    let mut exactly_min: Vec<String> = Vec::new();
+    for v in ordered {
+        let id = &v.m.member_id;
         let mut owned = claims.owned.get(id).cloned().unwrap_or_default();
+        // Rack-aware: an owned partition without a replica in the member's rack is given up.
+        owned.retain(|tp| {
+            let mismatch = rack.mismatch(id, tp);
+            if mismatch {
+                maybe_revoked.insert(tp.clone(), id.clone());
+            }
+            !mismatch
+        });
         owned.sort_by(|a, b| a.partition.cmp(&b.partition).then_with(|| a.topic.cmp(&b.topic)));
         owned.retain(|tp| !claims.multiple_owners.contains(tp));
         let keep = if owned.len() < min_quota {
@@ -328,7 +385,7 @@ fn constrained(ordered: &[&Member], counts: &BTreeMap<String, i32>, claims: &Cla
             max_quota
         } else {
             if over_min < expected_over_min {
-                exactly_min.push_back(id.clone());
+                exactly_min.push(id.clone());
             }
             min_quota
         };
@@ -341,9 +398,10 @@ fn constrained(ordered: &[&Member], counts: &BTreeMap<String, i32>, claims: &Cla
             a.extend(owned);
         }
     }
-    let unassigned: Vec<TopicPartition> = all_partitions(counts).into_iter().filter(|tp| !assigned.contains(tp)).collect();
+    let mut unassigned: Vec<TopicPartition> = all_partitions(counts).into_iter().filter(|tp| !assigned.contains(tp)).collect();
     under_min.sort_by(|a, b| java_cmp(a, b));
-    exactly_min.make_contiguous().sort_by(|a, b| java_cmp(a, b));
+    exactly_min.sort_by(|a, b| java_cmp(a, b));
+    rack.sort_partitions(&mut unassigned);
     let mut assign_new = |assignment: &mut Assignment, tp: &TopicPartition, member: &str| -> usize {
         let Some(list) = assignment.get_mut(member) else {
             return 0;
@@ -354,6 +412,50 @@ fn constrained(ordered: &[&Member], counts: &BTreeMap<String, i32>, claims: &Cla
         }
         list.len()
     };
+    // `assignRackAwareRoundRobin`: members in a rack of the partition's replicas first, round
+    // robin up to the minimum quota, then those at the minimum up to the maximum.
+    if !rack.consumer_racks.is_empty() {
+        let mut next = 0;
+        let mut left = Vec::with_capacity(unassigned.len());
+        for tp in unassigned {
+            let mut member = None;
+            if let Some(mut i) = rack.next_rack_consumer(&tp, &under_min, next) {
+                let m = under_min.get(i).cloned().unwrap_or_default();
+                let count = assignment.get(&m).map_or(0, Vec::len) + 1;
+                if count >= min_quota {
+                    if let Some(pos) = under_min.iter().position(|x| *x == m) {
+                        under_min.remove(pos);
+                    }
+                    if count < max_quota && over_min < expected_over_min {
+                        exactly_min.push(m.clone());
+                    }
+                } else {
+                    i += 1;
+                }
+                next = if under_min.is_empty() { 0 } else { i % under_min.len() };
+                member = Some(m);
+            } else if !exactly_min.is_empty() {
+                if let Some(i) = rack.next_rack_consumer(&tp, &exactly_min, 0) {
+                    let m = exactly_min.get(i).cloned().unwrap_or_default();
+                    if assignment.get(&m).map_or(0, Vec::len) + 1 == max_quota {
+                        exactly_min.remove(i);
+                        over_min += 1;
+                        if over_min == expected_over_min {
+                            exactly_min.clear();
+                        }
+                    }
+                    member = Some(m);
+                }
+            }
+            match member {
+                Some(m) => {
+                    assign_new(&mut assignment, &tp, &m);
+                }
+                None => left.push(tp),
+            }
+        }
+        unassigned = left;
+    }
     // `assignRoundRobin`, with its LinkedList iterator as a cursor into `under_min`.
     let mut cursor = 0;
     for tp in &unassigned {
@@ -361,10 +463,10 @@ fn constrained(ordered: &[&Member], counts: &BTreeMap<String, i32>, claims: &Cla
             cursor += 1;
             (m.clone(), true)
         } else if under_min.is_empty() {
-            match exactly_min.pop_front() {
-                Some(m) => (m, false),
-                None => return Err(Error::Group(GroupError::Assignment("cooperative-sticky: no more unfilled members to assign to".into()))),
+            if exactly_min.is_empty() {
+                return Err(Error::Group(GroupError::Assignment(format!("{name}: no more unfilled members to assign to"))));
             }
+            (exactly_min.remove(0), false)
         } else {
             cursor = 1;
             (under_min.first().cloned().unwrap_or_default(), true)
@@ -374,23 +476,23 @@ fn constrained(ordered: &[&Member], counts: &BTreeMap<String, i32>, claims: &Cla
             // Java's iterator.remove(): the member just taken from `under_min` (one taken from
             // `exactly_min` already had the minimum, so cannot be at it now).
             if !from_under {
-                return Err(Error::Group(GroupError::Assignment("cooperative-sticky: a filled member is below the minimum quota".into())));
+                return Err(Error::Group(GroupError::Assignment(format!("{name}: a filled member is below the minimum quota"))));
             }
             if let Some(i) = cursor.checked_sub(1).filter(|i| *i < under_min.len()) {
                 under_min.remove(i);
                 cursor = i;
             }
-            exactly_min.push_back(member);
+            exactly_min.push(member);
         } else if count == max_quota {
             over_min += 1;
         }
     }
     if !under_min.is_empty() {
         if over_min != expected_over_min {
-            return Err(Error::Group(GroupError::Assignment("cooperative-sticky: fewer members above the minimum quota than expected".into())));
+            return Err(Error::Group(GroupError::Assignment(format!("{name}: fewer members above the minimum quota than expected"))));
         }
         if let Some(m) = under_min.iter().find(|m| assignment.get(*m).map_or(0, Vec::len) != min_quota) {
-            return Err(Error::Group(GroupError::Assignment(format!("cooperative-sticky: member {m} below the minimum quota"))));
+            return Err(Error::Group(GroupError::Assignment(format!("{name}: member {m} below the minimum quota"))));
         }
     }
     Ok((assignment, transferring))
@@ -398,10 +500,10 @@ fn constrained(ordered: &[&Member], counts: &BTreeMap<String, i32>, claims: &Cla
 
 /// `CooperativeStickyAssignor.computePartitionsTransferringOwnership`: partitions assigned to
 /// a member that did not own them while another member owned them.
-fn transferring_ownership(ordered: &[&Member], assignment: &Assignment) -> HashMap<TopicPartition, String> {
+fn transferring_ownership(ordered: &[View], assignment: &Assignment) -> HashMap<TopicPartition, String> {
     let mut added = HashMap::new();
     let mut revoked = HashSet::new();
-    for m in ordered {
+    for m in ordered.iter().map(|v| v.m) {
         let assigned: HashSet<&TopicPartition> = assignment.get(&m.member_id).map(|a| a.iter().collect()).unwrap_or_default();
         let owned: HashSet<&TopicPartition> = m.owned_partitions.iter().collect();
         added.extend(assigned.iter().filter(|tp| !owned.contains(*tp)).map(|tp| ((*tp).clone(), m.member_id.clone())));
@@ -422,13 +524,14 @@ struct General<'a> {
     /// Java's `sortedCurrentSubscriptions`: by assignment size, then member id.
     sorted: BTreeSet<(usize, JKey)>,
     movements: Movements,
+    rack: &'a RackInfo,
 }
 
 impl<'a> General<'a> {
-    fn new(ordered: &[&Member], counts: &'a BTreeMap<String, i32>, mut current: Assignment) -> General<'a> {
+    fn new(ordered: &[View], counts: &'a BTreeMap<String, i32>, mut current: Assignment, rack: &'a RackInfo) -> General<'a> {
         let mut topic_members: BTreeMap<String, Vec<String>> = counts.keys().map(|t| (t.clone(), Vec::new())).collect();
         let mut member_topics = BTreeMap::new();
-        for m in ordered {
+        for m in ordered.iter().map(|v| v.m) {
             let mut topics = Vec::new();
             for t in &m.topics {
                 if let Some(list) = topic_members.get_mut(t) {
@@ -449,6 +552,7 @@ impl<'a> General<'a> {
             owner,
             sorted: BTreeSet::new(),
             movements: Movements::default(),
+            rack,
         }
     }
 
@@ -472,18 +576,18 @@ impl<'a> General<'a> {
         }
     }
 
-    fn build(mut self, ordered: &[&Member], max_generation: i32) -> Assignment {
+    fn build(mut self, ordered: &[View], max_generation: i32) -> Assignment {
         // Where each partition was in an older generation than the newest, to move it back.
         let mut previous: HashMap<TopicPartition, (String, i32)> = HashMap::new();
-        for m in ordered {
-            let generation = match m.generation() {
+        for v in ordered {
+            let generation = match v.generation {
                 Some(g) if g < max_generation => g,
                 None if max_generation > DEFAULT_GENERATION => DEFAULT_GENERATION,
                 _ => continue,
             };
-            for tp in &m.owned_partitions {
-                if previous.get(tp).map_or(true, |(_, g)| generation > *g) {
-                    previous.insert(tp.clone(), (m.member_id.clone(), generation));
+            for tp in &v.owned {
+                if previous.get(tp).is_none_or(|(_, g)| generation > *g) {
+                    previous.insert(tp.clone(), (v.m.member_id.clone(), generation));
                 }
             }
         }
@@ -491,12 +595,13 @@ impl<'a> General<'a> {
         let mut revocation_required = false;
         let mut assigned = HashSet::new();
         for (member, tps) in self.current.iter_mut() {
-            let subscribed = ordered.iter().find(|m| m.member_id == *member).map(|m| &m.topics);
+            let subscribed = ordered.iter().find(|v| v.m.member_id == *member).map(|v| &v.m.topics);
+            let rack = self.rack;
             tps.retain(|tp| {
                 if !self.topic_members.contains_key(&tp.topic) {
                     self.owner.remove(tp);
                     false
-                } else if !subscribed.is_some_and(|ts| ts.contains(&tp.topic)) {
+                } else if !subscribed.is_some_and(|ts| ts.contains(&tp.topic)) || rack.mismatch(member, tp) {
                     revocation_required = true;
                     false
                 } else {
@@ -528,20 +633,14 @@ impl<'a> General<'a> {
         unassigned: &mut Vec<TopicPartition>,
         revocation_required: bool,
     ) {
-        let initializing = self.sorted.last().map_or(true, |(n, _)| *n == 0);
-        for tp in unassigned.iter() {
-            if self.topic_members.get(&tp.topic).map_or(true, Vec::is_empty) {
-                continue;
-            }
-            let Some(member) = self.sorted.iter().map(|(_, m)| m.0.clone()).find(|m| self.subscribes(m, &tp.topic)) else {
-                continue;
-            };
-            self.sorted_remove(&member);
-            if let Some(list) = self.current.get_mut(&member) {
-                list.push(tp.clone());
-            }
-            self.owner.insert(tp.clone(), member.clone());
-            self.sorted_add(&member);
+        let initializing = self.sorted.last().is_none_or(|(n, _)| *n == 0);
+        // Rack-aware: first to members in a rack of the partition's replicas, then the rest.
+        let mut to_assign: Vec<TopicPartition> = unassigned.clone();
+        if !self.rack.consumer_racks.is_empty() {
+            to_assign.retain(|tp| !self.maybe_assign(tp, true));
+        }
+        for tp in &to_assign {
+            self.maybe_assign(tp, false);
         }
         // Partitions of a topic only one member wants cannot move; nor can a member that has
         // all it can have, of such topics only.
@@ -573,6 +672,27 @@ impl<'a> General<'a> {
             self.current.insert(m.clone(), a);
             self.sorted_add(&m);
         }
+    }
+
+    /// `maybeAssignPartition`: to the member with the fewest partitions that subscribes to
+    /// its topic (and, `rack_matching`, is in a rack of its replicas); whether one took it.
+    fn maybe_assign(&mut self, tp: &TopicPartition, rack_matching: bool) -> bool {
+        if self.topic_members.get(&tp.topic).is_none_or(Vec::is_empty) {
+            return false;
+        }
+        let rack = self.rack;
+        let Some(member) =
+            self.sorted.iter().map(|(_, m)| m.0.clone()).find(|m| self.subscribes(m, &tp.topic) && !(rack_matching && rack.mismatch(m, tp)))
+        else {
+            return false;
+        };
+        self.sorted_remove(&member);
+        if let Some(list) = self.current.get_mut(&member) {
+            list.push(tp.clone());
+        }
+        self.owner.insert(tp.clone(), member.clone());
+        self.sorted_add(&member);
+        true
     }
 
     fn max_size(&self, topics: &[String]) -> usize {
@@ -736,13 +856,13 @@ mod tests {
         let counts: BTreeMap<String, i32> = [("t".to_string(), 4)].into();
         let old = member("a", &["t"], &[("t", 0), ("t", 1), ("t", 2), ("t", 3)], 3);
         let new = member("b", &["t"], &[], -1);
-        let first = cooperative_sticky_assign(&[old.clone(), new.clone()], &counts).unwrap();
+        let first = cooperative_sticky_assign(&[old.clone(), new.clone()], &counts, &PartitionRacks::new()).unwrap();
         // a keeps two, gives up two; b gets nothing this round.
         assert_eq!(first.get("a").map(Vec::len), Some(2));
         assert_eq!(show(&first, "b"), "");
         // The next round, a owns only its two: b gets the other two.
         let a2 = Member { owned_partitions: first["a"].clone(), generation_id: 4, ..old };
-        let second = cooperative_sticky_assign(&[a2, Member { generation_id: 4, ..new }], &counts).unwrap();
+        let second = cooperative_sticky_assign(&[a2, Member { generation_id: 4, ..new }], &counts, &PartitionRacks::new()).unwrap();
         assert_eq!(second["a"].len(), 2);
         assert_eq!(second["b"].len(), 2);
         let all: BTreeSet<_> = second.values().flatten().collect();
@@ -753,7 +873,7 @@ mod tests {
     #[test]
     fn unequal_subscriptions_use_the_general_algorithm() {
         let counts: BTreeMap<String, i32> = [("x".to_string(), 2), ("y".to_string(), 3)].into();
-        let out = cooperative_sticky_assign(&[member("m1", &["x"], &[], -1), member("m2", &["x", "y"], &[], -1)], &counts).unwrap();
+        let out = cooperative_sticky_assign(&[member("m1", &["x"], &[], -1), member("m2", &["x", "y"], &[], -1)], &counts, &PartitionRacks::new()).unwrap();
         // y only goes to m2; x is shared out to balance.
         assert!(out["m1"].iter().all(|tp| tp.topic == "x"));
         assert_eq!(out["m1"].len() + out["m2"].len(), 5);
@@ -765,7 +885,7 @@ mod tests {
         let counts: BTreeMap<String, i32> = [("t".to_string(), 2)].into();
         let stale = member("a", &["t"], &[("t", 0), ("t", 1)], 2);
         let fresh = member("b", &["t"], &[("t", 1)], 3);
-        let out = cooperative_sticky_assign(&[stale, fresh], &counts).unwrap();
+        let out = cooperative_sticky_assign(&[stale, fresh], &counts, &PartitionRacks::new()).unwrap();
         assert_eq!(show(&out, "a"), "t-0");
         assert_eq!(show(&out, "b"), "t-1");
     }

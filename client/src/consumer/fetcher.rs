@@ -2,10 +2,15 @@
 //! with incremental fetch sessions (KIP-227), the records they return (read_committed skips
 //! aborted transactions), buffered until `poll` hands them out; and what a log truncated under
 //! a position (a diverging epoch, OffsetForLeaderEpoch) does to it and to the buffered records.
+//!
+//! Fetching from the closest replica (KIP-392): Fetch requests carry the consumer's rack; when
+//! a leader names a preferred read replica for a partition, the partition is fetched from that
+//! replica until the metadata max age passes, the replica answers with a partition error, or
+//! it cannot be reached (then from the leader again), as Java's `Fetcher` does.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kwire::messages::{
     fetch_request::{FetchPartition, FetchTopic, ForgottenTopic},
@@ -34,6 +39,8 @@ pub(super) struct Fetcher {
     /// The fetch session with each broker.
     pub(super) sessions: HashMap<i32, Session>,
     pub(super) stats: FetchStats,
+    /// KIP-392: the replica to fetch each partition from instead of its leader, until when.
+    pub(super) preferred: HashMap<TopicPartition, (i32, Instant)>,
     pub(super) metrics: ConsumerMetrics,
 }
 
@@ -121,6 +128,8 @@ impl Fetcher {
         let buffered: HashSet<TopicPartition> = self.buffer.iter().map(|f| f.tp.clone()).collect();
         let mut by_leader: BTreeMap<i32, Vec<(TopicPartition, SentPartition)>> = BTreeMap::new();
         let mut refresh = false;
+        let now = Instant::now();
+        self.preferred.retain(|tp, _| subscription.partitions.contains_key(tp));
         for (tp, st) in subscription.partitions.iter_mut() {
             let Some(position) = st.position else { continue };
             if !Subscription::fetchable(st) || buffered.contains(tp) {
@@ -147,7 +156,16 @@ impl Fetcher {
                 last_fetched_epoch: st.epoch.unwrap_or(-1),
                 max_bytes: config.max_partition_fetch_bytes,
             };
-            by_leader.entry(p.leader).or_default().push((tp.clone(), sent));
+            // KIP-392: the preferred read replica while it is fresh and still a known replica.
+            let node = match self.preferred.get(tp) {
+                Some(&(id, until)) if now < until && p.replicas.contains(&id) && metadata.brokers.contains_key(&id) => id,
+                Some(_) => {
+                    self.preferred.remove(tp);
+                    p.leader
+                }
+                None => p.leader,
+            };
+            by_leader.entry(node).or_default().push((tp.clone(), sent));
         }
         let ids = crate::offsets::topic_ids(&metadata);
         let mut calls = Vec::new();
@@ -155,7 +173,9 @@ impl Fetcher {
             let version = match client.node_version(node, ApiKey::Fetch).await {
                 Ok(v) => v,
                 Err(e) if e.is_retriable() => {
-                    warn!(node, error = %e, "no connection to the leader");
+                    warn!(node, error = %e, "no connection to the broker");
+                    // Partitions fetched from a replica go back to their leaders.
+                    self.forget_preferred(node, &wanted);
                     refresh = true;
                     continue;
                 }
@@ -164,6 +184,7 @@ impl Fetcher {
             let session = self.sessions.entry(node).or_default();
             let (request, incremental) = build_fetch(config, &metadata, session, version, &wanted, max_wait);
             self.stats.fetches += 1;
+            *self.stats.fetches_by_node.entry(node).or_default() += 1;
             self.metrics.fetches.increment(1);
             if incremental {
                 self.stats.incremental_fetches += 1;
@@ -190,6 +211,7 @@ impl Fetcher {
                 Err(e) if e.is_retriable() => {
                     warn!(node, error = %e, "fetch failed");
                     self.sessions.remove(&node);
+                    self.forget_preferred(node, &wanted);
                     refresh = true;
                     continue;
                 }
@@ -211,6 +233,17 @@ impl Fetcher {
             }
         }
         Ok(())
+    }
+
+    /// After `node` failed: the partitions fetched from it as their preferred read replica are
+    /// fetched from their leaders again (Java clears the session's preferred replicas).
+    fn forget_preferred(&mut self, node: i32, wanted: &[(TopicPartition, SentPartition)]) {
+        for (tp, _) in wanted {
+            if self.preferred.get(tp).is_some_and(|(id, _)| *id == node) {
+                info!(partition = %tp, replica = node, "preferred read replica unreachable: fetching from the leader");
+                self.preferred.remove(tp);
+            }
+        }
     }
 
     /// Takes one Fetch response in: session bookkeeping, partition errors, records. Returns
@@ -287,6 +320,20 @@ impl Fetcher {
                 if st.position != Some(sent.offset) {
                     continue;
                 }
+                // A partition error from the preferred read replica: back to the leader, as
+                // Java clears it for every error it handles (out of range included: the leader
+                // then says whether the position really is; the others with fresh metadata).
+                let code = ErrorCode(p.error_code);
+                let from_replica = self.preferred.get(&tp).is_some_and(|(id, _)| *id == node);
+                if from_replica && code != ErrorCode::NONE {
+                    let out_of_range = code == ErrorCode::OFFSET_OUT_OF_RANGE;
+                    if out_of_range || code.is_retriable() || Client::needs_metadata_refresh(code) {
+                        info!(partition = %tp, replica = node, code = ?code.name(), "preferred read replica refused: fetching from the leader");
+                        self.preferred.remove(&tp);
+                        refresh |= !out_of_range;
+                        continue;
+                    }
+                }
                 match ErrorCode(p.error_code) {
                     ErrorCode::NONE => {}
                     ErrorCode::OFFSET_OUT_OF_RANGE => {
@@ -322,6 +369,11 @@ impl Fetcher {
                         }
                         return Err(Error::broker(code, None, format!("fetch {tp}")).about(Resource::Topic(tp.topic.clone())));
                     }
+                }
+                // KIP-392: the leader names a replica to fetch from (and returns no records).
+                if p.preferred_read_replica >= 0 && p.preferred_read_replica != node {
+                    debug!(partition = %tp, replica = p.preferred_read_replica, "fetching from the preferred read replica");
+                    self.preferred.insert(tp.clone(), (p.preferred_read_replica, Instant::now() + client.config().metadata_max_age));
                 }
                 if let Some(st) = subscription.partitions.get_mut(&tp) {
                     let end = if config.isolation_level == IsolationLevel::ReadCommitted { p.last_stable_offset } else { p.high_watermark };
@@ -451,6 +503,7 @@ fn build_fetch(
             .into_iter()
             .map(|(t, partitions)| FetchTopic { topic: ByteString::from(t.to_owned()), topic_id: id_of(t), partitions, ..Default::default() })
             .collect(),
+        rack_id: ByteString::from(config.client_rack.clone().unwrap_or_default()),
         forgotten_topics_data: forgotten
             .into_iter()
             .map(|(t, ps)| ForgottenTopic { topic: ByteString::from(t.to_owned()), topic_id: id_of(t), partitions: ps.into_iter().collect(), ..Default::default() })

@@ -137,6 +137,10 @@ pub struct ConsumerConfig {
     pub check_crcs: bool,
     /// `retry.backoff.ms` (100 ms): between attempts of coordinator and offset requests.
     pub retry_backoff: Duration,
+    /// `client.rack` (none): the consumer's rack, for rack-aware assignment (sent in the group
+    /// subscription or heartbeat) and fetching from the closest replica (KIP-392: sent in
+    /// Fetch requests; brokers with a `replica.selector.class` may point to a follower).
+    pub client_rack: Option<String>,
     /// `enable.metrics.push` (true): push the consumer's metrics to the brokers when a
     /// client-metrics subscription asks for them (KIP-714).
     pub enable_metrics_push: bool,
@@ -163,6 +167,7 @@ impl Default for ConsumerConfig {
             max_poll_records: 500,
             check_crcs: true,
             retry_backoff: Duration::from_millis(100),
+            client_rack: None,
             enable_metrics_push: true,
         }
     }
@@ -215,6 +220,8 @@ pub struct FetchStats {
     pub validations: u64,
     /// Truncations detected after leader changes.
     pub truncations: u64,
+    /// Fetch requests sent, by broker (a leader, or a preferred read replica, KIP-392).
+    pub fetches_by_node: std::collections::BTreeMap<i32, u64>,
 }
 
 /// A Kafka consumer. Not shared: one task polls it (as Java's `KafkaConsumer`).

@@ -68,6 +68,7 @@ impl Consumer {
             max_poll_interval: self.config.max_poll_interval,
             retry_backoff: self.config.retry_backoff,
             request_timeout: self.client.config().connection.request_timeout,
+            rack: self.config.client_rack.clone(),
         };
         let group = Group::new(config, coordinator, topics, pattern)?;
         self.set_assignment(&BTreeSet::new());

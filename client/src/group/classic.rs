@@ -18,7 +18,7 @@ use tracing::{info, warn};
 
 use super::coordinator::{coordinator_moved, Coordinator};
 use super::{millis, to_bytestrings, Group, GroupConfig};
-use crate::assignor::{cooperative_sticky_user_data, Assignor, Member};
+use crate::assignor::{cooperative_sticky_user_data, sticky_user_data, Assignor, Member, PartitionRacks};
 use crate::error::{Error, GroupError, Result};
 use crate::retry::{Backoff, Retry};
 use crate::topic_partition::TopicPartition;
@@ -86,6 +86,8 @@ impl Group {
                 continue;
             };
             info!(group = %group, generation = response.generation_id, partitions = ?assigned.iter().map(ToString::to_string).collect::<Vec<_>>(), "assignment");
+            // Java's StickyAssignor.onAssignment: its user data from now on.
+            self.sticky_previous = Some((assigned.iter().cloned().collect(), response.generation_id));
             {
                 let mut m = self.lock();
                 m.generation = response.generation_id;
@@ -187,14 +189,21 @@ impl Group {
             .collect();
         let mut protocols = Vec::with_capacity(self.config.assignors.len());
         for a in &self.config.assignors {
-            let subscription = ConsumerProtocolSubscription {
-                topics: to_bytestrings(&self.topics),
+            let user_data = match a {
                 // Java's CooperativeStickyAssignor also puts its generation here, for leaders
                 // that read subscriptions older than v2.
-                user_data: (*a == Assignor::CooperativeSticky).then(|| cooperative_sticky_user_data(generation)),
+                Assignor::CooperativeSticky => Some(cooperative_sticky_user_data(generation)),
+                // Java's StickyAssignor: the last assignment and its generation (none before
+                // the first).
+                Assignor::Sticky => self.sticky_previous.as_ref().map(|(tps, g)| sticky_user_data(tps, Some(*g))),
+                Assignor::Range | Assignor::RoundRobin => None,
+            };
+            let subscription = ConsumerProtocolSubscription {
+                topics: to_bytestrings(&self.topics),
+                user_data,
                 owned_partitions: owned_partitions.clone(),
                 generation_id: generation,
-                rack_id: None,
+                rack_id: self.config.rack.clone().map(ByteString::from),
             };
             let metadata = encode_versioned(&subscription, ConsumerProtocolSubscription::VERSIONS.hi)?;
             protocols.push(JoinGroupRequestProtocol { name: ByteString::from_static(a.name()), metadata, ..Default::default() });
@@ -221,6 +230,7 @@ impl Group {
                     .collect(),
                 generation_id: s.generation_id,
                 user_data: s.user_data.clone(),
+                rack_id: s.rack_id.as_deref().map(str::to_owned),
             });
         }
         let all: BTreeSet<&str> = subscriptions.iter().flat_map(|s| s.topics.iter().map(String::as_str)).collect();
@@ -233,7 +243,18 @@ impl Group {
             all.iter().filter_map(|t| metadata.topics.get(*t).map(|i| (t.to_string(), i.partitions.len() as i32))).collect();
         self.snapshot = Some(all.iter().map(|t| (t.to_string(), counts.get(*t).copied().unwrap_or(0))).collect());
         self.snapshot_checked = std::time::Instant::now();
-        let assignment = assignor.assign(&subscriptions, &counts)?;
+        // Rack-aware assignment: the racks of each partition's replicas, when members have racks.
+        let mut racks = PartitionRacks::new();
+        if subscriptions.iter().any(|m| m.rack().is_some()) {
+            for t in counts.keys() {
+                let Some(info) = metadata.topics.get(t) else { continue };
+                for p in &info.partitions {
+                    let rs = p.replicas.iter().filter_map(|id| metadata.brokers.get(id).and_then(|b| b.rack.clone())).collect();
+                    racks.insert(TopicPartition::new(t.clone(), p.index), rs);
+                }
+            }
+        }
+        let assignment = assignor.assign_with_racks(&subscriptions, &counts, &racks)?;
         let mut out = Vec::with_capacity(assignment.len());
         for (member, tps) in assignment {
             let mut by_topic: BTreeMap<String, Vec<i32>> = BTreeMap::new();

@@ -185,7 +185,8 @@ pub(super) async fn consumer(
             member_id: ByteString::from(member_id),
             member_epoch: epoch,
             instance_id: config.instance_id.clone().map(ByteString::from),
-            rack_id: None,
+            // As the other settings, in full heartbeats only (null: unchanged).
+            rack_id: if full { config.rack.clone().map(ByteString::from) } else { None },
             rebalance_timeout_ms: if full { millis(config.max_poll_interval) } else { -1 },
             // With a pattern the coordinator resolves the topics, and the names are empty (as
             // Java's `subscribe(SubscriptionPattern)` sends them).

@@ -51,6 +51,8 @@ pub(crate) struct GroupConfig {
     pub(crate) max_poll_interval: Duration,
     pub(crate) retry_backoff: Duration,
     pub(crate) request_timeout: Duration,
+    /// `client.rack`: sent in the subscription (classic) or heartbeat (KIP-848).
+    pub(crate) rack: Option<String>,
 }
 
 /// What the consumer and its heartbeat task share.
@@ -154,6 +156,8 @@ pub(crate) struct Group {
     /// metadata did not know yet), to rebalance when they change, as Java's leader does.
     snapshot: Option<BTreeMap<String, i32>>,
     snapshot_checked: Instant,
+    /// Classic: the last assignment and its generation, for the sticky assignor's user data.
+    sticky_previous: Option<(Vec<crate::topic_partition::TopicPartition>, i32)>,
 }
 
 impl Drop for Group {
@@ -185,6 +189,7 @@ impl Group {
             task: None,
             snapshot: None,
             snapshot_checked: Instant::now(),
+            sticky_previous: None,
         })
     }
 
