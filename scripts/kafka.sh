@@ -232,6 +232,9 @@ super.users=User:ANONYMOUS;User:admin;User:$OAUTH_PRINCIPAL
 EOF
   # KIP-848's consumer protocol: advertised by 3.9 but off by default there (on from 4.0).
   case $version in 3.*) echo "group.coordinator.rebalance.protocols=classic,consumer" ;; esac
+  # KIP-932 share groups (4.x): seconds-long sessions, heartbeats and record locks (the share consumer tests).
+  case $version in 4.*) printf '%s\n' group.share.min.session.timeout.ms=3000 group.share.session.timeout.ms=8000 \
+    group.share.min.heartbeat.interval.ms=500 group.share.heartbeat.interval.ms=1000 group.share.min.record.lock.duration.ms=1000 ;; esac
 }
 
 log_config() {

@@ -73,6 +73,8 @@ pub(crate) fn client_versions(api: ApiKey) -> VersionRange {
         ApiKey::Fetch => VersionRange::new(4, i16::MAX),
         ApiKey::Metadata => VersionRange::new(4, i16::MAX),
         ApiKey::SaslHandshake => VersionRange::new(1, 1),
+        // KIP-932's v0 was Kafka 4.0's early access, removed in 4.1: share groups from v1.
+        ApiKey::ShareGroupHeartbeat | ApiKey::ShareFetch | ApiKey::ShareAcknowledge => VersionRange::new(1, i16::MAX),
         _ => VersionRange::new(0, i16::MAX),
     }
 }

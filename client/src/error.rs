@@ -124,6 +124,8 @@ pub enum Error {
     /// A transactional producer refused a call or its transaction failed: see
     /// [`TransactionError`].
     Transaction(TransactionError),
+    /// The share consumer refused a call: see [`ShareError`].
+    Share(ShareError),
 }
 
 /// Where a transactional producer is (Java's `TransactionManager` states).
@@ -667,6 +669,7 @@ impl fmt::Display for Error {
             Error::Consumer(e) => write!(f, "consumer: {e}"),
             Error::Group(e) => write!(f, "group: {e}"),
             Error::Transaction(e) => write!(f, "transaction: {e}"),
+            Error::Share(e) => write!(f, "share consumer: {e}"),
         }
     }
 }
@@ -731,6 +734,46 @@ impl fmt::Display for GroupError {
             GroupError::Assignment(m) => write!(f, "assignment failed: {m}"),
             GroupError::Encoding(m) => write!(f, "encoding the consumer protocol data: {m}"),
             GroupError::NoRandomness(m) => write!(f, "no randomness for a member id: {m}"),
+        }
+    }
+}
+
+/// Why the share consumer (KIP-932) refused a call, as Java's `KafkaShareConsumer` refuses
+/// them (its `IllegalStateException`s).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ShareError {
+    /// `acknowledge` in implicit acknowledgement mode (every record of a poll is accepted by
+    /// the next poll or commit).
+    ImplicitMode,
+    /// `poll` in explicit acknowledgement mode while records of the last poll are not
+    /// acknowledged.
+    Unacknowledged {
+        /// How many are not.
+        records: usize,
+    },
+    /// `acknowledge` of a record the last poll did not return, or one already acknowledged.
+    NotDelivered {
+        /// The record's partition.
+        partition: TopicPartition,
+        /// The record's offset.
+        offset: i64,
+    },
+    /// `poll` before `subscribe`.
+    NotSubscribed,
+}
+
+impl fmt::Display for ShareError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ShareError::ImplicitMode => f.write_str("acknowledge is not allowed in implicit acknowledgement mode"),
+            ShareError::Unacknowledged { records } => {
+                write!(f, "{records} record(s) of the last poll are not acknowledged (explicit acknowledgement mode)")
+            }
+            ShareError::NotDelivered { partition, offset } => {
+                write!(f, "{partition} offset {offset} was not returned by the last poll, or is already acknowledged")
+            }
+            ShareError::NotSubscribed => f.write_str("not subscribed: call subscribe first"),
         }
     }
 }

@@ -15,6 +15,8 @@
 //!   `commit_transaction`, `abort_transaction`; V1 and KIP-890's V2) for exactly-once pipelines.
 //! - [`Consumer`]: manual assignment or consumer groups (classic and KIP-848), incremental
 //!   fetch sessions, read_committed, leader epochs, offsets and commits, streams.
+//! - [`ShareConsumer`]: share groups (KIP-932): records delivered to one member at a time,
+//!   acknowledged one by one (accept, release, reject, renew), with delivery counts.
 //!
 //! Every failure is an [`Error`], with [`Error::is_retriable`]; the producer's, the
 //! consumer's, the group's and the transactions' own failures are [`ProducerError`],
@@ -40,6 +42,7 @@ pub mod partitioner;
 mod producer;
 mod retry;
 mod sasl;
+mod share;
 mod telemetry;
 mod tls;
 mod topic_partition;
@@ -55,12 +58,13 @@ pub use conn::{ConnectOptions, Connection, Versions};
 pub use consumer::{
     Consumer, ConsumerConfig, ConsumerGroupMetadata, ConsumerRecord, FetchStats, IsolationLevel, ListenerFuture, OffsetReset, RebalanceListener,
 };
-pub use error::{ConsumerError, Error, GroupError, OAuthError, ProducerError, Resource, Result, TransactionError, TransactionState};
+pub use error::{ConsumerError, Error, GroupError, OAuthError, ProducerError, Resource, Result, ShareError, TransactionError, TransactionState};
 pub use offsets::{ListedOffset, OffsetAndMetadata, OffsetSpec};
 pub use group::GroupProtocol;
 pub use producer::{Acks, Delivery, IntoTopic, Producer, ProducerConfig, ProducerRecord, ProducerStats, RecordMetadata};
 #[cfg(feature = "oidc")]
 pub use oidc::{OidcConfig, OidcProvider};
+pub use share::{AcknowledgeType, AcknowledgementCommit, AcknowledgementMode, ShareConsumer, ShareConsumerConfig, ShareRecord};
 pub use sasl::{OAuthBearer, OAuthBearerToken, RefreshPolicy, Sasl, ScramMechanism, TokenFuture, TokenProvider};
 pub use tls::{ClientIdentity, Roots, TlsConfig};
 pub use topic_partition::TopicPartition;
