@@ -28,10 +28,6 @@ static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 const RECORDS: i64 = 600;
 
-fn kafka_sh() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/kafka.sh")
-}
-
 /// Polls until `offsets` holds `until` records (or `deadline`), checking each record is the
 /// one produced at its offset.
 async fn consume(c: &mut Consumer, offsets: &mut Vec<i64>, until: usize, deadline: Instant) {
@@ -114,11 +110,8 @@ async fn a_consumer_fetches_from_the_follower_in_its_rack_and_back_from_the_lead
     println!("the rest read from the leader {:?} after the kill; fetches by node {:?}", killed.elapsed(), c.stats().fetches_by_node);
     c.close().await.unwrap();
 
-    let restart = tokio::process::Command::new(kafka_sh())
-        .args(["restart-node", &version, "--nodes", "3", "--node", &follower.to_string()])
-        .kill_on_drop(true)
-        .status();
-    let status = tokio::time::timeout(Duration::from_secs(180), restart).await.expect("restart within 180 s").unwrap();
+    let mut restart = common::restart_node(&version, follower);
+    let status = tokio::time::timeout(Duration::from_secs(180), restart.wait()).await.expect("restart within 180 s").unwrap();
     assert!(status.success(), "kafka.sh restart-node failed");
     println!("node {follower} restarted; {:?} in all", started.elapsed());
 }

@@ -17,20 +17,6 @@ use kwire_client::{Admin, Client, ClientConfig, NewTopic, Producer, ProducerConf
 const PARTITIONS: i32 = 3;
 const RECORDS: usize = 24_000;
 
-fn kafka_sh() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/kafka.sh")
-}
-
-/// `scripts/kafka.sh restart-node`: SIGKILL the node if it runs, start it again, wait until it
-/// answers (bounded by the script).
-fn restart(version: &str, node: i32) -> tokio::process::Child {
-    tokio::process::Command::new(kafka_sh())
-        .args(["restart-node", version, "--nodes", "3", "--node", &node.to_string()])
-        .kill_on_drop(true)
-        .spawn()
-        .expect("run kafka.sh restart-node")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leaders_killed_and_restarted_under_an_idempotent_producer() {
     let Some(env) = common::cluster_env() else { return };
@@ -58,7 +44,7 @@ async fn leaders_killed_and_restarted_under_an_idempotent_producer() {
         }
         if i == RECORDS / 2 {
             println!("record {i}: node {first_leader} starting again");
-            restarts.push(restart(&version, first_leader));
+            restarts.push(common::restart_node(&version, first_leader));
         }
         if i == 3 * RECORDS / 4 {
             // The first restart has to be over: the next kill may hit the same node.
@@ -74,7 +60,7 @@ async fn leaders_killed_and_restarted_under_an_idempotent_producer() {
                 .unwrap()
                 .leader;
             println!("record {i}: node {leader} (leader of partition 0 now) killed and restarted mid-batch");
-            restarts.push(restart(&version, leader));
+            restarts.push(common::restart_node(&version, leader));
         }
         let partition = (i % PARTITIONS as usize) as i32;
         let record = ProducerRecord::new(&name, format!("{i:08}")).partition(partition);

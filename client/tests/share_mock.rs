@@ -58,40 +58,8 @@ fn partition(index: i32, data: Option<Vec<u8>>, acquired: &[(i64, i64, i16)]) ->
     }
 }
 
-async fn serve<F>(answer: F) -> String
-where
-    F: Fn(u16, kwire::RequestKind) -> Option<ResponseKind> + Send + Sync + 'static,
-{
-    use futures_util::{SinkExt, StreamExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a local port");
-    let local = listener.local_addr().expect("its address");
-    let answer = std::sync::Arc::new(answer);
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let answer = answer.clone();
-            tokio::spawn(async move {
-                let mut conn = tokio_util::codec::Framed::new(tcp, kwire::codec::ServerCodec::new());
-                loop {
-                    let frame = match conn.next().await {
-                        Some(Ok(f)) => f,
-                        Some(Err(e)) => { eprintln!("double: {e}"); return; }
-                        None => return,
-                    };
-                    let body = match frame.decode_body() { Ok(b) => b, Err(e) => { eprintln!("double body: {e}"); return; } };
-                    let Some(body) = answer(local.port(), body) else { return };
-                    match kwire::codec::OutboundResponse::new(&frame, body) {
-                        Ok(r) => if let Err(e) = conn.send(r).await { eprintln!("double send: {e}"); return },
-                        Err(e) => { eprintln!("double response: {e}"); return; }
-                    }
-                }
-            });
-        }
-    });
-    local.to_string()
-}
-
 async fn broker(seen: Arc<Mutex<Seen>>) -> String {
-    serve(move |port, request| {
+    common::serve(move |port, request| {
         let mut seen = seen.lock().unwrap();
         let body: ResponseKind = match request {
             RequestKind::ApiVersions(_) => {

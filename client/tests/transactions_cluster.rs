@@ -35,19 +35,6 @@ fn cluster() -> Option<Broker> {
     Some(Broker { vars, env_file: std::env::var("KWIRE_CLUSTER").unwrap_or_default().into() })
 }
 
-fn kafka_sh() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/kafka.sh")
-}
-
-/// `scripts/kafka.sh restart-node`: SIGKILL node `node`, start it again, wait until it answers.
-fn restart(version: &str, node: i32) -> tokio::process::Child {
-    tokio::process::Command::new(kafka_sh())
-        .args(["restart-node", version, "--nodes", "3", "--node", &node.to_string()])
-        .kill_on_drop(true)
-        .spawn()
-        .expect("run kafka.sh restart-node")
-}
-
 async fn finished(mut child: tokio::process::Child, what: &str) {
     let status = tokio::time::timeout(Duration::from_secs(180), child.wait()).await.unwrap_or_else(|_| panic!("{what} within 180 s")).unwrap();
     assert!(status.success(), "{what}: kafka.sh restart-node failed");
@@ -151,7 +138,7 @@ async fn exactly_once_while_an_output_leader_and_the_transaction_coordinator_are
                     let leader = client.fetch_topic_metadata(&[&output]).await.unwrap().leader(&output, 0).unwrap();
                     println!("run {runs}, {commits} transactions: killing node {leader} (leader of {output}-0)");
                     kills.push(("output leader", leader));
-                    restarting = Some(restart(&version, leader));
+                    restarting = Some(common::restart_node(&version, leader));
                 }
                 // The second: the transaction coordinator's broker, once the first is back.
                 if kills.len() == 1 && restarting.as_mut().is_some_and(|r| r.try_wait().ok().flatten().is_some()) {
@@ -160,7 +147,7 @@ async fn exactly_once_while_an_output_leader_and_the_transaction_coordinator_are
                     let coordinator = transaction_coordinator(&client, &id).await;
                     println!("run {runs}, {commits} transactions: killing node {coordinator} (transaction coordinator)");
                     kills.push(("transaction coordinator", coordinator));
-                    restarting = Some(restart(&version, coordinator));
+                    restarting = Some(common::restart_node(&version, coordinator));
                 }
             }
             child.wait().await.expect("it exits")

@@ -402,3 +402,17 @@ pub async fn read_committed(b: &Broker, topics: &[(&str, i32)]) -> BTreeMap<Stri
     by_topic.values_mut().for_each(|v| v.sort());
     by_topic
 }
+
+fn kafka_sh() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/kafka.sh")
+}
+
+/// `scripts/kafka.sh restart-node` on the 3-node cluster: SIGKILL node `node` if it runs,
+/// start it again, wait until it answers (bounded by the script).
+pub fn restart_node(version: &str, node: i32) -> tokio::process::Child {
+    tokio::process::Command::new(kafka_sh())
+        .args(["restart-node", version, "--nodes", "3", "--node", &node.to_string()])
+        .kill_on_drop(true)
+        .spawn()
+        .expect("run kafka.sh restart-node")
+}
