@@ -47,7 +47,7 @@ public class ProduceBenchTxn {
             producer.commitTransaction();
             double secs = (System.nanoTime() - start) / 1e9;
             System.out.printf("java %s: %d records in transactions of %d in %.2f s: %.0f records/s, %.1f MB/s%n",
-                org.apache.kafka.common.utils.AppInfoParser.getVersion(), values.length, perTransaction, secs,
+                KafkaProducer.class.getPackage().getImplementationVersion(), values.length, perTransaction, secs,
                 values.length / secs, values.length * 100 / 1e6 / secs);
         }
     }

@@ -156,6 +156,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for d in deliveries {
         d.await?;
     }
+    let stats = producer.stats();
     producer.close().await?;
     let secs = start.elapsed().as_secs_f64();
     let allocations = ALLOCATIONS.load(Ordering::Relaxed) - allocations_start;
@@ -175,6 +176,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         mb / secs,
         allocations as f64 / count as f64
     );
+    println!("  {stats:?}");
     Ok(())
 }
 
