@@ -799,6 +799,32 @@ pub fn exercise(s: &mut Sweep, api: ApiKey, v: i16) -> R<String> {
             }
             Ok("3 partitions".into())
         }
+        // KIP-714: the test brokers advertise it because scripts/kafka.sh gives them a telemetry
+        // receiver. No client-metrics subscription matches the sweep's client: an instance id
+        // and a subscription id, no metrics asked for.
+        ApiKey::GetTelemetrySubscriptions => {
+            let r = s.conn.call(v, GetTelemetrySubscriptionsRequest::default())?;
+            expect(&r, &[])?;
+            let r = as_resp!(r, GetTelemetrySubscriptions);
+            if r.client_instance_id == Uuid::ZERO {
+                return Err("no client instance id given".into());
+            }
+            Ok(format!("instance id given, {} metrics asked for", r.requested_metrics.len()))
+        }
+        // A terminating push of no metrics, with the ids a GetTelemetrySubscriptions gave.
+        ApiKey::PushTelemetry => {
+            let g = s.conn.call(newest(s, ApiKey::GetTelemetrySubscriptions), GetTelemetrySubscriptionsRequest::default())?;
+            let g = as_resp!(g, GetTelemetrySubscriptions);
+            let req = PushTelemetryRequest {
+                client_instance_id: g.client_instance_id,
+                subscription_id: g.subscription_id,
+                terminating: true,
+                ..Default::default()
+            };
+            let r = s.conn.call(v, req)?;
+            expect(&r, &[])?;
+            Ok("terminating push taken".into())
+        }
         _ => by_json(s, api, v),
     }
 }
