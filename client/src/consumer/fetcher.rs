@@ -16,7 +16,7 @@ use kwire::messages::{
     fetch_request::{FetchPartition, FetchTopic, ForgottenTopic},
     FetchRequest, FetchResponse,
 };
-use kwire::records::{Batch, ControlRecord, DecodeOptions, RecordsField, TimestampType};
+use kwire::records::{Batch, ControlRecord, DecodeOptions, RecordsField};
 use kwire::{ApiKey, ByteString, Bytes, ErrorCode, ResponseKind, Uuid};
 use tracing::{debug, info, warn};
 
@@ -573,23 +573,12 @@ fn parse_partition(
             next_offset = b.next_offset();
             continue;
         }
-        let log_append = b.timestamp_type() == TimestampType::LogAppendTime;
         for r in b.records_with(options).map_err(bad)? {
             let r = r.map_err(bad)?;
             if r.offset < position {
                 continue;
             }
-            let record = ConsumerRecord {
-                topic: topic.clone(),
-                partition: tp.partition,
-                offset: r.offset,
-                timestamp: if log_append { b.max_timestamp() } else { r.timestamp },
-                timestamp_type: b.timestamp_type(),
-                key: r.key,
-                value: r.value,
-                headers: r.headers,
-                leader_epoch: epoch,
-            };
+            let record = ConsumerRecord::from_batch(topic, tp.partition, &b, r);
             bytes += record_bytes(&record);
             out.push_back(record);
         }

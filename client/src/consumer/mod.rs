@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::Stream;
-use kwire::records::{Headers, TimestampType};
+use kwire::records::{Headers, Record, RecordBatch, TimestampType};
 use kwire::Bytes;
 use tracing::warn;
 
@@ -201,6 +201,26 @@ pub struct ConsumerRecord {
     pub headers: Headers,
     /// The leader epoch of the batch, if the broker set one.
     pub leader_epoch: Option<i32>,
+}
+
+impl ConsumerRecord {
+    /// Record `r` of batch `b`, fetched from `topic`'s `partition` (by the consumer or a share
+    /// consumer): in a LogAppendTime batch every record has the broker's time, the batch's
+    /// largest timestamp.
+    pub(crate) fn from_batch(topic: &Arc<str>, partition: i32, b: &RecordBatch, r: Record) -> ConsumerRecord {
+        let log_append = b.timestamp_type() == TimestampType::LogAppendTime;
+        ConsumerRecord {
+            topic: topic.clone(),
+            partition,
+            offset: r.offset,
+            timestamp: if log_append { b.max_timestamp() } else { r.timestamp },
+            timestamp_type: b.timestamp_type(),
+            key: r.key,
+            value: r.value,
+            headers: r.headers,
+            leader_epoch: (b.partition_leader_epoch() >= 0).then_some(b.partition_leader_epoch()),
+        }
+    }
 }
 
 /// Counters of the fetcher, for monitoring and tests.

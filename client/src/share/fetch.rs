@@ -15,7 +15,7 @@ use kwire::messages::{
     share_fetch_request::{AcknowledgementBatch as FetchAckBatch, FetchPartition, FetchTopic, ForgottenTopic},
     ShareAcknowledgeRequest, ShareFetchRequest,
 };
-use kwire::records::{Batch, DecodeOptions, RecordsField, TimestampType};
+use kwire::records::{Batch, DecodeOptions, RecordsField};
 use kwire::{ApiKey, ByteString, Bytes, ErrorCode, RequestKind, ResponseKind, Uuid};
 use tracing::{debug, warn};
 
@@ -718,25 +718,13 @@ fn parse_partition(topic: &Arc<str>, partition: i32, records: &Bytes, mut acquir
         if b.is_control() {
             continue; // its offsets are gaps
         }
-        let epoch = (b.partition_leader_epoch() >= 0).then_some(b.partition_leader_epoch());
-        let log_append = b.timestamp_type() == TimestampType::LogAppendTime;
         for r in b.records_with(options).map_err(bad)? {
             let r = r.map_err(bad)?;
             let Some(delivery_count) = count_of(r.offset) else { continue };
             if !seen.insert(r.offset) {
                 continue;
             }
-            let record = ConsumerRecord {
-                topic: topic.clone(),
-                partition,
-                offset: r.offset,
-                timestamp: if log_append { b.max_timestamp() } else { r.timestamp },
-                timestamp_type: b.timestamp_type(),
-                key: r.key,
-                value: r.value,
-                headers: r.headers,
-                leader_epoch: epoch,
-            };
+            let record = ConsumerRecord::from_batch(topic, partition, &b, r);
             out.push(ShareRecord { record, delivery_count });
         }
     }
