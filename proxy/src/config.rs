@@ -4,10 +4,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::fault::FaultConfig;
+use crate::trace::Frame;
 use crate::Event;
 
 /// The hook that receives the proxy's [`Event`]s.
 pub type EventHook = Arc<dyn Fn(&Event) + Send + Sync>;
+
+/// The hook that sees every frame the proxy forwards or answers (see [`Config::on_frame`]).
+pub type FrameHook = Arc<dyn Fn(&Frame<'_>) + Send + Sync>;
 
 /// The binary's command line.
 pub const USAGE: &str = "\
@@ -65,6 +69,11 @@ pub struct Config {
     pub faults: Option<FaultConfig>,
     /// Where events go (default: nowhere).
     pub on_event: Option<EventHook>,
+    /// Called with every frame as it is forwarded (or answered by the proxy), before it is
+    /// written: what was read and what is sent on (the same bytes unless rewritten). Runs on
+    /// the connection's task, so it must be quick (e.g. hand the frame to a channel). For
+    /// observers such as `kwire tap`; it cannot change the frame.
+    pub on_frame: Option<FrameHook>,
 }
 
 impl std::fmt::Debug for Config {
@@ -81,6 +90,7 @@ impl std::fmt::Debug for Config {
             .field("trace", &self.trace)
             .field("faults", &self.faults)
             .field("on_event", &self.on_event.as_ref().map(|_| "Fn(&Event)"))
+            .field("on_frame", &self.on_frame.as_ref().map(|_| "Fn(&Frame)"))
             .finish()
     }
 }
@@ -101,6 +111,7 @@ impl Config {
             trace: None,
             faults: None,
             on_event: None,
+            on_frame: None,
         }
     }
 
@@ -197,6 +208,12 @@ impl Config {
     /// Sets [`Config::on_event`].
     pub fn on_event(mut self, hook: impl Fn(&Event) + Send + Sync + 'static) -> Config {
         self.on_event = Some(Arc::new(hook));
+        self
+    }
+
+    /// Sets [`Config::on_frame`].
+    pub fn on_frame(mut self, hook: impl Fn(&Frame<'_>) + Send + Sync + 'static) -> Config {
+        self.on_frame = Some(Arc::new(hook));
         self
     }
 }

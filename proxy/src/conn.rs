@@ -13,7 +13,7 @@ use tokio::net::tcp::{ReadHalf, WriteHalf};
 use tokio::net::TcpStream;
 
 use crate::fault::{Action, ConnFaults, Direction};
-use crate::trace::ConnTrace;
+use crate::trace::{ConnTrace, Frame, FrameDirection, FrameMode};
 use crate::{rewrite, Event, ProxyError, Shared};
 
 /// Requests a connection may have in flight; a client past it is closed (it would otherwise
@@ -109,7 +109,23 @@ async fn write_frame(w: &mut WriteHalf<'_>, payload: &Bytes, len: usize, side: &
     w.write_all_buf(&mut frame).await.map_err(|e| ProxyError::io(format!("writing to the {side}"), e))
 }
 
+/// The trace's mode word as a [`FrameMode`].
+fn frame_mode(mode: &str) -> FrameMode {
+    if mode == "rewritten" {
+        FrameMode::Rewritten
+    } else {
+        FrameMode::Pass
+    }
+}
+
 impl Conn<'_> {
+    /// Shows a frame to the [`Config::on_frame`](crate::Config::on_frame) hook, if any.
+    fn observe(&self, direction: FrameDirection, (api_key, api_version, correlation_id): (i16, i16, i32), mode: FrameMode, received: &[u8], forwarded: &[u8]) {
+        if let Some(hook) = &self.shared.config.on_frame {
+            hook(&Frame { connection: self.id, direction, api_key, api_version, correlation_id, mode, received, forwarded });
+        }
+    }
+
     /// Forwards one frame (4 + `payload.len()` bytes on the wire) as the fault injector says;
     /// `Some` when the connection is to end.
     async fn forward(&self, direction: Direction, w: &mut WriteHalf<'_>, payload: &Bytes, side: &str) -> Result<Option<End>, ProxyError> {
@@ -153,6 +169,8 @@ impl Conn<'_> {
                 if let Some(t) = &self.trace {
                     t.frame("p2c", key, 0, correlation_id, "local", out.get(4..).unwrap_or_default());
                 }
+                self.observe(FrameDirection::Request, (key, version, correlation_id), FrameMode::Local, &payload, &[]);
+                self.observe(FrameDirection::Response, (key, 0, correlation_id), FrameMode::Local, &[], out.get(4..).unwrap_or_default());
                 let mut w = client_write.lock().await;
                 w.write_all(&out).await.map_err(|e| ProxyError::io("writing to the client", e))?;
                 continue;
@@ -170,11 +188,13 @@ impl Conn<'_> {
             };
             let (out, mode) = match rewritten {
                 Some(payload) => (Bytes::from(payload), "rewritten"),
-                None => (payload, "pass"),
+                // A cheap clone (a reference count): the observer sees what was read too.
+                None => (payload.clone(), "pass"),
             };
             if let Some(t) = &self.trace {
                 t.frame("p2u", key, version, correlation_id, mode, &out);
             }
+            self.observe(FrameDirection::Request, (key, version, correlation_id), frame_mode(mode), &payload, &out);
             if let Some(end) = self.forward(Direction::Requests, &mut server, &out, "broker").await? {
                 return Ok(end);
             }
@@ -199,11 +219,13 @@ impl Conn<'_> {
             };
             let (out, mode) = match rewritten {
                 Some(payload) => (Bytes::from(payload), "rewritten"),
-                None => (payload, "pass"),
+                // A cheap clone (a reference count): the observer sees what was read too.
+                None => (payload.clone(), "pass"),
             };
             if let Some(t) = &self.trace {
                 t.frame("p2c", key, version, correlation_id, mode, &out);
             }
+            self.observe(FrameDirection::Response, (key, version, correlation_id), frame_mode(mode), &payload, &out);
             let mut w = client.lock().await;
             if let Some(end) = self.forward(Direction::Responses, &mut w, &out, "client").await? {
                 return Ok(end);

@@ -49,7 +49,8 @@
 //!   id, which the broker answers with UNKNOWN_TOPIC_ID. Topic config resources
 //!   (Describe/Alter/IncrementalAlterConfigs) are prefixed too; ACLs and group ids are not.
 //! - **Trace** ([`Config::trace`]): every frame in both directions, one file per connection
-//!   (for tests; costly).
+//!   (for tests; costly). **Observers** ([`Config::on_frame`]): a hook that sees every frame
+//!   as read and as forwarded (what `kwire tap` prints).
 //! - **Faults** ([`Config::faults`], [`fault`]): per connection, by a seeded generator, a
 //!   connection dropped, delayed, stalled half-open, reset mid-frame or cut short.
 
@@ -73,10 +74,11 @@ use kwire::ApiKey;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
-pub use config::{Config, EventHook, USAGE};
+pub use config::{Config, EventHook, FrameHook, USAGE};
 pub use conn::MAX_IN_FLIGHT;
 pub use error::ProxyError;
 pub use fault::{FaultConfig, FaultCounts, FaultKind};
+pub use trace::{Frame, FrameDirection, FrameMode};
 
 /// What the proxy reports as it runs, to the hook set with [`Config::on_event`].
 #[derive(Debug)]

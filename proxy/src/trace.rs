@@ -1,4 +1,5 @@
-//! Frame traces, in the format [`Config::trace`](crate::Config::trace) describes.
+//! Frame traces, in the format [`Config::trace`](crate::Config::trace) describes, and the
+//! [`Frame`]s [`Config::on_frame`](crate::Config::on_frame) hooks see.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -46,4 +47,47 @@ impl ConnTrace {
             }
         }
     }
+}
+
+/// Which way a [`Frame`] goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameDirection {
+    /// From the client to the broker.
+    Request,
+    /// From the broker (or the proxy itself) to the client.
+    Response,
+}
+
+/// What the proxy did with a [`Frame`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameMode {
+    /// Forwarded as the bytes that came.
+    Pass,
+    /// Forwarded changed (broker endpoints, mediated ApiVersions, a tenant's names).
+    Rewritten,
+    /// Answered by the proxy, not the broker (an ApiVersions version it cannot read).
+    Local,
+}
+
+/// One frame, as the [`Config::on_frame`](crate::Config::on_frame) hook sees it: the payloads
+/// are what follows the size prefix (header, then body).
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Frame<'a> {
+    /// The connection's number (as in [`Event`]s).
+    pub connection: u64,
+    /// Request or response.
+    pub direction: FrameDirection,
+    /// The api key (of the request a response answers).
+    pub api_key: i16,
+    /// The api version.
+    pub api_version: i16,
+    /// The correlation id.
+    pub correlation_id: i32,
+    /// Pass, rewritten or local.
+    pub mode: FrameMode,
+    /// What the proxy read (empty for the proxy's own answer).
+    pub received: &'a [u8],
+    /// What it sends on (empty for a request the proxy answers itself).
+    pub forwarded: &'a [u8],
 }
