@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
+mod acls;
 mod apis;
 mod check;
 mod configs;
@@ -74,6 +75,12 @@ const CONFIGS_EXAMPLES: &str = "Examples:
   kwire -b localhost:9092 configs describe --broker 1 --all --json
   kwire -b localhost:9092 configs alter --topic orders --add-config retention.ms=3600000,cleanup.policy=compact,delete
   kwire -b localhost:9092 configs alter --topic orders --delete-config retention.ms";
+const ACLS_EXAMPLES: &str = "Examples:
+  kwire -b localhost:9092 acls list
+  kwire -b localhost:9092 acls list --topic orders --pattern-type match --json
+  kwire -b localhost:9092 acls create --topic orders --principal User:alice --operation read --operation describe
+  kwire -b localhost:9092 acls create --group billing- --pattern-type prefixed --principal User:alice --operation read
+  kwire -b localhost:9092 acls delete --topic orders --principal User:alice";
 const VERSIONS_EXAMPLES: &str = "Examples:
   kwire -b localhost:9092 versions
   kwire -b localhost:9092 versions --broker 2 --all --json";
@@ -115,6 +122,9 @@ enum Command {
     /// Describes and alters topic, broker and group configs.
     #[command(subcommand, after_help = CONFIGS_EXAMPLES)]
     Configs(configs::ConfigsCommand),
+    /// Lists, creates and deletes ACLs.
+    #[command(subcommand, after_help = ACLS_EXAMPLES)]
+    Acls(acls::AclsCommand),
     /// A broker's api versions next to this build's, marking apis without a common version.
     #[command(after_help = VERSIONS_EXAMPLES)]
     Versions {
@@ -231,6 +241,7 @@ async fn run_kafka(settings: connect::Settings, command: Command, out: &mut impl
         Command::Topics(c) => topics::run(&admin(), c, out).await,
         Command::Groups(c) => groups::run(&admin(), c, out).await,
         Command::Configs(c) => configs::run(&admin(), c, out).await,
+        Command::Acls(c) => acls::run(&admin(), c, out).await,
         Command::Versions { broker, all, json } => versions::run(&client, broker, all, json, out).await,
         _ => Ok(()),
     }
@@ -239,7 +250,7 @@ async fn run_kafka(settings: connect::Settings, command: Command, out: &mut impl
 fn run(cli: Cli) -> Result<(), CliError> {
     if matches!(
         cli.command,
-        Command::Produce(_) | Command::Consume(_) | Command::Topics(_) | Command::Groups(_) | Command::Configs(_) | Command::Versions { .. } | Command::Check { .. }
+        Command::Produce(_) | Command::Consume(_) | Command::Topics(_) | Command::Groups(_) | Command::Configs(_) | Command::Acls(_) | Command::Versions { .. } | Command::Check { .. }
     ) {
         let settings = connect::Settings::from_args(&cli.connect)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -266,6 +277,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         | Command::Topics(_)
         | Command::Groups(_)
         | Command::Configs(_)
+        | Command::Acls(_)
         | Command::Versions { .. }
         | Command::Check { .. } => {}
         Command::Apis { json } => apis::run(&mut out, json)?,

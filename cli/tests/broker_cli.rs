@@ -419,3 +419,130 @@ fn check_names_an_advertised_listener_that_is_unreachable() {
     assert!(out.contains("the advertised listener is not reachable from here"), "{out}");
     drop(proxy);
 }
+
+const ACL_COMMAND: &[&str] = &["org.apache.kafka.tools.AclCommand", "kafka.admin.AclCommand"];
+
+/// An ACL as a comparable row: resource type, name, pattern type, principal, host, operation,
+/// permission, in Kafka's names.
+type AclRow = (String, String, String, String, String, String, String);
+
+/// AclCommand's `--list` output: "Current ACLs for resource `ResourcePattern(resourceType=TOPIC,
+/// name=t, patternType=LITERAL)`:" then one "(principal=User:a, host=*, operation=READ,
+/// permissionType=ALLOW)" line per ACL.
+fn acl_command_rows(text: &str) -> Vec<AclRow> {
+    let fields = |inner: &str| -> BTreeMap<String, String> {
+        inner.split(", ").filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned())).collect()
+    };
+    let mut rows = Vec::new();
+    let mut resource = None;
+    for line in text.lines() {
+        if let Some(rest) = line.split_once("ResourcePattern(").map(|(_, r)| r) {
+            let inner = rest.split(")`").next().unwrap();
+            resource = Some(fields(inner));
+        } else if let (Some(r), Some(inner)) = (&resource, line.trim().strip_prefix("(principal=").map(|_| line.trim())) {
+            let e = fields(inner.trim_start_matches('(').trim_end_matches(')'));
+            rows.push((
+                r["resourceType"].clone(),
+                r["name"].clone(),
+                r["patternType"].clone(),
+                e["principal"].clone(),
+                e["host"].clone(),
+                e["operation"].clone(),
+                e["permissionType"].clone(),
+            ));
+        }
+    }
+    rows.sort();
+    rows
+}
+
+/// `kwire acls ... --json` lines as rows.
+fn kwire_acl_rows(text: &str) -> Vec<AclRow> {
+    let s = |v: &Value, k: &str| v[k].as_str().unwrap().to_owned();
+    let mut rows: Vec<AclRow> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| {
+            (s(&v, "resourceType"), s(&v, "resourceName"), s(&v, "patternType"), s(&v, "principal"), s(&v, "host"), s(&v, "operation"), s(&v, "permission"))
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+#[test]
+fn acls_agree_with_acl_command() {
+    let Some(b) = Broker::from_env("acls_agree_with_acl_command") else { return };
+    let boot = b.var("PLAINTEXT").to_owned();
+    let (topic, group, txn) = (unique("cli-acl-topic"), unique("cli-acl-group"), unique("cli-acl-txn"));
+    let ours_for = |rows: Vec<AclRow>| -> Vec<AclRow> { rows.into_iter().filter(|r| [&topic, &group, &txn].iter().any(|n| r.1.starts_with(n.as_str()))).collect() };
+
+    // Created by Kafka's tool, listed by kwire.
+    b.kafka_tool(
+        ACL_COMMAND,
+        &["--bootstrap-server", &boot, "--add", "--allow-principal", "User:alice", "--operation", "Read", "--operation", "Describe", "--topic", &topic],
+    );
+    b.kafka_tool(ACL_COMMAND, &["--bootstrap-server", &boot, "--add", "--deny-principal", "User:bob", "--deny-host", "10.0.0.9", "--operation", "Write", "--topic", &topic]);
+    // Created by kwire, listed by Kafka's tool.
+    let created = b.kwire_ok(
+        &["acls", "create", "--group", &group, "--pattern-type", "prefixed", "--principal", "User:alice", "--operation", "read", "--json"],
+        b"",
+    );
+    assert_eq!(kwire_acl_rows(&created).len(), 1, "{created}");
+    b.kwire_ok(
+        &[
+            "acls", "create", "--transactional-id", &txn, "--principal", "User:carol", "--principal", "User:dave", "--host", "10.0.0.1",
+            "--operation", "Write", "--operation", "describe", "--permission", "deny",
+        ],
+        b"",
+    );
+
+    let expected = |rt: &str, name: &str, pt: &str, who: &str, host: &str, op: &str, perm: &str| -> AclRow {
+        (rt.into(), name.into(), pt.into(), who.into(), host.into(), op.into(), perm.into())
+    };
+    let mut want = vec![
+        expected("TOPIC", &topic, "LITERAL", "User:alice", "*", "READ", "ALLOW"),
+        expected("TOPIC", &topic, "LITERAL", "User:alice", "*", "DESCRIBE", "ALLOW"),
+        expected("TOPIC", &topic, "LITERAL", "User:bob", "10.0.0.9", "WRITE", "DENY"),
+        expected("GROUP", &group, "PREFIXED", "User:alice", "*", "READ", "ALLOW"),
+    ];
+    for who in ["User:carol", "User:dave"] {
+        for op in ["WRITE", "DESCRIBE"] {
+            want.push(expected("TRANSACTIONAL_ID", &txn, "LITERAL", who, "10.0.0.1", op, "DENY"));
+        }
+    }
+    want.sort();
+    let theirs = ours_for(acl_command_rows(&b.kafka_tool(ACL_COMMAND, &["--bootstrap-server", &boot, "--list"])));
+    let ours = ours_for(kwire_acl_rows(&b.kwire_ok(&["acls", "list", "--json"], b"")));
+    assert_eq!(theirs, want);
+    assert_eq!(ours, want);
+
+    // Filters: a resource, and a principal across resources, as AclCommand filters them.
+    let theirs = acl_command_rows(&b.kafka_tool(ACL_COMMAND, &["--bootstrap-server", &boot, "--list", "--topic", &topic]));
+    assert_eq!(kwire_acl_rows(&b.kwire_ok(&["acls", "list", "--topic", &topic, "--json"], b"")), theirs);
+    assert_eq!(theirs.len(), 3);
+    let theirs = ours_for(acl_command_rows(&b.kafka_tool(ACL_COMMAND, &["--bootstrap-server", &boot, "--list", "--principal", "User:alice"])));
+    assert_eq!(ours_for(kwire_acl_rows(&b.kwire_ok(&["acls", "list", "--principal", "User:alice", "--json"], b""))), theirs);
+    assert_eq!(theirs.len(), 3);
+    // --pattern-type match: the prefixed ACL applies to a group named after the prefix.
+    let matched = kwire_acl_rows(&b.kwire_ok(&["acls", "list", "--group", &format!("{group}-billing"), "--pattern-type", "match", "--json"], b""));
+    assert_eq!(ours_for(matched), vec![expected("GROUP", &group, "PREFIXED", "User:alice", "*", "READ", "ALLOW")]);
+    // The table.
+    let table = b.kwire_ok(&["acls", "list", "--topic", &topic], b"");
+    assert!(table.starts_with("RESOURCE-TYPE"), "{table}");
+    assert!(table.lines().any(|l| l.contains("User:bob") && l.contains("10.0.0.9") && l.contains("WRITE") && l.contains("DENY")), "{table}");
+
+    // Deleted by kwire: what it prints is what AclCommand no longer lists.
+    let deleted = kwire_acl_rows(&b.kwire_ok(&["acls", "delete", "--topic", &topic, "--principal", "User:alice", "--json"], b""));
+    assert_eq!(deleted.len(), 2, "{deleted:?}");
+    let theirs = acl_command_rows(&b.kafka_tool(ACL_COMMAND, &["--bootstrap-server", &boot, "--list", "--topic", &topic]));
+    assert_eq!(theirs, vec![expected("TOPIC", &topic, "LITERAL", "User:bob", "10.0.0.9", "WRITE", "DENY")]);
+    // Without a filter, delete refuses (exit 2) rather than delete every ACL.
+    assert_eq!(b.kwire(&["acls", "delete"], b"").status.code(), Some(2));
+    for args in [vec!["--topic", topic.as_str()], vec!["--group", group.as_str(), "--pattern-type", "prefixed"], vec!["--transactional-id", txn.as_str()]] {
+        let mut all = vec!["acls", "delete"];
+        all.extend(args);
+        b.kwire_ok(&all, b"");
+    }
+    assert_eq!(ours_for(acl_command_rows(&b.kafka_tool(ACL_COMMAND, &["--bootstrap-server", &boot, "--list"]))), vec![]);
+}
