@@ -36,6 +36,8 @@ pub enum CliError {
     /// Some of the work was not done (exit 1): records not acknowledged, a `check` step that
     /// failed, a group that must be inactive.
     Incomplete(String),
+    /// `kwire tap` could not start its proxy (exit 1): a port taken, an address not local.
+    Proxy(kwire_proxy::ProxyError),
 }
 
 /// A connection setting that cannot be used.
@@ -233,6 +235,7 @@ impl fmt::Display for CliError {
             CliError::Settings(e) => fmt::Display::fmt(e, f),
             CliError::Kafka { action, source } => write!(f, "{action}: {source}"),
             CliError::Incomplete(m) => f.write_str(m),
+            CliError::Proxy(e) => write!(f, "starting the tap: {e}"),
         }
     }
 }

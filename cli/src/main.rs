@@ -22,6 +22,7 @@ mod message;
 mod pcap;
 mod produce;
 mod records;
+mod tap;
 mod topics;
 mod versions;
 
@@ -81,6 +82,14 @@ const ACLS_EXAMPLES: &str = "Examples:
   kwire -b localhost:9092 acls create --topic orders --principal User:alice --operation read --operation describe
   kwire -b localhost:9092 acls create --group billing- --pattern-type prefixed --principal User:alice --operation read
   kwire -b localhost:9092 acls delete --topic orders --principal User:alice";
+const TAP_EXAMPLES: &str = "Examples:
+  kwire -b localhost:9092 tap --port 19092                 # then point clients at localhost:19092
+  kwire -b localhost:9092 tap --port 19092 --json > frames.jsonl
+  kwire -b kafka1:9092 tap --listen 0.0.0.0 --advertise tap-host --port 19092 --duration 60s
+
+One line per request and its response, e.g.
+  c3 Produce v11 corr=7 topic=orders p0: 42 records 4.1 KB -> offset 1700, 1.3 ms
+and per-api counts and latencies on Ctrl-C, SIGTERM, --count or --duration.";
 const VERSIONS_EXAMPLES: &str = "Examples:
   kwire -b localhost:9092 versions
   kwire -b localhost:9092 versions --broker 2 --all --json";
@@ -125,6 +134,10 @@ enum Command {
     /// Lists, creates and deletes ACLs.
     #[command(subcommand, after_help = ACLS_EXAMPLES)]
     Acls(acls::AclsCommand),
+    /// A proxy in front of a broker that prints every request and response decoded, and
+    /// per-api counts and latencies when it stops.
+    #[command(after_help = TAP_EXAMPLES)]
+    Tap(tap::TapArgs),
     /// A broker's api versions next to this build's, marking apis without a common version.
     #[command(after_help = VERSIONS_EXAMPLES)]
     Versions {
@@ -247,7 +260,32 @@ async fn run_kafka(settings: connect::Settings, command: Command, out: &mut impl
     }
 }
 
+/// `kwire tap`: the proxy needs only the broker's address; TLS it could not read.
+fn run_tap(connect: &connect::ConnectArgs, args: tap::TapArgs) -> Result<(), CliError> {
+    let settings = connect::Settings::from_args(connect)?;
+    if matches!(settings.protocol, connect::Protocol::Ssl | connect::Protocol::SaslSsl) {
+        return Err(CliError::Usage("tap: TLS connections are relayed unread; tap a PLAINTEXT or SASL_PLAINTEXT listener".into()));
+    }
+    let upstream = settings.bootstrap.ok_or_else(|| CliError::Usage("tap: which broker? give -b HOST:PORT".into()))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(CliError::Io)?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let result = runtime.block_on(tap::run(upstream, args, &mut out));
+    let flushed = out.flush().map_err(CliError::io);
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    result.and(flushed)
+}
+
 fn run(cli: Cli) -> Result<(), CliError> {
+    let cli = match cli.command {
+        Command::Tap(args) => {
+            if cli.lenient {
+                message::set_lenient();
+            }
+            return run_tap(&cli.connect, args);
+        }
+        command => Cli { command, ..cli },
+    };
     if matches!(
         cli.command,
         Command::Produce(_) | Command::Consume(_) | Command::Topics(_) | Command::Groups(_) | Command::Configs(_) | Command::Acls(_) | Command::Versions { .. } | Command::Check { .. }
@@ -278,6 +316,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         | Command::Groups(_)
         | Command::Configs(_)
         | Command::Acls(_)
+        | Command::Tap(_)
         | Command::Versions { .. }
         | Command::Check { .. } => {}
         Command::Apis { json } => apis::run(&mut out, json)?,

@@ -546,3 +546,139 @@ fn acls_agree_with_acl_command() {
     }
     assert_eq!(ours_for(acl_command_rows(&b.kafka_tool(ACL_COMMAND, &["--bootstrap-server", &boot, "--list"]))), vec![]);
 }
+
+const CONSOLE_CONSUMER: &[&str] = &["org.apache.kafka.tools.consumer.ConsoleConsumer", "kafka.tools.ConsoleConsumer"];
+const PRODUCER_PERFORMANCE: &[&str] = &["org.apache.kafka.tools.ProducerPerformance"];
+
+/// A running `kwire tap`, its stdout gathered on a thread.
+struct Tap {
+    child: std::process::Child,
+    bootstrap: String,
+    stdout: std::thread::JoinHandle<String>,
+}
+
+impl Tap {
+    fn start(b: &Broker, args: &[&str]) -> Tap {
+        use std::io::{BufRead, Read};
+        let mut all = vec!["-b", b.var("PLAINTEXT"), "tap"];
+        all.extend_from_slice(args);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kwire"))
+            .args(&all)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = child.stdout.take().unwrap();
+        let stdout = std::thread::spawn(move || {
+            let mut s = String::new();
+            out.read_to_string(&mut s).unwrap();
+            s
+        });
+        // "kwire tap: listening on 127.0.0.1:PORT for HOST:PORT", the bootstrap listener first.
+        let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        err.read_line(&mut line).unwrap();
+        let bootstrap = line.split("listening on ").nth(1).and_then(|r| r.split(' ').next()).unwrap_or_else(|| panic!("tap said {line:?}")).to_owned();
+        // Keep draining stderr so that the tap never blocks on it.
+        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+        Tap { child, bootstrap, stdout }
+    }
+
+    /// SIGTERM, then what it printed.
+    fn stop(mut self) -> String {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "tap exited {status:?}");
+        self.stdout.join().unwrap()
+    }
+}
+
+#[test]
+fn tap_decodes_what_java_clients_send_and_counts_their_records() {
+    let Some(b) = Broker::from_env("tap_decodes_what_java_clients_send_and_counts_their_records") else { return };
+    let started = std::time::Instant::now();
+    let topic = b.topic("cli-tap", 1);
+    let tap = Tap::start(&b, &["--json"]);
+    let boot = tap.bootstrap.clone();
+    // Java's producer through the tap: 300 records of 100 bytes, acks=all; its own count.
+    let produced = b.kafka_tool(
+        PRODUCER_PERFORMANCE,
+        &["--topic", &topic, "--num-records", "300", "--record-size", "100", "--throughput", "-1", "--producer-props", &format!("bootstrap.servers={boot}"), "acks=all", "linger.ms=5"],
+    );
+    let sent: u64 = produced.lines().last().and_then(|l| l.split(" records sent").next()).and_then(|n| n.trim().parse().ok()).unwrap_or_else(|| panic!("{produced}"));
+    assert_eq!(sent, 300, "{produced}");
+    // Java's consumer through the tap, from the beginning; what it prints is what it prints
+    // reading straight from the broker.
+    let consume = |servers: &str| {
+        b.kafka_tool(CONSOLE_CONSUMER, &["--bootstrap-server", servers, "--topic", &topic, "--from-beginning", "--max-messages", "300", "--timeout-ms", "15000"])
+    };
+    let consumed = consume(&boot);
+    let out = tap.stop();
+    assert_eq!(consumed.lines().count(), 300);
+    assert_eq!(consumed, consume(b.var("PLAINTEXT")));
+
+    let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect();
+    let (summary, frames) = lines.split_last().unwrap();
+    let summary = &summary["summary"];
+    // Every frame decoded: a header and a body, no error.
+    for f in frames {
+        assert!(f.get("error").is_none() && f["body"].is_object() && f["header"].is_object(), "{f}");
+        // Requests pass as they came; only responses that carry broker addresses (or the
+        // ApiVersions the proxy mediates) are rewritten.
+        if f["forwarded"] != "pass" {
+            assert_eq!(f["direction"], "response", "{f}");
+            let api = f["apiName"].as_str().unwrap();
+            assert!(["Metadata", "FindCoordinator", "ApiVersions", "DescribeCluster"].contains(&api), "{f}");
+        }
+    }
+    assert_eq!(summary["frames"].as_u64().unwrap(), frames.len() as u64);
+    assert_eq!(summary["undecodable"], 0);
+    // The records the clients report.
+    assert_eq!(summary["producedRecords"], 300, "{summary}");
+    assert_eq!(summary["fetchedRecords"], 300, "{summary}");
+    let api = |name: &str| summary["apis"].as_array().unwrap().iter().find(|a| a["apiName"] == name).cloned().unwrap_or_else(|| panic!("no {name} in {summary}"));
+    let count = |name: &str, dir: &str| frames.iter().filter(|f| f["apiName"] == name && f["direction"] == dir).count() as u64;
+    for name in ["ApiVersions", "Metadata", "Produce", "Fetch", "FindCoordinator"] {
+        let a = api(name);
+        assert_eq!(a["requests"].as_u64().unwrap(), count(name, "request"), "{name}");
+        assert_eq!(a["responses"].as_u64().unwrap(), count(name, "response"), "{name}");
+        assert!(a["requests"].as_u64().unwrap() > 0, "{name}");
+    }
+    // Every produce request answered (acks=all), with a latency.
+    assert_eq!(api("Produce")["requests"], api("Produce")["responses"]);
+    assert!(api("Produce")["maxMs"].as_f64().unwrap() > 0.0);
+    // The records in the produce requests' bodies add up to what the producer sent.
+    let in_bodies: usize = frames
+        .iter()
+        .filter(|f| f["apiName"] == "Produce" && f["direction"] == "request")
+        .flat_map(|f| f["body"]["topicData"].as_array().unwrap().clone())
+        .flat_map(|t| t["partitionData"].as_array().unwrap().clone())
+        .map(|p| {
+            let hex = b.kwire_ok(&["records", "--hex", &hex_of_base64(p["records"].as_str().unwrap())], b"");
+            let v: Value = serde_json::from_str(&hex).unwrap();
+            v["batches"].as_array().unwrap().iter().map(|batch| batch["records"].as_array().unwrap().len()).sum::<usize>()
+        })
+        .sum();
+    assert_eq!(in_bodies, 300);
+    b.kwire_ok(&["topics", "delete", &topic], b"");
+    eprintln!("tap test: {:?}", started.elapsed());
+}
+
+/// The hex of a base64 string (the JSON of a records field), without another dependency.
+fn hex_of_base64(s: &str) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut bits = 0u32;
+    let mut n = 0;
+    let mut out = String::new();
+    for c in s.bytes().filter(|c| *c != b'=') {
+        bits = (bits << 6) | ALPHABET.iter().position(|a| *a == c).unwrap() as u32;
+        n += 6;
+        if n >= 8 {
+            n -= 8;
+            out.push_str(&format!("{:02x}", (bits >> n) & 0xff));
+        }
+    }
+    out
+}

@@ -1,0 +1,572 @@
+//! `kwire tap`: a proxy (kwire-proxy) in front of a broker that prints every request and
+//! response passing through it, decoded, and per-api counts and latencies when it stops.
+//!
+//! Frames reach this module through the proxy's frame hook, copied into a channel, so the
+//! forwarding never waits for decoding or printing. What is decoded is what the client sent
+//! and what the broker answered (before the proxy rewrote broker addresses for the client); a
+//! frame that does not decode is printed with the error and was forwarded all the same.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use clap::Args;
+use kwire::runtime::json::serde_json::{json, Map, Value};
+use kwire::{ApiKey, ErrorCode};
+use kwire_proxy::{Config, Event, FrameDirection, FrameMode, Proxy};
+use tokio::sync::mpsc;
+
+use crate::error::CliError;
+use crate::format::{print_json, Table};
+use crate::message::{request_json, response_json};
+
+/// `kwire tap`.
+#[derive(Args, Debug)]
+pub struct TapArgs {
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub listen: String,
+    /// The port clients bootstrap from (0: any free port, printed on stderr). The brokers the
+    /// cluster advertises get listeners on free ports as they appear.
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// The host advertised to clients in place of the brokers' (default: --listen).
+    #[arg(long)]
+    pub advertise: Option<String>,
+    /// One JSON object per frame (and a last one with the summary) instead of one line per
+    /// request and its response.
+    #[arg(long)]
+    pub json: bool,
+    /// Stops after this many frames (requests and responses).
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// Stops after this long: `30s`, `5m`, `500ms`, or seconds.
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+}
+
+/// `30s`, `5m`, `1h`, `500ms`, or a number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let (number, unit) = s.find(|c: char| !c.is_ascii_digit() && c != '.').map_or((s, ""), |i| s.split_at(i));
+    let n: f64 = number.parse().map_err(|_| format!("{s:?}: expected a duration such as 30s, 5m, 500ms"))?;
+    let seconds = match unit {
+        "" | "s" => n,
+        "ms" => n / 1000.0,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (ms, s, m, h)")),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|e| format!("{s:?}: {e}"))
+}
+
+/// A frame the proxy forwarded, as the hook hands it over.
+struct Seen {
+    connection: u64,
+    direction: FrameDirection,
+    api_key: i16,
+    api_version: i16,
+    correlation_id: i32,
+    mode: FrameMode,
+    /// What was read from the client or the broker (the proxy's answer when it answered).
+    payload: Vec<u8>,
+    at: Instant,
+    wall: SystemTime,
+}
+
+/// A request waiting for its response.
+struct Pending {
+    at: Instant,
+    summary: String,
+}
+
+/// Per-api counts.
+#[derive(Default)]
+struct ApiStats {
+    requests: u64,
+    responses: u64,
+    undecodable: u64,
+    errors: u64,
+    request_bytes: u64,
+    response_bytes: u64,
+    latencies_ms: Vec<f64>,
+}
+
+/// What the printer keeps between frames.
+#[derive(Default)]
+struct State {
+    pending: HashMap<(u64, i32), Pending>,
+    /// Topic names by id, from Metadata responses: Produce v13 and Fetch v13 name topics by id.
+    topics: HashMap<String, String>,
+    apis: BTreeMap<i16, ApiStats>,
+    produced_records: u64,
+    fetched_records: u64,
+    frames: u64,
+    undecodable: u64,
+    /// Pending requests forgotten at [`MAX_PENDING`].
+    abandoned: u64,
+}
+
+/// Requests awaiting a response that the tap remembers (their connections may have closed).
+const MAX_PENDING: usize = 65_536;
+
+/// Runs the tap until a signal, `--count` or `--duration`.
+pub async fn run(upstream: String, args: TapArgs, out: &mut impl Write) -> Result<(), CliError> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<Seen>();
+    let mut config = Config::new(upstream.clone()).listen(args.listen.clone()).port(args.port);
+    if let Some(a) = &args.advertise {
+        config = config.advertise(a.clone());
+    }
+    let config = config
+        .on_frame(move |f| {
+            // The broker's (or client's) bytes as read; the proxy's own answers have none.
+            let payload = if f.received.is_empty() { f.forwarded } else { f.received };
+            let _ = tx.send(Seen {
+                connection: f.connection,
+                direction: f.direction,
+                api_key: f.api_key,
+                api_version: f.api_version,
+                correlation_id: f.correlation_id,
+                mode: f.mode,
+                payload: payload.to_vec(),
+                at: Instant::now(),
+                wall: SystemTime::now(),
+            });
+        })
+        .on_event(|e| match e {
+            Event::Listening { local, upstream } => eprintln!("kwire tap: listening on {local} for {upstream}"),
+            Event::ConnectionClosed { id, peer, error } => eprintln!("kwire tap: connection {id} from {peer} closed: {error}"),
+            _ => {}
+        });
+    let proxy = Proxy::start(config).await.map_err(CliError::Proxy)?;
+    let mut state = State::default();
+    let deadline = args.duration.map(|d| tokio::time::Instant::now() + d);
+    let stop = stop_signal();
+    tokio::pin!(stop);
+    loop {
+        let sleep = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            seen = rx.recv() => {
+                let Some(seen) = seen else { break };
+                state.frame(seen, args.json, out)?;
+                out.flush().map_err(CliError::io)?;
+                if args.count.is_some_and(|n| state.frames >= n) {
+                    break;
+                }
+            }
+            () = &mut stop => break,
+            () = sleep => break,
+        }
+    }
+    proxy.shutdown();
+    // Frames forwarded before the stop are still printed (but not past --count).
+    while let Ok(seen) = rx.try_recv() {
+        if args.count.is_some_and(|n| state.frames >= n) {
+            break;
+        }
+        state.frame(seen, args.json, out)?;
+    }
+    state.summary(args.json, out)
+}
+
+/// Resolves on SIGINT or (on Unix) SIGTERM.
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        let term = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            () = term => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn api_name(key: i16) -> String {
+    ApiKey::from_i16(key).map_or_else(|| format!("Api{key}"), |k| k.name().to_owned())
+}
+
+fn mode_name(mode: FrameMode) -> &'static str {
+    match mode {
+        FrameMode::Pass => "pass",
+        FrameMode::Rewritten => "rewritten",
+        FrameMode::Local => "local",
+    }
+}
+
+fn error_name(code: i64) -> String {
+    i16::try_from(code).ok().and_then(|c| ErrorCode(c).name()).map_or_else(|| format!("error {code}"), str::to_owned)
+}
+
+/// Records in a records blob (the base64 of its bytes in the JSON): each v2 batch's count, one
+/// per legacy message. Stops quietly at a partial batch (fetches may end with one).
+fn count_records(records: &Value) -> (u64, u64) {
+    let Some(b64) = records.as_str() else { return (0, 0) };
+    let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(b64) else { return (0, 0) };
+    let mut rest = bytes.as_slice();
+    let mut count = 0u64;
+    while let Some(len) = rest.get(8..12).and_then(|b| b.try_into().ok()).map(i32::from_be_bytes) {
+        let Some(total) = usize::try_from(len).ok().and_then(|l| l.checked_add(12)) else { break };
+        let Some(batch) = rest.get(..total) else { break };
+        // Magic at byte 16; a v2 batch's record count at 57.
+        count += match batch.get(16) {
+            Some(2) => batch.get(57..61).and_then(|b| b.try_into().ok()).map(i32::from_be_bytes).and_then(|n| u64::try_from(n).ok()).unwrap_or(0),
+            _ => 1,
+        };
+        rest = rest.get(total..).unwrap_or_default();
+    }
+    (count, bytes.len() as u64)
+}
+
+fn size(bytes: u64) -> String {
+    match bytes {
+        0..=1023 => format!("{bytes} B"),
+        1024..=1_048_575 => format!("{:.1} KB", bytes as f64 / 1024.0),
+        _ => format!("{:.1} MB", bytes as f64 / 1_048_576.0),
+    }
+}
+
+fn arr<'a>(v: &'a Value, key: &str) -> &'a [Value] {
+    v.get(key).and_then(Value::as_array).map_or(&[], Vec::as_slice)
+}
+
+fn int(v: &Value, key: &str) -> Option<i64> {
+    v.get(key).and_then(Value::as_i64)
+}
+
+impl State {
+    /// A topic's name from an entry with `name`/`topic` or a `topicId`.
+    fn topic(&self, t: &Value) -> String {
+        if let Some(n) = t.get("name").or_else(|| t.get("topic")).and_then(Value::as_str) {
+            return n.to_owned();
+        }
+        let id = t.get("topicId").and_then(Value::as_str).unwrap_or("?");
+        self.topics.get(id).cloned().unwrap_or_else(|| id.to_owned())
+    }
+
+    /// The short form of a request; counts the records of Produce requests.
+    fn request_summary(&mut self, key: i16, body: &Value) -> String {
+        match ApiKey::from_i16(key) {
+            Some(ApiKey::Produce) => {
+                let mut parts = Vec::new();
+                for t in arr(body, "topicData") {
+                    let topic = self.topic(t);
+                    for p in arr(t, "partitionData") {
+                        let (n, bytes) = p.get("records").map_or((0, 0), count_records);
+                        self.produced_records += n;
+                        parts.push(format!("topic={topic} p{}: {n} records {}", int(p, "index").unwrap_or(-1), size(bytes)));
+                    }
+                }
+                if int(body, "acks") == Some(0) {
+                    parts.push("acks=0".into());
+                }
+                parts.join("; ")
+            }
+            Some(ApiKey::Fetch) => {
+                let parts: Vec<String> = arr(body, "topics")
+                    .iter()
+                    .map(|t| {
+                        let ps: Vec<String> =
+                            arr(t, "partitions").iter().map(|p| format!("p{}@{}", int(p, "partition").unwrap_or(-1), int(p, "fetchOffset").unwrap_or(-1))).collect();
+                        format!("topic={} {}", self.topic(t), ps.join(","))
+                    })
+                    .collect();
+                if parts.is_empty() {
+                    "(session)".into()
+                } else {
+                    parts.join("; ")
+                }
+            }
+            Some(ApiKey::Metadata) => match body.get("topics").and_then(Value::as_array) {
+                None => "all topics".into(),
+                Some(ts) => format!("topics={}", ts.iter().map(|t| self.topic(t)).collect::<Vec<_>>().join(",")),
+            },
+            _ => {
+                for field in ["groupId", "transactionalId", "key"] {
+                    if let Some(v) = body.get(field).and_then(Value::as_str) {
+                        return format!("{field}={v}");
+                    }
+                }
+                // CreateTopics, DeleteTopics, ListOffsets, OffsetFetch...: the topics named.
+                let names: Vec<String> = arr(body, "topics").iter().filter(|t| t.is_object()).map(|t| self.topic(t)).collect();
+                if names.is_empty() {
+                    String::new()
+                } else {
+                    format!("topics={}", names.join(","))
+                }
+            }
+        }
+    }
+
+    /// The short form of a response, its error count (codes other than NONE, anywhere in
+    /// it), and for Fetch the records it carries.
+    fn response_summary(&mut self, key: i16, body: &Value) -> (String, u64) {
+        let errors = count_errors(body);
+        let text = match ApiKey::from_i16(key) {
+            Some(ApiKey::Produce) => {
+                let parts: Vec<String> = arr(body, "responses")
+                    .iter()
+                    .flat_map(|t| {
+                        arr(t, "partitionResponses").iter().map(|p| match int(p, "errorCode") {
+                            Some(0) | None => format!("offset {}", int(p, "baseOffset").unwrap_or(-1)),
+                            Some(c) => error_name(c),
+                        })
+                    })
+                    .collect();
+                parts.join(", ")
+            }
+            Some(ApiKey::Fetch) => {
+                let mut parts = Vec::new();
+                for t in arr(body, "responses") {
+                    let topic = self.topic(t);
+                    for p in arr(t, "partitions") {
+                        let (n, bytes) = p.get("records").map_or((0, 0), count_records);
+                        self.fetched_records += n;
+                        let index = int(p, "partitionIndex").unwrap_or(-1);
+                        match int(p, "errorCode") {
+                            Some(0) | None => parts.push(format!(
+                                "topic={topic} p{index}: {n} records {} hw={}",
+                                size(bytes),
+                                int(p, "highWatermark").unwrap_or(-1)
+                            )),
+                            Some(c) => parts.push(format!("topic={topic} p{index}: {}", error_name(c))),
+                        }
+                    }
+                }
+                if parts.is_empty() {
+                    "no data".into()
+                } else {
+                    parts.join("; ")
+                }
+            }
+            Some(ApiKey::Metadata) => {
+                for t in arr(body, "topics") {
+                    if let (Some(id), Some(name)) = (t.get("topicId").and_then(Value::as_str), t.get("name").and_then(Value::as_str)) {
+                        self.topics.insert(id.to_owned(), name.to_owned());
+                    }
+                }
+                format!("{} broker(s), {} topic(s)", arr(body, "brokers").len(), arr(body, "topics").len())
+            }
+            Some(ApiKey::FindCoordinator) => {
+                let nodes: Vec<String> = arr(body, "coordinators")
+                    .iter()
+                    .map(|c| format!("{}: node {}", c.get("key").and_then(Value::as_str).unwrap_or("?"), int(c, "nodeId").unwrap_or(-1)))
+                    .collect();
+                if nodes.is_empty() {
+                    format!("node {}", int(body, "nodeId").unwrap_or(-1))
+                } else {
+                    nodes.join(", ")
+                }
+            }
+            _ => match int(body, "errorCode") {
+                Some(c) if c != 0 => error_name(c),
+                _ if errors > 0 => format!("{errors} error(s)"),
+                _ => "ok".into(),
+            },
+        };
+        (text, errors)
+    }
+
+    /// Prints one frame (a request now only in --json, or with acks=0; a response with its
+    /// request) and counts it.
+    fn frame(&mut self, seen: Seen, json: bool, out: &mut impl Write) -> Result<(), CliError> {
+        self.frames += 1;
+        let request = seen.direction == FrameDirection::Request;
+        let decoded = if request { request_json(&seen.payload) } else { response_json(&seen.payload, seen.api_key, seen.api_version) };
+        let name = api_name(seen.api_key);
+        let stats = self.apis.entry(seen.api_key).or_default();
+        let len = seen.payload.len() as u64 + 4;
+        if request {
+            stats.requests += 1;
+            stats.request_bytes += len;
+        } else {
+            stats.responses += 1;
+            stats.response_bytes += len;
+        }
+        if decoded.is_err() {
+            stats.undecodable += 1;
+            self.undecodable += 1;
+        }
+        let mut line = Map::new();
+        line.insert("timestamp".into(), json!(seen.wall.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis())));
+        line.insert("connection".into(), json!(seen.connection));
+        line.insert("direction".into(), json!(if request { "request" } else { "response" }));
+        line.insert("apiKey".into(), json!(seen.api_key));
+        line.insert("apiName".into(), json!(name));
+        line.insert("apiVersion".into(), json!(seen.api_version));
+        line.insert("correlationId".into(), json!(seen.correlation_id));
+        line.insert("size".into(), json!(len));
+        line.insert("forwarded".into(), json!(mode_name(seen.mode)));
+        let head = format!("c{} {name} v{} corr={}", seen.connection, seen.api_version, seen.correlation_id);
+        if request && self.pending.len() >= MAX_PENDING {
+            // Requests of connections that closed unanswered: forget them rather than grow.
+            self.abandoned += self.pending.len() as u64;
+            self.pending.clear();
+        }
+        let key = (seen.connection, seen.correlation_id);
+        let text = match (request, decoded) {
+            (true, Ok((header, body))) => {
+                let summary = self.request_summary(seen.api_key, &body);
+                let acks0 = seen.api_key == ApiKey::Produce.key() && int(&body, "acks") == Some(0);
+                line.insert("header".into(), header);
+                line.insert("body".into(), body);
+                if acks0 {
+                    Some(format!("{head} {summary}"))
+                } else {
+                    self.pending.insert(key, Pending { at: seen.at, summary });
+                    None
+                }
+            }
+            (true, Err(e)) => {
+                line.insert("error".into(), json!(e.to_string()));
+                self.pending.insert(key, Pending { at: seen.at, summary: "(undecodable)".into() });
+                Some(format!("{head} undecodable request: {e}"))
+            }
+            (false, decoded) => {
+                let pending = self.pending.remove(&key);
+                let ms = pending.as_ref().map(|p| seen.at.duration_since(p.at).as_secs_f64() * 1000.0);
+                if let Some(ms) = ms {
+                    line.insert("ms".into(), json!((ms * 1000.0).round() / 1000.0));
+                    if let Some(s) = self.apis.get_mut(&seen.api_key) {
+                        s.latencies_ms.push(ms);
+                    }
+                }
+                let request_summary = pending.map(|p| p.summary).unwrap_or_default();
+                let (response_summary, errors) = match decoded {
+                    Ok((header, body)) => {
+                        let (text, errors) = self.response_summary(seen.api_key, &body);
+                        line.insert("header".into(), header);
+                        line.insert("body".into(), body);
+                        (text, errors)
+                    }
+                    Err(e) => {
+                        line.insert("error".into(), json!(e.to_string()));
+                        (format!("undecodable response: {e}"), 0)
+                    }
+                };
+                if let Some(s) = self.apis.get_mut(&seen.api_key) {
+                    s.errors += errors;
+                }
+                let req = if request_summary.is_empty() { String::new() } else { format!(" {request_summary}") };
+                let ms = ms.map_or_else(String::new, |ms| format!(", {ms:.1} ms"));
+                Some(format!("{head}{req} -> {response_summary}{ms}"))
+            }
+        };
+        if json {
+            return print_json(out, &Value::Object(line));
+        }
+        if let Some(text) = text {
+            writeln!(out, "{text}").map_err(CliError::io)?;
+        }
+        Ok(())
+    }
+
+    /// Per-api counts and latencies: a table, or with --json one object `{"summary": ...}`.
+    fn summary(&mut self, json: bool, out: &mut impl Write) -> Result<(), CliError> {
+        let mut rows = Vec::new();
+        let mut table = Table::new(&["API", "REQUESTS", "RESPONSES", "ERRORS", "UNDECODABLE", "BYTES-OUT", "BYTES-IN", "P50-MS", "P99-MS", "MAX-MS"]);
+        for (key, s) in &mut self.apis {
+            s.latencies_ms.sort_by(f64::total_cmp);
+            let pct = |q: f64| -> Option<f64> {
+                let n = s.latencies_ms.len();
+                let i = ((n as f64 * q).ceil() as usize).saturating_sub(1);
+                s.latencies_ms.get(i.min(n.saturating_sub(1))).copied()
+            };
+            let (p50, p99, max) = (pct(0.5), pct(0.99), s.latencies_ms.last().copied());
+            let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"));
+            table.row(vec![
+                api_name(*key),
+                s.requests.to_string(),
+                s.responses.to_string(),
+                s.errors.to_string(),
+                s.undecodable.to_string(),
+                s.request_bytes.to_string(),
+                s.response_bytes.to_string(),
+                ms(p50),
+                ms(p99),
+                ms(max),
+            ]);
+            rows.push(json!({"apiKey": key, "apiName": api_name(*key), "requests": s.requests, "responses": s.responses, "errors": s.errors,
+                "undecodable": s.undecodable, "requestBytes": s.request_bytes, "responseBytes": s.response_bytes,
+                "p50Ms": p50, "p99Ms": p99, "maxMs": max}));
+        }
+        if json {
+            return print_json(
+                out,
+                &json!({"summary": {"frames": self.frames, "undecodable": self.undecodable, "producedRecords": self.produced_records,
+                    "fetchedRecords": self.fetched_records, "unanswered": self.pending.len() as u64 + self.abandoned, "apis": rows}}),
+            );
+        }
+        writeln!(out).map_err(CliError::io)?;
+        table.write(out)?;
+        writeln!(
+            out,
+            "{} frames, {} undecodable; records produced {}, fetched {}; {} request(s) unanswered",
+            self.frames,
+            self.undecodable,
+            self.produced_records,
+            self.fetched_records,
+            self.pending.len() as u64 + self.abandoned
+        )
+        .map_err(CliError::io)
+    }
+}
+
+/// Error codes other than NONE anywhere in a response body.
+fn count_errors(v: &Value) -> u64 {
+    match v {
+        Value::Object(o) => o
+            .iter()
+            .map(|(k, v)| if k == "errorCode" { u64::from(v.as_i64().is_some_and(|c| c != 0)) } else { count_errors(v) })
+            .sum(),
+        Value::Array(a) => a.iter().map(count_errors).sum(),
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("5 parsecs").is_err());
+        assert!(parse_duration("").is_err());
+    }
+
+    #[test]
+    fn records_are_counted_without_trusting_the_lengths() {
+        // Garbage, a length past the end, a negative length: no records, no panic.
+        for bytes in [vec![1u8, 2, 3], vec![0; 8].into_iter().chain([0x7f, 0xff, 0xff, 0xff]).collect(), vec![0xff; 70]] {
+            let b64 = base64::engine::general_purpose::STANDARD.encode(&bytes);
+            assert_eq!(count_records(&json!(b64)).0, 0);
+        }
+        // A v2 batch header claiming 3 records.
+        let mut batch = vec![0u8; 61];
+        batch[8..12].copy_from_slice(&49i32.to_be_bytes());
+        batch[16] = 2;
+        batch[57..61].copy_from_slice(&3i32.to_be_bytes());
+        let b64 = base64::engine::general_purpose::STANDARD.encode(&batch);
+        assert_eq!(count_records(&json!(b64)), (3, 61));
+    }
+}
