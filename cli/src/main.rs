@@ -11,6 +11,7 @@
 mod acls;
 mod apis;
 mod check;
+mod clients;
 mod configs;
 mod connect;
 mod consume;
@@ -92,7 +93,9 @@ One line per request and its response, e.g.
 and per-api counts and latencies on Ctrl-C, SIGTERM, --count or --duration.";
 const VERSIONS_EXAMPLES: &str = "Examples:
   kwire -b localhost:9092 versions
-  kwire -b localhost:9092 versions --broker 2 --all --json";
+  kwire -b localhost:9092 versions --broker 2 --all --json
+  kwire -b localhost:9092 versions --client java-3.6          # what Java 3.6 clients send, marked where the broker cannot take it
+  kwire versions --client librdkafka-2.0                      # without a broker: next to this build";
 const CHECK_EXAMPLES: &str = "Examples:
   kwire -b kafka.example.com:9093 --command-config client.properties check
   kwire -b localhost:9092 -X security.protocol=SASL_PLAINTEXT -X sasl.mechanisms=SCRAM-SHA-512 \\
@@ -147,6 +150,10 @@ enum Command {
         /// Apis this build knows that the broker does not list too.
         #[arg(long)]
         all: bool,
+        /// Also what this client release sends (java-3.6, java-3.9, java-4.0, java-4.4,
+        /// librdkafka-2.0, librdkafka-2.12); without -b, next to this build only.
+        #[arg(long, value_name = "RELEASE")]
+        client: Option<String>,
         /// One JSON object: {broker, apis: [{apiKey, name, broker, build, uses, problem}]}.
         #[arg(long)]
         json: bool,
@@ -255,7 +262,7 @@ async fn run_kafka(settings: connect::Settings, command: Command, out: &mut impl
         Command::Groups(c) => groups::run(&admin(), c, out).await,
         Command::Configs(c) => configs::run(&admin(), c, out).await,
         Command::Acls(c) => acls::run(&admin(), c, out).await,
-        Command::Versions { broker, all, json } => versions::run(&client, broker, all, json, out).await,
+        Command::Versions { broker, all, client: release, json } => versions::run(&client, broker, all, release.as_deref(), json, out).await,
         _ => Ok(()),
     }
 }
@@ -277,6 +284,14 @@ fn run_tap(connect: &connect::ConnectArgs, args: tap::TapArgs) -> Result<(), Cli
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {
+    if let Command::Versions { client: Some(release), json, .. } = &cli.command {
+        if connect::Settings::from_args(&cli.connect)?.bootstrap.is_none() {
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            versions::run_offline(release, *json, &mut out)?;
+            return out.flush().map_err(CliError::io);
+        }
+    }
     let cli = match cli.command {
         Command::Tap(args) => {
             if cli.lenient {

@@ -682,3 +682,32 @@ fn hex_of_base64(s: &str) -> String {
     }
     out
 }
+
+#[test]
+fn versions_next_to_other_clients_releases() {
+    let Some(b) = Broker::from_env("versions_next_to_other_clients_releases") else { return };
+    for client in ["java-3.6", "java-4.4", "librdkafka-2.0", "librdkafka-2.12"] {
+        let v: Value = serde_json::from_str(&b.kwire_ok(&["versions", "--client", client, "--json"], b"")).unwrap();
+        for a in v["apis"].as_array().unwrap() {
+            let c = &a["client"];
+            let (Some(broker), Some(theirs)) = (a["broker"].as_object(), c["versions"].as_object()) else {
+                // What the client sends and the broker does not serve is marked.
+                if c["versions"].is_object() {
+                    assert_eq!(c["problem"], "the broker does not serve what the client sends", "{a}");
+                }
+                continue;
+            };
+            let (blo, bhi, clo, chi) = (broker["min"].as_i64().unwrap(), broker["max"].as_i64().unwrap(), theirs["min"].as_i64().unwrap(), theirs["max"].as_i64().unwrap());
+            if clo.max(blo) <= chi.min(bhi) {
+                assert_eq!(c["uses"].as_i64(), Some(chi.min(bhi)), "{client}: {a}");
+                assert!(c["problem"].is_null(), "{a}");
+            } else {
+                assert!(c["uses"].is_null() && c["problem"] == "client and broker share no version", "{a}");
+            }
+        }
+    }
+    // The table: one column per side, the client's release named.
+    let table = b.kwire_ok(&["versions", "--client", "librdkafka-2.0"], b"");
+    assert!(table.lines().nth(1).unwrap().contains("LIBRDKAFKA-2.0.2"), "{table}");
+    assert!(table.lines().any(|l| l.split_whitespace().take(2).eq(["0", "Produce"]) && l.contains("0-7")), "{table}");
+}

@@ -538,3 +538,61 @@ fn every_broker_subcommand_has_examples_in_its_help() {
         assert!(help.contains("Examples:") && help.contains("kwire -b"), "{sub}: {help}");
     }
 }
+
+/// The request versions a spec directory gives each api: validVersions, less an unstable latest.
+fn spec_ranges(dir: &std::path::Path) -> std::collections::BTreeMap<i64, (i64, i64)> {
+    let mut out = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if !path.to_string_lossy().ends_with("Request.json") {
+            continue;
+        }
+        let text: String = std::fs::read_to_string(&path).unwrap().lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
+        let spec: Value = serde_json::from_str(&text).unwrap();
+        if spec["type"] != "request" || !spec["listeners"].as_array().is_some_and(|ls| ls.iter().any(|l| l == "broker")) {
+            continue;
+        }
+        let valid = spec["validVersions"].as_str().unwrap();
+        let (lo, hi) = valid.split_once('-').unwrap_or((valid, valid));
+        let Ok(lo) = lo.parse::<i64>() else { continue };
+        let hi = hi.parse::<i64>().unwrap() - i64::from(spec["latestVersionUnstable"] == true);
+        // An api whose only version is unstable is not sent at all.
+        if hi >= lo {
+            out.insert(spec["apiKey"].as_i64().unwrap(), (lo, hi));
+        }
+    }
+    out
+}
+
+#[test]
+fn versions_of_other_clients_without_a_broker() {
+    // Java's table is what the release's own specs say (when the spec sets are at hand).
+    let specs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/message-specs");
+    for (client, dir) in [("java-3.9", "kafka-3.9.0"), ("java-4.4", "kafka-4.4.0")] {
+        let v = ok_json(&["versions", "--client", client, "--json"], b"");
+        let ours: std::collections::BTreeMap<i64, (i64, i64)> = v["apis"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| (a["apiKey"].as_i64().unwrap(), (a["client"]["min"].as_i64().unwrap(), a["client"]["max"].as_i64().unwrap())))
+            .collect();
+        if specs.join(dir).is_dir() {
+            assert_eq!(ours, spec_ranges(&specs.join(dir)), "{client}");
+        }
+        assert!(ours.len() > 50, "{client}: {}", ours.len());
+    }
+    // Kafka 4.0 removed Produce v0-v2 (KIP-896): what a 4.0 client sends starts at v3; and
+    // librdkafka 2.0 stops at Produce v7 and Metadata v4.
+    let produce = |client: &str| {
+        let v = ok_json(&["versions", "--client", client, "--json"], b"");
+        v["apis"].as_array().unwrap().iter().find(|a| a["name"] == "Produce").unwrap()["client"].clone()
+    };
+    assert_eq!(produce("java-4.0"), json!({"min": 3, "max": 12}));
+    assert_eq!(produce("java-3.6"), json!({"min": 0, "max": 9}));
+    assert_eq!(produce("librdkafka-2.0"), json!({"min": 0, "max": 7}));
+    let table = String::from_utf8(run(&["versions", "--client", "librdkafka-2.0"], b"").stdout).unwrap();
+    assert!(table.contains("LIBRDKAFKA-2.0.2"), "{table}");
+    assert!(table.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["3", "Metadata", "0-4", "0-13"]), "{table}");
+    let err = fails(&["versions", "--client", "java-1.0"], b"", 2);
+    assert!(err.contains("java-3.6") && err.contains("librdkafka-2.12"), "{err}");
+}
