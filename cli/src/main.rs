@@ -31,7 +31,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::error::CliError;
 
@@ -91,6 +91,10 @@ const TAP_EXAMPLES: &str = "Examples:
 One line per request and its response, e.g.
   c3 Produce v11 corr=7 topic=orders p0: 42 records 4.1 KB -> offset 1700, 1.3 ms
 and per-api counts and latencies on Ctrl-C, SIGTERM, --count or --duration.";
+const COMPLETIONS_EXAMPLES: &str = "Examples:
+  kwire completions bash > /etc/bash_completion.d/kwire
+  kwire completions zsh > \"${fpath[1]}/_kwire\"
+  kwire completions fish > ~/.config/fish/completions/kwire.fish";
 const VERSIONS_EXAMPLES: &str = "Examples:
   kwire -b localhost:9092 versions
   kwire -b localhost:9092 versions --broker 2 --all --json
@@ -157,6 +161,12 @@ enum Command {
         /// One JSON object: {broker, apis: [{apiKey, name, broker, build, uses, problem}]}.
         #[arg(long)]
         json: bool,
+    },
+    /// Prints a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = COMPLETIONS_EXAMPLES)]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
     },
     /// Connects step by step (DNS, TCP, TLS, ApiVersions, SASL, Metadata, each broker) and
     /// names the likely cause of what fails.
@@ -335,6 +345,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         | Command::Versions { .. }
         | Command::Check { .. } => {}
         Command::Apis { json } => apis::run(&mut out, json)?,
+        Command::Completions { shell } => clap_complete::generate(shell, &mut Cli::command(), "kwire", &mut out),
         Command::Decode(a) => {
             if a.jsonl {
                 message::decode_jsonl(std::io::stdin().lock(), &mut out)?;

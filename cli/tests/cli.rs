@@ -596,3 +596,17 @@ fn versions_of_other_clients_without_a_broker() {
     let err = fails(&["versions", "--client", "java-1.0"], b"", 2);
     assert!(err.contains("java-3.6") && err.contains("librdkafka-2.12"), "{err}");
 }
+
+#[test]
+fn completions_and_tap_usage() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = run(&["completions", shell], b"");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        assert!(text.contains("kwire") && text.contains("acls") && text.contains("tap"), "{shell}");
+    }
+    fails(&["completions", "tcsh"], b"", 2);
+    assert!(fails(&["tap"], b"", 2).contains("-b HOST:PORT"));
+    assert!(fails(&["-b", "127.0.0.1:9093", "-X", "security.protocol=SSL", "tap"], b"", 2).contains("TLS"));
+    fails(&["-b", "127.0.0.1:9092", "tap", "--duration", "5 parsecs"], b"", 2);
+}
