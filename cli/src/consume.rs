@@ -2,8 +2,8 @@
 //! positions, as kcat prints them (`-f`), as JSON lines, or value per line.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
-use std::time::Duration;
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
 
 use clap::Args;
 use kwire_client::{Client, Consumer, ConsumerConfig, IsolationLevel, OffsetAndMetadata, OffsetReset, OffsetSpec, TopicPartition};
@@ -182,7 +182,9 @@ pub async fn run(client: Client, args: ConsumeArgs, out: &mut impl Write) -> Res
     let limit = args.count.unwrap_or(u64::MAX);
     let interrupted = tokio::signal::ctrl_c();
     tokio::pin!(interrupted);
+    let mut progress = Progress::new();
     'outer: while printed < limit {
+        progress.tick(&consumer, printed);
         let records = tokio::select! {
             r = consumer.poll(Duration::from_millis(500)) => r.map_err(|e| CliError::kafka(format!("consuming {topic}"), e))?,
             _ = &mut interrupted => break,
@@ -210,10 +212,58 @@ pub async fn run(client: Client, args: ConsumeArgs, out: &mut impl Write) -> Res
         }
     }
     out.flush().map_err(CliError::io)?;
+    progress.clear();
     if grouped && !done.is_empty() {
         consumer.commit_offsets(&done).await.map_err(|e| CliError::kafka("committing the group's offsets", e))?;
     }
     consumer.close().await.map_err(|e| CliError::kafka("closing the consumer", e))
+}
+
+/// The progress line on stderr: records so far, records/s and lag, redrawn at most once a
+/// second. Only when stderr is a terminal and the records go elsewhere (a file, a pipe), so
+/// that it never lands among them.
+struct Progress {
+    enabled: bool,
+    started: Instant,
+    last: Instant,
+    last_printed: u64,
+    drawn: bool,
+}
+
+impl Progress {
+    fn new() -> Progress {
+        let enabled = std::io::stderr().is_terminal() && !std::io::stdout().is_terminal();
+        let now = Instant::now();
+        Progress { enabled, started: now, last: now, last_printed: 0, drawn: false }
+    }
+
+    /// Redraws the line if a second has passed.
+    fn tick(&mut self, consumer: &Consumer, printed: u64) {
+        let elapsed = self.last.elapsed();
+        if !self.enabled || elapsed < Duration::from_secs(1) {
+            return;
+        }
+        let rate = (printed - self.last_printed) as f64 / elapsed.as_secs_f64();
+        // The lag the last fetch responses reported (no request); unknown before the first.
+        let lags: Vec<i64> = consumer.assignment().iter().filter_map(|tp| consumer.current_lag(tp)).collect();
+        let lag = if lags.is_empty() { "-".to_owned() } else { lags.iter().sum::<i64>().to_string() };
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[K{printed} records in {:.0} s, {rate:.0} records/s, lag {lag}", self.started.elapsed().as_secs_f64());
+        let _ = err.flush();
+        self.last = Instant::now();
+        self.last_printed = printed;
+        self.drawn = true;
+    }
+
+    /// Erases the line.
+    fn clear(&mut self) {
+        if self.drawn {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[K");
+            let _ = err.flush();
+            self.drawn = false;
+        }
+    }
 }
 
 /// Positions the assigned partitions at `start`.
