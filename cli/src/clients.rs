@@ -14,8 +14,11 @@
 
 use kwire::VersionRange;
 
-/// One client release: family, release, `(api key, min, max)` rows.
-pub type ClientTable = (&'static str, &'static str, &'static [(i16, i16, i16)]);
+/// A release's `(api key, min, max)` rows.
+pub type Rows = &'static [(i16, i16, i16)];
+
+/// One client release: family, release, rows.
+pub type ClientTable = (&'static str, &'static str, Rows);
 
 /// Every release known here.
 pub const CLIENTS: &[ClientTable] = &[
@@ -122,7 +125,7 @@ pub const CLIENTS: &[ClientTable] = &[
 
 /// The release `name` names: `java-3.6`, `java-3.6.2`, `librdkafka-2.0`; the family and the
 /// release, and its rows.
-pub fn find(name: &str) -> Option<(&'static str, &'static str, &'static [(i16, i16, i16)])> {
+pub fn find(name: &str) -> Option<ClientTable> {
     let (family, version) = name.rsplit_once('-')?;
     let family = if family.eq_ignore_ascii_case("kafka-clients") { "java" } else { family };
     CLIENTS

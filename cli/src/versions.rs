@@ -55,7 +55,7 @@ impl Row {
 }
 
 /// `--client NAME`: the release's table, or a usage error listing the known ones.
-pub fn client_table(name: &str) -> Result<(String, &'static [(i16, i16, i16)]), CliError> {
+pub fn client_table(name: &str) -> Result<(String, clients::Rows), CliError> {
     clients::find(name)
         .map(|(family, release, rows)| (format!("{family}-{release}"), rows))
         .ok_or_else(|| CliError::Usage(format!("--client {name:?}: unknown; known: {}", clients::names().join(", "))))
