@@ -1,6 +1,6 @@
 //! `kwire`: Kafka messages, record batches and packet captures as JSON; and a Kafka client for
-//! the shell (produce, consume, topics, groups, configs, versions, check), as kcat and Kafka's
-//! own tools.
+//! the shell (produce, consume, topics, groups, configs, acls, versions, check), as kcat and
+//! Kafka's own tools, and a decoding proxy (tap).
 //!
 //! Exit codes: 0 success; 1 failure (bad input, the message on stderr names the field and
 //! offset; a broker's refusal; records not acknowledged; a failed `check` step); 2 usage or
@@ -35,9 +35,10 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::error::CliError;
 
-/// Kafka from the shell (produce, consume, topics, groups, configs, versions, check, with
-/// Kafka's connection settings), and Kafka wire protocol messages, record batches and captures
-/// as JSON, in the shape of Apache Kafka's own JSON converters.
+/// Kafka from the shell (produce, consume, topics, groups, configs, acls, versions, check, with
+/// Kafka's connection settings), a proxy that prints the traffic through it (tap), and Kafka
+/// wire protocol messages, record batches and captures as JSON, in the shape of Apache Kafka's
+/// own JSON converters.
 #[derive(Parser)]
 #[command(name = "kwire", version, about)]
 struct Cli {
