@@ -711,3 +711,27 @@ fn versions_next_to_other_clients_releases() {
     assert!(table.lines().nth(1).unwrap().contains("LIBRDKAFKA-2.0.2"), "{table}");
     assert!(table.lines().any(|l| l.split_whitespace().take(2).eq(["0", "Produce"]) && l.contains("0-7")), "{table}");
 }
+
+#[test]
+fn consume_draws_progress_only_on_a_terminal() {
+    let Some(b) = Broker::from_env("consume_draws_progress_only_on_a_terminal") else { return };
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipping consume_draws_progress_only_on_a_terminal: no script(1) to give it a terminal");
+        return;
+    }
+    let topic = b.topic("cli-progress", 1);
+    b.kwire_ok(&["produce", "-t", &topic], b"1\n2\n3\n");
+    let records = temp_dir("cli-progress").join("records.txt");
+    // stderr on a terminal (script's), the records to a file; following the topic until SIGINT.
+    let command =
+        format!("timeout -s INT 3 {} -b {} consume -t {topic} > {}", env!("CARGO_BIN_EXE_kwire"), b.var("PLAINTEXT"), records.display());
+    let out = Command::new("script").args(["-qec", &command, "/dev/null"]).output().unwrap();
+    let terminal = String::from_utf8_lossy(&out.stdout);
+    assert!(terminal.contains("3 records in") && terminal.contains("records/s, lag 0"), "{terminal:?}");
+    assert_eq!(std::fs::read_to_string(&records).unwrap(), "1\n2\n3\n");
+    // stderr not a terminal: nothing drawn.
+    let out = run("timeout", &["-s", "INT", "2", env!("CARGO_BIN_EXE_kwire"), "-b", b.var("PLAINTEXT"), "consume", "-t", &topic], b"");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "1\n2\n3\n");
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    b.kwire_ok(&["topics", "delete", &topic], b"");
+}
