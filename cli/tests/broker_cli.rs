@@ -554,7 +554,17 @@ const PRODUCER_PERFORMANCE: &[&str] = &["org.apache.kafka.tools.ProducerPerforma
 struct Tap {
     child: std::process::Child,
     bootstrap: String,
-    stdout: std::thread::JoinHandle<String>,
+    stdout: Option<std::thread::JoinHandle<String>>,
+}
+
+/// A test that fails midway leaves no tap behind.
+impl Drop for Tap {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 impl Tap {
@@ -582,7 +592,7 @@ impl Tap {
         let bootstrap = line.split("listening on ").nth(1).and_then(|r| r.split(' ').next()).unwrap_or_else(|| panic!("tap said {line:?}")).to_owned();
         // Keep draining stderr so that the tap never blocks on it.
         std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-        Tap { child, bootstrap, stdout }
+        Tap { child, bootstrap, stdout: Some(stdout) }
     }
 
     /// SIGTERM, then what it printed.
@@ -591,7 +601,7 @@ impl Tap {
         assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
         let status = self.child.wait().unwrap();
         assert!(status.success(), "tap exited {status:?}");
-        self.stdout.join().unwrap()
+        self.stdout.take().unwrap().join().unwrap()
     }
 }
 
