@@ -5,11 +5,12 @@ use std::collections::BTreeMap;
 
 use kwire::messages::{
     alter_partition_reassignments_request::{ReassignablePartition, ReassignableTopic},
+    alter_replica_log_dirs_request::{AlterReplicaLogDir, AlterReplicaLogDirTopic},
     describe_quorum_request, describe_quorum_response, elect_leaders_request,
     list_partition_reassignments_request::ListPartitionReassignmentsTopics,
     update_features_request::FeatureUpdateKey,
     AlterPartitionReassignmentsRequest, ApiVersionsRequest, DescribeClusterRequest, DescribeLogDirsRequest, DescribeQuorumRequest, ElectLeadersRequest,
-    ListPartitionReassignmentsRequest, UpdateFeaturesRequest,
+    AlterReplicaLogDirsRequest, ListPartitionReassignmentsRequest, UnregisterBrokerRequest, UpdateFeaturesRequest,
 };
 use kwire::{ApiKey, ErrorCode, RequestKind, ResponseKind};
 
@@ -372,5 +373,77 @@ impl Admin {
                 })
             })
             .collect())
+    }
+
+    /// Moves replicas between a broker's log directories (AlterReplicaLogDirs to each broker;
+    /// `kafka-reassign-partitions.sh` with `log_dirs`): `(partition, broker, directory)`, the
+    /// directory an absolute path among the broker's `log.dirs`. One result per move, in
+    /// order: a directory the broker does not have is `LOG_DIR_NOT_FOUND`, a partition it does
+    /// not hold `UNKNOWN_TOPIC_OR_PARTITION`; a replica given twice an [`Error::Config`] in its
+    /// second slot. The move itself goes on in the background:
+    /// [`describe_log_dirs`](Admin::describe_log_dirs) shows the future replica until done.
+    pub async fn alter_replica_log_dirs(&self, moves: &[(TopicPartition, i32, &str)]) -> Result<Vec<Result<()>>> {
+        let mut results: Vec<Option<Result<()>>> = vec![None; moves.len()];
+        let mut by_broker: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, (tp, broker, _)) in moves.iter().enumerate() {
+            // A replica goes to one dir: the broker's answer could not tell two moves apart.
+            if !seen.insert((tp, *broker)) {
+                if let Some(slot) = results.get_mut(i) {
+                    *slot = Some(Err(Error::Config(format!("the replica of {tp} on broker {broker} is moved twice in one call"))));
+                }
+                continue;
+            }
+            by_broker.entry(*broker).or_default().push(i);
+        }
+        for (broker, indexes) in by_broker {
+            let mut dirs: BTreeMap<&str, BTreeMap<&str, Vec<i32>>> = BTreeMap::new();
+            for &i in &indexes {
+                if let Some((tp, _, dir)) = moves.get(i) {
+                    dirs.entry(dir).or_default().entry(tp.topic.as_str()).or_default().push(tp.partition);
+                }
+            }
+            let request = AlterReplicaLogDirsRequest {
+                dirs: dirs
+                    .into_iter()
+                    .map(|(path, topics)| AlterReplicaLogDir {
+                        path: bs(path),
+                        topics: topics.into_iter().map(|(t, partitions)| AlterReplicaLogDirTopic { name: bs(t), partitions: partitions.into(), ..Default::default() }).collect(),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            };
+            let response = self.client.call_node(broker, request).await;
+            for &i in &indexes {
+                let Some((tp, _, _)) = moves.get(i) else { continue };
+                let result = match &response {
+                    Ok(Some(ResponseKind::AlterReplicaLogDirs(r))) => {
+                        match r.results.iter().filter(|t| t.topic_name == tp.topic[..]).flat_map(|t| &t.partitions).find(|p| p.partition_index == tp.partition) {
+                            Some(p) => Error::check(p.error_code, None, || format!("move the replica of {tp} on broker {broker}"))
+                                .map_err(|e| e.about(crate::error::Resource::Topic(tp.topic.clone()))),
+                            None => Err(Error::UnexpectedResponse(format!("AlterReplicaLogDirs response has no result for {tp}"))),
+                        }
+                    }
+                    Ok(other) => Err(Error::UnexpectedResponse(format!("{:?} to AlterReplicaLogDirs", other.as_ref().map(|r| r.api_key())))),
+                    Err(e) => Err(e.clone()),
+                };
+                if let Some(slot) = results.get_mut(i) {
+                    *slot = Some(result);
+                }
+            }
+        }
+        Ok(results.into_iter().map(|r| r.unwrap_or_else(|| Err(Error::UnexpectedResponse("no AlterReplicaLogDirs result".into())))).collect())
+    }
+
+    /// Removes a broker's registration from the cluster metadata (UnregisterBroker, KRaft
+    /// only; `kafka-cluster.sh unregister`): for a broker decommissioned for good, whose
+    /// registration stays until this. A broker that is still running registers again; an id
+    /// the cluster does not know is `BROKER_ID_NOT_REGISTERED`.
+    pub async fn unregister_broker(&self, broker: i32) -> Result<()> {
+        // Any broker forwards it to the active controller (Java sends it to the least loaded).
+        let response = self.client.call_any(UnregisterBrokerRequest { broker_id: broker, ..Default::default() }).await?;
+        let ResponseKind::UnregisterBroker(r) = &response else { return Err(unexpected(ApiKey::UnregisterBroker, &response)) };
+        Error::check(r.error_code, r.error_message.as_deref(), || format!("unregister broker {broker}"))
     }
 }
