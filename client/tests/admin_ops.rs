@@ -377,3 +377,33 @@ async fn replica_log_dirs_config_resources_unregister() {
     assert_eq!(admin.describe_cluster().await.unwrap().brokers.len(), 1);
     admin.delete_topics(&[&topic]).await.unwrap().remove(0).unwrap();
 }
+
+/// A static member of a classic group removed from outside (Java's
+/// `removeMembersFromConsumerGroup`): the group is left empty; an unknown instance id is
+/// UNKNOWN_MEMBER_ID in its slot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn static_members_removed() {
+    use kwire_client::{Consumer, ConsumerConfig, GroupProtocol};
+
+    let Some(b) = Broker::from_env("static_members_removed") else { return };
+    let admin = Admin::new(b.client().await);
+    let (topic, group, instance) = (unique("kw-ops-static"), unique("kw-ops-static-group"), unique("kw-ops-instance"));
+    admin.create_topic(NewTopic::new(&topic, 2)).await.unwrap();
+    let config = ConsumerConfig { group_id: Some(group.clone()), group_instance_id: Some(instance.clone()), group_protocol: GroupProtocol::Classic, ..ConsumerConfig::default() };
+    let mut consumer = Consumer::new(b.client().await, config).unwrap();
+    consumer.subscribe(&[&topic]).unwrap();
+    for _ in 0..100 {
+        consumer.poll(Duration::from_millis(100)).await.unwrap();
+        if consumer.assignment().len() == 2 {
+            break;
+        }
+    }
+    let d = admin.describe_groups(&[&group]).await.unwrap().remove(0).unwrap();
+    assert_eq!(d.members.iter().map(|m| m.instance_id.clone()).collect::<Vec<_>>(), vec![Some(instance.clone())], "{d:?}");
+    let r = admin.remove_group_members(&group, &[&instance, "kw-ops-no-such-instance"]).await.unwrap();
+    assert!(r[0].is_ok(), "{r:?}");
+    assert_eq!(code(r[1].as_ref().unwrap_err()), Some("UNKNOWN_MEMBER_ID"), "{r:?}");
+    let d = admin.describe_groups(&[&group]).await.unwrap().remove(0).unwrap();
+    assert!(d.members.is_empty(), "{d:?}");
+    drop(consumer);
+}
