@@ -5,6 +5,7 @@
 //! backoff while the endpoint fails on its side.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use reqwest::header::{ACCEPT, CACHE_CONTROL};
@@ -35,6 +36,10 @@ pub struct OidcConfig {
     /// The longest wait, and the time retries may take in all (`sasl.login.retry.backoff.max.ms`),
     /// 10 s.
     pub retry_backoff_max: Duration,
+    /// PEM files of the CAs to trust for an `https://` endpoint, in place of the system's
+    /// roots (as a truststore in Java's `sasl.oauthbearer` SSL settings replaces the default);
+    /// empty: the system's roots.
+    pub ca_files: Vec<PathBuf>,
 }
 
 impl fmt::Debug for OidcConfig {
@@ -44,6 +49,7 @@ impl fmt::Debug for OidcConfig {
             .field("token_endpoint", &self.token_endpoint)
             .field("client_id", &self.client_id)
             .field("scope", &self.scope)
+            .field("ca_files", &self.ca_files)
             .finish_non_exhaustive()
     }
 }
@@ -60,7 +66,20 @@ impl OidcConfig {
             request_timeout: Duration::from_secs(30),
             retry_backoff: Duration::from_millis(100),
             retry_backoff_max: Duration::from_secs(10),
+            ca_files: Vec::new(),
         }
+    }
+
+    /// Trusts the CA certificates in the PEM file at `path` (one or more) for the endpoint,
+    /// and no longer the system's roots; call again for more files.
+    ///
+    /// ```
+    /// let oidc = kwire_client::OidcConfig::new("https://idp.internal/token", "id", "secret").ca_file("/etc/kafka/idp-ca.pem");
+    /// assert_eq!(oidc.ca_files.len(), 1);
+    /// ```
+    pub fn ca_file(mut self, path: impl Into<PathBuf>) -> OidcConfig {
+        self.ca_files.push(path.into());
+        self
     }
 
     /// Asks for `scope`.
@@ -107,9 +126,22 @@ impl OidcProvider {
         if !matches!(url.scheme(), "https" | "http") {
             return Err(bad("not an http or https URL".into()));
         }
-        let http = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .timeout(config.request_timeout)
+        let mut builder = reqwest::Client::builder().connect_timeout(config.connect_timeout).timeout(config.request_timeout);
+        if !config.ca_files.is_empty() {
+            builder = builder.tls_built_in_root_certs(false);
+        }
+        for path in &config.ca_files {
+            let bad_file = |message: String| OAuthError::Config(format!("token endpoint CA file {}: {message}", path.display()));
+            let pem = std::fs::read(path).map_err(|e| bad_file(e.to_string()))?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| bad_file(error_chain(&e)))?;
+            if certs.is_empty() {
+                return Err(bad_file("no PEM certificate in it".into()));
+            }
+            for cert in certs {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        let http = builder
             .build()
             .map_err(|e| OAuthError::Transport { url: config.token_endpoint.clone(), message: e.to_string() })?;
         Ok(OidcProvider { config, http })

@@ -84,19 +84,51 @@ struct Endpoint {
 
 impl Endpoint {
     async fn start(issuer: Issuer, lifetime_secs: u64) -> Arc<Endpoint> {
+        Endpoint::serve(issuer, lifetime_secs, None).await
+    }
+
+    /// The endpoint over TLS (`https://127.0.0.1:...`), with the certificate scripts/kafka.sh
+    /// made for the broker (its CA's, for IP 127.0.0.1).
+    async fn start_tls(issuer: Issuer, lifetime_secs: u64, certs: &std::path::Path) -> Arc<Endpoint> {
+        let chain: Vec<_> = rustls_pemfile::certs(&mut std::io::BufReader::new(std::fs::File::open(certs.join("broker.pem")).unwrap())).map(Result::unwrap).collect();
+        let key = rustls_pemfile::private_key(&mut std::io::BufReader::new(std::fs::File::open(certs.join("broker.key")).unwrap())).unwrap().expect("a key");
+        let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+        let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .expect("the broker's certificate");
+        Endpoint::serve(issuer, lifetime_secs, Some(tokio_rustls::TlsAcceptor::from(Arc::new(config)))).await
+    }
+
+    async fn serve(issuer: Issuer, lifetime_secs: u64, tls: Option<tokio_rustls::TlsAcceptor>) -> Arc<Endpoint> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
-        let url = format!("http://{}/oauth2/token", listener.local_addr().unwrap());
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let url = format!("{scheme}://{}/oauth2/token", listener.local_addr().unwrap());
         let endpoint = Arc::new(Endpoint { url, hits: AtomicUsize::new(0), lifetime_secs: AtomicU64::new(lifetime_secs), issuer });
         let weak = Arc::downgrade(&endpoint);
         tokio::spawn(async move {
             while let Ok((tcp, _)) = listener.accept().await {
                 let Some(endpoint) = weak.upgrade() else { return };
+                let tls = tls.clone();
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |req| {
                         let endpoint = endpoint.clone();
                         async move { Ok::<_, Infallible>(endpoint.answer(req).await) }
                     });
-                    let _ = hyper::server::conn::http1::Builder::new().serve_connection(hyper_util::rt::TokioIo::new(tcp), service).await;
+                    let http = hyper::server::conn::http1::Builder::new();
+                    match tls {
+                        // A client that does not trust the certificate fails the handshake: no request.
+                        Some(tls) => {
+                            if let Ok(stream) = tls.accept(tcp).await {
+                                let _ = http.serve_connection(hyper_util::rt::TokioIo::new(stream), service).await;
+                            }
+                        }
+                        None => {
+                            let _ = http.serve_connection(hyper_util::rt::TokioIo::new(tcp), service).await;
+                        }
+                    }
                 });
             }
         });
@@ -288,4 +320,40 @@ async fn unsecured_tokens_for_development() {
     });
     let conn = connect(b.var("OAUTH_UNSECURED"), sasl).await.expect("the unsecured validator takes an alg none token");
     conn.request(kwire::messages::MetadataRequest::default()).await.expect("metadata");
+}
+
+/// The token endpoint over TLS with a certificate of the test's own CA: trusted with
+/// `OidcConfig::ca_file` (the token then logs in), refused without it (the system's roots do
+/// not hold that CA: a transport error naming the certificate, retried then given up), and a
+/// CA file that is missing or holds no certificate refused before any request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_endpoint_over_tls_with_its_own_ca() {
+    let Some(b) = Broker::from_env("a_token_endpoint_over_tls_with_its_own_ca") else { return };
+    let certs = b.certs_dir();
+    let endpoint = Endpoint::start_tls(Issuer::new(&b), 300, &certs).await;
+    assert!(endpoint.url.starts_with("https://127.0.0.1:"), "{}", endpoint.url);
+
+    let trusted = endpoint.oidc().ca_file(certs.join("ca.pem"));
+    let conn = connect(b.var("OAUTH"), Sasl::oidc(trusted).unwrap()).await.expect("a token from the https endpoint");
+    conn.request(kwire::messages::MetadataRequest::default()).await.expect("metadata");
+    assert_eq!(endpoint.hits(), 1);
+
+    let mut untrusted = endpoint.oidc();
+    untrusted.retry_backoff_max = Duration::from_millis(300);
+    let err = connect(b.var("OAUTH"), Sasl::oidc(untrusted).unwrap()).await.expect_err("an unknown issuer");
+    match &err {
+        Error::OAuth(OAuthError::Transport { message, .. }) => assert!(message.contains("certificate") || message.contains("UnknownIssuer"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(endpoint.hits(), 1, "no request without a handshake");
+
+    let missing = certs.join("no-such-ca.pem");
+    match Sasl::oidc(endpoint.oidc().ca_file(&missing)) {
+        Err(OAuthError::Config(m)) => assert!(m.contains("no-such-ca.pem"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    match Sasl::oidc(endpoint.oidc().ca_file(certs.join("ext.cnf"))) {
+        Err(OAuthError::Config(m)) => assert!(m.contains("ext.cnf") && m.contains("no PEM certificate"), "{m}"),
+        other => panic!("{other:?}"),
+    }
 }
