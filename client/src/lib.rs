@@ -65,7 +65,7 @@ pub use offsets::{ListedOffset, OffsetAndMetadata, OffsetSpec};
 pub use group::GroupProtocol;
 pub use producer::{Acks, Delivery, IntoTopic, Producer, ProducerConfig, ProducerRecord, ProducerStats, RecordMetadata};
 #[cfg(feature = "oidc")]
-pub use oidc::{OidcConfig, OidcProvider};
+pub use oidc::{AssertionAlgorithm, JwtAssertion, OidcConfig, OidcProvider};
 pub use share::{AcknowledgeType, AcknowledgementCommit, AcknowledgementMode, ShareConsumer, ShareConsumerConfig, ShareRecord};
 pub use sasl::{OAuthBearer, OAuthBearerToken, RefreshPolicy, Sasl, ScramMechanism, TokenFuture, TokenProvider};
 pub use tls::{ClientIdentity, Roots, TlsConfig};

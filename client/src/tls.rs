@@ -295,7 +295,7 @@ fn pem_chain(pem: &[u8], source: &str) -> Result<Vec<CertificateDer<'static>>> {
 }
 
 /// A PEM private key: an encrypted PKCS#8 one is decrypted with `password`.
-fn pem_key(pem: &[u8], password: Option<&str>, source: &str) -> Result<PrivateKeyDer<'static>> {
+pub(crate) fn pem_key(pem: &[u8], password: Option<&str>, source: &str) -> Result<PrivateKeyDer<'static>> {
     let text = std::str::from_utf8(pem).unwrap_or_default();
     if text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") {
         let password = password.ok_or_else(|| Error::Config(format!("{source}: the key is encrypted and no key password is set")))?;
