@@ -114,6 +114,30 @@ impl Admin {
         Coordinator::new(self.client.clone(), group, BACKOFF)
     }
 
+    /// One request per group at its coordinator (retried while the coordinator moves or
+    /// loads; `code_of` reads the group's error in the response), each response `read` into
+    /// that group's result. A broker without the api fails the whole call.
+    pub(super) async fn per_group<T>(
+        &self,
+        groups: &[&str],
+        api: ApiKey,
+        build: impl Fn(&str) -> RequestKind,
+        code_of: impl Fn(&ResponseKind) -> i16,
+        read: impl Fn(&str, &Coordinator, &ResponseKind) -> Result<T>,
+    ) -> Result<Vec<Result<T>>> {
+        let mut out = Vec::with_capacity(groups.len());
+        for group in groups {
+            let coordinator = self.coordinator(group);
+            let result = match coordinator.call(api, |_| build(group), &code_of, None).await {
+                Ok(response) => read(group, &coordinator, &response),
+                Err(e @ Error::UnsupportedVersion { .. }) => return Err(e),
+                Err(e) => Err(e),
+            };
+            out.push(result.map_err(|e| e.about(Resource::Group(group.to_string()))));
+        }
+        Ok(out)
+    }
+
     /// The node id of `group`'s coordinator, from the address FindCoordinator gave.
     pub(super) fn coordinator_node(&self, coordinator: &Coordinator) -> i32 {
         let addr = coordinator.address_cached();

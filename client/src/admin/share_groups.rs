@@ -63,54 +63,42 @@ impl Admin {
     /// # }
     /// ```
     pub async fn describe_share_groups(&self, groups: &[&str]) -> Result<Vec<Result<ShareGroupDescription>>> {
-        let mut out = Vec::with_capacity(groups.len());
-        for group in groups {
-            let coordinator = self.coordinator(group);
-            let build = |_| RequestKind::from(ShareGroupDescribeRequest { group_ids: vec![bs(group)], ..Default::default() });
-            let code_of = |r: &ResponseKind| match r {
-                ResponseKind::ShareGroupDescribe(r) => r.groups.first().map_or(0, |g| g.error_code),
-                _ => 0,
-            };
-            let response = match coordinator.call(ApiKey::ShareGroupDescribe, build, code_of, None).await {
-                Ok(r) => r,
-                Err(e @ Error::UnsupportedVersion { .. }) => return Err(e),
-                Err(e) => {
-                    out.push(Err(e.about(Resource::Group(group.to_string()))));
-                    continue;
-                }
-            };
-            let ResponseKind::ShareGroupDescribe(r) = &response else { return Err(unexpected(ApiKey::ShareGroupDescribe, &response)) };
-            let described = result_for(&r.groups, ApiKey::ShareGroupDescribe, group, |g| g.group_id == *group).and_then(|g| {
-                Error::check(g.error_code, g.error_message.as_deref(), || format!("describe share group {group}")).map_err(|e| e.about(Resource::Group(group.to_string())))?;
-                Ok(ShareGroupDescription {
-                    group_id: group.to_string(),
-                    state: g.group_state.to_string(),
-                    group_epoch: g.group_epoch,
-                    assignment_epoch: g.assignment_epoch,
-                    assignor: g.assignor_name.to_string(),
-                    members: g
-                        .members
-                        .iter()
-                        .map(|m| MemberDescription {
-                            member_id: m.member_id.to_string(),
-                            instance_id: None,
-                            client_id: m.client_id.to_string(),
-                            client_host: m.client_host.to_string(),
-                            assignment: m
-                                .assignment
-                                .topic_partitions
-                                .iter()
-                                .flat_map(|t| t.partitions.iter().map(|p| TopicPartition::new(t.topic_name.to_string(), *p)))
-                                .collect(),
-                            rack: m.rack_id.as_deref().map(str::to_owned),
-                        })
-                        .collect(),
-                    coordinator: self.coordinator_node(&coordinator),
-                })
-            });
-            out.push(described);
-        }
-        Ok(out)
+        let build = |group: &str| RequestKind::from(ShareGroupDescribeRequest { group_ids: vec![bs(group)], ..Default::default() });
+        let code_of = |r: &ResponseKind| match r {
+            ResponseKind::ShareGroupDescribe(r) => r.groups.first().map_or(0, |g| g.error_code),
+            _ => 0,
+        };
+        self.per_group(groups, ApiKey::ShareGroupDescribe, build, code_of, |group, coordinator, response| {
+            let ResponseKind::ShareGroupDescribe(r) = response else { return Err(unexpected(ApiKey::ShareGroupDescribe, response)) };
+            let g = result_for(&r.groups, ApiKey::ShareGroupDescribe, group, |g| g.group_id == group)?;
+            Error::check(g.error_code, g.error_message.as_deref(), || format!("describe share group {group}"))?;
+            Ok(ShareGroupDescription {
+                group_id: group.to_owned(),
+                state: g.group_state.to_string(),
+                group_epoch: g.group_epoch,
+                assignment_epoch: g.assignment_epoch,
+                assignor: g.assignor_name.to_string(),
+                members: g
+                    .members
+                    .iter()
+                    .map(|m| MemberDescription {
+                        member_id: m.member_id.to_string(),
+                        instance_id: None,
+                        client_id: m.client_id.to_string(),
+                        client_host: m.client_host.to_string(),
+                        assignment: m
+                            .assignment
+                            .topic_partitions
+                            .iter()
+                            .flat_map(|t| t.partitions.iter().map(|p| TopicPartition::new(t.topic_name.to_string(), *p)))
+                            .collect(),
+                        rack: m.rack_id.as_deref().map(str::to_owned),
+                    })
+                    .collect(),
+                coordinator: self.coordinator_node(coordinator),
+            })
+        })
+        .await
     }
 
     /// A share group's start offsets (Java's `listShareGroupOffsets`): for these partitions,

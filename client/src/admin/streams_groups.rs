@@ -8,7 +8,7 @@ use kwire::messages::{streams_group_describe_response, StreamsGroupDescribeReque
 use kwire::{ApiKey, RequestKind, ResponseKind};
 
 use super::{bs, result_for, unexpected, Admin};
-use crate::error::{Error, Resource, Result};
+use crate::error::{Error, Result};
 
 /// One subtopology of a streams group's topology.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,66 +79,54 @@ impl Admin {
     /// without streams groups (before 4.1) an [`Error::UnsupportedVersion`] for the whole
     /// call.
     pub async fn describe_streams_groups(&self, groups: &[&str]) -> Result<Vec<Result<StreamsGroupDescription>>> {
-        let mut out = Vec::with_capacity(groups.len());
-        for group in groups {
-            let coordinator = self.coordinator(group);
-            let build = |_| RequestKind::from(StreamsGroupDescribeRequest { group_ids: vec![bs(group)], ..Default::default() });
-            let code_of = |r: &ResponseKind| match r {
-                ResponseKind::StreamsGroupDescribe(r) => r.groups.first().map_or(0, |g| g.error_code),
-                _ => 0,
-            };
-            let response = match coordinator.call(ApiKey::StreamsGroupDescribe, build, code_of, None).await {
-                Ok(r) => r,
-                Err(e @ Error::UnsupportedVersion { .. }) => return Err(e),
-                Err(e) => {
-                    out.push(Err(e.about(Resource::Group(group.to_string()))));
-                    continue;
-                }
-            };
-            let ResponseKind::StreamsGroupDescribe(r) = &response else { return Err(unexpected(ApiKey::StreamsGroupDescribe, &response)) };
-            let described = result_for(&r.groups, ApiKey::StreamsGroupDescribe, group, |g| g.group_id == *group).and_then(|g| {
-                Error::check(g.error_code, g.error_message.as_deref(), || format!("describe streams group {group}")).map_err(|e| e.about(Resource::Group(group.to_string())))?;
-                let topology = g.topology.as_ref();
-                Ok(StreamsGroupDescription {
-                    group_id: group.to_string(),
-                    state: g.group_state.to_string(),
-                    group_epoch: g.group_epoch,
-                    assignment_epoch: g.assignment_epoch,
-                    topology_epoch: topology.map_or(-1, |t| t.epoch),
-                    subtopologies: topology
-                        .and_then(|t| t.subtopologies.as_ref())
-                        .map(|ss| {
-                            ss.iter()
-                                .map(|s| Subtopology {
-                                    id: s.subtopology_id.to_string(),
-                                    source_topics: s.source_topics.iter().map(|t| t.to_string()).collect(),
-                                    repartition_sink_topics: s.repartition_sink_topics.iter().map(|t| t.to_string()).collect(),
-                                })
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                    members: g
-                        .members
-                        .iter()
-                        .map(|m| StreamsMember {
-                            member_id: m.member_id.to_string(),
-                            member_epoch: m.member_epoch,
-                            instance_id: m.instance_id.as_deref().map(str::to_owned),
-                            rack: m.rack_id.as_deref().map(str::to_owned),
-                            client_id: m.client_id.to_string(),
-                            client_host: m.client_host.to_string(),
-                            process_id: m.process_id.to_string(),
-                            topology_epoch: m.topology_epoch,
-                            active_tasks: tasks(&m.assignment.active_tasks),
-                            standby_tasks: tasks(&m.assignment.standby_tasks),
-                            warmup_tasks: tasks(&m.assignment.warmup_tasks),
-                        })
-                        .collect(),
-                    coordinator: self.coordinator_node(&coordinator),
-                })
-            });
-            out.push(described);
-        }
-        Ok(out)
+        let build = |group: &str| RequestKind::from(StreamsGroupDescribeRequest { group_ids: vec![bs(group)], ..Default::default() });
+        let code_of = |r: &ResponseKind| match r {
+            ResponseKind::StreamsGroupDescribe(r) => r.groups.first().map_or(0, |g| g.error_code),
+            _ => 0,
+        };
+        self.per_group(groups, ApiKey::StreamsGroupDescribe, build, code_of, |group, coordinator, response| {
+            let ResponseKind::StreamsGroupDescribe(r) = response else { return Err(unexpected(ApiKey::StreamsGroupDescribe, response)) };
+            let g = result_for(&r.groups, ApiKey::StreamsGroupDescribe, group, |g| g.group_id == group)?;
+            Error::check(g.error_code, g.error_message.as_deref(), || format!("describe streams group {group}"))?;
+            let topology = g.topology.as_ref();
+            Ok(StreamsGroupDescription {
+                group_id: group.to_owned(),
+                state: g.group_state.to_string(),
+                group_epoch: g.group_epoch,
+                assignment_epoch: g.assignment_epoch,
+                topology_epoch: topology.map_or(-1, |t| t.epoch),
+                subtopologies: topology
+                    .and_then(|t| t.subtopologies.as_ref())
+                    .map(|ss| {
+                        ss.iter()
+                            .map(|s| Subtopology {
+                                id: s.subtopology_id.to_string(),
+                                source_topics: s.source_topics.iter().map(|t| t.to_string()).collect(),
+                                repartition_sink_topics: s.repartition_sink_topics.iter().map(|t| t.to_string()).collect(),
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                members: g
+                    .members
+                    .iter()
+                    .map(|m| StreamsMember {
+                        member_id: m.member_id.to_string(),
+                        member_epoch: m.member_epoch,
+                        instance_id: m.instance_id.as_deref().map(str::to_owned),
+                        rack: m.rack_id.as_deref().map(str::to_owned),
+                        client_id: m.client_id.to_string(),
+                        client_host: m.client_host.to_string(),
+                        process_id: m.process_id.to_string(),
+                        topology_epoch: m.topology_epoch,
+                        active_tasks: tasks(&m.assignment.active_tasks),
+                        standby_tasks: tasks(&m.assignment.standby_tasks),
+                        warmup_tasks: tasks(&m.assignment.warmup_tasks),
+                    })
+                    .collect(),
+                coordinator: self.coordinator_node(coordinator),
+            })
+        })
+        .await
     }
 }
