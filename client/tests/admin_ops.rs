@@ -15,6 +15,60 @@ use kwire_client::{
     ShareConsumer, ShareConsumerConfig, TopicCursor, TopicPartition,
 };
 
+/// Kafka's own `Admin` (4.x) describing what kwire's describes: a share group and its
+/// offsets, a streams group; one line per fact, to compare.
+const JAVA_VIEW: &str = r#"
+import java.util.*;
+import org.apache.kafka.clients.admin.*;
+
+public class OpsView {
+    public static void main(String[] args) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", args[0]);
+        try (Admin a = Admin.create(p)) {
+            String mode = args[1], id = args[2];
+            if (mode.equals("share")) {
+                ShareGroupDescription d = a.describeShareGroups(List.of(id)).describedGroups().get(id).get();
+                System.out.println("STATE " + d.groupState() + " " + d.members().size());
+                for (Map.Entry<org.apache.kafka.common.TopicPartition, SharePartitionOffsetInfo> e
+                        : a.listShareGroupOffsets(Map.of(id, new ListShareGroupOffsetsSpec())).partitionsToOffsetInfo(id).get().entrySet()) {
+                    System.out.println("OFFSET " + e.getKey().topic() + " " + e.getKey().partition() + " " + e.getValue().startOffset() + " " + e.getValue().lag().orElse(-1L));
+                }
+            } else {
+                StreamsGroupDescription d = a.describeStreamsGroups(List.of(id)).describedGroups().get(id).get();
+                System.out.println("STATE " + d.groupState() + " " + d.groupEpoch() + " " + d.topologyEpoch() + " " + d.assignorName().orElse("-"));
+                for (StreamsGroupMemberDescription m : d.members()) {
+                    for (StreamsGroupMemberAssignment.TaskIds t : m.assignment().activeTasks()) {
+                        System.out.println("ACTIVE " + m.memberId() + " " + m.processId() + " " + t.subtopologyId() + " " + t.partitions());
+                    }
+                }
+            }
+        }
+    }
+}
+"#;
+
+/// Kafka's own `Admin` describing a broker config with synonyms and documentation.
+const JAVA_CONFIG: &str = r#"
+import java.util.*;
+import org.apache.kafka.clients.admin.*;
+import org.apache.kafka.common.config.ConfigResource;
+
+public class ConfigView {
+    public static void main(String[] args) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", args[0]);
+        try (Admin a = Admin.create(p)) {
+            ConfigResource r = new ConfigResource(ConfigResource.Type.BROKER, args[1]);
+            Config c = a.describeConfigs(List.of(r), new DescribeConfigsOptions().includeSynonyms(true).includeDocumentation(true)).all().get().get(r);
+            ConfigEntry e = c.get(args[2]);
+            System.out.println("TYPE " + e.type() + " " + (e.documentation() != null));
+            for (ConfigEntry.ConfigSynonym s : e.synonyms()) System.out.println("SYN " + s.name() + " " + s.value() + " " + s.source());
+        }
+    }
+}
+"#;
+
 fn code(e: &Error) -> Option<&'static str> {
     e.code().and_then(|c| c.name())
 }
@@ -88,12 +142,25 @@ async fn share_groups_listed_described_and_offsets() {
         o.len() == 2 && o.values().all(|r| r.as_ref().is_ok_and(|o| o.lag == Some(0)))
     })
     .await;
+    common::eventually("the group empty", || async { admin.describe_share_groups(&[&group]).await.unwrap().remove(0).unwrap().members.is_empty() }).await;
+    // Kafka's Admin sees the same group and offsets.
+    let ours = admin.describe_share_groups(&[&group]).await.unwrap().remove(0).unwrap();
+    let offsets = admin.list_share_group_offsets(&group, None).await.unwrap();
+    let java = common::java(&b, &std::env::temp_dir().join(unique("kw-ops-java")), "OpsView.java", JAVA_VIEW, &[b.var("PLAINTEXT"), "share", &group], Duration::from_secs(90)).await;
+    let mut expected = vec![format!("STATE {} {}", ours.state, ours.members.len())];
+    expected.extend(offsets.iter().map(|(tp, o)| {
+        let o = o.as_ref().unwrap();
+        format!("OFFSET {} {} {} {}", tp.topic, tp.partition, o.start_offset, o.lag.unwrap_or(-1))
+    }));
+    let mut got: Vec<String> = java.lines().map(str::to_owned).collect();
+    got.sort();
+    expected.sort();
+    assert_eq!(got, expected, "{java}");
     let o = admin.list_share_group_offsets(&group, Some(&[tp(0)])).await.unwrap();
     assert_eq!(o.len(), 1, "{o:?}");
     let p0 = o[&tp(0)].as_ref().unwrap();
     assert!((0..=5).contains(&p0.start_offset) && p0.leader_epoch >= 0, "{p0:?}");
 
-    common::eventually("the group empty", || async { admin.describe_share_groups(&[&group]).await.unwrap().remove(0).unwrap().members.is_empty() }).await;
     let altered = admin.alter_share_group_offsets(&group, &[(tp(0), 1)].into()).await.unwrap();
     altered[&tp(0)].as_ref().unwrap();
     common::eventually("p0 back at 1", || async {
@@ -187,6 +254,10 @@ async fn streams_groups_listed_and_described() {
     let m = &g.members[0];
     assert_eq!((m.member_id.as_str(), m.process_id.as_str()), (member.as_str(), "kw-process"));
     assert_eq!(m.active_tasks.get("0"), Some(&vec![0, 1]), "{m:?}");
+    let java = common::java(&b, &std::env::temp_dir().join(unique("kw-ops-java")), "OpsView.java", JAVA_VIEW, &[b.var("PLAINTEXT"), "streams", &group], Duration::from_secs(90)).await;
+    let state = java.lines().find_map(|l| l.strip_prefix("STATE ")).unwrap_or_default().to_owned();
+    assert_eq!(state, format!("{} {} {} {}", g.state, g.group_epoch, g.topology_epoch, g.assignor.as_deref().unwrap_or("-")), "{java}");
+    assert_eq!(java.lines().filter(|l| l.starts_with("ACTIVE ")).collect::<Vec<_>>(), vec![format!("ACTIVE {member} kw-process 0 [0, 1]")], "{java}");
     assert_eq!(code(d[1].as_ref().unwrap_err()), Some("GROUP_ID_NOT_FOUND"), "{:?}", d[1]);
     // Described as a consumer group it is not one: the classic fallback says so.
     assert!(admin.describe_groups(&[&group]).await.unwrap().remove(0).is_err_and(|e| e.code().is_some()));
@@ -307,6 +378,8 @@ async fn topics_by_id_and_by_page_validate_only_config_synonyms() {
     let syn: Vec<_> = broker[0].synonyms.iter().map(|s| (s.name.as_str(), s.value.as_deref(), s.source)).collect();
     assert_eq!(syn, vec![("num.partitions", Some("1"), 4), ("num.partitions", Some("1"), 5)], "{broker:?}");
     assert!(broker[0].documentation.is_none() && broker[0].config_type == 3, "INT, no documentation asked: {broker:?}");
+    let java = common::java(&b, &std::env::temp_dir().join(unique("kw-ops-java")), "ConfigView.java", JAVA_CONFIG, &[b.var("PLAINTEXT"), "1", "num.partitions"], Duration::from_secs(90)).await;
+    assert_eq!(java.lines().collect::<Vec<_>>(), vec!["TYPE INT true", "SYN num.partitions 1 STATIC_BROKER_CONFIG", "SYN num.partitions 1 DEFAULT_CONFIG"], "{java}");
     let full = admin.describe_configs_with(ConfigResource::Topic, &names[0], Some(&["segment.ms", "retention.ms"]), true, true).await.unwrap();
     let seg = full.iter().find(|e| e.name == "segment.ms").unwrap();
     // The topic's override (the broker's log.roll.* are not set, so not synonyms).

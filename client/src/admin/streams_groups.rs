@@ -63,6 +63,8 @@ pub struct StreamsGroupDescription {
     pub topology_epoch: i32,
     /// The topology's subtopologies.
     pub subtopologies: Vec<Subtopology>,
+    /// The server-side task assignor (StreamsGroupDescribe v1+, Kafka 4.3+; `None` before).
+    pub assignor: Option<String>,
     /// The members.
     pub members: Vec<StreamsMember>,
     /// The broker coordinating it.
@@ -107,6 +109,7 @@ impl Admin {
                             .collect()
                     })
                     .unwrap_or_default(),
+                assignor: g.assignor_name.as_deref().map(str::to_owned),
                 members: g
                     .members
                     .iter()
