@@ -300,7 +300,7 @@ impl Admin {
             topics: topics.into_iter().map(|(t, partitions)| ReassignableTopic { name: bs(t), partitions, ..Default::default() }).collect(),
             ..Default::default()
         };
-        let response = self.client.call_controller(request).await?;
+        let response = self.call_controller_retrying(request).await?;
         let ResponseKind::AlterPartitionReassignments(r) = &response else {
             return Err(unexpected(ApiKey::AlterPartitionReassignments, &response));
         };
@@ -327,7 +327,7 @@ impl Admin {
                 .collect()
         });
         let request = ListPartitionReassignmentsRequest { timeout_ms: self.timeout_ms(), topics, ..Default::default() };
-        let response = self.client.call_controller(request).await?;
+        let response = self.call_controller_retrying(request).await?;
         let ResponseKind::ListPartitionReassignments(r) = &response else {
             return Err(unexpected(ApiKey::ListPartitionReassignments, &response));
         };
@@ -356,7 +356,7 @@ impl Admin {
                 .collect()
         });
         let request = ElectLeadersRequest { election_type: i8::from(unclean), topic_partitions, timeout_ms: self.timeout_ms(), ..Default::default() };
-        let response = self.client.call_controller(request).await?;
+        let response = self.call_controller_retrying(request).await?;
         let ResponseKind::ElectLeaders(r) = &response else { return Err(unexpected(ApiKey::ElectLeaders, &response)) };
         Error::check(r.error_code, None, || "elect leaders".into())?;
         Ok(r.replica_election_results

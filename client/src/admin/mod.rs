@@ -74,6 +74,34 @@ fn unexpected(api: ApiKey, got: &ResponseKind) -> Error {
     Error::UnexpectedResponse(format!("{:?} response to {}", got.api_key(), api.name()))
 }
 
+/// NOT_CONTROLLER's code when a controller-bound response carries it, at the top or for any
+/// item, else 0: the node was no longer the controller. It answers so for the whole request
+/// (it handles or forwards a request as one), so the whole request goes again.
+fn not_controller(r: &ResponseKind) -> i16 {
+    let nc = ErrorCode::NOT_CONTROLLER.0;
+    fn any(mut codes: impl Iterator<Item = i16>) -> bool {
+        codes.any(|c| c == ErrorCode::NOT_CONTROLLER.0)
+    }
+    let found = match r {
+        ResponseKind::CreateTopics(r) => any(r.topics.iter().map(|t| t.error_code)),
+        ResponseKind::DeleteTopics(r) => any(r.responses.iter().map(|t| t.error_code)),
+        ResponseKind::CreatePartitions(r) => any(r.results.iter().map(|t| t.error_code)),
+        ResponseKind::AlterPartitionReassignments(r) => r.error_code == nc,
+        ResponseKind::ListPartitionReassignments(r) => r.error_code == nc,
+        ResponseKind::ElectLeaders(r) => r.error_code == nc,
+        ResponseKind::CreateAcls(r) => any(r.results.iter().map(|x| x.error_code)),
+        ResponseKind::DeleteAcls(r) => any(r.filter_results.iter().map(|x| x.error_code)),
+        ResponseKind::AlterClientQuotas(r) => any(r.entries.iter().map(|x| x.error_code)),
+        ResponseKind::AlterUserScramCredentials(r) => any(r.results.iter().map(|x| x.error_code)),
+        _ => false,
+    };
+    if found {
+        nc
+    } else {
+        0
+    }
+}
+
 /// The result in `results` that `matches`, or an error naming what is missing.
 fn result_for<'a, T>(results: &'a [T], api: ApiKey, what: &str, matches: impl Fn(&T) -> bool) -> crate::Result<&'a T> {
     results.iter().find(|r| matches(r)).ok_or_else(|| Error::UnexpectedResponse(format!("{} response has no result for {what}", api.name())))
@@ -117,6 +145,13 @@ impl Admin {
             }
         }
         Err(last.unwrap_or_else(|| Error::UnexpectedResponse(format!("no attempt at {}", api.name()))))
+    }
+
+    /// `body` to the controller, again on NOT_CONTROLLER anywhere in the answer (see
+    /// [`not_controller`]).
+    async fn call_controller_retrying(&self, body: impl Into<RequestKind>) -> crate::Result<ResponseKind> {
+        let body = body.into();
+        self.call_controller_versioned(body.api_key(), |_| body.clone(), not_controller).await
     }
 
     fn timeout_ms(&self) -> i32 {

@@ -115,7 +115,7 @@ impl Admin {
             ..Default::default()
         };
         let span = tracing::info_span!("kafka.admin.create_topics", n = topics.len(), validate_only);
-        let response = self.client.call_controller(request).instrument(span).await?;
+        let response = self.call_controller_retrying(request).instrument(span).await?;
         let ResponseKind::CreateTopics(r) = response else { return Err(unexpected(ApiKey::CreateTopics, &response)) };
         let results = topics
             .iter()
@@ -148,7 +148,7 @@ impl Admin {
             ..Default::default()
         };
         let span = tracing::info_span!("kafka.admin.delete_topics", n = names.len());
-        let response = self.client.call_controller(request).instrument(span).await?;
+        let response = self.call_controller_retrying(request).instrument(span).await?;
         let ResponseKind::DeleteTopics(r) = response else { return Err(unexpected(ApiKey::DeleteTopics, &response)) };
         let results = names
             .iter()
@@ -171,7 +171,7 @@ impl Admin {
             validate_only: false,
             ..Default::default()
         };
-        let response = self.client.call_controller(request).await?;
+        let response = self.call_controller_retrying(request).await?;
         let ResponseKind::CreatePartitions(r) = response else { return Err(unexpected(ApiKey::CreatePartitions, &response)) };
         let results = totals
             .iter()
