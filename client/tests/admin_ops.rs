@@ -480,3 +480,28 @@ async fn static_members_removed() {
     assert!(d.members.is_empty(), "{d:?}");
     drop(consumer);
 }
+
+/// KIP-853 on the test brokers' static quorum (`controller.quorum.voters`): adding or
+/// removing a controller is refused (UNSUPPORTED_VERSION, "the kraft.version feature is 0"),
+/// and the quorum is as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raft_voters_on_a_static_quorum_are_refused() {
+    let Some(b) = Broker::from_env("raft_voters_on_a_static_quorum_are_refused") else { return };
+    let admin = Admin::new(b.client().await);
+    let before = admin.describe_metadata_quorum().await.unwrap();
+    let dir = kwire::Uuid(*b"kwire-test-dir-1");
+    let add = admin.add_raft_voter(2, dir, &[("CONTROLLER", "127.0.0.1", 1)]).await;
+    let remove = admin.remove_raft_voter(1, dir).await;
+    for (what, r) in [("add", add), ("remove", remove)] {
+        match r {
+            Err(Error::Broker { code, message: Some(m), .. }) => {
+                assert_eq!(code.name(), Some("UNSUPPORTED_VERSION"), "{what}");
+                assert!(m.contains("kraft.version feature is 0"), "{what}: {m}");
+            }
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+    let after = admin.describe_metadata_quorum().await.unwrap();
+    let ids = |q: &kwire_client::QuorumDescription| q.voters.iter().map(|v| v.replica_id).collect::<Vec<_>>();
+    assert_eq!(ids(&after), ids(&before));
+}

@@ -5,14 +5,16 @@ use std::collections::BTreeMap;
 
 use kwire::messages::{
     alter_partition_reassignments_request::{ReassignablePartition, ReassignableTopic},
+    add_raft_voter_request,
     alter_replica_log_dirs_request::{AlterReplicaLogDir, AlterReplicaLogDirTopic},
     describe_quorum_request, describe_quorum_response, elect_leaders_request,
     list_partition_reassignments_request::ListPartitionReassignmentsTopics,
     update_features_request::FeatureUpdateKey,
     AlterPartitionReassignmentsRequest, ApiVersionsRequest, DescribeClusterRequest, DescribeLogDirsRequest, DescribeQuorumRequest, ElectLeadersRequest,
-    AlterReplicaLogDirsRequest, ListPartitionReassignmentsRequest, UnregisterBrokerRequest, UpdateFeaturesRequest,
+    AddRaftVoterRequest, AlterReplicaLogDirsRequest, ListPartitionReassignmentsRequest, RemoveRaftVoterRequest, UnregisterBrokerRequest,
+    UpdateFeaturesRequest,
 };
-use kwire::{ApiKey, ErrorCode, RequestKind, ResponseKind};
+use kwire::{ApiKey, ErrorCode, RequestKind, ResponseKind, Uuid};
 
 use super::{bs, unexpected, Admin};
 use crate::cluster::BrokerInfo;
@@ -445,5 +447,43 @@ impl Admin {
         let response = self.client.call_any(UnregisterBrokerRequest { broker_id: broker, ..Default::default() }).await?;
         let ResponseKind::UnregisterBroker(r) = &response else { return Err(unexpected(ApiKey::UnregisterBroker, &response)) };
         Error::check(r.error_code, r.error_message.as_deref(), || format!("unregister broker {broker}"))
+    }
+
+    /// Adds a controller to the KRaft quorum (KIP-853; `kafka-metadata-quorum.sh
+    /// add-controller`): the node `voter_id` with its metadata log directory's id, reachable at
+    /// `endpoints` (its controller listeners: name, host, port). Only a dynamic quorum
+    /// (`kraft.version` 1, formatted with `--standalone` or `--initial-controllers`) changes; a
+    /// static one (`controller.quorum.voters`) refuses: an [`Error::Broker`] with
+    /// UNSUPPORTED_VERSION, "the kraft.version feature is 0".
+    pub async fn add_raft_voter(&self, voter_id: i32, directory_id: Uuid, endpoints: &[(&str, &str, u16)]) -> Result<()> {
+        let timeout_ms = self.timeout_ms();
+        let build = |_| {
+            RequestKind::from(AddRaftVoterRequest {
+                cluster_id: None,
+                timeout_ms,
+                voter_id,
+                voter_directory_id: directory_id,
+                listeners: endpoints
+                    .iter()
+                    .map(|(name, host, port)| add_raft_voter_request::Listener { name: bs(name), host: bs(host), port: *port, ..Default::default() })
+                    .collect(),
+                ack_when_committed: true,
+                ..Default::default()
+            })
+        };
+        // Any broker forwards it to the active controller (Java: the least loaded node).
+        let response = self.client.call_any_versioned(ApiKey::AddRaftVoter, build).await?;
+        let ResponseKind::AddRaftVoter(r) = &response else { return Err(unexpected(ApiKey::AddRaftVoter, &response)) };
+        Error::check(r.error_code, r.error_message.as_deref(), || format!("add controller {voter_id} to the quorum"))
+    }
+
+    /// Removes a controller from the KRaft quorum (KIP-853; `kafka-metadata-quorum.sh
+    /// remove-controller`), named by its id and metadata log directory's id. As
+    /// [`add_raft_voter`](Admin::add_raft_voter), a static quorum refuses.
+    pub async fn remove_raft_voter(&self, voter_id: i32, directory_id: Uuid) -> Result<()> {
+        let request = RemoveRaftVoterRequest { cluster_id: None, voter_id, voter_directory_id: directory_id, ..Default::default() };
+        let response = self.client.call_any(request).await?;
+        let ResponseKind::RemoveRaftVoter(r) = &response else { return Err(unexpected(ApiKey::RemoveRaftVoter, &response)) };
+        Error::check(r.error_code, r.error_message.as_deref(), || format!("remove controller {voter_id} from the quorum"))
     }
 }
