@@ -404,7 +404,7 @@ async fn topics_by_id_and_by_page_validate_only_config_synonyms() {
 /// Replica log dirs, config resources, unregistering a broker: a replica moved to the dir
 /// it is in (a no-op), to a dir the broker does not have (LOG_DIR_NOT_FOUND), a partition
 /// the broker does not have, a broker that is not there; a client-metrics subscription listed (and on 4.x, topics and groups
-/// too, by type); an unknown broker id refused.
+/// too, by type); an unknown broker id and an unknown controller id refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replica_log_dirs_config_resources_unregister() {
     let Some(b) = Broker::from_env("replica_log_dirs_config_resources_unregister") else { return };
@@ -448,6 +448,11 @@ async fn replica_log_dirs_config_resources_unregister() {
     assert_eq!(code(&e), Some("BROKER_ID_NOT_REGISTERED"), "{e:?}");
     assert!(!e.is_retriable());
     assert_eq!(admin.describe_cluster().await.unwrap().brokers.len(), 1);
+    match admin.unregister_controller(4242).await {
+        Err(e) if b.version().starts_with('4') => assert_eq!(code(&e), Some("CONTROLLER_ID_NOT_REGISTERED"), "{e:?}"),
+        Err(e) => assert!(matches!(e, Error::UnsupportedVersion { api: ApiKey::UnregisterController, .. }), "{e:?}"),
+        Ok(()) => panic!("controller 4242 unregistered"),
+    }
     admin.delete_topics(&[&topic]).await.unwrap().remove(0).unwrap();
 }
 

@@ -12,7 +12,7 @@ use kwire::messages::{
     update_features_request::FeatureUpdateKey,
     AlterPartitionReassignmentsRequest, ApiVersionsRequest, DescribeClusterRequest, DescribeLogDirsRequest, DescribeQuorumRequest, ElectLeadersRequest,
     AddRaftVoterRequest, AlterReplicaLogDirsRequest, ListPartitionReassignmentsRequest, RemoveRaftVoterRequest, UnregisterBrokerRequest,
-    UpdateFeaturesRequest,
+    UnregisterControllerRequest, UpdateFeaturesRequest,
 };
 use kwire::{ApiKey, ErrorCode, RequestKind, ResponseKind, Uuid};
 
@@ -447,6 +447,15 @@ impl Admin {
         let response = self.client.call_any(UnregisterBrokerRequest { broker_id: broker, ..Default::default() }).await?;
         let ResponseKind::UnregisterBroker(r) = &response else { return Err(unexpected(ApiKey::UnregisterBroker, &response)) };
         Error::check(r.error_code, r.error_message.as_deref(), || format!("unregister broker {broker}"))
+    }
+
+    /// Removes a controller's registration from the cluster metadata (UnregisterController,
+    /// Kafka 4.4; Java's `unregisterController`), as [`unregister_broker`](Admin::unregister_broker)
+    /// for a broker. Brokers before 4.4 lack the api: [`Error::UnsupportedVersion`].
+    pub async fn unregister_controller(&self, controller: i32) -> Result<()> {
+        let response = self.client.call_any(UnregisterControllerRequest { controller_id: controller, ..Default::default() }).await?;
+        let ResponseKind::UnregisterController(r) = &response else { return Err(unexpected(ApiKey::UnregisterController, &response)) };
+        Error::check(r.error_code, r.error_message.as_deref(), || format!("unregister controller {controller}"))
     }
 
     /// Adds a controller to the KRaft quorum (KIP-853; `kafka-metadata-quorum.sh
