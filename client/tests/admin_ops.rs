@@ -391,6 +391,21 @@ async fn topics_by_id_and_by_page_validate_only_config_synonyms() {
     assert_eq!(ret.source, 5, "{ret:?}");
     assert!(ret.synonyms.iter().all(|s| s.name != "retention.ms"), "no topic override: {ret:?}");
 
+    // More partitions: validated only (none made), then on replicas chosen here; an
+    // assignment naming a broker that does not exist refused.
+    use kwire_client::NewPartitions;
+    let more = NewPartitions { assignments: Some(vec![vec![1], vec![1]]), ..NewPartitions::increase_to(&names[1], 3) };
+    admin.create_partitions_with(std::slice::from_ref(&more), true).await.unwrap().remove(0).unwrap();
+    assert_eq!(admin.describe_topics(&[&names[1]]).await.unwrap().remove(0).unwrap().partitions.len(), 1, "validate-only made none");
+    let bad = NewPartitions { assignments: Some(vec![vec![7], vec![7]]), ..more.clone() };
+    let e = admin.create_partitions_with(&[bad], false).await.unwrap().remove(0).unwrap_err();
+    assert_eq!(code(&e), Some("INVALID_REPLICA_ASSIGNMENT"), "{e:?}");
+    admin.create_partitions_with(&[more], false).await.unwrap().remove(0).unwrap();
+    common::eventually("3 partitions on broker 1", || async {
+        admin.describe_topics(&[&names[1]]).await.unwrap().remove(0).is_ok_and(|t| t.partitions.len() == 3 && t.partitions.iter().all(|p| p.replicas == vec![1]))
+    })
+    .await;
+
     // Deleted by id; again, unknown.
     let ids = [a.id, bb.id, c.id];
     for r in admin.delete_topics_by_id(&ids).await.unwrap() {

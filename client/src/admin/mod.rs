@@ -35,7 +35,7 @@ pub use records::DeletedRecords;
 pub use share_groups::{ShareGroupDescription, ShareOffset};
 pub use streams_groups::{StreamsGroupDescription, StreamsMember, Subtopology};
 pub use tokens::DelegationToken;
-pub use topics::{CreatedTopic, NewTopic, PagedPartition, PagedTopic, TopicCursor, TopicPartitionsPage};
+pub use topics::{CreatedTopic, NewPartitions, NewTopic, PagedPartition, PagedTopic, TopicCursor, TopicPartitionsPage};
 pub use transactions::{ActiveProducer, TransactionDescription, TransactionFilter, TransactionListing};
 pub use users::{ScramChange, ScramCredential};
 

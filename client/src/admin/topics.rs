@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use kwire::messages::{
-    create_partitions_request::CreatePartitionsTopic,
+    create_partitions_request::{CreatePartitionsAssignment, CreatePartitionsTopic},
     create_topics_request::{CreatableTopic, CreatableTopicConfig},
     create_topics_request::CreatableReplicaAssignment,
     delete_topics_request::DeleteTopicState,
@@ -60,6 +60,25 @@ impl NewTopic {
     pub fn config(mut self, key: impl Into<String>, value: impl Into<String>) -> NewTopic {
         self.configs.insert(key.into(), value.into());
         self
+    }
+}
+
+/// More partitions for a topic ([`Admin::create_partitions_with`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPartitions {
+    /// The topic.
+    pub topic: String,
+    /// The partition count wanted.
+    pub total: i32,
+    /// The new partitions' replicas, one list per new partition in order (the first of each
+    /// the preferred leader); `None`: the broker chooses.
+    pub assignments: Option<Vec<Vec<i32>>>,
+}
+
+impl NewPartitions {
+    /// `topic` raised to `total` partitions, placed by the broker.
+    pub fn increase_to(topic: impl Into<String>, total: i32) -> NewPartitions {
+        NewPartitions { topic: topic.into(), total, assignments: None }
     }
 }
 
@@ -165,24 +184,57 @@ impl Admin {
 
     /// Raises the partition count of topics to the given totals.
     pub async fn create_partitions(&self, totals: &[(&str, i32)]) -> Result<Vec<Result<()>>> {
+        let new: Vec<NewPartitions> = totals.iter().map(|(t, n)| NewPartitions::increase_to(*t, *n)).collect();
+        self.create_partitions_with(&new, false).await
+    }
+
+    /// Raises partition counts, the new partitions on replicas chosen by hand where
+    /// [`NewPartitions::assignments`] says (Java's `NewPartitions.increaseTo(n, assignments)`),
+    /// or only checks that the broker would (`validate_only`, Java's
+    /// `CreatePartitionsOptions.validateOnly`). One result per topic, in order.
+    ///
+    /// ```no_run
+    /// # async fn run(admin: kwire_client::Admin) -> kwire_client::Result<()> {
+    /// use kwire_client::NewPartitions;
+    ///
+    /// // Partitions 6 and 7 of orders: on brokers 1 and 2, and 2 and 3.
+    /// let more = NewPartitions { assignments: Some(vec![vec![1, 2], vec![2, 3]]), ..NewPartitions::increase_to("orders", 8) };
+    /// admin.create_partitions_with(&[more], false).await?.remove(0)?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn create_partitions_with(&self, new: &[NewPartitions], validate_only: bool) -> Result<Vec<Result<()>>> {
         let request = CreatePartitionsRequest {
-            topics: totals.iter().map(|(n, c)| CreatePartitionsTopic { name: bs(n), count: *c, assignments: None, ..Default::default() }).collect(),
+            topics: new
+                .iter()
+                .map(|p| CreatePartitionsTopic {
+                    name: bs(&p.topic),
+                    count: p.total,
+                    assignments: p.assignments.as_ref().map(|a| {
+                        a.iter().map(|replicas| CreatePartitionsAssignment { broker_ids: replicas.iter().copied().collect(), ..Default::default() }).collect()
+                    }),
+                    ..Default::default()
+                })
+                .collect(),
             timeout_ms: self.timeout_ms(),
-            validate_only: false,
+            validate_only,
             ..Default::default()
         };
         let response = self.call_controller_retrying(request).await?;
         let ResponseKind::CreatePartitions(r) = response else { return Err(unexpected(ApiKey::CreatePartitions, &response)) };
-        let results = totals
+        let results = new
             .iter()
-            .map(|(n, _)| {
+            .map(|p| {
+                let n = &p.topic;
                 let r = r.results.iter().find(|x| x.name == n[..]).ok_or_else(|| {
                     Error::UnexpectedResponse(format!("CreatePartitions response has no result for {n}"))
                 })?;
                 Error::check(r.error_code, r.error_message.as_deref(), || format!("create partitions of {n}"))
             })
             .collect();
-        let _ = self.client.refresh_metadata().await;
+        if !validate_only {
+            let _ = self.client.refresh_metadata().await;
+        }
         Ok(results)
     }
 
