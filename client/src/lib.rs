@@ -51,7 +51,7 @@ pub use admin::{
     AclBinding, ActiveProducer, DelegationToken, TransactionDescription, TransactionFilter, TransactionListing, AclBindingFilter, AclOperation, AclPermission, Admin, ClusterDescription, ConfigEntry, ConfigOp, ConfigResource, CreatedTopic,
     DeletedRecords, FeatureLevel, Features, GroupDescription, GroupListing, LogDir, LogDirReplica, MemberDescription, NewTopic, PatternType,
     QuorumDescription, QuorumReplica, QuotaAlteration, QuotaEntity, QuotaFilter, Reassignment, ResourceType, ScramChange, ScramCredential,
-    ConfigSynonym, GroupFilter, NewPartitions, PagedPartition, PagedTopic, PartitionLag, ShareGroupDescription, ShareOffset, StreamsGroupDescription,
+    ConfigSynonym, GroupFilter, NewPartitions, ReplicaLogDirInfo, PagedPartition, PagedTopic, PartitionLag, ShareGroupDescription, ShareOffset, StreamsGroupDescription,
     StreamsMember, Subtopology, TopicCursor, TopicPartitionsPage,
 };
 pub use assignor::Assignor;

@@ -440,6 +440,10 @@ async fn replica_log_dirs_config_resources_unregister() {
     assert_eq!(code(r[0].as_ref().unwrap_err()), Some("UNKNOWN_TOPIC_OR_PARTITION"), "{r:?}");
     let r = admin.alter_replica_log_dirs(&[(tp.clone(), 7, &dir)]).await.unwrap();
     assert!(matches!(r[0], Err(Error::UnknownBroker(7))), "{r:?}");
+    let where_ = admin.describe_replica_log_dirs(&[(tp.clone(), 1), (TopicPartition::new(topic.clone(), 5), 1), (tp.clone(), 7)]).await.unwrap();
+    assert_eq!(where_[0].as_ref().unwrap(), &kwire_client::ReplicaLogDirInfo { current_dir: Some(dir.clone()), ..Default::default() }, "{where_:?}");
+    assert_eq!(where_[1].as_ref().unwrap(), &kwire_client::ReplicaLogDirInfo::default(), "{where_:?}");
+    assert!(matches!(where_[2], Err(Error::UnknownBroker(7))), "{where_:?}");
 
     // A client-metrics subscription (KIP-714, 3.7+).
     let sub = unique("kw-ops-metrics");

@@ -139,6 +139,19 @@ pub struct LogDir {
     pub usable_bytes: i64,
 }
 
+/// Where one replica is ([`Admin::describe_replica_log_dirs`]; Java's `ReplicaLogDirInfo`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ReplicaLogDirInfo {
+    /// The directory holding it (`None`: the broker does not hold it).
+    pub current_dir: Option<String>,
+    /// Its offset lag there (0 for a leader).
+    pub current_offset_lag: i64,
+    /// The directory it is moving to, while an AlterReplicaLogDirs move runs.
+    pub future_dir: Option<String>,
+    /// How far the future replica is behind the current one.
+    pub future_offset_lag: i64,
+}
+
 /// A partition being reassigned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reassignment {
@@ -373,6 +386,40 @@ impl Admin {
                     };
                     (tp, result)
                 })
+            })
+            .collect())
+    }
+
+    /// Where each replica `(partition, broker)` is (Java's `describeReplicaLogDirs`): its
+    /// log directory and, while it moves, the directory it moves to, with each one's offset
+    /// lag. A replica the broker does not hold has neither; a broker that cannot be asked is
+    /// an error in its slot. One DescribeLogDirs per broker.
+    pub async fn describe_replica_log_dirs(&self, replicas: &[(TopicPartition, i32)]) -> Result<Vec<Result<ReplicaLogDirInfo>>> {
+        let mut by_broker: BTreeMap<i32, Result<Vec<LogDir>>> = BTreeMap::new();
+        for (_, broker) in replicas {
+            if !by_broker.contains_key(broker) {
+                by_broker.insert(*broker, self.describe_log_dirs(&[*broker]).await);
+            }
+        }
+        Ok(replicas
+            .iter()
+            .map(|(tp, broker)| {
+                let dirs = match by_broker.get(broker) {
+                    Some(Ok(dirs)) => dirs,
+                    Some(Err(e)) => return Err(e.clone()),
+                    None => return Err(Error::UnknownBroker(*broker)),
+                };
+                let mut info = ReplicaLogDirInfo::default();
+                for d in dirs {
+                    for r in d.replicas.iter().filter(|r| r.partition == *tp) {
+                        if r.is_future {
+                            (info.future_dir, info.future_offset_lag) = (Some(d.path.clone()), r.offset_lag);
+                        } else {
+                            (info.current_dir, info.current_offset_lag) = (Some(d.path.clone()), r.offset_lag);
+                        }
+                    }
+                }
+                Ok(info)
             })
             .collect())
     }

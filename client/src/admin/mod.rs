@@ -27,7 +27,7 @@ use crate::cluster::Client;
 use crate::error::Error;
 
 pub use acls::{AclBinding, AclBindingFilter, AclOperation, AclPermission, PatternType, ResourceType};
-pub use cluster::{ClusterDescription, FeatureLevel, Features, LogDir, LogDirReplica, QuorumDescription, QuorumReplica, Reassignment};
+pub use cluster::{ClusterDescription, FeatureLevel, Features, LogDir, LogDirReplica, QuorumDescription, QuorumReplica, Reassignment, ReplicaLogDirInfo};
 pub use configs::{ConfigEntry, ConfigOp, ConfigResource, ConfigSynonym};
 pub use groups::{GroupDescription, GroupFilter, GroupListing, MemberDescription, PartitionLag};
 pub use quotas::{QuotaAlteration, QuotaEntity, QuotaFilter};
