@@ -66,3 +66,37 @@ async fn not_controller_without_end_is_a_retriable_error() {
     assert!(e.is_retriable());
     assert_eq!(creates.load(Ordering::SeqCst), 10, "bounded attempts");
 }
+
+/// DescribeTopicPartitions pages: a cursor that does not go forward (a broker bug) ends the
+/// paging with an error instead of asking for the same page for ever.
+#[tokio::test]
+async fn a_cursor_that_does_not_move_ends_the_paging() {
+    use kwire::messages::{
+        describe_topic_partitions_response::{Cursor, DescribeTopicPartitionsResponsePartition, DescribeTopicPartitionsResponseTopic},
+        DescribeTopicPartitionsResponse,
+    };
+    let pages = Arc::new(AtomicUsize::new(0));
+    let p = pages.clone();
+    let addr = common::serve(move |port, request| match request {
+        RequestKind::ApiVersions(_) => Some(common::api_versions(&[ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::DescribeTopicPartitions]).into()),
+        RequestKind::Metadata(_) => Some(common::one_partition_metadata(port).into()),
+        RequestKind::DescribeTopicPartitions(_) => {
+            p.fetch_add(1, Ordering::SeqCst);
+            Some(ResponseKind::from(DescribeTopicPartitionsResponse {
+                topics: vec![DescribeTopicPartitionsResponseTopic {
+                    name: Some("t".into()),
+                    partitions: vec![DescribeTopicPartitionsResponsePartition { partition_index: 0, leader_id: 1, ..Default::default() }],
+                    ..Default::default()
+                }],
+                next_cursor: Some(Cursor { topic_name: "t".into(), partition_index: 1, ..Default::default() }),
+                ..Default::default()
+            }))
+        }
+        _ => None,
+    })
+    .await;
+    let admin = Admin::new(Client::connect(ClientConfig::new(&addr)).await.unwrap());
+    let e = admin.describe_topics_paged(&["t"], 1).await.unwrap_err();
+    assert!(matches!(&e, kwire_client::Error::UnexpectedResponse(m) if m.contains("not forward")), "{e:?}");
+    assert_eq!(pages.load(Ordering::SeqCst), 2);
+}

@@ -376,9 +376,10 @@ impl Admin {
                 }
             }
             match page.next {
-                // A cursor that does not move would loop forever: a broker bug, said so.
-                Some(next) if cursor.as_ref() == Some(&next) => {
-                    return Err(Error::UnexpectedResponse(format!("DescribeTopicPartitions returned its own cursor {next:?} again")));
+                // Cursors go forward (topics in name order, then partitions); one that does not
+                // would page forever: a broker bug, said so.
+                Some(next) if cursor.as_ref().is_some_and(|c| (&next.topic, next.partition) <= (&c.topic, c.partition)) => {
+                    return Err(Error::UnexpectedResponse(format!("DescribeTopicPartitions cursor went from {cursor:?} to {next:?}, not forward")));
                 }
                 Some(next) => cursor = Some(next),
                 None => return Ok(out),
