@@ -529,3 +529,45 @@ async fn raft_voters_on_a_static_quorum_are_refused() {
     let ids = |q: &kwire_client::QuorumDescription| q.voters.iter().map(|v| v.replica_id).collect::<Vec<_>>();
     assert_eq!(ids(&after), ids(&before));
 }
+
+/// A principal without ACLs (alice over SASL/PLAIN; the broker runs StandardAuthorizer with
+/// no allow-everyone): the new group operations fail with `Error::Authorization` naming the
+/// group, the topic operations naming the topic (by id when the broker withholds its name),
+/// moving replicas naming the cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_name_the_group_or_topic() {
+    use kwire_client::{Client, ClientConfig, Resource, Sasl};
+
+    let Some(b) = Broker::from_env("refusals_name_the_group_or_topic") else { return };
+    let admin = Admin::new(b.client().await);
+    let topic = unique("kw-ops-acl");
+    let created = admin.create_topic(NewTopic::new(&topic, 1)).await.unwrap();
+    let alice = Admin::new(Client::connect(ClientConfig::new(b.var("SASL_PLAINTEXT")).sasl(Sasl::plain("alice", "alice-secret"))).await.unwrap());
+    let group = unique("kw-ops-acl-group");
+    let on_group = |e: &Error| matches!(e, Error::Authorization { resource: Resource::Group(g), .. } if *g == group);
+    let e = alice.consumer_group_lag(&group, false).await.unwrap_err();
+    assert!(on_group(&e), "{e:?}");
+    if b.version().starts_with('4') {
+        let e = alice.describe_share_groups(&[&group]).await.unwrap().remove(0).unwrap_err();
+        assert!(on_group(&e), "{e:?}");
+        let e = alice.list_share_group_offsets(&group, None).await.unwrap_err();
+        assert!(on_group(&e), "{e:?}");
+        let e = alice.describe_streams_groups(&[&group]).await.unwrap().remove(0).unwrap_err();
+        assert!(on_group(&e), "{e:?}");
+    }
+    let on_topic = |e: &Error| matches!(e, Error::Authorization { resource: Resource::Topic(t), .. } if *t == topic);
+    let page = alice.describe_topic_partitions(&[&topic], None, 10).await.unwrap();
+    let e = page.topics[0].as_ref().unwrap_err();
+    assert!(on_topic(e), "{e:?}");
+    // Unnamed by the broker: named by its id as Kafka prints ids (base64url).
+    let e = alice.delete_topics_by_id(&[created.id]).await.unwrap().remove(0).unwrap_err();
+    let id = {
+        use base64::Engine;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(created.id.as_bytes())
+    };
+    assert!(matches!(&e, Error::Authorization { resource: Resource::Topic(t), .. } if *t == id), "{e:?}");
+    // Moving replicas between dirs is the cluster's to allow (ALTER on CLUSTER).
+    let e = alice.alter_replica_log_dirs(&[(TopicPartition::new(topic.clone(), 0), 1, "/kw-no-such-dir")]).await.unwrap().remove(0).unwrap_err();
+    assert!(matches!(e, Error::Authorization { resource: Resource::Cluster, .. }), "{e:?}");
+    admin.delete_topics(&[&topic]).await.unwrap().remove(0).unwrap();
+}

@@ -297,8 +297,11 @@ impl Admin {
             .iter()
             .map(|id| {
                 let r = r.responses.iter().find(|x| x.topic_id == *id).ok_or_else(|| Error::UnexpectedResponse(format!("DeleteTopics response has no result for topic id {id:?}")))?;
-                let name = r.name.as_deref().unwrap_or("?");
-                Error::check(r.error_code, r.error_message.as_deref(), || format!("delete topic {name} (id {id:?})")).map_err(|e| e.about(crate::error::Resource::Topic(name.to_owned())))
+                // The broker names the topic only to a principal that may describe it: else
+                // the id, as Kafka writes ids.
+                let name = r.name.as_deref().map_or_else(|| kafka_uuid(id), str::to_owned);
+                Error::check(r.error_code, r.error_message.as_deref(), || format!("delete topic {name} (id {})", kafka_uuid(id)))
+                    .map_err(|e| e.about(crate::error::Resource::Topic(name)))
             })
             .collect();
         let _ = self.client.refresh_metadata().await;
@@ -386,6 +389,12 @@ impl Admin {
             }
         }
     }
+}
+
+/// A topic id as Kafka prints it (`Uuid.toString`: URL-safe base64 without padding).
+fn kafka_uuid(id: &Uuid) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id.as_bytes())
 }
 
 /// Where a DescribeTopicPartitions page starts: a topic and its first partition.
