@@ -330,8 +330,10 @@ async fn topics_by_id_and_by_page_validate_only_config_synonyms() {
     assert_eq!(code(v[1].as_ref().unwrap_err()), Some("INVALID_CONFIG"), "{v:?}");
     assert_eq!(code(&admin.describe_topics(&[&format!("{prefix}-v")]).await.unwrap().remove(0).unwrap_err()), Some("UNKNOWN_TOPIC_OR_PARTITION"));
 
-    // Pages of at most 2 partitions: a0 a1 | a2 b0 | c0 c1.
+    // Pages of at most 2 partitions: a0 a1 | a2 b0 | c0 c1 (once every broker's metadata has
+    // the three topics).
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    common::eventually("the three topics in the metadata", || async { admin.describe_topics_paged(&refs, 100).await.unwrap().iter().all(Result::is_ok) }).await;
     let mut pages = Vec::new();
     let mut cursor: Option<TopicCursor> = None;
     loop {
