@@ -46,6 +46,10 @@ pub struct OidcConfig {
     /// (`grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer`) and `client_id` and
     /// `client_secret` are not sent.
     pub assertion: Option<JwtAssertion>,
+    /// The JWT-bearer grant with an assertion made elsewhere
+    /// (`sasl.oauthbearer.assertion.file`): the file is read again for every token request
+    /// (whatever writes it keeps it fresh). Takes precedence over `assertion`.
+    pub assertion_file: Option<PathBuf>,
 }
 
 /// How an assertion is signed (`sasl.oauthbearer.assertion.algorithm`).
@@ -189,6 +193,7 @@ impl fmt::Debug for OidcConfig {
             .field("scope", &self.scope)
             .field("ca_files", &self.ca_files)
             .field("assertion", &self.assertion)
+            .field("assertion_file", &self.assertion_file)
             .finish_non_exhaustive()
     }
 }
@@ -207,6 +212,7 @@ impl OidcConfig {
             retry_backoff_max: Duration::from_secs(10),
             ca_files: Vec::new(),
             assertion: None,
+            assertion_file: None,
         }
     }
 
@@ -227,6 +233,12 @@ impl OidcConfig {
     /// ```
     pub fn jwt_bearer(token_endpoint: impl Into<String>, assertion: JwtAssertion) -> OidcConfig {
         OidcConfig { assertion: Some(assertion), ..OidcConfig::new(token_endpoint, "", "") }
+    }
+
+    /// The JWT-bearer grant at `token_endpoint` with the signed assertion in the file at
+    /// `path`, read for every token request (Java's `sasl.oauthbearer.assertion.file`).
+    pub fn jwt_bearer_file(token_endpoint: impl Into<String>, path: impl Into<PathBuf>) -> OidcConfig {
+        OidcConfig { assertion_file: Some(path.into()), ..OidcConfig::new(token_endpoint, "", "") }
     }
 
     /// Trusts the CA certificates in the PEM file at `path` (one or more) for the endpoint,
@@ -340,8 +352,17 @@ impl OidcProvider {
         let transport = |e: reqwest::Error| OAuthError::Transport { url: url.clone(), message: error_chain(&e) };
         let mut form = vec![("grant_type", "client_credentials".to_owned())];
         let mut request = self.http.post(url);
-        match (&self.config.assertion, &self.assertion_key) {
-            (Some(assertion), Some(key)) => {
+        match (&self.config.assertion_file, &self.config.assertion, &self.assertion_key) {
+            (Some(path), ..) => {
+                let bad = |message: String| OAuthError::Config(format!("assertion file {}: {message}", path.display()));
+                let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+                let assertion = text.trim();
+                if assertion.is_empty() {
+                    return Err(bad("empty".into()));
+                }
+                form = vec![("grant_type", JWT_BEARER.to_owned()), ("assertion", assertion.to_owned())];
+            }
+            (None, Some(assertion), Some(key)) => {
                 form = vec![("grant_type", JWT_BEARER.to_owned()), ("assertion", assertion.sign(key)?)];
             }
             _ => request = request.basic_auth(&self.config.client_id, Some(&self.config.client_secret)),

@@ -464,5 +464,23 @@ async fn jwt_bearer_assertions_signed_by_the_client() {
         other => panic!("an EC key for RS256: {other:?}"),
     }
     assert_eq!(endpoint.hits(), hits + 1);
+
+    // A ready-made assertion in a file (sasl.oauthbearer.assertion.file), read per request:
+    // signed here with the RSA key, as an outside signer would.
+    *endpoint.assertion_key.lock().unwrap() = Some((jsonwebtoken::DecodingKey::from_rsa_pem(&std::fs::read(path("rsa.pub")).unwrap()).unwrap(), Algorithm::RS256));
+    let plain = path("rsa-plain.key");
+    openssl(&["pkey", "-in", &path("rsa.key"), "-passin", "pass:kw-pass", "-out", &plain]);
+    let now = now_secs();
+    let claims = serde_json::json!({"iss": CLIENT_ID, "sub": CLIENT_ID, "aud": endpoint.url, "iat": now, "nbf": now - 60, "exp": now + 300, "jti": "from-a-file"});
+    let signed = jsonwebtoken::encode(&Header::new(Algorithm::RS256), &claims, &EncodingKey::from_rsa_pem(&std::fs::read(&plain).unwrap()).unwrap()).unwrap();
+    std::fs::write(path("assertion.jwt"), format!("{signed}\n")).unwrap();
+    connect(b.var("OAUTH"), Sasl::oidc(OidcConfig::jwt_bearer_file(&endpoint.url, path("assertion.jwt"))).unwrap()).await.expect("a token for the file's assertion");
+    assert_eq!(endpoint.last_assertion.lock().unwrap().clone().unwrap().1["jti"], "from-a-file");
+    let hits = endpoint.hits();
+    match connect(b.var("OAUTH"), Sasl::oidc(OidcConfig::jwt_bearer_file(&endpoint.url, path("no-such.jwt"))).unwrap()).await {
+        Err(Error::OAuth(OAuthError::Config(m))) => assert!(m.contains("no-such.jwt"), "{m}"),
+        other => panic!("a missing assertion file: {other:?}"),
+    }
+    assert_eq!(endpoint.hits(), hits, "no request without an assertion");
     let _ = std::fs::remove_dir_all(&dir);
 }
