@@ -51,6 +51,8 @@ pub use admin::{
     AclBinding, ActiveProducer, DelegationToken, TransactionDescription, TransactionFilter, TransactionListing, AclBindingFilter, AclOperation, AclPermission, Admin, ClusterDescription, ConfigEntry, ConfigOp, ConfigResource, CreatedTopic,
     DeletedRecords, FeatureLevel, Features, GroupDescription, GroupListing, LogDir, LogDirReplica, MemberDescription, NewTopic, PatternType,
     QuorumDescription, QuorumReplica, QuotaAlteration, QuotaEntity, QuotaFilter, Reassignment, ResourceType, ScramChange, ScramCredential,
+    ConfigSynonym, GroupFilter, NewPartitions, ReplicaLogDirInfo, PagedPartition, PagedTopic, PartitionLag, ShareGroupDescription, ShareOffset, StreamsGroupDescription,
+    StreamsMember, Subtopology, TopicCursor, TopicPartitionsPage,
 };
 pub use assignor::Assignor;
 pub use cluster::{BrokerInfo, Client, ClientConfig, ClusterMetadata, PartitionInfo, TopicInfo};
@@ -63,7 +65,7 @@ pub use offsets::{ListedOffset, OffsetAndMetadata, OffsetSpec};
 pub use group::GroupProtocol;
 pub use producer::{Acks, Delivery, IntoTopic, Producer, ProducerConfig, ProducerRecord, ProducerStats, RecordMetadata};
 #[cfg(feature = "oidc")]
-pub use oidc::{OidcConfig, OidcProvider};
+pub use oidc::{AssertionAlgorithm, JwtAssertion, OidcConfig, OidcProvider};
 pub use share::{AcknowledgeType, AcknowledgementCommit, AcknowledgementMode, ShareConsumer, ShareConsumerConfig, ShareRecord};
 pub use sasl::{OAuthBearer, OAuthBearerToken, RefreshPolicy, Sasl, ScramMechanism, TokenFuture, TokenProvider};
 pub use tls::{ClientIdentity, Roots, TlsConfig};

@@ -2,9 +2,12 @@
 //! an OIDC token endpoint, as Java's `HttpAccessTokenRetriever` / `ClientCredentialsJwtRetriever`
 //! ask for a token (`sasl.oauthbearer.token.endpoint.url`, `clientId`, `clientSecret`, `scope`):
 //! a form POST with the client's id and secret as HTTP basic authentication, retried with
-//! backoff while the endpoint fails on its side.
+//! backoff while the endpoint fails on its side. Or, as Java's `JwtBearerJwtRetriever`
+//! (KIP-1139, Kafka 4.1+), the JWT-bearer grant (RFC 7523): the client signs an assertion with
+//! its private key and presents that instead of a secret.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use reqwest::header::{ACCEPT, CACHE_CONTROL};
@@ -35,6 +38,150 @@ pub struct OidcConfig {
     /// The longest wait, and the time retries may take in all (`sasl.login.retry.backoff.max.ms`),
     /// 10 s.
     pub retry_backoff_max: Duration,
+    /// PEM files of the CAs to trust for an `https://` endpoint, in place of the system's
+    /// roots (as a truststore in Java's `sasl.oauthbearer` SSL settings replaces the default);
+    /// empty: the system's roots.
+    pub ca_files: Vec<PathBuf>,
+    /// The JWT-bearer grant's assertion: when set, tokens are asked for with it
+    /// (`grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer`) and `client_id` and
+    /// `client_secret` are not sent.
+    pub assertion: Option<JwtAssertion>,
+    /// The JWT-bearer grant with an assertion made elsewhere
+    /// (`sasl.oauthbearer.assertion.file`): the file is read again for every token request
+    /// (whatever writes it keeps it fresh). Takes precedence over `assertion`.
+    pub assertion_file: Option<PathBuf>,
+}
+
+/// How an assertion is signed (`sasl.oauthbearer.assertion.algorithm`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum AssertionAlgorithm {
+    /// RSA with SHA-256 (Java's default).
+    #[default]
+    Rs256,
+    /// ECDSA on P-256 with SHA-256.
+    Es256,
+}
+
+/// The assertion of the JWT-bearer grant (RFC 7523, KIP-1139), signed anew for each token
+/// request, as Java's `sasl.oauthbearer.assertion.*` settings make it: the header names the
+/// algorithm (and `typ` JWT); the claims are `iat` now, `exp` now plus `lifetime`, `nbf` now
+/// less `not_before`, and `iss`, `sub`, `aud` and a random `jti` as set.
+#[derive(Clone)]
+pub struct JwtAssertion {
+    /// The PEM private key to sign with (`sasl.oauthbearer.assertion.private.key.file`):
+    /// PKCS#8, encrypted PKCS#8, or PKCS#1 (RSA) / SEC1 (EC).
+    pub private_key_file: PathBuf,
+    /// The encrypted key's passphrase (`...private.key.passphrase`).
+    pub private_key_passphrase: Option<String>,
+    /// The algorithm (`...assertion.algorithm`), RS256.
+    pub algorithm: AssertionAlgorithm,
+    /// `iss` (`...claim.iss`).
+    pub issuer: Option<String>,
+    /// `sub` (`...claim.sub`).
+    pub subject: Option<String>,
+    /// `aud` (`...claim.aud`).
+    pub audience: Option<String>,
+    /// How long the assertion is valid (`...claim.exp.seconds`), 300 s.
+    pub lifetime: Duration,
+    /// How far before now it is valid from (`...claim.nbf.seconds`), 60 s.
+    pub not_before: Duration,
+    /// Whether to add a random `jti` (`...claim.jti.include`), no.
+    pub include_jti: bool,
+}
+
+impl fmt::Debug for JwtAssertion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never the passphrase.
+        f.debug_struct("JwtAssertion")
+            .field("private_key_file", &self.private_key_file)
+            .field("algorithm", &self.algorithm)
+            .field("issuer", &self.issuer)
+            .field("subject", &self.subject)
+            .field("audience", &self.audience)
+            .field("lifetime", &self.lifetime)
+            .field("not_before", &self.not_before)
+            .field("include_jti", &self.include_jti)
+            .finish_non_exhaustive()
+    }
+}
+
+impl JwtAssertion {
+    /// An assertion signed with the key in `private_key_file`, with Java's defaults (RS256,
+    /// 300 s, `nbf` 60 s back, no `jti`) and no `iss`, `sub` or `aud` yet.
+    pub fn new(private_key_file: impl Into<PathBuf>) -> JwtAssertion {
+        JwtAssertion {
+            private_key_file: private_key_file.into(),
+            private_key_passphrase: None,
+            algorithm: AssertionAlgorithm::Rs256,
+            issuer: None,
+            subject: None,
+            audience: None,
+            lifetime: Duration::from_secs(300),
+            not_before: Duration::from_secs(60),
+            include_jti: false,
+        }
+    }
+
+    /// The signing key from `private_key_file`.
+    fn key(&self) -> Result<jsonwebtoken::EncodingKey, OAuthError> {
+        let source = format!("assertion private key {}", self.private_key_file.display());
+        let pem = std::fs::read(&self.private_key_file).map_err(|e| OAuthError::Config(format!("{source}: {e}")))?;
+        // The TLS code's reader: encrypted PKCS#8 decrypted, errors that name the file.
+        let key = crate::tls::pem_key(&pem, self.private_key_passphrase.as_deref(), &source).map_err(|e| OAuthError::Config(e.to_string()))?;
+        let (label, der) = match &key {
+            tokio_rustls::rustls::pki_types::PrivateKeyDer::Pkcs1(k) => ("RSA PRIVATE KEY", k.secret_pkcs1_der()),
+            tokio_rustls::rustls::pki_types::PrivateKeyDer::Sec1(k) => ("EC PRIVATE KEY", k.secret_sec1_der()),
+            tokio_rustls::rustls::pki_types::PrivateKeyDer::Pkcs8(k) => ("PRIVATE KEY", k.secret_pkcs8_der()),
+            _ => return Err(OAuthError::Config(format!("{source}: not a PKCS#8, PKCS#1 or SEC1 key"))),
+        };
+        // jsonwebtoken reads every one of these forms from PEM; back to PEM it goes.
+        let pem = pem_block(label, der);
+        let key = match self.algorithm {
+            AssertionAlgorithm::Rs256 => jsonwebtoken::EncodingKey::from_rsa_pem(pem.as_bytes()),
+            AssertionAlgorithm::Es256 => jsonwebtoken::EncodingKey::from_ec_pem(pem.as_bytes()),
+        };
+        key.map_err(|e| OAuthError::Config(format!("{source}: not a key for {:?}: {e}", self.algorithm)))
+    }
+
+    /// A fresh assertion signed with `key`.
+    fn sign(&self, key: &jsonwebtoken::EncodingKey) -> Result<String, OAuthError> {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let mut claims = serde_json::json!({
+            "iat": now,
+            "exp": now + self.lifetime.as_secs(),
+            "nbf": now.saturating_sub(self.not_before.as_secs()),
+        });
+        for (name, value) in [("iss", &self.issuer), ("sub", &self.subject), ("aud", &self.audience)] {
+            if let Some(v) = value {
+                claims[name] = v.as_str().into();
+            }
+        }
+        if self.include_jti {
+            let mut id = [0u8; 16];
+            getrandom::getrandom(&mut id).map_err(|e| OAuthError::Config(format!("no randomness for the assertion's jti: {e}")))?;
+            claims["jti"] = id.iter().map(|b| format!("{b:02x}")).collect::<String>().into();
+        }
+        let algorithm = match self.algorithm {
+            AssertionAlgorithm::Rs256 => jsonwebtoken::Algorithm::RS256,
+            AssertionAlgorithm::Es256 => jsonwebtoken::Algorithm::ES256,
+        };
+        jsonwebtoken::encode(&jsonwebtoken::Header::new(algorithm), &claims, key)
+            .map_err(|e| OAuthError::Config(format!("signing the assertion with {}: {e}", self.private_key_file.display())))
+    }
+}
+
+/// A PEM block of `der` under `label`.
+fn pem_block(label: &str, der: &[u8]) -> String {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+    let mut out = format!("-----BEGIN {label}-----\n");
+    for line in b64.as_bytes().chunks(64) {
+        out.push_str(&String::from_utf8_lossy(line));
+        out.push('\n');
+    }
+    out.push_str(&format!("-----END {label}-----\n"));
+    out
 }
 
 impl fmt::Debug for OidcConfig {
@@ -44,6 +191,9 @@ impl fmt::Debug for OidcConfig {
             .field("token_endpoint", &self.token_endpoint)
             .field("client_id", &self.client_id)
             .field("scope", &self.scope)
+            .field("ca_files", &self.ca_files)
+            .field("assertion", &self.assertion)
+            .field("assertion_file", &self.assertion_file)
             .finish_non_exhaustive()
     }
 }
@@ -60,7 +210,47 @@ impl OidcConfig {
             request_timeout: Duration::from_secs(30),
             retry_backoff: Duration::from_millis(100),
             retry_backoff_max: Duration::from_secs(10),
+            ca_files: Vec::new(),
+            assertion: None,
+            assertion_file: None,
         }
+    }
+
+    /// The JWT-bearer grant at `token_endpoint` with `assertion` (Java's
+    /// `sasl.oauthbearer.jwt.retriever.class=...JwtBearerJwtRetriever`).
+    ///
+    /// ```no_run
+    /// use kwire_client::{JwtAssertion, OidcConfig, Sasl};
+    /// # fn run() -> Result<(), kwire_client::OAuthError> {
+    /// let assertion = JwtAssertion {
+    ///     issuer: Some("my-service".into()),
+    ///     subject: Some("my-service".into()),
+    ///     audience: Some("https://login.example.com".into()),
+    ///     ..JwtAssertion::new("/etc/kafka/assertion-key.pem")
+    /// };
+    /// let sasl = Sasl::oidc(OidcConfig::jwt_bearer("https://login.example.com/oauth2/token", assertion).scope("kafka"))?;
+    /// # let _ = sasl; Ok(()) }
+    /// ```
+    pub fn jwt_bearer(token_endpoint: impl Into<String>, assertion: JwtAssertion) -> OidcConfig {
+        OidcConfig { assertion: Some(assertion), ..OidcConfig::new(token_endpoint, "", "") }
+    }
+
+    /// The JWT-bearer grant at `token_endpoint` with the signed assertion in the file at
+    /// `path`, read for every token request (Java's `sasl.oauthbearer.assertion.file`).
+    pub fn jwt_bearer_file(token_endpoint: impl Into<String>, path: impl Into<PathBuf>) -> OidcConfig {
+        OidcConfig { assertion_file: Some(path.into()), ..OidcConfig::new(token_endpoint, "", "") }
+    }
+
+    /// Trusts the CA certificates in the PEM file at `path` (one or more) for the endpoint,
+    /// and no longer the system's roots; call again for more files.
+    ///
+    /// ```
+    /// let oidc = kwire_client::OidcConfig::new("https://idp.internal/token", "id", "secret").ca_file("/etc/kafka/idp-ca.pem");
+    /// assert_eq!(oidc.ca_files.len(), 1);
+    /// ```
+    pub fn ca_file(mut self, path: impl Into<PathBuf>) -> OidcConfig {
+        self.ca_files.push(path.into());
+        self
     }
 
     /// Asks for `scope`.
@@ -84,6 +274,8 @@ impl OidcConfig {
 pub struct OidcProvider {
     config: OidcConfig,
     http: reqwest::Client,
+    /// The assertion's key, read once.
+    assertion_key: Option<jsonwebtoken::EncodingKey>,
 }
 
 impl fmt::Debug for OidcProvider {
@@ -91,6 +283,9 @@ impl fmt::Debug for OidcProvider {
         f.debug_struct("OidcProvider").field("config", &self.config).finish_non_exhaustive()
     }
 }
+
+/// RFC 7523's grant type.
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
 /// The most of a token response read: a token endpoint has no reason to send more.
 const MAX_RESPONSE: usize = 1 << 20;
@@ -107,12 +302,26 @@ impl OidcProvider {
         if !matches!(url.scheme(), "https" | "http") {
             return Err(bad("not an http or https URL".into()));
         }
-        let http = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .timeout(config.request_timeout)
+        let mut builder = reqwest::Client::builder().connect_timeout(config.connect_timeout).timeout(config.request_timeout);
+        if !config.ca_files.is_empty() {
+            builder = builder.tls_built_in_root_certs(false);
+        }
+        for path in &config.ca_files {
+            let bad_file = |message: String| OAuthError::Config(format!("token endpoint CA file {}: {message}", path.display()));
+            let pem = std::fs::read(path).map_err(|e| bad_file(e.to_string()))?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| bad_file(error_chain(&e)))?;
+            if certs.is_empty() {
+                return Err(bad_file("no PEM certificate in it".into()));
+            }
+            for cert in certs {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        let http = builder
             .build()
             .map_err(|e| OAuthError::Transport { url: config.token_endpoint.clone(), message: e.to_string() })?;
-        Ok(OidcProvider { config, http })
+        let assertion_key = config.assertion.as_ref().map(JwtAssertion::key).transpose()?;
+        Ok(OidcProvider { config, http, assertion_key })
     }
 
     /// A new token from the endpoint: retried with exponential backoff while the endpoint cannot
@@ -141,14 +350,27 @@ impl OidcProvider {
     async fn attempt(&self) -> Result<OAuthBearerToken, OAuthError> {
         let url = &self.config.token_endpoint;
         let transport = |e: reqwest::Error| OAuthError::Transport { url: url.clone(), message: error_chain(&e) };
-        let mut form = vec![("grant_type", "client_credentials")];
-        if let Some(scope) = &self.config.scope {
-            form.push(("scope", scope.as_str()));
+        let mut form = vec![("grant_type", "client_credentials".to_owned())];
+        let mut request = self.http.post(url);
+        match (&self.config.assertion_file, &self.config.assertion, &self.assertion_key) {
+            (Some(path), ..) => {
+                let bad = |message: String| OAuthError::Config(format!("assertion file {}: {message}", path.display()));
+                let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+                let assertion = text.trim();
+                if assertion.is_empty() {
+                    return Err(bad("empty".into()));
+                }
+                form = vec![("grant_type", JWT_BEARER.to_owned()), ("assertion", assertion.to_owned())];
+            }
+            (None, Some(assertion), Some(key)) => {
+                form = vec![("grant_type", JWT_BEARER.to_owned()), ("assertion", assertion.sign(key)?)];
+            }
+            _ => request = request.basic_auth(&self.config.client_id, Some(&self.config.client_secret)),
         }
-        let mut response = self
-            .http
-            .post(url)
-            .basic_auth(&self.config.client_id, Some(&self.config.client_secret))
+        if let Some(scope) = &self.config.scope {
+            form.push(("scope", scope.clone()));
+        }
+        let mut response = request
             .header(ACCEPT, "application/json")
             .header(CACHE_CONTROL, "no-cache")
             .form(&form)

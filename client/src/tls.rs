@@ -215,6 +215,20 @@ fn add_pem(roots: &mut rustls::RootCertStore, pem: &[u8], source: &str) -> Resul
 /// Reads a PKCS#12 file, naming the file and the likely cause when it cannot.
 fn pkcs12(path: &Path, password: &str, what: &str) -> Result<KeyStore> {
     let data = read(path, what)?;
+    // Java's own formats by their magic numbers: no well-kept crate reads them, and keytool
+    // converts them losslessly.
+    let java_format = match data.get(..4) {
+        Some([0xFE, 0xED, 0xFE, 0xED]) => Some("JKS"),
+        Some([0xCE, 0xCE, 0xCE, 0xCE]) => Some("JCEKS"),
+        _ => None,
+    };
+    if let Some(format) = java_format {
+        let p = path.display();
+        return Err(Error::Config(format!(
+            "{what} {p}: a {format} keystore, which this client does not read; convert it to PKCS#12 with \
+             `keytool -importkeystore -srckeystore {p} -srcstoretype {format} -destkeystore {p}.p12 -deststoretype PKCS12`"
+        )));
+    }
     KeyStore::from_pkcs12(&data, password, Pkcs12ImportPolicy::Strict).map_err(|e| {
         let why = match e {
             p12_keystore::error::Error::MacError(_) => "wrong password (the integrity check failed)".to_owned(),
@@ -295,7 +309,7 @@ fn pem_chain(pem: &[u8], source: &str) -> Result<Vec<CertificateDer<'static>>> {
 }
 
 /// A PEM private key: an encrypted PKCS#8 one is decrypted with `password`.
-fn pem_key(pem: &[u8], password: Option<&str>, source: &str) -> Result<PrivateKeyDer<'static>> {
+pub(crate) fn pem_key(pem: &[u8], password: Option<&str>, source: &str) -> Result<PrivateKeyDer<'static>> {
     let text = std::str::from_utf8(pem).unwrap_or_default();
     if text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") {
         let password = password.ok_or_else(|| Error::Config(format!("{source}: the key is encrypted and no key password is set")))?;

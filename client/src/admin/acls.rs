@@ -239,7 +239,7 @@ impl Admin {
                 .collect(),
             ..Default::default()
         };
-        let response = self.client.call_controller(request).await?;
+        let response = self.call_controller_retrying(request).await?;
         let ResponseKind::CreateAcls(r) = &response else { return Err(unexpected(ApiKey::CreateAcls, &response)) };
         if r.results.len() != acls.len() {
             return Err(Error::UnexpectedResponse(format!("CreateAcls: {} results for {} ACLs", r.results.len(), acls.len())));
@@ -296,7 +296,7 @@ impl Admin {
                 .collect(),
             ..Default::default()
         };
-        let response = self.client.call_controller(request).await?;
+        let response = self.call_controller_retrying(request).await?;
         let ResponseKind::DeleteAcls(r) = &response else { return Err(unexpected(ApiKey::DeleteAcls, &response)) };
         if r.filter_results.len() != filters.len() {
             return Err(Error::UnexpectedResponse(format!("DeleteAcls: {} results for {} filters", r.filter_results.len(), filters.len())));

@@ -5,13 +5,16 @@ use std::collections::BTreeMap;
 
 use kwire::messages::{
     alter_partition_reassignments_request::{ReassignablePartition, ReassignableTopic},
+    add_raft_voter_request,
+    alter_replica_log_dirs_request::{AlterReplicaLogDir, AlterReplicaLogDirTopic},
     describe_quorum_request, describe_quorum_response, elect_leaders_request,
     list_partition_reassignments_request::ListPartitionReassignmentsTopics,
     update_features_request::FeatureUpdateKey,
     AlterPartitionReassignmentsRequest, ApiVersionsRequest, DescribeClusterRequest, DescribeLogDirsRequest, DescribeQuorumRequest, ElectLeadersRequest,
-    ListPartitionReassignmentsRequest, UpdateFeaturesRequest,
+    AddRaftVoterRequest, AlterReplicaLogDirsRequest, ListPartitionReassignmentsRequest, RemoveRaftVoterRequest, UnregisterBrokerRequest,
+    UnregisterControllerRequest, UpdateFeaturesRequest,
 };
-use kwire::{ApiKey, ErrorCode, RequestKind, ResponseKind};
+use kwire::{ApiKey, ErrorCode, RequestKind, ResponseKind, Uuid};
 
 use super::{bs, unexpected, Admin};
 use crate::cluster::BrokerInfo;
@@ -134,6 +137,19 @@ pub struct LogDir {
     pub total_bytes: i64,
     /// The volume's usable bytes (-1 unknown).
     pub usable_bytes: i64,
+}
+
+/// Where one replica is ([`Admin::describe_replica_log_dirs`]; Java's `ReplicaLogDirInfo`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ReplicaLogDirInfo {
+    /// The directory holding it (`None`: the broker does not hold it).
+    pub current_dir: Option<String>,
+    /// Its offset lag there (0 for a leader).
+    pub current_offset_lag: i64,
+    /// The directory it is moving to, while an AlterReplicaLogDirs move runs.
+    pub future_dir: Option<String>,
+    /// How far the future replica is behind the current one.
+    pub future_offset_lag: i64,
 }
 
 /// A partition being reassigned.
@@ -299,7 +315,7 @@ impl Admin {
             topics: topics.into_iter().map(|(t, partitions)| ReassignableTopic { name: bs(t), partitions, ..Default::default() }).collect(),
             ..Default::default()
         };
-        let response = self.client.call_controller(request).await?;
+        let response = self.call_controller_retrying(request).await?;
         let ResponseKind::AlterPartitionReassignments(r) = &response else {
             return Err(unexpected(ApiKey::AlterPartitionReassignments, &response));
         };
@@ -326,7 +342,7 @@ impl Admin {
                 .collect()
         });
         let request = ListPartitionReassignmentsRequest { timeout_ms: self.timeout_ms(), topics, ..Default::default() };
-        let response = self.client.call_controller(request).await?;
+        let response = self.call_controller_retrying(request).await?;
         let ResponseKind::ListPartitionReassignments(r) = &response else {
             return Err(unexpected(ApiKey::ListPartitionReassignments, &response));
         };
@@ -355,7 +371,7 @@ impl Admin {
                 .collect()
         });
         let request = ElectLeadersRequest { election_type: i8::from(unclean), topic_partitions, timeout_ms: self.timeout_ms(), ..Default::default() };
-        let response = self.client.call_controller(request).await?;
+        let response = self.call_controller_retrying(request).await?;
         let ResponseKind::ElectLeaders(r) = &response else { return Err(unexpected(ApiKey::ElectLeaders, &response)) };
         Error::check(r.error_code, None, || "elect leaders".into())?;
         Ok(r.replica_election_results
@@ -372,5 +388,158 @@ impl Admin {
                 })
             })
             .collect())
+    }
+
+    /// Where each replica `(partition, broker)` is (Java's `describeReplicaLogDirs`): its
+    /// log directory and, while it moves, the directory it moves to, with each one's offset
+    /// lag. A replica the broker does not hold has neither; a broker that cannot be asked is
+    /// an error in its slot. One DescribeLogDirs per broker.
+    pub async fn describe_replica_log_dirs(&self, replicas: &[(TopicPartition, i32)]) -> Result<Vec<Result<ReplicaLogDirInfo>>> {
+        let mut by_broker: BTreeMap<i32, Result<Vec<LogDir>>> = BTreeMap::new();
+        for (_, broker) in replicas {
+            if !by_broker.contains_key(broker) {
+                by_broker.insert(*broker, self.describe_log_dirs(&[*broker]).await);
+            }
+        }
+        Ok(replicas
+            .iter()
+            .map(|(tp, broker)| {
+                let dirs = match by_broker.get(broker) {
+                    Some(Ok(dirs)) => dirs,
+                    Some(Err(e)) => return Err(e.clone()),
+                    None => return Err(Error::UnknownBroker(*broker)),
+                };
+                let mut info = ReplicaLogDirInfo::default();
+                for d in dirs {
+                    for r in d.replicas.iter().filter(|r| r.partition == *tp) {
+                        if r.is_future {
+                            (info.future_dir, info.future_offset_lag) = (Some(d.path.clone()), r.offset_lag);
+                        } else {
+                            (info.current_dir, info.current_offset_lag) = (Some(d.path.clone()), r.offset_lag);
+                        }
+                    }
+                }
+                Ok(info)
+            })
+            .collect())
+    }
+
+    /// Moves replicas between a broker's log directories (AlterReplicaLogDirs to each broker;
+    /// `kafka-reassign-partitions.sh` with `log_dirs`): `(partition, broker, directory)`, the
+    /// directory an absolute path among the broker's `log.dirs`. One result per move, in
+    /// order: a directory the broker does not have is `LOG_DIR_NOT_FOUND`, a partition it does
+    /// not hold `UNKNOWN_TOPIC_OR_PARTITION`; a replica given twice an [`Error::Config`] in its
+    /// second slot. The move itself goes on in the background:
+    /// [`describe_log_dirs`](Admin::describe_log_dirs) shows the future replica until done.
+    pub async fn alter_replica_log_dirs(&self, moves: &[(TopicPartition, i32, &str)]) -> Result<Vec<Result<()>>> {
+        let mut results: Vec<Option<Result<()>>> = vec![None; moves.len()];
+        let mut by_broker: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, (tp, broker, _)) in moves.iter().enumerate() {
+            // A replica goes to one dir: the broker's answer could not tell two moves apart.
+            if !seen.insert((tp, *broker)) {
+                if let Some(slot) = results.get_mut(i) {
+                    *slot = Some(Err(Error::Config(format!("the replica of {tp} on broker {broker} is moved twice in one call"))));
+                }
+                continue;
+            }
+            by_broker.entry(*broker).or_default().push(i);
+        }
+        for (broker, indexes) in by_broker {
+            let mut dirs: BTreeMap<&str, BTreeMap<&str, Vec<i32>>> = BTreeMap::new();
+            for &i in &indexes {
+                if let Some((tp, _, dir)) = moves.get(i) {
+                    dirs.entry(dir).or_default().entry(tp.topic.as_str()).or_default().push(tp.partition);
+                }
+            }
+            let request = AlterReplicaLogDirsRequest {
+                dirs: dirs
+                    .into_iter()
+                    .map(|(path, topics)| AlterReplicaLogDir {
+                        path: bs(path),
+                        topics: topics.into_iter().map(|(t, partitions)| AlterReplicaLogDirTopic { name: bs(t), partitions: partitions.into(), ..Default::default() }).collect(),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            };
+            let response = self.client.call_node(broker, request).await;
+            for &i in &indexes {
+                let Some((tp, _, _)) = moves.get(i) else { continue };
+                let result = match &response {
+                    Ok(Some(ResponseKind::AlterReplicaLogDirs(r))) => {
+                        match r.results.iter().filter(|t| t.topic_name == tp.topic[..]).flat_map(|t| &t.partitions).find(|p| p.partition_index == tp.partition) {
+                            Some(p) => Error::check(p.error_code, None, || format!("move the replica of {tp} on broker {broker}"))
+                                .map_err(|e| e.about(crate::error::Resource::Topic(tp.topic.clone()))),
+                            None => Err(Error::UnexpectedResponse(format!("AlterReplicaLogDirs response has no result for {tp}"))),
+                        }
+                    }
+                    Ok(other) => Err(Error::UnexpectedResponse(format!("{:?} to AlterReplicaLogDirs", other.as_ref().map(|r| r.api_key())))),
+                    Err(e) => Err(e.clone()),
+                };
+                if let Some(slot) = results.get_mut(i) {
+                    *slot = Some(result);
+                }
+            }
+        }
+        Ok(results.into_iter().map(|r| r.unwrap_or_else(|| Err(Error::UnexpectedResponse("no AlterReplicaLogDirs result".into())))).collect())
+    }
+
+    /// Removes a broker's registration from the cluster metadata (UnregisterBroker, KRaft
+    /// only; `kafka-cluster.sh unregister`): for a broker decommissioned for good, whose
+    /// registration stays until this. A broker that is still running registers again; an id
+    /// the cluster does not know is `BROKER_ID_NOT_REGISTERED`.
+    pub async fn unregister_broker(&self, broker: i32) -> Result<()> {
+        // Any broker forwards it to the active controller (Java sends it to the least loaded).
+        let response = self.client.call_any(UnregisterBrokerRequest { broker_id: broker, ..Default::default() }).await?;
+        let ResponseKind::UnregisterBroker(r) = &response else { return Err(unexpected(ApiKey::UnregisterBroker, &response)) };
+        Error::check(r.error_code, r.error_message.as_deref(), || format!("unregister broker {broker}"))
+    }
+
+    /// Removes a controller's registration from the cluster metadata (UnregisterController,
+    /// Kafka 4.4; Java's `unregisterController`), as [`unregister_broker`](Admin::unregister_broker)
+    /// for a broker. Brokers before 4.4 lack the api: [`Error::UnsupportedVersion`].
+    pub async fn unregister_controller(&self, controller: i32) -> Result<()> {
+        let response = self.client.call_any(UnregisterControllerRequest { controller_id: controller, ..Default::default() }).await?;
+        let ResponseKind::UnregisterController(r) = &response else { return Err(unexpected(ApiKey::UnregisterController, &response)) };
+        Error::check(r.error_code, r.error_message.as_deref(), || format!("unregister controller {controller}"))
+    }
+
+    /// Adds a controller to the KRaft quorum (KIP-853; `kafka-metadata-quorum.sh
+    /// add-controller`): the node `voter_id` with its metadata log directory's id, reachable at
+    /// `endpoints` (its controller listeners: name, host, port). Only a dynamic quorum
+    /// (`kraft.version` 1, formatted with `--standalone` or `--initial-controllers`) changes; a
+    /// static one (`controller.quorum.voters`) refuses: an [`Error::Broker`] with
+    /// UNSUPPORTED_VERSION, "the kraft.version feature is 0".
+    pub async fn add_raft_voter(&self, voter_id: i32, directory_id: Uuid, endpoints: &[(&str, &str, u16)]) -> Result<()> {
+        let timeout_ms = self.timeout_ms();
+        let build = |_| {
+            RequestKind::from(AddRaftVoterRequest {
+                cluster_id: None,
+                timeout_ms,
+                voter_id,
+                voter_directory_id: directory_id,
+                listeners: endpoints
+                    .iter()
+                    .map(|(name, host, port)| add_raft_voter_request::Listener { name: bs(name), host: bs(host), port: *port, ..Default::default() })
+                    .collect(),
+                ack_when_committed: true,
+                ..Default::default()
+            })
+        };
+        // Any broker forwards it to the active controller (Java: the least loaded node).
+        let response = self.client.call_any_versioned(ApiKey::AddRaftVoter, build).await?;
+        let ResponseKind::AddRaftVoter(r) = &response else { return Err(unexpected(ApiKey::AddRaftVoter, &response)) };
+        Error::check(r.error_code, r.error_message.as_deref(), || format!("add controller {voter_id} to the quorum"))
+    }
+
+    /// Removes a controller from the KRaft quorum (KIP-853; `kafka-metadata-quorum.sh
+    /// remove-controller`), named by its id and metadata log directory's id. As
+    /// [`add_raft_voter`](Admin::add_raft_voter), a static quorum refuses.
+    pub async fn remove_raft_voter(&self, voter_id: i32, directory_id: Uuid) -> Result<()> {
+        let request = RemoveRaftVoterRequest { cluster_id: None, voter_id, voter_directory_id: directory_id, ..Default::default() };
+        let response = self.client.call_any(request).await?;
+        let ResponseKind::RemoveRaftVoter(r) = &response else { return Err(unexpected(ApiKey::RemoveRaftVoter, &response)) };
+        Error::check(r.error_code, r.error_message.as_deref(), || format!("remove controller {voter_id} from the quorum"))
     }
 }

@@ -4,9 +4,9 @@
 use kwire::messages::{
     describe_configs_request::DescribeConfigsResource,
     incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig},
-    DescribeConfigsRequest, IncrementalAlterConfigsRequest,
+    DescribeConfigsRequest, IncrementalAlterConfigsRequest, ListConfigResourcesRequest,
 };
-use kwire::{ApiKey, ResponseKind};
+use kwire::{ApiKey, RequestKind, ResponseKind};
 
 use super::{bs, unexpected, Admin};
 use crate::error::{Error, Result};
@@ -37,6 +37,30 @@ impl ConfigResource {
             ConfigResource::Group => 32,
         }
     }
+
+    fn from_code(code: i8) -> Option<ConfigResource> {
+        Some(match code {
+            2 => ConfigResource::Topic,
+            4 => ConfigResource::Broker,
+            8 => ConfigResource::BrokerLogger,
+            16 => ConfigResource::ClientMetrics,
+            32 => ConfigResource::Group,
+            _ => return None,
+        })
+    }
+}
+
+/// Another source of a config's value, in precedence order after the one in effect
+/// (DescribeConfigs with synonyms): a broker config's static value and default under a topic
+/// config, say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigSynonym {
+    /// The name there (`log.retention.ms` for a topic's `retention.ms`).
+    pub name: String,
+    /// The value there (`None` when sensitive).
+    pub value: Option<String>,
+    /// Kafka's config source code (as [`ConfigEntry::source`]).
+    pub source: i8,
 }
 
 /// One config entry.
@@ -52,6 +76,15 @@ pub struct ConfigEntry {
     pub sensitive: bool,
     /// Kafka's config source (1 dynamic topic, 5 default, ...).
     pub source: i8,
+    /// Where else the value is set, in precedence order (the one in effect first; empty
+    /// unless described with synonyms).
+    pub synonyms: Vec<ConfigSynonym>,
+    /// The config's type (Java's `ConfigEntry.ConfigType`: 1 boolean, 2 string, 3 int,
+    /// 4 short, 5 long, 6 double, 7 list, 8 class, 9 password; 0 unknown, as before
+    /// DescribeConfigs v3).
+    pub config_type: i8,
+    /// Its documentation (only when described with documentation, DescribeConfigs v3+).
+    pub documentation: Option<String>,
 }
 
 /// A change to a config (IncrementalAlterConfigs' operations).
@@ -70,6 +103,25 @@ pub enum ConfigOp {
 impl Admin {
     /// Describes a resource's configs (all of them, or the named keys).
     pub async fn describe_configs(&self, resource: ConfigResource, name: &str, keys: Option<&[&str]>) -> Result<Vec<ConfigEntry>> {
+        self.describe_configs_with(resource, name, keys, false, false).await
+    }
+
+    /// Describes a resource's configs with, as asked, each one's synonyms (where else it is
+    /// set: Java's `includeSynonyms`) and its documentation (`includeDocumentation`; brokers
+    /// before DescribeConfigs v3 send none).
+    ///
+    /// ```no_run
+    /// # async fn run(admin: kwire_client::Admin) -> kwire_client::Result<()> {
+    /// use kwire_client::ConfigResource;
+    ///
+    /// let e = admin.describe_configs_with(ConfigResource::Topic, "orders", Some(&["retention.ms"]), true, true).await?;
+    /// for s in &e[0].synonyms {
+    ///     println!("{} = {:?} (source {})", s.name, s.value, s.source);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn describe_configs_with(&self, resource: ConfigResource, name: &str, keys: Option<&[&str]>, synonyms: bool, documentation: bool) -> Result<Vec<ConfigEntry>> {
         let request = DescribeConfigsRequest {
             resources: vec![DescribeConfigsResource {
                 resource_type: resource.code(),
@@ -77,6 +129,8 @@ impl Admin {
                 configuration_keys: keys.map(|k| k.iter().map(|k| bs(k)).collect()),
                 ..Default::default()
             }],
+            include_synonyms: synonyms,
+            include_documentation: documentation,
             ..Default::default()
         };
         let response = self.config_call(resource, name, request.into()).await?;
@@ -92,12 +146,64 @@ impl Admin {
                 read_only: c.read_only,
                 sensitive: c.is_sensitive,
                 source: c.config_source,
+                synonyms: c.synonyms.iter().map(|s| ConfigSynonym { name: s.name.to_string(), value: s.value.as_ref().map(|v| v.to_string()), source: s.source }).collect(),
+                config_type: c.config_type,
+                documentation: c.documentation.as_ref().map(|d| d.to_string()),
             })
             .collect())
     }
 
+    /// The config resources that exist, of these types (every type when empty), as Java's
+    /// `listConfigResources` (ListConfigResources v1, Kafka 4.1+). Before 4.1 the api is
+    /// ListClientMetricsResources (v0, Kafka 3.7+), which lists client-metrics
+    /// subscriptions only: asking such a broker for other types is an
+    /// [`Error::UnsupportedVersion`]. Types this client does not know are left out.
+    pub async fn list_config_resources(&self, types: &[ConfigResource]) -> Result<Vec<(ConfigResource, String)>> {
+        let only_client_metrics = !types.is_empty() && types.iter().all(|t| *t == ConfigResource::ClientMetrics);
+        let refused = std::cell::Cell::new(None);
+        let build = |v: i16| {
+            if v == 0 && !only_client_metrics {
+                refused.set(Some(v));
+            }
+            // v0 has no types: it lists client-metrics resources.
+            let resource_types = if v == 0 { Default::default() } else { types.iter().map(|t| t.code()).collect() };
+            RequestKind::from(ListConfigResourcesRequest { resource_types, ..Default::default() })
+        };
+        // One broker's answer: every broker sees the same metadata.
+        let response = self.client.call_any_versioned(ApiKey::ListConfigResources, build).await?;
+        if refused.get().is_some() {
+            return Err(Error::UnsupportedVersion {
+                api: ApiKey::ListConfigResources,
+                reason: "the broker has ListClientMetricsResources (v0) only, which lists client-metrics resources alone".into(),
+            });
+        }
+        let ResponseKind::ListConfigResources(r) = &response else { return Err(unexpected(ApiKey::ListConfigResources, &response)) };
+        Error::check(r.error_code, None, || "list config resources".into())?;
+        let mut out: Vec<(ConfigResource, String)> =
+            r.config_resources.iter().filter_map(|c| Some((ConfigResource::from_code(c.resource_type)?, c.resource_name.to_string()))).collect();
+        out.sort_by(|a, b| (a.0.code(), &a.1).cmp(&(b.0.code(), &b.1)));
+        Ok(out)
+    }
+
+    /// The client-metrics subscriptions (KIP-714), as Java's `listClientMetricsResources`:
+    /// [`list_config_resources`](Admin::list_config_resources) of that type, on any broker
+    /// from 3.7.
+    pub async fn list_client_metrics_resources(&self) -> Result<Vec<String>> {
+        Ok(self.list_config_resources(&[ConfigResource::ClientMetrics]).await?.into_iter().map(|(_, n)| n).collect())
+    }
+
     /// Changes a resource's configs (IncrementalAlterConfigs).
     pub async fn alter_configs(&self, resource: ConfigResource, name: &str, changes: &[(&str, ConfigOp)]) -> Result<()> {
+        self.alter_configs_with(resource, name, changes, false).await
+    }
+
+    /// Checks that the broker would make these changes, making none (Java's
+    /// `AlterConfigsOptions.validateOnly`): `Ok` or the error the change would give.
+    pub async fn validate_alter_configs(&self, resource: ConfigResource, name: &str, changes: &[(&str, ConfigOp)]) -> Result<()> {
+        self.alter_configs_with(resource, name, changes, true).await
+    }
+
+    async fn alter_configs_with(&self, resource: ConfigResource, name: &str, changes: &[(&str, ConfigOp)], validate_only: bool) -> Result<()> {
         let request = IncrementalAlterConfigsRequest {
             resources: vec![AlterConfigsResource {
                 resource_type: resource.code(),
@@ -113,7 +219,7 @@ impl Admin {
                     .collect(),
                 ..Default::default()
             }],
-            validate_only: false,
+            validate_only,
             ..Default::default()
         };
         let response = self.config_call(resource, name, request.into()).await?;

@@ -35,6 +35,40 @@ pub struct GroupListing {
     pub coordinator: i32,
 }
 
+/// Which groups [`Admin::list_groups_filtered`] lists: any state and any type when empty.
+/// States and types are Kafka's names, matched without regard to case (`Stable`, `Empty`;
+/// `classic`, `consumer`, `share`, `streams`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GroupFilter {
+    /// The states to list.
+    pub states: Vec<String>,
+    /// The types to list.
+    pub types: Vec<String>,
+}
+
+impl GroupFilter {
+    /// Groups in these states.
+    pub fn states(states: &[&str]) -> GroupFilter {
+        GroupFilter { states: states.iter().map(|s| s.to_string()).collect(), types: Vec::new() }
+    }
+
+    /// Groups of these types.
+    pub fn types(types: &[&str]) -> GroupFilter {
+        GroupFilter { states: Vec::new(), types: types.iter().map(|s| s.to_string()).collect() }
+    }
+}
+
+/// A consumer group's lag in one partition (`kafka-consumer-groups.sh --describe`'s LAG).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartitionLag {
+    /// The group's committed offset.
+    pub committed: i64,
+    /// The partition's log end offset (the last stable offset for `read_committed`).
+    pub log_end: i64,
+    /// `log_end - committed`, never below 0.
+    pub lag: i64,
+}
+
 /// A group member, as the coordinator describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemberDescription {
@@ -76,12 +110,36 @@ pub struct GroupDescription {
 }
 
 impl Admin {
-    fn coordinator(&self, group: &str) -> Coordinator {
+    pub(super) fn coordinator(&self, group: &str) -> Coordinator {
         Coordinator::new(self.client.clone(), group, BACKOFF)
     }
 
+    /// One request per group at its coordinator (retried while the coordinator moves or
+    /// loads; `code_of` reads the group's error in the response), each response `read` into
+    /// that group's result. A broker without the api fails the whole call.
+    pub(super) async fn per_group<T>(
+        &self,
+        groups: &[&str],
+        api: ApiKey,
+        build: impl Fn(&str) -> RequestKind,
+        code_of: impl Fn(&ResponseKind) -> i16,
+        read: impl Fn(&str, &Coordinator, &ResponseKind) -> Result<T>,
+    ) -> Result<Vec<Result<T>>> {
+        let mut out = Vec::with_capacity(groups.len());
+        for group in groups {
+            let coordinator = self.coordinator(group);
+            let result = match coordinator.call(api, |_| build(group), &code_of, None).await {
+                Ok(response) => read(group, &coordinator, &response),
+                Err(e @ Error::UnsupportedVersion { .. }) => return Err(e),
+                Err(e) => Err(e),
+            };
+            out.push(result.map_err(|e| e.about(Resource::Group(group.to_string()))));
+        }
+        Ok(out)
+    }
+
     /// The node id of `group`'s coordinator, from the address FindCoordinator gave.
-    fn coordinator_node(&self, coordinator: &Coordinator) -> i32 {
+    pub(super) fn coordinator_node(&self, coordinator: &Coordinator) -> i32 {
         let addr = coordinator.address_cached();
         self.client.metadata().brokers.values().find(|b| Some(b.addr()) == addr).map_or(-1, |b| b.id)
     }
@@ -89,10 +147,36 @@ impl Admin {
     /// Every group of every broker (ListGroups to each: each lists the groups it
     /// coordinates), sorted by id.
     pub async fn list_groups(&self) -> Result<Vec<GroupListing>> {
+        self.list_groups_filtered(&GroupFilter::default()).await
+    }
+
+    /// The groups in these states and of these types, as Java's `listGroups` with
+    /// `inStates`/`withTypes` (the broker filters: ListGroups v4+ for states, v5+ for types;
+    /// an older broker asked to filter is an [`Error::UnsupportedVersion`], as in Java).
+    ///
+    /// ```no_run
+    /// # async fn run(admin: kwire_client::Admin) -> kwire_client::Result<()> {
+    /// use kwire_client::GroupFilter;
+    ///
+    /// let share = admin.list_groups_filtered(&GroupFilter::types(&["share"])).await?;
+    /// let empty = admin.list_groups_filtered(&GroupFilter::states(&["Empty"])).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn list_groups_filtered(&self, filter: &GroupFilter) -> Result<Vec<GroupListing>> {
         let brokers: Vec<BrokerInfo> = self.client.refresh_metadata().await?.brokers.values().cloned().collect();
         let mut out = Vec::new();
         for b in brokers {
-            let response = self.client.call_node(b.id, ListGroupsRequest::default()).await?;
+            let version = self.client.node_version(b.id, ApiKey::ListGroups).await?;
+            let needs = if !filter.types.is_empty() { 5 } else if !filter.states.is_empty() { 4 } else { 0 };
+            if version < needs {
+                return Err(Error::UnsupportedVersion {
+                    api: ApiKey::ListGroups,
+                    reason: format!("broker {} has ListGroups v{version}: filtering by {} needs v{needs}", b.id, if needs == 5 { "type" } else { "state" }),
+                });
+            }
+            let request = ListGroupsRequest { states_filter: filter.states.iter().map(|s| bs(s)).collect(), types_filter: filter.types.iter().map(|s| bs(s)).collect(), ..Default::default() };
+            let response = self.client.call_node(b.id, request).await?;
             let Some(ResponseKind::ListGroups(r)) = response else {
                 return Err(Error::UnexpectedResponse(format!("{:?} to ListGroups", response.map(|r| r.api_key()))));
             };
@@ -226,6 +310,33 @@ impl Admin {
             out.push(result);
         }
         Ok(out)
+    }
+
+    /// A consumer group's lag per partition it has committed: its committed offset against
+    /// the partition's end (ListOffsets `Latest` at each leader; with `read_committed` the
+    /// last stable offset), as Java's `listConsumerGroupOffsets` plus `listOffsets` and
+    /// `kafka-consumer-groups.sh --describe`. A partition whose end cannot be read (deleted
+    /// since) is left out.
+    ///
+    /// ```no_run
+    /// # async fn run(admin: kwire_client::Admin) -> kwire_client::Result<()> {
+    /// for (tp, l) in admin.consumer_group_lag("billing", false).await? {
+    ///     println!("{tp}: {} behind", l.lag);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn consumer_group_lag(&self, group: &str, read_committed: bool) -> Result<BTreeMap<TopicPartition, PartitionLag>> {
+        let committed = self.list_group_offsets(group, None).await?;
+        let specs: Vec<(TopicPartition, crate::offsets::OffsetSpec)> = committed.keys().map(|tp| (tp.clone(), crate::offsets::OffsetSpec::Latest)).collect();
+        let ends = self.list_offsets(&specs, read_committed).await?;
+        Ok(committed
+            .into_iter()
+            .filter_map(|(tp, c)| {
+                let end = ends.get(&tp)?.offset;
+                Some((tp, PartitionLag { committed: c.offset, log_end: end, lag: (end - c.offset).max(0) }))
+            })
+            .collect())
     }
 
     /// The group's committed offsets: for these partitions, or every partition it has

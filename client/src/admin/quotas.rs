@@ -93,7 +93,7 @@ impl Admin {
             validate_only: false,
             ..Default::default()
         };
-        let response = self.client.call_controller(request).await?;
+        let response = self.call_controller_retrying(request).await?;
         let ResponseKind::AlterClientQuotas(r) = &response else { return Err(unexpected(ApiKey::AlterClientQuotas, &response)) };
         Ok(alterations
             .iter()

@@ -100,7 +100,7 @@ impl Admin {
                 }),
             }
         }
-        let response = self.client.call_controller(request).await?;
+        let response = self.call_controller_retrying(request).await?;
         let ResponseKind::AlterUserScramCredentials(r) = response else {
             return Err(unexpected(ApiKey::AlterUserScramCredentials, &response));
         };
