@@ -60,6 +60,59 @@ public class FaultReadBack {
 }
 "#;
 
+/// Java's idempotent producer with the settings the kwire producer gets below, sending the same
+/// records in the same rounds: what a faulty network costs the reference client. Prints
+/// `acked SEQ PARTITION OFFSET` per acknowledged record, `failed SEQ EXCEPTION` per failed one,
+/// then `produced in SECONDS`.
+const JAVA_PRODUCER: &str = r#"
+import java.util.*;
+import java.util.concurrent.*;
+import org.apache.kafka.clients.producer.*;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+public class FaultProducer {
+    public static void main(String[] args) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", args[0]);
+        p.put("key.serializer", StringSerializer.class.getName());
+        p.put("value.serializer", StringSerializer.class.getName());
+        p.put("acks", "all");
+        p.put("enable.idempotence", "true");
+        p.put("batch.size", "2048");
+        p.put("linger.ms", "5");
+        p.put("retry.backoff.ms", "50");
+        p.put("retry.backoff.max.ms", "500");
+        p.put("delivery.timeout.ms", "30000");
+        p.put("request.timeout.ms", "3000");
+        p.put("max.block.ms", "10000");
+        p.put("client.id", "java-fault-network");
+        int records = Integer.parseInt(args[2]), rounds = Integer.parseInt(args[3]);
+        ConcurrentLinkedQueue<String> out = new ConcurrentLinkedQueue<>();
+        long start = System.nanoTime();
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            int perRound = records / rounds;
+            for (int round = 0; round < rounds; round++) {
+                for (int seq = round * perRound; seq < (round + 1) * perRound; seq++) {
+                    final int s = seq;
+                    try {
+                        producer.send(new ProducerRecord<>(args[1], "k" + (seq % 997), "v" + seq), (m, e) -> {
+                            if (e == null) out.add("acked " + s + " " + m.partition() + " " + m.offset());
+                            else out.add("failed " + s + " " + e.getClass().getSimpleName());
+                        });
+                    } catch (Exception e) {
+                        out.add("failed " + s + " " + e.getClass().getSimpleName());
+                    }
+                }
+                Thread.sleep(50);
+            }
+            producer.flush();
+        }
+        for (String line : out) System.out.println(line);
+        System.out.printf("produced in %.1f%n", (System.nanoTime() - start) / 1e9);
+    }
+}
+"#;
+
 /// The kind of a client error, for the tally: the variant (and a broker's code, a delivery
 /// timeout's last cause); `None` for one a faulty network does not explain (a malformed
 /// response taken for a good one, a configuration error, the producer closing under the test).
@@ -77,6 +130,56 @@ fn kind(e: &Error) -> Option<String> {
         },
         _ => return None,
     })
+}
+
+/// The seed of the faults (`KWIRE_FAULT_SEED` to try another).
+fn seed() -> u64 {
+    std::env::var("KWIRE_FAULT_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x6b77_6972_65)
+}
+
+/// The faulty network: six connections in ten struck within their first frames, and again in
+/// every window of nine frames after.
+fn faults(seed: u64) -> FaultConfig {
+    FaultConfig::new(seed)
+        .percent(60)
+        .kinds(&[(FaultKind::Drop, 2), (FaultKind::Delay, 2), (FaultKind::Stall, 1), (FaultKind::Reset, 2), (FaultKind::Truncate, 2)])
+        .after_frames(8)
+        .max_delay(Duration::from_millis(400))
+        .stall(Duration::from_secs(8))
+}
+
+/// What the log read back shows of the acknowledged records (`seq -> (partition, offset)`):
+/// the first few missing, written twice, found elsewhere than acknowledged, out of send order.
+#[derive(Debug, Default)]
+struct Audit {
+    missing: Vec<(usize, (i32, i64))>,
+    duplicated: Vec<(usize, Vec<(i32, i64)>)>,
+    moved: Vec<(usize, (i32, i64))>,
+    out_of_order: Vec<(i32, (i64, usize), (i64, usize))>,
+}
+
+fn audit(log: &[(i32, i64, String, usize)], acked: &HashMap<usize, (i32, i64)>) -> Audit {
+    // seq -> where it is in the log (more than one place: a duplicate).
+    let mut found: HashMap<usize, Vec<(i32, i64)>> = HashMap::new();
+    for (partition, offset, key, seq) in log {
+        assert_eq!(*key, format!("k{}", seq % 997), "record {seq}'s key");
+        found.entry(*seq).or_default().push((*partition, *offset));
+    }
+    let duplicated = found.iter().filter(|(_, at)| at.len() > 1).take(5).map(|(s, at)| (*s, at.clone())).collect();
+    let missing = acked.iter().filter(|(seq, _)| !found.contains_key(seq)).take(5).map(|(s, at)| (*s, *at)).collect();
+    let moved =
+        acked.iter().filter(|(seq, at)| found.get(seq).is_some_and(|f| f.len() == 1 && f[0] != **at)).take(5).map(|(s, at)| (*s, *at)).collect();
+    // Per partition, by offset, the records in the order they were sent.
+    let mut by_partition: BTreeMap<i32, Vec<(i64, usize)>> = BTreeMap::new();
+    for (partition, offset, _, seq) in log {
+        by_partition.entry(*partition).or_default().push((*offset, *seq));
+    }
+    let mut out_of_order = Vec::new();
+    for (partition, records) in &mut by_partition {
+        records.sort_unstable();
+        out_of_order.extend(records.windows(2).filter(|w| w[0].1 >= w[1].1).map(|w| (*partition, w[0], w[1])).take(5));
+    }
+    Audit { missing, duplicated, moved, out_of_order }
 }
 
 /// Runs Java's consumer on `topic`: (partition, offset, key, value) of every record.
@@ -114,14 +217,8 @@ async fn an_idempotent_producer_through_a_faulty_network_loses_and_duplicates_no
     let topic = unique("kw-faults");
     Admin::new(b.client().await).create_topic(NewTopic::new(&topic, PARTITIONS)).await.unwrap();
 
-    let seed = std::env::var("KWIRE_FAULT_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x6b77_6972_65);
-    let faults = FaultConfig::new(seed)
-        .percent(60)
-        .kinds(&[(FaultKind::Drop, 2), (FaultKind::Delay, 2), (FaultKind::Stall, 1), (FaultKind::Reset, 2), (FaultKind::Truncate, 2)])
-        .after_frames(8)
-        .max_delay(Duration::from_millis(400))
-        .stall(Duration::from_secs(8));
-    let proxy = Proxy::start(Config::new(b.var("PLAINTEXT")).faults(faults)).await.unwrap();
+    let seed = seed();
+    let proxy = Proxy::start(Config::new(b.var("PLAINTEXT")).faults(faults(seed))).await.unwrap();
     let mut errors: BTreeMap<String, usize> = BTreeMap::new();
     let mut unexplained = Vec::new();
     let mut tally = |e: Error| match kind(&e) {
@@ -212,25 +309,7 @@ async fn an_idempotent_producer_through_a_faulty_network_loses_and_duplicates_no
     drop(proxy);
 
     let log = read_back(&b, &topic).await;
-    // seq -> where it is in the log (more than one place: a duplicate).
-    let mut found: HashMap<usize, Vec<(i32, i64)>> = HashMap::new();
-    for (partition, offset, key, seq) in &log {
-        assert_eq!(*key, format!("k{}", seq % 997), "record {seq}'s key");
-        found.entry(*seq).or_default().push((*partition, *offset));
-    }
-    let duplicated: Vec<_> = found.iter().filter(|(_, at)| at.len() > 1).take(5).collect();
-    let missing: Vec<_> = acked.iter().filter(|(seq, _)| !found.contains_key(seq)).take(5).collect();
-    let moved: Vec<_> = acked.iter().filter(|(seq, at)| found.get(seq).is_some_and(|f| f.len() == 1 && f[0] != **at)).take(5).collect();
-    // Per partition, by offset, the records in the order they were sent.
-    let mut by_partition: BTreeMap<i32, Vec<(i64, usize)>> = BTreeMap::new();
-    for (partition, offset, _, seq) in &log {
-        by_partition.entry(*partition).or_default().push((*offset, *seq));
-    }
-    let mut out_of_order = Vec::new();
-    for (partition, records) in &mut by_partition {
-        records.sort_unstable();
-        out_of_order.extend(records.windows(2).filter(|w| w[0].1 >= w[1].1).map(|w| (*partition, w[0], w[1])).take(5));
-    }
+    let Audit { missing, duplicated, moved, out_of_order } = audit(&log, &acked);
 
     println!(
         "fault network: {} records sent under faults, {} acknowledged, then {CALM} on the healed network ({} failed), {} errors ({errors:?}), {} in the log (read back by Java), \
@@ -261,4 +340,66 @@ async fn an_idempotent_producer_through_a_faulty_network_loses_and_duplicates_no
     assert!(calm_failed.is_empty(), "after the faults stopped, {} of {CALM} records failed, first {:?}", calm_failed.len(), calm_failed.first());
     assert!(faulty_acked > 0, "records got through the faulty network");
     assert!(counts.total() >= 5, "the network was faulty enough: {counts:?}");
+}
+
+/// The reference for the kwire producer's recovery: Java's idempotent producer through the same
+/// faulty network (the same seed, fault mix and settings, the same records in the same rounds),
+/// with the same audit of its log. Not in CI (it measures Java, and takes a minute): run it
+/// beside the test above to compare how many records each lets time out under the faults.
+///
+///   KWIRE_BROKER=target/kafka/4.4.0/env cargo test -p kwire-client --test fault_network -- --ignored --nocapture
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement of Java's producer, run by hand"]
+async fn java_producer_through_the_same_faulty_network() {
+    let Some(b) = Broker::from_env("java_producer_through_the_same_faulty_network") else { return };
+    let topic = unique("kw-faults-java");
+    Admin::new(b.client().await).create_topic(NewTopic::new(&topic, PARTITIONS)).await.unwrap();
+    let seed = seed();
+    let proxy = Proxy::start(Config::new(b.var("PLAINTEXT")).faults(faults(seed))).await.unwrap();
+    let dir = std::env::temp_dir().join(unique("kw-fault-java"));
+    let bootstrap = proxy.bootstrap().to_string();
+    let stdout = common::java(
+        &b,
+        &dir,
+        "FaultProducer.java",
+        JAVA_PRODUCER,
+        &[&bootstrap, &topic, &RECORDS.to_string(), &ROUNDS.to_string()],
+        Duration::from_secs(180),
+    )
+    .await;
+    let _ = std::fs::remove_dir_all(&dir);
+    let counts = proxy.fault_counts();
+    drop(proxy);
+    let mut acked = HashMap::new();
+    let mut failed: BTreeMap<String, usize> = BTreeMap::new();
+    let mut produced_in = String::new();
+    for line in stdout.lines() {
+        let parts: Vec<&str> = line.split(' ').collect();
+        match parts[..] {
+            ["acked", seq, partition, offset] => {
+                acked.insert(seq.parse().unwrap(), (partition.parse().unwrap(), offset.parse().unwrap()));
+            }
+            ["failed", _, kind] => *failed.entry(kind.to_owned()).or_default() += 1,
+            ["produced", "in", secs] => produced_in = secs.to_owned(),
+            // Its log lines (warnings of each retry) go to stdout too.
+            _ => {}
+        }
+    }
+    let log = read_back(&b, &topic).await;
+    let audit = audit(&log, &acked);
+    println!(
+        "java through the fault network: {RECORDS} records sent, {} acknowledged, {} failed ({failed:?}), {} in the log; \
+         faults over {} connections: {} dropped, {} delayed, {} stalled, {} reset, {} truncated; produced in {produced_in}s (seed {seed}); {audit:?}",
+        acked.len(),
+        failed.values().sum::<usize>(),
+        log.len(),
+        counts.connections,
+        counts.drop,
+        counts.delay,
+        counts.stall,
+        counts.reset,
+        counts.truncate,
+    );
+    assert_eq!(acked.len() + failed.values().sum::<usize>(), RECORDS, "every record answered");
+    assert!(audit.missing.is_empty() && audit.duplicated.is_empty(), "{audit:?}");
 }

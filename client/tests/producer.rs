@@ -413,3 +413,56 @@ async fn batches_refused_as_too_large_are_split_and_resent() {
     assert_eq!(err.code().and_then(|c| c.name()), Some("MESSAGE_TOO_LARGE"), "{err}");
     producer.close().await.unwrap();
 }
+
+/// Produce requests in flight to a broker stay within `max_in_flight`, however many partitions
+/// have batches ready (Java's `max.in.flight.requests.per.connection`): counted between the
+/// client and the broker by kwire-proxy's frame hook, requests forwarded less responses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn produce_requests_in_flight_per_broker_stay_within_max_in_flight() {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    use std::sync::Arc;
+    let Some(b) = Broker::from_env("produce_requests_in_flight_per_broker_stay_within_max_in_flight") else { return };
+    let name = topic(&b.client().await, "kw-in-flight", 6).await;
+    let (outstanding, most) = (Arc::new(AtomicI64::new(0)), Arc::new(AtomicI64::new(0)));
+    let (o, m) = (outstanding.clone(), most.clone());
+    // Responses held a little (up to 20 ms, from a point in each window of four frames), so
+    // that batches become ready while requests are in flight.
+    let slow = kwire_proxy::FaultConfig::new(7)
+        .percent(100)
+        .kinds(&[(kwire_proxy::FaultKind::Delay, 1)])
+        .directions(&[kwire_proxy::fault::Direction::Responses])
+        .after_frames(3)
+        .max_delay(Duration::from_millis(20));
+    let config = kwire_proxy::Config::new(b.var("PLAINTEXT")).faults(slow).on_frame(move |f| {
+        if f.api_key == ApiKey::Produce.key() {
+            match f.direction {
+                kwire_proxy::FrameDirection::Request => m.fetch_max(o.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst),
+                _ => o.fetch_sub(1, Ordering::SeqCst),
+            };
+        }
+    });
+    let proxy = kwire_proxy::Proxy::start(config).await.unwrap();
+    let client = Client::connect(ClientConfig::new(&proxy.bootstrap().to_string())).await.unwrap();
+    // A batch's worth of records for one partition after another, a moment apart, so that each
+    // is drained on its own while the earlier ones are in flight: with two batches of each of
+    // six partitions in flight, twelve requests.
+    let config = ProducerConfig { batch_size: 1024, linger: Duration::ZERO, max_in_flight: 2, ..Default::default() };
+    let producer = Producer::new(client, config).unwrap();
+    let mut deliveries = Vec::new();
+    for burst in 0..300 {
+        for i in 0..50 {
+            let record = ProducerRecord::new(&name, format!("value-{burst:04}-{i:04}")).partition(burst % 6);
+            deliveries.push(producer.send(record).await.unwrap());
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    for d in deliveries {
+        d.await.unwrap();
+    }
+    let requests = producer.stats().requests;
+    producer.close().await.unwrap();
+    let most = most.load(Ordering::SeqCst);
+    println!("{requests} Produce requests, at most {most} in flight at once");
+    assert!(most <= 2, "{most} Produce requests in flight to one broker, max_in_flight 2");
+    assert!(most == 2, "requests were pipelined ({most} at most in flight)");
+}

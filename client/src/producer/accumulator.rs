@@ -181,6 +181,10 @@ pub(crate) struct Accumulator {
     pub(crate) closed: bool,
     /// The most batches of one partition in flight at once.
     pub(crate) max_in_flight: usize,
+    /// Produce requests drained for each broker and not yet answered: at most `max_in_flight`
+    /// (Java's `max.in.flight.requests.per.connection`), so that batches ready meanwhile wait
+    /// and go together in the next request instead of one small request each.
+    requests: HashMap<i32, usize>,
     /// Counts the records failed (`record-error-total`): every failure comes through `fail`.
     pub(crate) record_errors: Option<crate::metrics::Count>,
 }
@@ -349,6 +353,13 @@ impl Accumulator {
         }
     }
 
+    /// A Produce request drained for `node` was answered (or failed).
+    pub(crate) fn request_answered(&mut self, node: i32) {
+        if let Some(n) = self.requests.get_mut(&node) {
+            *n = n.saturating_sub(1);
+        }
+    }
+
     /// Puts a batch to be retried (or a half of one split) back in its place, before the
     /// partition's later batches.
     pub(crate) fn requeue(&mut self, topic: &str, partition: i32, batch: Batch) {
@@ -434,6 +445,11 @@ impl Accumulator {
                     out.missing_leader = true;
                     continue;
                 };
+                // The broker has as many requests in flight as it may: the batch goes in a later
+                // request (the sender is woken when one is answered).
+                if !out.by_node.contains_key(&leader) && self.requests.get(&leader).is_some_and(|n| *n >= cfg.max_in_flight) {
+                    continue;
+                }
                 if cfg.idempotence && producer_id.is_none() {
                     continue;
                 }
@@ -456,6 +472,9 @@ impl Accumulator {
                 }
                 out.by_node.entry(leader).or_default().push(ReadyBatch { topic: topic.clone(), partition, batch });
             }
+        }
+        for node in out.by_node.keys() {
+            *self.requests.entry(*node).or_default() += 1;
         }
         out.needs_producer_id =
             cfg.idempotence && producer_id.is_none() && self.topics.values().flat_map(|t| &t.partitions).any(|q| !q.batches.is_empty());

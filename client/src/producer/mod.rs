@@ -15,8 +15,9 @@
 //! refused behind an earlier failure (OUT_OF_ORDER_SEQUENCE_NUMBER) is resent after it, in
 //! order, and a resent one already written is a duplicate, not a second copy. Without
 //! idempotence one batch per partition is in flight, so retries cannot reorder. Partitions
-//! and brokers proceed in parallel (Produce requests to one broker are pipelined on its
-//! connection).
+//! and brokers proceed in parallel: Produce requests to one broker are pipelined on its
+//! connection, up to `max_in_flight` of them as Java's `max.in.flight.requests.per.connection`
+//! (batches that become ready meanwhile go together in the next request).
 
 mod accumulator;
 mod delivery;
@@ -94,8 +95,9 @@ pub struct ProducerConfig {
     /// The broker's `timeout_ms` for acks (30 s).
     pub ack_timeout: Duration,
     /// `max.in.flight.requests.per.connection` (5, at most 5 as the broker keeps the last 5
-    /// batches' sequences): batches of one partition in flight at once, with idempotence;
-    /// without it always 1.
+    /// batches' sequences): Produce requests in flight to one broker at once, as Java's; and
+    /// batches of one partition in flight at once with idempotence (without it 1, so that a
+    /// retry cannot reorder a partition).
     pub max_in_flight: usize,
     /// `transactional.id` (none): makes the producer transactional (KIP-98; needs
     /// idempotence): `init_transactions` once, then records only inside transactions.

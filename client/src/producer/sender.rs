@@ -372,6 +372,7 @@ impl BrokerSender {
         {
             let mut guard = shared.lock();
             let state = &mut *guard;
+            state.accumulator.request_answered(self.node);
             for (ReadyBatch { topic, partition, mut batch }, built) in request.batches.into_iter().zip(request.built) {
                 state.accumulator.answered(&topic, partition);
                 if let Err(reason) = built {
