@@ -2,12 +2,15 @@
 //! response passing through it, decoded, and per-api counts and latencies when it stops.
 //!
 //! Frames reach this module through the proxy's frame hook, copied into a channel, so the
-//! forwarding never waits for decoding or printing. What is decoded is what the client sent
+//! forwarding never waits for decoding or printing (up to 256 MiB queued; frames past that are
+//! forwarded, not shown, and counted in the summary). What is decoded is what the client sent
 //! and what the broker answered (before the proxy rewrote broker addresses for the client); a
 //! frame that does not decode is printed with the error and was forwarded all the same.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
@@ -105,14 +108,23 @@ struct State {
     undecodable: u64,
     /// Pending requests forgotten at [`MAX_PENDING`].
     abandoned: u64,
+    /// Frames forwarded but not shown: the printer was [`MAX_QUEUED_BYTES`] behind.
+    not_shown: u64,
 }
 
 /// Requests awaiting a response that the tap remembers (their connections may have closed).
 const MAX_PENDING: usize = 65_536;
 
+/// Bytes of frames copied for the printer and not yet printed. Past it (a terminal slower than
+/// the traffic) frames are forwarded but not shown, and counted, so memory stays bounded.
+const MAX_QUEUED_BYTES: usize = 256 << 20;
+
 /// Runs the tap until a signal, `--count` or `--duration`.
 pub async fn run(upstream: String, args: TapArgs, out: &mut impl Write) -> Result<(), CliError> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Seen>();
+    let queued = Arc::new(AtomicUsize::new(0));
+    let skipped = Arc::new(AtomicU64::new(0));
+    let (queued_in, skipped_in) = (queued.clone(), skipped.clone());
     let mut config = Config::new(upstream.clone()).listen(args.listen.clone()).port(args.port);
     if let Some(a) = &args.advertise {
         config = config.advertise(a.clone());
@@ -121,6 +133,11 @@ pub async fn run(upstream: String, args: TapArgs, out: &mut impl Write) -> Resul
         .on_frame(move |f| {
             // The broker's (or client's) bytes as read; the proxy's own answers have none.
             let payload = if f.received.is_empty() { f.forwarded } else { f.received };
+            if queued_in.fetch_add(payload.len(), Ordering::AcqRel) + payload.len() > MAX_QUEUED_BYTES {
+                queued_in.fetch_sub(payload.len(), Ordering::AcqRel);
+                skipped_in.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
             let _ = tx.send(Seen {
                 connection: f.connection,
                 direction: f.direction,
@@ -153,6 +170,7 @@ pub async fn run(upstream: String, args: TapArgs, out: &mut impl Write) -> Resul
         tokio::select! {
             seen = rx.recv() => {
                 let Some(seen) = seen else { break };
+                queued.fetch_sub(seen.payload.len(), Ordering::AcqRel);
                 state.frame(seen, args.json, out)?;
                 out.flush().map_err(CliError::io)?;
                 if args.count.is_some_and(|n| state.frames >= n) {
@@ -171,6 +189,7 @@ pub async fn run(upstream: String, args: TapArgs, out: &mut impl Write) -> Resul
         }
         state.frame(seen, args.json, out)?;
     }
+    state.not_shown = skipped.load(Ordering::Relaxed);
     state.summary(args.json, out)
 }
 
@@ -509,19 +528,24 @@ impl State {
             return print_json(
                 out,
                 &json!({"summary": {"frames": self.frames, "undecodable": self.undecodable, "producedRecords": self.produced_records,
-                    "fetchedRecords": self.fetched_records, "unanswered": self.pending.len() as u64 + self.abandoned, "apis": rows}}),
+                    "fetchedRecords": self.fetched_records, "unanswered": self.pending.len() as u64 + self.abandoned,
+                    "notShown": self.not_shown, "apis": rows}}),
             );
         }
         writeln!(out).map_err(CliError::io)?;
         table.write(out)?;
         writeln!(
             out,
-            "{} frames, {} undecodable; records produced {}, fetched {}; {} request(s) unanswered",
+            "{} frames, {} undecodable; records produced {}, fetched {}; {} request(s) unanswered{}",
             self.frames,
             self.undecodable,
             self.produced_records,
             self.fetched_records,
-            self.pending.len() as u64 + self.abandoned
+            self.pending.len() as u64 + self.abandoned,
+            match self.not_shown {
+                0 => String::new(),
+                n => format!("; {n} frame(s) forwarded but not shown (the output fell behind)"),
+            }
         )
         .map_err(CliError::io)
     }
