@@ -22,7 +22,7 @@ use bytes::{Buf, Bytes};
 
 use crate::error::{DecodeError, RecordsError};
 
-use super::compression::decompress;
+use super::compression::decompress_bytes;
 use super::control::ControlRecord;
 use super::record::{decode_record, Record, MIN_RECORD_SIZE};
 use super::{invalid, Compression, DecodeOptions, TimestampType};
@@ -250,7 +250,7 @@ impl RecordBatch {
         let raw = self.raw_records();
         let data = match self.compression {
             Compression::None => raw,
-            c => decompress(c, &raw, options.max_decompressed_size, 2)?,
+            c => decompress_bytes(c, &raw, options.max_decompressed_size)?,
         };
         let count = self.record_count as usize;
         if count > data.len() / MIN_RECORD_SIZE {
