@@ -79,6 +79,10 @@ impl Values {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // RUST_LOG=kwire_client=trace shows each request's timing on stderr.
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() {
+        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    }
     let args: Vec<String> = std::env::args().collect();
     let usage = "usage: produce_bench BOOTSTRAP TOPIC COUNT [--round-robin] [--transactions N] | produce_bench payloads FILE COUNT";
     let (Some(first), Some(second), Some(count)) = (args.get(1), args.get(2), args.get(3)) else {

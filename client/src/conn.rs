@@ -24,7 +24,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, RwLock};
 use tokio_util::codec::Framed;
-use tracing::{debug, info, warn, Instrument};
+use tracing::{debug, info, trace, warn, Instrument};
 
 use crate::error::{Error, Result};
 use crate::metrics::ConnectionMetrics;
@@ -675,6 +675,7 @@ async fn io_task(mut framed: Stream, mut rx: mpsc::Receiver<Command>, abort: Arc
                 };
                 if sent.is_ok() {
                     metrics.requests.increment(1);
+                    trace!(api = api.name(), correlation_id = id, "request written");
                 }
                 match sent {
                     Ok(()) if expects_response => { pending.insert(id, (api, reply)); }
@@ -691,6 +692,7 @@ async fn io_task(mut framed: Stream, mut rx: mpsc::Receiver<Command>, abort: Arc
                 Some(Err(e)) => break Some(Error::codec(&addr, e)),
                 Some(Ok(frame)) => {
                     metrics.responses.increment(1);
+                    trace!(api = frame.api_key.name(), correlation_id = frame.header.correlation_id, "response read");
                     if frame.api_key == ApiKey::Fetch {
                         fetch_buffers.after_fetch(framed.read_buffer_mut());
                     }
