@@ -91,7 +91,7 @@ def main():
             if not rate and k["rps"] <= peers[fast]["rps"]:
                 notes.append(f"records/s: kwire-client {k['rps']:,.0f}, not ahead of {NAMES[fast]} ({peers[fast]['rps']:,.0f}, {k['rps'] / peers[fast]['rps']:.2f}x)")
             if k["cpu"] > peers[lean]["cpu"] * 2 / 3:
-                notes.append(f"CPU: kwire-client {k['cpu']:.2f} s per M records, above 2/3 of {NAMES[lean]}'s {peers[lean]['cpu']:.2f} ({k['cpu'] / peers[lean]['cpu']:.2f}x)")
+                notes.append(f"CPU: kwire-client {k['cpu']:.2f} s per M records, {k['cpu'] / peers[lean]['cpu']:.2f}x {NAMES[lean]}'s {peers[lean]['cpu']:.2f}, the target being at most {peers[lean]['cpu'] * 2 / 3:.2f} (2/3)")
             for note in notes:
                 print(f"- Miss: {note}.")
             if not notes:
