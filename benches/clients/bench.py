@@ -30,9 +30,12 @@ TARGET = os.environ.get("KWIRE_BENCH_TARGET") or os.path.join(HERE, "target")
 CLIENTS = ["kwire", "confluent", "rdkafka", "kgo", "java"]
 
 
+class Failure(Exception):
+    pass
+
+
 def die(msg):
-    print(f"bench.py: FAIL: {msg}", file=sys.stderr)
-    sys.exit(1)
+    raise Failure(msg)
 
 
 def read_env(path):
@@ -55,6 +58,22 @@ class Bench:
         self.java_cp = f"{self.env['KAFKA_LIB']}/*:{TARGET}/java"
         self.stamp = time.strftime("%H%M%S")
         self.out = open(opts.out, "a") if opts.out else None
+        self.failures = []
+
+    def attempt(self, what, record, fn):
+        """fn(), or with --keep-going a failed client run recorded (and the status kept for
+        the end) instead of the benchmark stopped."""
+        try:
+            return fn()
+        except Failure as e:
+            if not self.opts.keep_going:
+                raise
+            print(f"  FAILED {what}: {e}", flush=True)
+            self.failures.append(f"{what}: {e}")
+            if self.out:
+                self.out.write(json.dumps(dict(record, failed=str(e)[:500])) + "\n")
+                self.out.flush()
+            return None
 
     def command(self, client, args):
         if client == "kwire":
@@ -154,25 +173,46 @@ class Bench:
                 for client in order:
                     topic = f"bench-p-{name}-{client}-{self.stamp}-r{r}"
                     self.create(topic)
-                    rec = self.client_run(client, ["produce", self.bootstrap, topic, str(count), str(size), compression, acks, str(o.rate)], dict(base, role="produce", round=r))
-                    if (rec["count"], rec["digest"]) != (count, expected):
-                        die(f"{client} produce: acknowledged {rec['count']} records, digest {rec['digest']}; expected {count}, {expected}")
+                    meta = dict(base, role="produce", round=r, client=client)
+
+                    def produce():
+                        rec = self.client_run(client, ["produce", self.bootstrap, topic, str(count), str(size), compression, acks, str(o.rate)], dict(meta))
+                        if (rec["count"], rec["digest"]) != (count, expected):
+                            die(f"{client} produce: acknowledged {rec['count']} records, digest {rec['digest']}; expected {count}, {expected}")
+                        return rec
+
+                    rec = self.attempt(f"{client} produce r{r}", meta, produce)
                     made[topic] = rec
                 # One reader for the round's topics (one JVM start), then they go.
-                found = self.verify(list(made))
+                found = self.verify([t for t, rec in made.items() if rec])
                 for topic, rec in made.items():
-                    if found[topic] != (count, expected):
-                        die(f"{rec['client']} produce: the reader found {found[topic]} in {topic}, expected {(count, expected)}")
+                    if not rec:
+                        continue
+
+                    def check(rec=rec, topic=topic):
+                        if found[topic] != (count, expected):
+                            die(f"{rec['client']} produce: the reader found {found[topic]} in {topic}, expected {(count, expected)}")
+                        return True
+
+                    if not self.attempt(f"{rec['client']} produce r{r} (read back)", rec, check):
+                        continue
                     rec["verified"] = True
                     self.save(rec)
                 self.delete(list(made))
             if "consume" in o.roles:
                 for client in order:
-                    rec = self.client_run(client, ["consume", self.bootstrap, dataset, str(count), str(size), "6"], dict(base, role="consume", round=r))
-                    if (rec["count"], rec["digest"]) != (count, expected):
-                        die(f"{client} consume: read {rec['count']} records, digest {rec['digest']}; expected {count}, {expected}")
-                    rec["verified"] = True
-                    self.save(rec)
+                    meta = dict(base, role="consume", round=r, client=client)
+
+                    def consume():
+                        rec = self.client_run(client, ["consume", self.bootstrap, dataset, str(count), str(size), "6"], dict(meta))
+                        if (rec["count"], rec["digest"]) != (count, expected):
+                            die(f"{client} consume: read {rec['count']} records, digest {rec['digest']}; expected {count}, {expected}")
+                        return rec
+
+                    rec = self.attempt(f"{client} consume r{r}", meta, consume)
+                    if rec:
+                        rec["verified"] = True
+                        self.save(rec)
         if dataset:
             self.delete([dataset])
 
@@ -193,12 +233,15 @@ def main():
     ap.add_argument("--nodes", type=int, default=1, help="recorded with the results")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per client run")
     ap.add_argument("--out", help="append one JSON line per run")
+    ap.add_argument("--keep-going", action="store_true", help="record a failed client run and go on; exit non-zero at the end")
     o = ap.parse_args()
     o.roles = o.roles.split(",")
     o.clients = o.clients.split(",")
     bad = [c for c in o.clients if c not in CLIENTS]
     if bad:
         die(f"unknown clients {bad}")
+    if o.check:
+        o.keep_going = False
     b = Bench(o)
     if o.check:
         o.rounds, o.rate, o.timeout = 1, 0, 120
@@ -209,8 +252,15 @@ def main():
             (int(s), c, a, o.count or default_count.get(int(s), 100_000))
             for a in o.acks.split(",") for s in o.sizes.split(",") for c in o.compression.split(",")
         ]
-    for size, compression, acks, count in configs:
-        b.config(size, compression, acks, count)
+    try:
+        for size, compression, acks, count in configs:
+            b.config(size, compression, acks, count)
+    except Failure as e:
+        print(f"bench.py: FAIL: {e}", file=sys.stderr)
+        sys.exit(1)
+    if b.failures:
+        print("bench.py: FAIL: " + "; ".join(b.failures), file=sys.stderr)
+        sys.exit(1)
     print("bench.py: every count and digest agreed", flush=True)
 
 

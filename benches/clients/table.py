@@ -38,9 +38,14 @@ def main():
         with open(path) as f:
             runs += [json.loads(line) for line in f if line.strip()]
     groups = defaultdict(lambda: defaultdict(list))
+    failed = defaultdict(list)
     for r in runs:
         key = (r["nodes"], r["role"], r["rate"], r["acks"], r["size"], r["compression"])
-        groups[key][r["client"]].append(r)
+        if "failed" in r:
+            # bench.py --keep-going: a run that failed its check or did not finish.
+            failed[key].append(r)
+        else:
+            groups[key][r["client"]].append(r)
     for key in sorted(groups, key=lambda k: (k[0], k[1] != "produce", k[2], k[3] != "all", k[4], ["lz4", "none", "zstd"].index(k[5]))):
         nodes, role, rate, acks, size, comp = key
         by = groups[key]
@@ -52,7 +57,7 @@ def main():
             title += f", at {rate:,} records/s"
         title += f", {nodes} node{'s' if nodes > 1 else ''}"
         n = by[next(iter(by))][0]["expected_count"]
-        rounds = min(len(v) for v in by.values())
+        rounds = max(len(v) for v in by.values())
         print(f"#### {title} ({n:,} records a run, {rounds} rounds)\n")
         if rate:
             print("| client | records/s | p50 us | p99 us | p999 us | CPU s / M records | broker CPU s / M | peak RSS MiB | load |")
@@ -82,6 +87,8 @@ def main():
             else:
                 print(f"| {NAMES[c]} | {s['rps']:,.0f} ({s['lo']:,.0f}-{s['hi']:,.0f}) | {s['mbs']:.1f} | {s['cpu']:.2f} | {s['proc']:.2f} | {s['broker']:.2f} | {s['rss']:.0f} | {s['load']} |")
         print()
+        for r in failed[key]:
+            print(f"- Failed: {NAMES[r['client']]}, round {r['round']}: {r['failed'].splitlines()[0][:300]}")
         peers = {c: s for c, s in stats.items() if c != "kwire"}
         if "kwire" in stats and peers:
             k = stats["kwire"]
