@@ -164,7 +164,7 @@ func main() {
 
 func produce(bootstrap, topic string, count uint64, size int, compression string, acksAll bool, rate uint64) {
 	opts := []kgo.Opt{
-		kgo.SeedBrokers(bootstrap),
+		kgo.SeedBrokers(strings.Split(bootstrap, ",")...),
 		kgo.ProducerLinger(5 * time.Millisecond),
 		kgo.ProducerBatchMaxBytes(64 << 10),
 		kgo.DefaultProduceTopic(topic),
@@ -253,7 +253,7 @@ func consume(bootstrap, topic string, count uint64, size int, partitions int32) 
 	}
 	// Java's fetch defaults, spelled out.
 	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(bootstrap),
+		kgo.SeedBrokers(strings.Split(bootstrap, ",")...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
 		kgo.FetchMaxBytes(50<<20),
 		kgo.FetchMaxPartitionBytes(1<<20),
