@@ -26,6 +26,10 @@ for pair in "${wanted[@]}"; do
   command -v "${pair%%:*}" >/dev/null || apt+=("${pair#*:}")
 done
 if ! python3 -m pip --version >/dev/null 2>&1; then apt+=(python3-pip); fi
+# The client benchmark's checks build librdkafka (rdkafka's cmake-build), whose CMake build
+# includes <curl/curl.h> even with curl off.
+command -v cmake >/dev/null || apt+=(cmake)
+[ -n "$(find /usr/include -maxdepth 3 -path '*/curl/curl.h' -print -quit 2>/dev/null)" ] || apt+=(libcurl4-openssl-dev)
 mapfile -t apt < <(printf '%s\n' "${apt[@]}" | sort -u | sed '/^$/d')
 
 root=0

@@ -9,7 +9,9 @@
 #     client crate against them (scripts/client-tests.sh), also through the fault-injecting
 #     proxy, and the kwire-proxy crate between real clients and them (scripts/proxy-tests.sh);
 #  4. the benchmark peers (Kafka's Java classes, franz-go's kmsg) agreeing with kwire's
-#     benchmark frames byte for byte (benches/peers-check.sh; needs Go);
+#     benchmark frames byte for byte (benches/peers-check.sh; needs Go); the client benchmark's
+#     checks: kwire-client, confluent-kafka, rdkafka, franz-go and Java each produce and consume
+#     against a real broker, every count and digest the same (benches/clients/check.sh);
 #  5. the generated crate on Kafka 3.9.0 alone and 4.4.0 alone, each with the oracle of its own
 #     kafka-clients (every stage before this one uses the default build; each spec set is then
 #     compiled once, in the same target directory, so the dependencies are not built again);
@@ -88,6 +90,11 @@ if have go && have java && have mvn; then
   stage "benchmark peers' frames" benches/peers-check.sh
 else
   skip "benchmark peers' frames" "Go, Java 17+ and Maven"
+fi
+if have go && have java && have mvn && have cmake; then
+  stage "client benchmark checks (5 clients)" benches/clients/check.sh
+else
+  skip "client benchmark checks" "Go, Java 17+, Maven and cmake"
 fi
 if have java && have mvn; then
   stage "every release's specs" scripts/releases.sh

@@ -27,6 +27,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGET = os.environ.get("KWIRE_BENCH_TARGET") or os.path.join(HERE, "target")
+# release, or debug for the checks (run.sh sets it).
+PROFILE = os.environ.get("KWIRE_BENCH_PROFILE") or "release"
 CLIENTS = ["kwire", "confluent", "rdkafka", "kgo", "java"]
 
 
@@ -77,9 +79,9 @@ class Bench:
 
     def command(self, client, args):
         if client == "kwire":
-            return [f"{TARGET}/release/kwire"] + args
+            return [f"{TARGET}/{PROFILE}/kwire"] + args
         if client in ("confluent", "rdkafka"):
-            return [f"{TARGET}/release/{client}"] + args
+            return [f"{TARGET}/{PROFILE}/{client}"] + args
         if client == "kgo":
             return [f"{TARGET}/kgobench"] + args
         if client == "java":
@@ -103,7 +105,7 @@ class Bench:
         return p.stdout, int(rss), float(user) + float(sys_)
 
     def helper(self, args, timeout=60):
-        out, _, _ = self.run([f"{TARGET}/release/kwire"] + args, timeout)
+        out, _, _ = self.run([f"{TARGET}/{PROFILE}/kwire"] + args, timeout)
         return out.strip()
 
     def create(self, topic):

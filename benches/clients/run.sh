@@ -11,7 +11,7 @@
 #   e.g. run.sh --sizes 100 --compression lz4 --acks all --rounds 5 --out results.jsonl
 #        python3 benches/clients/table.py results.jsonl
 #
-# Builds (release, nice, CARGO_INCREMENTAL=0) into benches/clients/target. Starts Kafka 4.4.0
+# Builds (release, or debug for --check; nice, CARGO_INCREMENTAL=0) into benches/clients/target. Starts Kafka 4.4.0
 # with scripts/kafka.sh if it is not running, and stops it again at the end if it started it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,12 +20,18 @@ version=${KWIRE_BENCH_KAFKA:-4.4.0}
 export PATH=$PATH:/usr/local/go/bin
 
 nodes=1 args=()
+# The checks time nothing: a debug build, a fraction of the release build's minutes.
+profile=release
 while [ $# -gt 0 ]; do
   case $1 in
     --nodes) nodes=${2:?}; args+=(--nodes "$2"); shift 2 ;;
+    --check) profile=debug; args+=("$1"); shift ;;
     *) args+=("$1"); shift ;;
   esac
 done
+export KWIRE_BENCH_PROFILE=$profile
+release=()
+[ "$profile" = release ] && release=(--release)
 
 log() { echo "run.sh: $*" >&2; }
 # KWIRE_BENCH_TARGET: another build directory (a cold build, timed).
@@ -35,7 +41,7 @@ mkdir -p "$target/java"
 
 SECONDS=0
 log "building the Rust clients"
-(cd "$here" && CARGO_TARGET_DIR=$target CARGO_INCREMENTAL=0 timeout 3600 nice -n 10 cargo build --release --locked -q)
+(cd "$here" && CARGO_TARGET_DIR=$target CARGO_INCREMENTAL=0 timeout 3600 nice -n 10 cargo build "${release[@]}" --locked -q)
 log "building the franz-go client"
 (cd "$here/go" && timeout 900 nice -n 10 go build -o "$target/kgobench" .)
 log "compiling the Java client"
