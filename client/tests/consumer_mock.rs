@@ -11,6 +11,10 @@
 //! until it refuses a fetch (NOT_LEADER_OR_FOLLOWER, or OFFSET_OUT_OF_RANGE, which from a
 //! replica is no reason to reset), then the leader does, every record once; the choice expires
 //! after the metadata max age and the leader is asked again.
+//!
+//! Fetches to several brokers, against two doubles that each lead one partition, one slow: the
+//! slow broker holds back only its own partition, and the next Fetch to a broker goes out
+//! before `poll` returns the last one's records.
 
 mod common;
 
@@ -363,4 +367,95 @@ async fn a_preferred_read_replica_expires_after_the_metadata_max_age() {
     let replica = fetches.iter().filter(|f| f.0 == 2).count();
     assert!(leader >= 2 && replica > leader, "the leader again after each expiry, the replica in between: {fetches:?}");
     assert!(fetches.iter().filter(|f| f.0 == 1).all(|f| f.1 == 0 || f.1 == 20), "records only from the replica: {fetches:?}");
+}
+
+/// Two doubles, each leading one partition of `t` (node 1 partition 0, node 2 partition 1),
+/// serving 5 records a fetch up to offset 10,000; node 1 holds every Fetch `slow` before it
+/// answers. Returns node 1's address.
+async fn two_leaders(slow: Duration) -> String {
+    let ports = Arc::new([std::sync::atomic::AtomicU16::new(0), std::sync::atomic::AtomicU16::new(0)]);
+    let double = |node: i32| {
+        let ports = ports.clone();
+        move |_port: u16, request: RequestKind| {
+            let body: ResponseKind = match request {
+                RequestKind::ApiVersions(_) => {
+                    let mut v = common::api_versions(&[ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::Fetch]);
+                    // Fetch v12: topic names (the doubles know no topic ids).
+                    v.api_keys.iter_mut().filter(|a| a.api_key == ApiKey::Fetch.key()).for_each(|a| a.max_version = 12);
+                    v.into()
+                }
+                RequestKind::Metadata(_) => MetadataResponse {
+                    brokers: (1..=2)
+                        .map(|id| MetadataResponseBroker { node_id: id, host: "127.0.0.1".into(), port: ports[id as usize - 1].load(Ordering::SeqCst).into(), ..Default::default() })
+                        .collect(),
+                    controller_id: 1,
+                    topics: vec![MetadataResponseTopic {
+                        name: Some("t".into()),
+                        partitions: (0..2).map(|p| MetadataResponsePartition { partition_index: p, leader_id: p + 1, ..Default::default() }).collect(),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }
+                .into(),
+                RequestKind::Fetch(f) => {
+                    if node == 1 {
+                        // A blocking wait: the test runs on worker threads to spare.
+                        std::thread::sleep(slow);
+                    }
+                    common::fetch_answer(&f, |p| {
+                        let o = p.fetch_offset;
+                        let records = (o < 10_000).then(|| batch(o, 5, -1, &format!("p{}", p.partition)));
+                        PartitionData { partition_index: p.partition, high_watermark: 10_000, records, ..Default::default() }
+                    })
+                    .into()
+                }
+                _ => return None,
+            };
+            Some(body)
+        }
+    };
+    let first = common::serve(double(1)).await;
+    let second = common::serve(double(2)).await;
+    for (i, addr) in [&first, &second].into_iter().enumerate() {
+        let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
+        ports[i].store(port, Ordering::SeqCst);
+    }
+    first
+}
+
+/// One Fetch per broker in flight, each taken in when it is answered: a broker that answers
+/// slowly holds back only its own partitions, and the next Fetch to a broker is sent before
+/// `poll` returns the last one's records, so the broker works while the caller does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_slow_broker_holds_back_only_its_own_partitions() {
+    let addr = two_leaders(Duration::from_millis(700)).await;
+    let client = Client::connect(ClientConfig::new(&addr)).await.unwrap();
+    let mut c = Consumer::new(client, ConsumerConfig::default()).unwrap();
+    let tps = [TopicPartition::new("t", 0), TopicPartition::new("t", 1)];
+    c.assign(tps.clone()).unwrap();
+    for tp in &tps {
+        c.seek(tp, 0).unwrap();
+    }
+    let mut next = [0i64, 0];
+    let mut pipelined = false;
+    let until = std::time::Instant::now() + Duration::from_millis(1500);
+    while std::time::Instant::now() < until {
+        let records = c.poll(Duration::from_millis(100)).await.unwrap();
+        for r in &records {
+            let p = r.partition as usize;
+            assert_eq!(r.offset, next[p], "partition {p} in order, without gaps");
+            assert_eq!(r.value.as_deref(), Some(format!("p{p}-{}", r.offset).as_bytes()));
+            next[p] += 1;
+        }
+        // Node 2's records handed out, and its next Fetch already sent.
+        if records.iter().any(|r| r.partition == 1) {
+            let s = c.stats();
+            pipelined |= s.fetches_by_node.get(&2).copied().unwrap_or(0) as i64 > next[1] / 5;
+        }
+    }
+    let stats = c.stats();
+    // Within 1.5 s node 1 answered at most twice; node 2, not held back, many times.
+    assert!(next[1] >= 100, "partition 1 is not held back by the slow broker: {next:?} {stats:?}");
+    assert!(next[0] <= 10, "partition 0 (slow broker): {next:?} {stats:?}");
+    assert!(pipelined, "the next Fetch goes out before poll returns: {stats:?}");
 }

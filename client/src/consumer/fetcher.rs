@@ -18,6 +18,7 @@ use kwire::messages::{
 };
 use kwire::records::{Batch, ControlRecord, DecodeOptions, RecordsField};
 use kwire::{ApiKey, ByteString, Bytes, ErrorCode, ResponseKind, Uuid};
+use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
 use super::subscription::Subscription;
@@ -42,6 +43,31 @@ pub(super) struct Fetcher {
     /// KIP-392: the replica to fetch each partition from instead of its leader, until when.
     pub(super) preferred: HashMap<TopicPartition, (i32, Instant)>,
     pub(super) metrics: ConsumerMetrics,
+    /// The Fetch in flight to each broker (at most one: the session's epochs are sequential).
+    pub(super) in_flight: HashMap<i32, InFlight>,
+    /// A fetch found stale metadata: refreshed once the retry backoff from then has passed.
+    refresh_at: Option<Instant>,
+    /// Where the fetches' tasks put their answers (made with the first fetch).
+    answers: Option<(mpsc::UnboundedSender<Answer>, mpsc::UnboundedReceiver<Answer>)>,
+}
+
+/// A Fetch sent and not yet taken in: its own task, so it goes on while the caller works.
+pub(super) struct InFlight {
+    wanted: Vec<(TopicPartition, SentPartition)>,
+    incremental: bool,
+    /// Stops the task when the consumer is dropped.
+    _task: AbortOnDrop,
+}
+
+/// What a fetch's task answers: the broker, the response, how long it took.
+type Answer = (i32, Result<Option<ResponseKind>>, Duration);
+
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// Records of one partition from one fetch, handed out in order.
@@ -72,6 +98,10 @@ pub(super) struct SentPartition {
 }
 
 impl Fetcher {
+    pub(super) fn new(metrics: ConsumerMetrics) -> Self {
+        Self { metrics, ..Default::default() }
+    }
+
     /// Hands out up to `max` buffered records, advancing positions as they go.
     pub(super) fn drain(&mut self, subscription: &mut Subscription, max: usize) -> Vec<ConsumerRecord> {
         let buffered: usize = self.buffer.iter().map(|f| f.records.len()).sum();
@@ -122,25 +152,33 @@ impl Fetcher {
         }
     }
 
-    /// One round of Fetch requests, one per leader of the fetchable partitions, in parallel.
-    pub(super) async fn fetch(&mut self, client: &Client, config: &ConsumerConfig, subscription: &mut Subscription, max_wait: Duration) -> Result<()> {
+    /// Sends a Fetch to each broker that leads (or is the preferred read replica of) a
+    /// fetchable partition with nothing buffered and nothing in flight, unless one to that
+    /// broker is already in flight: one Fetch per broker at a time (its fetch session allows no
+    /// more), each answered on its own, so a slow broker never holds back the others and the
+    /// next fetch is on its way while the caller handles the last one's records (Java's
+    /// `Fetcher.sendFetches`, franz-go's per-broker source).
+    pub(super) async fn send(&mut self, client: &Client, config: &ConsumerConfig, subscription: &mut Subscription, max_wait: Duration) -> Result<()> {
+        if self.refresh_at.is_some_and(|at| at <= Instant::now()) {
+            self.refresh_metadata(client).await;
+        }
         let metadata = client.metadata();
-        let buffered: HashSet<TopicPartition> = self.buffer.iter().map(|f| f.tp.clone()).collect();
+        let mut busy: HashSet<TopicPartition> = self.buffer.iter().map(|f| f.tp.clone()).collect();
+        busy.extend(self.in_flight.values().flat_map(|f| f.wanted.iter().map(|(tp, _)| tp.clone())));
         let mut by_leader: BTreeMap<i32, Vec<(TopicPartition, SentPartition)>> = BTreeMap::new();
-        let mut refresh = false;
         let now = Instant::now();
         self.preferred.retain(|tp, _| subscription.partitions.contains_key(tp));
         for (tp, st) in subscription.partitions.iter_mut() {
             let Some(position) = st.position else { continue };
-            if !Subscription::fetchable(st) || buffered.contains(tp) {
+            if !Subscription::fetchable(st) || busy.contains(tp) {
                 continue;
             }
             let Some(p) = metadata.topics.get(&tp.topic).and_then(|t| t.partitions.iter().find(|p| p.index == tp.partition)) else {
-                refresh = true;
+                self.want_refresh(config);
                 continue;
             };
             if p.leader < 0 {
-                refresh = true;
+                self.want_refresh(config);
                 continue;
             }
             // A newer leader epoch than the position was read under: validate it first.
@@ -165,10 +203,11 @@ impl Fetcher {
                 }
                 None => p.leader,
             };
+            if self.in_flight.contains_key(&node) {
+                continue;
+            }
             by_leader.entry(node).or_default().push((tp.clone(), sent));
         }
-        let ids = crate::offsets::topic_ids(&metadata);
-        let mut calls = Vec::new();
         for (node, wanted) in by_leader {
             let version = match client.node_version(node, ApiKey::Fetch).await {
                 Ok(v) => v,
@@ -176,7 +215,7 @@ impl Fetcher {
                     warn!(node, error = %e, "no connection to the broker");
                     // Partitions fetched from a replica go back to their leaders.
                     self.forget_preferred(node, &wanted);
-                    refresh = true;
+                    self.want_refresh(config);
                     continue;
                 }
                 Err(e) => return Err(e),
@@ -190,49 +229,96 @@ impl Fetcher {
                 self.stats.incremental_fetches += 1;
             }
             let client = client.clone();
-            calls.push(async move {
-                let sent = std::time::Instant::now();
+            let answers = self.answers.get_or_insert_with(mpsc::unbounded_channel).0.clone();
+            let task = tokio::spawn(async move {
+                let sent = Instant::now();
                 let r = client.call_node(node, request).await;
-                (node, wanted, incremental, r, sent.elapsed())
+                let _ = answers.send((node, r, sent.elapsed()));
             });
-        }
-        let results = futures_util::future::join_all(calls).await;
-        for (node, wanted, incremental, result, took) in results {
-            let response = match result {
-                Ok(Some(ResponseKind::Fetch(r))) => {
-                    self.metrics.fetch_latency.record(millis(took));
-                    self.metrics.throttle_time.record(f64::from(r.throttle_time_ms.max(0)));
-                    r
-                }
-                Ok(other) => {
-                    self.sessions.remove(&node);
-                    return Err(Error::UnexpectedResponse(format!("{:?} to Fetch", other.map(|o| o.api_key()))));
-                }
-                Err(e) if e.is_retriable() => {
-                    warn!(node, error = %e, "fetch failed");
-                    self.sessions.remove(&node);
-                    self.forget_preferred(node, &wanted);
-                    refresh = true;
-                    continue;
-                }
-                Err(e) => {
-                    self.sessions.remove(&node);
-                    return Err(e);
-                }
-            };
-            refresh |= self.handle_fetch(client, config, subscription, node, response, &wanted, incremental, &ids)?;
-        }
-        let lag = subscription.partitions.values().filter_map(Subscription::lag).max();
-        if let Some(lag) = lag {
-            self.metrics.records_lag_max.set(lag as f64);
-        }
-        if refresh {
-            tokio::time::sleep(config.retry_backoff).await;
-            if let Err(e) = client.refresh_metadata().await {
-                warn!(error = %e, "metadata refresh failed");
-            }
+            self.in_flight.insert(node, InFlight { wanted, incremental, _task: AbortOnDrop(task.abort_handle()) });
         }
         Ok(())
+    }
+
+    /// Takes in the answered fetches; with `until`, first waits (to then at the latest) for one
+    /// when none is answered yet, and refreshes metadata when a fetch asked for it.
+    pub(super) async fn complete(&mut self, client: &Client, config: &ConsumerConfig, subscription: &mut Subscription, until: Option<Instant>) -> Result<()> {
+        let mut answered = Vec::new();
+        if let Some((_, rx)) = self.answers.as_mut() {
+            while let Ok(a) = rx.try_recv() {
+                answered.push(a);
+            }
+            if let Some(until) = until.filter(|_| answered.is_empty() && !self.in_flight.is_empty()) {
+                if let Ok(Some(a)) = tokio::time::timeout_at(until.into(), rx.recv()).await {
+                    answered.push(a);
+                }
+            }
+        }
+        if !answered.is_empty() {
+            let metadata = client.metadata();
+            let ids = crate::offsets::topic_ids(&metadata);
+            let mut failed = None;
+            for (node, result, took) in answered {
+                let Some(InFlight { wanted, incremental, .. }) = self.in_flight.remove(&node) else { continue };
+                if failed.is_some() {
+                    // Dropped after an error: a full fetch (a new session) fetches it again.
+                    self.sessions.remove(&node);
+                    continue;
+                }
+                let response = match result {
+                    Ok(Some(ResponseKind::Fetch(r))) => {
+                        self.metrics.fetch_latency.record(millis(took));
+                        self.metrics.throttle_time.record(f64::from(r.throttle_time_ms.max(0)));
+                        r
+                    }
+                    Ok(other) => {
+                        self.sessions.remove(&node);
+                        failed = Some(Error::UnexpectedResponse(format!("{:?} to Fetch", other.map(|o| o.api_key()))));
+                        continue;
+                    }
+                    Err(e) if e.is_retriable() => {
+                        warn!(node, error = %e, "fetch failed");
+                        self.sessions.remove(&node);
+                        self.forget_preferred(node, &wanted);
+                        self.want_refresh(config);
+                        continue;
+                    }
+                    Err(e) => {
+                        self.sessions.remove(&node);
+                        failed = Some(e);
+                        continue;
+                    }
+                };
+                match self.handle_fetch(client, config, subscription, node, response, &wanted, incremental, &ids) {
+                    Ok(true) => self.want_refresh(config),
+                    Ok(false) => {}
+                    Err(e) => failed = Some(e),
+                }
+            }
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            let lag = subscription.partitions.values().filter_map(Subscription::lag).max();
+            if let Some(lag) = lag {
+                self.metrics.records_lag_max.set(lag as f64);
+            }
+        }
+        if let (Some(_), Some(at)) = (until, self.refresh_at) {
+            tokio::time::sleep_until(at.into()).await;
+            self.refresh_metadata(client).await;
+        }
+        Ok(())
+    }
+
+    fn want_refresh(&mut self, config: &ConsumerConfig) {
+        self.refresh_at.get_or_insert_with(|| Instant::now() + config.retry_backoff);
+    }
+
+    async fn refresh_metadata(&mut self, client: &Client) {
+        self.refresh_at = None;
+        if let Err(e) = client.refresh_metadata().await {
+            warn!(error = %e, "metadata refresh failed");
+        }
     }
 
     /// After `node` failed: the partitions fetched from it as their preferred read replica are
@@ -316,8 +402,9 @@ impl Fetcher {
                     continue;
                 };
                 let Some(st) = subscription.partitions.get(&tp) else { continue };
-                // A seek or reset while this was in flight: the data is stale.
-                if st.position != Some(sent.offset) {
+                // A seek, reset, pause or leader change while this was in flight: the data is
+                // stale or not wanted now (fetched again when the partition is fetchable).
+                if st.position != Some(sent.offset) || !Subscription::fetchable(st) {
                     continue;
                 }
                 // A partition error from the preferred read replica: back to the leader, as

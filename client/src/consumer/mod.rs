@@ -291,7 +291,7 @@ impl Consumer {
             coordinator,
             listener: None,
             listener_error: None,
-            fetcher: Fetcher { metrics, ..Fetcher::default() },
+            fetcher: Fetcher::new(metrics),
             last_auto_commit: Instant::now(),
         })
     }
@@ -412,20 +412,27 @@ impl Consumer {
                 self.maintain_group().await?;
             }
             self.maybe_auto_commit().await;
+            if !self.fetcher.in_flight.is_empty() {
+                // On a current-thread runtime the connections' io tasks and the fetches run
+                // only while this task waits: once per poll, not only when the buffer is dry.
+                tokio::task::yield_now().await;
+            }
+            self.fetcher.complete(&self.client, &self.config, &mut self.subscription, None).await?;
             if !self.fetcher.buffer.is_empty() {
-                return Ok(self.fetcher.drain(&mut self.subscription, max));
+                return self.hand_out(max).await;
             }
             self.resolve_positions().await?;
             self.validate_positions().await?;
             let remaining = deadline.saturating_duration_since(Instant::now());
-            if self.subscription.partitions.values().any(Subscription::fetchable) {
-                self.fetcher.fetch(&self.client, &self.config, &mut self.subscription, remaining.min(self.config.fetch_max_wait)).await?;
+            if self.subscription.partitions.values().any(Subscription::fetchable) || !self.fetcher.in_flight.is_empty() {
+                self.fetcher.send(&self.client, &self.config, &mut self.subscription, remaining.min(self.config.fetch_max_wait)).await?;
+                self.fetcher.complete(&self.client, &self.config, &mut self.subscription, Some(deadline)).await?;
             } else {
                 // Nothing to fetch yet (joining a group, no assignment): wait a little.
                 tokio::time::sleep(remaining.min(Duration::from_millis(100))).await;
             }
             if !self.fetcher.buffer.is_empty() {
-                return Ok(self.fetcher.drain(&mut self.subscription, max));
+                return self.hand_out(max).await;
             }
             if Instant::now() >= deadline {
                 return Ok(Vec::new());
@@ -433,8 +440,17 @@ impl Consumer {
         }
     }
 
+    /// Up to `max` buffered records; then the fetches for what they emptied go out, so the
+    /// brokers work while the caller handles these.
+    async fn hand_out(&mut self, max: usize) -> Result<Vec<ConsumerRecord>> {
+        let records = self.fetcher.drain(&mut self.subscription, max);
+        self.fetcher.send(&self.client, &self.config, &mut self.subscription, self.config.fetch_max_wait).await?;
+        Ok(records)
+    }
+
     /// A stream of records, one at a time; fetching happens only as the stream is polled, so
-    /// a slow reader stops fetching (at most one round of fetched data waits). Ends only on
+    /// a slow reader stops fetching (at most one fetch's records per partition wait, and one
+    /// Fetch per broker is in flight). Ends only on
     /// drop; errors are items (a retriable one may be followed by more records).
     pub fn stream(&mut self) -> impl Stream<Item = Result<ConsumerRecord>> + '_ {
         futures_util::stream::unfold((self, VecDeque::new()), |(c, mut pending): (&mut Consumer, VecDeque<ConsumerRecord>)| async move {
