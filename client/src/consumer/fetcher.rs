@@ -152,33 +152,52 @@ impl Fetcher {
         }
     }
 
-    /// Sends a Fetch to each broker that leads (or is the preferred read replica of) a
-    /// fetchable partition with nothing buffered and nothing in flight, unless one to that
-    /// broker is already in flight: one Fetch per broker at a time (its fetch session allows no
-    /// more), each answered on its own, so a slow broker never holds back the others and the
-    /// next fetch is on its way while the caller handles the last one's records (Java's
-    /// `Fetcher.sendFetches`, franz-go's per-broker source).
+    /// Sends a Fetch for its fetchable partitions to each broker (leader or preferred read
+    /// replica) with no Fetch in flight and none of its partitions' records still buffered:
+    /// one Fetch per broker at a time (its fetch session allows no more), each answered on its
+    /// own, so a slow broker never holds back the others, and the next one is on its way while
+    /// the caller handles the records just handed out (as franz-go's per-broker source). A
+    /// broker is not asked again while part of its last answer waits: a Fetch for only the
+    /// partitions already drained would be a small one, and would make the session forget
+    /// the others (Java's `Fetcher` does that; measured, it halved the records/s of a
+    /// consumer taking 10,000 records a poll).
     pub(super) async fn send(&mut self, client: &Client, config: &ConsumerConfig, subscription: &mut Subscription, max_wait: Duration) -> Result<()> {
         if self.refresh_at.is_some_and(|at| at <= Instant::now()) {
             self.refresh_metadata(client).await;
         }
         let metadata = client.metadata();
-        let mut busy: HashSet<TopicPartition> = self.buffer.iter().map(|f| f.tp.clone()).collect();
-        busy.extend(self.in_flight.values().flat_map(|f| f.wanted.iter().map(|(tp, _)| tp.clone())));
+        let buffered: HashSet<&TopicPartition> = self.buffer.iter().map(|f| &f.tp).collect();
+        let in_flight: HashSet<&TopicPartition> = self.in_flight.values().flat_map(|f| f.wanted.iter().map(|(tp, _)| tp)).collect();
         let mut by_leader: BTreeMap<i32, Vec<(TopicPartition, SentPartition)>> = BTreeMap::new();
+        // Brokers with a Fetch in flight, or records of theirs still buffered.
+        let mut waiting: HashSet<i32> = self.in_flight.keys().copied().collect();
+        let mut refresh = false;
         let now = Instant::now();
         self.preferred.retain(|tp, _| subscription.partitions.contains_key(tp));
         for (tp, st) in subscription.partitions.iter_mut() {
             let Some(position) = st.position else { continue };
-            if !Subscription::fetchable(st) || busy.contains(tp) {
+            if !Subscription::fetchable(st) || in_flight.contains(tp) {
                 continue;
             }
             let Some(p) = metadata.topics.get(&tp.topic).and_then(|t| t.partitions.iter().find(|p| p.index == tp.partition)) else {
-                self.want_refresh(config);
+                refresh = true;
                 continue;
             };
             if p.leader < 0 {
-                self.want_refresh(config);
+                refresh = true;
+                continue;
+            }
+            // KIP-392: the preferred read replica while it is fresh and still a known replica.
+            let node = match self.preferred.get(tp) {
+                Some(&(id, until)) if now < until && p.replicas.contains(&id) && metadata.brokers.contains_key(&id) => id,
+                Some(_) => {
+                    self.preferred.remove(tp);
+                    p.leader
+                }
+                None => p.leader,
+            };
+            if buffered.contains(tp) {
+                waiting.insert(node);
                 continue;
             }
             // A newer leader epoch than the position was read under: validate it first.
@@ -194,19 +213,12 @@ impl Fetcher {
                 last_fetched_epoch: st.epoch.unwrap_or(-1),
                 max_bytes: config.max_partition_fetch_bytes,
             };
-            // KIP-392: the preferred read replica while it is fresh and still a known replica.
-            let node = match self.preferred.get(tp) {
-                Some(&(id, until)) if now < until && p.replicas.contains(&id) && metadata.brokers.contains_key(&id) => id,
-                Some(_) => {
-                    self.preferred.remove(tp);
-                    p.leader
-                }
-                None => p.leader,
-            };
-            if self.in_flight.contains_key(&node) {
-                continue;
-            }
             by_leader.entry(node).or_default().push((tp.clone(), sent));
+        }
+        drop((buffered, in_flight));
+        by_leader.retain(|node, _| !waiting.contains(node));
+        if refresh {
+            self.want_refresh(config);
         }
         for (node, wanted) in by_leader {
             let version = match client.node_version(node, ApiKey::Fetch).await {
