@@ -54,15 +54,22 @@ pub(crate) fn read_uleb_slice(buf: &mut &[u8], bits: u32) -> Result<u64, DecodeE
     read_uleb_slow(buf, bits)
 }
 
-/// Two or more bytes, or the end of input: kept out of line so the fast path stays small.
+/// Two or more bytes, or the end of input: kept out of line so the fast path stays small. The
+/// cursor stays in a register and is written back once; two bytes (a compact length up to
+/// 16 KiB, the common records field) take no loop at all.
 #[inline(never)]
 fn read_uleb_slow(buf: &mut &[u8], bits: u32) -> Result<u64, DecodeError> {
+    let bytes = *buf;
+    if let [b0, b1, ..] = *bytes {
+        // bits is 32 or 64: two bytes (14 bits) always fit.
+        if b1 & 0x80 == 0 && bits >= 14 {
+            *buf = bytes.get(2..).unwrap_or_default();
+            return Ok(u64::from(b0 & 0x7f) | u64::from(b1) << 7);
+        }
+    }
     let mut value = 0u64;
     let mut shift = 0u32;
-    loop {
-        let Some((&b, rest)) = buf.split_first() else {
-            return Err(truncated(buf, 1));
-        };
+    for (i, &b) in bytes.iter().enumerate() {
         let payload = u64::from(b & 0x7f);
         // Bits of this byte that would land beyond the type's width make it too long.
         // shift < bits here, so bits - shift cannot wrap.
@@ -71,15 +78,18 @@ fn read_uleb_slow(buf: &mut &[u8], bits: u32) -> Result<u64, DecodeError> {
                 && bits.wrapping_sub(shift) < 7
                 && payload >> bits.wrapping_sub(shift) != 0)
         {
+            *buf = bytes.get(i..).unwrap_or_default();
             return Err(too_long(buf));
         }
-        *buf = rest;
         value |= payload << shift;
         if b & 0x80 == 0 {
+            *buf = bytes.get(i.wrapping_add(1)..).unwrap_or_default();
             return Ok(value);
         }
         shift = shift.wrapping_add(7);
     }
+    *buf = bytes.get(bytes.len()..).unwrap_or_default();
+    Err(truncated(buf, 1))
 }
 
 /// Reads an unsigned 32-bit varint.
@@ -200,6 +210,28 @@ mod tests {
         }
     }
 
+    /// Every width, read back with the cursor just past the value (a sentinel follows).
+    #[test]
+    fn reads_every_width_and_stops_after_it() {
+        for shift in 0..64 {
+            for v in [1u64 << shift, (1u64 << shift) - 1, (1u64 << shift) + 1] {
+                let mut e = enc_u(v);
+                e.push(0x55);
+                let mut b = Bytes::from(e.clone());
+                assert_eq!(read_unsigned_varlong(&mut b).unwrap(), v, "{v}");
+                assert_eq!(&b[..], [0x55], "{v}");
+                let mut s = &e[..];
+                assert_eq!(read_uleb_slice(&mut s, 64).unwrap(), v, "{v}");
+                assert_eq!(s, [0x55], "{v}");
+                if let Ok(v32) = u32::try_from(v) {
+                    let mut b = Bytes::from(e);
+                    assert_eq!(read_unsigned_varint(&mut b).unwrap(), v32, "{v}");
+                    assert_eq!(&b[..], [0x55], "{v}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn zigzag_known_encodings() {
         let mut out = Vec::new();
@@ -223,7 +255,9 @@ mod tests {
     #[test]
     fn rejects_overlong_and_truncated() {
         let mut six = Bytes::from_static(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x00]);
-        assert_eq!(read_unsigned_varint(&mut six).unwrap_err().kind(), &DecodeErrorKind::VarintTooLong);
+        let e = read_unsigned_varint(&mut six).unwrap_err();
+        assert_eq!(e.kind(), &DecodeErrorKind::VarintTooLong);
+        assert_eq!(e.in_message("M", 0, 6).offset(), Some(5), "found at the sixth byte");
         // Fifth byte with bits beyond 32.
         let mut over = Bytes::from_static(&[0xff, 0xff, 0xff, 0xff, 0x1f]);
         assert_eq!(read_unsigned_varint(&mut over).unwrap_err().kind(), &DecodeErrorKind::VarintTooLong);
