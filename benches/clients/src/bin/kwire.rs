@@ -4,7 +4,8 @@
 //!   kwire expect COUNT SIZE     (the digest of records 0..COUNT)
 //!
 //! The producer and the consumer run on a current-thread runtime, as kwire-client's own
-//! benchmarks (client/examples/produce_bench.rs, consume_bench.rs) do.
+//! benchmarks (client/examples/produce_bench.rs, consume_bench.rs) do; `KWIRE_BENCH_THREADS=N`
+//! (N > 1) runs them on a multi-thread runtime of N workers instead.
 
 #[path = "../common.rs"]
 mod common;
@@ -19,8 +20,17 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use kwire::runtime::records::Compression;
 use kwire_client::{Acks, Admin, Client, ClientConfig, Consumer, ConsumerConfig, NewTopic, OffsetReset, Producer, ProducerConfig, ProducerRecord, TopicPartition};
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() {
+fn main() {
+    let threads: usize = std::env::var("KWIRE_BENCH_THREADS").ok().and_then(|t| t.parse().ok()).unwrap_or(1);
+    let runtime = if threads > 1 {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build()
+    } else {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()
+    };
+    runtime.unwrap_or_else(|e| fail(e)).block_on(run());
+}
+
+async fn run() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     match argv.first().map(String::as_str) {
         Some("expect") => {
