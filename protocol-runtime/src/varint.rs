@@ -54,22 +54,15 @@ pub(crate) fn read_uleb_slice(buf: &mut &[u8], bits: u32) -> Result<u64, DecodeE
     read_uleb_slow(buf, bits)
 }
 
-/// Two or more bytes, or the end of input: kept out of line so the fast path stays small. The
-/// cursor stays in a register and is written back once; two bytes (a compact length up to
-/// 16 KiB, the common records field) take no loop at all.
+/// Two or more bytes, or the end of input: kept out of line so the fast path stays small.
 #[inline(never)]
 fn read_uleb_slow(buf: &mut &[u8], bits: u32) -> Result<u64, DecodeError> {
-    let bytes = *buf;
-    if let [b0, b1, ..] = *bytes {
-        // bits is 32 or 64: two bytes (14 bits) always fit.
-        if b1 & 0x80 == 0 && bits >= 14 {
-            *buf = bytes.get(2..).unwrap_or_default();
-            return Ok(u64::from(b0 & 0x7f) | u64::from(b1) << 7);
-        }
-    }
     let mut value = 0u64;
     let mut shift = 0u32;
-    for (i, &b) in bytes.iter().enumerate() {
+    loop {
+        let Some((&b, rest)) = buf.split_first() else {
+            return Err(truncated(buf, 1));
+        };
         let payload = u64::from(b & 0x7f);
         // Bits of this byte that would land beyond the type's width make it too long.
         // shift < bits here, so bits - shift cannot wrap.
@@ -78,18 +71,15 @@ fn read_uleb_slow(buf: &mut &[u8], bits: u32) -> Result<u64, DecodeError> {
                 && bits.wrapping_sub(shift) < 7
                 && payload >> bits.wrapping_sub(shift) != 0)
         {
-            *buf = bytes.get(i..).unwrap_or_default();
             return Err(too_long(buf));
         }
+        *buf = rest;
         value |= payload << shift;
         if b & 0x80 == 0 {
-            *buf = bytes.get(i.wrapping_add(1)..).unwrap_or_default();
             return Ok(value);
         }
         shift = shift.wrapping_add(7);
     }
-    *buf = bytes.get(bytes.len()..).unwrap_or_default();
-    Err(truncated(buf, 1))
 }
 
 /// Reads an unsigned 32-bit varint.
