@@ -3,6 +3,10 @@
 //! aborted transactions), buffered until `poll` hands them out; and what a log truncated under
 //! a position (a diverging epoch, OffsetForLeaderEpoch) does to it and to the buffered records.
 //!
+//! Per broker, as franz-go's sources: at most one Fetch in flight, in a task of its own whose
+//! answer is taken in by the next `poll` that finds it (`send`, `complete`); the next Fetch to
+//! a broker goes out once its last answer is handed out in full.
+//!
 //! Fetching from the closest replica (KIP-392): Fetch requests carry the consumer's rack; when
 //! a leader names a preferred read replica for a partition, the partition is fetched from that
 //! replica until the metadata max age passes, the replica answers with a partition error, or
