@@ -144,8 +144,17 @@ impl Fetcher {
         if !out.is_empty() {
             self.metrics.records_consumed.increment(out.len() as u64);
             self.metrics.bytes_consumed.increment(bytes as u64);
+            self.record_lag(subscription);
         }
         out
+    }
+
+    /// `records-lag-max`: the largest distance from a position to its partition's end, after
+    /// each answer and (as Java, where the records are handed out) after each `poll`.
+    fn record_lag(&self, subscription: &Subscription) {
+        if let Some(lag) = subscription.partitions.values().filter_map(Subscription::lag).max() {
+            self.metrics.records_lag_max.set(lag as f64);
+        }
     }
 
     /// Keeps an emptied record queue for the next fetch (as many as a fetch round fills).
@@ -314,10 +323,7 @@ impl Fetcher {
             if let Some(e) = failed {
                 return Err(e);
             }
-            let lag = subscription.partitions.values().filter_map(Subscription::lag).max();
-            if let Some(lag) = lag {
-                self.metrics.records_lag_max.set(lag as f64);
-            }
+            self.record_lag(subscription);
         }
         if let (Some(_), Some(at)) = (until, self.refresh_at) {
             tokio::time::sleep_until(at.into()).await;
