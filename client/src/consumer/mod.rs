@@ -450,8 +450,8 @@ impl Consumer {
 
     /// A stream of records, one at a time; fetching happens only as the stream is polled, so
     /// a slow reader stops fetching (at most one fetch's records per partition wait, and one
-    /// Fetch per broker is in flight). Ends only on
-    /// drop; errors are items (a retriable one may be followed by more records).
+    /// Fetch per broker is in flight). Ends only on drop; errors are items (a retriable one may
+    /// be followed by more records).
     pub fn stream(&mut self) -> impl Stream<Item = Result<ConsumerRecord>> + '_ {
         futures_util::stream::unfold((self, VecDeque::new()), |(c, mut pending): (&mut Consumer, VecDeque<ConsumerRecord>)| async move {
             loop {
