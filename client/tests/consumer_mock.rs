@@ -291,12 +291,7 @@ async fn leader_and_replica(end: ReplicaEnd) -> (String, Arc<std::sync::Mutex<Ve
             Some(body)
         }
     };
-    let leader = common::serve(double(1)).await;
-    let replica = common::serve(double(2)).await;
-    for (i, addr) in [&leader, &replica].into_iter().enumerate() {
-        let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
-        ports[i].store(port, Ordering::SeqCst);
-    }
+    let leader = serve_two(&ports, double(1), double(2)).await;
     (leader, fetches)
 }
 
@@ -414,11 +409,20 @@ async fn two_leaders(slow: Duration) -> String {
             Some(body)
         }
     };
-    let first = common::serve(double(1)).await;
-    let second = common::serve(double(2)).await;
-    for (i, addr) in [&first, &second].into_iter().enumerate() {
-        let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
-        ports[i].store(port, Ordering::SeqCst);
+    serve_two(&ports, double(1), double(2)).await
+}
+
+/// Serves two doubles, nodes 1 and 2, and puts their ports in `ports` (which their Metadata
+/// answers read). Returns node 1's address.
+async fn serve_two<A, B>(ports: &[std::sync::atomic::AtomicU16; 2], one: A, two: B) -> String
+where
+    A: Fn(u16, RequestKind) -> Option<ResponseKind> + Send + Sync + 'static,
+    B: Fn(u16, RequestKind) -> Option<ResponseKind> + Send + Sync + 'static,
+{
+    let first = common::serve(one).await;
+    let second = common::serve(two).await;
+    for (port, addr) in ports.iter().zip([&first, &second]) {
+        port.store(addr.rsplit(':').next().unwrap().parse().unwrap(), Ordering::SeqCst);
     }
     first
 }

@@ -33,7 +33,6 @@ use crate::metrics::{millis, ConsumerMetrics};
 use crate::topic_partition::TopicPartition;
 
 /// The fetch sessions and what they fetched.
-#[derive(Default)]
 pub(super) struct Fetcher {
     /// Fetched records waiting for `poll`, by partition, in fetch order.
     pub(super) buffer: VecDeque<Fetched>,
@@ -51,8 +50,8 @@ pub(super) struct Fetcher {
     pub(super) in_flight: HashMap<i32, InFlight>,
     /// A fetch found stale metadata: refreshed once the retry backoff from then has passed.
     refresh_at: Option<Instant>,
-    /// Where the fetches' tasks put their answers (made with the first fetch).
-    answers: Option<(mpsc::UnboundedSender<Answer>, mpsc::UnboundedReceiver<Answer>)>,
+    /// Where the fetches' tasks put their answers.
+    answers: (mpsc::UnboundedSender<Answer>, mpsc::UnboundedReceiver<Answer>),
 }
 
 /// A Fetch sent and not yet taken in: its own task, so it goes on while the caller works.
@@ -103,7 +102,17 @@ pub(super) struct SentPartition {
 
 impl Fetcher {
     pub(super) fn new(metrics: ConsumerMetrics) -> Self {
-        Self { metrics, ..Default::default() }
+        Self {
+            buffer: VecDeque::new(),
+            spare_queues: Vec::new(),
+            sessions: HashMap::new(),
+            stats: FetchStats::default(),
+            preferred: HashMap::new(),
+            metrics,
+            in_flight: HashMap::new(),
+            refresh_at: None,
+            answers: mpsc::unbounded_channel(),
+        }
     }
 
     /// Hands out up to `max` buffered records, advancing positions as they go.
@@ -254,7 +263,7 @@ impl Fetcher {
                 self.stats.incremental_fetches += 1;
             }
             let client = client.clone();
-            let answers = self.answers.get_or_insert_with(mpsc::unbounded_channel).0.clone();
+            let answers = self.answers.0.clone();
             let task = tokio::spawn(async move {
                 let sent = Instant::now();
                 let r = client.call_node(node, request).await;
@@ -269,14 +278,13 @@ impl Fetcher {
     /// when none is answered yet, and refreshes metadata when a fetch asked for it.
     pub(super) async fn complete(&mut self, client: &Client, config: &ConsumerConfig, subscription: &mut Subscription, until: Option<Instant>) -> Result<()> {
         let mut answered = Vec::new();
-        if let Some((_, rx)) = self.answers.as_mut() {
-            while let Ok(a) = rx.try_recv() {
+        let rx = &mut self.answers.1;
+        while let Ok(a) = rx.try_recv() {
+            answered.push(a);
+        }
+        if let Some(until) = until.filter(|_| answered.is_empty() && !self.in_flight.is_empty()) {
+            if let Ok(Some(a)) = tokio::time::timeout_at(until.into(), rx.recv()).await {
                 answered.push(a);
-            }
-            if let Some(until) = until.filter(|_| answered.is_empty() && !self.in_flight.is_empty()) {
-                if let Ok(Some(a)) = tokio::time::timeout_at(until.into(), rx.recv()).await {
-                    answered.push(a);
-                }
             }
         }
         if !answered.is_empty() {
