@@ -229,7 +229,7 @@ mod lz4_reuse {
 
 /// zstd with one compression context (level 3, as Kafka's default) and one decompression
 /// context kept per thread: a context made per batch allocated and initialised its tables (and,
-/// to decompress, its window) each time; with 16 KiB records, four to a batch, that was half
+/// to decompress, its window) each time; with 16 KiB records, three to a batch, that was half
 /// the consumer's CPU.
 #[cfg(feature = "zstd")]
 mod zstd_reuse {
@@ -290,7 +290,7 @@ mod zstd_reuse {
             compressor.compress_to_buffer(data, scratch)?;
             out.extend_from_slice(scratch);
             // A batch far larger than usual leaves no lasting buffer behind.
-            if scratch.capacity() > 4 << 20 {
+            if scratch.capacity() > KEEP_AT_MOST {
                 *scratch = Vec::new();
             }
             Ok(())
