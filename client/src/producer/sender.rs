@@ -20,7 +20,7 @@ use kwire::messages::{
     ProduceRequest,
 };
 use kwire::runtime::records::{Compression, RecordBatchBuilder};
-use kwire::{ByteString, Bytes, ErrorCode, RequestKind, ResponseKind, Uuid};
+use kwire::{ByteString, ErrorCode, RequestKind, ResponseKind, Uuid};
 use tokio::sync::mpsc;
 use tracing::{debug, warn, Instrument};
 
@@ -302,11 +302,11 @@ impl BrokerSender {
             if let Some((pid, epoch, seq)) = batch.sequence {
                 builder = builder.producer(pid, epoch, seq);
             }
-            // The records are encoded where they are (their offsets are their indexes).
-            let mut bytes = Vec::new();
-            let result = builder.build_from(&batch.records, &mut bytes);
+            // The records are encoded where they are (their offsets are their indexes), into
+            // memory the thread reuses once the batch is acknowledged and dropped.
+            let result = builder.build_from_pooled(&batch.records);
             built.push(result.as_ref().map(|_| ()).map_err(|e| e.to_string()));
-            if result.is_ok() {
+            if let Ok(bytes) = result {
                 records += batch.records.len();
                 metrics.batch_size.record(bytes.len() as f64);
                 // As Java's: the batch as sent over its records uncompressed (uncompressed,
@@ -325,7 +325,7 @@ impl BrokerSender {
                 #[allow(clippy::useless_conversion)]
                 by_topic.entry(&**topic).or_default().push(PartitionProduceData {
                     index: *partition,
-                    records: Some(Bytes::from(bytes)).into(),
+                    records: Some(bytes).into(),
                     ..Default::default()
                 });
             }

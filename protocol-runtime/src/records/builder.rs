@@ -34,6 +34,30 @@ fn record_body_len(r: &Record, base_offset: i64, base_timestamp: i64) -> u64 {
     body_len(r, r.offset.wrapping_sub(base_offset) as i32, r.timestamp.wrapping_sub(base_timestamp))
 }
 
+thread_local! {
+    /// The records of a compressed batch before compression: a producer builds batch after
+    /// batch, and a fresh buffer per batch was fresh pages to fault in each time.
+    static PLAIN: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A buffer grown past this (a huge batch) is not kept.
+const PLAIN_KEEP_AT_MOST: usize = 8 << 20;
+
+/// Runs `f` on the thread's empty scratch buffer for uncompressed records.
+fn with_plain<T>(f: impl FnOnce(&mut Vec<u8>) -> Result<T, EncodeError>) -> Result<T, EncodeError> {
+    PLAIN.with(|cell| {
+        let Ok(mut plain) = cell.try_borrow_mut() else {
+            return f(&mut Vec::new());
+        };
+        plain.clear();
+        let result = f(&mut plain);
+        if plain.capacity() > PLAIN_KEEP_AT_MOST {
+            *plain = Vec::new();
+        }
+        result
+    })
+}
+
 /// The exact size of the encoded records: plain arithmetic over each record's fields, nothing
 /// kept per record.
 fn records_size(records: &[Record], base_offset: i64, base_timestamp: i64) -> Result<usize, EncodeError> {
@@ -235,6 +259,36 @@ impl RecordBatchBuilder {
     /// settings, appending it to `out`; for callers that keep their records and only borrow
     /// them. The records are checked as [`RecordBatchBuilder::append`] checks them.
     pub fn build_from(&self, records: &[Record], out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        self.check_borrowed(records)?;
+        self.write(records, out, false)
+    }
+
+    /// Encodes `records` as [`build_from`](Self::build_from) does, into memory kept per thread
+    /// and used again once the returned bytes (and every slice of them) are dropped: for a
+    /// producer, which builds batch after batch and lets each go once it is acknowledged. In a
+    /// fresh buffer each, every batch's pages were faulted in anew.
+    ///
+    /// ```
+    /// use kwire_runtime::records::{Compression, Record, RecordBatchBuilder};
+    ///
+    /// let records = [Record::new(0, 1_700_000_000_000, None, Some("v".into()))];
+    /// let builder = RecordBatchBuilder::new().compression(Compression::None);
+    /// let mut fresh = Vec::new();
+    /// builder.build_from(&records, &mut fresh)?;
+    /// assert_eq!(builder.build_from_pooled(&records)?, fresh);
+    /// # Ok::<(), kwire_runtime::EncodeError>(())
+    /// ```
+    pub fn build_from_pooled(&self, records: &[Record]) -> Result<Bytes, EncodeError> {
+        self.check_borrowed(records)?;
+        super::pool::write_out(|out| {
+            out.clear();
+            self.write(records, out, false)?;
+            Ok(out.len())
+        })
+    }
+
+    /// The checks [`RecordBatchBuilder::append`] makes, for records the builder did not take.
+    fn check_borrowed(&self, records: &[Record]) -> Result<(), EncodeError> {
         let base = self.base_offset.or(records.first().map(|r| r.offset)).unwrap_or(0);
         let mut prev = None;
         for r in records {
@@ -244,7 +298,7 @@ impl RecordBatchBuilder {
             }
             prev = Some(r.offset);
         }
-        self.write(records, out, false)
+        Ok(())
     }
 
     /// The bytes `records` take in a batch before compression, the batch header not counted:
@@ -283,10 +337,12 @@ impl RecordBatchBuilder {
         out.put_i32(self.base_sequence);
         out.put_i32(count);
         let max_timestamp = if compressed {
-            let mut plain = Vec::with_capacity(records_len);
-            let max = write_records(records, base_offset, base_timestamp, &mut plain)?;
-            compress(self.compression, &plain, out, 2)?;
-            max
+            with_plain(|plain| {
+                plain.reserve(records_len);
+                let max = write_records(records, base_offset, base_timestamp, plain)?;
+                compress(self.compression, plain, out, 2)?;
+                Ok(max)
+            })?
         } else {
             write_records(records, base_offset, base_timestamp, out)?
         };

@@ -149,9 +149,10 @@ mod lz4_reuse {
     use std::io::Read;
 
     use bytes::{Buf, Bytes};
-    use lz4_flex::frame::FrameDecoder;
+    use lz4_flex::frame::{FrameDecoder, FrameEncoder};
 
-    use super::{read_bounded, Compression, DecodeError};
+    use super::super::pool;
+    use super::{read_bounded, read_into, Compression, DecodeError};
 
     /// The compressed input, owned, so that the decoder can live in a thread-local.
     struct Input(Bytes);
@@ -198,6 +199,45 @@ mod lz4_reuse {
         first && matches!(decoder.read(&mut out), Ok(0)) && decoder.get_ref().0.is_empty()
     }
 
+    thread_local! {
+        /// An encoder kept per thread, writing frame after frame into its own buffer: one made
+        /// per batch allocated its block buffers and hash table (about 150 KiB) each time.
+        static ENCODER: RefCell<Option<FrameEncoder<Vec<u8>>>> = const { RefCell::new(None) };
+    }
+
+    fn new_encoder<W: std::io::Write>(w: W) -> FrameEncoder<W> {
+        use lz4_flex::frame::{BlockMode, BlockSize, FrameInfo};
+        let info = FrameInfo::new().block_size(BlockSize::Max64KB).block_mode(BlockMode::Independent);
+        FrameEncoder::with_frame_info(info, w)
+    }
+
+    /// Compresses `data` as one frame of independent 64 KiB blocks, appended to `out`.
+    pub(super) fn compress(data: &[u8], out: &mut Vec<u8>) -> Result<(), lz4_flex::frame::Error> {
+        use std::io::Write;
+        let kept = ENCODER.with(|cell| cell.try_borrow_mut().ok().map(|mut slot| slot.take()));
+        // Empty input is a frame the encoder writes only as its first (lz4_flex starts a frame
+        // on the first byte written, or in `finish` when it has written nothing yet).
+        let (Some(kept), false) = (kept, data.is_empty()) else {
+            let mut enc = new_encoder(&mut *out);
+            enc.write_all(data)?;
+            return enc.finish().map(|_| ());
+        };
+        let mut enc = kept.unwrap_or_else(|| new_encoder(Vec::new()));
+        enc.get_mut().clear();
+        // After an error the encoder may be mid-frame: it is dropped, not kept.
+        enc.write_all(data)?;
+        enc.try_finish()?;
+        out.extend_from_slice(enc.get_ref());
+        if enc.get_ref().capacity() <= super::super::pool::KEEP_AT_MOST {
+            ENCODER.with(|cell| {
+                if let Ok(mut slot) = cell.try_borrow_mut() {
+                    *slot = Some(enc);
+                }
+            });
+        }
+        Ok(())
+    }
+
     /// Whether the frame declares 64 KiB blocks (block maximum size id 4 in its BD byte): only
     /// such frames use the kept decoder, so that it holds at most about 200 KiB per thread.
     pub(super) fn small_blocks(data: &[u8]) -> bool {
@@ -215,7 +255,7 @@ mod lz4_reuse {
             };
             let mut decoder = slot.take().unwrap_or_else(|| FrameDecoder::new(Input(Bytes::new())));
             *decoder.get_mut() = Input(data.clone());
-            let result = read_bounded(Compression::Lz4, &mut decoder, hint, limit, data.len());
+            let result = pool::write_out(|out| read_into(Compression::Lz4, &mut decoder, out, limit, data.len()));
             // Kept only when it waits for the next frame's header: after an error or the limit
             // it may be mid-frame, and is dropped.
             if result.is_ok() && at_frame_boundary(&mut decoder) {
@@ -238,38 +278,40 @@ mod zstd_reuse {
     use bytes::Bytes;
     use zstd::zstd_safe::{DCtx, ResetDirective};
 
+    use super::super::pool;
     use super::{corrupt, read_into, Compression, DecodeError};
 
     thread_local! {
         static COMPRESSOR: RefCell<Option<(zstd::bulk::Compressor<'static>, Vec<u8>)>> = const { RefCell::new(None) };
-        /// The context and an output buffer: a batch is inflated into the buffer, whose pages
-        /// are already there, and copied out at its exact size. Inflated into fresh memory of
-        /// four times the input, a consumer of 100 B records took 4x the page faults.
-        static DECOMPRESSOR: RefCell<Option<(DCtx<'static>, Vec<u8>)>> = const { RefCell::new(None) };
+        /// Batches are inflated into the thread's scratch buffer and copied out into the pool
+        /// (`records::pool`): into fresh memory of four times the input, a consumer of 100 B records
+        /// took 4x the page faults.
+        static DECOMPRESSOR: RefCell<Option<DCtx<'static>>> = const { RefCell::new(None) };
     }
 
     /// A context whose window grew past this (a frame written at a high level, or a hostile
-    /// one), or a buffer larger than this, is not kept: the memory a thread holds stays small.
-    const KEEP_AT_MOST: usize = 8 << 20;
+    /// one) is not kept: the memory a thread holds stays small.
+    const KEEP_AT_MOST: usize = pool::KEEP_AT_MOST;
 
     pub(super) fn decompress(data: &Bytes, limit: usize) -> Result<Bytes, DecodeError> {
         DECOMPRESSOR.with(|cell| {
             let Ok(mut slot) = cell.try_borrow_mut() else {
                 return super::decompress(Compression::Zstd, data, limit, 2);
             };
-            let (mut ctx, mut scratch) = match slot.take() {
+            let mut ctx = match slot.take() {
                 Some(kept) => kept,
                 None => match DCtx::try_create() {
-                    Some(ctx) => (ctx, Vec::new()),
+                    Some(ctx) => ctx,
                     None => return Err(corrupt(Compression::Zstd, "no memory for a zstd context", data.len())),
                 },
             };
             // Whatever the last frame left (an error mid-frame), this one starts afresh.
             let _ = ctx.reset(ResetDirective::SessionOnly);
-            let result = read_into(Compression::Zstd, zstd::stream::read::Decoder::with_context(&data[..], &mut ctx), &mut scratch, limit, data.len())
-                .map(|len| Bytes::copy_from_slice(scratch.get(..len).unwrap_or_default()));
-            if ctx.sizeof() <= KEEP_AT_MOST && scratch.len() <= KEEP_AT_MOST {
-                *slot = Some((ctx, scratch));
+            let result = pool::write_out(|out| {
+                read_into(Compression::Zstd, zstd::stream::read::Decoder::with_context(&data[..], &mut ctx), out, limit, data.len())
+            });
+            if ctx.sizeof() <= KEEP_AT_MOST {
+                *slot = Some(ctx);
             }
             result
         })
@@ -334,13 +376,8 @@ pub fn compress(codec: Compression, data: &[u8], out: &mut Vec<u8>, magic: i8) -
         }
         #[cfg(feature = "lz4")]
         Compression::Lz4 => {
-            use lz4_flex::frame::{BlockMode, BlockSize, FrameEncoder, FrameInfo};
-            use std::io::Write;
             let start = out.len();
-            let info = FrameInfo::new().block_size(BlockSize::Max64KB).block_mode(BlockMode::Independent);
-            let mut enc = FrameEncoder::with_frame_info(info, &mut *out);
-            enc.write_all(data).map_err(|e| compress_failed(Compression::Lz4, e))?;
-            enc.finish().map_err(|e| compress_failed(Compression::Lz4, e))?;
+            lz4_reuse::compress(data, out).map_err(|e| compress_failed(Compression::Lz4, e))?;
             if magic == 0 {
                 lz4_write_legacy_checksum(out.get_mut(start..).unwrap_or_default());
             }
@@ -459,6 +496,29 @@ mod tests {
     /// The kept lz4 decoder: many frames in a row, one past the limit, one cut short at a block
     /// boundary (which reads as ended with the decoder inside it) and garbage in between, and
     /// every good frame after them still decodes to what was compressed.
+    #[cfg(feature = "lz4")]
+    #[test]
+    fn the_kept_lz4_encoder_writes_what_a_fresh_one_does() {
+        use lz4_flex::frame::{BlockMode, BlockSize, FrameEncoder, FrameInfo};
+        use std::io::Write;
+        let fresh = |data: &[u8]| {
+            let info = FrameInfo::new().block_size(BlockSize::Max64KB).block_mode(BlockMode::Independent);
+            let mut enc = FrameEncoder::with_frame_info(info, Vec::new());
+            enc.write_all(data).unwrap();
+            enc.finish().unwrap()
+        };
+        let text: Vec<u8> = (0..300_000u32).map(|i| b"kafka wire "[(i % 11) as usize] ^ (i / 4099) as u8).collect();
+        // Sizes around the 64 KiB block, the empty frame, and small after large (no state left).
+        for len in [1000, 0, 65_536, 65_537, 300_000, 5, 0, 131_072, 17] {
+            let data = &text[..len];
+            let mut out = vec![9, 9];
+            compress(Compression::Lz4, data, &mut out, 2).unwrap();
+            assert_eq!(&out[..2], &[9, 9]);
+            assert_eq!(&out[2..], &fresh(data)[..], "{len} bytes");
+            assert_eq!(&decompress(Compression::Lz4, &out[2..], len, 2).unwrap()[..], data);
+        }
+    }
+
     #[cfg(feature = "lz4")]
     #[test]
     fn the_kept_lz4_decoder_survives_bad_frames() {

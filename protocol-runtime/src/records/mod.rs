@@ -41,6 +41,7 @@ mod compression;
 mod control;
 mod header;
 mod legacy;
+mod pool;
 mod record;
 
 use std::fmt;

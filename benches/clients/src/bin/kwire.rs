@@ -72,8 +72,16 @@ async fn produce(args: common::Args) {
         other => fail(format!("compression {other}")),
     };
     let client = Client::connect(ClientConfig::new(&args.bootstrap)).await.unwrap_or_else(|e| fail(e));
-    // The topic's metadata before the clock starts, as the others' warm-ups do.
-    client.topic(&args.topic).await.unwrap_or_else(|e| fail(e));
+    // The topic's metadata before the clock starts, as the others' warm-ups do. A topic just
+    // created may not be in the broker's metadata yet (the producer itself would wait for it,
+    // up to max_block): asked again for up to 10 s.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while let Err(e) = client.topic(&args.topic).await {
+        if std::time::Instant::now() > deadline {
+            fail(e);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let config = ProducerConfig {
         acks: if args.acks_all { Acks::All } else { Acks::Leader },
         idempotence: args.acks_all,
