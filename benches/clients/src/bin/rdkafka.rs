@@ -115,6 +115,9 @@ fn consume(args: common::Args) {
         .set("fetch.max.bytes", (50 << 20).to_string())
         .set("max.partition.fetch.bytes", (1 << 20).to_string())
         .set("fetch.wait.max.ms", "500")
+        // librdkafka alone does not check record batch CRCs by default; Java, confluent-kafka,
+        // franz-go and kwire-client do: the same work for every client.
+        .set("check.crcs", "true")
         .create()
         .unwrap_or_else(|e| fail(e));
     let mut tpl = TopicPartitionList::new();
