@@ -40,10 +40,7 @@ thread_local! {
     static PLAIN: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// A buffer grown past this (a huge batch) is not kept.
-const PLAIN_KEEP_AT_MOST: usize = 8 << 20;
-
-/// Runs `f` on the thread's empty scratch buffer for uncompressed records.
+/// Runs `f` on the thread's scratch buffer for a batch's records before compression, emptied.
 fn with_plain<T>(f: impl FnOnce(&mut Vec<u8>) -> Result<T, EncodeError>) -> Result<T, EncodeError> {
     PLAIN.with(|cell| {
         let Ok(mut plain) = cell.try_borrow_mut() else {
@@ -51,7 +48,8 @@ fn with_plain<T>(f: impl FnOnce(&mut Vec<u8>) -> Result<T, EncodeError>) -> Resu
         };
         plain.clear();
         let result = f(&mut plain);
-        if plain.capacity() > PLAIN_KEEP_AT_MOST {
+        // A buffer grown for a huge batch is not kept.
+        if plain.capacity() > super::pool::KEEP_AT_MOST {
             *plain = Vec::new();
         }
         result

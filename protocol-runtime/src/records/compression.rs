@@ -228,7 +228,7 @@ mod lz4_reuse {
         enc.write_all(data)?;
         enc.try_finish()?;
         out.extend_from_slice(enc.get_ref());
-        if enc.get_ref().capacity() <= super::super::pool::KEEP_AT_MOST {
+        if enc.get_ref().capacity() <= pool::KEEP_AT_MOST {
             ENCODER.with(|cell| {
                 if let Ok(mut slot) = cell.try_borrow_mut() {
                     *slot = Some(enc);
@@ -493,9 +493,7 @@ mod tests {
         }
     }
 
-    /// The kept lz4 decoder: many frames in a row, one past the limit, one cut short at a block
-    /// boundary (which reads as ended with the decoder inside it) and garbage in between, and
-    /// every good frame after them still decodes to what was compressed.
+    /// The kept lz4 encoder writes, frame after frame, what a new encoder writes.
     #[cfg(feature = "lz4")]
     #[test]
     fn the_kept_lz4_encoder_writes_what_a_fresh_one_does() {
@@ -519,6 +517,9 @@ mod tests {
         }
     }
 
+    /// The kept lz4 decoder: many frames in a row, one past the limit, one cut short at a block
+    /// boundary (which reads as ended with the decoder inside it) and garbage in between, and
+    /// every good frame after them still decodes to what was compressed.
     #[cfg(feature = "lz4")]
     #[test]
     fn the_kept_lz4_decoder_survives_bad_frames() {
