@@ -475,6 +475,12 @@ fn lz4_write_legacy_checksum(frame: &mut [u8]) {
     }
 }
 
+#[cold]
+#[allow(dead_code)] // unused when every codec feature is off
+fn compress_failed(c: Compression, e: impl std::fmt::Display) -> EncodeError {
+    encode_invalid(RecordsEncodeError::CompressFailed { codec: c.name(), reason: e.to_string() })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -617,10 +623,4 @@ mod tests {
         assert!(decompress(Compression::Lz4, &out, 100, 1).is_err());
         assert_eq!(&decompress(Compression::Lz4, &out, 100, 0).unwrap()[..], b"abcabcabc");
     }
-}
-
-#[cold]
-#[allow(dead_code)] // unused when every codec feature is off
-fn compress_failed(c: Compression, e: impl std::fmt::Display) -> EncodeError {
-    encode_invalid(RecordsEncodeError::CompressFailed { codec: c.name(), reason: e.to_string() })
 }
