@@ -121,7 +121,7 @@ fn a_decoded_frame_the_proxy_did_not_change_re_encodes_byte_for_byte() {
     // section has no known tags; the struct keeps the unknown ones in wire order).
     let mut request = MetadataRequest { topics: Some(vec![]), ..Default::default() };
     for (tag, data) in [(3u32, &b"a"[..]), (3, b"b"), (7, b"")] {
-        request.unknown_tagged_fields.0.push(RawTaggedField { tag, data: Bytes::copy_from_slice(data) });
+        request.unknown_tagged_fields.push(tag, Bytes::copy_from_slice(data));
     }
     let bytes = request.to_bytes(12).unwrap();
     let decoded = MetadataRequest::decode(&mut bytes.clone(), 12).unwrap();
@@ -131,7 +131,7 @@ fn a_decoded_frame_the_proxy_did_not_change_re_encodes_byte_for_byte() {
     // Out of ascending order (Kafka never writes that, but a peer might): kept as it came.
     let mut request = MetadataRequest { topics: Some(vec![]), ..Default::default() };
     for tag in [9u32, 2] {
-        request.unknown_tagged_fields.0.push(RawTaggedField { tag, data: Bytes::new() });
+        request.unknown_tagged_fields.push(tag, Bytes::new());
     }
     let bytes = request.to_bytes(12).unwrap();
     let decoded = MetadataRequest::decode(&mut bytes.clone(), 12).unwrap();

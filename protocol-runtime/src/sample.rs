@@ -73,7 +73,7 @@ impl SampleRng {
 
     /// True one time in `n`.
     pub fn one_in(&mut self, n: u64) -> bool {
-        self.next_u64() % n == 0
+        self.next_u64().is_multiple_of(n)
     }
 
     int_except! {

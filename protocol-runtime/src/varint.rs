@@ -57,6 +57,21 @@ pub(crate) fn read_uleb_slice(buf: &mut &[u8], bits: u32) -> Result<u64, DecodeE
 /// Two or more bytes, or the end of input: kept out of line so the fast path stays small.
 #[inline(never)]
 fn read_uleb_slow(buf: &mut &[u8], bits: u32) -> Result<u64, DecodeError> {
+    // Two and three bytes (lengths up to 2 MiB: record sets, most blobs) without the loop:
+    // 21 bits fit every width callers read (32 and 64), so no byte can overflow.
+    if bits >= 21 {
+        match **buf {
+            [b0, b1, ref rest @ ..] if b1 & 0x80 == 0 => {
+                *buf = rest;
+                return Ok(u64::from(b0 & 0x7f) | u64::from(b1) << 7);
+            }
+            [b0, b1, b2, ref rest @ ..] if b2 & 0x80 == 0 => {
+                *buf = rest;
+                return Ok(u64::from(b0 & 0x7f) | u64::from(b1 & 0x7f) << 7 | u64::from(b2) << 14);
+            }
+            _ => {}
+        }
+    }
     let mut value = 0u64;
     let mut shift = 0u32;
     loop {
@@ -219,6 +234,23 @@ mod tests {
                     assert_eq!(&b[..], [0x55], "{v}");
                 }
             }
+        }
+    }
+
+    /// Non-minimal encodings (Kafka accepts them) and cut-short ones, at the widths the loop-free
+    /// path reads.
+    #[test]
+    fn two_and_three_byte_reads_accept_padding_and_refuse_truncation() {
+        for (bytes, v) in [(&[0x80, 0x00][..], 0), (&[0x81, 0x00], 1), (&[0x80, 0x80, 0x00], 0), (&[0xff, 0xff, 0x7f], 0x1f_ffff_u64)] {
+            let mut s = bytes;
+            assert_eq!(read_uleb_slice(&mut s, 32).unwrap(), v, "{bytes:?}");
+            assert!(s.is_empty());
+            assert_eq!(read_unsigned_varint(&mut Bytes::copy_from_slice(bytes)).unwrap() as u64, v);
+        }
+        for bytes in [&[0x80][..], &[0x80, 0x80], &[0xff, 0xff, 0xff]] {
+            let mut s = bytes;
+            assert!(read_uleb_slice(&mut s, 32).is_err(), "{bytes:?}");
+            assert!(read_unsigned_varint(&mut Bytes::copy_from_slice(bytes)).is_err(), "{bytes:?}");
         }
     }
 

@@ -33,6 +33,89 @@ pub trait View<'a>: Sized {
     /// it. `compact` is the length-prefix form of strings, bytes and arrays (flexible versions);
     /// fixed-width values and structs ignore it.
     fn decode_view(buf: &mut &'a [u8], version: i16, compact: bool) -> Result<Self, DecodeError>;
+
+    /// Checks one value at the front of `buf` as [`decode_view`](View::decode_view) does, and
+    /// advances past it, without building the view: what an array's elements get when the
+    /// array's view is decoded.
+    #[inline(always)]
+    fn check_view(buf: &mut &'a [u8], version: i16, compact: bool) -> Result<(), DecodeError> {
+        Self::decode_view(buf, version, compact).map(drop)
+    }
+
+    /// Reads one value that [`decode_view`](View::decode_view) has already checked (an array's
+    /// element as the array is iterated): nested arrays of structs are skipped over, not
+    /// checked again. On bytes that were not checked it still never panics; it may accept
+    /// what `decode_view` refuses.
+    #[inline(always)]
+    fn decode_trusted(buf: &mut &'a [u8], version: i16, compact: bool) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version, compact)
+    }
+
+    /// Advances past one already-checked value, reading only its lengths and counts.
+    #[inline(always)]
+    fn skip_view(buf: &mut &'a [u8], version: i16, compact: bool) -> Result<(), DecodeError> {
+        Self::check_view(buf, version, compact)
+    }
+}
+
+#[doc(hidden)] // generated code calls it; not public API
+/// How a view's decode body reads its arrays and nested structs: [`Checked`] (decoding a
+/// frame: everything checked) or [`Trusted`] (an element of a checked array, as it is iterated).
+pub trait Mode {
+    /// True when the bytes were checked already.
+    const TRUSTED: bool;
+
+    /// Reads a value.
+    #[inline(always)]
+    fn read<'a, T: View<'a>>(buf: &mut &'a [u8], version: i16, compact: bool) -> Result<T, DecodeError> {
+        if Self::TRUSTED {
+            T::decode_trusted(buf, version, compact)
+        } else {
+            T::decode_view(buf, version, compact)
+        }
+    }
+
+    /// Reads an array that may be null.
+    #[inline(always)]
+    fn nullable_array<'a, T: View<'a>>(
+        buf: &mut &'a [u8],
+        version: i16,
+        compact: bool,
+    ) -> Result<Option<ArrayView<'a, T>>, DecodeError> {
+        if Self::TRUSTED {
+            nullable_array_trusted(buf, version, compact)
+        } else {
+            nullable_array(buf, version, compact)
+        }
+    }
+
+    /// Reads a struct that may be null: an int8 marker (negative for null), then the struct.
+    #[inline(always)]
+    fn nullable_struct<'a, T: View<'a>>(buf: &mut &'a [u8], version: i16) -> Result<Option<T>, DecodeError> {
+        if read_i8(buf)? < 0 {
+            Ok(None)
+        } else {
+            Self::read(buf, version, false).map(Some)
+        }
+    }
+}
+
+#[doc(hidden)] // generated code calls it; not public API
+/// Decoding a frame: every value checked.
+#[derive(Debug)]
+pub enum Checked {}
+
+impl Mode for Checked {
+    const TRUSTED: bool = false;
+}
+
+#[doc(hidden)] // generated code calls it; not public API
+/// Reading what was checked: nested arrays skipped over.
+#[derive(Debug)]
+pub enum Trusted {}
+
+impl Mode for Trusted {
+    const TRUSTED: bool = true;
 }
 
 /// A view of a top-level message.
@@ -93,6 +176,11 @@ macro_rules! fixed_view {
             #[inline(always)]
             fn decode_view(buf: &mut &'a [u8], _version: i16, _compact: bool) -> Result<Self, DecodeError> {
                 take_array::<{ std::mem::size_of::<$ty>() }>(buf).map(|b| $from(*b))
+            }
+
+            #[inline(always)]
+            fn skip_view(buf: &mut &'a [u8], _version: i16, _compact: bool) -> Result<(), DecodeError> {
+                take(buf, std::mem::size_of::<$ty>()).map(drop)
             }
         }
 
@@ -218,6 +306,43 @@ impl<'a> View<'a> for &'a str {
     fn decode_view(buf: &mut &'a [u8], _version: i16, compact: bool) -> Result<Self, DecodeError> {
         nullable_str(buf, compact)?.ok_or_else(|| null(buf))
     }
+
+    #[inline(always)]
+    fn skip_view(buf: &mut &'a [u8], _version: i16, compact: bool) -> Result<(), DecodeError> {
+        skip_nullable_str(buf, compact)
+    }
+}
+
+#[doc(hidden)] // generated code calls it; not public API
+/// Skips `n` bytes of checked fixed-width fields.
+#[inline(always)]
+pub fn skip_bytes(buf: &mut &[u8], n: usize) -> Result<(), DecodeError> {
+    take(buf, n).map(drop)
+}
+
+#[doc(hidden)] // generated code calls it; not public API
+/// Skips a checked string that may be null.
+#[inline(always)]
+pub fn skip_nullable_str(buf: &mut &[u8], compact: bool) -> Result<(), DecodeError> {
+    let n = len16(buf, compact)?;
+    skip_len(buf, n)
+}
+
+#[doc(hidden)] // generated code calls it; not public API
+/// Skips checked bytes (or records) that may be null.
+#[inline(always)]
+pub fn skip_nullable_bytes(buf: &mut &[u8], compact: bool) -> Result<(), DecodeError> {
+    let n = len32(buf, compact)?;
+    skip_len(buf, n)
+}
+
+/// Advances past `n` bytes, or none for null.
+#[inline(always)]
+fn skip_len(buf: &mut &[u8], n: Option<usize>) -> Result<(), DecodeError> {
+    match n {
+        Some(n) => take(buf, n).map(drop),
+        None => Ok(()),
+    }
 }
 
 impl IntoOwned for &str {
@@ -245,6 +370,11 @@ impl<'a> View<'a> for &'a [u8] {
     fn decode_view(buf: &mut &'a [u8], _version: i16, compact: bool) -> Result<Self, DecodeError> {
         nullable_bytes(buf, compact)?.ok_or_else(|| null(buf))
     }
+
+    #[inline(always)]
+    fn skip_view(buf: &mut &'a [u8], _version: i16, compact: bool) -> Result<(), DecodeError> {
+        skip_nullable_bytes(buf, compact)
+    }
 }
 
 impl IntoOwned for &[u8] {
@@ -266,18 +396,16 @@ impl<T: IntoOwned> IntoOwned for Option<T> {
 // Structs.
 
 #[doc(hidden)] // generated code calls it; not public API
-/// Reads a struct that may be null: an int8 marker (negative for null), then the struct.
+/// Skips a checked struct that may be null.
 #[inline]
-pub fn nullable_struct<'a, T: View<'a>>(
-    buf: &mut &'a [u8],
-    version: i16,
-) -> Result<Option<T>, DecodeError> {
+pub fn skip_nullable_struct<'a, T: View<'a>>(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
     if read_i8(buf)? < 0 {
-        Ok(None)
+        Ok(())
     } else {
-        T::decode_view(buf, version, false).map(Some)
+        T::skip_view(buf, version, false)
     }
 }
+
 
 // ---------------------------------------------------------------------------------------------
 // Arrays.
@@ -352,6 +480,57 @@ impl<'a, T: View<'a>> View<'a> for ArrayView<'a, T> {
     fn decode_view(buf: &mut &'a [u8], version: i16, compact: bool) -> Result<Self, DecodeError> {
         nullable_array(buf, version, compact)?.ok_or_else(|| null(buf))
     }
+
+    #[inline(always)]
+    fn decode_trusted(buf: &mut &'a [u8], version: i16, compact: bool) -> Result<Self, DecodeError> {
+        nullable_array_trusted(buf, version, compact)?.ok_or_else(|| null(buf))
+    }
+
+    #[inline(always)]
+    fn skip_view(buf: &mut &'a [u8], version: i16, compact: bool) -> Result<(), DecodeError> {
+        skip_nullable_array::<T>(buf, version, compact)
+    }
+}
+
+#[doc(hidden)] // generated code calls it; not public API
+/// Skips a checked array that may be null.
+#[inline]
+pub fn skip_nullable_array<'a, T: View<'a>>(buf: &mut &'a [u8], version: i16, compact: bool) -> Result<(), DecodeError> {
+    nullable_array_trusted::<T>(buf, version, compact).map(drop)
+}
+
+/// Reads a checked array that may be null: its end found by skipping its elements.
+#[inline(always)]
+fn nullable_array_trusted<'a, T: View<'a>>(
+    buf: &mut &'a [u8],
+    version: i16,
+    compact: bool,
+) -> Result<Option<ArrayView<'a, T>>, DecodeError> {
+    let Some(len) = len32(buf, compact)? else {
+        return Ok(None);
+    };
+    if let Some(size) = T::FIXED_SIZE {
+        let data = take(buf, len.saturating_mul(size))?;
+        return Ok(Some(ArrayView { data, len: count(len), version, compact, elem: PhantomData }));
+    }
+    // len32 bounded the count by the bytes left, and so the loop below.
+    skip_elements(buf, len, version, compact).map(Some)
+}
+
+#[inline(never)]
+fn skip_elements<'a, T: View<'a>>(
+    buf: &mut &'a [u8],
+    len: usize,
+    version: i16,
+    compact: bool,
+) -> Result<ArrayView<'a, T>, DecodeError> {
+    let start = *buf;
+    for _ in 0..len {
+        T::skip_view(buf, version, compact)?;
+    }
+    let used = start.len().saturating_sub(buf.len());
+    let data = start.get(..used).unwrap_or_default();
+    Ok(ArrayView { data, len: count(len), version, compact, elem: PhantomData })
 }
 
 #[doc(hidden)] // generated code calls it; not public API
@@ -385,7 +564,7 @@ fn elements<'a, T: View<'a>>(
 ) -> Result<ArrayView<'a, T>, DecodeError> {
     let start = *buf;
     for i in 0..len {
-        if let Err(e) = T::decode_view(buf, version, compact) {
+        if let Err(e) = T::check_view(buf, version, compact) {
             return Err(e.index(i));
         }
     }
@@ -452,7 +631,7 @@ impl<'a, T: View<'a>> Iterator for ArrayIter<'a, T> {
         if self.left == 0 {
             return None;
         }
-        match T::decode_view(&mut self.rest, self.version, self.compact) {
+        match T::decode_trusted(&mut self.rest, self.version, self.compact) {
             Ok(v) => {
                 self.left = self.left.saturating_sub(1);
                 Some(v)
@@ -588,6 +767,19 @@ pub fn read_tagged<'a>(
         data: start.get(..used).unwrap_or_default(),
         len,
     })
+}
+
+#[doc(hidden)] // generated code calls it; not public API
+/// Skips a checked tagged-field section.
+#[inline]
+pub fn skip_tagged(buf: &mut &[u8]) -> Result<(), DecodeError> {
+    let len = crate::varint::read_uleb_slice(buf, 32)?;
+    for _ in 0..len {
+        crate::varint::read_uleb_slice(buf, 32)?;
+        let size = crate::varint::read_uleb_slice(buf, 32)?;
+        take(buf, usize::try_from(size).unwrap_or(usize::MAX))?;
+    }
+    Ok(())
 }
 
 #[doc(hidden)] // generated code calls it; not public API

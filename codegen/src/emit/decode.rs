@@ -32,6 +32,28 @@ impl Target {
 /// The statements of `decode_fields` (or of a view's `decode_view_fields`), ending in
 /// `Ok(Self { .. })`.
 pub fn body(s: &Struct, target: Target) -> TokenStream {
+    let (body, value) = parts(s, target);
+    quote! {
+        #body
+        Ok(#value)
+    }
+}
+
+/// The statements of a view's `check_view_fields`: the view's decode body, checking the same
+/// things in the same order, with the view built only to be dropped (which the optimizer
+/// removes), ending in `Ok(())`. Arrays of structs check their elements this way, so checking
+/// a frame builds no view for a nested element.
+pub fn view_check_body(s: &Struct) -> TokenStream {
+    let (body, value) = parts(s, Target::View);
+    quote! {
+        #body
+        let _ = #value;
+        Ok(())
+    }
+}
+
+/// The statements of a decode body and the expression of the value it builds.
+fn parts(s: &Struct, target: Target) -> (TokenStream, TokenStream) {
     let mut lets = Vec::new();
     for f in &s.fields {
         let id = local_ident(f);
@@ -109,11 +131,7 @@ pub fn body(s: &Struct, target: Target) -> TokenStream {
     });
     let body = quote!(#(#lets)* #tagged);
     let flex = flexible_decl(s, &body);
-    quote! {
-        #flex
-        #body
-        Ok(Self { #(#inits,)* #unknown })
-    }
+    (quote!(#flex #body), quote!(Self { #(#inits,)* #unknown }))
 }
 
 fn tagged_arm(f: &Field, t: Tagged, target: Target) -> TokenStream {
@@ -158,20 +176,21 @@ fn read_field(f: &Field, value: Value, target: Target) -> TokenStream {
     })
 }
 
-/// A view's read: [`rt::view::View`] for every plain value, whose type the struct's field
+/// A view's read: [`rt::view::Mode`] for every plain value, whose type the struct's field
 /// decides, and the nullable readers by their prefix.
 fn view_read(f: &Field, form: Form, c: Compact) -> TokenStream {
     // Fixed-width values have no length prefix.
     let ct = if matches!(f.ty, FieldType::Fixed(_)) { quote!(false) } else { compact(c) };
-    let plain = quote!(rt::view::View::decode_view(buf, version, #ct));
+    // `M`, the body's `rt::view::Mode`, decides whether nested arrays are checked or skipped.
+    let plain = quote!(<M as rt::view::Mode>::read(buf, version, #ct));
     match form {
         Form::Plain => plain,
         Form::NotNull => quote!(#plain.map(Some)),
         Form::Nullable => match &f.ty {
             FieldType::String => quote!(rt::view::nullable_str(buf, #ct)),
             FieldType::Bytes | FieldType::Records => quote!(rt::view::nullable_bytes(buf, #ct)),
-            FieldType::Array(_) => quote!(rt::view::nullable_array(buf, version, #ct)),
-            FieldType::Struct(_) => quote!(rt::view::nullable_struct(buf, version)),
+            FieldType::Array(_) => quote!(<M as rt::view::Mode>::nullable_array(buf, version, #ct)),
+            FieldType::Struct(_) => quote!(<M as rt::view::Mode>::nullable_struct(buf, version)),
             // Lowering only allows the types above to be nullable.
             FieldType::Fixed(_) => plain,
         },

@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 use proc_macro2::{Ident, Literal, TokenStream};
 use quote::{format_ident, quote};
 
-use super::body::version_param;
+use super::body::{flexible_decl, if_flexible, split, version_param, Form};
+use super::cond::{compact, cond, Cond};
 use super::decode::Target;
 use super::structs::{doc_attrs, field_doc, range_tokens};
 use super::types::{field_ident, struct_ident, view_default_expr};
@@ -62,6 +63,65 @@ fn view_type(ty: &FieldType, borrowing: &BTreeSet<&str>) -> TokenStream {
             let inner = view_type(inner, borrowing);
             quote!(rt::view::ArrayView<'a, #inner>)
         }
+    }
+}
+
+/// The body of a view's `skip_view_fields`: past each field of a checked struct, reading only
+/// lengths, counts and null markers, then past its tagged section, ending in `Ok(())`.
+fn skip_body(s: &Struct, borrowing: &BTreeSet<&str>) -> TokenStream {
+    let mut stmts = Vec::new();
+    // Consecutive fixed-width fields present in every version are skipped in one step.
+    let mut run = 0usize;
+    let flush = |run: &mut usize, stmts: &mut Vec<TokenStream>| {
+        if *run > 0 {
+            let n = Literal::usize_unsuffixed(*run);
+            stmts.push(quote!(rt::view::skip_bytes(buf, #n)?;));
+            *run = 0;
+        }
+    };
+    for f in &s.fields {
+        if let (FieldType::Fixed(t), Cond::Always) = (&f.ty, cond(f.plan.regular)) {
+            run = run.saturating_add(t.size());
+            continue;
+        }
+        flush(&mut run, &mut stmts);
+        let skip = split(f.plan.regular_value, |form, c| {
+            let ct = compact(c);
+            let nullable = form == Form::Nullable;
+            match &f.ty {
+                FieldType::String if nullable => quote!(rt::view::skip_nullable_str(buf, #ct)?;),
+                FieldType::Bytes | FieldType::Records => quote!(rt::view::skip_nullable_bytes(buf, #ct)?;),
+                FieldType::Struct(_) if nullable => {
+                    let ty = view_type(&f.ty, borrowing);
+                    quote!(rt::view::skip_nullable_struct::<#ty>(buf, version)?;)
+                }
+                FieldType::Array(inner) => {
+                    let ty = view_type(inner, borrowing);
+                    quote!(rt::view::skip_nullable_array::<#ty>(buf, version, #ct)?;)
+                }
+                _ => {
+                    let ty = view_type(&f.ty, borrowing);
+                    let ct = if matches!(f.ty, FieldType::Fixed(_)) { quote!(false) } else { ct };
+                    quote!(<#ty as rt::view::View<'a>>::skip_view(buf, version, #ct)?;)
+                }
+            }
+        });
+        match cond(f.plan.regular) {
+            Cond::Always => stmts.push(skip),
+            Cond::Never => {}
+            Cond::Expr(c) => stmts.push(quote!(if #c { #skip })),
+        }
+    }
+    flush(&mut run, &mut stmts);
+    if s.has_tagged_section() {
+        stmts.push(if_flexible(s, quote!(rt::view::skip_tagged(buf)?;)));
+    }
+    let body = quote!(#(#stmts)*);
+    let flex = flexible_decl(s, &body);
+    quote! {
+        #flex
+        #body
+        Ok(())
     }
 }
 
@@ -159,6 +219,9 @@ fn emit_view(
     });
 
     let body = super::decode::body(s, Target::View);
+    let check = super::decode::view_check_body(s);
+    let skip = skip_body(s, borrowing);
+    let skip_version = version_param(&skip);
     let version = version_param(&body);
     let buf = if super::body::uses_ident(&body, "buf") {
         quote!(buf)
@@ -215,10 +278,21 @@ fn emit_view(
 
         #cfg
         impl #lt #ty {
-            // Generic over a unit type, like the owned decode body: compiled only where called.
+            // Generic, like the owned decode body, so compiled only where called; `M` says
+            // whether nested arrays are checked (a frame) or skipped (an iterated element).
             #[inline(never)]
-            fn decode_view_fields<#lt_param Lazy>(#buf: &mut &'a [u8], #version: i16) -> Result<Self, rt::DecodeError> {
+            fn decode_view_fields<#lt_param M: rt::view::Mode>(#buf: &mut &'a [u8], #version: i16) -> Result<Self, rt::DecodeError> {
                 #body
+            }
+
+            #[inline(never)]
+            fn check_view_fields<#lt_param M: rt::view::Mode>(#buf: &mut &'a [u8], #version: i16) -> Result<(), rt::DecodeError> {
+                #check
+            }
+
+            #[inline(never)]
+            fn skip_view_fields<#lt_param Lazy>(buf: &mut &'a [u8], #skip_version: i16) -> Result<(), rt::DecodeError> {
+                #skip
             }
         }
 
@@ -226,7 +300,22 @@ fn emit_view(
         impl<'a> rt::view::View<'a> for #ty {
             #[inline]
             fn decode_view(buf: &mut &'a [u8], version: i16, _compact: bool) -> Result<Self, rt::DecodeError> {
-                Self::decode_view_fields::<()>(buf, version)
+                Self::decode_view_fields::<rt::view::Checked>(buf, version)
+            }
+
+            #[inline]
+            fn check_view(buf: &mut &'a [u8], version: i16, _compact: bool) -> Result<(), rt::DecodeError> {
+                Self::check_view_fields::<rt::view::Checked>(buf, version)
+            }
+
+            #[inline]
+            fn decode_trusted(buf: &mut &'a [u8], version: i16, _compact: bool) -> Result<Self, rt::DecodeError> {
+                Self::decode_view_fields::<rt::view::Trusted>(buf, version)
+            }
+
+            #[inline]
+            fn skip_view(buf: &mut &'a [u8], version: i16, _compact: bool) -> Result<(), rt::DecodeError> {
+                Self::skip_view_fields::<()>(buf, version)
             }
         }
 

@@ -1038,7 +1038,7 @@ impl Default for SnapshotRequestView<'_> {
 #[cfg(feature = "views")]
 impl<'a> SnapshotRequestView<'a> {
     #[inline(never)]
-    fn decode_view_fields<Lazy>(
+    fn decode_view_fields<M: rt::view::Mode>(
         buf: &mut &'a [u8],
         version: i16,
     ) -> Result<Self, rt::DecodeError> {
@@ -1046,15 +1046,15 @@ impl<'a> SnapshotRequestView<'a> {
         let group_id = (if version >= 1 {
             rt::view::nullable_str(buf, flexible)
         } else {
-            rt::view::View::decode_view(buf, version, false).map(Some)
+            <M as rt::view::Mode>::read(buf, version, false).map(Some)
         })
             .field("GroupId")?;
-        let timeout_ms = rt::view::View::decode_view(buf, version, false)
+        let timeout_ms = <M as rt::view::Mode>::read(buf, version, false)
             .field("TimeoutMs")?;
-        let topics = rt::view::View::decode_view(buf, version, flexible)
+        let topics = <M as rt::view::Mode>::read(buf, version, flexible)
             .field("Topics")?;
         let rack = if version >= 3 {
-            rt::view::View::decode_view(buf, version, true).field("Rack")?
+            <M as rt::view::Mode>::read(buf, version, true).field("Rack")?
         } else {
             "none"
         };
@@ -1067,7 +1067,7 @@ impl<'a> SnapshotRequestView<'a> {
                         trace_id = rt::view::read_known(
                                 0,
                                 buf,
-                                |buf| rt::view::View::decode_view(buf, version, false),
+                                |buf| <M as rt::view::Mode>::read(buf, version, false),
                             )
                             .field("TraceId")?;
                         Ok(true)
@@ -1087,6 +1087,78 @@ impl<'a> SnapshotRequestView<'a> {
             tagged_fields,
         })
     }
+    #[inline(never)]
+    fn check_view_fields<M: rt::view::Mode>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<(), rt::DecodeError> {
+        let flexible = version >= 2;
+        let group_id = (if version >= 1 {
+            rt::view::nullable_str(buf, flexible)
+        } else {
+            <M as rt::view::Mode>::read(buf, version, false).map(Some)
+        })
+            .field("GroupId")?;
+        let timeout_ms = <M as rt::view::Mode>::read(buf, version, false)
+            .field("TimeoutMs")?;
+        let topics = <M as rt::view::Mode>::read(buf, version, flexible)
+            .field("Topics")?;
+        let rack = if version >= 3 {
+            <M as rt::view::Mode>::read(buf, version, true).field("Rack")?
+        } else {
+            "none"
+        };
+        let mut trace_id = -1;
+        let tagged_fields = if version >= 2 {
+            rt::view::read_tagged(
+                buf,
+                |tag, buf| match tag {
+                    0 => {
+                        trace_id = rt::view::read_known(
+                                0,
+                                buf,
+                                |buf| <M as rt::view::Mode>::read(buf, version, false),
+                            )
+                            .field("TraceId")?;
+                        Ok(true)
+                    }
+                    _ => Ok(false),
+                },
+            )?
+        } else {
+            rt::view::TaggedView::default()
+        };
+        let _ = Self {
+            group_id,
+            timeout_ms,
+            topics,
+            rack,
+            trace_id,
+            tagged_fields,
+        };
+        Ok(())
+    }
+    #[inline(never)]
+    fn skip_view_fields<Lazy>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<(), rt::DecodeError> {
+        let flexible = version >= 2;
+        if version >= 1 {
+            rt::view::skip_nullable_str(buf, flexible)?;
+        } else {
+            <&'a str as rt::view::View<'a>>::skip_view(buf, version, false)?;
+        }
+        rt::view::skip_bytes(buf, 4)?;
+        rt::view::skip_nullable_array::<SnapshotTopicView<'a>>(buf, version, flexible)?;
+        if version >= 3 {
+            <&'a str as rt::view::View<'a>>::skip_view(buf, version, true)?;
+        }
+        if version >= 2 {
+            rt::view::skip_tagged(buf)?;
+        }
+        Ok(())
+    }
 }
 #[cfg(feature = "views")]
 impl<'a> rt::view::View<'a> for SnapshotRequestView<'a> {
@@ -1096,7 +1168,31 @@ impl<'a> rt::view::View<'a> for SnapshotRequestView<'a> {
         version: i16,
         _compact: bool,
     ) -> Result<Self, rt::DecodeError> {
-        Self::decode_view_fields::<()>(buf, version)
+        Self::decode_view_fields::<rt::view::Checked>(buf, version)
+    }
+    #[inline]
+    fn check_view(
+        buf: &mut &'a [u8],
+        version: i16,
+        _compact: bool,
+    ) -> Result<(), rt::DecodeError> {
+        Self::check_view_fields::<rt::view::Checked>(buf, version)
+    }
+    #[inline]
+    fn decode_trusted(
+        buf: &mut &'a [u8],
+        version: i16,
+        _compact: bool,
+    ) -> Result<Self, rt::DecodeError> {
+        Self::decode_view_fields::<rt::view::Trusted>(buf, version)
+    }
+    #[inline]
+    fn skip_view(
+        buf: &mut &'a [u8],
+        version: i16,
+        _compact: bool,
+    ) -> Result<(), rt::DecodeError> {
+        Self::skip_view_fields::<()>(buf, version)
     }
 }
 #[cfg(feature = "views")]
@@ -1162,14 +1258,14 @@ impl Default for SnapshotPartitionView<'_> {
 #[cfg(feature = "views")]
 impl<'a> SnapshotPartitionView<'a> {
     #[inline(never)]
-    fn decode_view_fields<Lazy>(
+    fn decode_view_fields<M: rt::view::Mode>(
         buf: &mut &'a [u8],
         version: i16,
     ) -> Result<Self, rt::DecodeError> {
         let flexible = version >= 2;
-        let index = rt::view::View::decode_view(buf, version, false).field("Index")?;
+        let index = <M as rt::view::Mode>::read(buf, version, false).field("Index")?;
         let leader = if version >= 1 {
-            rt::view::View::decode_view(buf, version, flexible).field("Leader")?
+            <M as rt::view::Mode>::read(buf, version, flexible).field("Leader")?
         } else {
             LeaderInfoView::default()
         };
@@ -1184,6 +1280,47 @@ impl<'a> SnapshotPartitionView<'a> {
             tagged_fields,
         })
     }
+    #[inline(never)]
+    fn check_view_fields<M: rt::view::Mode>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<(), rt::DecodeError> {
+        let flexible = version >= 2;
+        let index = <M as rt::view::Mode>::read(buf, version, false).field("Index")?;
+        let leader = if version >= 1 {
+            <M as rt::view::Mode>::read(buf, version, flexible).field("Leader")?
+        } else {
+            LeaderInfoView::default()
+        };
+        let tagged_fields = if version >= 2 {
+            rt::view::read_tagged(buf, |_, _| Ok(false))?
+        } else {
+            rt::view::TaggedView::default()
+        };
+        let _ = Self {
+            index,
+            leader,
+            tagged_fields,
+        };
+        Ok(())
+    }
+    #[inline(never)]
+    fn skip_view_fields<Lazy>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<(), rt::DecodeError> {
+        let flexible = version >= 2;
+        rt::view::skip_bytes(buf, 4)?;
+        if version >= 1 {
+            <LeaderInfoView<
+                'a,
+            > as rt::view::View<'a>>::skip_view(buf, version, flexible)?;
+        }
+        if version >= 2 {
+            rt::view::skip_tagged(buf)?;
+        }
+        Ok(())
+    }
 }
 #[cfg(feature = "views")]
 impl<'a> rt::view::View<'a> for SnapshotPartitionView<'a> {
@@ -1193,7 +1330,31 @@ impl<'a> rt::view::View<'a> for SnapshotPartitionView<'a> {
         version: i16,
         _compact: bool,
     ) -> Result<Self, rt::DecodeError> {
-        Self::decode_view_fields::<()>(buf, version)
+        Self::decode_view_fields::<rt::view::Checked>(buf, version)
+    }
+    #[inline]
+    fn check_view(
+        buf: &mut &'a [u8],
+        version: i16,
+        _compact: bool,
+    ) -> Result<(), rt::DecodeError> {
+        Self::check_view_fields::<rt::view::Checked>(buf, version)
+    }
+    #[inline]
+    fn decode_trusted(
+        buf: &mut &'a [u8],
+        version: i16,
+        _compact: bool,
+    ) -> Result<Self, rt::DecodeError> {
+        Self::decode_view_fields::<rt::view::Trusted>(buf, version)
+    }
+    #[inline]
+    fn skip_view(
+        buf: &mut &'a [u8],
+        version: i16,
+        _compact: bool,
+    ) -> Result<(), rt::DecodeError> {
+        Self::skip_view_fields::<()>(buf, version)
     }
 }
 #[cfg(feature = "views")]
@@ -1237,13 +1398,13 @@ impl Default for SnapshotTopicView<'_> {
 #[cfg(feature = "views")]
 impl<'a> SnapshotTopicView<'a> {
     #[inline(never)]
-    fn decode_view_fields<Lazy>(
+    fn decode_view_fields<M: rt::view::Mode>(
         buf: &mut &'a [u8],
         version: i16,
     ) -> Result<Self, rt::DecodeError> {
         let flexible = version >= 2;
-        let name = rt::view::View::decode_view(buf, version, flexible).field("Name")?;
-        let partitions = rt::view::View::decode_view(buf, version, flexible)
+        let name = <M as rt::view::Mode>::read(buf, version, flexible).field("Name")?;
+        let partitions = <M as rt::view::Mode>::read(buf, version, flexible)
             .field("Partitions")?;
         let tagged_fields = if version >= 2 {
             rt::view::read_tagged(buf, |_, _| Ok(false))?
@@ -1256,6 +1417,42 @@ impl<'a> SnapshotTopicView<'a> {
             tagged_fields,
         })
     }
+    #[inline(never)]
+    fn check_view_fields<M: rt::view::Mode>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<(), rt::DecodeError> {
+        let flexible = version >= 2;
+        let name = <M as rt::view::Mode>::read(buf, version, flexible).field("Name")?;
+        let partitions = <M as rt::view::Mode>::read(buf, version, flexible)
+            .field("Partitions")?;
+        let tagged_fields = if version >= 2 {
+            rt::view::read_tagged(buf, |_, _| Ok(false))?
+        } else {
+            rt::view::TaggedView::default()
+        };
+        let _ = Self {
+            name,
+            partitions,
+            tagged_fields,
+        };
+        Ok(())
+    }
+    #[inline(never)]
+    fn skip_view_fields<Lazy>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<(), rt::DecodeError> {
+        let flexible = version >= 2;
+        <&'a str as rt::view::View<'a>>::skip_view(buf, version, flexible)?;
+        rt::view::skip_nullable_array::<
+            SnapshotPartitionView<'a>,
+        >(buf, version, flexible)?;
+        if version >= 2 {
+            rt::view::skip_tagged(buf)?;
+        }
+        Ok(())
+    }
 }
 #[cfg(feature = "views")]
 impl<'a> rt::view::View<'a> for SnapshotTopicView<'a> {
@@ -1265,7 +1462,31 @@ impl<'a> rt::view::View<'a> for SnapshotTopicView<'a> {
         version: i16,
         _compact: bool,
     ) -> Result<Self, rt::DecodeError> {
-        Self::decode_view_fields::<()>(buf, version)
+        Self::decode_view_fields::<rt::view::Checked>(buf, version)
+    }
+    #[inline]
+    fn check_view(
+        buf: &mut &'a [u8],
+        version: i16,
+        _compact: bool,
+    ) -> Result<(), rt::DecodeError> {
+        Self::check_view_fields::<rt::view::Checked>(buf, version)
+    }
+    #[inline]
+    fn decode_trusted(
+        buf: &mut &'a [u8],
+        version: i16,
+        _compact: bool,
+    ) -> Result<Self, rt::DecodeError> {
+        Self::decode_view_fields::<rt::view::Trusted>(buf, version)
+    }
+    #[inline]
+    fn skip_view(
+        buf: &mut &'a [u8],
+        version: i16,
+        _compact: bool,
+    ) -> Result<(), rt::DecodeError> {
+        Self::skip_view_fields::<()>(buf, version)
     }
 }
 #[cfg(feature = "views")]
@@ -1309,13 +1530,13 @@ impl Default for LeaderInfoView<'_> {
 #[cfg(feature = "views")]
 impl<'a> LeaderInfoView<'a> {
     #[inline(never)]
-    fn decode_view_fields<Lazy>(
+    fn decode_view_fields<M: rt::view::Mode>(
         buf: &mut &'a [u8],
         version: i16,
     ) -> Result<Self, rt::DecodeError> {
-        let leader_id = rt::view::View::decode_view(buf, version, false)
+        let leader_id = <M as rt::view::Mode>::read(buf, version, false)
             .field("LeaderId")?;
-        let leader_epoch = rt::view::View::decode_view(buf, version, false)
+        let leader_epoch = <M as rt::view::Mode>::read(buf, version, false)
             .field("LeaderEpoch")?;
         let tagged_fields = if version >= 2 {
             rt::view::read_tagged(buf, |_, _| Ok(false))?
@@ -1328,6 +1549,38 @@ impl<'a> LeaderInfoView<'a> {
             tagged_fields,
         })
     }
+    #[inline(never)]
+    fn check_view_fields<M: rt::view::Mode>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<(), rt::DecodeError> {
+        let leader_id = <M as rt::view::Mode>::read(buf, version, false)
+            .field("LeaderId")?;
+        let leader_epoch = <M as rt::view::Mode>::read(buf, version, false)
+            .field("LeaderEpoch")?;
+        let tagged_fields = if version >= 2 {
+            rt::view::read_tagged(buf, |_, _| Ok(false))?
+        } else {
+            rt::view::TaggedView::default()
+        };
+        let _ = Self {
+            leader_id,
+            leader_epoch,
+            tagged_fields,
+        };
+        Ok(())
+    }
+    #[inline(never)]
+    fn skip_view_fields<Lazy>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<(), rt::DecodeError> {
+        rt::view::skip_bytes(buf, 8)?;
+        if version >= 2 {
+            rt::view::skip_tagged(buf)?;
+        }
+        Ok(())
+    }
 }
 #[cfg(feature = "views")]
 impl<'a> rt::view::View<'a> for LeaderInfoView<'a> {
@@ -1337,7 +1590,31 @@ impl<'a> rt::view::View<'a> for LeaderInfoView<'a> {
         version: i16,
         _compact: bool,
     ) -> Result<Self, rt::DecodeError> {
-        Self::decode_view_fields::<()>(buf, version)
+        Self::decode_view_fields::<rt::view::Checked>(buf, version)
+    }
+    #[inline]
+    fn check_view(
+        buf: &mut &'a [u8],
+        version: i16,
+        _compact: bool,
+    ) -> Result<(), rt::DecodeError> {
+        Self::check_view_fields::<rt::view::Checked>(buf, version)
+    }
+    #[inline]
+    fn decode_trusted(
+        buf: &mut &'a [u8],
+        version: i16,
+        _compact: bool,
+    ) -> Result<Self, rt::DecodeError> {
+        Self::decode_view_fields::<rt::view::Trusted>(buf, version)
+    }
+    #[inline]
+    fn skip_view(
+        buf: &mut &'a [u8],
+        version: i16,
+        _compact: bool,
+    ) -> Result<(), rt::DecodeError> {
+        Self::skip_view_fields::<()>(buf, version)
     }
 }
 #[cfg(feature = "views")]

@@ -200,11 +200,11 @@ impl Default for SnapshotResponseView<'_> {
 #[cfg(feature = "views")]
 impl<'a> SnapshotResponseView<'a> {
     #[inline(never)]
-    fn decode_view_fields<Lazy>(
+    fn decode_view_fields<M: rt::view::Mode>(
         buf: &mut &'a [u8],
         version: i16,
     ) -> Result<Self, rt::DecodeError> {
-        let error_code = rt::view::View::decode_view(buf, version, false)
+        let error_code = <M as rt::view::Mode>::read(buf, version, false)
             .field("ErrorCode")?;
         let tagged_fields = if version >= 2 {
             rt::view::read_tagged(buf, |_, _| Ok(false))?
@@ -212,6 +212,32 @@ impl<'a> SnapshotResponseView<'a> {
             rt::view::TaggedView::default()
         };
         Ok(Self { error_code, tagged_fields })
+    }
+    #[inline(never)]
+    fn check_view_fields<M: rt::view::Mode>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<(), rt::DecodeError> {
+        let error_code = <M as rt::view::Mode>::read(buf, version, false)
+            .field("ErrorCode")?;
+        let tagged_fields = if version >= 2 {
+            rt::view::read_tagged(buf, |_, _| Ok(false))?
+        } else {
+            rt::view::TaggedView::default()
+        };
+        let _ = Self { error_code, tagged_fields };
+        Ok(())
+    }
+    #[inline(never)]
+    fn skip_view_fields<Lazy>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<(), rt::DecodeError> {
+        rt::view::skip_bytes(buf, 2)?;
+        if version >= 2 {
+            rt::view::skip_tagged(buf)?;
+        }
+        Ok(())
     }
 }
 #[cfg(feature = "views")]
@@ -222,7 +248,31 @@ impl<'a> rt::view::View<'a> for SnapshotResponseView<'a> {
         version: i16,
         _compact: bool,
     ) -> Result<Self, rt::DecodeError> {
-        Self::decode_view_fields::<()>(buf, version)
+        Self::decode_view_fields::<rt::view::Checked>(buf, version)
+    }
+    #[inline]
+    fn check_view(
+        buf: &mut &'a [u8],
+        version: i16,
+        _compact: bool,
+    ) -> Result<(), rt::DecodeError> {
+        Self::check_view_fields::<rt::view::Checked>(buf, version)
+    }
+    #[inline]
+    fn decode_trusted(
+        buf: &mut &'a [u8],
+        version: i16,
+        _compact: bool,
+    ) -> Result<Self, rt::DecodeError> {
+        Self::decode_view_fields::<rt::view::Trusted>(buf, version)
+    }
+    #[inline]
+    fn skip_view(
+        buf: &mut &'a [u8],
+        version: i16,
+        _compact: bool,
+    ) -> Result<(), rt::DecodeError> {
+        Self::skip_view_fields::<()>(buf, version)
     }
 }
 #[cfg(feature = "views")]
