@@ -37,7 +37,7 @@ impl Model {
     /// Keeps only the requests and responses of `keys` (headers and data messages stay), and
     /// only those apis; the apis' message indices follow.
     pub fn retain_api_keys(&mut self, keys: &BTreeSet<i16>) {
-        let keep = |m: &Message| m.api_key.map_or(true, |k| keys.contains(&k));
+        let keep = |m: &Message| m.api_key.is_none_or(|k| keys.contains(&k));
         let mut new_index = Vec::with_capacity(self.messages.len());
         let mut next = 0usize;
         for m in &self.messages {
