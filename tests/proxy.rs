@@ -7,7 +7,7 @@ use kwire::messages::api_versions_response::ApiVersion;
 use kwire::messages::metadata_request::MetadataRequestTopic;
 use kwire::messages::{ApiVersionsResponse, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse};
 use kwire::negotiate::{mediate, NegotiateOptions};
-use kwire::{ApiKey, Bytes, BytesMut, Decode, Encode, ErrorCode, Message, RawTaggedField, ResponseKind};
+use kwire::{ApiKey, Bytes, BytesMut, Decode, Encode, ErrorCode, Message, ResponseKind};
 
 fn advertised(key: i16, lo: i16, hi: i16) -> ApiVersion {
     ApiVersion { api_key: key, min_version: lo, max_version: hi, ..Default::default() }

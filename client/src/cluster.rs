@@ -21,6 +21,7 @@ use crate::conn::{ConnectOptions, Connection, InFlight};
 use crate::error::{Error, Result};
 use crate::retry::Backoff;
 use crate::sasl::Sasl;
+#[cfg(feature = "tls")]
 use crate::tls::TlsConfig;
 
 /// Client settings.
@@ -54,7 +55,8 @@ impl ClientConfig {
         }
     }
 
-    /// Connect with TLS.
+    /// Connect with TLS (feature `tls`).
+    #[cfg(feature = "tls")]
     pub fn tls(mut self, tls: TlsConfig) -> Self {
         self.connection.tls = Some(tls);
         self

@@ -29,6 +29,7 @@ use tracing::{debug, info, trace, warn, Instrument};
 use crate::error::{Error, Result};
 use crate::metrics::ConnectionMetrics;
 use crate::sasl::{OAuthBearer, Sasl, ScramClient};
+#[cfg(feature = "tls")]
 use crate::tls::TlsConfig;
 
 /// How to connect to brokers.
@@ -36,7 +37,8 @@ use crate::tls::TlsConfig;
 pub struct ConnectOptions {
     /// The client id sent in every request header.
     pub client_id: String,
-    /// TLS, or plain TCP when `None`.
+    /// TLS, or plain TCP when `None` (feature `tls`).
+    #[cfg(feature = "tls")]
     pub tls: Option<TlsConfig>,
     /// SASL authentication, or none.
     pub sasl: Option<Sasl>,
@@ -48,10 +50,20 @@ pub struct ConnectOptions {
     pub max_frame_size: usize,
 }
 
+impl ConnectOptions {
+    fn uses_tls(&self) -> bool {
+        #[cfg(feature = "tls")]
+        return self.tls.is_some();
+        #[cfg(not(feature = "tls"))]
+        false
+    }
+}
+
 impl Default for ConnectOptions {
     fn default() -> Self {
         ConnectOptions {
             client_id: "kwire-client".into(),
+            #[cfg(feature = "tls")]
             tls: None,
             sasl: None,
             connect_timeout: Duration::from_secs(10),
@@ -196,6 +208,7 @@ impl std::fmt::Debug for Connection {
     }
 }
 
+#[cfg(feature = "tls")]
 fn host_of(addr: &str) -> &str {
     // "[::1]:9092", "host:9092"
     let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
@@ -205,7 +218,7 @@ fn host_of(addr: &str) -> &str {
 impl Connection {
     /// Connects to `addr` (`host:port`), negotiates versions and authenticates.
     pub async fn connect(addr: &str, options: &ConnectOptions) -> Result<Connection> {
-        let span = tracing::info_span!("kafka.connect", addr = %addr, tls = options.tls.is_some(), sasl = options.sasl.as_ref().map(Sasl::mechanism_name));
+        let span = tracing::info_span!("kafka.connect", addr = %addr, tls = options.uses_tls(), sasl = options.sasl.as_ref().map(Sasl::mechanism_name));
         Self::connect_inner(addr, options).instrument(span).await
     }
 
@@ -217,6 +230,7 @@ impl Connection {
             .map_err(io_err)?;
         tcp.set_nodelay(true).map_err(io_err)?;
         set_keepalive(&tcp).map_err(io_err)?;
+        #[cfg(feature = "tls")]
         let io: Pin<Box<dyn Io>> = match &options.tls {
             None => Box::pin(tcp),
             Some(tls) => {
@@ -231,6 +245,8 @@ impl Connection {
                 Box::pin(stream)
             }
         };
+        #[cfg(not(feature = "tls"))]
+        let io: Pin<Box<dyn Io>> = Box::pin(tcp);
         let metrics = ConnectionMetrics::of(&options.client_id);
         metrics.created.increment(1);
         metrics.open.increment(1.0);

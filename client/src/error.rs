@@ -608,6 +608,7 @@ impl Error {
     pub(crate) fn codec(addr: &str, e: CodecError) -> Error {
         match e {
             // A TLS alert after the handshake (TLS 1.3 servers refuse client certificates then).
+            #[cfg(feature = "tls")]
             CodecError::Io(e) if e.get_ref().is_some_and(|inner| inner.is::<tokio_rustls::rustls::Error>()) => {
                 Error::Tls { addr: addr.to_owned(), message: e.to_string() }
             }

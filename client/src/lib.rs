@@ -43,7 +43,9 @@ mod producer;
 mod retry;
 mod sasl;
 mod share;
+#[cfg(feature = "telemetry")]
 mod telemetry;
+#[cfg(feature = "tls")]
 mod tls;
 mod topic_partition;
 
@@ -68,6 +70,7 @@ pub use producer::{Acks, Delivery, IntoTopic, Producer, ProducerConfig, Producer
 pub use oidc::{AssertionAlgorithm, JwtAssertion, OidcConfig, OidcProvider};
 pub use share::{AcknowledgeType, AcknowledgementCommit, AcknowledgementMode, ShareConsumer, ShareConsumerConfig, ShareRecord};
 pub use sasl::{OAuthBearer, OAuthBearerToken, RefreshPolicy, Sasl, ScramMechanism, TokenFuture, TokenProvider};
+#[cfg(feature = "tls")]
 pub use tls::{ClientIdentity, Roots, TlsConfig};
 pub use topic_partition::TopicPartition;
 

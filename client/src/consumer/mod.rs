@@ -36,6 +36,7 @@ use self::subscription::Subscription;
 use crate::assignor::Assignor;
 use crate::cluster::Client;
 use crate::error::{ConsumerError, Error, Result};
+#[cfg(feature = "telemetry")]
 use crate::telemetry::Telemetry;
 use crate::group::coordinator::Coordinator;
 use crate::group::{Group, GroupProtocol};
@@ -142,7 +143,8 @@ pub struct ConsumerConfig {
     /// Fetch requests; brokers with a `replica.selector.class` may point to a follower).
     pub client_rack: Option<String>,
     /// `enable.metrics.push` (true): push the consumer's metrics to the brokers when a
-    /// client-metrics subscription asks for them (KIP-714).
+    /// client-metrics subscription asks for them (KIP-714; feature `telemetry`, without which
+    /// nothing is pushed).
     pub enable_metrics_push: bool,
 }
 
@@ -258,6 +260,7 @@ pub struct Consumer {
     listener_error: Option<Error>,
     fetcher: Fetcher,
     last_auto_commit: Instant,
+    #[cfg(feature = "telemetry")]
     telemetry: Option<Telemetry>,
 }
 
@@ -281,8 +284,10 @@ impl Consumer {
         let client_id = client.config().connection.client_id.clone();
         let coordinator = config.group_id.as_deref().map(|g| Coordinator::new(client.clone(), g, config.retry_backoff));
         let metrics = crate::metrics::ConsumerMetrics::new(&client_id);
+        #[cfg(feature = "telemetry")]
         let telemetry = config.enable_metrics_push.then(|| Telemetry::start(client.clone(), metrics.telemetry(), "consumer"));
         Ok(Consumer {
+            #[cfg(feature = "telemetry")]
             telemetry,
             client,
             config,
@@ -490,6 +495,7 @@ impl Consumer {
         if self.group.is_some() {
             self.leave_group().await?;
         }
+        #[cfg(feature = "telemetry")]
         if let Some(t) = self.telemetry.as_mut() {
             t.close(self.client.config().connection.request_timeout).await;
         }
@@ -498,8 +504,15 @@ impl Consumer {
 
     /// The id the brokers know this consumer's telemetry by (Java's `clientInstanceId`), waiting
     /// at most `timeout` for the first GetTelemetrySubscriptions answer. `None` with
-    /// `enable_metrics_push` off, on brokers without KIP-714, or when it did not come in time.
+    /// `enable_metrics_push` off, on brokers without KIP-714, when it did not come in time, or
+    /// without the `telemetry` feature.
     pub async fn client_instance_id(&self, timeout: Duration) -> Option<kwire::Uuid> {
-        crate::telemetry::wait_instance_id(self.telemetry.as_ref()?, timeout).await
+        #[cfg(feature = "telemetry")]
+        return crate::telemetry::wait_instance_id(self.telemetry.as_ref()?, timeout).await;
+        #[cfg(not(feature = "telemetry"))]
+        {
+            let _ = timeout;
+            None
+        }
     }
 }

@@ -39,6 +39,7 @@ use self::transaction::{Transactions, TxnCoordinator};
 use crate::cluster::Client;
 use crate::error::{Error, ProducerError, Result};
 use crate::metrics::ProducerMetrics;
+#[cfg(feature = "telemetry")]
 use crate::telemetry::Telemetry;
 use crate::retry::Backoff;
 
@@ -112,7 +113,8 @@ pub struct ProducerConfig {
     /// the hash of their key.
     pub partitioner_ignore_keys: bool,
     /// `enable.metrics.push` (true): push the producer's metrics to the brokers when a
-    /// client-metrics subscription asks for them (KIP-714).
+    /// client-metrics subscription asks for them (KIP-714; feature `telemetry`, without which
+    /// nothing is pushed).
     pub enable_metrics_push: bool,
 }
 
@@ -286,6 +288,7 @@ struct Shared {
     txn: Option<TxnCoordinator>,
     metrics: ProducerMetrics,
     /// Pushes the metrics (KIP-714), unless `enable_metrics_push` is off.
+    #[cfg(feature = "telemetry")]
     telemetry: tokio::sync::Mutex<Option<Telemetry>>,
 }
 
@@ -418,9 +421,11 @@ impl Producer {
             state.txn = Some(Transactions::new());
             state.idempotence.transactional = true;
         }
+        #[cfg(feature = "telemetry")]
         let telemetry = config.enable_metrics_push.then(|| Telemetry::start(client.clone(), metrics.telemetry(), "producer"));
         let shared = Arc::new(Shared {
             metrics,
+            #[cfg(feature = "telemetry")]
             telemetry: tokio::sync::Mutex::new(telemetry),
             client,
             backoff: Backoff::exponential(config.retry_backoff, config.retry_backoff_max),
@@ -557,6 +562,7 @@ impl Producer {
         if let Some(h) = handle {
             let _ = h.await;
         }
+        #[cfg(feature = "telemetry")]
         if let Some(mut t) = self.shared.telemetry.lock().await.take() {
             t.close(self.shared.client.config().connection.request_timeout).await;
         }
@@ -565,9 +571,18 @@ impl Producer {
 
     /// The id the brokers know this producer's telemetry by (Java's `clientInstanceId`), waiting
     /// at most `timeout` for the first GetTelemetrySubscriptions answer. `None` with
-    /// `enable_metrics_push` off, on brokers without KIP-714, or when it did not come in time.
+    /// `enable_metrics_push` off, on brokers without KIP-714, when it did not come in time, or
+    /// without the `telemetry` feature.
     pub async fn client_instance_id(&self, timeout: Duration) -> Option<kwire::Uuid> {
-        let telemetry = self.shared.telemetry.lock().await;
-        crate::telemetry::wait_instance_id(telemetry.as_ref()?, timeout).await
+        #[cfg(feature = "telemetry")]
+        {
+            let telemetry = self.shared.telemetry.lock().await;
+            crate::telemetry::wait_instance_id(telemetry.as_ref()?, timeout).await
+        }
+        #[cfg(not(feature = "telemetry"))]
+        {
+            let _ = timeout;
+            None
+        }
     }
 }
