@@ -8,6 +8,11 @@
 //! `Xxx::decode` would, with the same error; after that, reading fields and iterating arrays
 //! cannot fail and allocates nothing. `into_owned()` turns a view into the owned message.
 //!
+//! What each step costs: the check walks every byte once and builds no element views; iterating
+//! an array reads each element as it comes, and an element that holds arrays of structs skips
+//! over them (their lengths and counts only) to find where it ends, so each nesting level adds
+//! one light pass over what it holds, not a second check.
+//!
 //! Views are strict: a lenient scope ([`crate::lenient`]) does not apply to them. Their checks
 //! bound no allocation, so the allocation budget of [`crate::limits`] does not apply either; the
 //! limits on counts and lengths (arrays, tagged sections, strings) do, so that a view refuses
