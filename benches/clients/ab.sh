@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Two builds of the kwire benchmark program side by side (BENCHMARKS.md, "Clients side by
 # side", third run): the same topic, runs interleaved (which goes first alternates), each run's
-# count and digest checked, CPU (user + system) and minor page faults from /usr/bin/time.
+# count and digest checked, CPU (user + system) and minor page faults from /usr/bin/time, and
+# the run's own seconds (its timed phase).
 #
 #   benches/clients/ab.sh A B ROLE SIZE CODEC COUNT [ROUNDS]
 #   e.g. ab.sh /tmp/kwire.before benches/clients/target/release/kwire consume 100 lz4 1000000 5
@@ -33,8 +34,9 @@ run() { # label binary args...: one timed run, its line printed
   [ "$digest" = "$want_digest" ] || { echo "ab.sh: $label digest $digest, not $want_digest" >&2; exit 1; }
   read -r user sys faults <"$out/time"
   local cpu; cpu=$(python3 -c "print(round(($user + $sys) * 1000))")
-  echo "$label cpu_ms=$cpu faults=$faults $(grep -o 'secs=[^ ]*' <<<"$result")"
-  echo "$label $cpu $faults" >>"$out/all"
+  local secs; secs=$(sed 's/.* secs=\([0-9.]*\).*/\1/' <<<"$result")
+  echo "$label cpu_ms=$cpu faults=$faults secs=$secs"
+  echo "$label $cpu $faults $secs" >>"$out/all"
 }
 
 want_count=$count want_digest=
@@ -66,6 +68,8 @@ rows = [l.split() for l in open(sys.argv[1])]
 for label in ("A", "B"):
     cpu = [int(r[1]) for r in rows if r[0] == label]
     faults = [int(r[2]) for r in rows if r[0] == label]
+    secs = [float(r[3]) for r in rows if r[0] == label]
     print(f"{sys.argv[2]} {label}: CPU ms median {statistics.median(cpu):.0f} ({min(cpu)}-{max(cpu)}), "
+          f"wall s median {statistics.median(secs):.3f} ({min(secs):.3f}-{max(secs):.3f}), "
           f"page faults median {statistics.median(faults):.0f}")
 EOF

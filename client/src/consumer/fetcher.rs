@@ -5,7 +5,9 @@
 //!
 //! Per broker, as franz-go's sources: at most one Fetch in flight, in a task of its own whose
 //! answer is taken in by the next `poll` that finds it (`send`, `complete`); the next Fetch to
-//! a broker goes out once its last answer is handed out in full.
+//! a broker goes out once its last answer is handed out in full. The task also reads the
+//! answer's batches (headers, CRCs, compressed records inflated: [`read_batches`]), so answers
+//! from several brokers are read in parallel, and while the caller works, not in `poll`.
 //!
 //! Fetching from the closest replica (KIP-392): Fetch requests carry the consumer's rack; when
 //! a leader names a preferred read replica for a partition, the partition is fetched from that
@@ -20,8 +22,8 @@ use kwire::messages::{
     fetch_request::{FetchPartition, FetchTopic, ForgottenTopic},
     FetchRequest, FetchResponse,
 };
-use kwire::records::{Batch, ControlRecord, DecodeOptions, RecordsField};
-use kwire::{ApiKey, ByteString, Bytes, ErrorCode, ResponseKind, Uuid};
+use kwire::records::{Batch, ControlRecord, DecodeOptions, RecordIter, RecordsField};
+use kwire::{ApiKey, ByteString, Bytes, DecodeError, ErrorCode, ResponseKind, Uuid};
 use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
@@ -62,8 +64,19 @@ pub(super) struct InFlight {
     _task: AbortOnDrop,
 }
 
-/// What a fetch's task answers: the broker, the response, how long it took.
-type Answer = (i32, Result<Option<ResponseKind>>, Duration);
+/// What a fetch's task answers: the broker, the response, how long it took, and the response's
+/// batches as the task read them.
+type Answer = (i32, Result<Option<ResponseKind>>, Duration, ReadResponse);
+
+/// One batch of a fetched partition as the fetch's task read it: its header (CRC checked), and
+/// for a data batch its records, inflated when compressed.
+pub(super) struct ReadBatch {
+    batch: std::result::Result<Batch, DecodeError>,
+    records: Option<std::result::Result<RecordIter, DecodeError>>,
+}
+
+/// A Fetch response's batches, by topic and partition in the response's order.
+type ReadResponse = Vec<Vec<Vec<ReadBatch>>>;
 
 struct AbortOnDrop(tokio::task::AbortHandle);
 
@@ -264,10 +277,16 @@ impl Fetcher {
             }
             let client = client.clone();
             let answers = self.answers.0.clone();
+            let options = decode_options(config);
             let task = tokio::spawn(async move {
                 let sent = Instant::now();
                 let r = client.call_node(node, request).await;
-                let _ = answers.send((node, r, sent.elapsed()));
+                let took = sent.elapsed();
+                let read = match &r {
+                    Ok(Some(ResponseKind::Fetch(response))) => read_batches(response, &options),
+                    _ => Vec::new(),
+                };
+                let _ = answers.send((node, r, took, read));
             });
             self.in_flight.insert(node, InFlight { wanted, incremental, _task: AbortOnDrop(task.abort_handle()) });
         }
@@ -291,7 +310,7 @@ impl Fetcher {
             let metadata = client.metadata();
             let ids = crate::offsets::topic_ids(&metadata);
             let mut failed = None;
-            for (node, result, took) in answered {
+            for (node, result, took, read) in answered {
                 let Some(InFlight { wanted, incremental, .. }) = self.in_flight.remove(&node) else { continue };
                 if failed.is_some() {
                     // Dropped after an error: a full fetch (a new session) fetches it again.
@@ -322,7 +341,7 @@ impl Fetcher {
                         continue;
                     }
                 };
-                match self.handle_fetch(client, config, subscription, node, response, &wanted, incremental, &ids) {
+                match self.handle_fetch(client, config, subscription, node, response, read, &wanted, incremental, &ids) {
                     Ok(true) => self.want_refresh(config),
                     Ok(false) => {}
                     Err(e) => failed = Some(e),
@@ -372,6 +391,7 @@ impl Fetcher {
         subscription: &mut Subscription,
         node: i32,
         response: FetchResponse,
+        read: ReadResponse,
         wanted: &[(TopicPartition, SentPartition)],
         incremental: bool,
         ids: &HashMap<Uuid, String>,
@@ -406,11 +426,13 @@ impl Fetcher {
                 return Ok(true);
             }
         }
-        let options = DecodeOptions { verify_crc: config.check_crcs, ..Default::default() };
+        let options = decode_options(config);
         let (mut fetched_bytes, mut fetched_records) = (0usize, 0usize);
+        let mut read = read.into_iter();
         // KIP-951 (v12+ CurrentLeader, v16+ NodeEndpoints): where refused partitions lead now.
         let mut hints: Vec<(String, i32, i32, i32)> = Vec::new();
         for t in response.responses {
+            let mut read_topic = read.next().unwrap_or_default().into_iter();
             let name: String = if t.topic_id != Uuid::ZERO {
                 match ids.get(&t.topic_id) {
                     Some(n) => n.clone(),
@@ -424,6 +446,7 @@ impl Fetcher {
             };
             let topic: Arc<str> = Arc::from(name.as_str());
             for p in t.partitions {
+                let read_partition = read_topic.next().unwrap_or_default();
                 let tp = TopicPartition::new(name.clone(), p.partition_index);
                 let Some(sent) = wanted.iter().find(|(x, _)| *x == tp).map(|(_, s)| *s).or_else(|| {
                     // Incremental responses also carry partitions the session holds unchanged.
@@ -508,10 +531,9 @@ impl Fetcher {
                     }
                     _ => Vec::new(),
                 };
-                let records = p.records.unwrap_or_default();
-                fetched_bytes += records.len();
+                fetched_bytes += p.records.as_ref().map_or(0, Bytes::len);
                 let queue = self.spare_queues.pop().unwrap_or_default();
-                match parse_partition(&topic, tp, sent.offset, &records, aborted, config.isolation_level, &options, queue)? {
+                match parse_partition(&topic, tp, sent.offset, read_partition, aborted, config.isolation_level, &options, queue)? {
                     (Some(f), _) => {
                         fetched_records += f.records.len();
                         self.buffer.push_back(f)
@@ -636,11 +658,51 @@ fn build_fetch(
 /// marker; control batches are never returned. The records go into `out` (a recycled queue),
 /// handed back when there are none.
 #[allow(clippy::too_many_arguments)]
+fn decode_options(config: &ConsumerConfig) -> DecodeOptions {
+    DecodeOptions { verify_crc: config.check_crcs, ..Default::default() }
+}
+
+/// Reads the batches of every partition of `response` that has records and no error: what a
+/// fetch's task does before handing the response over, the costly part of taking records in
+/// (CRC checks, inflating). Reading stops at a partition's first batch that is not a complete
+/// magic 2 one (an error, a truncated last batch, legacy records), which `parse_partition`
+/// reports or stops at.
+fn read_batches(response: &FetchResponse, options: &DecodeOptions) -> ReadResponse {
+    let partition = |records: &Bytes| {
+        let mut out = Vec::new();
+        for batch in records.batches_with(*options) {
+            let records = match &batch {
+                Ok(Batch::V2(b)) if !b.is_control() => Some(b.records_with(options)),
+                _ => None,
+            };
+            let last = !matches!(batch, Ok(Batch::V2(_)));
+            out.push(ReadBatch { batch, records });
+            if last {
+                break;
+            }
+        }
+        out
+    };
+    response
+        .responses
+        .iter()
+        .map(|t| {
+            t.partitions
+                .iter()
+                .map(|p| match &p.records {
+                    Some(records) if p.error_code == ErrorCode::NONE.0 => partition(records),
+                    _ => Vec::new(),
+                })
+                .collect()
+        })
+        .collect()
+}
+
 fn parse_partition(
     topic: &Arc<str>,
     tp: TopicPartition,
     position: i64,
-    records: &Bytes,
+    batches: Vec<ReadBatch>,
     mut aborted: Vec<(i64, i64)>,
     isolation: IsolationLevel,
     options: &DecodeOptions,
@@ -653,7 +715,7 @@ fn parse_partition(
     let mut next_offset = position;
     let mut next_epoch = None;
     let mut bytes = 0;
-    for batch in records.batches_with(*options) {
+    for ReadBatch { batch, records } in batches {
         let b = match batch.map_err(bad)? {
             Batch::V2(b) => b,
             // A truncated last batch: fetched again next time.
@@ -690,7 +752,11 @@ fn parse_partition(
             next_offset = b.next_offset();
             continue;
         }
-        for r in b.records_with(options).map_err(bad)? {
+        let records = match records {
+            Some(read) => read,
+            None => b.records_with(options),
+        };
+        for r in records.map_err(bad)? {
             let r = r.map_err(bad)?;
             if r.offset < position {
                 continue;
@@ -738,19 +804,57 @@ mod tests {
         let raw = Bytes::from(raw);
         let topic: Arc<str> = Arc::from("t");
         let opts = DecodeOptions::default();
-        let f = parse_partition(&topic, TopicPartition::new("t", 0), 0, &raw, vec![(0, 7)], IsolationLevel::ReadCommitted, &opts, VecDeque::new())
+        let read = || read_batches(&response(&raw), &opts).remove(0).remove(0);
+        let f = parse_partition(&topic, TopicPartition::new("t", 0), 0, read(), vec![(0, 7)], IsolationLevel::ReadCommitted, &opts, VecDeque::new())
             .unwrap()
             .0
             .unwrap();
         let offsets: Vec<i64> = f.records.iter().map(|r| r.offset).collect();
         assert_eq!(offsets, vec![4, 5, 7, 8]);
         assert_eq!(f.next_offset, 9);
-        let f = parse_partition(&topic, TopicPartition::new("t", 0), 0, &raw, vec![], IsolationLevel::ReadUncommitted, &opts, VecDeque::new()).unwrap().0.unwrap();
+        let f = parse_partition(&topic, TopicPartition::new("t", 0), 0, read(), vec![], IsolationLevel::ReadUncommitted, &opts, VecDeque::new()).unwrap().0.unwrap();
         let offsets: Vec<i64> = f.records.iter().map(|r| r.offset).collect();
         assert_eq!(offsets, vec![0, 1, 2, 4, 5, 7, 8], "control records are never returned");
         // From the middle of a batch, and past the markers only.
-        let f = parse_partition(&topic, TopicPartition::new("t", 0), 5, &raw, vec![], IsolationLevel::ReadUncommitted, &opts, VecDeque::new()).unwrap().0.unwrap();
+        let f = parse_partition(&topic, TopicPartition::new("t", 0), 5, read(), vec![], IsolationLevel::ReadUncommitted, &opts, VecDeque::new()).unwrap().0.unwrap();
         assert_eq!(f.records.front().map(|r| r.offset), Some(5));
+    }
+
+    fn response(records: &Bytes) -> FetchResponse {
+        use kwire::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+        let partition = PartitionData { records: Some(records.clone()), ..Default::default() };
+        FetchResponse { responses: vec![FetchableTopicResponse { partitions: vec![partition], ..Default::default() }], ..Default::default() }
+    }
+
+    /// What the fetch's task read is what `poll` would have read: a corrupt batch fails the
+    /// partition there, and a batch cut short at the end of the response ends it quietly.
+    #[test]
+    fn batches_read_in_the_task_fail_and_stop_where_reading_them_in_poll_did() {
+        let topic: Arc<str> = Arc::from("t");
+        let opts = DecodeOptions::default();
+        let mut raw = batch(0, 3, -1, false);
+        raw.extend(batch(3, 2, -1, false));
+        let whole = raw.clone();
+        // The second batch cut short: the first one's records, then the end.
+        raw.truncate(raw.len() - 5);
+        let read = read_batches(&response(&Bytes::from(raw)), &opts).remove(0).remove(0);
+        assert_eq!(read.len(), 2, "the complete batch, then the partial one");
+        let f = parse_partition(&topic, TopicPartition::new("t", 0), 0, read, vec![], IsolationLevel::ReadUncommitted, &opts, VecDeque::new()).unwrap().0.unwrap();
+        assert_eq!((f.records.len(), f.next_offset), (3, 3));
+        // A flipped bit in the first batch's records: its CRC fails the partition.
+        let mut bad = whole.clone();
+        let last = bad.len() / 2 - 3;
+        bad[last] ^= 1;
+        let read = read_batches(&response(&Bytes::from(bad)), &opts).remove(0).remove(0);
+        assert_eq!(read.len(), 1, "reading stops at the corrupt batch");
+        let Err(e) = parse_partition(&topic, TopicPartition::new("t", 0), 0, read, vec![], IsolationLevel::ReadUncommitted, &opts, VecDeque::new()) else {
+            panic!("a corrupt batch was read");
+        };
+        assert!(e.to_string().contains("records of t-0"), "{e}");
+        // A partition with an error code is not read.
+        let mut r = response(&Bytes::from(whole));
+        r.responses[0].partitions[0].error_code = ErrorCode::NOT_LEADER_OR_FOLLOWER.0;
+        assert!(read_batches(&r, &opts)[0][0].is_empty());
     }
 
     #[test]
