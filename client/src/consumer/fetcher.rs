@@ -652,12 +652,6 @@ fn build_fetch(
     (request, incremental)
 }
 
-/// The records of one partition's fetched data from `position` on. Under read_committed,
-/// batches of aborted transactions are skipped as Java does: an aborted transaction's
-/// producer id is "aborted" from its first offset (the response's list) until its ABORT
-/// marker; control batches are never returned. The records go into `out` (a recycled queue),
-/// handed back when there are none.
-#[allow(clippy::too_many_arguments)]
 fn decode_options(config: &ConsumerConfig) -> DecodeOptions {
     DecodeOptions { verify_crc: config.check_crcs, ..Default::default() }
 }
@@ -698,6 +692,12 @@ fn read_batches(response: &FetchResponse, options: &DecodeOptions) -> ReadRespon
         .collect()
 }
 
+/// The records of one partition from `position` on, from its batches as [`read_batches`] read
+/// them. Under read_committed, batches of aborted transactions are skipped as Java does: an
+/// aborted transaction's producer id is "aborted" from its first offset (the response's list)
+/// until its ABORT marker; control batches are never returned. The records go into `out` (a recycled queue),
+/// handed back when there are none.
+#[allow(clippy::too_many_arguments)]
 fn parse_partition(
     topic: &Arc<str>,
     tp: TopicPartition,
