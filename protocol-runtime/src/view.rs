@@ -517,24 +517,8 @@ fn nullable_array_trusted<'a, T: View<'a>>(
         let data = take(buf, len.saturating_mul(size))?;
         return Ok(Some(ArrayView { data, len: count(len), version, compact, elem: PhantomData }));
     }
-    // len32 bounded the count by the bytes left, and so the loop below.
-    skip_elements(buf, len, version, compact).map(Some)
-}
-
-#[inline(never)]
-fn skip_elements<'a, T: View<'a>>(
-    buf: &mut &'a [u8],
-    len: usize,
-    version: i16,
-    compact: bool,
-) -> Result<ArrayView<'a, T>, DecodeError> {
-    let start = *buf;
-    for _ in 0..len {
-        T::skip_view(buf, version, compact)?;
-    }
-    let used = start.len().saturating_sub(buf.len());
-    let data = start.get(..used).unwrap_or_default();
-    Ok(ArrayView { data, len: count(len), version, compact, elem: PhantomData })
+    // len32 bounded the count by the bytes left, and so the walk.
+    elements::<T, true>(buf, len, version, compact).map(Some)
 }
 
 #[doc(hidden)] // generated code calls it; not public API
@@ -554,13 +538,14 @@ pub fn nullable_array<'a, T: View<'a>>(
         *buf = rest;
         return Ok(Some(ArrayView { data, len: count(len), version, compact, elem: PhantomData }));
     }
-    elements(buf, len, version, compact).map(Some)
+    elements::<T, false>(buf, len, version, compact).map(Some)
 }
 
-/// Checks `len` elements one by one. For a fixed-width array cut short, this finds the element
-/// that does not fit: the error the owned decode gives.
+/// Walks `len` elements one by one: checking each, or (`TRUSTED`, bytes checked already)
+/// skipping it. For a fixed-width array cut short, the check finds the element that does not
+/// fit: the error the owned decode gives.
 #[inline(never)]
-fn elements<'a, T: View<'a>>(
+fn elements<'a, T: View<'a>, const TRUSTED: bool>(
     buf: &mut &'a [u8],
     len: usize,
     version: i16,
@@ -568,7 +553,8 @@ fn elements<'a, T: View<'a>>(
 ) -> Result<ArrayView<'a, T>, DecodeError> {
     let start = *buf;
     for i in 0..len {
-        if let Err(e) = T::check_view(buf, version, compact) {
+        let step = if TRUSTED { T::skip_view(buf, version, compact) } else { T::check_view(buf, version, compact) };
+        if let Err(e) = step {
             return Err(e.index(i));
         }
     }
