@@ -88,9 +88,9 @@ pub trait Mode {
         compact: bool,
     ) -> Result<Option<ArrayView<'a, T>>, DecodeError> {
         if Self::TRUSTED {
-            nullable_array_trusted(buf, version, compact)
+            array::<T, true>(buf, version, compact)
         } else {
-            nullable_array(buf, version, compact)
+            array::<T, false>(buf, version, compact)
         }
     }
 
@@ -487,7 +487,7 @@ impl<'a, T: View<'a>> View<'a> for ArrayView<'a, T> {
 
     #[inline(always)]
     fn decode_trusted(buf: &mut &'a [u8], version: i16, compact: bool) -> Result<Self, DecodeError> {
-        nullable_array_trusted(buf, version, compact)?.ok_or_else(|| null(buf))
+        array::<T, true>(buf, version, compact)?.ok_or_else(|| null(buf))
     }
 
     #[inline(always)]
@@ -500,25 +500,7 @@ impl<'a, T: View<'a>> View<'a> for ArrayView<'a, T> {
 /// Skips a checked array that may be null.
 #[inline]
 pub fn skip_nullable_array<'a, T: View<'a>>(buf: &mut &'a [u8], version: i16, compact: bool) -> Result<(), DecodeError> {
-    nullable_array_trusted::<T>(buf, version, compact).map(drop)
-}
-
-/// Reads a checked array that may be null: its end found by skipping its elements.
-#[inline(always)]
-fn nullable_array_trusted<'a, T: View<'a>>(
-    buf: &mut &'a [u8],
-    version: i16,
-    compact: bool,
-) -> Result<Option<ArrayView<'a, T>>, DecodeError> {
-    let Some(len) = len32(buf, compact)? else {
-        return Ok(None);
-    };
-    if let Some(size) = T::FIXED_SIZE {
-        let data = take(buf, len.saturating_mul(size))?;
-        return Ok(Some(ArrayView { data, len: count(len), version, compact, elem: PhantomData }));
-    }
-    // len32 bounded the count by the bytes left, and so the walk.
-    elements::<T, true>(buf, len, version, compact).map(Some)
+    array::<T, true>(buf, version, compact).map(drop)
 }
 
 #[doc(hidden)] // generated code calls it; not public API
@@ -529,16 +511,35 @@ pub fn nullable_array<'a, T: View<'a>>(
     version: i16,
     compact: bool,
 ) -> Result<Option<ArrayView<'a, T>>, DecodeError> {
+    array::<T, false>(buf, version, compact)
+}
+
+/// Reads an array that may be null: checking every element, or (`TRUSTED`, bytes checked
+/// already) finding its end by skipping them.
+#[inline(always)]
+fn array<'a, T: View<'a>, const TRUSTED: bool>(
+    buf: &mut &'a [u8],
+    version: i16,
+    compact: bool,
+) -> Result<Option<ArrayView<'a, T>>, DecodeError> {
     let Some(len) = len32(buf, compact)? else {
         return Ok(None);
     };
-    crate::limits::check_array_len(len, buf.len())?;
-    // Fixed-width elements: one check for all of them, inlined (replica lists).
-    if let Some((data, rest)) = T::FIXED_SIZE.and_then(|size| buf.split_at_checked(len.saturating_mul(size))) {
-        *buf = rest;
-        return Ok(Some(ArrayView { data, len: count(len), version, compact, elem: PhantomData }));
+    // len32 bounded the count by the bytes left (and so a trusted walk); a check also applies
+    // the limit the owned decode does.
+    if !TRUSTED {
+        crate::limits::check_array_len(len, buf.len())?;
     }
-    elements::<T, false>(buf, len, version, compact).map(Some)
+    // Fixed-width elements: one check for all of them, inlined (replica lists). Cut short,
+    // a check walks them to name the element that does not fit.
+    if let Some(size) = T::FIXED_SIZE {
+        let bytes = len.saturating_mul(size);
+        if TRUSTED || bytes <= buf.len() {
+            let data = take(buf, bytes)?;
+            return Ok(Some(ArrayView { data, len: count(len), version, compact, elem: PhantomData }));
+        }
+    }
+    elements::<T, TRUSTED>(buf, len, version, compact).map(Some)
 }
 
 /// Walks `len` elements one by one: checking each, or (`TRUSTED`, bytes checked already)
