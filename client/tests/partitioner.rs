@@ -3,10 +3,13 @@
 //! the jar, fails then under KWIRE_REQUIRE_BROKER=1).
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use kwire_client::partitioner::{murmur2, partition_for_key};
+
+#[path = "common/java.rs"]
+mod java;
+use java::{classpath as java_classpath, skip};
 
 const JAVA: &str = r#"
 import org.apache.kafka.common.utils.Utils;
@@ -25,28 +28,6 @@ public class Murmur {
 }
 "#;
 
-/// The kafka-clients jar and slf4j-api (Utils logs through it).
-pub fn java_classpath() -> Option<String> {
-    let m2 = PathBuf::from(std::env::var("HOME").ok()?).join(".m2/repository");
-    let version = std::env::var("KWIRE_CLIENTS_VERSION").unwrap_or_else(|_| "4.4.0".into());
-    let clients = m2.join(format!("org/apache/kafka/kafka-clients/{version}/kafka-clients-{version}.jar"));
-    let slf4j_dir = m2.join("org/slf4j/slf4j-api");
-    let mut slf4j: Vec<PathBuf> = std::fs::read_dir(&slf4j_dir).ok()?.flatten().map(|e| e.path()).collect();
-    slf4j.sort();
-    let slf4j = slf4j.iter().rev().find_map(|d| {
-        let v = d.file_name()?.to_str()?.to_owned();
-        let jar = d.join(format!("slf4j-api-{v}.jar"));
-        jar.exists().then_some(jar)
-    })?;
-    clients.exists().then(|| format!("{}:{}", clients.display(), slf4j.display()))
-}
-
-fn skip(reason: &str) {
-    let required = std::env::var_os("KWIRE_REQUIRE_BROKER").is_some_and(|v| v == "1");
-    assert!(!required, "KWIRE_REQUIRE_BROKER=1: {reason}");
-    eprintln!("skipping murmur2_matches_kafka_utils: {reason}");
-}
-
 fn keys() -> Vec<Vec<u8>> {
     let mut keys: Vec<Vec<u8>> = ["", "a", "hello", "ab", "abc", "abcd", "abcde", "kwire", "\u{00e9}t\u{00e9}", "key-with-some-length-to-it"]
         .iter()
@@ -60,13 +41,14 @@ fn keys() -> Vec<Vec<u8>> {
 
 #[test]
 fn murmur2_matches_kafka_utils() {
-    let Some(cp) = java_classpath() else { return skip("no kafka-clients 4.4.0 / slf4j-api jar in ~/.m2") };
+    const TEST: &str = "murmur2_matches_kafka_utils";
+    let Some(cp) = java_classpath() else { return skip(TEST, "no kafka-clients 4.4.0 / slf4j-api jar in ~/.m2") };
     let dir = std::env::temp_dir().join(format!("kw-murmur-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let src = dir.join("Murmur.java");
     std::fs::write(&src, JAVA).unwrap();
     let child = Command::new("java").arg("-cp").arg(&cp).arg(&src).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
-    let Ok(mut child) = child else { return skip("no java on PATH") };
+    let Ok(mut child) = child else { return skip(TEST, "no java on PATH") };
     let keys = keys();
     {
         let mut stdin = child.stdin.take().unwrap();
@@ -137,8 +119,9 @@ public class Load {
 /// random queue lengths over 1 to 8 partitions, some without a leader.
 #[test]
 fn load_stats_match_javas_built_in_partitioner() {
+    const TEST: &str = "load_stats_match_javas_built_in_partitioner";
     use kwire_client::partitioner::LoadStats;
-    let Some(cp) = java_classpath() else { return skip("no kafka-clients 4.4.0 / slf4j-api jar in ~/.m2") };
+    let Some(cp) = java_classpath() else { return skip(TEST, "no kafka-clients 4.4.0 / slf4j-api jar in ~/.m2") };
     let dir = std::env::temp_dir().join(format!("kw-load-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let src = dir.join("Load.java");
@@ -147,7 +130,7 @@ fn load_stats_match_javas_built_in_partitioner() {
     // internals package).
     let log_context = "org.apache.kafka.common.utils.internals.LogContext";
     let child = Command::new("java").arg("-cp").arg(&cp).arg(&src).arg(log_context).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
-    let Ok(mut child) = child else { return skip("no java on PATH") };
+    let Ok(mut child) = child else { return skip(TEST, "no java on PATH") };
     // A small deterministic generator: the same cases every run.
     let mut state = 0x2545_f491_4f6c_dd1du64;
     let mut next = |n: u64| {

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kwire::runtime::records::Record;
+use kwire::runtime::records::{Compression, Record};
 use kwire::{ByteString, Bytes};
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -22,7 +22,11 @@ use crate::partitioner::{next_partition, partition_for_key, random_positive, Loa
 pub(crate) struct Batch {
     /// The records, their offsets their indexes; encoded when the batch is sent.
     pub(crate) records: Vec<Record>,
-    bytes: usize,
+    /// Its records' encoded size, uncompressed (Java's `uncompressedRecordsSizeInBytes`).
+    uncompressed: usize,
+    /// The topic's estimated compression ratio when the batch was opened (`None` without
+    /// compression): Java's batch keeps the estimate it was created with.
+    ratio: Option<f32>,
     /// The buffer memory of all its records (one permit, merged as records join).
     memory: OwnedSemaphorePermit,
     done: Completer,
@@ -38,6 +42,28 @@ pub(crate) struct Batch {
 }
 
 impl Batch {
+    /// Its size as sent, estimated (Java's `MemoryRecordsBuilder.estimatedBytesWritten`): the
+    /// header and the records, compressed by the ratio it was opened with plus 5 %, in Java's
+    /// `float` arithmetic so that batches fill where Java's do.
+    fn estimated_size(&self) -> usize {
+        BATCH_OVERHEAD
+            + match self.ratio {
+                None => self.uncompressed,
+                Some(ratio) => (self.uncompressed as f32 * ratio * 1.05) as usize,
+            }
+    }
+
+    /// Whether a record of `size` encoded bytes may join it (Java's `hasRoomFor`): a batch
+    /// never sent whose estimated size stays within `batch_size`.
+    fn has_room(&self, cfg: &ProducerConfig, size: usize) -> bool {
+        self.attempts == 0 && self.estimated_size().saturating_add(size) <= cfg.batch_size
+    }
+
+    /// Whether it is full (Java's `isFull`): ready to go without waiting out its linger.
+    fn is_full(&self, cfg: &ProducerConfig) -> bool {
+        self.estimated_size() >= cfg.batch_size
+    }
+
     /// How long it has been since its first record came.
     pub(crate) fn age(&self, now: Instant) -> Duration {
         now.saturating_duration_since(self.created)
@@ -90,8 +116,9 @@ impl Batch {
         let done = self.done.split_off(at as u32);
         let sequence = self.sequence.map(|(pid, epoch, base)| (pid, epoch, base.wrapping_add(at as i32) & i32::MAX));
         let tail = Batch {
+            uncompressed: records_size(&records),
+            ratio: self.ratio,
             records,
-            bytes: total - head,
             memory,
             done,
             created: self.created,
@@ -101,13 +128,19 @@ impl Batch {
             last_error: self.last_error.clone(),
             ordinal: self.ordinal,
         };
-        self.bytes = head;
+        self.uncompressed = records_size(&self.records);
         self.retry_at = None;
         // Sent already: neither half takes new records, and each waits, as a resend does, until
         // nothing of its partition is in flight.
         self.attempts = self.attempts.max(1);
         Ok((self, tail))
     }
+}
+
+/// The encoded size of a batch's records, uncompressed (their offsets are their indexes).
+fn records_size(records: &[Record]) -> usize {
+    let base = records.first().map_or(0, |r| r.timestamp);
+    records.iter().enumerate().fold(0usize, |n, (i, r)| n.saturating_add(r.size_in_batch(i as i32, r.timestamp.wrapping_sub(base))))
 }
 
 /// A record's size as the producer counts it (`ProducerRecord`'s, for buffer memory).
@@ -134,6 +167,39 @@ struct TopicQueues {
     /// Adaptive partitioning's statistics, as the last drain found the queues.
     load: Option<LoadStats>,
     partitions: Vec<Queue>,
+    ratio: CompressionRatio,
+}
+
+/// Java's `CompressionRatioEstimator` for one topic: a built batch's size over its records'
+/// uncompressed size, as new batches are to expect it. It starts at 1 and follows what the
+/// batches show, at once when they compress worse (up by at least 0.05), slowly when better
+/// (down by at most 0.005 a batch). Java keeps one per topic and codec for the whole JVM; here
+/// each producer keeps its own (a producer has one codec).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct CompressionRatio(f32);
+
+impl Default for CompressionRatio {
+    fn default() -> Self {
+        CompressionRatio(1.0)
+    }
+}
+
+impl CompressionRatio {
+    /// Java's `updateEstimation`, in `float`.
+    fn observe(&mut self, observed: f32) {
+        let current = self.0;
+        if observed > current {
+            self.0 = (current + 0.05).max(observed);
+        } else if observed < current {
+            self.0 = (current - 0.005).max(observed);
+        }
+    }
+}
+
+/// A built batch's compression ratio as Java's `MemoryRecordsBuilder` computes it: the whole
+/// batch, header included, over its records uncompressed.
+pub(crate) fn observed_ratio(built: usize, uncompressed: usize) -> f32 {
+    built as f32 / uncompressed as f32
 }
 
 /// The partition a topic's unkeyed records go to, and the bytes that went there (Java's
@@ -144,8 +210,8 @@ struct Sticky {
     produced: usize,
 }
 
-/// What a record adds to a new batch besides itself: the batch header (Java counts it in the
-/// bytes a partition was given).
+/// A magic-2 batch's header: part of a batch's estimated size, so also of the bytes a new batch
+/// gives its partition (the sticky partitioner's count).
 const BATCH_OVERHEAD: usize = 61;
 
 /// A batch drained for a broker.
@@ -253,15 +319,22 @@ impl Accumulator {
             r = r.with_header(ByteString::from(k), v);
         }
         queue.used = true;
-        let appended_to = queue.batches.back().filter(|b| b.attempts == 0 && b.bytes + size <= cfg.batch_size).is_some();
-        let (delivery, wake) = match queue.batches.back_mut().filter(|b| b.attempts == 0 && b.bytes + size <= cfg.batch_size) {
-            Some(b) => {
+        // The record's encoded size where it would go in the open batch (Java's `hasRoomFor`).
+        let joins = queue.batches.back().and_then(|b| {
+            let base = b.records.first().map_or(timestamp, |f| f.timestamp);
+            let encoded = r.size_in_batch(b.records.len() as i32, timestamp.wrapping_sub(base));
+            b.has_room(cfg, encoded).then_some(encoded)
+        });
+        let (delivery, wake, appended) = match queue.batches.back_mut().zip(joins) {
+            Some((b, encoded)) => {
+                let before = b.estimated_size();
                 let index = b.records.len();
                 r.offset = index as i64;
                 b.records.push(r);
-                b.bytes += size;
+                b.uncompressed += encoded;
                 b.memory.merge(memory);
-                (b.done.delivery(index as u32, timestamp), b.bytes >= cfg.batch_size)
+                let appended = b.estimated_size().saturating_sub(before);
+                (b.done.delivery(index as u32, timestamp), b.is_full(cfg), appended)
             }
             None => {
                 let ordinal = queue.next_ordinal;
@@ -270,12 +343,14 @@ impl Accumulator {
                 // allocations per full batch, and little memory for partitions (many, keyed)
                 // whose batches stay small; buffer_memory does not count this.
                 let mut records = Vec::with_capacity((cfg.batch_size / size.max(1)).clamp(1, 64));
+                let uncompressed = r.size_in_batch(0, 0);
                 records.push(r);
                 let done = Completer::new(name.clone(), partition);
                 let delivery = done.delivery(0, timestamp);
-                queue.batches.push_back(Batch {
+                let batch = Batch {
                     records,
-                    bytes: size,
+                    uncompressed,
+                    ratio: (cfg.compression != Compression::None).then_some(queues.ratio.0),
                     memory,
                     done,
                     created: Instant::now(),
@@ -284,18 +359,20 @@ impl Accumulator {
                     retry_at: None,
                     last_error: None,
                     ordinal,
-                });
+                };
+                let appended = batch.estimated_size();
+                queue.batches.push_back(batch);
                 // A new batch: the sender may be asleep past its linger deadline, wake it to
                 // schedule one (it sleeps up to 500 ms when nothing is queued).
-                (delivery, true)
+                (delivery, true, appended)
             }
         };
         if sticky {
             // Java's `updatePartitionInfo`: switch once `batch.size` bytes went to the partition
             // and its last batch is full (so that no short batch is left behind to linger), or
-            // at twice that whatever the batch.
-            let last_full = queue.batches.back().is_some_and(|b| b.bytes >= cfg.batch_size);
-            let appended = size + if appended_to { 0 } else { BATCH_OVERHEAD };
+            // at twice that whatever the batch. What went there is what the batch's estimated
+            // size grew by (all of it, header included, for a new batch).
+            let last_full = queue.batches.back().is_some_and(|b| b.is_full(cfg));
             if let Some(s) = queues.sticky.as_mut() {
                 s.produced += appended;
                 if (s.produced >= cfg.batch_size && last_full) || s.produced >= 2 * cfg.batch_size {
@@ -343,6 +420,14 @@ impl Accumulator {
     pub(crate) fn reset_sequences(&mut self) {
         for q in self.topics.values_mut().flat_map(|t| t.partitions.iter_mut()) {
             q.sequences = Sequences::default();
+        }
+    }
+
+    /// A batch of `topic` was built with this compression ratio (`observed_ratio`): later
+    /// batches of the topic expect it (Java updates its estimate as each batch is closed).
+    pub(crate) fn observe_compression(&mut self, topic: &str, observed: f32) {
+        if let Some(t) = self.topics.get_mut(topic) {
+            t.ratio.observe(observed);
         }
     }
 
@@ -434,8 +519,8 @@ impl Accumulator {
                     continue;
                 }
                 let due = front.created + cfg.linger;
-                let ready = urgent || queue.batches.len() > 1 || front.bytes >= cfg.batch_size || now >= due || front.attempts > 0;
-                let retry_ok = front.retry_at.map_or(true, |t| now >= t);
+                let ready = urgent || queue.batches.len() > 1 || front.is_full(cfg) || now >= due || front.attempts > 0;
+                let retry_ok = front.retry_at.is_none_or(|t| now >= t);
                 let wake_at = if !retry_ok { front.retry_at } else if !ready { Some(due) } else { None };
                 if let Some(t) = wake_at {
                     out.next = Some(out.next.map_or(t, |n: Instant| n.min(t)));
@@ -465,7 +550,7 @@ impl Accumulator {
                 // One batch per partition per request; another ready one goes in the next
                 // request, at once.
                 let more = queue.batches.front().is_some_and(|b| {
-                    b.attempts == 0 && (urgent || queue.batches.len() > 1 || b.bytes >= cfg.batch_size || now >= b.created + cfg.linger)
+                    b.attempts == 0 && (urgent || queue.batches.len() > 1 || b.is_full(cfg) || now >= b.created + cfg.linger)
                 });
                 if more && queue.in_flight < limit {
                     out.next = Some(now);
@@ -514,4 +599,209 @@ pub(crate) fn delivery_timeout(cfg: &ProducerConfig, topic: &str, partition: i32
         timeout: cfg.delivery_timeout,
         last_error: last_error.map(Box::new),
     })
+}
+
+#[cfg(test)]
+#[path = "../../tests/common/java.rs"]
+mod java;
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    use kwire::ErrorCode;
+    use tokio::sync::Semaphore;
+
+    use super::*;
+    use crate::cluster::PartitionInfo;
+
+    /// Java's own `ProducerBatch` filled with the records on stdin; each batch is closed (its
+    /// compression ratio observed) just after the next one is opened, as the test drives the
+    /// accumulator. Prints, per batch: its records, the ratio it was built with and the
+    /// topic's estimate after it (float bits).
+    const JAVA: &str = r#"
+import org.apache.kafka.clients.producer.internals.ProducerBatch;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.compress.Compression;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.record.TimestampType;
+import org.apache.kafka.common.record.internal.*;
+import java.io.*;
+import java.nio.ByteBuffer;
+import java.util.HexFormat;
+public class BatchFill {
+    static String topic;
+    static Compression compression;
+    static ProducerBatch open;
+    static MemoryRecordsBuilder builder;
+    static int count;
+    public static void main(String[] args) throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+        int batchSize = 0;
+        String line;
+        while ((line = in.readLine()) != null) {
+            String[] f = line.split(" ");
+            if (f[0].equals("case")) {
+                close();
+                open = null;
+                topic = f[1];
+                batchSize = Integer.parseInt(f[2]);
+                compression = Compression.of(f[3]).build();
+                System.out.println("case " + topic);
+                continue;
+            }
+            byte[] key = f[0].equals("-") ? null : HexFormat.of().parseHex(f[0]);
+            byte[] value = HexFormat.of().parseHex(f[1]);
+            long ts = Long.parseLong(f[2]);
+            if (open != null && open.tryAppend(ts, key, value, new Header[0], null, 0) != null) {
+                count++;
+                continue;
+            }
+            MemoryRecordsBuilder nextBuilder = MemoryRecords.builder(ByteBuffer.allocate(batchSize), compression, TimestampType.CREATE_TIME, 0L);
+            ProducerBatch next = new ProducerBatch(new TopicPartition(topic, 0), nextBuilder, 0);
+            next.tryAppend(ts, key, value, new Header[0], null, 0);
+            close();
+            open = next;
+            builder = nextBuilder;
+            count = 1;
+        }
+        close();
+    }
+    static void close() {
+        if (open == null) return;
+        open.close();
+        float estimate = CompressionRatioEstimator.estimation(topic, compression.type());
+        System.out.println(count + " " + Float.floatToIntBits((float) builder.compressionRatio()) + " " + Float.floatToIntBits(estimate));
+    }
+}
+"#;
+
+    /// A record's key, value and timestamp.
+    type Input = (Option<Vec<u8>>, Vec<u8>, i64);
+
+    /// Records of every size class and compressibility, so that batches fill at different
+    /// counts and the estimated ratio moves both ways.
+    fn records() -> Vec<Input> {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let mut out = Vec::new();
+        let mut ts = 1_700_000_000_000i64;
+        for i in 0..1500 {
+            // Phases of repetitive and of random values: the ratio falls, then rises.
+            let random = (i / 250) % 2 == 1;
+            let len = [3, 40, 300, 2000][next(4) as usize] + next(50) as usize;
+            let value: Vec<u8> = (0..len).map(|j| if random { next(256) as u8 } else { b"abcd"[j % 4] }).collect();
+            let key = (next(3) != 0).then(|| (0..next(20)).map(|_| next(256) as u8).collect());
+            ts += next(3) as i64 * [1, 300, 100_000][next(3) as usize];
+            out.push((key, value, ts));
+        }
+        out
+    }
+
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Fills batches of one partition as the producer does and returns, per batch, its records
+    /// and the topic's estimated ratio after it; each batch's ratio as built is Java's
+    /// (`observed`: the codecs' outputs differ byte for byte, the estimate is what is checked).
+    fn fill(topic: &str, batch_size: usize, compression: Compression, records: &[Input], observed: &[f32]) -> Vec<(usize, u32)> {
+        let cfg = ProducerConfig { batch_size, compression, ..Default::default() };
+        let name: Arc<str> = topic.into();
+        let partition = PartitionInfo { index: 0, leader: 1, leader_epoch: 0, replicas: vec![1], isr: vec![1], error: ErrorCode::NONE };
+        let info = TopicInfo { name: topic.into(), id: kwire::Uuid::ZERO, internal: false, partitions: vec![partition] };
+        let memory = Arc::new(Semaphore::new(Semaphore::MAX_PERMITS));
+        let mut acc = Accumulator::default();
+        let mut out = Vec::new();
+        let close = |acc: &mut Accumulator, out: &mut Vec<(usize, u32)>| {
+            let q = acc.queue(topic, 0).expect("the partition's queue");
+            let b = q.batches.pop_front().expect("a batch to close");
+            if let Some(&ratio) = observed.get(out.len()) {
+                acc.observe_compression(topic, ratio);
+            }
+            let estimate = acc.topics.get(topic).map_or(0, |t| t.ratio.0.to_bits());
+            out.push((b.records.len(), estimate));
+        };
+        for (key, value, ts) in records {
+            let size = value.len() + key.as_ref().map_or(0, Vec::len) + 24;
+            let permit = memory.clone().try_acquire_many_owned(size as u32).expect("memory");
+            let record = NewRecord {
+                partition: Some(0),
+                key: key.clone().map(Bytes::from),
+                value: Some(Bytes::from(value.clone())),
+                headers: Vec::new(),
+                timestamp: *ts,
+                size,
+            };
+            acc.append(&cfg, &name, &info, record, permit).expect("appended");
+            if acc.queue(topic, 0).is_some_and(|q| q.batches.len() > 1) {
+                close(&mut acc, &mut out);
+            }
+        }
+        close(&mut acc, &mut out);
+        out
+    }
+
+    /// Batches fill where Java's `ProducerBatch` fills them (its `MemoryRecordsBuilder`'s
+    /// record sizes, header and compressed-size estimate), and the topic's compression ratio
+    /// estimate follows Java's `CompressionRatioEstimator` to the bit.
+    #[test]
+    fn batches_fill_and_estimate_compression_as_javas_producer_batch() {
+        const TEST: &str = "batches_fill_and_estimate_compression_as_javas_producer_batch";
+        let Some(cp) = java::classpath() else { return java::skip(TEST, "no kafka-clients 4.4.0 / slf4j-api jar in ~/.m2") };
+        let dir = std::env::temp_dir().join(format!("kw-batch-fill-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let src = dir.join("BatchFill.java");
+        std::fs::write(&src, JAVA).expect("java source");
+        let child = Command::new("java").arg("-cp").arg(&cp).arg(&src).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
+        let Ok(mut child) = child else { return java::skip(TEST, "no java on PATH") };
+        let records = records();
+        // gzip is in the JDK: no codec jar needed, and the codec only sets the ratios observed.
+        let cases = [("plain", 16384, "none"), ("small", 5000, "gzip"), ("large", 65536, "gzip")];
+        {
+            let mut stdin = child.stdin.take().expect("stdin");
+            for (topic, batch_size, codec) in cases {
+                writeln!(stdin, "case {topic} {batch_size} {codec}").expect("write");
+                for (key, value, ts) in &records {
+                    writeln!(stdin, "{} {} {ts}", key.as_deref().map_or("-".into(), hex), hex(value)).expect("write");
+                }
+            }
+        }
+        let out = child.wait_with_output().expect("java ran");
+        assert!(out.status.success(), "java failed: {}", String::from_utf8_lossy(&out.stderr));
+        let stdout = String::from_utf8(out.stdout).expect("utf-8");
+        let mut java: Vec<Vec<(usize, u32, u32)>> = Vec::new();
+        for line in stdout.lines() {
+            if line.starts_with("case ") {
+                java.push(Vec::new());
+                continue;
+            }
+            let f: Vec<u64> = line.split(' ').map(|x| x.parse().expect("a number")).collect();
+            java.last_mut().expect("a case first").push((f[0] as usize, f[1] as u32, f[2] as u32));
+        }
+        assert_eq!(java.len(), cases.len());
+        for ((topic, batch_size, codec), java) in cases.iter().zip(&java) {
+            let compression = if *codec == "none" { Compression::None } else { Compression::Gzip };
+            let observed: Vec<f32> = java.iter().map(|(_, ratio, _)| f32::from_bits(*ratio)).collect();
+            let ours = fill(topic, *batch_size, compression, &records, &observed);
+            let theirs: Vec<(usize, u32)> = java.iter().map(|(n, _, estimate)| (*n, *estimate)).collect();
+            assert_eq!(ours, theirs, "{topic}: batch_size {batch_size}, {codec}: (records, estimate bits) per batch");
+            let counts: std::collections::BTreeSet<usize> = ours.iter().map(|(n, _)| *n).collect();
+            assert!(ours.len() > 10 && counts.len() > 5, "{topic}: batches of many sizes: {ours:?}");
+            if compression != Compression::None {
+                // Both rules: down by 0.005 a batch, up by at least 0.05 at once.
+                let estimates: Vec<f32> = ours.iter().map(|(_, e)| f32::from_bits(*e)).collect();
+                let falls = estimates.windows(2).filter(|w| w[1] < w[0]).count();
+                let jumps = estimates.windows(2).filter(|w| w[1] >= w[0] + 0.05).count();
+                assert!(falls >= 10 && jumps >= 2, "{topic}: the estimate falls and rises: {estimates:?}");
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

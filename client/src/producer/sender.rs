@@ -24,7 +24,7 @@ use kwire::{ByteString, ErrorCode, RequestKind, ResponseKind, Uuid};
 use tokio::sync::mpsc;
 use tracing::{debug, warn, Instrument};
 
-use super::accumulator::{delivery_timeout, ReadyBatch};
+use super::accumulator::{delivery_timeout, observed_ratio, ReadyBatch};
 use super::idempotence::{init_producer_id, is_fatal};
 use super::transaction::{batch_severity, severity, Severity, LAST_BEFORE_V2};
 use super::Shared;
@@ -206,6 +206,9 @@ struct Request {
     built_at: Instant,
 }
 
+/// The compression ratio of each batch built for the first time, with its topic.
+type Ratios = Vec<(Arc<str>, f32)>;
+
 /// A magic v2 record batch's header, in bytes.
 const BATCH_HEADER: usize = 61;
 
@@ -267,13 +270,16 @@ impl BrokerSender {
     /// Encodes the batches and puts the request on the broker's connection (nothing is sent
     /// when none could be encoded).
     async fn dispatch(&self, batches: Vec<ReadyBatch>) -> Dispatched {
-        let (request, body) = self.build(batches);
+        let (request, body, ratios) = self.build(batches);
         let sent = match body {
             None => None,
             Some(body) => {
                 let v1 = {
                     let mut state = self.shared.lock();
                     state.requests += 1;
+                    for (topic, ratio) in ratios {
+                        state.accumulator.observe_compression(&topic, ratio);
+                    }
                     state.txn.as_ref().is_some_and(|t| !t.v2())
                 };
                 self.shared.metrics.requests.increment(1);
@@ -289,14 +295,16 @@ impl BrokerSender {
         (request, sent)
     }
 
-    /// Encodes the batches into one Produce request (`None` when none could be encoded).
-    fn build(&self, batches: Vec<ReadyBatch>) -> (Request, Option<RequestKind>) {
+    /// Encodes the batches into one Produce request (`None` when none could be encoded), with
+    /// the compression ratio of each batch sent for the first time, by topic.
+    fn build(&self, batches: Vec<ReadyBatch>) -> (Request, Option<RequestKind>, Ratios) {
         let cfg = &self.shared.config;
         let mut by_topic: BTreeMap<&str, Vec<PartitionProduceData>> = BTreeMap::new();
         let mut built = Vec::with_capacity(batches.len());
         let metrics = &self.shared.metrics;
         let now = Instant::now();
         let mut records = 0;
+        let mut ratios = Vec::new();
         for ReadyBatch { topic, partition, batch } in &batches {
             let mut builder = RecordBatchBuilder::new().compression(cfg.compression).transactional(self.shared.txn.is_some());
             if let Some((pid, epoch, seq)) = batch.sequence {
@@ -317,6 +325,10 @@ impl BrokerSender {
                 };
                 if let Ok(n @ 1..) = uncompressed {
                     metrics.compression_rate.record(bytes.len() as f64 / n as f64);
+                    // Java updates its estimate as a batch is first closed, not on resends.
+                    if cfg.compression != Compression::None && batch.attempts == 0 {
+                        ratios.push((topic.clone(), observed_ratio(bytes.len(), n)));
+                    }
                 }
                 if batch.attempts == 0 {
                     metrics.record_queue_time.record(crate::metrics::millis(batch.age(now)));
@@ -354,7 +366,7 @@ impl BrokerSender {
                 ..Default::default()
             })
         });
-        (Request { batches, built, ids, built_at: now }, body)
+        (Request { batches, built, ids, built_at: now }, body, ratios)
     }
 
     /// Takes a Produce response (or the request's failure) in: each batch is completed,

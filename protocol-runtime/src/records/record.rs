@@ -48,6 +48,23 @@ impl Record {
         self.headers.push(Header::new(key, value));
         self
     }
+
+    /// The bytes this record takes in a magic-2 batch, its length prefix included, at
+    /// `offset_delta` and `timestamp_delta` from the batch's first record (Java's
+    /// `DefaultRecord.sizeInBytes`): what a producer counts against its batch size.
+    /// Saturates at `usize::MAX`.
+    ///
+    /// ```
+    /// use kwire_runtime::records::Record;
+    /// let r = Record::new(0, 0, None, Some("value".into()));
+    /// // length, attributes, timestamp and offset deltas, key (null), value length, value, headers
+    /// assert_eq!(r.size_in_batch(0, 0), 1 + 1 + 1 + 1 + 1 + 1 + 5 + 1);
+    /// ```
+    pub fn size_in_batch(&self, offset_delta: i32, timestamp_delta: i64) -> usize {
+        let body = body_len(self, offset_delta, timestamp_delta);
+        let prefix = i32::try_from(body).map_or(5, varint_len) as u64;
+        usize::try_from(body.saturating_add(prefix)).unwrap_or(usize::MAX)
+    }
 }
 
 /// Smallest encoded magic 2 record: length, attributes, timestamp delta, offset delta, key
