@@ -132,6 +132,9 @@ class Bench:
         fields = dict(kv.split("=", 1) for kv in m.group(1).split())
         record.update(fields)
         record.update(client=client, rss_kb=rss, proc_cpu=proc_cpu, load1=load)
+        if client == "kwire":
+            # The kwire program's runtime: current-thread unless KWIRE_BENCH_THREADS > 1.
+            record["kwire_threads"] = max(1, int(os.environ.get("KWIRE_BENCH_THREADS") or 1))
         for k in ("count", "bytes"):
             record[k] = int(record[k])
         for k in ("secs", "cpu", "broker_cpu"):

@@ -39,6 +39,11 @@ def main():
             runs += [json.loads(line) for line in f if line.strip()]
     groups = defaultdict(lambda: defaultdict(list))
     failed = defaultdict(list)
+    # Which runtime the kwire program ran on, per configuration (bench.py records it).
+    threads = {}
+    for r in runs:
+        if r["client"] == "kwire":
+            threads[(r["nodes"], r["role"], r["rate"], r["acks"], r["size"], r["compression"])] = r.get("kwire_threads", 1)
     for r in runs:
         key = (r["nodes"], r["role"], r["rate"], r["acks"], r["size"], r["compression"])
         if "failed" in r:
@@ -56,6 +61,8 @@ def main():
         if rate:
             title += f", at {rate:,} records/s"
         title += f", {nodes} node{'s' if nodes > 1 else ''}"
+        if threads.get(key, 1) > 1:
+            title += f", kwire-client on {threads[key]} workers"
         n = by[next(iter(by))][0]["expected_count"]
         rounds = max(len(v) for v in by.values())
         print(f"#### {title} ({n:,} records a run, {rounds} rounds)\n")
