@@ -129,11 +129,12 @@ async fn unkeyed_records_stick_to_a_partition_per_batch() {
     let config = ProducerConfig { linger: Duration::from_millis(200), batch_size: 1000, ..Default::default() };
     let producer = Producer::new(client.clone(), config).unwrap();
     let mut ds = Vec::new();
-    // Records of 40 bytes as the producer counts them (16 of value, 24 of record overhead) in
-    // 1000-byte batches: the 25th fills a batch after 1061 bytes went to the partition (with
-    // the batch header's 61), so KIP-794 moves on after every 25 records.
+    // Records of 313 bytes as Java counts them (304 of value; lengths, deltas and attributes;
+    // one timestamp, so every delta is 0) in 1000-byte batches: three and the batch header's 61
+    // fill a batch exactly, so KIP-794 moves on after every third record.
+    let ts = 1_700_000_000_000;
     for i in 0..200 {
-        ds.push(producer.send(ProducerRecord::new(&name, format!("{i:016}"))).await.unwrap());
+        ds.push(producer.send(ProducerRecord::new(&name, format!("{i:0304}")).timestamp(ts)).await.unwrap());
     }
     let mut partitions = Vec::new();
     for d in ds {
@@ -142,10 +143,20 @@ async fn unkeyed_records_stick_to_a_partition_per_batch() {
     let mut used = partitions.clone();
     used.sort();
     used.dedup();
-    println!("sticky: partitions {used:?}, by 25: {:?}", partitions.iter().step_by(25).collect::<Vec<_>>());
-    for (i, chunk) in partitions.chunks(25).enumerate() {
-        assert!(chunk.iter().all(|p| *p == chunk[0]), "records {}..{} on one partition: {chunk:?}", i * 25, i * 25 + 25);
+    println!("sticky: partitions {used:?}, by 3: {:?}", partitions.iter().step_by(3).collect::<Vec<_>>());
+    // The runs of records on one partition: whole batches of three (the next partition is drawn
+    // at random, so it may be the same one again), and not always pairs of batches (as when
+    // records counted larger and the switch came at twice batch_size, after six).
+    let mut runs = vec![1usize];
+    for w in partitions.windows(2) {
+        match runs.last_mut() {
+            Some(n) if w[0] == w[1] => *n += 1,
+            _ => runs.push(1),
+        }
     }
+    let last = runs.pop().unwrap_or(0);
+    assert!(runs.iter().all(|n| n % 3 == 0) && last % 3 == 2, "runs of whole batches of three: {runs:?} then {last}");
+    assert!(runs.iter().any(|n| n % 6 == 3), "a switch after every batch: {runs:?}");
     assert!(used.len() >= 2, "moves on to other partitions: {partitions:?}");
     producer.close().await.unwrap();
 }
