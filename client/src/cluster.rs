@@ -19,6 +19,7 @@ use tracing::{debug, info, warn, Instrument};
 
 use crate::conn::{ConnectOptions, Connection, InFlight};
 use crate::error::{Error, Result};
+use crate::future::ClientFuture;
 use crate::retry::Backoff;
 use crate::sasl::Sasl;
 #[cfg(feature = "tls")]
@@ -204,7 +205,11 @@ pub struct Client {
 impl Client {
     /// Connects to the cluster: reads Metadata from the first bootstrap broker that answers,
     /// and starts the periodic metadata refresh.
-    pub async fn connect(config: ClientConfig) -> Result<Client> {
+    pub fn connect(config: ClientConfig) -> ClientFuture<'static, Result<Client>> {
+        ClientFuture::boxed(Client::connect_boxed(config))
+    }
+
+    async fn connect_boxed(config: ClientConfig) -> Result<Client> {
         if config.bootstrap.is_empty() {
             return Err(Error::Config("no bootstrap address".into()));
         }
@@ -323,18 +328,20 @@ impl Client {
     /// for it). Shared with the cache (the producer calls this for every record): no copy.
     /// An unknown topic is asked for (under the refresh backoff); a known one with partitions
     /// without a leader is returned as it is, and an update asked for in the background.
-    pub async fn topic(&self, topic: &str) -> Result<Arc<TopicInfo>> {
+    pub fn topic<'a>(&'a self, topic: &'a str) -> ClientFuture<'a, Result<Arc<TopicInfo>>> {
         let m = self.metadata();
         if let Some(t) = m.topics.get(topic) {
             if t.partitions.iter().any(|p| p.leader < 0) {
                 self.use_topic(topic);
                 self.request_update();
             }
-            return Ok(t.clone());
+            return ClientFuture::ready(Ok(t.clone()));
         }
         self.use_topic(topic);
-        let m = self.refresh_in_use().await?;
-        m.topics.get(topic).cloned().ok_or_else(|| Error::UnknownTopicOrPartition(topic.to_owned()))
+        ClientFuture::boxed(async move {
+            let m = self.refresh_in_use().await?;
+            m.topics.get(topic).cloned().ok_or_else(|| Error::UnknownTopicOrPartition(topic.to_owned()))
+        })
     }
 
     fn use_topic(&self, topic: &str) {

@@ -33,6 +33,7 @@ mod cluster;
 mod conn;
 mod consumer;
 mod error;
+mod future;
 mod group;
 pub mod metrics;
 mod offsets;
@@ -57,6 +58,7 @@ pub use admin::{
     StreamsMember, Subtopology, TopicCursor, TopicPartitionsPage,
 };
 pub use assignor::Assignor;
+pub use future::ClientFuture;
 pub use cluster::{BrokerInfo, Client, ClientConfig, ClusterMetadata, PartitionInfo, TopicInfo};
 pub use conn::{ConnectOptions, Connection, Versions};
 pub use consumer::{

@@ -16,6 +16,7 @@ use tracing::Instrument;
 use super::{bs, unexpected, Admin};
 use crate::cluster::{PartitionInfo, TopicInfo};
 use crate::error::{Error, Result};
+use crate::future::ClientFuture;
 
 /// A topic to create.
 #[derive(Debug, Clone)]
@@ -154,12 +155,18 @@ impl Admin {
     }
 
     /// Creates one topic.
-    pub async fn create_topic(&self, topic: NewTopic) -> Result<CreatedTopic> {
-        self.create_topics(std::slice::from_ref(&topic)).await?.pop().unwrap_or_else(|| Err(Error::UnexpectedResponse("no result".into())))
+    pub fn create_topic(&self, topic: NewTopic) -> ClientFuture<'_, Result<CreatedTopic>> {
+        ClientFuture::boxed(async move {
+            self.create_topics(std::slice::from_ref(&topic)).await?.pop().unwrap_or_else(|| Err(Error::UnexpectedResponse("no result".into())))
+        })
     }
 
     /// Deletes topics by name; one result per topic.
-    pub async fn delete_topics(&self, names: &[&str]) -> Result<Vec<Result<()>>> {
+    pub fn delete_topics<'a>(&'a self, names: &'a [&'a str]) -> ClientFuture<'a, Result<Vec<Result<()>>>> {
+        ClientFuture::boxed(self.delete_topics_boxed(names))
+    }
+
+    async fn delete_topics_boxed(&self, names: &[&str]) -> Result<Vec<Result<()>>> {
         let request = DeleteTopicsRequest {
             topics: names.iter().map(|n| DeleteTopicState { name: Some(bs(n)), topic_id: Uuid::ZERO, ..Default::default() }).collect(),
             topic_names: names.iter().map(|n| bs(n)).collect(),

@@ -36,6 +36,7 @@ use self::subscription::Subscription;
 use crate::assignor::Assignor;
 use crate::cluster::Client;
 use crate::error::{ConsumerError, Error, Result};
+use crate::future::ClientFuture;
 #[cfg(feature = "telemetry")]
 use crate::telemetry::Telemetry;
 use crate::group::coordinator::Coordinator;
@@ -406,8 +407,9 @@ impl Consumer {
     /// some. Group membership (joining, rebalancing, heartbeats' findings) and automatic
     /// commits happen here; a classic rebalance can hold it past `timeout` (JoinGroup waits for
     /// the whole group, up to `max_poll_interval`).
-    pub async fn poll(&mut self, timeout: Duration) -> Result<Vec<ConsumerRecord>> {
-        self.poll_up_to(timeout, self.config.max_poll_records).await
+    pub fn poll(&mut self, timeout: Duration) -> ClientFuture<'_, Result<Vec<ConsumerRecord>>> {
+        let max = self.config.max_poll_records;
+        ClientFuture::boxed(self.poll_up_to(timeout, max))
     }
 
     async fn poll_up_to(&mut self, timeout: Duration, max: usize) -> Result<Vec<ConsumerRecord>> {

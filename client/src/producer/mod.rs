@@ -38,6 +38,7 @@ use self::idempotence::{Idempotence, ProducerIdEpoch};
 use self::transaction::{Transactions, TxnCoordinator};
 use crate::cluster::Client;
 use crate::error::{Error, ProducerError, Result};
+use crate::future::ClientFuture;
 use crate::metrics::ProducerMetrics;
 #[cfg(feature = "telemetry")]
 use crate::telemetry::Telemetry;
@@ -534,7 +535,11 @@ impl Producer {
     /// failed.
     ///
     /// After a fatal error (see [`send`](Producer::send)) it fails at once with that error.
-    pub async fn flush(&self) -> Result<()> {
+    pub fn flush(&self) -> ClientFuture<'_, Result<()>> {
+        ClientFuture::boxed(self.flush_boxed())
+    }
+
+    async fn flush_boxed(&self) -> Result<()> {
         self.lock().fatal()?;
         self.wait_sent().await;
         self.lock().fatal()
@@ -557,7 +562,11 @@ impl Producer {
     }
 
     /// Refuses new records, delivers (or fails) the queued ones and stops the sender.
-    pub async fn close(&self) -> Result<()> {
+    pub fn close(&self) -> ClientFuture<'_, Result<()>> {
+        ClientFuture::boxed(self.close_boxed())
+    }
+
+    async fn close_boxed(&self) -> Result<()> {
         self.lock().accumulator.closed = true;
         self.wait_sent().await;
         self.shared.wake.notify_one();
