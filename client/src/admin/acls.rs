@@ -7,6 +7,7 @@ use kwire::{ApiKey, ResponseKind};
 
 use super::{bs, unexpected, Admin};
 use crate::error::{Error, Result};
+use crate::future::ClientFuture;
 
 /// Declares a Kafka enum carried as an `i8`: its variants and codes, `code()`, and
 /// `from_code()` (`Unknown` for a code this build does not know).
@@ -222,7 +223,11 @@ impl AclBindingFilter {
 
 impl Admin {
     /// Creates ACLs (CreateAcls); one result per ACL, in order.
-    pub async fn create_acls(&self, acls: &[AclBinding]) -> Result<Vec<Result<()>>> {
+    pub fn create_acls<'a>(&'a self, acls: &'a [AclBinding]) -> ClientFuture<'a, Result<Vec<Result<()>>>> {
+        ClientFuture::boxed(self.create_acls_boxed(acls))
+    }
+
+    async fn create_acls_boxed(&self, acls: &[AclBinding]) -> Result<Vec<Result<()>>> {
         let request = CreateAclsRequest {
             creations: acls
                 .iter()
@@ -248,7 +253,11 @@ impl Admin {
     }
 
     /// The ACLs matching `filter` (DescribeAcls), sorted.
-    pub async fn describe_acls(&self, filter: &AclBindingFilter) -> Result<Vec<AclBinding>> {
+    pub fn describe_acls<'a>(&'a self, filter: &'a AclBindingFilter) -> ClientFuture<'a, Result<Vec<AclBinding>>> {
+        ClientFuture::boxed(self.describe_acls_boxed(filter))
+    }
+
+    async fn describe_acls_boxed(&self, filter: &AclBindingFilter) -> Result<Vec<AclBinding>> {
         let request = DescribeAclsRequest {
             resource_type_filter: filter.resource_type.code(),
             resource_name_filter: filter.resource_name.as_deref().map(bs),
@@ -279,7 +288,11 @@ impl Admin {
     }
 
     /// Deletes the ACLs matching each filter (DeleteAcls); per filter, the ACLs it deleted.
-    pub async fn delete_acls(&self, filters: &[AclBindingFilter]) -> Result<Vec<Result<Vec<AclBinding>>>> {
+    pub fn delete_acls<'a>(&'a self, filters: &'a [AclBindingFilter]) -> ClientFuture<'a, Result<Vec<Result<Vec<AclBinding>>>>> {
+        ClientFuture::boxed(self.delete_acls_boxed(filters))
+    }
+
+    async fn delete_acls_boxed(&self, filters: &[AclBindingFilter]) -> Result<Vec<Result<Vec<AclBinding>>>> {
         let request = DeleteAclsRequest {
             filters: filters
                 .iter()

@@ -20,6 +20,7 @@ use super::{bs, unexpected, Admin};
 use crate::cluster::BrokerInfo;
 use crate::error::{Error, Result};
 use crate::topic_partition::TopicPartition;
+use crate::future::ClientFuture;
 
 /// The cluster as DescribeCluster (or Metadata) sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +36,11 @@ pub struct ClusterDescription {
 impl Admin {
     /// The cluster id, controller and brokers (DescribeCluster where the broker has it, else
     /// Metadata).
-    pub async fn describe_cluster(&self) -> Result<ClusterDescription> {
+    pub fn describe_cluster<'a>(&'a self) -> ClientFuture<'a, Result<ClusterDescription>> {
+        ClientFuture::boxed(self.describe_cluster_boxed())
+    }
+
+    async fn describe_cluster_boxed(&self) -> Result<ClusterDescription> {
         let m = self.client.metadata();
         let any = m.brokers.values().next().map(BrokerInfo::addr).or_else(|| self.client.config().bootstrap.first().cloned()).unwrap_or_default();
         let conn = self.client.connection(&any).await?;
@@ -165,7 +170,11 @@ pub struct Reassignment {
 
 impl Admin {
     /// The features the broker supports and the cluster's finalized levels.
-    pub async fn describe_features(&self) -> Result<Features> {
+    pub fn describe_features<'a>(&'a self) -> ClientFuture<'a, Result<Features>> {
+        ClientFuture::boxed(self.describe_features_boxed())
+    }
+
+    async fn describe_features_boxed(&self) -> Result<Features> {
         let request = ApiVersionsRequest {
             client_software_name: bs("kwire-client"),
             client_software_version: bs(env!("CARGO_PKG_VERSION")),
@@ -188,7 +197,11 @@ impl Admin {
     /// Sets features' finalized levels (UpdateFeatures; `kafka-features.sh upgrade`):
     /// `(feature, level, allow a downgrade)`, where a downgrade is safe (the broker refuses
     /// an unsafe one). One result per feature.
-    pub async fn update_features(&self, updates: &[(&str, i16, bool)]) -> Result<Vec<Result<()>>> {
+    pub fn update_features<'a>(&'a self, updates: &'a [(&'a str, i16, bool)]) -> ClientFuture<'a, Result<Vec<Result<()>>>> {
+        ClientFuture::boxed(self.update_features_boxed(updates))
+    }
+
+    async fn update_features_boxed(&self, updates: &[(&str, i16, bool)]) -> Result<Vec<Result<()>>> {
         let timeout_ms = self.timeout_ms();
         // v0 says a downgrade with AllowDowngrade, v1+ with UpgradeType (1 upgrade, 2 safe
         // downgrade) and has no AllowDowngrade; brokers forward it to the active controller.
@@ -223,7 +236,11 @@ impl Admin {
     }
 
     /// The KRaft metadata quorum: its leader, voters and observers.
-    pub async fn describe_metadata_quorum(&self) -> Result<QuorumDescription> {
+    pub fn describe_metadata_quorum<'a>(&'a self) -> ClientFuture<'a, Result<QuorumDescription>> {
+        ClientFuture::boxed(self.describe_metadata_quorum_boxed())
+    }
+
+    async fn describe_metadata_quorum_boxed(&self) -> Result<QuorumDescription> {
         let request = DescribeQuorumRequest {
             topics: vec![describe_quorum_request::TopicData {
                 topic_name: bs("__cluster_metadata"),
@@ -263,7 +280,11 @@ impl Admin {
 
     /// The log directories of these brokers (every broker when empty), with every replica
     /// in them.
-    pub async fn describe_log_dirs(&self, brokers: &[i32]) -> Result<Vec<LogDir>> {
+    pub fn describe_log_dirs<'a>(&'a self, brokers: &'a [i32]) -> ClientFuture<'a, Result<Vec<LogDir>>> {
+        ClientFuture::boxed(self.describe_log_dirs_boxed(brokers))
+    }
+
+    async fn describe_log_dirs_boxed(&self, brokers: &[i32]) -> Result<Vec<LogDir>> {
         let brokers: Vec<i32> =
             if brokers.is_empty() { self.client.refresh_metadata().await?.brokers.keys().copied().collect() } else { brokers.to_vec() };
         let mut out = Vec::new();
@@ -300,7 +321,11 @@ impl Admin {
 
     /// Moves partitions to new replica lists, or cancels a move (`None`), as
     /// `kafka-reassign-partitions.sh`; one result per partition, in order.
-    pub async fn alter_partition_reassignments(&self, moves: &[(TopicPartition, Option<Vec<i32>>)]) -> Result<Vec<Result<()>>> {
+    pub fn alter_partition_reassignments<'a>(&'a self, moves: &'a [(TopicPartition, Option<Vec<i32>>)]) -> ClientFuture<'a, Result<Vec<Result<()>>>> {
+        ClientFuture::boxed(self.alter_partition_reassignments_boxed(moves))
+    }
+
+    async fn alter_partition_reassignments_boxed(&self, moves: &[(TopicPartition, Option<Vec<i32>>)]) -> Result<Vec<Result<()>>> {
         let mut topics: BTreeMap<&str, Vec<ReassignablePartition>> = BTreeMap::new();
         for (tp, replicas) in moves {
             topics.entry(tp.topic.as_str()).or_default().push(ReassignablePartition {
@@ -333,7 +358,11 @@ impl Admin {
     }
 
     /// The reassignments in progress (of every partition when `partitions` is `None`).
-    pub async fn list_partition_reassignments(&self, partitions: Option<&[TopicPartition]>) -> Result<BTreeMap<TopicPartition, Reassignment>> {
+    pub fn list_partition_reassignments<'a>(&'a self, partitions: Option<&'a [TopicPartition]>) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, Reassignment>>> {
+        ClientFuture::boxed(self.list_partition_reassignments_boxed(partitions))
+    }
+
+    async fn list_partition_reassignments_boxed(&self, partitions: Option<&[TopicPartition]>) -> Result<BTreeMap<TopicPartition, Reassignment>> {
         let topics = partitions.map(|tps| {
             let by_topic = crate::topic_partition::by_topic(tps);
             by_topic
@@ -362,7 +391,11 @@ impl Admin {
     /// Elects leaders (ElectLeaders; `kafka-leader-election.sh`): the preferred replica, or
     /// with `unclean` any live replica, for these partitions (every partition when `None`).
     /// Per partition the outcome; ELECTION_NOT_NEEDED counts as done.
-    pub async fn elect_leaders(&self, unclean: bool, partitions: Option<&[TopicPartition]>) -> Result<BTreeMap<TopicPartition, Result<()>>> {
+    pub fn elect_leaders<'a>(&'a self, unclean: bool, partitions: Option<&'a [TopicPartition]>) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, Result<()>>>> {
+        ClientFuture::boxed(self.elect_leaders_boxed(unclean, partitions))
+    }
+
+    async fn elect_leaders_boxed(&self, unclean: bool, partitions: Option<&[TopicPartition]>) -> Result<BTreeMap<TopicPartition, Result<()>>> {
         let topic_partitions = partitions.map(|tps| {
             let by_topic = crate::topic_partition::by_topic(tps);
             by_topic
@@ -394,7 +427,11 @@ impl Admin {
     /// log directory and, while it moves, the directory it moves to, with each one's offset
     /// lag. A replica the broker does not hold has neither; a broker that cannot be asked is
     /// an error in its slot. One DescribeLogDirs per broker.
-    pub async fn describe_replica_log_dirs(&self, replicas: &[(TopicPartition, i32)]) -> Result<Vec<Result<ReplicaLogDirInfo>>> {
+    pub fn describe_replica_log_dirs<'a>(&'a self, replicas: &'a [(TopicPartition, i32)]) -> ClientFuture<'a, Result<Vec<Result<ReplicaLogDirInfo>>>> {
+        ClientFuture::boxed(self.describe_replica_log_dirs_boxed(replicas))
+    }
+
+    async fn describe_replica_log_dirs_boxed(&self, replicas: &[(TopicPartition, i32)]) -> Result<Vec<Result<ReplicaLogDirInfo>>> {
         let mut by_broker: BTreeMap<i32, Result<Vec<LogDir>>> = BTreeMap::new();
         for (_, broker) in replicas {
             if !by_broker.contains_key(broker) {
@@ -431,7 +468,11 @@ impl Admin {
     /// not hold `UNKNOWN_TOPIC_OR_PARTITION`; a replica given twice an [`Error::Config`] in its
     /// second slot. The move itself goes on in the background:
     /// [`describe_log_dirs`](Admin::describe_log_dirs) shows the future replica until done.
-    pub async fn alter_replica_log_dirs(&self, moves: &[(TopicPartition, i32, &str)]) -> Result<Vec<Result<()>>> {
+    pub fn alter_replica_log_dirs<'a>(&'a self, moves: &'a [(TopicPartition, i32, &'a str)]) -> ClientFuture<'a, Result<Vec<Result<()>>>> {
+        ClientFuture::boxed(self.alter_replica_log_dirs_boxed(moves))
+    }
+
+    async fn alter_replica_log_dirs_boxed(&self, moves: &[(TopicPartition, i32, &str)]) -> Result<Vec<Result<()>>> {
         let mut results: Vec<Option<Result<()>>> = vec![None; moves.len()];
         let mut by_broker: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
         let mut seen = std::collections::BTreeSet::new();
@@ -489,7 +530,11 @@ impl Admin {
     /// only; `kafka-cluster.sh unregister`): for a broker decommissioned for good, whose
     /// registration stays until this. A broker that is still running registers again; an id
     /// the cluster does not know is `BROKER_ID_NOT_REGISTERED`.
-    pub async fn unregister_broker(&self, broker: i32) -> Result<()> {
+    pub fn unregister_broker<'a>(&'a self, broker: i32) -> ClientFuture<'a, Result<()>> {
+        ClientFuture::boxed(self.unregister_broker_boxed(broker))
+    }
+
+    async fn unregister_broker_boxed(&self, broker: i32) -> Result<()> {
         // Any broker forwards it to the active controller (Java sends it to the least loaded).
         let response = self.client.call_any(UnregisterBrokerRequest { broker_id: broker, ..Default::default() }).await?;
         let ResponseKind::UnregisterBroker(r) = &response else { return Err(unexpected(ApiKey::UnregisterBroker, &response)) };
@@ -499,7 +544,11 @@ impl Admin {
     /// Removes a controller's registration from the cluster metadata (UnregisterController,
     /// Kafka 4.4; Java's `unregisterController`), as [`unregister_broker`](Admin::unregister_broker)
     /// for a broker. Brokers before 4.4 lack the api: [`Error::UnsupportedVersion`].
-    pub async fn unregister_controller(&self, controller: i32) -> Result<()> {
+    pub fn unregister_controller<'a>(&'a self, controller: i32) -> ClientFuture<'a, Result<()>> {
+        ClientFuture::boxed(self.unregister_controller_boxed(controller))
+    }
+
+    async fn unregister_controller_boxed(&self, controller: i32) -> Result<()> {
         let response = self.client.call_any(UnregisterControllerRequest { controller_id: controller, ..Default::default() }).await?;
         let ResponseKind::UnregisterController(r) = &response else { return Err(unexpected(ApiKey::UnregisterController, &response)) };
         Error::check(r.error_code, r.error_message.as_deref(), || format!("unregister controller {controller}"))
@@ -511,7 +560,11 @@ impl Admin {
     /// (`kraft.version` 1, formatted with `--standalone` or `--initial-controllers`) changes; a
     /// static one (`controller.quorum.voters`) refuses: an [`Error::Broker`] with
     /// UNSUPPORTED_VERSION, "the kraft.version feature is 0".
-    pub async fn add_raft_voter(&self, voter_id: i32, directory_id: Uuid, endpoints: &[(&str, &str, u16)]) -> Result<()> {
+    pub fn add_raft_voter<'a>(&'a self, voter_id: i32, directory_id: Uuid, endpoints: &'a [(&'a str, &'a str, u16)]) -> ClientFuture<'a, Result<()>> {
+        ClientFuture::boxed(self.add_raft_voter_boxed(voter_id, directory_id, endpoints))
+    }
+
+    async fn add_raft_voter_boxed(&self, voter_id: i32, directory_id: Uuid, endpoints: &[(&str, &str, u16)]) -> Result<()> {
         let timeout_ms = self.timeout_ms();
         let build = |_| {
             RequestKind::from(AddRaftVoterRequest {
@@ -536,7 +589,11 @@ impl Admin {
     /// Removes a controller from the KRaft quorum (KIP-853; `kafka-metadata-quorum.sh
     /// remove-controller`), named by its id and metadata log directory's id. As
     /// [`add_raft_voter`](Admin::add_raft_voter), a static quorum refuses.
-    pub async fn remove_raft_voter(&self, voter_id: i32, directory_id: Uuid) -> Result<()> {
+    pub fn remove_raft_voter<'a>(&'a self, voter_id: i32, directory_id: Uuid) -> ClientFuture<'a, Result<()>> {
+        ClientFuture::boxed(self.remove_raft_voter_boxed(voter_id, directory_id))
+    }
+
+    async fn remove_raft_voter_boxed(&self, voter_id: i32, directory_id: Uuid) -> Result<()> {
         let request = RemoveRaftVoterRequest { cluster_id: None, voter_id, voter_directory_id: directory_id, ..Default::default() };
         let response = self.client.call_any(request).await?;
         let ResponseKind::RemoveRaftVoter(r) = &response else { return Err(unexpected(ApiKey::RemoveRaftVoter, &response)) };

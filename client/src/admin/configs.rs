@@ -10,6 +10,7 @@ use kwire::{ApiKey, RequestKind, ResponseKind};
 
 use super::{bs, unexpected, Admin};
 use crate::error::{Error, Result};
+use crate::future::ClientFuture;
 
 /// What a config resource is (Java's `ConfigResource.Type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,7 +103,11 @@ pub enum ConfigOp {
 
 impl Admin {
     /// Describes a resource's configs (all of them, or the named keys).
-    pub async fn describe_configs(&self, resource: ConfigResource, name: &str, keys: Option<&[&str]>) -> Result<Vec<ConfigEntry>> {
+    pub fn describe_configs<'a>(&'a self, resource: ConfigResource, name: &'a str, keys: Option<&'a [&'a str]>) -> ClientFuture<'a, Result<Vec<ConfigEntry>>> {
+        ClientFuture::boxed(self.describe_configs_boxed(resource, name, keys))
+    }
+
+    async fn describe_configs_boxed(&self, resource: ConfigResource, name: &str, keys: Option<&[&str]>) -> Result<Vec<ConfigEntry>> {
         self.describe_configs_with(resource, name, keys, false, false).await
     }
 
@@ -121,7 +126,11 @@ impl Admin {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn describe_configs_with(&self, resource: ConfigResource, name: &str, keys: Option<&[&str]>, synonyms: bool, documentation: bool) -> Result<Vec<ConfigEntry>> {
+    pub fn describe_configs_with<'a>(&'a self, resource: ConfigResource, name: &'a str, keys: Option<&'a [&'a str]>, synonyms: bool, documentation: bool) -> ClientFuture<'a, Result<Vec<ConfigEntry>>> {
+        ClientFuture::boxed(self.describe_configs_with_boxed(resource, name, keys, synonyms, documentation))
+    }
+
+    async fn describe_configs_with_boxed(&self, resource: ConfigResource, name: &str, keys: Option<&[&str]>, synonyms: bool, documentation: bool) -> Result<Vec<ConfigEntry>> {
         let request = DescribeConfigsRequest {
             resources: vec![DescribeConfigsResource {
                 resource_type: resource.code(),
@@ -158,12 +167,17 @@ impl Admin {
     /// ListClientMetricsResources (v0, Kafka 3.7+), which lists client-metrics
     /// subscriptions only: asking such a broker for other types is an
     /// [`Error::UnsupportedVersion`]. Types this client does not know are left out.
-    pub async fn list_config_resources(&self, types: &[ConfigResource]) -> Result<Vec<(ConfigResource, String)>> {
+    pub fn list_config_resources<'a>(&'a self, types: &'a [ConfigResource]) -> ClientFuture<'a, Result<Vec<(ConfigResource, String)>>> {
+        ClientFuture::boxed(self.list_config_resources_boxed(types))
+    }
+
+    async fn list_config_resources_boxed(&self, types: &[ConfigResource]) -> Result<Vec<(ConfigResource, String)>> {
         let only_client_metrics = !types.is_empty() && types.iter().all(|t| *t == ConfigResource::ClientMetrics);
-        let refused = std::cell::Cell::new(None);
+        // An atomic, not a Cell: the future is Send.
+        let refused = std::sync::atomic::AtomicBool::new(false);
         let build = |v: i16| {
             if v == 0 && !only_client_metrics {
-                refused.set(Some(v));
+                refused.store(true, std::sync::atomic::Ordering::Relaxed);
             }
             // v0 has no types: it lists client-metrics resources.
             let resource_types = if v == 0 { Default::default() } else { types.iter().map(|t| t.code()).collect() };
@@ -171,7 +185,7 @@ impl Admin {
         };
         // One broker's answer: every broker sees the same metadata.
         let response = self.client.call_any_versioned(ApiKey::ListConfigResources, build).await?;
-        if refused.get().is_some() {
+        if refused.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(Error::UnsupportedVersion {
                 api: ApiKey::ListConfigResources,
                 reason: "the broker has ListClientMetricsResources (v0) only, which lists client-metrics resources alone".into(),
@@ -188,18 +202,30 @@ impl Admin {
     /// The client-metrics subscriptions (KIP-714), as Java's `listClientMetricsResources`:
     /// [`list_config_resources`](Admin::list_config_resources) of that type, on any broker
     /// from 3.7.
-    pub async fn list_client_metrics_resources(&self) -> Result<Vec<String>> {
+    pub fn list_client_metrics_resources<'a>(&'a self) -> ClientFuture<'a, Result<Vec<String>>> {
+        ClientFuture::boxed(self.list_client_metrics_resources_boxed())
+    }
+
+    async fn list_client_metrics_resources_boxed(&self) -> Result<Vec<String>> {
         Ok(self.list_config_resources(&[ConfigResource::ClientMetrics]).await?.into_iter().map(|(_, n)| n).collect())
     }
 
     /// Changes a resource's configs (IncrementalAlterConfigs).
-    pub async fn alter_configs(&self, resource: ConfigResource, name: &str, changes: &[(&str, ConfigOp)]) -> Result<()> {
+    pub fn alter_configs<'a>(&'a self, resource: ConfigResource, name: &'a str, changes: &'a [(&'a str, ConfigOp)]) -> ClientFuture<'a, Result<()>> {
+        ClientFuture::boxed(self.alter_configs_boxed(resource, name, changes))
+    }
+
+    async fn alter_configs_boxed(&self, resource: ConfigResource, name: &str, changes: &[(&str, ConfigOp)]) -> Result<()> {
         self.alter_configs_with(resource, name, changes, false).await
     }
 
     /// Checks that the broker would make these changes, making none (Java's
     /// `AlterConfigsOptions.validateOnly`): `Ok` or the error the change would give.
-    pub async fn validate_alter_configs(&self, resource: ConfigResource, name: &str, changes: &[(&str, ConfigOp)]) -> Result<()> {
+    pub fn validate_alter_configs<'a>(&'a self, resource: ConfigResource, name: &'a str, changes: &'a [(&'a str, ConfigOp)]) -> ClientFuture<'a, Result<()>> {
+        ClientFuture::boxed(self.validate_alter_configs_boxed(resource, name, changes))
+    }
+
+    async fn validate_alter_configs_boxed(&self, resource: ConfigResource, name: &str, changes: &[(&str, ConfigOp)]) -> Result<()> {
         self.alter_configs_with(resource, name, changes, true).await
     }
 

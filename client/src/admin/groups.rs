@@ -18,6 +18,7 @@ use crate::error::{Error, Resource, Result};
 use crate::group::coordinator::Coordinator;
 use crate::offsets::{self, Committer, OffsetAndMetadata};
 use crate::topic_partition::TopicPartition;
+use crate::future::ClientFuture;
 
 /// A group as ListGroups reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,7 +147,11 @@ impl Admin {
 
     /// Every group of every broker (ListGroups to each: each lists the groups it
     /// coordinates), sorted by id.
-    pub async fn list_groups(&self) -> Result<Vec<GroupListing>> {
+    pub fn list_groups<'a>(&'a self) -> ClientFuture<'a, Result<Vec<GroupListing>>> {
+        ClientFuture::boxed(self.list_groups_boxed())
+    }
+
+    async fn list_groups_boxed(&self) -> Result<Vec<GroupListing>> {
         self.list_groups_filtered(&GroupFilter::default()).await
     }
 
@@ -163,7 +168,11 @@ impl Admin {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn list_groups_filtered(&self, filter: &GroupFilter) -> Result<Vec<GroupListing>> {
+    pub fn list_groups_filtered<'a>(&'a self, filter: &'a GroupFilter) -> ClientFuture<'a, Result<Vec<GroupListing>>> {
+        ClientFuture::boxed(self.list_groups_filtered_boxed(filter))
+    }
+
+    async fn list_groups_filtered_boxed(&self, filter: &GroupFilter) -> Result<Vec<GroupListing>> {
         let brokers: Vec<BrokerInfo> = self.client.refresh_metadata().await?.brokers.values().cloned().collect();
         let mut out = Vec::new();
         for b in brokers {
@@ -197,7 +206,11 @@ impl Admin {
     /// ConsumerGroupDescribe, a classic one by DescribeGroups (as Java's admin client: the
     /// first, then the second when the group turns out not to be a consumer group). A group
     /// that does not exist is described as `Dead` with no members, as Kafka does.
-    pub async fn describe_groups(&self, groups: &[&str]) -> Result<Vec<Result<GroupDescription>>> {
+    pub fn describe_groups<'a>(&'a self, groups: &'a [&'a str]) -> ClientFuture<'a, Result<Vec<Result<GroupDescription>>>> {
+        ClientFuture::boxed(self.describe_groups_boxed(groups))
+    }
+
+    async fn describe_groups_boxed(&self, groups: &[&str]) -> Result<Vec<Result<GroupDescription>>> {
         let mut out = Vec::with_capacity(groups.len());
         for group in groups {
             out.push(self.describe_group(group).await);
@@ -291,7 +304,11 @@ impl Admin {
     }
 
     /// Deletes groups (they must be empty), one result per id.
-    pub async fn delete_groups(&self, groups: &[&str]) -> Result<Vec<Result<()>>> {
+    pub fn delete_groups<'a>(&'a self, groups: &'a [&'a str]) -> ClientFuture<'a, Result<Vec<Result<()>>>> {
+        ClientFuture::boxed(self.delete_groups_boxed(groups))
+    }
+
+    async fn delete_groups_boxed(&self, groups: &[&str]) -> Result<Vec<Result<()>>> {
         let mut out = Vec::with_capacity(groups.len());
         for group in groups {
             let coordinator = self.coordinator(group);
@@ -326,7 +343,11 @@ impl Admin {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn consumer_group_lag(&self, group: &str, read_committed: bool) -> Result<BTreeMap<TopicPartition, PartitionLag>> {
+    pub fn consumer_group_lag<'a>(&'a self, group: &'a str, read_committed: bool) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, PartitionLag>>> {
+        ClientFuture::boxed(self.consumer_group_lag_boxed(group, read_committed))
+    }
+
+    async fn consumer_group_lag_boxed(&self, group: &str, read_committed: bool) -> Result<BTreeMap<TopicPartition, PartitionLag>> {
         let committed = self.list_group_offsets(group, None).await?;
         let specs: Vec<(TopicPartition, crate::offsets::OffsetSpec)> = committed.keys().map(|tp| (tp.clone(), crate::offsets::OffsetSpec::Latest)).collect();
         let ends = self.list_offsets(&specs, read_committed).await?;
@@ -342,14 +363,22 @@ impl Admin {
     /// The group's committed offsets: for these partitions, or every partition it has
     /// committed when `partitions` is `None`. Partitions without a committed offset are left
     /// out.
-    pub async fn list_group_offsets(&self, group: &str, partitions: Option<&[TopicPartition]>) -> Result<BTreeMap<TopicPartition, OffsetAndMetadata>> {
+    pub fn list_group_offsets<'a>(&'a self, group: &'a str, partitions: Option<&'a [TopicPartition]>) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, OffsetAndMetadata>>> {
+        ClientFuture::boxed(self.list_group_offsets_boxed(group, partitions))
+    }
+
+    async fn list_group_offsets_boxed(&self, group: &str, partitions: Option<&[TopicPartition]>) -> Result<BTreeMap<TopicPartition, OffsetAndMetadata>> {
         offsets::committed(&self.coordinator(group), group, partitions, None, BACKOFF).await
     }
 
     /// Sets the group's committed offsets (as `kafka-consumer-groups.sh --reset-offsets`
     /// does). The group must have no members: the coordinator refuses a commit from outside
     /// a live generation (UNKNOWN_MEMBER_ID).
-    pub async fn alter_group_offsets(&self, group: &str, offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>) -> Result<()> {
+    pub fn alter_group_offsets<'a>(&'a self, group: &'a str, offsets: &'a BTreeMap<TopicPartition, OffsetAndMetadata>) -> ClientFuture<'a, Result<()>> {
+        ClientFuture::boxed(self.alter_group_offsets_boxed(group, offsets))
+    }
+
+    async fn alter_group_offsets_boxed(&self, group: &str, offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>) -> Result<()> {
         // Topic ids for OffsetCommit v10.
         for topic in offsets.keys().map(|tp| tp.topic.as_str()).collect::<BTreeSet<_>>() {
             self.client.topic(topic).await?;
@@ -359,7 +388,11 @@ impl Admin {
 
     /// Deletes the group's committed offsets of these partitions (OffsetDelete); the group
     /// must not be subscribed to their topics. One result per partition.
-    pub async fn delete_group_offsets(&self, group: &str, partitions: &[TopicPartition]) -> Result<Vec<Result<()>>> {
+    pub fn delete_group_offsets<'a>(&'a self, group: &'a str, partitions: &'a [TopicPartition]) -> ClientFuture<'a, Result<Vec<Result<()>>>> {
+        ClientFuture::boxed(self.delete_group_offsets_boxed(group, partitions))
+    }
+
+    async fn delete_group_offsets_boxed(&self, group: &str, partitions: &[TopicPartition]) -> Result<Vec<Result<()>>> {
         let by_topic = crate::topic_partition::by_topic(partitions);
         let request = OffsetDeleteRequest {
             group_id: bs(group),
@@ -394,7 +427,11 @@ impl Admin {
 
     /// Removes static members (by instance id) from a classic group, as Java's
     /// `removeMembersFromConsumerGroup` (LeaveGroup v3+). One result per instance id.
-    pub async fn remove_group_members(&self, group: &str, instance_ids: &[&str]) -> Result<Vec<Result<()>>> {
+    pub fn remove_group_members<'a>(&'a self, group: &'a str, instance_ids: &'a [&'a str]) -> ClientFuture<'a, Result<Vec<Result<()>>>> {
+        ClientFuture::boxed(self.remove_group_members_boxed(group, instance_ids))
+    }
+
+    async fn remove_group_members_boxed(&self, group: &str, instance_ids: &[&str]) -> Result<Vec<Result<()>>> {
         let request = LeaveGroupRequest {
             group_id: bs(group),
             members: instance_ids

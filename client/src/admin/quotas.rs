@@ -12,6 +12,7 @@ use kwire::{ApiKey, ResponseKind};
 
 use super::{bs, unexpected, Admin};
 use crate::error::{Error, Result};
+use crate::future::ClientFuture;
 
 /// What a quota applies to: entity types (`user`, `client-id`, `ip`) with a name each, or
 /// `None` for the type's default entity; e.g. `[("user", Some("alice")), ("client-id",
@@ -42,7 +43,12 @@ pub struct QuotaAlteration {
 
 impl Admin {
     /// The quotas of the entities `filter` matches.
-    pub async fn describe_client_quotas(&self, filter: &QuotaFilter) -> Result<Vec<(QuotaEntity, BTreeMap<String, f64>)>> {
+    #[allow(clippy::type_complexity)] // the body's own result type, in a future
+    pub fn describe_client_quotas<'a>(&'a self, filter: &'a QuotaFilter) -> ClientFuture<'a, Result<Vec<(QuotaEntity, BTreeMap<String, f64>)>>> {
+        ClientFuture::boxed(self.describe_client_quotas_boxed(filter))
+    }
+
+    async fn describe_client_quotas_boxed(&self, filter: &QuotaFilter) -> Result<Vec<(QuotaEntity, BTreeMap<String, f64>)>> {
         let request = DescribeClientQuotasRequest {
             components: filter
                 .components
@@ -76,7 +82,11 @@ impl Admin {
     }
 
     /// Changes quotas (AlterClientQuotas); one result per alteration, in order.
-    pub async fn alter_client_quotas(&self, alterations: &[QuotaAlteration]) -> Result<Vec<Result<()>>> {
+    pub fn alter_client_quotas<'a>(&'a self, alterations: &'a [QuotaAlteration]) -> ClientFuture<'a, Result<Vec<Result<()>>>> {
+        ClientFuture::boxed(self.alter_client_quotas_boxed(alterations))
+    }
+
+    async fn alter_client_quotas_boxed(&self, alterations: &[QuotaAlteration]) -> Result<Vec<Result<()>>> {
         let request = AlterClientQuotasRequest {
             entries: alterations
                 .iter()

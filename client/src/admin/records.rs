@@ -12,6 +12,7 @@ use super::{bs, Admin};
 use crate::error::{Error, Resource, Result};
 use crate::offsets::{self, ListedOffset, OffsetSpec};
 use crate::topic_partition::TopicPartition;
+use crate::future::ClientFuture;
 
 /// What DeleteRecords left of a partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,13 +25,21 @@ impl Admin {
     /// Offsets of partitions by [`OffsetSpec`] (ListOffsets at each leader), as Java's
     /// `listOffsets`; `read_committed` answers `Latest` with the last stable offset.
     /// Partitions with no such offset (a timestamp past the last record) are left out.
-    pub async fn list_offsets(&self, specs: &[(TopicPartition, OffsetSpec)], read_committed: bool) -> Result<BTreeMap<TopicPartition, ListedOffset>> {
+    pub fn list_offsets<'a>(&'a self, specs: &'a [(TopicPartition, OffsetSpec)], read_committed: bool) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, ListedOffset>>> {
+        ClientFuture::boxed(self.list_offsets_boxed(specs, read_committed))
+    }
+
+    async fn list_offsets_boxed(&self, specs: &[(TopicPartition, OffsetSpec)], read_committed: bool) -> Result<BTreeMap<TopicPartition, ListedOffset>> {
         offsets::list_offsets(&self.client, specs, i8::from(read_committed), super::BACKOFF).await
     }
 
     /// Deletes the records of each partition before the given offset (-1: the high
     /// watermark), as `kafka-delete-records.sh`; one result per partition, in order.
-    pub async fn delete_records(&self, before: &[(TopicPartition, i64)]) -> Result<Vec<Result<DeletedRecords>>> {
+    pub fn delete_records<'a>(&'a self, before: &'a [(TopicPartition, i64)]) -> ClientFuture<'a, Result<Vec<Result<DeletedRecords>>>> {
+        ClientFuture::boxed(self.delete_records_boxed(before))
+    }
+
+    async fn delete_records_boxed(&self, before: &[(TopicPartition, i64)]) -> Result<Vec<Result<DeletedRecords>>> {
         let metadata = self.client.refresh_metadata().await?;
         let mut results: Vec<Option<Result<DeletedRecords>>> = vec![None; before.len()];
         let mut by_leader: BTreeMap<i32, Vec<usize>> = BTreeMap::new();

@@ -16,6 +16,7 @@ use kwire::{ApiKey, RequestKind, ResponseKind};
 use super::{bs, result_for, unexpected, Admin, MemberDescription};
 use crate::error::{Error, Resource, Result};
 use crate::topic_partition::TopicPartition;
+use crate::future::ClientFuture;
 
 /// A share group, as its coordinator describes it (`kafka-share-groups.sh --describe`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,7 +63,11 @@ impl Admin {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn describe_share_groups(&self, groups: &[&str]) -> Result<Vec<Result<ShareGroupDescription>>> {
+    pub fn describe_share_groups<'a>(&'a self, groups: &'a [&'a str]) -> ClientFuture<'a, Result<Vec<Result<ShareGroupDescription>>>> {
+        ClientFuture::boxed(self.describe_share_groups_boxed(groups))
+    }
+
+    async fn describe_share_groups_boxed(&self, groups: &[&str]) -> Result<Vec<Result<ShareGroupDescription>>> {
         let build = |group: &str| RequestKind::from(ShareGroupDescribeRequest { group_ids: vec![bs(group)], ..Default::default() });
         let code_of = |r: &ResponseKind| match r {
             ResponseKind::ShareGroupDescribe(r) => r.groups.first().map_or(0, |g| g.error_code),
@@ -104,7 +109,11 @@ impl Admin {
     /// A share group's start offsets (Java's `listShareGroupOffsets`): for these partitions,
     /// or every partition the group has state for when `partitions` is `None`. Per partition
     /// the offset or the broker's error for it; a partition the group never read is absent.
-    pub async fn list_share_group_offsets(&self, group: &str, partitions: Option<&[TopicPartition]>) -> Result<BTreeMap<TopicPartition, Result<ShareOffset>>> {
+    pub fn list_share_group_offsets<'a>(&'a self, group: &'a str, partitions: Option<&'a [TopicPartition]>) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, Result<ShareOffset>>>> {
+        ClientFuture::boxed(self.list_share_group_offsets_boxed(group, partitions))
+    }
+
+    async fn list_share_group_offsets_boxed(&self, group: &str, partitions: Option<&[TopicPartition]>) -> Result<BTreeMap<TopicPartition, Result<ShareOffset>>> {
         let topics = partitions.map(|tps| {
             crate::topic_partition::by_topic(tps.iter())
                 .into_iter()
@@ -121,16 +130,17 @@ impl Admin {
             _ => 0,
         };
         // The version used: the lag is there from v1 (a v0 answer holds the default).
-        let version = std::cell::Cell::new(0);
+        // An atomic, not a Cell: the future is Send.
+        let version = std::sync::atomic::AtomicI16::new(0);
         let build = |v| {
-            version.set(v);
+            version.store(v, std::sync::atomic::Ordering::Relaxed);
             RequestKind::from(request.clone())
         };
         let response = coordinator.call(ApiKey::DescribeShareGroupOffsets, build, code_of, None).await?;
         let ResponseKind::DescribeShareGroupOffsets(r) = &response else { return Err(unexpected(ApiKey::DescribeShareGroupOffsets, &response)) };
         let g = result_for(&r.groups, ApiKey::DescribeShareGroupOffsets, group, |g| g.group_id == group)?;
         Error::check(g.error_code, g.error_message.as_deref(), || format!("list offsets of share group {group}")).map_err(|e| e.about(Resource::Group(group.to_owned())))?;
-        let lag_known = version.get() >= 1;
+        let lag_known = version.load(std::sync::atomic::Ordering::Relaxed) >= 1;
         Ok(g.topics
             .iter()
             .flat_map(|t| {
@@ -149,7 +159,11 @@ impl Admin {
 
     /// Sets a share group's start offsets (the group must be empty: no members), as
     /// `kafka-share-groups.sh --reset-offsets`; per partition the outcome.
-    pub async fn alter_share_group_offsets(&self, group: &str, offsets: &BTreeMap<TopicPartition, i64>) -> Result<BTreeMap<TopicPartition, Result<()>>> {
+    pub fn alter_share_group_offsets<'a>(&'a self, group: &'a str, offsets: &'a BTreeMap<TopicPartition, i64>) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, Result<()>>>> {
+        ClientFuture::boxed(self.alter_share_group_offsets_boxed(group, offsets))
+    }
+
+    async fn alter_share_group_offsets_boxed(&self, group: &str, offsets: &BTreeMap<TopicPartition, i64>) -> Result<BTreeMap<TopicPartition, Result<()>>> {
         let mut topics: BTreeMap<&str, Vec<AlterShareGroupOffsetsRequestPartition>> = BTreeMap::new();
         for (tp, offset) in offsets {
             topics.entry(tp.topic.as_str()).or_default().push(AlterShareGroupOffsetsRequestPartition { partition_index: tp.partition, start_offset: *offset, ..Default::default() });
@@ -181,7 +195,11 @@ impl Admin {
 
     /// Deletes a share group's state for whole topics (the group must be empty), as
     /// `kafka-share-groups.sh --delete-offsets`; per topic the outcome, in order.
-    pub async fn delete_share_group_offsets(&self, group: &str, topics: &[&str]) -> Result<Vec<Result<()>>> {
+    pub fn delete_share_group_offsets<'a>(&'a self, group: &'a str, topics: &'a [&'a str]) -> ClientFuture<'a, Result<Vec<Result<()>>>> {
+        ClientFuture::boxed(self.delete_share_group_offsets_boxed(group, topics))
+    }
+
+    async fn delete_share_group_offsets_boxed(&self, group: &str, topics: &[&str]) -> Result<Vec<Result<()>>> {
         let request = DeleteShareGroupOffsetsRequest {
             group_id: bs(group),
             topics: topics.iter().map(|t| DeleteShareGroupOffsetsRequestTopic { topic_name: bs(t), ..Default::default() }).collect(),

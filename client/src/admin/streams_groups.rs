@@ -9,6 +9,7 @@ use kwire::{ApiKey, RequestKind, ResponseKind};
 
 use super::{bs, result_for, unexpected, Admin};
 use crate::error::{Error, Result};
+use crate::future::ClientFuture;
 
 /// One subtopology of a streams group's topology.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,7 +81,11 @@ impl Admin {
     /// (or is not a streams group) is a `GROUP_ID_NOT_FOUND` error in its slot; a broker
     /// without streams groups (before 4.1) an [`Error::UnsupportedVersion`] for the whole
     /// call.
-    pub async fn describe_streams_groups(&self, groups: &[&str]) -> Result<Vec<Result<StreamsGroupDescription>>> {
+    pub fn describe_streams_groups<'a>(&'a self, groups: &'a [&'a str]) -> ClientFuture<'a, Result<Vec<Result<StreamsGroupDescription>>>> {
+        ClientFuture::boxed(self.describe_streams_groups_boxed(groups))
+    }
+
+    async fn describe_streams_groups_boxed(&self, groups: &[&str]) -> Result<Vec<Result<StreamsGroupDescription>>> {
         let build = |group: &str| RequestKind::from(StreamsGroupDescribeRequest { group_ids: vec![bs(group)], ..Default::default() });
         let code_of = |r: &ResponseKind| match r {
             ResponseKind::StreamsGroupDescribe(r) => r.groups.first().map_or(0, |g| g.error_code),

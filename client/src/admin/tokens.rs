@@ -10,6 +10,7 @@ use kwire::{ApiKey, Bytes, ResponseKind};
 
 use super::{bs, unexpected, Admin};
 use crate::error::{Error, Result};
+use crate::future::ClientFuture;
 
 /// A delegation token: its id and HMAC (the secret a client authenticates with, as SCRAM
 /// credentials), and its times.
@@ -57,7 +58,11 @@ impl Admin {
     /// Creates a delegation token for the connection's principal (or, with `owner`, for that
     /// principal: KIP-373), renewable by `renewers` (`User:bob`), living at most
     /// `max_lifetime_ms` (-1: the broker's `delegation.token.max.lifetime.ms`).
-    pub async fn create_delegation_token(&self, owner: Option<&str>, renewers: &[&str], max_lifetime_ms: i64) -> Result<DelegationToken> {
+    pub fn create_delegation_token<'a>(&'a self, owner: Option<&'a str>, renewers: &'a [&'a str], max_lifetime_ms: i64) -> ClientFuture<'a, Result<DelegationToken>> {
+        ClientFuture::boxed(self.create_delegation_token_boxed(owner, renewers, max_lifetime_ms))
+    }
+
+    async fn create_delegation_token_boxed(&self, owner: Option<&str>, renewers: &[&str], max_lifetime_ms: i64) -> Result<DelegationToken> {
         let request = CreateDelegationTokenRequest {
             owner_principal_type: owner.map(|o| bs(principal(o).0)),
             owner_principal_name: owner.map(|o| bs(principal(o).1)),
@@ -85,7 +90,11 @@ impl Admin {
 
     /// Renews the token with this HMAC for `period_ms` more (-1: the broker's renew
     /// interval); its new expiry time.
-    pub async fn renew_delegation_token(&self, hmac: &Bytes, period_ms: i64) -> Result<i64> {
+    pub fn renew_delegation_token<'a>(&'a self, hmac: &'a Bytes, period_ms: i64) -> ClientFuture<'a, Result<i64>> {
+        ClientFuture::boxed(self.renew_delegation_token_boxed(hmac, period_ms))
+    }
+
+    async fn renew_delegation_token_boxed(&self, hmac: &Bytes, period_ms: i64) -> Result<i64> {
         let request = RenewDelegationTokenRequest { hmac: hmac.clone(), renew_period_ms: period_ms, ..Default::default() };
         let response = self.client.call_any(request).await?;
         let ResponseKind::RenewDelegationToken(r) = &response else { return Err(unexpected(ApiKey::RenewDelegationToken, &response)) };
@@ -95,7 +104,11 @@ impl Admin {
 
     /// Expires the token with this HMAC in `period_ms` (-1 or 0: at once); its new expiry
     /// time.
-    pub async fn expire_delegation_token(&self, hmac: &Bytes, period_ms: i64) -> Result<i64> {
+    pub fn expire_delegation_token<'a>(&'a self, hmac: &'a Bytes, period_ms: i64) -> ClientFuture<'a, Result<i64>> {
+        ClientFuture::boxed(self.expire_delegation_token_boxed(hmac, period_ms))
+    }
+
+    async fn expire_delegation_token_boxed(&self, hmac: &Bytes, period_ms: i64) -> Result<i64> {
         let request = ExpireDelegationTokenRequest { hmac: hmac.clone(), expiry_time_period_ms: period_ms, ..Default::default() };
         let response = self.client.call_any(request).await?;
         let ResponseKind::ExpireDelegationToken(r) = &response else { return Err(unexpected(ApiKey::ExpireDelegationToken, &response)) };
@@ -105,7 +118,11 @@ impl Admin {
 
     /// The tokens of these owners (`User:alice`; every token the connection may see when
     /// `None`).
-    pub async fn describe_delegation_tokens(&self, owners: Option<&[&str]>) -> Result<Vec<DelegationToken>> {
+    pub fn describe_delegation_tokens<'a>(&'a self, owners: Option<&'a [&'a str]>) -> ClientFuture<'a, Result<Vec<DelegationToken>>> {
+        ClientFuture::boxed(self.describe_delegation_tokens_boxed(owners))
+    }
+
+    async fn describe_delegation_tokens_boxed(&self, owners: Option<&[&str]>) -> Result<Vec<DelegationToken>> {
         let request = DescribeDelegationTokenRequest {
             owners: owners.map(|os| {
                 os.iter()

@@ -98,14 +98,22 @@ pub struct CreatedTopic {
 
 impl Admin {
     /// Creates topics; one result per topic, in order.
-    pub async fn create_topics(&self, topics: &[NewTopic]) -> Result<Vec<Result<CreatedTopic>>> {
+    pub fn create_topics<'a>(&'a self, topics: &'a [NewTopic]) -> ClientFuture<'a, Result<Vec<Result<CreatedTopic>>>> {
+        ClientFuture::boxed(self.create_topics_boxed(topics))
+    }
+
+    async fn create_topics_boxed(&self, topics: &[NewTopic]) -> Result<Vec<Result<CreatedTopic>>> {
         self.create_topics_with(topics, false).await
     }
 
     /// Checks that the broker would create these topics, creating none (Java's
     /// `CreateTopicsOptions.validateOnly`): one result per topic, in order, with the
     /// partitions and replication factor it would have, or the error creating it would give.
-    pub async fn validate_create_topics(&self, topics: &[NewTopic]) -> Result<Vec<Result<CreatedTopic>>> {
+    pub fn validate_create_topics<'a>(&'a self, topics: &'a [NewTopic]) -> ClientFuture<'a, Result<Vec<Result<CreatedTopic>>>> {
+        ClientFuture::boxed(self.validate_create_topics_boxed(topics))
+    }
+
+    async fn validate_create_topics_boxed(&self, topics: &[NewTopic]) -> Result<Vec<Result<CreatedTopic>>> {
         self.create_topics_with(topics, true).await
     }
 
@@ -190,7 +198,11 @@ impl Admin {
     }
 
     /// Raises the partition count of topics to the given totals.
-    pub async fn create_partitions(&self, totals: &[(&str, i32)]) -> Result<Vec<Result<()>>> {
+    pub fn create_partitions<'a>(&'a self, totals: &'a [(&'a str, i32)]) -> ClientFuture<'a, Result<Vec<Result<()>>>> {
+        ClientFuture::boxed(self.create_partitions_boxed(totals))
+    }
+
+    async fn create_partitions_boxed(&self, totals: &[(&str, i32)]) -> Result<Vec<Result<()>>> {
         let new: Vec<NewPartitions> = totals.iter().map(|(t, n)| NewPartitions::increase_to(*t, *n)).collect();
         self.create_partitions_with(&new, false).await
     }
@@ -210,7 +222,11 @@ impl Admin {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn create_partitions_with(&self, new: &[NewPartitions], validate_only: bool) -> Result<Vec<Result<()>>> {
+    pub fn create_partitions_with<'a>(&'a self, new: &'a [NewPartitions], validate_only: bool) -> ClientFuture<'a, Result<Vec<Result<()>>>> {
+        ClientFuture::boxed(self.create_partitions_with_boxed(new, validate_only))
+    }
+
+    async fn create_partitions_with_boxed(&self, new: &[NewPartitions], validate_only: bool) -> Result<Vec<Result<()>>> {
         let request = CreatePartitionsRequest {
             topics: new
                 .iter()
@@ -246,14 +262,22 @@ impl Admin {
     }
 
     /// Every topic's name (internal ones too when `internal`).
-    pub async fn list_topics(&self, internal: bool) -> Result<Vec<String>> {
+    pub fn list_topics<'a>(&'a self, internal: bool) -> ClientFuture<'a, Result<Vec<String>>> {
+        ClientFuture::boxed(self.list_topics_boxed(internal))
+    }
+
+    async fn list_topics_boxed(&self, internal: bool) -> Result<Vec<String>> {
         let m = self.client.refresh_metadata().await?;
         Ok(m.topics.values().filter(|t| internal || !t.internal).map(|t| t.name.clone()).collect())
     }
 
     /// Describes topics: partitions, leaders, replicas. A topic the broker does not know is
     /// an UNKNOWN_TOPIC_OR_PARTITION error in its slot.
-    pub async fn describe_topics(&self, names: &[&str]) -> Result<Vec<Result<TopicInfo>>> {
+    pub fn describe_topics<'a>(&'a self, names: &'a [&'a str]) -> ClientFuture<'a, Result<Vec<Result<TopicInfo>>>> {
+        ClientFuture::boxed(self.describe_topics_boxed(names))
+    }
+
+    async fn describe_topics_boxed(&self, names: &[&str]) -> Result<Vec<Result<TopicInfo>>> {
         let request = MetadataRequest {
             topics: Some(
                 names
@@ -282,7 +306,11 @@ impl Admin {
     /// Deletes topics by id (DeleteTopics v6+, Kafka 2.8+), as Java's
     /// `deleteTopics(TopicCollection.ofTopicIds(..))`; one result per id, in order. An id the
     /// cluster does not know is an `UNKNOWN_TOPIC_ID` error in its slot.
-    pub async fn delete_topics_by_id(&self, ids: &[Uuid]) -> Result<Vec<Result<()>>> {
+    pub fn delete_topics_by_id<'a>(&'a self, ids: &'a [Uuid]) -> ClientFuture<'a, Result<Vec<Result<()>>>> {
+        ClientFuture::boxed(self.delete_topics_by_id_boxed(ids))
+    }
+
+    async fn delete_topics_by_id_boxed(&self, ids: &[Uuid]) -> Result<Vec<Result<()>>> {
         let timeout_ms = self.timeout_ms();
         let build = |_| {
             RequestKind::from(DeleteTopicsRequest {
@@ -321,7 +349,11 @@ impl Admin {
     /// [`next`](TopicPartitionsPage::next) is where the following page starts; a topic may
     /// continue on the next page. [`describe_topics_paged`](Admin::describe_topics_paged)
     /// follows the cursor to the end.
-    pub async fn describe_topic_partitions(&self, names: &[&str], cursor: Option<&TopicCursor>, partition_limit: i32) -> Result<TopicPartitionsPage> {
+    pub fn describe_topic_partitions<'a>(&'a self, names: &'a [&'a str], cursor: Option<&'a TopicCursor>, partition_limit: i32) -> ClientFuture<'a, Result<TopicPartitionsPage>> {
+        ClientFuture::boxed(self.describe_topic_partitions_boxed(names, cursor, partition_limit))
+    }
+
+    async fn describe_topic_partitions_boxed(&self, names: &[&str], cursor: Option<&TopicCursor>, partition_limit: i32) -> Result<TopicPartitionsPage> {
         let request = DescribeTopicPartitionsRequest {
             topics: names.iter().map(|n| TopicRequest { name: bs(n), ..Default::default() }).collect(),
             response_partition_limit: partition_limit,
@@ -374,7 +406,11 @@ impl Admin {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn describe_topics_paged(&self, names: &[&str], partition_limit: i32) -> Result<Vec<Result<PagedTopic>>> {
+    pub fn describe_topics_paged<'a>(&'a self, names: &'a [&'a str], partition_limit: i32) -> ClientFuture<'a, Result<Vec<Result<PagedTopic>>>> {
+        ClientFuture::boxed(self.describe_topics_paged_boxed(names, partition_limit))
+    }
+
+    async fn describe_topics_paged_boxed(&self, names: &[&str], partition_limit: i32) -> Result<Vec<Result<PagedTopic>>> {
         let mut out: Vec<Result<PagedTopic>> = Vec::new();
         let mut cursor = None;
         loop {

@@ -15,6 +15,7 @@ use super::{bs, result_for, unexpected, Admin, BACKOFF};
 use crate::error::{Error, Resource, Result};
 use crate::group::coordinator::{Coordinator, CoordinatorKind};
 use crate::topic_partition::TopicPartition;
+use crate::future::ClientFuture;
 
 /// A transaction as ListTransactions reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,7 +77,11 @@ pub struct TransactionFilter {
 
 impl Admin {
     /// Every transaction of every broker (ListTransactions to each), sorted by id.
-    pub async fn list_transactions(&self, filter: &TransactionFilter) -> Result<Vec<TransactionListing>> {
+    pub fn list_transactions<'a>(&'a self, filter: &'a TransactionFilter) -> ClientFuture<'a, Result<Vec<TransactionListing>>> {
+        ClientFuture::boxed(self.list_transactions_boxed(filter))
+    }
+
+    async fn list_transactions_boxed(&self, filter: &TransactionFilter) -> Result<Vec<TransactionListing>> {
         let brokers: Vec<i32> = self.client.refresh_metadata().await?.brokers.keys().copied().collect();
         let mut out = Vec::new();
         for broker in brokers {
@@ -103,7 +108,11 @@ impl Admin {
     }
 
     /// Describes transactions at their coordinators, one result per transactional id.
-    pub async fn describe_transactions(&self, ids: &[&str]) -> Result<Vec<Result<TransactionDescription>>> {
+    pub fn describe_transactions<'a>(&'a self, ids: &'a [&'a str]) -> ClientFuture<'a, Result<Vec<Result<TransactionDescription>>>> {
+        ClientFuture::boxed(self.describe_transactions_boxed(ids))
+    }
+
+    async fn describe_transactions_boxed(&self, ids: &[&str]) -> Result<Vec<Result<TransactionDescription>>> {
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
             let coordinator = Coordinator::of(self.client.clone(), CoordinatorKind::Transaction, id, BACKOFF);
@@ -139,7 +148,11 @@ impl Admin {
     }
 
     /// The producers with state at each partition (DescribeProducers at its leader).
-    pub async fn describe_producers(&self, partitions: &[TopicPartition]) -> Result<BTreeMap<TopicPartition, Result<Vec<ActiveProducer>>>> {
+    pub fn describe_producers<'a>(&'a self, partitions: &'a [TopicPartition]) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, Result<Vec<ActiveProducer>>>>> {
+        ClientFuture::boxed(self.describe_producers_boxed(partitions))
+    }
+
+    async fn describe_producers_boxed(&self, partitions: &[TopicPartition]) -> Result<BTreeMap<TopicPartition, Result<Vec<ActiveProducer>>>> {
         let metadata = self.client.refresh_metadata().await?;
         let mut out = BTreeMap::new();
         for tp in partitions {
@@ -181,7 +194,12 @@ impl Admin {
     /// InitProducerId at each id's coordinator bumps its epoch, so the current producer's next
     /// call fails as fenced and its open transaction is aborted. Per id, the new
     /// `(producer id, epoch)`.
-    pub async fn fence_producers(&self, ids: &[&str]) -> Result<Vec<Result<(i64, i16)>>> {
+    #[allow(clippy::type_complexity)] // the body's own result type, in a future
+    pub fn fence_producers<'a>(&'a self, ids: &'a [&'a str]) -> ClientFuture<'a, Result<Vec<Result<(i64, i16)>>>> {
+        ClientFuture::boxed(self.fence_producers_boxed(ids))
+    }
+
+    async fn fence_producers_boxed(&self, ids: &[&str]) -> Result<Vec<Result<(i64, i16)>>> {
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
             let coordinator = Coordinator::of(self.client.clone(), CoordinatorKind::Transaction, id, BACKOFF);
@@ -216,7 +234,11 @@ impl Admin {
     /// marker for `producer` (its id, epoch and coordinator epoch, as
     /// [`describe_producers`](Admin::describe_producers) gives them) written by the
     /// partition's leader (WriteTxnMarkers; needs ClusterAction).
-    pub async fn abort_transaction(&self, partition: &TopicPartition, producer: &ActiveProducer) -> Result<()> {
+    pub fn abort_transaction<'a>(&'a self, partition: &'a TopicPartition, producer: &'a ActiveProducer) -> ClientFuture<'a, Result<()>> {
+        ClientFuture::boxed(self.abort_transaction_boxed(partition, producer))
+    }
+
+    async fn abort_transaction_boxed(&self, partition: &TopicPartition, producer: &ActiveProducer) -> Result<()> {
         let metadata = self.client.refresh_metadata().await?;
         let leader = metadata
             .leader(&partition.topic, partition.partition)

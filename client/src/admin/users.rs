@@ -10,6 +10,7 @@ use kwire::{ApiKey, Bytes, ResponseKind};
 use super::{bs, unexpected, Admin};
 use crate::error::{Error, Result};
 use crate::sasl::{random_bytes, ScramMechanism};
+use crate::future::ClientFuture;
 
 /// A SCRAM credential change.
 #[derive(Debug, Clone)]
@@ -48,7 +49,12 @@ impl Admin {
     /// The SCRAM credentials of these users (every user that has one when `users` is
     /// `None`): per user, its credentials or the error (RESOURCE_NOT_FOUND for a user with
     /// none).
-    pub async fn describe_scram_credentials(&self, users: Option<&[&str]>) -> Result<Vec<(String, Result<Vec<ScramCredential>>)>> {
+    #[allow(clippy::type_complexity)] // the body's own result type, in a future
+    pub fn describe_scram_credentials<'a>(&'a self, users: Option<&'a [&'a str]>) -> ClientFuture<'a, Result<Vec<(String, Result<Vec<ScramCredential>>)>>> {
+        ClientFuture::boxed(self.describe_scram_credentials_boxed(users))
+    }
+
+    async fn describe_scram_credentials_boxed(&self, users: Option<&[&str]>) -> Result<Vec<(String, Result<Vec<ScramCredential>>)>> {
         let request = DescribeUserScramCredentialsRequest {
             users: users.map(|us| us.iter().map(|u| UserName { name: bs(u), ..Default::default() }).collect()),
             ..Default::default()
@@ -77,7 +83,11 @@ impl Admin {
 
     /// Creates, replaces or deletes SCRAM credentials (AlterUserScramCredentials); one result
     /// per change.
-    pub async fn alter_scram_credentials(&self, changes: &[ScramChange]) -> Result<Vec<Result<()>>> {
+    pub fn alter_scram_credentials<'a>(&'a self, changes: &'a [ScramChange]) -> ClientFuture<'a, Result<Vec<Result<()>>>> {
+        ClientFuture::boxed(self.alter_scram_credentials_boxed(changes))
+    }
+
+    async fn alter_scram_credentials_boxed(&self, changes: &[ScramChange]) -> Result<Vec<Result<()>>> {
         let mut request = AlterUserScramCredentialsRequest::default();
         for change in changes {
             match change {

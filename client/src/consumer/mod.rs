@@ -395,7 +395,11 @@ impl Consumer {
 
     /// The next offset `poll` returns for `tp`, resolving it (committed offset or reset) if
     /// it is not known yet.
-    pub async fn position(&mut self, tp: &TopicPartition) -> Result<i64> {
+    pub fn position<'a>(&'a mut self, tp: &'a TopicPartition) -> ClientFuture<'a, Result<i64>> {
+        ClientFuture::boxed(self.position_boxed(tp))
+    }
+
+    async fn position_boxed(&mut self, tp: &TopicPartition) -> Result<i64> {
         if !self.subscription.partitions.contains_key(tp) {
             return Err(Error::Consumer(ConsumerError::NotAssigned(tp.clone())));
         }
@@ -488,7 +492,11 @@ impl Consumer {
 
     /// Commits (with auto-commit) what was returned and leaves the group (unless a static
     /// member, which keeps its partitions until its session times out, as Java's).
-    pub async fn close(mut self) -> Result<()> {
+    pub fn close(self) -> ClientFuture<'static, Result<()>> {
+        ClientFuture::boxed(self.close_boxed())
+    }
+
+    async fn close_boxed(mut self) -> Result<()> {
         if self.config.enable_auto_commit && self.config.group_id.is_some() {
             if let Err(e) = self.commit().await {
                 warn!(error = %e, "commit on close failed");
@@ -508,7 +516,11 @@ impl Consumer {
     /// at most `timeout` for the first GetTelemetrySubscriptions answer. `None` with
     /// `enable_metrics_push` off, on brokers without KIP-714, when it did not come in time, or
     /// without the `telemetry` feature.
-    pub async fn client_instance_id(&self, timeout: Duration) -> Option<kwire::Uuid> {
+    pub fn client_instance_id<'a>(&'a self, timeout: Duration) -> ClientFuture<'a, Option<kwire::Uuid>> {
+        ClientFuture::boxed(self.client_instance_id_boxed(timeout))
+    }
+
+    async fn client_instance_id_boxed(&self, timeout: Duration) -> Option<kwire::Uuid> {
         #[cfg(feature = "telemetry")]
         return crate::telemetry::wait_instance_id(self.telemetry.as_ref()?, timeout).await;
         #[cfg(not(feature = "telemetry"))]

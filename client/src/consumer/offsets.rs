@@ -13,21 +13,35 @@ use crate::error::{Error, GroupError, Result};
 use crate::group::coordinator::Coordinator;
 use crate::offsets::Committer;
 use crate::topic_partition::TopicPartition;
+use crate::future::ClientFuture;
 
 impl Consumer {
     /// Offsets by [`OffsetSpec`] (ListOffsets at each leader): `(offset, leader epoch)`;
     /// partitions with no such offset (a timestamp past the last record) are left out.
-    pub async fn list_offsets(&self, specs: &[(TopicPartition, OffsetSpec)]) -> Result<BTreeMap<TopicPartition, (i64, Option<i32>)>> {
+    #[allow(clippy::type_complexity)] // the body's own result type, in a future
+    pub fn list_offsets<'a>(&'a self, specs: &'a [(TopicPartition, OffsetSpec)]) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, (i64, Option<i32>)>>> {
+        ClientFuture::boxed(self.list_offsets_boxed(specs))
+    }
+
+    async fn list_offsets_boxed(&self, specs: &[(TopicPartition, OffsetSpec)]) -> Result<BTreeMap<TopicPartition, (i64, Option<i32>)>> {
         let found = crate::offsets::list_offsets(&self.client, specs, self.config.isolation_level.wire(), self.config.retry_backoff).await?;
         Ok(found.into_iter().map(|(tp, o)| (tp, (o.offset, o.leader_epoch))).collect())
     }
     /// The log start offsets.
-    pub async fn beginning_offsets(&self, tps: &[TopicPartition]) -> Result<BTreeMap<TopicPartition, i64>> {
+    pub fn beginning_offsets<'a>(&'a self, tps: &'a [TopicPartition]) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, i64>>> {
+        ClientFuture::boxed(self.beginning_offsets_boxed(tps))
+    }
+
+    async fn beginning_offsets_boxed(&self, tps: &[TopicPartition]) -> Result<BTreeMap<TopicPartition, i64>> {
         self.offsets_of(tps, OffsetSpec::Earliest).await
     }
 
     /// The log end offsets (last stable offsets under read_committed).
-    pub async fn end_offsets(&self, tps: &[TopicPartition]) -> Result<BTreeMap<TopicPartition, i64>> {
+    pub fn end_offsets<'a>(&'a self, tps: &'a [TopicPartition]) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, i64>>> {
+        ClientFuture::boxed(self.end_offsets_boxed(tps))
+    }
+
+    async fn end_offsets_boxed(&self, tps: &[TopicPartition]) -> Result<BTreeMap<TopicPartition, i64>> {
         self.offsets_of(tps, OffsetSpec::Latest).await
     }
 
@@ -47,7 +61,11 @@ impl Consumer {
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn offsets_for_times(&self, times: &BTreeMap<TopicPartition, i64>) -> Result<BTreeMap<TopicPartition, Option<ListedOffset>>> {
+    pub fn offsets_for_times<'a>(&'a self, times: &'a BTreeMap<TopicPartition, i64>) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, Option<ListedOffset>>>> {
+        ClientFuture::boxed(self.offsets_for_times_boxed(times))
+    }
+
+    async fn offsets_for_times_boxed(&self, times: &BTreeMap<TopicPartition, i64>) -> Result<BTreeMap<TopicPartition, Option<ListedOffset>>> {
         if let Some((tp, t)) = times.iter().find(|(_, t)| **t < 0) {
             return Err(Error::Config(format!("offsets_for_times: a negative timestamp ({t}) for {tp}")));
         }
@@ -84,14 +102,22 @@ impl Consumer {
     }
 
     /// The group's committed offsets for these partitions (OffsetFetch; unknown ones left out).
-    pub async fn committed(&mut self, tps: &[TopicPartition]) -> Result<BTreeMap<TopicPartition, OffsetAndMetadata>> {
+    pub fn committed<'a>(&'a mut self, tps: &'a [TopicPartition]) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, OffsetAndMetadata>>> {
+        ClientFuture::boxed(self.committed_boxed(tps))
+    }
+
+    async fn committed_boxed(&mut self, tps: &[TopicPartition]) -> Result<BTreeMap<TopicPartition, OffsetAndMetadata>> {
         let group = self.group_id()?.to_owned();
         let coordinator = self.coordinator()?.clone();
         crate::offsets::committed(&coordinator, &group, Some(tps), self.config.group_instance_id.as_deref(), self.config.retry_backoff).await
     }
 
     /// Commits the positions of every assigned partition (what `poll` has returned).
-    pub async fn commit(&mut self) -> Result<()> {
+    pub fn commit<'a>(&'a mut self) -> ClientFuture<'a, Result<()>> {
+        ClientFuture::boxed(self.commit_boxed())
+    }
+
+    async fn commit_boxed(&mut self) -> Result<()> {
         let offsets: BTreeMap<TopicPartition, OffsetAndMetadata> = self
             .subscription
             .partitions
@@ -103,7 +129,11 @@ impl Consumer {
 
     /// Commits these offsets for the group (OffsetCommit), as a member of the current
     /// generation when subscribed.
-    pub async fn commit_offsets(&mut self, offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>) -> Result<()> {
+    pub fn commit_offsets<'a>(&'a mut self, offsets: &'a BTreeMap<TopicPartition, OffsetAndMetadata>) -> ClientFuture<'a, Result<()>> {
+        ClientFuture::boxed(self.commit_offsets_boxed(offsets))
+    }
+
+    async fn commit_offsets_boxed(&mut self, offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>) -> Result<()> {
         if offsets.is_empty() {
             return Ok(());
         }

@@ -14,6 +14,7 @@ use super::{Consumer, ConsumerGroupMetadata, OffsetAndMetadata};
 use crate::error::{ConsumerError, Error, Result};
 use crate::group::{Group, GroupConfig, GroupProtocol, TopicPattern};
 use crate::topic_partition::TopicPartition;
+use crate::future::ClientFuture;
 
 impl Consumer {
     /// Subscribes to `topics` as a member of the configured group (joining at the next poll).
@@ -86,7 +87,11 @@ impl Consumer {
     }
 
     /// Leaves the group (as `close` does) and drops the assignment.
-    pub async fn unsubscribe(&mut self) -> Result<()> {
+    pub fn unsubscribe<'a>(&'a mut self) -> ClientFuture<'a, Result<()>> {
+        ClientFuture::boxed(self.unsubscribe_boxed())
+    }
+
+    async fn unsubscribe_boxed(&mut self) -> Result<()> {
         if self.group.is_some() {
             self.leave_group().await?;
         }

@@ -39,6 +39,7 @@ use crate::error::{Error, Resource, Result, TransactionError, TransactionState};
 use crate::group::coordinator::{Coordinator, CoordinatorKind};
 use crate::retry::Backoff;
 use crate::topic_partition::TopicPartition;
+use crate::future::ClientFuture;
 
 /// The feature whose finalized level picks the protocol (KIP-890).
 const TRANSACTION_VERSION: &str = "transaction.version";
@@ -763,7 +764,11 @@ impl Producer {
     ///
     /// Call once, before the first transaction. A retriable failure (a timeout) may be
     /// retried; a fatal one ([`TransactionError::Fatal`]) ends the producer.
-    pub async fn init_transactions(&self) -> Result<()> {
+    pub fn init_transactions<'a>(&'a self) -> ClientFuture<'a, Result<()>> {
+        ClientFuture::boxed(self.init_transactions_boxed())
+    }
+
+    async fn init_transactions_boxed(&self) -> Result<()> {
         let txn = self.txn("init_transactions")?;
         let _op = txn.op.lock().await;
         self.lock().txn_mut().start_init()?;
@@ -794,7 +799,11 @@ impl Producer {
     /// Java's `beginTransaction`: opens a transaction; `send` is allowed until it is committed
     /// or aborted. Re-reads the cluster's `transaction.version` (the protocol may change
     /// between transactions, as in Java).
-    pub async fn begin_transaction(&self) -> Result<()> {
+    pub fn begin_transaction<'a>(&'a self) -> ClientFuture<'a, Result<()>> {
+        ClientFuture::boxed(self.begin_transaction_boxed())
+    }
+
+    async fn begin_transaction_boxed(&self) -> Result<()> {
         let txn = self.txn("begin_transaction")?;
         let _op = txn.op.lock().await;
         let v2 = txn.transaction_v2().await.ok();
@@ -807,7 +816,11 @@ impl Producer {
     /// coordinator adds them (TxnOffsetCommit v5+). The group's coordinator refuses the offsets
     /// of a member that is no longer in the generation (KIP-447): the transaction must then be
     /// aborted ([`TransactionError::Abortable`]).
-    pub async fn send_offsets_to_transaction(
+    pub fn send_offsets_to_transaction<'a>(&'a self, offsets: &'a BTreeMap<TopicPartition, OffsetAndMetadata>, group: &'a ConsumerGroupMetadata) -> ClientFuture<'a, Result<()>> {
+        ClientFuture::boxed(self.send_offsets_to_transaction_boxed(offsets, group))
+    }
+
+    async fn send_offsets_to_transaction_boxed(
         &self,
         offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
         group: &ConsumerGroupMetadata,
@@ -840,7 +853,11 @@ impl Producer {
     /// If a record of the transaction failed, the transaction cannot commit: this returns
     /// [`TransactionError::Abortable`]; abort it. A retriable failure (a timeout) leaves the
     /// commit to be retried with another call.
-    pub async fn commit_transaction(&self) -> Result<()> {
+    pub fn commit_transaction<'a>(&'a self) -> ClientFuture<'a, Result<()>> {
+        ClientFuture::boxed(self.commit_transaction_boxed())
+    }
+
+    async fn commit_transaction_boxed(&self) -> Result<()> {
         self.end_transaction(true).await
     }
 
@@ -848,7 +865,11 @@ impl Producer {
     /// those in flight are waited for, then EndTxn(abort); read_committed consumers never see
     /// the transaction's records. After a failed transaction (V1) the epoch is bumped with
     /// InitProducerId (KIP-360), so the partitions' sequences start over.
-    pub async fn abort_transaction(&self) -> Result<()> {
+    pub fn abort_transaction<'a>(&'a self) -> ClientFuture<'a, Result<()>> {
+        ClientFuture::boxed(self.abort_transaction_boxed())
+    }
+
+    async fn abort_transaction_boxed(&self) -> Result<()> {
         self.end_transaction(false).await
     }
 

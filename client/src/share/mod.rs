@@ -39,6 +39,7 @@ use crate::consumer::ConsumerRecord;
 use crate::error::{Error, Result, ShareError};
 use crate::group::coordinator::Coordinator;
 use crate::topic_partition::TopicPartition;
+use crate::future::ClientFuture;
 
 pub use self::acks::AcknowledgeType;
 
@@ -281,7 +282,11 @@ impl ShareConsumer {
     /// are settled: accepted (implicit mode), or, in explicit mode, refused with
     /// [`ShareError::Unacknowledged`] until each is acknowledged. An empty vector when none
     /// came in time.
-    pub async fn poll(&mut self, timeout: Duration) -> Result<Vec<ShareRecord>> {
+    pub fn poll<'a>(&'a mut self, timeout: Duration) -> ClientFuture<'a, Result<Vec<ShareRecord>>> {
+        ClientFuture::boxed(self.poll_boxed(timeout))
+    }
+
+    async fn poll_boxed(&mut self, timeout: Duration) -> Result<Vec<ShareRecord>> {
         if self.task.is_none() {
             return Err(Error::Share(ShareError::NotSubscribed));
         }
@@ -418,7 +423,11 @@ impl ShareConsumer {
 
     /// Sends the acknowledgements made so far (implicit mode: of every record the last poll
     /// returned) and waits for the brokers' answers, one per partition.
-    pub async fn commit_sync(&mut self) -> Result<Vec<AcknowledgementCommit>> {
+    pub fn commit_sync<'a>(&'a mut self) -> ClientFuture<'a, Result<Vec<AcknowledgementCommit>>> {
+        ClientFuture::boxed(self.commit_sync_boxed())
+    }
+
+    async fn commit_sync_boxed(&mut self) -> Result<Vec<AcknowledgementCommit>> {
         if let Some(e) = self.membership.lock().fatal.clone() {
             return Err(e);
         }
@@ -437,7 +446,11 @@ impl ShareConsumer {
 
     /// Sends the acknowledgements made so far without waiting: their outcomes go to the
     /// callback from a later poll, commit or close.
-    pub async fn commit_async(&mut self) -> Result<()> {
+    pub fn commit_async<'a>(&'a mut self) -> ClientFuture<'a, Result<()>> {
+        ClientFuture::boxed(self.commit_async_boxed())
+    }
+
+    async fn commit_async_boxed(&mut self) -> Result<()> {
         if let Some(e) = self.membership.lock().fatal.clone() {
             return Err(e);
         }
@@ -462,7 +475,11 @@ impl ShareConsumer {
 
     /// Settles what is open and leaves the group (Java's `unsubscribe`): as
     /// [`close`](ShareConsumer::close), after which `subscribe` joins again.
-    pub async fn unsubscribe(&mut self) -> Result<()> {
+    pub fn unsubscribe<'a>(&'a mut self) -> ClientFuture<'a, Result<()>> {
+        ClientFuture::boxed(self.unsubscribe_boxed())
+    }
+
+    async fn unsubscribe_boxed(&mut self) -> Result<()> {
         if self.task.is_none() {
             return Ok(());
         }
@@ -477,7 +494,11 @@ impl ShareConsumer {
     /// (implicit mode) or, not acknowledged, released (explicit mode); records fetched and
     /// not returned are released; every share session is closed with what is pending; then
     /// the member leaves the group (epoch -1).
-    pub async fn close(mut self) -> Result<()> {
+    pub fn close(self) -> ClientFuture<'static, Result<()>> {
+        ClientFuture::boxed(self.close_boxed())
+    }
+
+    async fn close_boxed(mut self) -> Result<()> {
         self.leave().await;
         Ok(())
     }
