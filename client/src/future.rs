@@ -3,8 +3,9 @@
 //! A release build compiles an `async fn`'s state machine in the crate that polls it (instances
 //! are not shared between crates there), so every `async fn` a user awaits would bring its
 //! whole call tree, down to the generated encoders and decoders of the messages it sends,
-//! into the user's own crate, compiled again at every rebuild of it. The entry points box
-//! their body here instead: it is compiled once, in this crate, and the user's crate only
+//! into the user's own crate, compiled again at every rebuild of it. The entry points (of
+//! `Client`, the producer, the consumers and `Admin`; not the lower-level calls that the crate
+//! makes per request) box their body here instead: it is compiled once, in this crate, and the user's crate only
 //! polls it through a pointer. A call whose answer is known at once (cached metadata) returns
 //! it without allocating.
 

@@ -36,7 +36,7 @@ pub struct ClusterDescription {
 impl Admin {
     /// The cluster id, controller and brokers (DescribeCluster where the broker has it, else
     /// Metadata).
-    pub fn describe_cluster<'a>(&'a self) -> ClientFuture<'a, Result<ClusterDescription>> {
+    pub fn describe_cluster(&self) -> ClientFuture<'_, Result<ClusterDescription>> {
         ClientFuture::boxed(self.describe_cluster_boxed())
     }
 
@@ -170,7 +170,7 @@ pub struct Reassignment {
 
 impl Admin {
     /// The features the broker supports and the cluster's finalized levels.
-    pub fn describe_features<'a>(&'a self) -> ClientFuture<'a, Result<Features>> {
+    pub fn describe_features(&self) -> ClientFuture<'_, Result<Features>> {
         ClientFuture::boxed(self.describe_features_boxed())
     }
 
@@ -236,7 +236,7 @@ impl Admin {
     }
 
     /// The KRaft metadata quorum: its leader, voters and observers.
-    pub fn describe_metadata_quorum<'a>(&'a self) -> ClientFuture<'a, Result<QuorumDescription>> {
+    pub fn describe_metadata_quorum(&self) -> ClientFuture<'_, Result<QuorumDescription>> {
         ClientFuture::boxed(self.describe_metadata_quorum_boxed())
     }
 
@@ -530,7 +530,7 @@ impl Admin {
     /// only; `kafka-cluster.sh unregister`): for a broker decommissioned for good, whose
     /// registration stays until this. A broker that is still running registers again; an id
     /// the cluster does not know is `BROKER_ID_NOT_REGISTERED`.
-    pub fn unregister_broker<'a>(&'a self, broker: i32) -> ClientFuture<'a, Result<()>> {
+    pub fn unregister_broker(&self, broker: i32) -> ClientFuture<'_, Result<()>> {
         ClientFuture::boxed(self.unregister_broker_boxed(broker))
     }
 
@@ -544,7 +544,7 @@ impl Admin {
     /// Removes a controller's registration from the cluster metadata (UnregisterController,
     /// Kafka 4.4; Java's `unregisterController`), as [`unregister_broker`](Admin::unregister_broker)
     /// for a broker. Brokers before 4.4 lack the api: [`Error::UnsupportedVersion`].
-    pub fn unregister_controller<'a>(&'a self, controller: i32) -> ClientFuture<'a, Result<()>> {
+    pub fn unregister_controller(&self, controller: i32) -> ClientFuture<'_, Result<()>> {
         ClientFuture::boxed(self.unregister_controller_boxed(controller))
     }
 
@@ -589,7 +589,7 @@ impl Admin {
     /// Removes a controller from the KRaft quorum (KIP-853; `kafka-metadata-quorum.sh
     /// remove-controller`), named by its id and metadata log directory's id. As
     /// [`add_raft_voter`](Admin::add_raft_voter), a static quorum refuses.
-    pub fn remove_raft_voter<'a>(&'a self, voter_id: i32, directory_id: Uuid) -> ClientFuture<'a, Result<()>> {
+    pub fn remove_raft_voter(&self, voter_id: i32, directory_id: Uuid) -> ClientFuture<'_, Result<()>> {
         ClientFuture::boxed(self.remove_raft_voter_boxed(voter_id, directory_id))
     }
 

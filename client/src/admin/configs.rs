@@ -202,7 +202,7 @@ impl Admin {
     /// The client-metrics subscriptions (KIP-714), as Java's `listClientMetricsResources`:
     /// [`list_config_resources`](Admin::list_config_resources) of that type, on any broker
     /// from 3.7.
-    pub fn list_client_metrics_resources<'a>(&'a self) -> ClientFuture<'a, Result<Vec<String>>> {
+    pub fn list_client_metrics_resources(&self) -> ClientFuture<'_, Result<Vec<String>>> {
         ClientFuture::boxed(self.list_client_metrics_resources_boxed())
     }
 

@@ -147,7 +147,7 @@ impl Admin {
 
     /// Every group of every broker (ListGroups to each: each lists the groups it
     /// coordinates), sorted by id.
-    pub fn list_groups<'a>(&'a self) -> ClientFuture<'a, Result<Vec<GroupListing>>> {
+    pub fn list_groups(&self) -> ClientFuture<'_, Result<Vec<GroupListing>>> {
         ClientFuture::boxed(self.list_groups_boxed())
     }
 

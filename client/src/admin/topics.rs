@@ -262,7 +262,7 @@ impl Admin {
     }
 
     /// Every topic's name (internal ones too when `internal`).
-    pub fn list_topics<'a>(&'a self, internal: bool) -> ClientFuture<'a, Result<Vec<String>>> {
+    pub fn list_topics(&self, internal: bool) -> ClientFuture<'_, Result<Vec<String>>> {
         ClientFuture::boxed(self.list_topics_boxed(internal))
     }
 

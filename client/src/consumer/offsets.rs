@@ -113,7 +113,7 @@ impl Consumer {
     }
 
     /// Commits the positions of every assigned partition (what `poll` has returned).
-    pub fn commit<'a>(&'a mut self) -> ClientFuture<'a, Result<()>> {
+    pub fn commit(&mut self) -> ClientFuture<'_, Result<()>> {
         ClientFuture::boxed(self.commit_boxed())
     }
 

@@ -87,7 +87,7 @@ impl Consumer {
     }
 
     /// Leaves the group (as `close` does) and drops the assignment.
-    pub fn unsubscribe<'a>(&'a mut self) -> ClientFuture<'a, Result<()>> {
+    pub fn unsubscribe(&mut self) -> ClientFuture<'_, Result<()>> {
         ClientFuture::boxed(self.unsubscribe_boxed())
     }
 

@@ -585,7 +585,7 @@ impl Producer {
     /// at most `timeout` for the first GetTelemetrySubscriptions answer. `None` with
     /// `enable_metrics_push` off, on brokers without KIP-714, when it did not come in time, or
     /// without the `telemetry` feature.
-    pub fn client_instance_id<'a>(&'a self, timeout: Duration) -> ClientFuture<'a, Option<kwire::Uuid>> {
+    pub fn client_instance_id(&self, timeout: Duration) -> ClientFuture<'_, Option<kwire::Uuid>> {
         ClientFuture::boxed(self.client_instance_id_boxed(timeout))
     }
 

@@ -764,7 +764,7 @@ impl Producer {
     ///
     /// Call once, before the first transaction. A retriable failure (a timeout) may be
     /// retried; a fatal one ([`TransactionError::Fatal`]) ends the producer.
-    pub fn init_transactions<'a>(&'a self) -> ClientFuture<'a, Result<()>> {
+    pub fn init_transactions(&self) -> ClientFuture<'_, Result<()>> {
         ClientFuture::boxed(self.init_transactions_boxed())
     }
 
@@ -799,7 +799,7 @@ impl Producer {
     /// Java's `beginTransaction`: opens a transaction; `send` is allowed until it is committed
     /// or aborted. Re-reads the cluster's `transaction.version` (the protocol may change
     /// between transactions, as in Java).
-    pub fn begin_transaction<'a>(&'a self) -> ClientFuture<'a, Result<()>> {
+    pub fn begin_transaction(&self) -> ClientFuture<'_, Result<()>> {
         ClientFuture::boxed(self.begin_transaction_boxed())
     }
 
@@ -853,7 +853,7 @@ impl Producer {
     /// If a record of the transaction failed, the transaction cannot commit: this returns
     /// [`TransactionError::Abortable`]; abort it. A retriable failure (a timeout) leaves the
     /// commit to be retried with another call.
-    pub fn commit_transaction<'a>(&'a self) -> ClientFuture<'a, Result<()>> {
+    pub fn commit_transaction(&self) -> ClientFuture<'_, Result<()>> {
         ClientFuture::boxed(self.commit_transaction_boxed())
     }
 
@@ -865,7 +865,7 @@ impl Producer {
     /// those in flight are waited for, then EndTxn(abort); read_committed consumers never see
     /// the transaction's records. After a failed transaction (V1) the epoch is bumped with
     /// InitProducerId (KIP-360), so the partitions' sequences start over.
-    pub fn abort_transaction<'a>(&'a self) -> ClientFuture<'a, Result<()>> {
+    pub fn abort_transaction(&self) -> ClientFuture<'_, Result<()>> {
         ClientFuture::boxed(self.abort_transaction_boxed())
     }
 

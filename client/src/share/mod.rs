@@ -282,7 +282,7 @@ impl ShareConsumer {
     /// are settled: accepted (implicit mode), or, in explicit mode, refused with
     /// [`ShareError::Unacknowledged`] until each is acknowledged. An empty vector when none
     /// came in time.
-    pub fn poll<'a>(&'a mut self, timeout: Duration) -> ClientFuture<'a, Result<Vec<ShareRecord>>> {
+    pub fn poll(&mut self, timeout: Duration) -> ClientFuture<'_, Result<Vec<ShareRecord>>> {
         ClientFuture::boxed(self.poll_boxed(timeout))
     }
 
@@ -423,7 +423,7 @@ impl ShareConsumer {
 
     /// Sends the acknowledgements made so far (implicit mode: of every record the last poll
     /// returned) and waits for the brokers' answers, one per partition.
-    pub fn commit_sync<'a>(&'a mut self) -> ClientFuture<'a, Result<Vec<AcknowledgementCommit>>> {
+    pub fn commit_sync(&mut self) -> ClientFuture<'_, Result<Vec<AcknowledgementCommit>>> {
         ClientFuture::boxed(self.commit_sync_boxed())
     }
 
@@ -446,7 +446,7 @@ impl ShareConsumer {
 
     /// Sends the acknowledgements made so far without waiting: their outcomes go to the
     /// callback from a later poll, commit or close.
-    pub fn commit_async<'a>(&'a mut self) -> ClientFuture<'a, Result<()>> {
+    pub fn commit_async(&mut self) -> ClientFuture<'_, Result<()>> {
         ClientFuture::boxed(self.commit_async_boxed())
     }
 
@@ -475,7 +475,7 @@ impl ShareConsumer {
 
     /// Settles what is open and leaves the group (Java's `unsubscribe`): as
     /// [`close`](ShareConsumer::close), after which `subscribe` joins again.
-    pub fn unsubscribe<'a>(&'a mut self) -> ClientFuture<'a, Result<()>> {
+    pub fn unsubscribe(&mut self) -> ClientFuture<'_, Result<()>> {
         ClientFuture::boxed(self.unsubscribe_boxed())
     }
 
