@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kwire::runtime::records::{Compression, Record};
+use kwire::runtime::records::{Compression, Record, RecordBatchBuilder};
 use kwire::{ByteString, Bytes};
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -137,10 +137,9 @@ impl Batch {
     }
 }
 
-/// The encoded size of a batch's records, uncompressed (their offsets are their indexes).
+/// The encoded size of a batch's records, uncompressed (as the sender will encode them).
 fn records_size(records: &[Record]) -> usize {
-    let base = records.first().map_or(0, |r| r.timestamp);
-    records.iter().enumerate().fold(0usize, |n, (i, r)| n.saturating_add(r.size_in_batch(i as i32, r.timestamp.wrapping_sub(base))))
+    RecordBatchBuilder::new().uncompressed_size(records).unwrap_or(usize::MAX)
 }
 
 /// A record's size as the producer counts it (`ProducerRecord`'s, for buffer memory).
