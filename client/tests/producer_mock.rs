@@ -276,10 +276,15 @@ async fn max_in_flight_is_checked() {
 
 /// A producer on a double with these Produce answers, linger 0, one record at a time.
 async fn scripted(script: Script) -> (Arc<Script>, Producer) {
+    scripted_with(script, config()).await
+}
+
+/// The same with these settings.
+async fn scripted_with(script: Script, config: ProducerConfig) -> (Arc<Script>, Producer) {
     let script = Arc::new(script);
     let addr = broker(script.clone()).await;
     let client = Client::connect(ClientConfig::new(&addr)).await.unwrap();
-    (script.clone(), Producer::new(client, config()).unwrap())
+    (script.clone(), Producer::new(client, config).unwrap())
 }
 
 // KIP-360 as Java's idempotent producer does it (TransactionManager.canRetry and
@@ -350,5 +355,85 @@ async fn an_exhausted_epoch_takes_a_new_producer_id() {
     producer.send(ProducerRecord::new("t", "c")).await.unwrap().await.unwrap();
     assert_eq!(*script.batches.lock().unwrap(), vec![(7, i16::MAX, 0), (7, i16::MAX, 1), (8, 0, 0)]);
     assert_eq!(*script.inits.lock().unwrap(), vec![(-1, -1), (-1, -1)]);
+    producer.close().await.unwrap();
+}
+
+/// What `send_with` callbacks saw: (record number, offset or error code name).
+type Seen = Arc<std::sync::Mutex<Vec<(usize, Result<i64, String>)>>>;
+
+/// A callback noting record `i`'s outcome in `seen`.
+fn note(seen: &Seen, i: usize) -> impl FnOnce(kwire_client::Result<kwire_client::RecordMetadata>) + Send + 'static {
+    let seen = seen.clone();
+    move |r| {
+        let r = r.map(|m| m.offset).map_err(|e| e.code().and_then(|c| c.name()).unwrap_or("no code").to_string());
+        seen.lock().unwrap().push((i, r));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callbacks_get_each_records_offset_in_order_and_flush_waits_for_them() {
+    // Offsets are the batches' sequences (the double writes a batch at its sequence), so record
+    // i is at offset i; futures and callbacks mixed in the same batches.
+    let config = ProducerConfig { batch_size: 150, linger: Duration::from_millis(50), ..config() };
+    let (script, producer) = scripted_with(Script { check_sequences: true, ..Default::default() }, config).await;
+    let seen = Seen::default();
+    let mut futures = Vec::new();
+    for i in 0..40usize {
+        let record = ProducerRecord::new("t", format!("value {i:02} of the test"));
+        if i % 3 == 0 {
+            futures.push((i, producer.send(record).await.unwrap()));
+        } else {
+            let (p, note) = (producer.clone(), note(&seen, i));
+            // Calls into the producer (its lock is free while callbacks run).
+            producer.send_with(record, move |r| {
+                let _ = p.stats();
+                note(r)
+            })
+            .await
+            .unwrap();
+        }
+    }
+    producer.flush().await.unwrap();
+    let seen = seen.lock().unwrap().clone();
+    let expected: Vec<(usize, Result<i64, String>)> = (0..40).filter(|i| i % 3 != 0).map(|i| (i, Ok(i as i64))).collect();
+    assert_eq!(seen, expected, "every callback called once, with its own offset, in record order, before flush returned");
+    for (i, d) in futures {
+        assert_eq!(d.await.unwrap().offset, i as i64);
+    }
+    assert!(script.produces.load(Ordering::SeqCst) >= 10, "several batches");
+    producer.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn each_half_of_a_split_batch_calls_its_own_records_callbacks() {
+    // Request 0 (a batch of 6 records, lingered together) is refused as MESSAGE_TOO_LARGE; the
+    // halves go again: the first is written at its sequence (offsets 0-2), the second refused
+    // with INVALID_TOPIC_EXCEPTION (not retriable), which its records' callbacks get.
+    let script = Script { answers: vec![(10, 0), (0, 0), (17, 0)], check_sequences: true, ..Default::default() };
+    let (script, producer) = scripted_with(script, ProducerConfig { linger: Duration::from_millis(200), ..config() }).await;
+    let seen = Seen::default();
+    for i in 0..6 {
+        producer.send_with(ProducerRecord::new("t", format!("value {i}")), note(&seen, i)).await.unwrap();
+    }
+    producer.flush().await.unwrap();
+    assert_eq!(producer.stats().batch_splits, 1);
+    assert_eq!(script.batches.lock().unwrap().iter().map(|b| b.2).collect::<Vec<_>>(), [0, 0, 3], "the batch, then its halves");
+    let mut expected: Vec<(usize, Result<i64, String>)> = (0..3).map(|i| (i, Ok(i as i64))).collect();
+    expected.extend((3..6).map(|i| (i, Err("INVALID_TOPIC_EXCEPTION".to_string()))));
+    assert_eq!(*seen.lock().unwrap(), expected);
+    producer.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_panicking_callback_does_not_stop_the_others() {
+    let (_, producer) = scripted_with(Script::default(), ProducerConfig { linger: Duration::from_millis(50), ..config() }).await;
+    let seen = Seen::default();
+    producer.send_with(ProducerRecord::new("t", "a"), note(&seen, 0)).await.unwrap();
+    producer.send_with(ProducerRecord::new("t", "b"), |_| panic!("a callback's panic")).await.unwrap();
+    producer.send_with(ProducerRecord::new("t", "c"), note(&seen, 2)).await.unwrap();
+    producer.flush().await.unwrap();
+    assert_eq!(*seen.lock().unwrap(), vec![(0, Ok(42)), (2, Ok(44))]);
+    // The producer goes on.
+    assert_eq!(producer.send(ProducerRecord::new("t", "d")).await.unwrap().await.unwrap().offset, 42);
     producer.close().await.unwrap();
 }

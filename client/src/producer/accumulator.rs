@@ -10,7 +10,7 @@ use kwire::runtime::records::{Compression, Record, RecordBatchBuilder};
 use kwire::{ByteString, Bytes};
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::delivery::{Completer, Delivery, Outcome};
+use super::delivery::{Callback, Completer, Delivery, Fired, Outcome};
 use super::idempotence::{Idempotence, Sequenced, Sequences};
 use super::transaction::Transactions;
 use super::ProducerConfig;
@@ -252,6 +252,8 @@ pub(crate) struct Accumulator {
     requests: HashMap<i32, usize>,
     /// Counts the records failed (`record-error-total`): every failure comes through `fail`.
     pub(crate) record_errors: Option<crate::metrics::Count>,
+    /// Completed batches' callbacks, called when the producer's lock is released.
+    pub(crate) fired: Vec<Fired>,
 }
 
 /// The next sticky partition for a topic: by its load statistics, else among the partitions
@@ -281,8 +283,9 @@ impl Accumulator {
         self.topics.get_mut(topic)?.partitions.get_mut(usize::try_from(partition).ok()?)
     }
 
-    /// Adds a record to its partition's open batch (or a new one); returns its delivery and
-    /// whether the sender should look now (a batch filled or opened).
+    /// Adds a record to its partition's open batch (or a new one); returns its delivery (none
+    /// with a callback), its partition and whether the sender should look now (a batch filled
+    /// or opened).
     pub(crate) fn append(
         &mut self,
         cfg: &ProducerConfig,
@@ -290,7 +293,8 @@ impl Accumulator {
         topic: &TopicInfo,
         record: NewRecord,
         memory: OwnedSemaphorePermit,
-    ) -> Result<(Delivery, bool)> {
+        callback: Option<Callback>,
+    ) -> Result<(Option<Delivery>, i32, bool)> {
         let n = topic.partitions.len();
         let NewRecord { partition, key, value, headers, timestamp, size } = record;
         let queues = self.topics.entry(name.clone()).or_default();
@@ -333,7 +337,7 @@ impl Accumulator {
                 b.uncompressed += encoded;
                 b.memory.merge(memory);
                 let appended = b.estimated_size().saturating_sub(before);
-                (b.done.delivery(index as u32, timestamp), b.is_full(cfg), appended)
+                (b.done.report(index as u32, timestamp, callback), b.is_full(cfg), appended)
             }
             None => {
                 let ordinal = queue.next_ordinal;
@@ -344,8 +348,8 @@ impl Accumulator {
                 let mut records = Vec::with_capacity((cfg.batch_size / size.max(1)).clamp(1, 64));
                 let uncompressed = r.size_in_batch(0, 0);
                 records.push(r);
-                let done = Completer::new(name.clone(), partition);
-                let delivery = done.delivery(0, timestamp);
+                let mut done = Completer::new(name.clone(), partition);
+                let delivery = done.report(0, timestamp, callback);
                 let batch = Batch {
                     records,
                     uncompressed,
@@ -381,13 +385,16 @@ impl Accumulator {
             }
         }
         self.pending += 1;
-        Ok((delivery, wake))
+        Ok((delivery, partition, wake))
     }
 
-    /// Resolves a batch's records and releases them.
+    /// Resolves a batch's records and releases them; their callbacks are called once the
+    /// producer's lock is released (`fired`).
     pub(crate) fn complete(&mut self, batch: Batch, outcome: Outcome) {
         self.pending -= batch.records.len();
-        batch.done.complete(outcome);
+        if let Some(fired) = batch.done.complete(outcome) {
+            self.fired.push(fired);
+        }
     }
 
     /// Fails a batch's records and releases them.
@@ -738,7 +745,7 @@ public class BatchFill {
                 timestamp: *ts,
                 size,
             };
-            acc.append(&cfg, &name, &info, record, permit).expect("appended");
+            acc.append(&cfg, &name, &info, record, permit, None).expect("appended");
             if acc.queue(topic, 0).is_some_and(|q| q.batches.len() > 1) {
                 close(&mut acc, &mut out);
             }

@@ -1,10 +1,16 @@
-//! What `send` hands back: a [`Delivery`] per record, resolved through the one
-//! [`Completion`] its batch shares, so `send` allocates no channel per record.
+//! How a record's outcome reaches its sender: the [`Delivery`] `send` hands back, resolved
+//! through the one [`Completion`] its batch shares (no channel per record), or the callback
+//! given to `send_with`, kept by the batch's [`Completer`] and called with the batch's outcome.
 
 use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
+
+use tokio::sync::Notify;
+use tracing::warn;
 
 use crate::error::{Error, ProducerError, Result};
 
@@ -50,6 +56,9 @@ impl Completion {
     }
 }
 
+/// A record's callback, as given to `send_with`.
+pub(crate) type Callback = Box<dyn FnOnce(Result<RecordMetadata>) + Send>;
+
 /// The batch's handle on its completion (or on its range of it, after a split): completes it
 /// once; dropped without that (the sender gone), it fails the records, as a dropped channel
 /// would.
@@ -58,17 +67,32 @@ pub(crate) struct Completer {
     /// The original indexes this completer answers for, `start..end`.
     start: u32,
     end: u32,
+    /// The callbacks of its records sent with `send_with`: (original index, timestamp,
+    /// callback), in index order.
+    callbacks: Vec<(u32, i64, Callback)>,
 }
 
 impl Completer {
     /// A completion for a new batch of `topic`'s `partition`.
     pub(crate) fn new(topic: Arc<str>, partition: i32) -> Completer {
         let state = Mutex::new(CompletionState { open: 1, ..Default::default() });
-        Completer { done: Some(Arc::new(Completion { topic, partition, state })), start: 0, end: u32::MAX }
+        Completer { done: Some(Arc::new(Completion { topic, partition, state })), start: 0, end: u32::MAX, callbacks: Vec::new() }
+    }
+
+    /// How the batch's record at `index` (its offset delta) reports its outcome: a
+    /// [`Delivery`] without a callback; with one, the callback, called when the batch completes.
+    pub(crate) fn report(&mut self, index: u32, timestamp: i64, callback: Option<Callback>) -> Option<Delivery> {
+        match callback {
+            None => Some(self.delivery(index, timestamp)),
+            Some(f) => {
+                self.callbacks.push((self.start.saturating_add(index), timestamp, f));
+                None
+            }
+        }
     }
 
     /// The delivery of the batch's record at `index` (its offset delta).
-    pub(crate) fn delivery(&self, index: u32, timestamp: i64) -> Delivery {
+    fn delivery(&self, index: u32, timestamp: i64) -> Delivery {
         let done = self.done.clone().unwrap_or_else(|| Arc::new(Completion { topic: "".into(), partition: -1, state: Mutex::default() }));
         Delivery { done, index: self.start.saturating_add(index), timestamp, slot: None }
     }
@@ -85,38 +109,122 @@ impl Completer {
         if let Some(done) = &self.done {
             done.lock().open += 1;
         }
-        let tail = Completer { done: self.done.clone(), start: at, end: self.end };
+        let callbacks = self.callbacks.split_off(self.callbacks.partition_point(|c| c.0 < at));
+        let tail = Completer { done: self.done.clone(), start: at, end: self.end, callbacks };
         self.end = at;
         tail
     }
 
-    /// Resolves the deliveries of this completer's records; those of the whole batch resolve
-    /// once every part of it is complete.
-    pub(crate) fn complete(mut self, outcome: Outcome) {
-        self.finish(outcome);
+    /// Resolves the deliveries of this completer's records (those of the whole batch resolve
+    /// once every part of it is complete); hands back its records' callbacks with the outcome,
+    /// to be called once the producer's lock is released.
+    #[must_use]
+    pub(crate) fn complete(mut self, outcome: Outcome) -> Option<Fired> {
+        self.finish(outcome)
     }
 
-    fn finish(&mut self, outcome: Outcome) {
-        let Some(done) = self.done.take() else { return };
+    fn finish(&mut self, outcome: Outcome) -> Option<Fired> {
+        let done = self.done.take()?;
+        let fired = (!self.callbacks.is_empty()).then(|| Fired {
+            topic: done.topic.clone(),
+            partition: done.partition,
+            start: self.start,
+            outcome: outcome.clone(),
+            callbacks: std::mem::take(&mut self.callbacks),
+        });
         let wakers = {
             let mut state = done.lock();
             state.outcomes.push((self.start, self.end, outcome));
             state.open = state.open.saturating_sub(1);
             if state.open > 0 {
-                return;
+                Vec::new()
+            } else {
+                std::mem::take(&mut state.wakers)
             }
-            std::mem::take(&mut state.wakers)
         };
         for w in wakers {
             w.wake();
         }
+        fired
     }
 }
 
 impl Drop for Completer {
     fn drop(&mut self) {
-        self.finish(Err(Error::Producer(ProducerError::Dropped)));
+        if let Some(fired) = self.finish(Err(Error::Producer(ProducerError::Dropped))) {
+            fired.call();
+        }
     }
+}
+
+/// A completed batch's (or part's) callbacks with its outcome, not called yet.
+pub(crate) struct Fired {
+    topic: Arc<str>,
+    partition: i32,
+    start: u32,
+    outcome: Outcome,
+    callbacks: Vec<(u32, i64, Callback)>,
+}
+
+impl Fired {
+    /// Calls each callback with its record's metadata or the batch's error, in record order.
+    /// A callback that panics is logged and the others still called (as Java's producer logs
+    /// an exception thrown by a callback).
+    fn call(self) {
+        let Fired { topic, partition, start, outcome, callbacks } = self;
+        for (index, timestamp, f) in callbacks {
+            let result = metadata(&topic, partition, start, &outcome, index, timestamp);
+            if catch_unwind(AssertUnwindSafe(move || f(result))).is_err() {
+                warn!(%topic, partition, "a send_with callback panicked");
+            }
+        }
+    }
+}
+
+/// The callbacks of batches completed while the producer's lock was held, called when this is
+/// dropped: after the lock (a field dropped before it) is released, so that a callback may
+/// call into the producer. Counted in `running` meanwhile, so that `flush` returns only after
+/// the callbacks of what it waited for have been called (as Java's does).
+pub(crate) struct FireOnDrop<'a> {
+    pub(crate) fired: Vec<Fired>,
+    pub(crate) running: &'a AtomicUsize,
+    pub(crate) done: &'a Notify,
+}
+
+impl FireOnDrop<'_> {
+    /// Takes `fired` to call on drop; called with the lock still held.
+    pub(crate) fn take(&mut self, fired: &mut Vec<Fired>) {
+        if !fired.is_empty() {
+            self.running.fetch_add(1, Ordering::AcqRel);
+            self.fired = std::mem::take(fired);
+        }
+    }
+}
+
+impl Drop for FireOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.fired.is_empty() {
+            return;
+        }
+        for f in self.fired.drain(..) {
+            f.call();
+        }
+        self.running.fetch_sub(1, Ordering::AcqRel);
+        self.done.notify_waiters();
+    }
+}
+
+/// A record's metadata from its batch part's outcome (`start`: the part's first original
+/// index; `index`: the record's).
+fn metadata(topic: &Arc<str>, partition: i32, start: u32, outcome: &Outcome, index: u32, timestamp: i64) -> Result<RecordMetadata> {
+    let (base, append) = match outcome {
+        Ok(Some(offsets)) => *offsets,
+        Ok(None) => (-1, -1),
+        Err(e) => return Err(e.clone()),
+    };
+    let offset = if base >= 0 { base.saturating_add(i64::from(index.saturating_sub(start))) } else { -1 };
+    let timestamp = if append >= 0 { append } else { timestamp };
+    Ok(RecordMetadata { topic: topic.clone(), partition, offset, timestamp })
 }
 
 /// The outcome of one `send`: resolves when the record is written or has failed.
@@ -127,13 +235,6 @@ pub struct Delivery {
     timestamp: i64,
     /// Where this delivery's waker is in the completion's list, once registered.
     slot: Option<usize>,
-}
-
-impl Delivery {
-    /// The partition the record went to.
-    pub(crate) fn partition(&self) -> i32 {
-        self.done.partition
-    }
 }
 
 impl Future for Delivery {
@@ -154,16 +255,9 @@ impl Future for Delivery {
         }
         // The part holding this record (the whole batch unless it was split).
         let index = this.index;
-        let part = state.outcomes.iter().find(|(start, end, _)| (*start..*end).contains(&index));
-        let (start, (base, append)) = match part {
-            Some((start, _, Ok(Some(offsets)))) => (*start, *offsets),
-            Some((start, _, Ok(None))) => (*start, (-1, -1)),
-            Some((_, _, Err(e))) => return Poll::Ready(Err(e.clone())),
-            None => return Poll::Ready(Err(Error::Producer(ProducerError::Dropped))),
-        };
-        drop(state);
-        let offset = if base >= 0 { base.saturating_add(i64::from(index.saturating_sub(start))) } else { -1 };
-        let timestamp = if append >= 0 { append } else { this.timestamp };
-        Poll::Ready(Ok(RecordMetadata { topic: this.done.topic.clone(), partition: this.done.partition, offset, timestamp }))
+        Poll::Ready(match state.outcomes.iter().find(|(start, end, _)| (*start..*end).contains(&index)) {
+            Some((start, _, outcome)) => metadata(&this.done.topic, this.done.partition, *start, outcome, index, this.timestamp),
+            None => Err(Error::Producer(ProducerError::Dropped)),
+        })
     }
 }

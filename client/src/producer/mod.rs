@@ -25,6 +25,8 @@ mod idempotence;
 mod sender;
 mod transaction;
 
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -34,6 +36,7 @@ use tokio::sync::{Notify, Semaphore, TryAcquireError};
 use tracing::Instrument;
 
 use self::accumulator::{Accumulator, NewRecord};
+use self::delivery::{Callback, FireOnDrop};
 use self::idempotence::{Idempotence, ProducerIdEpoch};
 use self::transaction::{Transactions, TxnCoordinator};
 use crate::cluster::Client;
@@ -285,8 +288,10 @@ struct Shared {
     state: Mutex<State>,
     /// Wakes the sender loop (a batch is ready, a response came, a flush).
     wake: Notify,
-    /// Wakes `flush` (records were completed).
+    /// Wakes `flush` (records were completed, or their callbacks called).
     done: Notify,
+    /// Lock holders calling completed records' callbacks now (`flush` waits for them).
+    firing: AtomicUsize,
     memory: Arc<Semaphore>,
     /// The transaction coordinator, with a `transactional_id`.
     txn: Option<TxnCoordinator>,
@@ -349,10 +354,37 @@ impl State {
     }
 }
 
+/// The producer's state, locked. When it is released, the callbacks of the records completed
+/// meanwhile are called, after the lock is (`fire` is dropped after `guard`).
+struct StateGuard<'a> {
+    guard: MutexGuard<'a, State>,
+    fire: FireOnDrop<'a>,
+}
+
+impl Deref for StateGuard<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        &self.guard
+    }
+}
+
+impl DerefMut for StateGuard<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.guard
+    }
+}
+
+impl Drop for StateGuard<'_> {
+    fn drop(&mut self) {
+        self.fire.take(&mut self.guard.accumulator.fired);
+    }
+}
+
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> StateGuard<'_> {
         // A panic while holding the lock is a bug here; keep going with the data as it is.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        let guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        StateGuard { guard, fire: FireOnDrop { fired: Vec::new(), running: &self.firing, done: &self.done } }
     }
 
     /// The accumulator's ready batches, by leader.
@@ -438,13 +470,14 @@ impl Producer {
             state: Mutex::new(state),
             wake: Notify::new(),
             done: Notify::new(),
+            firing: AtomicUsize::new(0),
             memory: Arc::new(Semaphore::new(permits)),
         });
         let sender = tokio::spawn(sender::run(shared.clone()).instrument(tracing::debug_span!("kafka.producer")));
         Ok(Producer { shared: shared.clone(), sender: Arc::new(Mutex::new(Some(sender))), _last: Arc::new(LastHandle(shared)) })
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> StateGuard<'_> {
         self.shared.lock()
     }
 
@@ -481,6 +514,42 @@ impl Producer {
     /// ([`begin_transaction`](Producer::begin_transaction)); otherwise this fails with a
     /// [`TransactionError`](crate::TransactionError).
     pub async fn send(&self, record: ProducerRecord) -> Result<Delivery> {
+        let delivery = self.enqueue(record, None).await?;
+        // Without a callback the record always has a delivery.
+        delivery.ok_or(Error::Producer(ProducerError::Dropped))
+    }
+
+    /// Queues a record, as [`send`](Producer::send), and calls `callback` with where it was
+    /// written or why it failed (Java's `send(record, callback)`): no future per record to
+    /// poll, which costs less where many records are in flight and each outcome is wanted.
+    ///
+    /// The callback runs on the producer's sender task, after the producer's lock is
+    /// released, in record order within a partition; it should be quick (hand slow work to
+    /// another task). It is called exactly once for each record queued; if this returns an
+    /// error, the record was not queued and the callback is not called. `flush` returns after
+    /// the callbacks of the records it waited for have been called.
+    ///
+    /// ```no_run
+    /// # async fn example(producer: kwire_client::Producer) -> kwire_client::Result<()> {
+    /// use kwire_client::ProducerRecord;
+    /// producer
+    ///     .send_with(ProducerRecord::new("events", "hello"), |result| match result {
+    ///         Ok(m) => println!("written at {}-{}@{}", m.topic, m.partition, m.offset),
+    ///         Err(e) => eprintln!("not written: {e}"),
+    ///     })
+    ///     .await?;
+    /// producer.flush().await
+    /// # }
+    /// ```
+    pub async fn send_with<F>(&self, record: ProducerRecord, callback: F) -> Result<()>
+    where
+        F: FnOnce(Result<RecordMetadata>) + Send + 'static,
+    {
+        self.enqueue(record, Some(Box::new(callback))).await.map(drop)
+    }
+
+    /// `send` and `send_with`: the record's delivery, none with a callback.
+    async fn enqueue(&self, record: ProducerRecord, callback: Option<Callback>) -> Result<Option<Delivery>> {
         let cfg = &self.shared.config;
         self.lock().usable()?;
         let size = record.size();
@@ -519,10 +588,10 @@ impl Producer {
         let record = NewRecord { partition, key, value, headers, timestamp, size };
         let mut state = self.lock();
         state.usable()?;
-        let (delivery, mut opened_or_filled) = state.accumulator.append(cfg, &name, &topic, record, memory)?;
+        let (delivery, partition, mut opened_or_filled) = state.accumulator.append(cfg, &name, &topic, record, memory, callback)?;
         if let Some(t) = state.txn.as_mut() {
             // A partition new to the transaction: the sender adds it (V1) before its batch.
-            opened_or_filled |= t.record_for(&name, delivery.partition());
+            opened_or_filled |= t.record_for(&name, partition);
         }
         drop(state);
         if opened_or_filled || cfg.linger.is_zero() {
@@ -553,7 +622,7 @@ impl Producer {
             let notified = self.shared.done.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if self.lock().accumulator.pending == 0 {
+            if self.lock().accumulator.pending == 0 && self.shared.firing.load(Ordering::Acquire) == 0 {
                 break;
             }
             notified.await;

@@ -11,12 +11,12 @@
 mod common;
 
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use common::{fail, Latency, Phase, Pool};
-use futures_util::stream::{FuturesUnordered, StreamExt};
 use kwire::runtime::records::Compression;
 use kwire_client::{Acks, Admin, Client, ClientConfig, Consumer, ConsumerConfig, NewTopic, OffsetReset, Producer, ProducerConfig, ProducerRecord, TopicPartition};
 
@@ -62,6 +62,13 @@ async fn run() {
             }
         }
     }
+}
+
+/// What the delivery callbacks add up at a fixed rate.
+struct Acked {
+    acked: AtomicU64,
+    digest: AtomicU64,
+    latency: Mutex<Latency>,
 }
 
 async fn produce(args: common::Args) {
@@ -118,32 +125,11 @@ async fn produce(args: common::Args) {
             digest = digest.wrapping_add(pool.hash_of(i));
         }
     } else {
-        // Fixed rate: every delivery watched as it completes (not in send order), so its
-        // latency is the acknowledgement's.
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(u64, kwire_client::Delivery)>();
+        // Fixed rate: each record's callback (`send_with`, as the other clients' callbacks)
+        // takes its acknowledgement, so its latency is the acknowledgement's.
+        let acks = Arc::new(Acked { acked: AtomicU64::new(0), digest: AtomicU64::new(0), latency: Mutex::new(Latency::new()) });
         let start = std::time::Instant::now();
-        let hashes = pool.hashes.clone();
         let rate = args.rate;
-        let collector = tokio::spawn(async move {
-            let (mut pending, mut open) = (FuturesUnordered::new(), true);
-            let (mut acked, mut digest, mut latency) = (0u64, 0u64, Latency::new());
-            loop {
-                tokio::select! {
-                    m = rx.recv(), if open => match m {
-                        Some((i, d)) => pending.push(async move { (i, d.await) }),
-                        None => open = false,
-                    },
-                    Some((i, r)) = pending.next(), if !pending.is_empty() => {
-                        r.unwrap_or_else(|e| fail(e));
-                        latency.record_ns((start.elapsed().as_nanos() as u64).saturating_sub(common::due_ns(i, rate)));
-                        acked += 1;
-                        digest = digest.wrapping_add(hashes[(i % hashes.len() as u64) as usize]);
-                    }
-                    else => break,
-                }
-            }
-            (acked, digest, latency)
-        });
         for i in 0..args.count {
             let due = common::due_ns(i, rate);
             let now = start.elapsed().as_nanos() as u64;
@@ -151,13 +137,19 @@ async fn produce(args: common::Args) {
                 tokio::time::sleep(Duration::from_nanos(due - now)).await;
             }
             let record = ProducerRecord::new(&topic, values.slice(pool.range(i)));
-            let d = producer.send(record).await.unwrap_or_else(|e| fail(e));
-            let _ = tx.send((i, d));
+            let (acks, hash) = (acks.clone(), pool.hash_of(i));
+            let callback = move |r: kwire_client::Result<kwire_client::RecordMetadata>| {
+                r.unwrap_or_else(|e| fail(e));
+                let ns = (start.elapsed().as_nanos() as u64).saturating_sub(common::due_ns(i, rate));
+                acks.latency.lock().unwrap_or_else(|p| p.into_inner()).record_ns(ns);
+                acks.acked.fetch_add(1, Ordering::Relaxed);
+                acks.digest.fetch_add(hash, Ordering::Relaxed);
+            };
+            producer.send_with(record, callback).await.unwrap_or_else(|e| fail(e));
         }
-        drop(tx);
-        let (a, d, latency) = collector.await.unwrap_or_else(|e| fail(e));
-        (acked, digest) = (a, d);
-        extra = latency.extra();
+        producer.flush().await.unwrap_or_else(|e| fail(e));
+        (acked, digest) = (acks.acked.load(Ordering::Relaxed), acks.digest.load(Ordering::Relaxed));
+        extra = acks.latency.lock().unwrap_or_else(|p| p.into_inner()).extra();
     }
     producer.close().await.unwrap_or_else(|e| fail(e));
     if acked != args.count {
