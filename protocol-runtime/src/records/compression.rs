@@ -149,10 +149,10 @@ mod lz4_reuse {
     use std::io::Read;
 
     use bytes::{Buf, Bytes};
-    use lz4_flex::frame::{FrameDecoder, FrameEncoder};
+    use lz4_flex::frame::FrameDecoder;
 
     use super::super::pool;
-    use super::{read_bounded, read_into, Compression, DecodeError};
+    use super::{read_bounded, read_into, Compression, DecodeError, LZ4_MAGIC as MAGIC};
 
     /// The compressed input, owned, so that the decoder can live in a thread-local.
     struct Input(Bytes);
@@ -174,12 +174,9 @@ mod lz4_reuse {
     const PROBE_BYTE: u8 = b'k';
 
     fn probe_frame() -> Bytes {
-        use lz4_flex::frame::{BlockMode, BlockSize, FrameEncoder, FrameInfo};
-        use std::io::Write;
-        let info = FrameInfo::new().block_size(BlockSize::Max64KB).block_mode(BlockMode::Independent);
-        let mut enc = FrameEncoder::with_frame_info(info, Vec::new());
-        match enc.write_all(&[PROBE_BYTE]).map_err(lz4_flex::frame::Error::from).and_then(|()| enc.finish()) {
-            Ok(frame) => Bytes::from(frame),
+        let mut frame = Vec::new();
+        match compress(&[PROBE_BYTE], &mut frame) {
+            Ok(()) => Bytes::from(frame),
             // Then no decoder is ever kept.
             Err(_) => Bytes::new(),
         }
@@ -199,42 +196,41 @@ mod lz4_reuse {
         first && matches!(decoder.read(&mut out), Ok(0)) && decoder.get_ref().0.is_empty()
     }
 
-    thread_local! {
-        /// An encoder kept per thread, writing frame after frame into its own buffer: one made
-        /// per batch allocated its block buffers and hash table (about 150 KiB) each time.
-        static ENCODER: RefCell<Option<FrameEncoder<Vec<u8>>>> = const { RefCell::new(None) };
-    }
+    /// The frame descriptor Kafka writes: FLG (version 01, independent blocks, no checksums
+    /// or content size) and BD (64 KiB blocks); the header checksum follows.
+    const DESCRIPTOR: [u8; 2] = [0x60, 0x40];
+    const BLOCK: usize = 64 << 10;
+    /// A block's size word with this bit set: the block is stored uncompressed.
+    const UNCOMPRESSED: u32 = 1 << 31;
 
-    fn new_encoder<W: std::io::Write>(w: W) -> FrameEncoder<W> {
-        use lz4_flex::frame::{BlockMode, BlockSize, FrameInfo};
-        let info = FrameInfo::new().block_size(BlockSize::Max64KB).block_mode(BlockMode::Independent);
-        FrameEncoder::with_frame_info(info, w)
-    }
-
-    /// Compresses `data` as one frame of independent 64 KiB blocks, appended to `out`.
-    pub(super) fn compress(data: &[u8], out: &mut Vec<u8>) -> Result<(), lz4_flex::frame::Error> {
-        use std::io::Write;
-        let kept = ENCODER.with(|cell| cell.try_borrow_mut().ok().map(|mut slot| slot.take()));
-        // Empty input is a frame the encoder writes only as its first (lz4_flex starts a frame
-        // on the first byte written, or in `finish` when it has written nothing yet).
-        let (Some(kept), false) = (kept, data.is_empty()) else {
-            let mut enc = new_encoder(&mut *out);
-            enc.write_all(data)?;
-            return enc.finish().map(|_| ());
-        };
-        let mut enc = kept.unwrap_or_else(|| new_encoder(Vec::new()));
-        enc.get_mut().clear();
-        // After an error the encoder may be mid-frame: it is dropped, not kept.
-        enc.write_all(data)?;
-        enc.try_finish()?;
-        out.extend_from_slice(enc.get_ref());
-        if enc.get_ref().capacity() <= pool::KEEP_AT_MOST {
-            ENCODER.with(|cell| {
-                if let Ok(mut slot) = cell.try_borrow_mut() {
-                    *slot = Some(enc);
-                }
-            });
+    /// Compresses `data` as one frame of independent 64 KiB blocks (what lz4_flex's
+    /// `FrameEncoder` and Kafka's `KafkaLZ4BlockOutputStream` write), appended to `out`. Each
+    /// block is compressed from `data` straight into `out`: the frame encoder copied the input
+    /// into its own buffer and each compressed block out of another.
+    pub(super) fn compress(data: &[u8], out: &mut Vec<u8>) -> Result<(), lz4_flex::block::CompressError> {
+        out.extend_from_slice(&MAGIC);
+        out.extend_from_slice(&DESCRIPTOR);
+        out.push(super::lz4_hc(&DESCRIPTOR));
+        for block in data.chunks(BLOCK) {
+            let at = out.len();
+            let body = at.saturating_add(4);
+            out.resize(body.saturating_add(lz4_flex::block::get_maximum_output_size(block.len())), 0);
+            let n = lz4_flex::block::compress_into(block, out.get_mut(body..).unwrap_or_default())?;
+            // A block that does not shrink is stored as it is (as the frame encoder does).
+            let size = if n < block.len() {
+                out.truncate(body.saturating_add(n));
+                n as u32
+            } else {
+                out.truncate(body);
+                out.extend_from_slice(block);
+                block.len() as u32 | UNCOMPRESSED
+            };
+            if let Some(word) = out.get_mut(at..body) {
+                word.copy_from_slice(&size.to_le_bytes());
+            }
         }
+        // The end mark.
+        out.extend_from_slice(&[0; 4]);
         Ok(())
     }
 
@@ -424,11 +420,14 @@ fn snappy_decompress(data: &[u8], limit: usize) -> Result<Bytes, DecodeError> {
     Ok(Bytes::from(out))
 }
 
+/// The lz4 frame magic number, little-endian.
+#[cfg(feature = "lz4")]
+const LZ4_MAGIC: [u8; 4] = [0x04, 0x22, 0x4d, 0x18];
+
 /// Length of an lz4 frame descriptor (FLG..before HC) given its FLG byte.
 #[cfg(feature = "lz4")]
 fn lz4_descriptor_len(data: &[u8]) -> Option<usize> {
-    const MAGIC: [u8; 4] = [0x04, 0x22, 0x4d, 0x18];
-    if data.get(..4)? != MAGIC {
+    if data.get(..4)? != LZ4_MAGIC {
         return None;
     }
     let flg = *data.get(4)?;
@@ -499,10 +498,10 @@ mod tests {
         }
     }
 
-    /// The kept lz4 encoder writes, frame after frame, what a new encoder writes.
+    /// The lz4 frames written block by block are what lz4_flex's frame encoder writes.
     #[cfg(feature = "lz4")]
     #[test]
-    fn the_kept_lz4_encoder_writes_what_a_fresh_one_does() {
+    fn lz4_frames_are_what_the_frame_encoder_writes() {
         use lz4_flex::frame::{BlockMode, BlockSize, FrameEncoder, FrameInfo};
         use std::io::Write;
         let fresh = |data: &[u8]| {
