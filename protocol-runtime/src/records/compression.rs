@@ -145,56 +145,11 @@ pub(crate) fn decompress_bytes(codec: Compression, data: &Bytes, limit: usize) -
 
 #[cfg(feature = "lz4")]
 mod lz4_reuse {
-    use std::cell::RefCell;
-    use std::io::Read;
-
-    use bytes::{Buf, Bytes};
+    use bytes::{BufMut, Bytes, BytesMut};
     use lz4_flex::frame::FrameDecoder;
 
     use super::super::pool;
-    use super::{read_bounded, read_into, Compression, DecodeError, LZ4_MAGIC as MAGIC};
-
-    /// The compressed input, owned, so that the decoder can live in a thread-local.
-    struct Input(Bytes);
-
-    impl Read for Input {
-        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-            let n = buf.len().min(self.0.len());
-            self.0.copy_to_slice(buf.get_mut(..n).unwrap_or_default());
-            Ok(n)
-        }
-    }
-
-    thread_local! {
-        static DECODER: RefCell<Option<FrameDecoder<Input>>> = const { RefCell::new(None) };
-        /// A frame of one byte, `PROBE_BYTE`: see `at_frame_boundary`.
-        static PROBE: Bytes = probe_frame();
-    }
-
-    const PROBE_BYTE: u8 = b'k';
-
-    fn probe_frame() -> Bytes {
-        let mut frame = Vec::new();
-        match compress(&[PROBE_BYTE], &mut frame) {
-            Ok(()) => Bytes::from(frame),
-            // Then no decoder is ever kept.
-            Err(_) => Bytes::new(),
-        }
-    }
-
-    /// Whether the decoder waits for a new frame. A frame cut short at a block boundary also
-    /// reads as ended, with the decoder still inside it: a decoder kept so would take the next
-    /// batch's header for a block. Given a frame of its own, a decoder at a boundary reads it.
-    fn at_frame_boundary(decoder: &mut FrameDecoder<Input>) -> bool {
-        let probe = PROBE.with(Bytes::clone);
-        if probe.is_empty() {
-            return false;
-        }
-        *decoder.get_mut() = Input(probe);
-        let mut out = [0u8; 2];
-        let first = matches!(decoder.read(&mut out), Ok(1)) && out[0] == PROBE_BYTE;
-        first && matches!(decoder.read(&mut out), Ok(0)) && decoder.get_ref().0.is_empty()
-    }
+    use super::{read_bounded, Compression, DecodeError, LZ4_MAGIC as MAGIC};
 
     /// The frame descriptor Kafka writes: FLG (version 01, independent blocks, no checksums
     /// or content size) and BD (64 KiB blocks); the header checksum follows.
@@ -234,32 +189,149 @@ mod lz4_reuse {
         Ok(())
     }
 
-    /// Whether the frame declares 64 KiB blocks (block maximum size id 4 in its BD byte): only
-    /// such frames use the kept decoder, so that it holds at most about 200 KiB per thread.
-    pub(super) fn small_blocks(data: &[u8]) -> bool {
-        data.get(5).is_some_and(|bd| (bd >> 4) & 7 == 4)
+    /// Where a frame's blocks are, for a frame [`read_frame`] takes: one frame of independent
+    /// blocks without block checksums or a dictionary, each block no larger than the frame's
+    /// maximum, ended by its end mark (and content checksum) with nothing after. Kafka's
+    /// clients, librdkafka and lz4_flex write such frames; `None` for anything else.
+    struct Layout {
+        /// Offset of the first block's size word.
+        blocks: usize,
+        block_max: usize,
+        /// At most the inflated size: stored blocks' sizes plus `block_max` per compressed one.
+        bound: usize,
+        content_size: Option<u64>,
+        checksum: Option<u32>,
+        /// The frame's only block when it is stored uncompressed: the output is this slice of
+        /// the input.
+        stored: Option<(usize, usize)>,
     }
 
-    pub(super) fn decompress(data: &Bytes, limit: usize) -> Result<Bytes, DecodeError> {
-        let hint = data.len().saturating_mul(4);
-        if !small_blocks(data) {
-            return read_bounded(Compression::Lz4, FrameDecoder::new(&data[..]), hint, limit, data.len());
+    fn word(data: &[u8], at: usize) -> Option<u32> {
+        data.get(at..at.checked_add(4)?)?.try_into().ok().map(u32::from_le_bytes)
+    }
+
+    fn layout(data: &[u8]) -> Option<Layout> {
+        if data.get(..4)? != MAGIC {
+            return None;
         }
-        DECODER.with(|cell| {
-            let Ok(mut slot) = cell.try_borrow_mut() else {
-                return read_bounded(Compression::Lz4, FrameDecoder::new(&data[..]), hint, limit, data.len());
-            };
-            let mut decoder = slot.take().unwrap_or_else(|| FrameDecoder::new(Input(Bytes::new())));
-            *decoder.get_mut() = Input(data.clone());
-            let result = pool::write_out(|out| read_into(Compression::Lz4, &mut decoder, out, limit, data.len()));
-            // Kept only when it waits for the next frame's header: after an error or the limit
-            // it may be mid-frame, and is dropped.
-            if result.is_ok() && at_frame_boundary(&mut decoder) {
-                *decoder.get_mut() = Input(Bytes::new());
-                *slot = Some(decoder);
+        let (flg, bd) = (*data.get(4)?, *data.get(5)?);
+        // Version 01, independent blocks; no block checksums, no dictionary, reserved bits 0.
+        if flg & 0b1111_0011 != 0b0110_0000 || bd & 0b1000_1111 != 0 {
+            return None;
+        }
+        let block_max: usize = match bd >> 4 {
+            4 => 64 << 10,
+            5 => 256 << 10,
+            6 => 1 << 20,
+            7 => 4 << 20,
+            _ => return None,
+        };
+        let mut at = 6;
+        let content_size = if flg & 0x08 != 0 {
+            at = 14;
+            Some(u64::from_le_bytes(data.get(6..14)?.try_into().ok()?))
+        } else {
+            None
+        };
+        if *data.get(at)? != super::lz4_hc(data.get(4..at)?) {
+            return None;
+        }
+        let blocks = at.checked_add(1)?;
+        at = blocks;
+        let (mut bound, mut count, mut stored) = (0usize, 0usize, None);
+        loop {
+            let size = word(data, at)?;
+            at = at.checked_add(4)?;
+            if size == 0 {
+                break;
             }
-            result
+            let len = (size & !UNCOMPRESSED) as usize;
+            let end = at.checked_add(len)?;
+            if len == 0 || len > block_max || end > data.len() {
+                return None;
+            }
+            let raw = size & UNCOMPRESSED != 0;
+            bound = bound.checked_add(if raw { len } else { block_max })?;
+            stored = raw.then_some((at, end));
+            count = count.saturating_add(1);
+            at = end;
+        }
+        let checksum = if flg & 0x04 != 0 {
+            let sum = word(data, at)?;
+            at = at.checked_add(4)?;
+            Some(sum)
+        } else {
+            None
+        };
+        (at == data.len()).then_some(Layout { blocks, block_max, bound, content_size, checksum, stored: stored.filter(|_| count == 1) })
+    }
+
+    /// Appends the frame's blocks to `out`: a stored block is copied from the input, a
+    /// compressed one inflated into `block` (zeroed once, kept) and copied from there. `None`
+    /// on a bad block or past `limit`.
+    fn inflate(data: &[u8], layout: &Layout, limit: usize, out: &mut BytesMut, block: &mut Vec<u8>) -> Option<()> {
+        let mut at = layout.blocks;
+        loop {
+            let size = word(data, at)?;
+            at = at.checked_add(4)?;
+            if size == 0 {
+                return Some(());
+            }
+            let end = at.checked_add((size & !UNCOMPRESSED) as usize)?;
+            let body = data.get(at..end)?;
+            at = end;
+            let inflated = if size & UNCOMPRESSED != 0 {
+                body
+            } else {
+                if block.len() < layout.block_max {
+                    block.resize(layout.block_max, 0);
+                }
+                let n = lz4_flex::block::decompress_into(body, block.get_mut(..layout.block_max)?).ok()?;
+                block.get(..n)?
+            };
+            if out.len().checked_add(inflated.len())? > limit {
+                return None;
+            }
+            out.put_slice(inflated);
+        }
+    }
+
+    /// The checks the frame's header asks for, on the whole output.
+    fn checked(layout: &Layout, out: &[u8]) -> Option<()> {
+        let size_ok = layout.content_size.is_none_or(|n| n == out.len() as u64);
+        let sum_ok = layout.checksum.is_none_or(|sum| sum == twox_hash::XxHash32::oneshot(0, out));
+        (size_ok && sum_ok).then_some(())
+    }
+
+    /// A well-formed frame inflated (see [`Layout`]); `None` for anything else, bad or past
+    /// `limit`, which lz4_flex's frame decoder then reads (and reports).
+    pub(super) fn read_frame(data: &Bytes, limit: usize) -> Option<Bytes> {
+        let layout = layout(data)?;
+        if let Some((start, end)) = layout.stored {
+            // Incompressible data: the frame holds it as it is, and it is handed out uncopied,
+            // as an uncompressed batch's records are slices of the response.
+            let out = data.slice(start..end);
+            return (out.len() <= limit).then_some(())
+                .and_then(|()| checked(&layout, &out))
+                .map(|()| out);
+        }
+        pool::write_into(layout.bound.min(limit), |out| {
+            pool::with_scratch(|block| inflate(data, &layout, limit, out, block))
+                .and_then(|()| checked(&layout, out))
+                .ok_or(())
         })
+        .ok()
+    }
+
+    /// Inflates one frame: the frames Kafka's clients write are read here, block by block
+    /// into the pool (lz4_flex's frame decoder inflated each block into its own buffer and
+    /// copied it out, and the result was copied again into the pool: two thirds of a 16 KiB
+    /// consumer's memory copies); any other frame, and any error, by lz4_flex's frame decoder.
+    pub(super) fn decompress(data: &Bytes, limit: usize) -> Result<Bytes, DecodeError> {
+        match read_frame(data, limit) {
+            Some(out) => Ok(out),
+            None => read_bounded(Compression::Lz4, FrameDecoder::new(&data[..]), data.len().saturating_mul(4), limit, data.len()),
+        }
     }
 }
 
@@ -522,34 +594,98 @@ mod tests {
         }
     }
 
-    /// The kept lz4 decoder: many frames in a row, one past the limit, one cut short at a block
-    /// boundary (which reads as ended with the decoder inside it) and garbage in between, and
-    /// every good frame after them still decodes to what was compressed.
+    /// Bytes with no repeats for a compressor to find (xorshift64).
+    #[cfg(feature = "lz4")]
+    fn incompressible(n: usize) -> Vec<u8> {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 24) as u8
+            })
+            .collect()
+    }
+
+    /// Frames lz4_flex's frame encoder writes with every option, of data of every kind: the
+    /// block-by-block reader takes the ones it is for (independent blocks, no block checksums)
+    /// and inflates them as the frame decoder does; the others go to the frame decoder.
     #[cfg(feature = "lz4")]
     #[test]
-    fn the_kept_lz4_decoder_survives_bad_frames() {
-        let frame = |data: &[u8]| {
-            let mut out = Vec::new();
-            compress(Compression::Lz4, data, &mut out, 2).unwrap();
-            Bytes::from(out)
-        };
-        assert!(lz4_reuse::small_blocks(&frame(b"x")), "Kafka's frames have 64 KiB blocks");
-        let big: Vec<u8> = (0..200_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
-        let big_frame = frame(&big);
-        // Header (magic, FLG, BD, checksum: 7 bytes) and the first block (a 4-byte size, high bit
-        // set when stored uncompressed, then the bytes).
-        let first = u32::from_le_bytes(big_frame[7..11].try_into().unwrap()) & 0x7fff_ffff;
-        let cut = big_frame.slice(..11 + first as usize);
-        for round in 0..3 {
-            let small: Vec<u8> = (0..1000u32).map(|i| (i + round) as u8).collect();
-            assert_eq!(&decompress_bytes(Compression::Lz4, &frame(&small), 1 << 20).unwrap()[..], &small[..]);
-            assert_eq!(&decompress_bytes(Compression::Lz4, &big_frame, 1 << 20).unwrap()[..], &big[..]);
-            assert!(decompress_bytes(Compression::Lz4, &big_frame, 100_000).is_err(), "past the limit");
-            let partial = decompress_bytes(Compression::Lz4, &cut, 1 << 20).unwrap();
-            assert_eq!(&partial[..], &big[..partial.len()], "a frame cut at a block boundary reads as its blocks");
-            assert_eq!(&decompress_bytes(Compression::Lz4, &frame(&small), 1 << 20).unwrap()[..], &small[..], "after a cut frame");
-            assert!(decompress_bytes(Compression::Lz4, &Bytes::from_static(&[4, 0x22, 0x4d, 0x18, 0x60, 0x40, 0, 1, 2, 3]), 1 << 20).is_err());
-            assert_eq!(&decompress_bytes(Compression::Lz4, &frame(&small), 1 << 20).unwrap()[..], &small[..], "after bad frames");
+    fn lz4_frames_of_every_kind_inflate_to_their_data() {
+        use lz4_flex::frame::{BlockMode, BlockSize, FrameEncoder, FrameInfo};
+        use std::io::Write;
+        let noise = incompressible;
+        let text = |n: usize| -> Vec<u8> { b"kafka record value ".iter().copied().cycle().take(n).collect() };
+        for data in [Vec::new(), b"k".to_vec(), text(1000), noise(1000), text(70_000), noise(70_000), noise(300_000), [text(90_000), noise(90_000)].concat()] {
+            for block_size in [BlockSize::Max64KB, BlockSize::Max256KB, BlockSize::Max1MB, BlockSize::Max4MB] {
+                for (linked, block_sums, content_sum, content_size) in [(false, false, false, false), (false, false, true, true), (false, true, false, false), (true, false, true, false)] {
+                    let mut info = FrameInfo::new().block_size(block_size).block_checksums(block_sums).content_checksum(content_sum);
+                    info = info.block_mode(if linked { BlockMode::Linked } else { BlockMode::Independent });
+                    if content_size {
+                        info = info.content_size(Some(data.len() as u64));
+                    }
+                    let mut enc = FrameEncoder::with_frame_info(info, Vec::new());
+                    enc.write_all(&data).unwrap();
+                    let frame = Bytes::from(enc.finish().unwrap());
+                    let what = format!("{} bytes, {block_size:?}, linked {linked}, block sums {block_sums}, sum {content_sum}, size {content_size}", data.len());
+                    assert_eq!(lz4_reuse::read_frame(&frame, 1 << 30).is_some(), !linked && !block_sums, "{what}");
+                    assert_eq!(&decompress_bytes(Compression::Lz4, &frame, 1 << 30).unwrap()[..], &data[..], "{what}");
+                    if !data.is_empty() {
+                        assert!(decompress_bytes(Compression::Lz4, &frame, data.len() - 1).is_err(), "{what}: past the limit");
+                        assert_eq!(decompress_bytes(Compression::Lz4, &frame, data.len()).unwrap().len(), data.len(), "{what}: at the limit");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Incompressible data in one block is stored as it is, and handed out as a slice of the
+    /// frame, uncopied.
+    #[cfg(feature = "lz4")]
+    #[test]
+    fn a_stored_lz4_block_is_handed_out_uncopied() {
+        let data = incompressible(49_152);
+        let mut frame = Vec::new();
+        compress(Compression::Lz4, &data, &mut frame, 2).unwrap();
+        let frame = Bytes::from(frame);
+        let out = decompress_bytes(Compression::Lz4, &frame, 1 << 20).unwrap();
+        assert_eq!(&out[..], &data[..]);
+        let inside = frame.as_ptr_range();
+        assert!(inside.contains(&out.as_ptr()), "the block was copied");
+    }
+
+    /// Bad frames, every byte of a good one changed and every cut of it: the block-by-block
+    /// reader answers exactly as lz4_flex's frame decoder (the same bytes, or an error), and
+    /// good frames read after the bad ones still inflate to their data.
+    #[cfg(feature = "lz4")]
+    #[test]
+    fn damaged_lz4_frames_read_as_the_frame_decoder_reads_them() {
+        let reference = |frame: &[u8]| decompress(Compression::Lz4, frame, 1 << 20, 2).ok();
+        let text: Vec<u8> = b"kafka record value ".iter().copied().cycle().take(70_000).collect();
+        for data in [text, incompressible(3_000), [b"abc".repeat(700), (0..200u8).collect()].concat()] {
+            let mut good = Vec::new();
+            compress(Compression::Lz4, &data, &mut good, 2).unwrap();
+            let mut tried = 0;
+            let mut damaged = |frame: Vec<u8>| {
+                let frame = Bytes::from(frame);
+                let ours = decompress_bytes(Compression::Lz4, &frame, 1 << 20).ok();
+                assert_eq!(ours, reference(&frame), "frame {:02x?}", &frame[..frame.len().min(16)]);
+                tried += 1;
+            };
+            for at in 0..good.len() {
+                for flip in [0x01u8, 0x80, 0xff] {
+                    let mut frame = good.clone();
+                    frame[at] ^= flip;
+                    damaged(frame);
+                }
+                damaged(good[..at].to_vec());
+            }
+            damaged([good.clone(), good.clone()].concat());
+            damaged([good.clone(), vec![0]].concat());
+            assert!(tried > good.len() * 4);
+            assert_eq!(&decompress_bytes(Compression::Lz4, &Bytes::from(good), 1 << 20).unwrap()[..], &data[..]);
         }
     }
 

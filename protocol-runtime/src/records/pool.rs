@@ -1,6 +1,7 @@
 //! Memory for batches, kept per thread and reused: batches inflated by a consumer and batches
 //! built by a producer are written into a scratch buffer kept per thread, then copied into a
-//! chunk of a small pool kept per thread, and handed out as [`Bytes`] slices of that chunk
+//! chunk of a small pool kept per thread (lz4 frames are appended into the chunk block by
+//! block, without the scratch's copy), and handed out as [`Bytes`] slices of that chunk
 //! (records are slices of an inflated batch in turn).
 //!
 //! Why: a client writes batch after batch, and lets each go soon (a consumer drops a poll's
@@ -92,22 +93,49 @@ pub(super) fn copy_out(data: &[u8]) -> Bytes {
     })
 }
 
-/// Runs `write` on the thread's scratch buffer and copies the first bytes of it, as many as
-/// `write` returns, out into the pool. The scratch comes as the last call left it (its length
-/// is memory already zeroed, which `write` may overwrite instead of growing it again).
-pub(super) fn write_out<E>(write: impl FnOnce(&mut Vec<u8>) -> Result<usize, E>) -> Result<Bytes, E> {
+/// Runs `f` on the thread's scratch buffer, as the last call left it (its length is memory
+/// already zeroed, which `f` may overwrite instead of growing it again); a fresh buffer if the
+/// scratch is in use. A scratch grown past [`KEEP_AT_MOST`] is not kept.
+pub(super) fn with_scratch<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
     SCRATCH.with(|cell| {
         let Ok(mut scratch) = cell.try_borrow_mut() else {
-            let mut fresh = Vec::new();
-            let len = write(&mut fresh)?;
-            fresh.truncate(len);
-            return Ok(Bytes::from(fresh));
+            return f(&mut Vec::new());
         };
-        let result = write(&mut scratch).map(|len| copy_out(scratch.get(..len).unwrap_or_default()));
+        let result = f(&mut scratch);
         if scratch.capacity() > KEEP_AT_MOST {
             *scratch = Vec::new();
         }
         result
+    })
+}
+
+/// Runs `write` on the thread's scratch buffer and copies the first bytes of it, as many as
+/// `write` returns, out into the pool.
+pub(super) fn write_out<E>(write: impl FnOnce(&mut Vec<u8>) -> Result<usize, E>) -> Result<Bytes, E> {
+    with_scratch(|scratch| write(scratch).map(|len| copy_out(scratch.get(..len).unwrap_or_default())))
+}
+
+/// Runs `write` on an empty buffer with room for `bound` bytes, a chunk of the pool when one
+/// fits, and hands out what it appended: for output built from pieces (an lz4 frame's
+/// blocks) appended straight into the pool, without the scratch buffer's copy. Appending past
+/// `bound` is correct but leaves the pool for an allocation of its own.
+pub(super) fn write_into<E>(bound: usize, write: impl FnOnce(&mut BytesMut) -> Result<(), E>) -> Result<Bytes, E> {
+    POOL.with(|cell| {
+        let mut pool = cell.try_borrow_mut().ok();
+        match pool.as_mut().and_then(|p| p.room(bound)) {
+            Some(chunk) => match write(chunk) {
+                Ok(()) => Ok(chunk.split().freeze()),
+                Err(e) => {
+                    // The chunk was empty before (each batch is split off whole).
+                    chunk.clear();
+                    Err(e)
+                }
+            },
+            None => {
+                let mut fresh = BytesMut::with_capacity(bound);
+                write(&mut fresh).map(|()| fresh.freeze())
+            }
+        }
     })
 }
 
