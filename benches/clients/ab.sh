@@ -4,8 +4,9 @@
 # count and digest checked, CPU (user + system) and minor page faults from /usr/bin/time, and
 # the run's own seconds (its timed phase).
 #
-#   benches/clients/ab.sh A B ROLE SIZE CODEC COUNT [ROUNDS]
+#   benches/clients/ab.sh A B ROLE SIZE CODEC COUNT [ROUNDS [RATE]]
 #   e.g. ab.sh /tmp/kwire.before benches/clients/target/release/kwire consume 100 lz4 1000000 5
+#   RATE: produce at that many records/s (0, the default: as fast as it goes).
 #
 # A and B are copies of benches/clients/target/release/kwire built from two commits. Uses the
 # broker of scripts/kafka.sh (4.4.0 unless KWIRE_BENCH_KAFKA), which must be running. Prints one
@@ -13,7 +14,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 a=${1:?build A} b=${2:?build B} role=${3:?produce or consume} size=${4:?} codec=${5:?} count=${6:?}
-rounds=${7:-5}
+rounds=${7:-5} rate=${8:-0}
 env=$root/target/kafka/${KWIRE_BENCH_KAFKA:-4.4.0}/env
 [ -f "$env" ] || { echo "ab.sh: no broker ($env); scripts/kafka.sh start 4.4.0" >&2; exit 1; }
 bootstrap=$(sed -n 's/^BOOTSTRAP=//p' "$env")
@@ -56,7 +57,7 @@ for r in $(seq "$rounds"); do
       topic "$t"
       # A topic just created may take a moment to reach the broker's metadata.
       sleep 2
-      run "$label" "$bin" produce "$bootstrap" "$t" "$count" "$size" "$codec" all 0
+      run "$label" "$bin" produce "$bootstrap" "$t" "$count" "$size" "$codec" all "$rate"
       "$a" delete "$bootstrap" "$t" >/dev/null
     fi
   done

@@ -1,6 +1,6 @@
 //! Builders for producers: a magic 2 [`RecordBatchBuilder`] and a magic 0/1 [`LegacyBuilder`].
 
-use bytes::{BufMut, Bytes};
+use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::error::{EncodeError, RecordsEncodeError};
 
@@ -9,11 +9,29 @@ use super::batch::{
 };
 use super::control::{ControlRecord, EndTxnMarker};
 use super::legacy::{encode_message, ATTR_TIMESTAMP_TYPE as LEGACY_ATTR_TIMESTAMP_TYPE};
+use super::compression::{compress_bound, compress_to};
 use super::record::{body_len, write_record, Record, Stage};
 use super::{
     compress, encode_invalid, Compression, TimestampType, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP,
 };
+
+/// A buffer a batch is written into: a caller's `Vec`, or a chunk of the pool.
+trait BatchBuf: BufMut + AsMut<[u8]> {
+    fn reserve_more(&mut self, additional: usize);
+}
+
+impl BatchBuf for Vec<u8> {
+    fn reserve_more(&mut self, additional: usize) {
+        self.reserve(additional);
+    }
+}
+
+impl BatchBuf for BytesMut {
+    fn reserve_more(&mut self, additional: usize) {
+        self.reserve(additional);
+    }
+}
 
 fn check_record(r: &Record, prev: Option<i64>) -> Result<(), EncodeError> {
     if let Some(prev) = prev {
@@ -74,11 +92,11 @@ fn records_size(records: &[Record], base_offset: i64, base_timestamp: i64) -> Re
 }
 
 /// Appends the records and returns the largest timestamp.
-fn write_records(
+fn write_records<B: BufMut>(
     records: &[Record],
     base_offset: i64,
     base_timestamp: i64,
-    out: &mut Vec<u8>,
+    out: &mut B,
 ) -> Result<Option<i64>, EncodeError> {
     let mut stage = Stage::new();
     let mut max_timestamp = None::<i64>;
@@ -278,11 +296,12 @@ impl RecordBatchBuilder {
     /// ```
     pub fn build_from_pooled(&self, records: &[Record]) -> Result<Bytes, EncodeError> {
         self.check_borrowed(records)?;
-        super::pool::write_out(|out| {
-            out.clear();
-            self.write(records, out, false)?;
-            Ok(out.len())
-        })
+        let base_offset = self.base_offset.or(records.first().map(|r| r.offset)).unwrap_or(0);
+        let base_timestamp = self.delete_horizon.or(records.first().map(|r| r.timestamp)).unwrap_or(NO_TIMESTAMP);
+        let records_len = records_size(records, base_offset, base_timestamp)?;
+        let bound = BATCH_HEADER_SIZE.saturating_add(compress_bound(self.compression, records_len));
+        // Written straight into the pool's memory, compressed or not.
+        super::pool::write_into(bound, |out| self.write(records, out, false))
     }
 
     /// The checks [`RecordBatchBuilder::append`] makes, for records the builder did not take.
@@ -309,7 +328,7 @@ impl RecordBatchBuilder {
 
     /// `size_first`: compute the exact size and reserve it before writing (one exact allocation
     /// for a new buffer); otherwise the buffer grows as needed (reused buffers rarely do).
-    fn write(&self, records: &[Record], out: &mut Vec<u8>, size_first: bool) -> Result<(), EncodeError> {
+    fn write(&self, records: &[Record], out: &mut impl BatchBuf, size_first: bool) -> Result<(), EncodeError> {
         let base_offset = self.base_offset.or(records.first().map(|r| r.offset)).unwrap_or(0);
         let base_timestamp = self.delete_horizon.or(records.first().map(|r| r.timestamp)).unwrap_or(NO_TIMESTAMP);
         let last_offset_delta = records.last().map_or(0, |r| r.offset.wrapping_sub(base_offset) as i32);
@@ -319,8 +338,8 @@ impl RecordBatchBuilder {
         let compressed = self.compression != Compression::None;
         let records_len =
             if size_first || compressed { records_size(records, base_offset, base_timestamp)? } else { 0 };
-        let start = out.len();
-        out.reserve(if compressed { BATCH_HEADER_SIZE } else { BATCH_HEADER_SIZE.saturating_add(records_len) });
+        let start = out.as_mut().len();
+        out.reserve_more(if compressed { BATCH_HEADER_SIZE } else { BATCH_HEADER_SIZE.saturating_add(records_len) });
         out.put_i64(base_offset);
         out.put_i32(0); // length, patched below
         out.put_i32(self.partition_leader_epoch);
@@ -338,24 +357,24 @@ impl RecordBatchBuilder {
             with_plain(|plain| {
                 plain.reserve(records_len);
                 let max = write_records(records, base_offset, base_timestamp, plain)?;
-                compress(self.compression, plain, out, 2)?;
+                compress_to(self.compression, plain, out, 2)?;
                 Ok(max)
             })?
         } else {
             write_records(records, base_offset, base_timestamp, out)?
         };
-        let batch_len = out.len() - start - super::LOG_OVERHEAD;
+        let batch_len = out.as_mut().len() - start - super::LOG_OVERHEAD;
         let batch_len =
             i32::try_from(batch_len).map_err(|_| encode_invalid(RecordsEncodeError::BatchTooLarge(Some(batch_len))))?;
-        if let Some(slot) = out.get_mut(start + 8..start + 12) {
+        if let Some(slot) = out.as_mut().get_mut(start + 8..start + 12) {
             slot.copy_from_slice(&batch_len.to_be_bytes());
         }
-        if let Some(slot) = out.get_mut(start + 35..start + 43) {
+        if let Some(slot) = out.as_mut().get_mut(start + 35..start + 43) {
             slot.copy_from_slice(&max_timestamp.unwrap_or(NO_TIMESTAMP).to_be_bytes());
         }
         // One CRC-32C over the attributes to the end (hardware-accelerated by the crate).
-        let crc = crc32c::crc32c(out.get(start + CRC_START..).unwrap_or_default());
-        if let Some(slot) = out.get_mut(start + 17..start + 21) {
+        let crc = crc32c::crc32c(out.as_mut().get(start + CRC_START..).unwrap_or_default());
+        if let Some(slot) = out.as_mut().get_mut(start + 17..start + 21) {
             slot.copy_from_slice(&crc.to_be_bytes());
         }
         Ok(())

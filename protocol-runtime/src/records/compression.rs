@@ -12,7 +12,7 @@
 //!
 //! Inflating stops with an error once the output would pass the caller's limit.
 
-use bytes::Bytes;
+use bytes::{BufMut, Bytes};
 
 use crate::error::{DecodeError, EncodeError, RecordsEncodeError, RecordsError};
 
@@ -145,6 +145,8 @@ pub(crate) fn decompress_bytes(codec: Compression, data: &Bytes, limit: usize) -
 
 #[cfg(feature = "lz4")]
 mod lz4_reuse {
+    use std::cell::RefCell;
+
     use bytes::{BufMut, Bytes, BytesMut};
     use lz4_flex::frame::FrameDecoder;
 
@@ -158,35 +160,56 @@ mod lz4_reuse {
     /// A block's size word with this bit set: the block is stored uncompressed.
     const UNCOMPRESSED: u32 = 1 << 31;
 
+    thread_local! {
+        /// One block's compressed output, zeroed once and kept: the block compressor writes
+        /// into initialised memory, and zeroing room in the output for every block was a
+        /// memset of 64 KiB per block.
+        static BLOCK_OUT: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    }
+
     /// Compresses `data` as one frame of independent 64 KiB blocks (what lz4_flex's
     /// `FrameEncoder` and Kafka's `KafkaLZ4BlockOutputStream` write), appended to `out`. Each
-    /// block is compressed from `data` straight into `out`: the frame encoder copied the input
+    /// block is compressed from `data` into a buffer kept per thread and appended from there
+    /// (or from `data`, stored, when it does not shrink): the frame encoder copied the input
     /// into its own buffer and each compressed block out of another.
-    pub(super) fn compress(data: &[u8], out: &mut Vec<u8>) -> Result<(), lz4_flex::block::CompressError> {
-        out.extend_from_slice(&MAGIC);
-        out.extend_from_slice(&DESCRIPTOR);
-        out.push(super::lz4_hc(&DESCRIPTOR));
+    pub(super) fn compress(data: &[u8], out: &mut impl BufMut) -> Result<(), lz4_flex::block::CompressError> {
+        BLOCK_OUT.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut kept) => compress_with(data, out, &mut kept),
+            Err(_) => compress_with(data, out, &mut Vec::new()),
+        })
+    }
+
+    fn compress_with(data: &[u8], out: &mut impl BufMut, block_out: &mut Vec<u8>) -> Result<(), lz4_flex::block::CompressError> {
+        out.put_slice(&MAGIC);
+        out.put_slice(&DESCRIPTOR);
+        out.put_u8(super::lz4_hc(&DESCRIPTOR));
+        let room = lz4_flex::block::get_maximum_output_size(BLOCK);
+        if block_out.len() < room {
+            block_out.resize(room, 0);
+        }
         for block in data.chunks(BLOCK) {
-            let at = out.len();
-            let body = at.saturating_add(4);
-            out.resize(body.saturating_add(lz4_flex::block::get_maximum_output_size(block.len())), 0);
-            let n = lz4_flex::block::compress_into(block, out.get_mut(body..).unwrap_or_default())?;
+            let n = lz4_flex::block::compress_into(block, block_out)?;
             // A block that does not shrink is stored as it is (as the frame encoder does).
-            let size = if n < block.len() {
-                out.truncate(body.saturating_add(n));
-                n as u32
-            } else {
-                out.truncate(body);
-                out.extend_from_slice(block);
-                block.len() as u32 | UNCOMPRESSED
-            };
-            if let Some(word) = out.get_mut(at..body) {
-                word.copy_from_slice(&size.to_le_bytes());
+            match block_out.get(..n).filter(|_| n < block.len()) {
+                Some(compressed) => {
+                    out.put_u32_le(n as u32);
+                    out.put_slice(compressed);
+                }
+                None => {
+                    out.put_u32_le(block.len() as u32 | UNCOMPRESSED);
+                    out.put_slice(block);
+                }
             }
         }
         // The end mark.
-        out.extend_from_slice(&[0; 4]);
+        out.put_u32_le(0);
         Ok(())
+    }
+
+    /// The most [`compress`] appends for `len` bytes: the header, each block stored with its
+    /// size word, the end mark.
+    pub(super) fn bound(len: usize) -> usize {
+        7usize.saturating_add(len).saturating_add(len.div_ceil(BLOCK).saturating_add(1).saturating_mul(4))
     }
 
     /// Where a frame's blocks are, for a frame [`read_frame`] takes: one frame of independent
@@ -343,7 +366,7 @@ mod lz4_reuse {
 mod zstd_reuse {
     use std::cell::RefCell;
 
-    use bytes::Bytes;
+    use bytes::{BufMut, Bytes};
     use zstd::zstd_safe::{DCtx, ResetDirective};
 
     use super::super::pool;
@@ -385,10 +408,10 @@ mod zstd_reuse {
         })
     }
 
-    pub(super) fn compress(data: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
+    pub(super) fn compress(data: &[u8], out: &mut impl BufMut) -> std::io::Result<()> {
         COMPRESSOR.with(|cell| {
             let Ok(mut slot) = cell.try_borrow_mut() else {
-                out.extend_from_slice(&zstd::bulk::compress(data, 3)?);
+                out.put_slice(&zstd::bulk::compress(data, 3)?);
                 return Ok(());
             };
             let (compressor, scratch) = match slot.as_mut() {
@@ -398,7 +421,7 @@ mod zstd_reuse {
             scratch.clear();
             scratch.reserve(zstd::zstd_safe::compress_bound(data.len()));
             compressor.compress_to_buffer(data, scratch)?;
-            out.extend_from_slice(scratch);
+            out.put_slice(scratch);
             // A batch far larger than usual leaves no lasting buffer behind.
             if scratch.capacity() > KEEP_AT_MOST {
                 *scratch = Vec::new();
@@ -410,44 +433,44 @@ mod zstd_reuse {
 
 /// Compresses `data` with `codec`, appending to `out`. `magic` selects the lz4 variant (0 writes
 /// Kafka's old frame header checksum).
+pub fn compress(codec: Compression, data: &[u8], out: &mut Vec<u8>, magic: i8) -> Result<(), EncodeError> {
+    compress_to(codec, data, out, magic)
+}
+
+/// [`compress`] into any buffer: a producer's batch goes straight into the pool's memory.
 // Encode side: sizes of in-memory data, not of input.
 #[allow(clippy::arithmetic_side_effects)]
-pub fn compress(codec: Compression, data: &[u8], out: &mut Vec<u8>, magic: i8) -> Result<(), EncodeError> {
+pub(super) fn compress_to<B: BufMut + AsMut<[u8]>>(codec: Compression, data: &[u8], out: &mut B, magic: i8) -> Result<(), EncodeError> {
     let _ = magic;
     match codec {
         Compression::None => {
-            out.extend_from_slice(data);
+            out.put_slice(data);
             Ok(())
         }
         #[cfg(feature = "gzip")]
         Compression::Gzip => {
             use std::io::Write;
-            let mut enc = flate2::write::GzEncoder::new(out, flate2::Compression::default());
+            let mut enc = flate2::write::GzEncoder::new(out.writer(), flate2::Compression::default());
             enc.write_all(data).and_then(|_| enc.try_finish()).map_err(|e| compress_failed(Compression::Gzip, e))
         }
         #[cfg(feature = "snappy")]
         Compression::Snappy => {
-            out.extend_from_slice(&XERIAL_HEADER);
+            out.put_slice(&XERIAL_HEADER);
             let mut enc = snap::raw::Encoder::new();
+            let mut block = vec![0; snap::raw::max_compress_len(XERIAL_BLOCK.min(data.len()))];
             for chunk in data.chunks(XERIAL_BLOCK) {
-                let at = out.len();
-                out.extend_from_slice(&[0; 4]);
-                out.resize(at + 4 + snap::raw::max_compress_len(chunk.len()), 0);
-                let dst = out.get_mut(at + 4..).unwrap_or_default();
-                let n = enc.compress(chunk, dst).map_err(|e| compress_failed(Compression::Snappy, e))?;
-                out.truncate(at + 4 + n);
-                if let Some(len) = out.get_mut(at..at + 4) {
-                    len.copy_from_slice(&(n as u32).to_be_bytes());
-                }
+                let n = enc.compress(chunk, &mut block).map_err(|e| compress_failed(Compression::Snappy, e))?;
+                out.put_u32(n as u32);
+                out.put_slice(block.get(..n).unwrap_or_default());
             }
             Ok(())
         }
         #[cfg(feature = "lz4")]
         Compression::Lz4 => {
-            let start = out.len();
+            let start = out.as_mut().len();
             lz4_reuse::compress(data, out).map_err(|e| compress_failed(Compression::Lz4, e))?;
             if magic == 0 {
-                lz4_write_legacy_checksum(out.get_mut(start..).unwrap_or_default());
+                lz4_write_legacy_checksum(out.as_mut().get_mut(start..).unwrap_or_default());
             }
             Ok(())
         }
@@ -455,6 +478,19 @@ pub fn compress(codec: Compression, data: &[u8], out: &mut Vec<u8>, magic: i8) -
         Compression::Zstd => zstd_reuse::compress(data, out).map_err(|e| compress_failed(Compression::Zstd, e)),
         #[allow(unreachable_patterns)]
         c => Err(encode_invalid(RecordsEncodeError::CodecDisabled(c.name()))),
+    }
+}
+
+/// The most [`compress_to`] appends for `len` bytes, where that is cheap to know (none, lz4,
+/// zstd); gzip and snappy are given a margin, and a buffer that proves too small grows.
+pub(super) fn compress_bound(codec: Compression, len: usize) -> usize {
+    match codec {
+        Compression::None => len,
+        #[cfg(feature = "lz4")]
+        Compression::Lz4 => lz4_reuse::bound(len),
+        #[cfg(feature = "zstd")]
+        Compression::Zstd => zstd::zstd_safe::compress_bound(len),
+        _ => len.saturating_add(len / 8).saturating_add(64),
     }
 }
 

@@ -339,15 +339,15 @@ impl Cursor<'_> {
 
 /// Appends the record with its length prefix, through `stage` unless it is too large for it.
 #[inline(always)]
-pub(crate) fn write_record(
-    out: &mut Vec<u8>,
+pub(crate) fn write_record<B: BufMut>(
+    out: &mut B,
     stage: &mut Stage,
     r: &Record,
     offset_delta: i32,
     ts_delta: i64,
 ) -> Result<(), EncodeError> {
     match stage.record(r, offset_delta, ts_delta) {
-        Some(bytes) => out.extend_from_slice(bytes),
+        Some(bytes) => out.put_slice(bytes),
         None => write_large(out, r, offset_delta, ts_delta)?,
     }
     Ok(())
@@ -355,7 +355,7 @@ pub(crate) fn write_record(
 
 /// A record that does not fit the stage: sized first, then written field by field.
 #[cold]
-fn write_large(out: &mut Vec<u8>, r: &Record, offset_delta: i32, ts_delta: i64) -> Result<(), EncodeError> {
+fn write_large<B: BufMut>(out: &mut B, r: &Record, offset_delta: i32, ts_delta: i64) -> Result<(), EncodeError> {
     let body = body_len(r, offset_delta, ts_delta);
     let body = i32::try_from(body).map_err(|_| encode_invalid(RecordsEncodeError::RecordTooLarge))?;
     write_varint(out, body);
