@@ -1,8 +1,9 @@
-//! Memory for batches, kept per thread and reused: batches inflated by a consumer and batches
-//! built by a producer are written into a scratch buffer kept per thread, then copied into a
-//! chunk of a small pool kept per thread (lz4 frames are appended into the chunk block by
-//! block, without the scratch's copy), and handed out as [`Bytes`] slices of that chunk
-//! (records are slices of an inflated batch in turn).
+//! Memory for batches, kept per thread and reused: batches built by a producer and lz4 frames
+//! inflated by a consumer are appended straight into a chunk of a small pool kept per thread
+//! ([`write_into`]); other inflated batches are written into a scratch buffer kept per thread
+//! and copied into a chunk ([`write_out`]: their decoders write into initialised memory, which
+//! the scratch is, once zeroed). Either way a batch is handed out as a [`Bytes`] slice of its
+//! chunk (records are slices of an inflated batch in turn).
 //!
 //! Why: a client writes batch after batch, and lets each go soon (a consumer drops a poll's
 //! records before its next poll; a producer drops a batch once acknowledged). In fresh memory
@@ -116,9 +117,10 @@ pub(super) fn write_out<E>(write: impl FnOnce(&mut Vec<u8>) -> Result<usize, E>)
 }
 
 /// Runs `write` on an empty buffer with room for `bound` bytes, a chunk of the pool when one
-/// fits, and hands out what it appended: for output built from pieces (an lz4 frame's
-/// blocks) appended straight into the pool, without the scratch buffer's copy. Appending past
-/// `bound` is correct but leaves the pool for an allocation of its own.
+/// fits, and hands out what it appended: output appended piece by piece (a batch's header and
+/// records, an lz4 frame's blocks) goes straight into the pool, without the scratch's copy.
+/// Appending past `bound` is correct but leaves the pool for an allocation of its own; a
+/// buffer of its own starts at most a chunk large (`bound` may be a loose upper bound).
 pub(super) fn write_into<E>(bound: usize, write: impl FnOnce(&mut BytesMut) -> Result<(), E>) -> Result<Bytes, E> {
     POOL.with(|cell| {
         let mut pool = cell.try_borrow_mut().ok();
@@ -132,7 +134,7 @@ pub(super) fn write_into<E>(bound: usize, write: impl FnOnce(&mut BytesMut) -> R
                 }
             },
             None => {
-                let mut fresh = BytesMut::with_capacity(bound);
+                let mut fresh = BytesMut::with_capacity(bound.min(CHUNK));
                 write(&mut fresh).map(|()| fresh.freeze())
             }
         }
@@ -141,6 +143,8 @@ pub(super) fn write_into<E>(bound: usize, write: impl FnOnce(&mut BytesMut) -> R
 
 #[cfg(test)]
 mod tests {
+    use bytes::BufMut;
+
     use super::*;
 
     fn filled(len: usize, byte: u8) -> Vec<u8> {
@@ -168,6 +172,33 @@ mod tests {
         }
         assert_eq!(held.len(), 100_000);
         assert!(held.iter().all(|&b| b == 7), "a held batch was overwritten");
+    }
+
+    #[test]
+    fn a_failed_write_leaves_nothing_behind() {
+        let held = write_into(1000, |b| {
+            b.put_slice(b"held");
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        let failed = write_into(1000, |b| {
+            b.put_slice(b"half a batch");
+            Err(())
+        });
+        assert!(failed.is_err());
+        let next = write_into(1000, |b| {
+            b.put_slice(b"next");
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        assert_eq!((&held[..], &next[..]), (&b"held"[..], &b"next"[..]));
+        // A bound far past a chunk (a loose one) is not allocated up front.
+        let small = write_into(usize::MAX, |b| {
+            b.put_slice(b"small");
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        assert_eq!(&small[..], b"small");
     }
 
     #[test]
