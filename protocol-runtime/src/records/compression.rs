@@ -126,11 +126,11 @@ pub fn decompress(codec: Compression, data: &[u8], limit: usize, magic: i8) -> R
     }
 }
 
-/// Like [`decompress`] for data held in [`Bytes`]: lz4 frames of 64 KiB blocks (what Kafka's
-/// clients write) go through one decoder kept per thread, whose block buffers are reused, and
-/// zstd frames through one decompression context kept per thread.
-/// A decoder per batch allocated and zeroed about 256 KiB of fresh memory each time: the
-/// consumer's benchmark had half its page faults there.
+/// Like [`decompress`] for data held in [`Bytes`], into the batch pool (`records::pool`): lz4
+/// frames as Kafka's clients write them are read block by block (a frame of one stored block
+/// is a slice of `data`), zstd frames through one decompression context kept per thread.
+/// A decoder or context per batch allocated and zeroed fresh memory each time: the consumer's
+/// benchmark had half its page faults there.
 pub(crate) fn decompress_bytes(codec: Compression, data: &Bytes, limit: usize) -> Result<Bytes, DecodeError> {
     #[cfg(feature = "lz4")]
     if codec == Compression::Lz4 {
@@ -348,8 +348,8 @@ mod lz4_reuse {
 
     /// Inflates one frame: the frames Kafka's clients write are read here, block by block
     /// into the pool (lz4_flex's frame decoder inflated each block into its own buffer and
-    /// copied it out, and the result was copied again into the pool: two thirds of a 16 KiB
-    /// consumer's memory copies); any other frame, and any error, by lz4_flex's frame decoder.
+    /// copied it out, and the result was copied again into the pool: a fifth of a 16 KiB lz4
+    /// consumer's CPU); any other frame, and any error, by lz4_flex's frame decoder.
     pub(super) fn decompress(data: &Bytes, limit: usize) -> Result<Bytes, DecodeError> {
         match read_frame(data, limit) {
             Some(out) => Ok(out),
