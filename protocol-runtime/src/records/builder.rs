@@ -262,13 +262,15 @@ impl RecordBatchBuilder {
     /// Encodes the batch.
     pub fn build(&self) -> Result<Bytes, EncodeError> {
         let mut out = Vec::new();
-        self.write(&self.records, &mut out, true)?;
+        // The exact size first: one exact allocation.
+        let len = self.uncompressed_size(&self.records)?;
+        self.write(&self.records, &mut out, Some(len))?;
         Ok(Bytes::from(out))
     }
 
     /// Encodes the batch, appending it to `out`.
     pub fn build_into(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
-        self.write(&self.records, out, false)
+        self.write(&self.records, out, None)
     }
 
     /// Encodes `records` (instead of the appended ones) as one batch with this builder's
@@ -276,7 +278,7 @@ impl RecordBatchBuilder {
     /// them. The records are checked as [`RecordBatchBuilder::append`] checks them.
     pub fn build_from(&self, records: &[Record], out: &mut Vec<u8>) -> Result<(), EncodeError> {
         self.check_borrowed(records)?;
-        self.write(records, out, false)
+        self.write(records, out, None)
     }
 
     /// Encodes `records` as [`build_from`](Self::build_from) does, into memory kept per thread
@@ -296,12 +298,10 @@ impl RecordBatchBuilder {
     /// ```
     pub fn build_from_pooled(&self, records: &[Record]) -> Result<Bytes, EncodeError> {
         self.check_borrowed(records)?;
-        let base_offset = self.base_offset.or(records.first().map(|r| r.offset)).unwrap_or(0);
-        let base_timestamp = self.delete_horizon.or(records.first().map(|r| r.timestamp)).unwrap_or(NO_TIMESTAMP);
-        let records_len = records_size(records, base_offset, base_timestamp)?;
+        let records_len = self.uncompressed_size(records)?;
         let bound = BATCH_HEADER_SIZE.saturating_add(compress_bound(self.compression, records_len));
         // Written straight into the pool's memory, compressed or not.
-        super::pool::write_into(bound, |out| self.write(records, out, false))
+        super::pool::write_into(bound, |out| self.write(records, out, Some(records_len)))
     }
 
     /// The checks [`RecordBatchBuilder::append`] makes, for records the builder did not take.
@@ -321,23 +321,33 @@ impl RecordBatchBuilder {
     /// The bytes `records` take in a batch before compression, the batch header not counted:
     /// what a producer measures compression against (Java's `compression-rate`).
     pub fn uncompressed_size(&self, records: &[Record]) -> Result<usize, EncodeError> {
-        let base_offset = self.base_offset.or(records.first().map(|r| r.offset)).unwrap_or(0);
-        let base_timestamp = self.delete_horizon.or(records.first().map(|r| r.timestamp)).unwrap_or(NO_TIMESTAMP);
+        let (base_offset, base_timestamp) = self.bases(records);
         records_size(records, base_offset, base_timestamp)
     }
 
-    /// `size_first`: compute the exact size and reserve it before writing (one exact allocation
-    /// for a new buffer); otherwise the buffer grows as needed (reused buffers rarely do).
-    fn write(&self, records: &[Record], out: &mut impl BatchBuf, size_first: bool) -> Result<(), EncodeError> {
+    /// The batch's base offset and base timestamp for `records`: the builder's when set, the
+    /// first record's otherwise.
+    fn bases(&self, records: &[Record]) -> (i64, i64) {
         let base_offset = self.base_offset.or(records.first().map(|r| r.offset)).unwrap_or(0);
         let base_timestamp = self.delete_horizon.or(records.first().map(|r| r.timestamp)).unwrap_or(NO_TIMESTAMP);
+        (base_offset, base_timestamp)
+    }
+
+    /// `records_len`: the records' encoded size ([`Self::uncompressed_size`]) when the caller
+    /// has it: reserved before writing (one exact allocation for a new buffer); otherwise
+    /// computed only to compress, and the buffer grows as needed (reused buffers rarely do).
+    fn write(&self, records: &[Record], out: &mut impl BatchBuf, records_len: Option<usize>) -> Result<(), EncodeError> {
+        let (base_offset, base_timestamp) = self.bases(records);
         let last_offset_delta = records.last().map_or(0, |r| r.offset.wrapping_sub(base_offset) as i32);
         let count =
             i32::try_from(records.len()).map_err(|_| encode_invalid(RecordsEncodeError::TooManyRecords))?;
 
         let compressed = self.compression != Compression::None;
-        let records_len =
-            if size_first || compressed { records_size(records, base_offset, base_timestamp)? } else { 0 };
+        let records_len = match records_len {
+            Some(n) => n,
+            None if compressed => records_size(records, base_offset, base_timestamp)?,
+            None => 0,
+        };
         let start = out.as_mut().len();
         out.reserve_more(if compressed { BATCH_HEADER_SIZE } else { BATCH_HEADER_SIZE.saturating_add(records_len) });
         out.put_i64(base_offset);

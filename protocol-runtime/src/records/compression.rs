@@ -145,8 +145,6 @@ pub(crate) fn decompress_bytes(codec: Compression, data: &Bytes, limit: usize) -
 
 #[cfg(feature = "lz4")]
 mod lz4_reuse {
-    use std::cell::RefCell;
-
     use bytes::{BufMut, Bytes, BytesMut};
     use lz4_flex::frame::FrameDecoder;
 
@@ -160,23 +158,15 @@ mod lz4_reuse {
     /// A block's size word with this bit set: the block is stored uncompressed.
     const UNCOMPRESSED: u32 = 1 << 31;
 
-    thread_local! {
-        /// One block's compressed output, zeroed once and kept: the block compressor writes
-        /// into initialised memory, and zeroing room in the output for every block was a
-        /// memset of 64 KiB per block.
-        static BLOCK_OUT: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-    }
-
     /// Compresses `data` as one frame of independent 64 KiB blocks (what lz4_flex's
     /// `FrameEncoder` and Kafka's `KafkaLZ4BlockOutputStream` write), appended to `out`. Each
-    /// block is compressed from `data` into a buffer kept per thread and appended from there
+    /// block is compressed from `data` into the thread's scratch buffer (`pool::with_scratch`:
+    /// zeroed once and kept, as the block compressor writes into initialised memory; zeroing
+    /// room in the output instead was a memset of 64 KiB per block) and appended from there
     /// (or from `data`, stored, when it does not shrink): the frame encoder copied the input
     /// into its own buffer and each compressed block out of another.
     pub(super) fn compress(data: &[u8], out: &mut impl BufMut) -> Result<(), lz4_flex::block::CompressError> {
-        BLOCK_OUT.with(|cell| match cell.try_borrow_mut() {
-            Ok(mut kept) => compress_with(data, out, &mut kept),
-            Err(_) => compress_with(data, out, &mut Vec::new()),
-        })
+        pool::with_scratch(|block_out| compress_with(data, out, block_out))
     }
 
     fn compress_with(data: &[u8], out: &mut impl BufMut, block_out: &mut Vec<u8>) -> Result<(), lz4_flex::block::CompressError> {
