@@ -239,18 +239,17 @@ mod lz4_reuse {
             7 => 4 << 20,
             _ => return None,
         };
-        let mut at = 6;
-        let content_size = if flg & 0x08 != 0 {
-            at = 14;
-            Some(u64::from_le_bytes(data.get(6..14)?.try_into().ok()?))
-        } else {
-            None
+        let content_size = match flg & 0x08 {
+            0 => None,
+            _ => Some(u64::from_le_bytes(data.get(6..14)?.try_into().ok()?)),
         };
-        if *data.get(at)? != super::lz4_hc(data.get(4..at)?) {
+        // The header checksum follows the descriptor (FLG, BD, the content size if any).
+        let hc = super::lz4_descriptor_len(data)?.checked_add(4)?;
+        if *data.get(hc)? != super::lz4_hc(data.get(4..hc)?) {
             return None;
         }
-        let blocks = at.checked_add(1)?;
-        at = blocks;
+        let blocks = hc.checked_add(1)?;
+        let mut at = blocks;
         let (mut bound, mut count, mut stored) = (0usize, 0usize, None);
         loop {
             let size = word(data, at)?;
