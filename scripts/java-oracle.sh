@@ -17,6 +17,9 @@
 # KWIRE_JAVA_TARGET_DIR: one cargo target directory for every spec set (CI: `target`, where
 #   the dependencies are already built; only kwire is rebuilt per spec set). By default each
 #   spec set has its own (target/oracle-<specs>), so switching between them rebuilds nothing.
+# KWIRE_WORKSPACE_BINS=1 (CI, after `cargo test --workspace` in `target`): the default
+#   build's oracle runs the workspace's own test binary (scripts/lib/testbins.sh) instead of a
+#   `cargo test --test java_oracle`, whose narrower selection compiled kwire again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -72,8 +75,14 @@ for entry in $versions; do
     spec_env=("KWIRE_SPECS=$specs")
   fi
   set +e
-  env "${spec_env[@]}" KWIRE_JAVA_ORACLE=$out KWIRE_JAVA_CP=$cp CARGO_TARGET_DIR=$target \
-    nice -n 10 cargo test -q --test java_oracle -- --nocapture >"$out/test.log" 2>&1
+  if [ "$specs" = default ] && [ -n "${KWIRE_WORKSPACE_BINS:-}" ] && [ "$target" = target ]; then
+    . scripts/lib/testbins.sh
+    test_bins_build "$out/build.log" && oracle_bin=$(test_bin kwire:java_oracle) &&
+      env "${spec_env[@]}" KWIRE_JAVA_ORACLE=$out KWIRE_JAVA_CP=$cp nice -n 10 "$oracle_bin" --nocapture >"$out/test.log" 2>&1
+  else
+    env "${spec_env[@]}" KWIRE_JAVA_ORACLE=$out KWIRE_JAVA_CP=$cp CARGO_TARGET_DIR=$target \
+      nice -n 10 cargo test -q --test java_oracle -- --nocapture >"$out/test.log" 2>&1
+  fi
   rc=$?
   set -e
   echo "   cargo test (build and run): $((SECONDS - t0)) s"

@@ -10,7 +10,8 @@
 #   test_bins_build LOG [ARGS...]    builds (nothing, after a workspace build) and lists them;
 #                                    ARGS narrow the build (`--test releases`) where the
 #                                    workspace's kwire was since built with other specs
-#   test_bin SPEC                    the executable of SPEC, `package:target` (kwire-client:admin)
+#   test_bin SPEC                    the executable of SPEC, `package:target` (kwire-client:admin),
+#                                    or of an example cargo test built, `kwire:example/bench_counts`
 #   test_bins_run JOBS LOG SPEC... [-- ARGS...]
 #                                    runs each SPEC with ARGS from its package's folder, as cargo
 #                                    does, JOBS at a time; LOG gets every output in SPEC order;
@@ -38,9 +39,14 @@ with open(os.environ["ARTIFACTS"]) as artifacts:
             a = json.loads(line)
         except ValueError:
             continue
-        if a.get("reason") == "compiler-artifact" and a.get("executable") and a["profile"]["test"]:
-            package = packages.get(a["manifest_path"], "?")
+        if a.get("reason") != "compiler-artifact" or not a.get("executable"):
+            continue
+        package = packages.get(a["manifest_path"], "?")
+        # Test binaries as package:target; the examples cargo test builds as package:example/name.
+        if a["profile"]["test"]:
             print(package + ":" + a["target"]["name"], os.path.dirname(a["manifest_path"]), a["executable"], sep="\t")
+        elif "example" in a["target"]["kind"]:
+            print(package + ":example/" + a["target"]["name"], os.path.dirname(a["manifest_path"]), a["executable"], sep="\t")
 ' >"$test_bins_list"
 }
 
