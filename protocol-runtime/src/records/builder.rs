@@ -9,6 +9,8 @@ use super::batch::{
 };
 use super::control::{ControlRecord, EndTxnMarker};
 use super::legacy::{encode_message, ATTR_TIMESTAMP_TYPE as LEGACY_ATTR_TIMESTAMP_TYPE};
+#[cfg(feature = "lz4")]
+use super::compression::{lz4_begin_in_place, lz4_frame_in_place};
 use super::compression::{compress_bound, compress_to};
 use super::record::{body_len, write_record, Record, Stage};
 use super::{
@@ -19,17 +21,24 @@ use super::{
 /// A buffer a batch is written into: a caller's `Vec`, or a chunk of the pool.
 trait BatchBuf: BufMut + AsMut<[u8]> {
     fn reserve_more(&mut self, additional: usize);
+    fn cut(&mut self, len: usize);
 }
 
 impl BatchBuf for Vec<u8> {
     fn reserve_more(&mut self, additional: usize) {
         self.reserve(additional);
     }
+    fn cut(&mut self, len: usize) {
+        self.truncate(len);
+    }
 }
 
 impl BatchBuf for BytesMut {
     fn reserve_more(&mut self, additional: usize) {
         self.reserve(additional);
+    }
+    fn cut(&mut self, len: usize) {
+        self.truncate(len);
     }
 }
 
@@ -53,8 +62,9 @@ fn record_body_len(r: &Record, base_offset: i64, base_timestamp: i64) -> u64 {
 }
 
 thread_local! {
-    /// The records of a compressed batch before compression: a producer builds batch after
-    /// batch, and a fresh buffer per batch was fresh pages to fault in each time.
+    /// The records of a gzip, snappy or zstd batch before compression (lz4 frames them where
+    /// they are written): a producer builds batch after batch, and a fresh buffer per batch
+    /// was fresh pages to fault in each time.
     static PLAIN: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -349,7 +359,10 @@ impl RecordBatchBuilder {
             None => 0,
         };
         let start = out.as_mut().len();
-        out.reserve_more(if compressed { BATCH_HEADER_SIZE } else { BATCH_HEADER_SIZE.saturating_add(records_len) });
+        // In place (none, lz4): the batch's whole size; otherwise the records go into the
+        // plain buffer first.
+        let in_place = matches!(self.compression, Compression::None | Compression::Lz4);
+        out.reserve_more(BATCH_HEADER_SIZE.saturating_add(if in_place { compress_bound(self.compression, records_len) } else { 0 }));
         out.put_i64(base_offset);
         out.put_i32(0); // length, patched below
         out.put_i32(self.partition_leader_epoch);
@@ -363,15 +376,27 @@ impl RecordBatchBuilder {
         out.put_i16(self.producer_epoch);
         out.put_i32(self.base_sequence);
         out.put_i32(count);
-        let max_timestamp = if compressed {
-            with_plain(|plain| {
+        let max_timestamp = match self.compression {
+            Compression::None => write_records(records, base_offset, base_timestamp, out)?,
+            // The records written once, into the frame's own room: no copy of them into the
+            // plain buffer, and a block that does not shrink stays where it was written.
+            #[cfg(feature = "lz4")]
+            Compression::Lz4 => {
+                let frame = out.as_mut().len();
+                lz4_begin_in_place(out, records_len);
+                let data = out.as_mut().len();
+                let max = write_records(records, base_offset, base_timestamp, out)?;
+                let end = lz4_frame_in_place(out.as_mut(), frame, data)?;
+                out.cut(end);
+                out.put_u32_le(0);
+                max
+            }
+            _ => with_plain(|plain| {
                 plain.reserve(records_len);
                 let max = write_records(records, base_offset, base_timestamp, plain)?;
                 compress_to(self.compression, plain, out, 2)?;
                 Ok(max)
-            })?
-        } else {
-            write_records(records, base_offset, base_timestamp, out)?
+            })?,
         };
         let batch_len = out.as_mut().len() - start - super::LOG_OVERHEAD;
         let batch_len =

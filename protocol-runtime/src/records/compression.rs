@@ -170,18 +170,13 @@ mod lz4_reuse {
     }
 
     fn compress_with(data: &[u8], out: &mut impl BufMut, block_out: &mut Vec<u8>) -> Result<(), lz4_flex::block::CompressError> {
-        out.put_slice(&MAGIC);
-        out.put_slice(&DESCRIPTOR);
-        out.put_u8(super::lz4_hc(&DESCRIPTOR));
-        let room = lz4_flex::block::get_maximum_output_size(BLOCK);
-        if block_out.len() < room {
-            block_out.resize(room, 0);
-        }
+        // The header alone: no room for size words, each goes with its block.
+        begin_in_place(out, 0);
+        make_block_room(block_out);
         for block in data.chunks(BLOCK) {
-            let n = lz4_flex::block::compress_into(block, block_out)?;
-            // A block that does not shrink is stored as it is (as the frame encoder does).
-            match block_out.get(..n).filter(|_| n < block.len()) {
+            match shrink(block, block_out)? {
                 Some(compressed) => {
+                    let n = compressed.len();
                     out.put_u32_le(n as u32);
                     out.put_slice(compressed);
                 }
@@ -194,6 +189,75 @@ mod lz4_reuse {
         // The end mark.
         out.put_u32_le(0);
         Ok(())
+    }
+
+    /// Sizes the scratch for the largest compressed block (zeroed once, then kept: the block
+    /// compressor writes into initialised memory).
+    fn make_block_room(block_out: &mut Vec<u8>) {
+        let room = lz4_flex::block::get_maximum_output_size(BLOCK);
+        if block_out.len() < room {
+            block_out.resize(room, 0);
+        }
+    }
+
+    /// `block` compressed into `block_out`, or `None` when that does not shrink it: such a
+    /// block is stored as it is (as the frame encoder does).
+    fn shrink<'a>(block: &[u8], block_out: &'a mut [u8]) -> Result<Option<&'a [u8]>, lz4_flex::block::CompressError> {
+        let n = lz4_flex::block::compress_into(block, block_out)?;
+        Ok(block_out.get(..n).filter(|_| n < block.len()))
+    }
+
+    /// The first part of a frame written in place: the header, then room for the size word of
+    /// each block of `len` bytes; the data goes straight after it (a producer writes its
+    /// records there), then [`frame_in_place`] makes a frame of it where it lies.
+    pub(super) fn begin_in_place(out: &mut impl BufMut, len: usize) {
+        out.put_slice(&MAGIC);
+        out.put_slice(&DESCRIPTOR);
+        out.put_u8(super::lz4_hc(&DESCRIPTOR));
+        out.put_bytes(0, len.div_ceil(BLOCK).saturating_mul(4));
+    }
+
+    /// Frames the data `buf[data..]`, written after [`begin_in_place`]'s header (at `frame`)
+    /// and room: what [`compress`] writes for that data, block by block in order, each block
+    /// compressed through the thread's scratch buffer or, when it does not shrink, stored
+    /// where it is (moved only if an earlier block shrank). Returns where the frame ends
+    /// before its end mark: the caller cuts the buffer there and appends the mark.
+    ///
+    /// Writing never overtakes reading: block k is read before its output goes at or before
+    /// `frame + 7 + k * (BLOCK + 4)`, and block k + 1 starts at least 4 bytes of room later
+    /// than any block k's output can end, while there are size words' room for every block.
+    // Offsets within `buf`, each checked against its length by the slicing `get`s.
+    #[allow(clippy::arithmetic_side_effects)]
+    pub(super) fn frame_in_place(buf: &mut [u8], frame: usize, data: usize) -> Result<usize, lz4_flex::block::CompressError> {
+        use lz4_flex::block::CompressError::OutputTooSmall;
+        let len = buf.len().checked_sub(data).ok_or(OutputTooSmall)?;
+        // Room for every block's size word (a caller's bug otherwise, not the data's).
+        if len.div_ceil(BLOCK) > data.checked_sub(frame + 7).map_or(0, |r| r / 4) {
+            return Err(OutputTooSmall);
+        }
+        pool::with_scratch(|block_out| {
+            make_block_room(block_out);
+            let mut at = frame + 7;
+            for from in (data..buf.len()).step_by(BLOCK) {
+                let to = (from + BLOCK).min(buf.len());
+                let (word, written) = match shrink(buf.get(from..to).unwrap_or_default(), block_out)? {
+                    Some(compressed) => {
+                        let n = compressed.len();
+                        buf.get_mut(at + 4..at + 4 + n).ok_or(OutputTooSmall)?.copy_from_slice(compressed);
+                        (n as u32, n)
+                    }
+                    None => {
+                        if at + 4 != from {
+                            buf.copy_within(from..to, at + 4);
+                        }
+                        ((to - from) as u32 | UNCOMPRESSED, to - from)
+                    }
+                };
+                buf.get_mut(at..at + 4).ok_or(OutputTooSmall)?.copy_from_slice(&word.to_le_bytes());
+                at += 4 + written;
+            }
+            Ok(at)
+        })
     }
 
     /// The most [`compress`] appends for `len` bytes: the header, each block stored with its
@@ -354,6 +418,7 @@ mod lz4_reuse {
 #[cfg(feature = "zstd")]
 mod zstd_reuse {
     use std::cell::RefCell;
+    use std::sync::Mutex;
 
     use bytes::{BufMut, Bytes};
     use zstd::zstd_safe::{DCtx, ResetDirective};
@@ -361,8 +426,13 @@ mod zstd_reuse {
     use super::super::pool;
     use super::{corrupt, read_into, Compression, DecodeError};
 
+    /// Compression contexts with their output buffers, shared by the process's threads: a
+    /// producer on a multi-thread runtime builds its batches on whichever worker runs its
+    /// sender, and a context per thread was as many sets of match tables (hundreds of KiB
+    /// at level 3) going cold in turn. The one used last is taken first.
+    static COMPRESSORS: Mutex<Vec<(zstd::bulk::Compressor<'static>, Vec<u8>)>> = Mutex::new(Vec::new());
+
     thread_local! {
-        static COMPRESSOR: RefCell<Option<(zstd::bulk::Compressor<'static>, Vec<u8>)>> = const { RefCell::new(None) };
         /// Batches are inflated into the thread's scratch buffer and copied out into the pool
         /// (`records::pool`): into fresh memory of four times the input, a consumer of 100 B records
         /// took 4x the page faults.
@@ -398,25 +468,26 @@ mod zstd_reuse {
     }
 
     pub(super) fn compress(data: &[u8], out: &mut impl BufMut) -> std::io::Result<()> {
-        COMPRESSOR.with(|cell| {
-            let Ok(mut slot) = cell.try_borrow_mut() else {
-                out.put_slice(&zstd::bulk::compress(data, 3)?);
-                return Ok(());
-            };
-            let (compressor, scratch) = match slot.as_mut() {
-                Some(kept) => kept,
-                None => slot.insert((zstd::bulk::Compressor::new(3)?, Vec::new())),
-            };
-            scratch.clear();
-            scratch.reserve(zstd::zstd_safe::compress_bound(data.len()));
-            compressor.compress_to_buffer(data, scratch)?;
-            out.put_slice(scratch);
-            // A batch far larger than usual leaves no lasting buffer behind.
-            if scratch.capacity() > KEEP_AT_MOST {
-                *scratch = Vec::new();
-            }
-            Ok(())
-        })
+        let kept = COMPRESSORS.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let (mut compressor, mut scratch) = match kept {
+            Some(kept) => kept,
+            None => (zstd::bulk::Compressor::new(3)?, Vec::new()),
+        };
+        scratch.clear();
+        scratch.reserve(zstd::zstd_safe::compress_bound(data.len()));
+        // An error leaves the context to be dropped, not kept.
+        compressor.compress_to_buffer(data, &mut scratch)?;
+        out.put_slice(&scratch);
+        // A batch far larger than usual leaves no lasting buffer behind.
+        if scratch.capacity() > KEEP_AT_MOST {
+            scratch = Vec::new();
+        }
+        let mut kept = COMPRESSORS.lock().unwrap_or_else(|p| p.into_inner());
+        // As many as threads compressed at once, at most a few.
+        if kept.len() < 4 {
+            kept.push((compressor, scratch));
+        }
+        Ok(())
     }
 }
 
@@ -468,6 +539,21 @@ pub(super) fn compress_to<B: BufMut + AsMut<[u8]>>(codec: Compression, data: &[u
         #[allow(unreachable_patterns)]
         c => Err(encode_invalid(RecordsEncodeError::CodecDisabled(c.name()))),
     }
+}
+
+/// The start of an lz4 frame whose data (`len` bytes) is then written straight after it, and
+/// framed where it lies by [`lz4_frame_in_place`].
+#[cfg(feature = "lz4")]
+pub(super) fn lz4_begin_in_place(out: &mut impl BufMut, len: usize) {
+    lz4_reuse::begin_in_place(out, len);
+}
+
+/// Frames `buf[data..]` as lz4 where it lies (the frame begun at `frame` by
+/// [`lz4_begin_in_place`]): the bytes [`compress_to`] writes for that data, up to the returned
+/// offset, where the end mark goes.
+#[cfg(feature = "lz4")]
+pub(super) fn lz4_frame_in_place(buf: &mut [u8], frame: usize, data: usize) -> Result<usize, EncodeError> {
+    lz4_reuse::frame_in_place(buf, frame, data).map_err(|e| compress_failed(Compression::Lz4, e))
 }
 
 /// The most [`compress_to`] appends for `len` bytes, where that is cheap to know (none, lz4,
@@ -578,7 +664,7 @@ fn compress_failed(c: Compression, e: impl std::fmt::Display) -> EncodeError {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     #[test]
@@ -621,7 +707,7 @@ mod tests {
 
     /// Bytes with no repeats for a compressor to find (xorshift64).
     #[cfg(feature = "lz4")]
-    fn incompressible(n: usize) -> Vec<u8> {
+    pub(in crate::records) fn incompressible(n: usize) -> Vec<u8> {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         (0..n)
             .map(|_| {
@@ -631,6 +717,49 @@ mod tests {
                 (x >> 24) as u8
             })
             .collect()
+    }
+
+    /// An lz4 frame written in place (the records of a producer's batch) is the frame
+    /// `compress` writes for the same data: blocks compressed, stored, stored after compressed
+    /// ones (moved), across block boundaries, after bytes already in the buffer.
+    #[cfg(feature = "lz4")]
+    #[test]
+    fn an_lz4_frame_written_in_place_is_the_frame_compress_writes() {
+        let text = |n: usize| b"the quick brown fox jumps over the lazy dog ".iter().copied().cycle().take(n).collect::<Vec<u8>>();
+        let noise = incompressible;
+        let k = 64 << 10;
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            ("empty", vec![]),
+            ("100 B of text", text(100)),
+            ("3 x 16 KiB of noise, one stored block", noise(48 << 10)),
+            ("64 KiB of noise", noise(k)),
+            ("64 KiB + 1 of noise", noise(k + 1)),
+            ("200 KiB of noise, every block stored", noise(200 << 10)),
+            ("300 KiB of text, every block compressed", text(300 << 10)),
+            ("text then noise: stored blocks moved", [text(70 << 10), noise(130 << 10)].concat()),
+            ("noise, text, noise", [noise(k), text(k), noise(10 << 10)].concat()),
+            ("one byte of noise at the end", [text(k), noise(1)].concat()),
+        ];
+        for prefix in [0usize, 61] {
+            for (name, data) in &cases {
+                let mut expected = vec![0xAB; prefix];
+                super::compress_to(Compression::Lz4, data, &mut expected, 2).unwrap();
+                let mut out = vec![0xAB; prefix];
+                super::lz4_begin_in_place(&mut out, data.len());
+                let at = out.len();
+                out.extend_from_slice(data);
+                let end = super::lz4_frame_in_place(&mut out, prefix, at).unwrap();
+                out.truncate(end);
+                out.put_u32_le(0);
+                assert!(out == expected, "{name}, {prefix} bytes before the frame");
+            }
+        }
+        // Less room than blocks: an error, not a frame that overwrote its own input.
+        let mut out = Vec::new();
+        super::lz4_begin_in_place(&mut out, k);
+        let at = out.len();
+        out.extend_from_slice(&noise(k + 1));
+        assert!(super::lz4_frame_in_place(&mut out, 0, at).is_err());
     }
 
     /// Frames lz4_flex's frame encoder writes with every option, of data of every kind: the

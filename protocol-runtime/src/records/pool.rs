@@ -223,6 +223,40 @@ mod tests {
     /// left longer by a larger batch before), a batch is byte for byte what `build_from`
     /// writes into a fresh buffer, for every codec.
     #[test]
+    fn an_lz4_batch_is_its_uncompressed_records_compressed() {
+        use crate::records::batch::BATCH_HEADER_SIZE;
+        use crate::records::{compress, Compression, Record, RecordBatchBuilder};
+        // Values cut from one stream of noise, so that no two repeat each other.
+        let stream = Bytes::from(crate::records::compression::tests::incompressible(512 << 10));
+        let mut at = 0;
+        let mut noise = |n: usize| {
+            at += n;
+            stream.slice(at - n..at)
+        };
+        // One stored block, stored blocks over several, compressed ones, both mixed.
+        let shapes: Vec<Vec<Bytes>> = vec![
+            (0..3).map(|_| noise(16 << 10)).collect(),
+            (0..7).map(|_| noise(16 << 10)).collect(),
+            (0..500).map(|i| Bytes::from(format!("value {i} ").repeat(20))).collect(),
+            (0..6).map(|i| if i % 2 == 0 { Bytes::from("text ".repeat(5000)) } else { noise(30 << 10) }).collect(),
+        ];
+        for values in shapes {
+            let records: Vec<Record> =
+                values.iter().enumerate().map(|(i, v)| Record::new(i as i64, 1_700_000_000_000 + i as i64, None, Some(v.clone()))).collect();
+            let plain = RecordBatchBuilder::new().build_from_pooled(&records).unwrap();
+            let mut expected = Vec::new();
+            compress(Compression::Lz4, &plain[BATCH_HEADER_SIZE..], &mut expected, 2).unwrap();
+            for lz4 in [RecordBatchBuilder::new().compression(Compression::Lz4).build_from_pooled(&records).unwrap(), {
+                let mut fresh = Vec::new();
+                RecordBatchBuilder::new().compression(Compression::Lz4).build_from(&records, &mut fresh).unwrap();
+                Bytes::from(fresh)
+            }] {
+                assert!(lz4[BATCH_HEADER_SIZE..] == expected[..], "{} records of {} bytes", records.len(), values[0].len());
+            }
+        }
+    }
+
+    #[test]
     fn a_pooled_batch_is_what_a_fresh_buffer_gets() {
         use crate::records::{Compression, Record, RecordBatchBuilder};
         let mut held = Vec::new();
