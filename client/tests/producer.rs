@@ -323,7 +323,16 @@ async fn produce_names_topics_by_id_and_follows_a_recreated_topic() {
     let Some(b) = Broker::from_env("produce_names_topics_by_id_and_follows_a_recreated_topic") else { return };
     let direct = b.client().await;
     let name = topic(&direct, "kw-by-id", 2).await;
-    let node = direct.metadata().leader(&name, 0).expect("a leader");
+    // The cache may not have the new topic's leader yet (one CI run): asked again, for 10 s.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let node = loop {
+        if let Some(node) = direct.metadata().leader(&name, 0) {
+            break node;
+        }
+        assert!(std::time::Instant::now() < deadline, "no leader for {name}-0 within 10 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let _ = direct.refresh_metadata().await;
+    };
     let broker_max = direct.node_version(node, ApiKey::Produce).await.unwrap();
     let trace = std::env::temp_dir().join(unique("kw-by-id-trace"));
     let proxy = kwire_proxy::Proxy::start(kwire_proxy::Config::new(b.var("PLAINTEXT")).trace(&trace)).await.unwrap();

@@ -66,7 +66,12 @@ async fn broker(script: Arc<Script>) -> String {
                 let n = script.produces.fetch_add(1, Ordering::SeqCst);
                 let held = script.hold_and_fail.is_some_and(|(at, _)| at == n);
                 if let (true, Some((_, d))) = (held, script.hold_and_fail) {
-                    std::thread::sleep(d);
+                    // Off the worker (the one test holding runs on a multi-thread runtime): a
+                    // plain sleep kept the worker for the whole hold, with any task tokio had
+                    // just put in its LIFO slot, which the other worker cannot steal. One CI
+                    // run sent nothing behind the held batch during the hold; whether that slot
+                    // was why, 24 runs under load did not show.
+                    tokio::task::block_in_place(|| std::thread::sleep(d));
                 }
                 use kwire::records::{Batch, RecordsField};
                 let mut batch = None;
