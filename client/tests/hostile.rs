@@ -367,8 +367,8 @@ async fn drive(addr: String, tally: Arc<Tally>, start: Instant) -> Seen {
 
 /// Clients driven at once. Most of a round is waiting, and how long is chance: a record whose
 /// answers were mutated in turn waits out its 2 s delivery timeout, and one client alone took
-/// 13-129 s for the 10,000 answers (that many expiries, one after another); three overlap
-/// their waits (4-7 s).
+/// 13-129 s for the 10,000 answers, by how many such waits came one after another; three
+/// overlap their waits (4-7 s).
 const DRIVERS: usize = 3;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
