@@ -43,6 +43,10 @@ pub struct ProduceArgs {
     /// Compression: none, gzip, snappy, lz4, zstd.
     #[arg(short = 'z', long, default_value = "none", value_parser = parse_compression)]
     pub compression: Compression,
+    /// Send a batch uncompressed when the codec does not make it smaller (as kcat does, by
+    /// librdkafka; Java's producer always compresses).
+    #[arg(long)]
+    pub compress_only_if_smaller: bool,
     /// Acknowledgements: 0, 1 or all (-1).
     #[arg(long, default_value = "all", value_parser = parse_acks)]
     pub acks: Acks,
@@ -173,6 +177,7 @@ pub async fn run(client: Client, args: ProduceArgs, out: &mut impl Write) -> Res
         acks: args.acks,
         idempotence: transactional || (!args.no_idempotence && args.acks == Acks::All),
         compression: args.compression,
+        compress_only_if_smaller: args.compress_only_if_smaller,
         transactional_id: args.transactional_id.clone(),
         ..ProducerConfig::default()
     };

@@ -12,6 +12,7 @@ use kwire::messages::{
     *,
 };
 use kwire::{ApiKey, RequestKind, ResponseKind};
+use kwire::records::Compression;
 use kwire_client::{Client, ClientConfig, Error, Producer, ProducerConfig, ProducerError, ProducerRecord};
 
 #[derive(Default)]
@@ -45,6 +46,8 @@ struct Script {
     inits: std::sync::Mutex<Vec<(i64, i16)>>,
     /// The epoch the first InitProducerId answers with (later ones: 0); ids count up from 7.
     first_epoch: i16,
+    /// Every batch's codec and its records' values, in arrival order.
+    contents: std::sync::Mutex<Vec<(Compression, Vec<Vec<u8>>)>>,
 }
 
 async fn broker(script: Arc<Script>) -> String {
@@ -80,6 +83,8 @@ async fn broker(script: Arc<Script>) -> String {
                         script.sequences.lock().unwrap().push((b.producer_id(), b.base_sequence()));
                         script.batches.lock().unwrap().push((b.producer_id(), b.producer_epoch(), b.base_sequence()));
                         batch = Some((b.base_sequence(), b.last_offset_delta() + 1));
+                        let values = b.records().unwrap().map(|r| r.unwrap().value.map(|v| v.to_vec()).unwrap_or_default()).collect();
+                        script.contents.lock().unwrap().push((b.compression(), values));
                     }
                 }
                 let mut error_code = if n < script.failures || held { script.error } else { 0 };
@@ -407,6 +412,36 @@ async fn callbacks_get_each_records_offset_in_order_and_flush_waits_for_them() {
     }
     assert!(script.produces.load(Ordering::SeqCst) >= 10, "several batches");
     producer.close().await.unwrap();
+}
+
+/// `compress_only_if_smaller`: a batch lz4 cannot shrink goes uncompressed, one it can goes
+/// compressed; without the setting both go compressed, as Java's do.
+#[tokio::test]
+async fn batches_that_do_not_shrink_go_uncompressed_only_when_asked() {
+    // 4 KiB of noise (xorshift) and 4 KiB of one repeated line.
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let noise: Vec<u8> = (0..4096)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let text = "the same line again\n".repeat(200).into_bytes();
+    for asked in [true, false] {
+        let config = ProducerConfig { compression: Compression::Lz4, compress_only_if_smaller: asked, ..config() };
+        let (script, producer) = scripted_with(Script::default(), config).await;
+        for value in [&noise, &text] {
+            producer.send(ProducerRecord::new("t", value.clone())).await.unwrap().await.unwrap();
+        }
+        producer.close().await.unwrap();
+        let contents = script.contents.lock().unwrap().clone();
+        let codecs: Vec<Compression> = contents.iter().map(|c| c.0).collect();
+        let expected = if asked { [Compression::None, Compression::Lz4] } else { [Compression::Lz4, Compression::Lz4] };
+        assert_eq!(codecs, expected, "compress_only_if_smaller: {asked}");
+        assert_eq!(contents.iter().map(|c| c.1.clone()).collect::<Vec<_>>(), [vec![noise.clone()], vec![text.clone()]]);
+    }
 }
 
 #[tokio::test]

@@ -86,6 +86,12 @@ pub struct ProducerConfig {
     pub linger: Duration,
     /// `compression.type` (none).
     pub compression: Compression,
+    /// Send a batch uncompressed when `compression` does not make it smaller (false). Data
+    /// that does not compress (encrypted, already compressed, random) then costs the broker
+    /// no inflating to validate it and consumers none to read it. librdkafka and franz-go
+    /// always do this; Java's producer has no such setting and compresses every batch, hence
+    /// the default.
+    pub compress_only_if_smaller: bool,
     /// `retries` (unbounded: the delivery timeout bounds them).
     pub retries: u32,
     /// `retry.backoff.ms` (100 ms), doubling per attempt up to `retry_backoff_max` (1 s).
@@ -133,6 +139,7 @@ impl Default for ProducerConfig {
             batch_size: 16384,
             linger: Duration::from_millis(5),
             compression: Compression::None,
+            compress_only_if_smaller: false,
             retries: u32::MAX,
             retry_backoff: Duration::from_millis(100),
             retry_backoff_max: Duration::from_secs(1),

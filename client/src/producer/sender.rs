@@ -306,7 +306,10 @@ impl BrokerSender {
         let mut records = 0;
         let mut ratios = Vec::new();
         for ReadyBatch { topic, partition, batch } in &batches {
-            let mut builder = RecordBatchBuilder::new().compression(cfg.compression).transactional(self.shared.txn.is_some());
+            let mut builder = RecordBatchBuilder::new()
+                .compression(cfg.compression)
+                .compress_only_if_smaller(cfg.compress_only_if_smaller)
+                .transactional(self.shared.txn.is_some());
             if let Some((pid, epoch, seq)) = batch.sequence {
                 builder = builder.producer(pid, epoch, seq);
             }

@@ -5,12 +5,12 @@ use bytes::{BufMut, Bytes, BytesMut};
 use crate::error::{EncodeError, RecordsEncodeError};
 
 use super::batch::{
-    ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE, ATTR_TRANSACTIONAL, BATCH_HEADER_SIZE, CRC_START,
+    ATTR_COMPRESSION_MASK, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE, ATTR_TRANSACTIONAL, BATCH_HEADER_SIZE, CRC_START,
 };
 use super::control::{ControlRecord, EndTxnMarker};
 use super::legacy::{encode_message, ATTR_TIMESTAMP_TYPE as LEGACY_ATTR_TIMESTAMP_TYPE};
 #[cfg(feature = "lz4")]
-use super::compression::{lz4_begin_in_place, lz4_frame_in_place};
+use super::compression::{lz4_begin_in_place, lz4_frame_in_place, lz4_unframe_stored};
 use super::compression::{compress_bound, compress_to};
 use super::record::{body_len, write_record, Record, Stage};
 use super::{
@@ -138,6 +138,7 @@ pub struct RecordBatchBuilder {
     producer_id: i64,
     producer_epoch: i16,
     base_sequence: i32,
+    compress_only_if_smaller: bool,
     records: Vec<Record>,
 }
 
@@ -154,6 +155,7 @@ impl Default for RecordBatchBuilder {
             producer_id: NO_PRODUCER_ID,
             producer_epoch: NO_PRODUCER_EPOCH,
             base_sequence: NO_SEQUENCE,
+            compress_only_if_smaller: false,
             records: Vec::new(),
         }
     }
@@ -174,6 +176,29 @@ impl RecordBatchBuilder {
     /// Sets the compression codec.
     pub fn compression(mut self, compression: Compression) -> Self {
         self.compression = compression;
+        self
+    }
+
+    /// With `true`, a batch whose records do not compress to fewer bytes than they take is
+    /// written uncompressed (its codec none), as librdkafka and franz-go write such batches:
+    /// the broker then stores it without inflating it to validate it, and consumers read it
+    /// without inflating it. Off by default, as Java's producer compresses every batch.
+    ///
+    /// ```
+    /// use kwire_runtime::records::{Compression, Record, RecordBatch, RecordBatchBuilder};
+    ///
+    /// // Eight bytes lz4 cannot shrink: the frame would add its header and block sizes.
+    /// let records = [Record::new(0, 1_700_000_000_000, None, Some("qZ3x9Lk2".into()))];
+    /// let lz4 = RecordBatchBuilder::new().compression(Compression::Lz4);
+    /// let mut batch = Vec::new();
+    /// lz4.clone().compress_only_if_smaller(true).build_from(&records, &mut batch)?;
+    /// let mut plain = Vec::new();
+    /// RecordBatchBuilder::new().build_from(&records, &mut plain)?;
+    /// assert_eq!(batch, plain);
+    /// # Ok::<(), kwire_runtime::EncodeError>(())
+    /// ```
+    pub fn compress_only_if_smaller(mut self, yes: bool) -> Self {
+        self.compress_only_if_smaller = yes;
         self
     }
 
@@ -376,6 +401,8 @@ impl RecordBatchBuilder {
         out.put_i16(self.producer_epoch);
         out.put_i32(self.base_sequence);
         out.put_i32(count);
+        // Set when `compress_only_if_smaller` left the records uncompressed.
+        let mut uncompressed_after_all = false;
         let max_timestamp = match self.compression {
             Compression::None => write_records(records, base_offset, base_timestamp, out)?,
             // The records written once, into the frame's own room: no copy of them into the
@@ -387,17 +414,42 @@ impl RecordBatchBuilder {
                 let data = out.as_mut().len();
                 let max = write_records(records, base_offset, base_timestamp, out)?;
                 let end = lz4_frame_in_place(out.as_mut(), frame, data)?;
-                out.cut(end);
-                out.put_u32_le(0);
+                // The frame with its end mark, against the records it holds.
+                if self.compress_only_if_smaller && end + 4 - frame >= records_len {
+                    match lz4_unframe_stored(out.as_mut(), frame, data, end) {
+                        Some(plain_end) => out.cut(plain_end),
+                        // Blocks moved, or compressed over the records: written again.
+                        None => {
+                            out.cut(frame);
+                            write_records(records, base_offset, base_timestamp, out)?;
+                        }
+                    }
+                    uncompressed_after_all = true;
+                } else {
+                    out.cut(end);
+                    out.put_u32_le(0);
+                }
                 max
             }
             _ => with_plain(|plain| {
                 plain.reserve(records_len);
                 let max = write_records(records, base_offset, base_timestamp, plain)?;
+                let at = out.as_mut().len();
                 compress_to(self.compression, plain, out, 2)?;
+                if self.compress_only_if_smaller && out.as_mut().len() - at >= plain.len() {
+                    out.cut(at);
+                    out.put_slice(plain);
+                    uncompressed_after_all = true;
+                }
                 Ok(max)
             })?,
         };
+        if uncompressed_after_all {
+            let attributes = self.attributes() & !ATTR_COMPRESSION_MASK;
+            if let Some(slot) = out.as_mut().get_mut(start + 21..start + 23) {
+                slot.copy_from_slice(&attributes.to_be_bytes());
+            }
+        }
         let batch_len = out.as_mut().len() - start - super::LOG_OVERHEAD;
         let batch_len =
             i32::try_from(batch_len).map_err(|_| encode_invalid(RecordsEncodeError::BatchTooLarge(Some(batch_len))))?;

@@ -217,6 +217,23 @@ mod lz4_reuse {
         out.put_bytes(0, len.div_ceil(BLOCK).saturating_mul(4));
     }
 
+    /// When [`frame_in_place`] left the data as one stored block where it was written (it did
+    /// not shrink), moves it down over the frame's header to `frame` and returns where it then
+    /// ends; `None` when the frame holds anything else.
+    // Offsets within `buf`, each checked against its length by the slicing `get`s.
+    #[allow(clippy::arithmetic_side_effects)]
+    pub(super) fn unframe_stored(buf: &mut [u8], frame: usize, data: usize, end: usize) -> Option<usize> {
+        let len = end.checked_sub(data)?;
+        let word = (len as u32 | UNCOMPRESSED).to_le_bytes();
+        let one_stored_block =
+            data == frame + 7 + 4 && len <= BLOCK && end <= buf.len() && buf.get(frame + 7..data) == Some(&word[..]);
+        if !one_stored_block {
+            return None;
+        }
+        buf.copy_within(data..end, frame);
+        Some(frame + len)
+    }
+
     /// Frames the data `buf[data..]`, written after [`begin_in_place`]'s header (at `frame`)
     /// and room: what [`compress`] writes for that data, block by block in order, each block
     /// compressed through the thread's scratch buffer or, when it does not shrink, stored
@@ -554,6 +571,13 @@ pub(super) fn lz4_begin_in_place(out: &mut impl BufMut, len: usize) {
 #[cfg(feature = "lz4")]
 pub(super) fn lz4_frame_in_place(buf: &mut [u8], frame: usize, data: usize) -> Result<usize, EncodeError> {
     lz4_reuse::frame_in_place(buf, frame, data).map_err(|e| compress_failed(Compression::Lz4, e))
+}
+
+/// The data of an lz4 frame written in place that stayed one stored block, moved down to
+/// `frame` (where the frame began): its new end, or `None` when the frame is not that.
+#[cfg(feature = "lz4")]
+pub(super) fn lz4_unframe_stored(buf: &mut [u8], frame: usize, data: usize, end: usize) -> Option<usize> {
+    lz4_reuse::unframe_stored(buf, frame, data, end)
 }
 
 /// The most [`compress_to`] appends for `len` bytes, where that is cheap to know (none, lz4,

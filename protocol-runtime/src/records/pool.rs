@@ -219,6 +219,25 @@ mod tests {
         }
     }
 
+    /// Batches' values for the lz4 tests: one stored block, stored blocks over several, one
+    /// tiny stored block, compressed blocks, stored and compressed mixed. The noise is cut
+    /// from one stream, so that no two values repeat each other.
+    fn value_shapes() -> Vec<Vec<Bytes>> {
+        let stream = Bytes::from(crate::records::compression::tests::incompressible(512 << 10));
+        let mut at = 0;
+        let mut noise = |n: usize| {
+            at += n;
+            stream.slice(at - n..at)
+        };
+        vec![
+            (0..3).map(|_| noise(16 << 10)).collect(),
+            (0..7).map(|_| noise(16 << 10)).collect(),
+            vec![noise(10)],
+            (0..500).map(|i| Bytes::from(format!("value {i} ").repeat(20))).collect(),
+            (0..6).map(|i| if i % 2 == 0 { Bytes::from("text ".repeat(5000)) } else { noise(30 << 10) }).collect(),
+        ]
+    }
+
     /// Built into the pool, batch after batch with the earlier ones held (and the scratch
     /// left longer by a larger batch before), a batch is byte for byte what `build_from`
     /// writes into a fresh buffer, for every codec.
@@ -226,21 +245,7 @@ mod tests {
     fn an_lz4_batch_is_its_uncompressed_records_compressed() {
         use crate::records::batch::BATCH_HEADER_SIZE;
         use crate::records::{compress, Compression, Record, RecordBatchBuilder};
-        // Values cut from one stream of noise, so that no two repeat each other.
-        let stream = Bytes::from(crate::records::compression::tests::incompressible(512 << 10));
-        let mut at = 0;
-        let mut noise = |n: usize| {
-            at += n;
-            stream.slice(at - n..at)
-        };
-        // One stored block, stored blocks over several, compressed ones, both mixed.
-        let shapes: Vec<Vec<Bytes>> = vec![
-            (0..3).map(|_| noise(16 << 10)).collect(),
-            (0..7).map(|_| noise(16 << 10)).collect(),
-            (0..500).map(|i| Bytes::from(format!("value {i} ").repeat(20))).collect(),
-            (0..6).map(|i| if i % 2 == 0 { Bytes::from("text ".repeat(5000)) } else { noise(30 << 10) }).collect(),
-        ];
-        for values in shapes {
+        for values in value_shapes() {
             let records: Vec<Record> =
                 values.iter().enumerate().map(|(i, v)| Record::new(i as i64, 1_700_000_000_000 + i as i64, None, Some(v.clone()))).collect();
             let plain = RecordBatchBuilder::new().build_from_pooled(&records).unwrap();
@@ -254,6 +259,43 @@ mod tests {
                 assert!(lz4[BATCH_HEADER_SIZE..] == expected[..], "{} records of {} bytes", records.len(), values[0].len());
             }
         }
+    }
+
+    /// With `compress_only_if_smaller`, for every codec: a batch whose compressed records
+    /// would take no fewer bytes is, byte for byte, the batch built without a codec; one that
+    /// shrinks is the batch built without the option. Pooled and fresh alike, over one stored
+    /// lz4 block (moved down in place), stored blocks over several (written again), compressed
+    /// and mixed blocks.
+    #[test]
+    fn a_batch_that_does_not_shrink_goes_uncompressed_when_asked() {
+        use crate::records::batch::BATCH_HEADER_SIZE;
+        use crate::records::{Compression, Record, RecordBatchBuilder};
+        let (mut shrank, mut kept) = (0, 0);
+        for values in &value_shapes() {
+            let records: Vec<Record> =
+                values.iter().enumerate().map(|(i, v)| Record::new(i as i64, 1_700_000_000_000 + i as i64, None, Some(v.clone()))).collect();
+            let plain = RecordBatchBuilder::new().producer(7, 1, 100).build_from_pooled(&records).unwrap();
+            for c in Compression::ALL.into_iter().filter(|&c| c != Compression::None) {
+                let builder = RecordBatchBuilder::new().compression(c).producer(7, 1, 100);
+                let compressed = builder.build_from_pooled(&records).unwrap();
+                let expected = if compressed.len() < plain.len() { &compressed } else { &plain };
+                if compressed.len() < plain.len() {
+                    shrank += 1;
+                } else {
+                    kept += 1;
+                }
+                let asked = builder.clone().compress_only_if_smaller(true);
+                let mut fresh = Vec::new();
+                asked.build_from(&records, &mut fresh).unwrap();
+                let pooled = asked.build_from_pooled(&records).unwrap();
+                let what = format!("{c}, {} records of {} bytes", records.len(), values[0].len());
+                assert!(fresh[..] == expected[..], "{what}: fresh");
+                assert!(pooled[..] == expected[..], "{what}: pooled");
+                assert!(plain.len() > BATCH_HEADER_SIZE);
+            }
+        }
+        // Both outcomes were met.
+        assert!(shrank > 0 && kept > 0, "{shrank} shrank, {kept} kept");
     }
 
     #[test]

@@ -95,6 +95,9 @@ async fn produce(args: common::Args) {
         batch_size: 64 << 10,
         linger: Duration::from_millis(5),
         compression,
+        // What librdkafka and franz-go do unasked: a batch the codec cannot shrink goes
+        // uncompressed (Java's and confluent-kafka's producers compress every batch).
+        compress_only_if_smaller: true,
         ..Default::default()
     };
     let producer = Producer::new(client, config).unwrap_or_else(|e| fail(e));
