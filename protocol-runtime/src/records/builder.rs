@@ -185,7 +185,7 @@ impl RecordBatchBuilder {
     /// without inflating it. Off by default, as Java's producer compresses every batch.
     ///
     /// ```
-    /// use kwire_runtime::records::{Compression, Record, RecordBatch, RecordBatchBuilder};
+    /// use kwire_runtime::records::{Compression, Record, RecordBatchBuilder};
     ///
     /// // Eight bytes lz4 cannot shrink: the frame would add its header and block sizes.
     /// let records = [Record::new(0, 1_700_000_000_000, None, Some("qZ3x9Lk2".into()))];
