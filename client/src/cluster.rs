@@ -11,15 +11,18 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use kwire::messages::{metadata_request::MetadataRequestTopic, MetadataRequest};
 use kwire::{ByteString, ErrorCode, RequestKind, ResponseKind, Uuid};
 use tracing::{debug, info, warn, Instrument};
 
-use crate::conn::{ConnectOptions, Connection, InFlight};
+use crate::conn::{ConnectOptions, Connection, Connector, InFlight};
 use crate::error::{Error, Result};
 use crate::future::ClientFuture;
+use crate::random::Random;
 use crate::retry::Backoff;
 use crate::sasl::Sasl;
 #[cfg(feature = "tls")]
@@ -78,6 +81,20 @@ impl ClientConfig {
     /// The per-request timeout.
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.connection.request_timeout = timeout;
+        self
+    }
+
+    /// Opens broker connections with `connector` in place of TCP (an in-memory transport,
+    /// such as kwire-fake's).
+    pub fn connector(mut self, connector: Connector) -> Self {
+        self.connection.connector = Some(connector);
+        self
+    }
+
+    /// Seeds the client's random choices ([`ConnectOptions::seed`]): on tokio's paused clock
+    /// with an in-memory transport, a run replays exactly.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.connection.seed = Some(seed);
         self
     }
 }
@@ -180,17 +197,20 @@ struct Inner {
     in_use: Mutex<BTreeSet<String>>,
     /// A background refresh of the topics in use is asked for or running.
     update_pending: AtomicBool,
+    /// Reconnection backoff jitter.
+    random: Random,
 }
 
 impl Inner {
     fn new(config: ClientConfig, metadata: Arc<ClusterMetadata>) -> Arc<Inner> {
         Arc::new(Inner {
-            config,
             metadata: RwLock::new(metadata),
             slots: Mutex::new(HashMap::new()),
             refresh: tokio::sync::Mutex::new(None),
             in_use: Mutex::new(BTreeSet::new()),
             update_pending: AtomicBool::new(false),
+            random: Random::new(config.connection.seed, "cluster"),
+            config,
         })
     }
 }
@@ -273,7 +293,7 @@ impl Client {
             return Ok(current); // someone else refreshed while we waited
         }
         if let Some(at) = *last_request {
-            tokio::time::sleep_until((at + self.inner.config.metadata_refresh_backoff).into()).await;
+            tokio::time::sleep_until(at + self.inner.config.metadata_refresh_backoff).await;
         }
         *last_request = Some(Instant::now());
         let span = tracing::debug_span!("kafka.metadata_refresh", topics = topics.as_ref().map_or(0, Vec::len));
@@ -428,7 +448,7 @@ impl Client {
         slot.conn = None;
         if let Some(at) = slot.retry_at {
             // Bounded by reconnect_backoff_max.
-            tokio::time::sleep_until(at.into()).await;
+            tokio::time::sleep_until(at).await;
         }
         match Connection::connect(addr, &self.inner.config.connection).await {
             Ok(c) => {
@@ -440,7 +460,7 @@ impl Client {
             Err(e) => {
                 slot.failures = slot.failures.saturating_add(1);
                 let cfg = &self.inner.config;
-                let backoff = Backoff::exponential(cfg.reconnect_backoff, cfg.reconnect_backoff_max).delay(slot.failures);
+                let backoff = Backoff::exponential(cfg.reconnect_backoff, cfg.reconnect_backoff_max, self.inner.random.clone()).delay(slot.failures);
                 slot.retry_at = Some(Instant::now() + backoff);
                 warn!(addr = %addr, error = %e, ?backoff, "connect failed");
                 Err(e)

@@ -9,7 +9,7 @@
 //! and the next request opens a new connection. Sockets have TCP keepalive on, so an idle
 //! connection to a vanished peer is found too.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -48,6 +48,65 @@ pub struct ConnectOptions {
     pub request_timeout: Duration,
     /// The largest response frame accepted.
     pub max_frame_size: usize,
+    /// Opens the byte stream to a broker in place of TCP (TLS and SASL still run over it):
+    /// an in-memory transport such as kwire-fake's, for tests that need no port.
+    pub connector: Option<Connector>,
+    /// The seed of the client's random choices (backoff jitter, sticky partitions,
+    /// re-authentication timing), for tests that replay a run exactly; from the OS when `None`.
+    pub seed: Option<u64>,
+}
+
+/// Any stream a connection can run over: TCP, TLS, an in-memory pipe.
+pub trait Transport: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Transport for T {}
+
+/// The future a [`Connector`] returns.
+pub type Connecting = Pin<Box<dyn std::future::Future<Output = std::io::Result<Box<dyn Transport>>> + Send>>;
+
+/// Opens the stream to a broker's `host:port`, in place of a TCP connection
+/// ([`ConnectOptions::connector`]).
+///
+/// ```
+/// use kwire_client::{ClientConfig, Connector};
+///
+/// // Every broker address reaches one in-memory pipe's far end (a test's fake broker).
+/// let connector = Connector::new(|addr: &str| {
+///     let addr = addr.to_owned();
+///     async move {
+///         let (client, _broker) = tokio::io::duplex(64 << 10);
+///         let _ = addr; // a fake cluster picks its broker by the address
+///         Ok(client)
+///     }
+/// });
+/// let config = ClientConfig::new("broker-0:9092").connector(connector);
+/// # let _ = config;
+/// ```
+#[derive(Clone)]
+pub struct Connector(Arc<dyn Fn(&str) -> Connecting + Send + Sync>);
+
+impl Connector {
+    /// A connector from an async function of the address.
+    pub fn new<F, Fut, T>(connect: F) -> Connector
+    where
+        F: Fn(&str) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = std::io::Result<T>> + Send + 'static,
+        T: Transport + 'static,
+    {
+        Connector(Arc::new(move |addr| {
+            let fut = connect(addr);
+            Box::pin(async move { fut.await.map(|t| Box::new(t) as Box<dyn Transport>) })
+        }))
+    }
+
+    fn connect(&self, addr: &str) -> Connecting {
+        (self.0)(addr)
+    }
+}
+
+impl std::fmt::Debug for Connector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Connector(..)")
+    }
 }
 
 impl ConnectOptions {
@@ -69,6 +128,8 @@ impl Default for ConnectOptions {
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
             max_frame_size: kwire::codec::DEFAULT_MAX_FRAME_SIZE,
+            connector: None,
+            seed: None,
         }
     }
 }
@@ -91,11 +152,9 @@ pub(crate) fn client_versions(api: ApiKey) -> VersionRange {
     }
 }
 
-trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 // The codec's frame decoder reserves room for a frame as its bytes arrive (at most 64 KiB ahead),
 // so a broker claiming a 100 MB frame and sending 10 bytes costs little (tests/hostile.rs).
-type Stream = Framed<Pin<Box<dyn Io>>, ClientCodec>;
+type Stream = Framed<Pin<Box<dyn Transport>>, ClientCodec>;
 
 type Reply = oneshot::Sender<Result<Option<ResponseFrame>>>;
 
@@ -224,15 +283,19 @@ impl Connection {
 
     async fn connect_inner(addr: &str, options: &ConnectOptions) -> Result<Connection> {
         let io_err = |e: std::io::Error| Error::Io { addr: addr.to_owned(), message: e.to_string() };
-        let tcp = tokio::time::timeout(options.connect_timeout, TcpStream::connect(addr))
-            .await
-            .map_err(|_| Error::Io { addr: addr.to_owned(), message: format!("connect timed out after {:?}", options.connect_timeout) })?
-            .map_err(io_err)?;
-        tcp.set_nodelay(true).map_err(io_err)?;
-        set_keepalive(&tcp).map_err(io_err)?;
+        let timed_out = || Error::Io { addr: addr.to_owned(), message: format!("connect timed out after {:?}", options.connect_timeout) };
+        let tcp: Box<dyn Transport> = match &options.connector {
+            Some(connector) => tokio::time::timeout(options.connect_timeout, connector.connect(addr)).await.map_err(|_| timed_out())?.map_err(io_err)?,
+            None => {
+                let tcp = tokio::time::timeout(options.connect_timeout, TcpStream::connect(addr)).await.map_err(|_| timed_out())?.map_err(io_err)?;
+                tcp.set_nodelay(true).map_err(io_err)?;
+                set_keepalive(&tcp).map_err(io_err)?;
+                Box::new(tcp)
+            }
+        };
         #[cfg(feature = "tls")]
-        let io: Pin<Box<dyn Io>> = match &options.tls {
-            None => Box::pin(tcp),
+        let io: Pin<Box<dyn Transport>> = match &options.tls {
+            None => Box::into_pin(tcp),
             Some(tls) => {
                 let config = tls.build()?;
                 let name = tls.name_for(host_of(addr))?;
@@ -246,7 +309,7 @@ impl Connection {
             }
         };
         #[cfg(not(feature = "tls"))]
-        let io: Pin<Box<dyn Io>> = Box::pin(tcp);
+        let io: Pin<Box<dyn Transport>> = Box::into_pin(tcp);
         let metrics = ConnectionMetrics::of(&options.client_id);
         metrics.created.increment(1);
         metrics.open.increment(1.0);
@@ -558,7 +621,7 @@ impl Connection {
 
     fn schedule_reauthentication(&self, sasl: Sasl, lifetime_ms: i64) {
         // As Kafka's Java client: at 85-95% of the session lifetime.
-        let jitter = crate::retry::random_unit();
+        let jitter = crate::random::Random::new(self.shared.options.seed, &self.shared.addr).unit();
         let after = Duration::from_millis(((lifetime_ms as f64) * (0.85 + 0.10 * jitter)) as u64);
         let weak: Weak<Shared> = Arc::downgrade(&self.shared);
         tokio::spawn(async move {
@@ -668,15 +731,31 @@ async fn write_chunks<W: AsyncWrite + Unpin + ?Sized>(io: &mut W, chunks: Vec<By
 /// Owns the stream: writes requests as they come, reads responses and hands each to the
 /// request with its correlation id. Any error ends the connection, failing what waits.
 async fn io_task(mut framed: Stream, mut rx: mpsc::Receiver<Command>, abort: Arc<tokio::sync::Notify>, shared: Weak<Shared>, metrics: Arc<ConnectionMetrics>) {
-    let mut pending: HashMap<i32, (ApiKey, Reply)> = HashMap::new();
+    // In correlation id order: at a close, the requests fail in the order they were sent.
+    let mut pending: BTreeMap<i32, (ApiKey, Reply)> = BTreeMap::new();
     let mut fetch_buffers = FetchBuffers::default();
     let addr = shared.upgrade().map(|s| s.addr.clone()).unwrap_or_default();
     let error = loop {
         tokio::select! {
+            biased;
             () = abort.notified() => {
                 break Some(shared.upgrade().and_then(|s| s.close_reason.lock().ok().and_then(|r| r.clone()))
                     .unwrap_or_else(|| Error::Disconnected(format!("connection to {addr} closed"))));
             }
+            frame = framed.next() => match frame {
+                None => break Some(Error::Disconnected(format!("{addr} closed the connection"))),
+                Some(Err(e)) => break Some(Error::codec(&addr, e)),
+                Some(Ok(frame)) => {
+                    metrics.responses.increment(1);
+                    trace!(api = frame.api_key.name(), correlation_id = frame.header.correlation_id, "response read");
+                    if frame.api_key == ApiKey::Fetch {
+                        fetch_buffers.after_fetch(framed.read_buffer_mut());
+                    }
+                    if let Some((_, reply)) = pending.remove(&frame.header.correlation_id) {
+                        let _ = reply.send(Ok(Some(frame)));
+                    }
+                }
+            },
             command = rx.recv() => {
                 let Some(Command { request, reply }) = command else { break None };
                 let id = request.header.correlation_id;
@@ -703,20 +782,6 @@ async fn io_task(mut framed: Stream, mut rx: mpsc::Receiver<Command>, abort: Arc
                     }
                 }
             }
-            frame = framed.next() => match frame {
-                None => break Some(Error::Disconnected(format!("{addr} closed the connection"))),
-                Some(Err(e)) => break Some(Error::codec(&addr, e)),
-                Some(Ok(frame)) => {
-                    metrics.responses.increment(1);
-                    trace!(api = frame.api_key.name(), correlation_id = frame.header.correlation_id, "response read");
-                    if frame.api_key == ApiKey::Fetch {
-                        fetch_buffers.after_fetch(framed.read_buffer_mut());
-                    }
-                    if let Some((_, reply)) = pending.remove(&frame.header.correlation_id) {
-                        let _ = reply.send(Ok(Some(frame)));
-                    }
-                }
-            },
         }
     };
     if let Some(e) = &error {
@@ -732,7 +797,7 @@ async fn io_task(mut framed: Stream, mut rx: mpsc::Receiver<Command>, abort: Arc
         s.closed.store(true, Ordering::Release);
     }
     rx.close();
-    for (_, (api, reply)) in pending.drain() {
+    for (_, (api, reply)) in std::mem::take(&mut pending) {
         // After a timeout, each request in flight fails as timed out (Java's
         // `NetworkClient` cancels them so): retriable, on a new connection.
         let e = match &e {

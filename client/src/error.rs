@@ -409,6 +409,22 @@ pub enum ProducerError {
         /// The broker's message, if any.
         message: Option<String>,
     },
+    /// The records may or may not have been written, and could not be sent again without the
+    /// risk of writing them twice: an attempt of their batch ended without the broker's answer
+    /// (a lost connection, a timeout, a broker that appended but could not replicate in time),
+    /// then the partition's sequences had to start over under a new producer epoch. A copy of
+    /// the batch still on its way to the broker, or already in its log, would be written again
+    /// under new sequence numbers.
+    OutcomeUnknown {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// How many records of the batch failed.
+        records: usize,
+        /// The error of the attempt whose outcome is unknown.
+        last_error: Option<Box<Error>>,
+    },
     /// The batch could not be encoded.
     Encoding {
         /// The topic.
@@ -533,7 +549,7 @@ impl ProducerError {
     /// the record is sent again; a closed or fenced producer, a record too large or one that
     /// cannot be encoded will not.
     fn is_retriable(&self) -> bool {
-        matches!(self, ProducerError::BufferFull { .. } | ProducerError::DeliveryTimeout { .. })
+        matches!(self, ProducerError::BufferFull { .. } | ProducerError::DeliveryTimeout { .. } | ProducerError::OutcomeUnknown { .. })
     }
 }
 
@@ -696,6 +712,13 @@ impl fmt::Display for ProducerError {
                 write!(f, "fenced writing to {topic}-{partition}: {}", code.name().unwrap_or("PRODUCER_FENCED"))?;
                 if let Some(m) = message.as_deref().filter(|m| !m.is_empty()) {
                     write!(f, ": {m}")?;
+                }
+                Ok(())
+            }
+            ProducerError::OutcomeUnknown { topic, partition, records, last_error } => {
+                write!(f, "{records} record(s) for {topic}-{partition} may or may not have been written, and cannot be sent again without risking a second copy")?;
+                if let Some(e) = last_error {
+                    write!(f, ": {e}")?;
                 }
                 Ok(())
             }

@@ -36,11 +36,14 @@ mod error;
 mod future;
 mod group;
 pub mod metrics;
+#[doc(hidden)]
+pub mod mutation;
 mod offsets;
 #[cfg(feature = "oidc")]
 mod oidc;
 pub mod partitioner;
 mod producer;
+mod random;
 mod retry;
 mod sasl;
 mod share;
@@ -60,7 +63,7 @@ pub use admin::{
 pub use assignor::Assignor;
 pub use future::ClientFuture;
 pub use cluster::{BrokerInfo, Client, ClientConfig, ClusterMetadata, PartitionInfo, TopicInfo};
-pub use conn::{ConnectOptions, Connection, Versions};
+pub use conn::{ConnectOptions, Connection, Connector, Transport, Versions};
 pub use consumer::{
     Consumer, ConsumerConfig, ConsumerGroupMetadata, ConsumerRecord, FetchStats, IsolationLevel, ListenerFuture, OffsetReset, RebalanceListener,
 };

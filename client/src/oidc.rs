@@ -8,7 +8,9 @@
 
 use std::fmt;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use reqwest::header::{ACCEPT, CACHE_CONTROL};
 use tracing::{debug, warn};
@@ -328,7 +330,7 @@ impl OidcProvider {
     /// be reached or fails on its side, for at most `retry_backoff_max` in all (Java's `Retry`);
     /// a refusal (401 for bad credentials, say) at once.
     pub async fn fetch(&self) -> Result<OAuthBearerToken, OAuthError> {
-        let backoff = Backoff::exponential(self.config.retry_backoff, self.config.retry_backoff_max);
+        let backoff = Backoff::exponential(self.config.retry_backoff, self.config.retry_backoff_max, crate::random::Random::new(None, "oidc"));
         let deadline = Instant::now() + self.config.retry_backoff_max;
         let mut failures = 0;
         loop {

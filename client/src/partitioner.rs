@@ -112,15 +112,6 @@ pub fn next_partition(random: u32, load: Option<&LoadStats>, available: &[i32], 
     }
 }
 
-/// A non-negative random number for [`next_partition`].
-pub(crate) fn random_positive() -> u32 {
-    let mut b = [0u8; 4];
-    match getrandom::getrandom(&mut b) {
-        Ok(()) => u32::from_le_bytes(b) & 0x7fff_ffff,
-        Err(_) => 0,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

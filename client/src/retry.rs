@@ -4,35 +4,36 @@
 
 use std::time::Duration;
 
+use crate::random::Random;
+
 /// Waits between attempts: `initial`, doubling per attempt up to `max`, with ±20% jitter
 /// (Java's `ExponentialBackoff` as `retry.backoff.ms` / `retry.backoff.max.ms` use it), or
 /// exactly `initial` every time when constant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(crate) struct Backoff {
     initial: Duration,
     max: Duration,
-    jitter: bool,
+    jitter: Option<Random>,
 }
 
 impl Backoff {
-    /// Exponential from `initial` to `max`, jittered.
-    pub(crate) fn exponential(initial: Duration, max: Duration) -> Backoff {
-        Backoff { initial, max, jitter: true }
+    /// Exponential from `initial` to `max`, jittered by `random`.
+    pub(crate) fn exponential(initial: Duration, max: Duration, random: Random) -> Backoff {
+        Backoff { initial, max, jitter: Some(random) }
     }
 
     /// `every` before each attempt after the first.
     pub(crate) fn constant(every: Duration) -> Backoff {
-        Backoff { initial: every, max: every, jitter: false }
+        Backoff { initial: every, max: every, jitter: None }
     }
 
     /// The wait after `failures` failed attempts (1 for the first retry).
     pub(crate) fn delay(&self, failures: u32) -> Duration {
         let exp = self.initial.saturating_mul(1u32 << failures.min(16).saturating_sub(1));
         let d = exp.min(self.max);
-        if self.jitter {
-            d.mul_f64(0.8 + 0.4 * random_unit())
-        } else {
-            d
+        match &self.jitter {
+            Some(random) => d.mul_f64(0.8 + 0.4 * random.unit()),
+            None => d,
         }
     }
 }
@@ -78,22 +79,13 @@ impl Retry {
     }
 }
 
-/// A uniform number in [0, 1) from the OS's randomness (0.5 without it): jitter only.
-pub(crate) fn random_unit() -> f64 {
-    let mut b = [0u8; 4];
-    match getrandom::getrandom(&mut b) {
-        Ok(()) => u32::from_le_bytes(b) as f64 / (u32::MAX as f64 + 1.0),
-        Err(_) => 0.5,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn exponential_doubles_up_to_the_max_within_the_jitter() {
-        let b = Backoff::exponential(Duration::from_millis(100), Duration::from_secs(1));
+        let b = Backoff::exponential(Duration::from_millis(100), Duration::from_secs(1), Random::new(None, "test"));
         for (failures, base) in [(1, 100), (2, 200), (3, 400), (4, 800), (5, 1000), (40, 1000)] {
             let d = b.delay(failures).as_millis() as u64;
             assert!(d >= base * 8 / 10 && d <= base * 12 / 10, "{failures}: {d}");
@@ -103,7 +95,7 @@ mod tests {
     #[tokio::test]
     async fn retry_waits_between_attempts_and_stops_at_the_limit() {
         let mut r = Retry::new(Backoff::constant(Duration::from_millis(10)), 3);
-        let start = std::time::Instant::now();
+        let start = tokio::time::Instant::now();
         assert!(r.next().await);
         assert!(start.elapsed() < Duration::from_millis(10), "no wait before the first");
         assert!(r.next().await && r.next().await);

@@ -192,6 +192,7 @@ impl Pusher {
             return true;
         }
         tokio::select! {
+            biased;
             () = tokio::time::sleep(d) => {}
             () = self.wake.notified() => {}
         }

@@ -310,6 +310,23 @@ async fn an_idempotent_producer_through_a_faulty_network_loses_and_duplicates_no
 
     let log = read_back(&b, &topic).await;
     let Audit { missing, duplicated, moved, out_of_order } = audit(&log, &acked);
+    if !duplicated.is_empty() {
+        // The evidence: the batches (producer epoch and base sequence) each copy was written in.
+        let reader = b.client().await;
+        let partitions: std::collections::BTreeSet<i32> = duplicated.iter().flat_map(|(_, at)| at.iter().map(|(p, _)| *p)).collect();
+        for p in partitions {
+            let count = log.iter().filter(|r| r.0 == p).count();
+            let mut batches: Vec<(i64, i16, i32, i64, usize)> = Vec::new();
+            for f in common::fetch_all(&reader, &topic, p, count).await {
+                let key = (f.producer_id, f.producer_epoch, f.base_sequence);
+                match batches.last_mut() {
+                    Some(last) if (last.0, last.1, last.2) == key => last.4 += 1,
+                    _ => batches.push((key.0, key.1, key.2, f.record.offset, 1)),
+                }
+            }
+            println!("partition {p}'s batches (producer id, epoch, base sequence, first offset, records): {batches:?}");
+        }
+    }
 
     println!(
         "fault network: {} records sent under faults, {} acknowledged, then {CALM} on the healed network ({} failed), {} errors ({errors:?}), {} in the log (read back by Java), \

@@ -16,7 +16,9 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use kwire::messages::{
     fetch_request::{FetchPartition, FetchTopic, ForgottenTopic},
@@ -353,7 +355,7 @@ impl Fetcher {
             self.record_lag(subscription);
         }
         if let (Some(_), Some(at)) = (until, self.refresh_at) {
-            tokio::time::sleep_until(at.into()).await;
+            tokio::time::sleep_until(at).await;
             self.refresh_metadata(client).await;
         }
         Ok(())

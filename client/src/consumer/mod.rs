@@ -24,7 +24,9 @@ mod subscription;
 
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use futures_util::Stream;
 use kwire::records::{Headers, Record, RecordBatch, TimestampType};

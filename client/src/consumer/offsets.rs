@@ -3,7 +3,7 @@
 //! implementations in [`crate::offsets`].
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use tokio::time::Instant;
 
 use tracing::warn;
 

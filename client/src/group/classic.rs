@@ -242,7 +242,7 @@ impl Group {
         let counts: BTreeMap<String, i32> =
             all.iter().filter_map(|t| metadata.topics.get(*t).map(|i| (t.to_string(), i.partitions.len() as i32))).collect();
         self.snapshot = Some(all.iter().map(|t| (t.to_string(), counts.get(*t).copied().unwrap_or(0))).collect());
-        self.snapshot_checked = std::time::Instant::now();
+        self.snapshot_checked = tokio::time::Instant::now();
         // Rack-aware assignment: the racks of each partition's replicas, when members have racks.
         let mut racks = PartitionRacks::new();
         if subscriptions.iter().any(|m| m.rack().is_some()) {

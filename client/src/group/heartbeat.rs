@@ -19,6 +19,7 @@ pub(super) async fn classic(coordinator: Coordinator, config: Arc<GroupConfig>, 
     let group = config.group_id.clone();
     loop {
         tokio::select! {
+            biased;
             _ = tokio::time::sleep(config.heartbeat_interval) => {}
             _ = wake.notified() => {}
         }
@@ -120,6 +121,7 @@ pub(super) async fn consumer(
         if !first {
             let interval = lock(&shared).heartbeat_interval.unwrap_or(config.heartbeat_interval);
             tokio::select! {
+                biased;
                 _ = tokio::time::sleep(interval) => {}
                 _ = wake.notified() => {}
             }

@@ -19,7 +19,9 @@ mod kip848;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use kwire::{ByteString, ErrorCode, Uuid};
 use tokio::sync::Notify;

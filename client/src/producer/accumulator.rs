@@ -4,7 +4,9 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use kwire::runtime::records::{Compression, Record, RecordBatchBuilder};
 use kwire::{ByteString, Bytes};
@@ -16,7 +18,8 @@ use super::transaction::Transactions;
 use super::ProducerConfig;
 use crate::cluster::{ClusterMetadata, TopicInfo};
 use crate::error::{Error, ProducerError, Result};
-use crate::partitioner::{next_partition, partition_for_key, random_positive, LoadStats};
+use crate::partitioner::{next_partition, partition_for_key, LoadStats};
+use crate::random::Random;
 
 /// Records of one partition sent (and resent) together.
 pub(crate) struct Batch {
@@ -37,6 +40,9 @@ pub(crate) struct Batch {
     pub(crate) sequence: Option<Sequenced>,
     pub(crate) retry_at: Option<Instant>,
     pub(crate) last_error: Option<Error>,
+    /// An attempt may have been written (or may yet be): the batch keeps its sequence for good
+    /// (rule 1 of `idempotence`).
+    pub(crate) uncertain: bool,
     /// Its place among its partition's batches (they are sent, and resent, in this order).
     ordinal: u64,
 }
@@ -126,6 +132,7 @@ impl Batch {
             sequence,
             retry_at: None,
             last_error: self.last_error.clone(),
+            uncertain: self.uncertain,
             ordinal: self.ordinal,
         };
         self.uncompressed = records_size(&self.records);
@@ -223,8 +230,8 @@ pub(crate) struct ReadyBatch {
 /// What one drain found.
 #[derive(Default)]
 pub(crate) struct Drained {
-    /// The batches to send, by leader.
-    pub(crate) by_node: HashMap<i32, Vec<ReadyBatch>>,
+    /// The batches to send, by leader (in node order: a seeded run replays).
+    pub(crate) by_node: BTreeMap<i32, Vec<ReadyBatch>>,
     /// When to look again (a linger or retry backoff ending).
     pub(crate) next: Option<Instant>,
     /// Some ready batch's partition has no known leader.
@@ -258,8 +265,8 @@ pub(crate) struct Accumulator {
 
 /// The next sticky partition for a topic: by its load statistics, else among the partitions
 /// with a leader, else among all (collecting nothing when every partition has a leader).
-fn pick_sticky(load: Option<&LoadStats>, topic: &TopicInfo) -> i32 {
-    let random = random_positive();
+fn pick_sticky(load: Option<&LoadStats>, topic: &TopicInfo, random: &Random) -> i32 {
+    let random = random.positive();
     if load.is_none() && topic.partitions.iter().any(|p| p.leader < 0) {
         let led: Vec<i32> = topic.partitions.iter().filter(|p| p.leader >= 0).map(|p| p.index).collect();
         return next_partition(random, None, &led, topic.partitions.len());
@@ -294,6 +301,7 @@ impl Accumulator {
         record: NewRecord,
         memory: OwnedSemaphorePermit,
         callback: Option<Callback>,
+        random: &Random,
     ) -> Result<(Option<Delivery>, i32, bool)> {
         let n = topic.partitions.len();
         let NewRecord { partition, key, value, headers, timestamp, size } = record;
@@ -305,14 +313,18 @@ impl Accumulator {
             (None, _) => match queues.sticky {
                 Some(s) if (s.partition as usize) < n => (s.partition, true),
                 _ => {
-                    let partition = pick_sticky(queues.load.as_ref(), topic);
+                    let partition = pick_sticky(queues.load.as_ref(), topic, random);
                     queues.sticky = Some(Sticky { partition, produced: 0 });
                     (partition, true)
                 }
             },
         };
         if queues.partitions.len() < n {
+            let from = queues.partitions.len();
             queues.partitions.resize_with(n, Queue::default);
+            for (i, q) in queues.partitions.iter_mut().enumerate().skip(from) {
+                q.sequences.label(name, i as i32);
+            }
         }
         let Some(queue) = queues.partitions.get_mut(partition as usize) else {
             return Err(Error::UnknownTopicOrPartition(format!("{name}-{partition} (the topic has {n} partitions)")));
@@ -361,6 +373,7 @@ impl Accumulator {
                     sequence: None,
                     retry_at: None,
                     last_error: None,
+                    uncertain: false,
                     ordinal,
                 };
                 let appended = batch.estimated_size();
@@ -379,7 +392,7 @@ impl Accumulator {
             if let Some(s) = queues.sticky.as_mut() {
                 s.produced += appended;
                 if (s.produced >= cfg.batch_size && last_full) || s.produced >= 2 * cfg.batch_size {
-                    let partition = pick_sticky(queues.load.as_ref(), topic);
+                    let partition = pick_sticky(queues.load.as_ref(), topic, random);
                     queues.sticky = Some(Sticky { partition, produced: 0 });
                 }
             }
@@ -424,8 +437,11 @@ impl Accumulator {
     /// Every partition's sequences start over (a new producer id or epoch from the
     /// transaction coordinator, with nothing queued or in flight).
     pub(crate) fn reset_sequences(&mut self) {
-        for q in self.topics.values_mut().flat_map(|t| t.partitions.iter_mut()) {
-            q.sequences = Sequences::default();
+        for (topic, t) in self.topics.iter_mut() {
+            for (i, q) in t.partitions.iter_mut().enumerate() {
+                q.sequences = Sequences::default();
+                q.sequences.label(topic, i as i32);
+            }
         }
     }
 
@@ -478,6 +494,7 @@ impl Accumulator {
         let urgent = self.flushing > 0 || self.closed;
         let mut out = Drained::default();
         let mut expired = Vec::new();
+        let mut unknown = Vec::new();
         let limit = if cfg.idempotence { cfg.max_in_flight } else { 1 };
         if cfg.idempotence {
             idem.resolve(self.topics.values_mut().flat_map(|t| t.partitions.iter_mut()).map(|q| {
@@ -497,6 +514,15 @@ impl Accumulator {
                     if let Some(b) = queue.batches.pop_front() {
                         queue.sequences.expired(b.sequence, b.records.len());
                         expired.push((topic.clone(), partition, b));
+                    }
+                }
+                // A batch that may have been written keeps its sequence for good: once its
+                // partition's sequences start over it fails with its outcome unknown, never
+                // to go again under new ones (rule 2 of `idempotence`).
+                while queue.batches.front().is_some_and(|b| b.uncertain && b.sequence.is_some() && !queue.sequences.owns(b.sequence) && !crate::mutation::resend_uncertain()) {
+                    if let Some(b) = queue.batches.pop_front() {
+                        tracing::trace!(%topic, partition, sequence = ?b.sequence, records = b.records.len(), "sequences started over: its outcome is unknown");
+                        unknown.push((topic.clone(), partition, b));
                     }
                 }
                 if queue.in_flight >= limit {
@@ -571,6 +597,11 @@ impl Accumulator {
             cfg.idempotence && producer_id.is_none() && self.topics.values().flat_map(|t| &t.partitions).any(|q| !q.batches.is_empty());
         for (topic, partition, mut b) in expired {
             let e = delivery_timeout(cfg, &topic, partition, b.records.len(), b.last_error.take());
+            out.failed.get_or_insert_with(|| e.clone());
+            self.fail(b, e);
+        }
+        for (topic, partition, mut b) in unknown {
+            let e = Error::Producer(ProducerError::OutcomeUnknown { topic: topic.to_string(), partition, records: b.records.len(), last_error: b.last_error.take().map(Box::new) });
             out.failed.get_or_insert_with(|| e.clone());
             self.fail(b, e);
         }
@@ -745,7 +776,7 @@ public class BatchFill {
                 timestamp: *ts,
                 size,
             };
-            acc.append(&cfg, &name, &info, record, permit, None).expect("appended");
+            acc.append(&cfg, &name, &info, record, permit, None, &Random::new(Some(0), "test")).expect("appended");
             if acc.queue(topic, 0).is_some_and(|q| q.batches.len() > 1) {
                 close(&mut acc, &mut out);
             }

@@ -2,10 +2,30 @@
 //! producer id and epoch (InitProducerId), each partition's sequences, and the epoch bump of
 //! KIP-360 when a partition's sequences can no longer continue. Transactions build on this
 //! state (a transactional id, the transaction's partitions and coordinator) next.
+//!
+//! Where Java risks a second copy, this does not. The broker writes a batch once per producer
+//! id, epoch and sequence; the same records under other ones it writes again. So:
+//!
+//! 1. an attempt that ends without the broker's refusal (a lost connection, a timeout, an
+//!    append not replicated in time) makes its batch *uncertain* for good: it may be in the
+//!    log, or a copy may still reach the broker (a request read off a connection the client
+//!    has given up on is still handled);
+//! 2. an uncertain batch keeps its sequence: when its partition's sequences start over under
+//!    a new epoch it fails as [`OutcomeUnknown`](crate::ProducerError::OutcomeUnknown), where
+//!    Java's `startSequencesAtBeginning` would send it again under the new epoch (and
+//!    `client/tests/simulation.rs` finds the duplicate that makes);
+//! 3. a batch whose delivery timeout passes while it is in flight fails whatever its answer,
+//!    and its partition's sequences become unresolved (Java's in-flight expiry): its answer
+//!    never bumps the epoch, as an OUT_OF_ORDER_SEQUENCE_NUMBER for it used to;
+//! 4. a batch refused with OUT_OF_ORDER_SEQUENCE_NUMBER though later sequences of its epoch
+//!    were acknowledged can never be taken (the broker remembers only its last five batches;
+//!    it may be one of the written ones): it fails at once, and the partition goes on.
+
+use std::sync::Arc;
 
 use kwire::messages::InitProducerIdRequest;
 use kwire::{ErrorCode, ResponseKind};
-use tracing::debug;
+use tracing::{debug, trace};
 
 use crate::cluster::Client;
 use crate::error::{Error, Result};
@@ -21,9 +41,58 @@ fn after(base: i32, records: usize) -> i32 {
     base.wrapping_add(records as i32) & i32::MAX
 }
 
+/// Whether sequence `a` is at or before `b`, as sequences wrap (within half the range).
+fn at_or_before(a: i32, b: i32) -> bool {
+    (b.wrapping_sub(a) & i32::MAX) < (1 << 30)
+}
+
+/// Whether an attempt that failed with `e` may have been written, or may yet be: no answer
+/// came (the connection was lost, the request timed out, the response could not be read), or
+/// the broker appended and then failed (REQUEST_TIMED_OUT waiting for replicas,
+/// NOT_ENOUGH_REPLICAS_AFTER_APPEND, a storage error). Only a refusal the broker gives before
+/// appending leaves the batch certainly unwritten.
+pub(crate) fn may_be_written(e: &Error) -> bool {
+    let Some(code) = e.code() else {
+        // No code: the attempt never got the broker's answer for this partition.
+        return true;
+    };
+    !matches!(
+        code,
+        ErrorCode::NOT_LEADER_OR_FOLLOWER
+            | ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
+            | ErrorCode::UNKNOWN_TOPIC_ID
+            | ErrorCode::LEADER_NOT_AVAILABLE
+            | ErrorCode::FENCED_LEADER_EPOCH
+            | ErrorCode::NOT_ENOUGH_REPLICAS
+            | ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER
+            | ErrorCode::DUPLICATE_SEQUENCE_NUMBER
+            | ErrorCode::UNKNOWN_PRODUCER_ID
+            | ErrorCode::INVALID_PRODUCER_EPOCH
+            | ErrorCode::PRODUCER_FENCED
+            | ErrorCode::INVALID_TXN_STATE
+            | ErrorCode::TRANSACTION_ABORTABLE
+            | ErrorCode::CONCURRENT_TRANSACTIONS
+            | ErrorCode::CORRUPT_MESSAGE
+            | ErrorCode::INVALID_RECORD
+            | ErrorCode::MESSAGE_TOO_LARGE
+            | ErrorCode::RECORD_LIST_TOO_LARGE
+            | ErrorCode::INVALID_REQUIRED_ACKS
+            | ErrorCode::INVALID_TIMESTAMP
+            | ErrorCode::TOPIC_AUTHORIZATION_FAILED
+            | ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            | ErrorCode::CLUSTER_AUTHORIZATION_FAILED
+            | ErrorCode::UNSUPPORTED_VERSION
+            | ErrorCode::UNSUPPORTED_FOR_MESSAGE_FORMAT
+            | ErrorCode::THROTTLING_QUOTA_EXCEEDED
+    )
+}
+
 /// One partition's sequences (Java's `TxnPartitionEntry`).
 #[derive(Debug, Default)]
 pub(crate) struct Sequences {
+    /// The partition, for the trace of its sequences.
+    pub(crate) topic: Option<Arc<str>>,
+    pub(crate) partition: i32,
     /// The producer id the in-flight batches were sent with.
     pub(crate) flight_pid: Option<ProducerIdEpoch>,
     /// The producer id under which the broker has acknowledged a batch of this partition.
@@ -43,6 +112,16 @@ pub(crate) struct Sequences {
 }
 
 impl Sequences {
+    /// Names the partition these sequences are of (for the trace).
+    pub(crate) fn label(&mut self, topic: &Arc<str>, partition: i32) {
+        self.topic = Some(topic.clone());
+        self.partition = partition;
+    }
+
+    fn topic(&self) -> &str {
+        self.topic.as_deref().unwrap_or("")
+    }
+
     /// Whether `sequence` follows the last acknowledged one (Java's `isNextSequence`).
     fn is_next(&self, sequence: i32) -> bool {
         sequence == self.last_acked.map_or(0, |s| s.wrapping_add(1) & i32::MAX)
@@ -53,8 +132,17 @@ impl Sequences {
         sent.is_some_and(|(p, e, _)| self.pid == Some((p, e)))
     }
 
+    /// Whether a batch of `records` sent with `sent` lies at or before the last sequence
+    /// acknowledged under the same producer id and epoch: the broker took later sequences, so
+    /// it will never take this one (rule 4).
+    fn behind_acknowledged(&self, sent: Option<Sequenced>, records: usize) -> bool {
+        let (Some((_, _, base)), Some(last)) = (sent, self.last_acked) else { return false };
+        self.owns(sent) && at_or_before(after(base, records.saturating_sub(1)), last)
+    }
+
     /// Starts over from sequence 0 under `pid`.
-    fn restart(&mut self, pid: Option<ProducerIdEpoch>) {
+    fn restart(&mut self, pid: Option<ProducerIdEpoch>, why: &'static str) {
+        trace!(topic = self.topic(), partition = self.partition, from = ?self.pid, to = ?pid, next = self.next_sequence, last_acked = ?self.last_acked, why, "sequences restart");
         self.pid = pid;
         self.next_sequence = 0;
         self.last_acked = None;
@@ -71,13 +159,16 @@ impl Sequences {
                 if self.pid != Some(current) {
                     // Java's maybeUpdateProducerIdAndEpoch: nothing of the partition is in
                     // flight under the old id or epoch; start over under the current one.
+                    trace!(topic = self.topic(), partition = self.partition, from = ?self.pid, to = ?current, "sequences follow the producer's epoch");
                     self.pid = Some(current);
                     self.next_sequence = 0;
                     self.last_acked = None;
                 }
                 let base = self.next_sequence;
                 self.next_sequence = after(base, records);
-                (current.0, current.1, base)
+                let given = (current.0, current.1, base);
+                trace!(topic = self.topic(), partition = self.partition, before = ?sent, sequence = ?given, records, next = self.next_sequence, "sequence given");
+                given
             }
         }
     }
@@ -89,6 +180,7 @@ impl Sequences {
             let last = after(base, records.saturating_sub(1));
             self.last_acked = Some(self.last_acked.map_or(last, |l| l.max(last)));
         }
+        trace!(topic = self.topic(), partition = self.partition, sequence = ?(pid, epoch, base), records, last_acked = ?self.last_acked, "acknowledged");
     }
 
     /// A batch sent with `sent` expired before its outcome was known: it may have been
@@ -98,6 +190,7 @@ impl Sequences {
             let next = after(base, records);
             self.unresolved = Some(self.unresolved.map_or(next, |u| u.max(next)));
         }
+        trace!(topic = self.topic(), partition = self.partition, sequence = ?sent, records, unresolved = ?self.unresolved, "expired");
     }
 }
 
@@ -141,7 +234,8 @@ impl Idempotence {
     }
 
     /// Java's `requestEpochBumpForPartition`.
-    fn request_bump(&mut self, partition: &mut Sequences) {
+    fn request_bump(&mut self, partition: &mut Sequences, why: &'static str) {
+        trace!(topic = partition.topic(), partition = partition.partition, why, "epoch bump requested");
         self.bump = true;
         partition.rewrite = true;
     }
@@ -157,7 +251,9 @@ impl Idempotence {
                 seq.unresolved = None;
                 if !seq.is_next(seq.next_sequence) {
                     debug!(next = seq.next_sequence, last_acked = ?seq.last_acked, "unresolved sequences: bumping the epoch");
-                    self.request_bump(seq);
+                    self.request_bump(seq, "unresolved sequences");
+                } else {
+                    trace!(topic = seq.topic(), partition = seq.partition, next = seq.next_sequence, "unresolved sequences resolved");
                 }
             }
             all.push(seq);
@@ -181,7 +277,7 @@ impl Idempotence {
         debug!(?before, after = ?self.producer_id, "producer epoch bumped");
         for seq in partitions.filter(|s| s.rewrite) {
             seq.rewrite = false;
-            seq.restart(self.producer_id);
+            seq.restart(self.producer_id, "epoch bump");
         }
     }
 
@@ -190,10 +286,14 @@ impl Idempotence {
     /// and OUT_OF_ORDER_SEQUENCE_NUMBER are retried, with an epoch bump when they show the
     /// broker lost the producer's state or a gap opened before this batch; other errors when
     /// retriable.
-    pub(crate) fn can_retry(&mut self, partition: Option<&mut Sequences>, sent: Option<Sequenced>, e: &Error, log_start_offset: i64) -> bool {
+    pub(crate) fn can_retry(&mut self, partition: Option<&mut Sequences>, sent: Option<Sequenced>, records: usize, e: &Error, log_start_offset: i64) -> bool {
         let (Some(seq), Some((_, _, sequence))) = (partition, sent) else {
             return e.is_retriable();
         };
+        if e.code() == Some(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER) && seq.behind_acknowledged(sent, records) {
+            trace!(topic = seq.topic(), partition = seq.partition, sequence = ?sent, last_acked = ?seq.last_acked, "refused behind acknowledged sequences: it fails, the partition goes on");
+            return false;
+        }
         // The partition's sequences were rewritten (an epoch bump) since it was sent: the
         // error is about the old ones; it goes again with a new sequence.
         let reset = !seq.owns(sent);
@@ -214,7 +314,7 @@ impl Idempotence {
                 // Otherwise the broker has no state for the producer here (retention removed
                 // it, or data was lost): start the partition over under a bumped epoch.
                 if log_start_offset != -1 && !reset {
-                    self.request_bump(seq);
+                    self.request_bump(seq, "UNKNOWN_PRODUCER_ID");
                 }
                 true
             }
@@ -227,7 +327,7 @@ impl Idempotence {
                 // The next batch refused (or the one after unresolved ones): a gap the broker
                 // will not fill. Bump the epoch; the batch goes again from sequence 0.
                 if seq.unresolved.is_none() || seq.unresolved == Some(sequence) {
-                    self.request_bump(seq);
+                    self.request_bump(seq, "OUT_OF_ORDER_SEQUENCE_NUMBER for the next sequence");
                 }
                 true
             }
@@ -240,7 +340,7 @@ impl Idempotence {
     /// the producer (UNKNOWN_PRODUCER_ID: sequence 0 under the same epoch) or the batch used
     /// up its retries (it may have been written: its sequence must not be given to another
     /// batch, and the later ones show what happened).
-    pub(crate) fn failed(&mut self, partition: Option<&mut Sequences>, e: &Error, retries_left: bool) {
+    pub(crate) fn failed(&mut self, partition: Option<&mut Sequences>, sent: Option<Sequenced>, records: usize, e: &Error, retries_left: bool) {
         if self.transactional {
             // The transaction is aborted; the sequences start over under the epoch the
             // coordinator bumps then.
@@ -249,9 +349,11 @@ impl Idempotence {
         let mut none = Sequences::default();
         let seq = partition.unwrap_or(&mut none);
         match e.code() {
-            Some(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER) => self.request_bump(seq),
-            Some(ErrorCode::UNKNOWN_PRODUCER_ID) => seq.restart(None),
-            _ if retries_left => self.request_bump(seq),
+            // Behind acknowledged sequences: no hole follows it (rule 4).
+            Some(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER) if seq.behind_acknowledged(sent, records) => {}
+            Some(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER) => self.request_bump(seq, "batch failed: OUT_OF_ORDER_SEQUENCE_NUMBER"),
+            Some(ErrorCode::UNKNOWN_PRODUCER_ID) => seq.restart(None, "batch failed: UNKNOWN_PRODUCER_ID"),
+            _ if retries_left => self.request_bump(seq, "batch failed"),
             _ => {}
         }
     }

@@ -45,6 +45,7 @@ use crate::future::ClientFuture;
 use crate::metrics::ProducerMetrics;
 #[cfg(feature = "telemetry")]
 use crate::telemetry::Telemetry;
+use crate::random::Random;
 use crate::retry::Backoff;
 
 pub use self::delivery::{Delivery, RecordMetadata};
@@ -292,6 +293,8 @@ struct Shared {
     config: ProducerConfig,
     /// Between attempts of a batch or of InitProducerId.
     backoff: Backoff,
+    /// The sticky partitions of unkeyed records, and the backoff's jitter.
+    random: Random,
     state: Mutex<State>,
     /// Wakes the sender loop (a batch is ready, a response came, a flush).
     wake: Notify,
@@ -395,7 +398,7 @@ impl Shared {
     }
 
     /// The accumulator's ready batches, by leader.
-    fn drain(&self, now: std::time::Instant) -> accumulator::Drained {
+    fn drain(&self, now: tokio::time::Instant) -> accumulator::Drained {
         let metadata = self.client.metadata();
         let mut guard = self.lock();
         let state = &mut *guard;
@@ -453,6 +456,7 @@ impl Producer {
             return Err(Error::Config("transactional_id must not be empty".into()));
         }
         let permits = config.buffer_memory.min(Semaphore::MAX_PERMITS);
+        let random = Random::new(client.config().connection.seed, "producer");
         let txn = config
             .transactional_id
             .as_deref()
@@ -471,7 +475,8 @@ impl Producer {
             #[cfg(feature = "telemetry")]
             telemetry: tokio::sync::Mutex::new(telemetry),
             client,
-            backoff: Backoff::exponential(config.retry_backoff, config.retry_backoff_max),
+            backoff: Backoff::exponential(config.retry_backoff, config.retry_backoff_max, random.clone()),
+            random,
             config,
             txn,
             state: Mutex::new(state),
@@ -595,7 +600,7 @@ impl Producer {
         let record = NewRecord { partition, key, value, headers, timestamp, size };
         let mut state = self.lock();
         state.usable()?;
-        let (delivery, partition, mut opened_or_filled) = state.accumulator.append(cfg, &name, &topic, record, memory, callback)?;
+        let (delivery, partition, mut opened_or_filled) = state.accumulator.append(cfg, &name, &topic, record, memory, callback, &self.shared.random)?;
         if let Some(t) = state.txn.as_mut() {
             // A partition new to the transaction: the sender adds it (V1) before its batch.
             opened_or_filled |= t.record_for(&name, partition);

@@ -7,11 +7,13 @@
 //! `max_in_flight` batches of a partition go at once, resent ones alone and in sequence
 //! order, so the broker sees each partition's sequences in order.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use kwire::messages::{
@@ -22,10 +24,10 @@ use kwire::messages::{
 use kwire::runtime::records::{Compression, RecordBatchBuilder};
 use kwire::{ByteString, ErrorCode, RequestKind, ResponseKind, Uuid};
 use tokio::sync::mpsc;
-use tracing::{debug, warn, Instrument};
+use tracing::{debug, trace, warn, Instrument};
 
 use super::accumulator::{delivery_timeout, observed_ratio, ReadyBatch};
-use super::idempotence::{init_producer_id, is_fatal};
+use super::idempotence::{init_producer_id, is_fatal, may_be_written};
 use super::transaction::{batch_severity, severity, Severity, LAST_BEFORE_V2};
 use super::Shared;
 use crate::cluster::{BrokerInfo, Client};
@@ -35,7 +37,7 @@ use crate::error::{Error, ProducerError, Resource, Result};
 /// The producer's background loop: drains ready batches to the brokers' senders, gets the
 /// producer id, asks for metadata a ready batch lacks; ends once closed and empty.
 pub(crate) async fn run(shared: Arc<Shared>) {
-    let mut brokers: HashMap<i32, mpsc::UnboundedSender<Vec<ReadyBatch>>> = HashMap::new();
+    let mut brokers: BTreeMap<i32, mpsc::UnboundedSender<Vec<ReadyBatch>>> = BTreeMap::new();
     let mut pid_attempts = 0u32;
     let mut add_failures = 0u32;
     loop {
@@ -45,6 +47,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
                 Some(false) => {
                     add_failures += 1;
                     tokio::select! {
+                        biased;
                         _ = shared.wake.notified() => {}
                         _ = tokio::time::sleep(shared.backoff.delay(add_failures)) => {}
                     }
@@ -122,6 +125,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
             wait = wait.min(shared.config.retry_backoff);
         }
         tokio::select! {
+            biased;
             _ = shared.wake.notified() => {}
             _ = tokio::time::sleep(wait) => {}
         }
@@ -243,11 +247,11 @@ impl BrokerSender {
             if !open && dispatching.is_none() {
                 break;
             }
+            // Answers first (they free room for more), then the request being written, then
+            // the next one: a fixed order, so that a seeded run replays.
             tokio::select! {
-                next = rx.recv(), if open && dispatching.is_none() => match next {
-                    Some(batches) => dispatching = Some(Box::pin(self.dispatch(batches))),
-                    None => open = false,
-                },
+                biased;
+                Some((request, result)) = in_flight.next(), if !in_flight.is_empty() => self.answered(request, result),
                 (request, sent) = until(&mut dispatching) => {
                     dispatching = None;
                     in_flight.push(async move {
@@ -259,7 +263,10 @@ impl BrokerSender {
                         (request, result)
                     });
                 }
-                Some((request, result)) = in_flight.next(), if !in_flight.is_empty() => self.answered(request, result),
+                next = rx.recv(), if open && dispatching.is_none() => match next {
+                    Some(batches) => dispatching = Some(Box::pin(self.dispatch(batches))),
+                    None => open = false,
+                },
             }
         }
         while let Some((request, result)) = in_flight.next().await {
@@ -312,6 +319,7 @@ impl BrokerSender {
                 .transactional(self.shared.txn.is_some());
             if let Some((pid, epoch, seq)) = batch.sequence {
                 builder = builder.producer(pid, epoch, seq);
+                trace!(node = self.node, %topic, partition, sequence = ?(pid, epoch, seq), records = batch.records.len(), attempts = batch.attempts, "batch sent");
             }
             // The records are encoded where they are (their offsets are their indexes), into
             // memory the thread reuses once the batch is acknowledged and dropped.
@@ -396,7 +404,14 @@ impl BrokerSender {
                     continue;
                 }
                 let id = request.ids.get(&*topic).copied().unwrap_or(Uuid::ZERO);
-                match outcome(&result, &topic, id, partition) {
+                let outcome = outcome(&result, &topic, id, partition);
+                if batch.sequence.is_some() {
+                    match &outcome {
+                        Ok(at) => trace!(node = self.node, %topic, partition, sequence = ?batch.sequence, offset = ?at.map(|a| a.0), "batch answered"),
+                        Err((e, log_start)) => trace!(node = self.node, %topic, partition, sequence = ?batch.sequence, error = %e, log_start, "batch answered"),
+                    }
+                }
+                match outcome {
                     Ok(offsets) => {
                         if let (Some(sent), Some(q)) = (batch.sequence, state.accumulator.queue(&topic, partition)) {
                             q.sequences.acked(sent, batch.records.len());
@@ -424,18 +439,19 @@ impl BrokerSender {
                             && (e.code().is_some_and(Client::needs_metadata_refresh)
                                 || matches!(e, Error::Io { .. } | Error::Disconnected(_) | Error::Timeout { .. }));
                         batch.attempts += 1;
+                        batch.uncertain |= may_be_written(&e);
                         let expired = batch.expired(cfg, Instant::now());
                         let may_retry = batch.attempts <= cfg.retries && !expired;
                         let sequences = state.accumulator.queue(&topic, partition).map(|q| &mut q.sequences);
-                        let retry = may_retry && state.idempotence.can_retry(sequences, batch.sequence, &e, log_start_offset);
+                        let retry = may_retry && state.idempotence.can_retry(sequences, batch.sequence, batch.records.len(), &e, log_start_offset);
                         if retry {
-                            debug!(%topic, partition, attempts = batch.attempts, error = %e, "retrying");
+                            debug!(%topic, partition, attempts = batch.attempts, sequence = ?batch.sequence, error = %e, "retrying");
                             batch.retry_at = Some(Instant::now() + shared.backoff.delay(batch.attempts));
                             batch.last_error = Some(e);
                             metrics.record_retry.increment(batch.records.len() as u64);
                             state.accumulator.requeue(&topic, partition, batch);
                         } else {
-                            warn!(%topic, partition, error = %e, "batch failed");
+                            warn!(%topic, partition, sequence = ?batch.sequence, expired, error = %e, "batch failed");
                             if state.txn.is_some() {
                                 // Java's maybeTransitionToErrorState: a failed batch of a
                                 // transaction ends the producer or the transaction.
@@ -450,18 +466,16 @@ impl BrokerSender {
                             }
                             if batch.sequence.is_some() {
                                 let sequences = state.accumulator.queue(&topic, partition).map(|q| &mut q.sequences);
-                                if expired && e.is_retriable() {
-                                    // Java's failBatch without adjusting sequences: a batch that
-                                    // expired after a retriable error may have been written, so
-                                    // what follows it is unresolved until the later batches
-                                    // answer. Rewriting the partition's sequences now would send
-                                    // its other unanswered batches again under new ones, and
-                                    // the broker would write twice what it already has.
+                                if expired {
+                                    // Java's in-flight expiry, failBatch without adjusting
+                                    // sequences (rule 3): whatever the answer, an earlier attempt
+                                    // may have been written, so what follows it is unresolved
+                                    // until the later batches answer; no epoch bump for it.
                                     if let Some(q) = sequences {
                                         q.expired(batch.sequence, batch.records.len());
                                     }
                                 } else {
-                                    state.idempotence.failed(sequences, &e, batch.attempts <= cfg.retries);
+                                    state.idempotence.failed(sequences, batch.sequence, batch.records.len(), &e, batch.attempts <= cfg.retries);
                                 }
                             }
                             // Past the delivery timeout, say so (with the last error), as the

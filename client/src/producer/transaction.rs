@@ -435,6 +435,7 @@ fn unexpected(api: ApiKey, r: &ResponseKind) -> Error {
 
 impl TxnCoordinator {
     pub(crate) fn new(client: Client, id: &str, timeout: Duration, retry_backoff: Duration, retry_backoff_max: Duration) -> TxnCoordinator {
+        let random = crate::random::Random::new(client.config().connection.seed, "transactions");
         TxnCoordinator {
             id: Arc::from(id),
             timeout_ms: timeout.as_millis().min(i32::MAX as u128) as i32,
@@ -442,7 +443,7 @@ impl TxnCoordinator {
             groups: Mutex::new(HashMap::new()),
             // Java retries CONCURRENT_TRANSACTIONS after 20 ms: the previous transaction is
             // usually a moment from complete.
-            backoff: Backoff::exponential(Duration::from_millis(20).min(retry_backoff), retry_backoff_max),
+            backoff: Backoff::exponential(Duration::from_millis(20).min(retry_backoff), retry_backoff_max, random),
             retry_backoff,
             op: tokio::sync::Mutex::new(()),
         }

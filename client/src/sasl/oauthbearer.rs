@@ -318,7 +318,7 @@ impl OAuthBearer {
         match self.shared.provider.token().await {
             Ok(token) => {
                 self.shared.fetched.fetch_add(1, Ordering::Relaxed);
-                let refresh_at = self.shared.refresh.refresh_at(now, token.expires_at, crate::retry::random_unit());
+                let refresh_at = self.shared.refresh.refresh_at(now, token.expires_at, crate::random::Random::new(None, "oauth").unit());
                 if token.expires_at <= now {
                     // Sent all the same: the broker is the judge, and its refusal names the reason.
                     warn!(principal = token.principal(), "the token provider returned an expired token");

@@ -115,6 +115,7 @@ pub(super) async fn heartbeat(coordinator: Coordinator, config: HeartbeatConfig,
         if !first {
             let interval = shared.lock().heartbeat_interval.unwrap_or(config.heartbeat_interval);
             tokio::select! {
+                biased;
                 _ = tokio::time::sleep(interval) => {}
                 _ = shared.wake.notified() => {}
             }

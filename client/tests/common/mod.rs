@@ -117,6 +117,7 @@ pub fn init_tracing() {
 pub struct Fetched {
     pub record: kwire::runtime::records::Record,
     pub producer_id: i64,
+    pub producer_epoch: i16,
     pub base_sequence: i32,
     pub compression: kwire::runtime::records::Compression,
 }
@@ -156,7 +157,13 @@ pub async fn fetch_all(client: &Client, topic: &str, partition: i32, count: usiz
                 let rec = rec.expect("a record");
                 if rec.offset >= offset {
                     offset = rec.offset + 1;
-                    out.push(Fetched { record: rec, producer_id: b.producer_id(), base_sequence: b.base_sequence(), compression: b.compression() });
+                    out.push(Fetched {
+                        record: rec,
+                        producer_id: b.producer_id(),
+                        producer_epoch: b.producer_epoch(),
+                        base_sequence: b.base_sequence(),
+                        compression: b.compression(),
+                    });
                 }
             }
         }

@@ -1,0 +1,579 @@
+//! The cluster: its state under one lock, its clock, and what a test does to it (stop a broker,
+//! move a leader, hook requests, read the log).
+
+use std::collections::BTreeMap;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use kwire::runtime::records::{Batch, Batches, Record};
+use kwire::{Bytes, ErrorCode, Uuid};
+use tokio::io::DuplexStream;
+use tokio::sync::{watch, Notify};
+
+use crate::config::ClusterConfig;
+use crate::control::{Entry, Hook, HookId, Hooks, Journal};
+use crate::groups::Groups;
+use crate::network::{self, FaultConfig, Network};
+use crate::topics::{Partition, Topic};
+use crate::txn::Transactions;
+
+/// The port every broker of the in-memory network listens on (`broker-N:9092`).
+pub const MEMORY_PORT: u16 = 9092;
+
+/// One broker's state.
+#[derive(Debug)]
+pub(crate) struct BrokerState {
+    pub(crate) up: bool,
+    pub(crate) rack: Option<String>,
+    /// Wakes (ends) the broker's connections when it stops.
+    pub(crate) stopped: watch::Sender<bool>,
+}
+
+/// Where a connection came in: the addresses its Metadata answers give.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Listener {
+    Memory,
+    Tcp,
+}
+
+/// Everything the brokers share: topics and logs, producers, transactions, groups.
+pub(crate) struct State {
+    pub(crate) brokers: BTreeMap<i32, BrokerState>,
+    pub(crate) topics: BTreeMap<String, Topic>,
+    pub(crate) rng: fastrand::Rng,
+    pub(crate) next_producer_id: i64,
+    pub(crate) txns: Transactions,
+    pub(crate) groups: Groups,
+    /// Coordinators moved by a test: (key type: 0 group, 1 transaction, 2 share) and key -> broker.
+    pub(crate) coordinators: BTreeMap<(i8, String), i32>,
+}
+
+impl State {
+    pub(crate) fn up(&self, broker: i32) -> bool {
+        self.brokers.get(&broker).is_some_and(|b| b.up)
+    }
+
+    /// A topic id, from the cluster's seeded generator.
+    pub(crate) fn new_uuid(&mut self) -> Uuid {
+        loop {
+            let id = Uuid::from_u64_pair(self.rng.u64(..), self.rng.u64(..));
+            if id != Uuid::ZERO {
+                return id;
+            }
+        }
+    }
+
+    /// Creates a topic with `partitions` partitions of `replicas` replicas each (Kafka's
+    /// rack-unaware assignment: round robin from a random broker).
+    pub(crate) fn create_topic(&mut self, name: &str, partitions: i32, replicas: i16, configs: BTreeMap<String, String>) -> &Topic {
+        let ids: Vec<i32> = self.brokers.keys().copied().collect();
+        let n = ids.len().max(1);
+        let start = self.rng.usize(..n);
+        let shift = self.rng.usize(..n);
+        let id = self.new_uuid();
+        let mut list = Vec::new();
+        for p in 0..partitions.max(0) as usize {
+            let first = (start + p) % n;
+            let mut r = vec![ids[first]];
+            for j in 1..usize::try_from(replicas).unwrap_or(1).min(n) {
+                r.push(ids[(first + 1 + (shift + j - 1) % (n - 1).max(1)) % n]);
+            }
+            r.dedup();
+            let mut partition = Partition { replicas: r, leader: -1, leader_epoch: -1, log: Default::default() };
+            let up = |b: i32| self.brokers.get(&b).is_some_and(|s| s.up);
+            partition.elect(&up);
+            list.push(partition);
+        }
+        self.topics.entry(name.to_owned()).or_insert(Topic { id, partitions: list, configs })
+    }
+
+    /// The coordinator of `key` (0 group, 1 transaction, 2 share group): the leader of its
+    /// partition of the internal topic (`abs(hashCode) % partitions`, as Kafka's), unless a test
+    /// moved it.
+    pub(crate) fn coordinator(&self, kind: i8, key: &str, config: &ClusterConfig) -> Option<i32> {
+        if let Some(b) = self.coordinators.get(&(kind, key.to_owned())) {
+            return self.up(*b).then_some(*b);
+        }
+        let partitions = if kind == 1 { config.transaction_partitions } else { config.offsets_partitions };
+        let partition = java_hash(key).unsigned_abs() % partitions.max(1) as u32;
+        let ids: Vec<i32> = self.brokers.keys().copied().collect();
+        let n = ids.len();
+        // The internal topics' replicas: every broker, starting at the partition's index.
+        (0..n).map(|i| ids[(partition as usize + i) % n]).find(|b| self.up(*b))
+    }
+
+    /// Every partition with a replica on `broker` elects again (its broker went down or up).
+    fn reelect(&mut self) {
+        let up: BTreeMap<i32, bool> = self.brokers.iter().map(|(id, b)| (*id, b.up)).collect();
+        let is_up = |b: i32| up.get(&b).copied().unwrap_or(false);
+        for topic in self.topics.values_mut() {
+            for p in &mut topic.partitions {
+                p.elect(&is_up);
+            }
+        }
+    }
+}
+
+/// Java's `String.hashCode` (over UTF-16 code units), for coordinator placement.
+fn java_hash(s: &str) -> i32 {
+    s.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
+}
+
+/// The cluster's clock: wall-clock milliseconds that move with tokio's clock (so a test on the
+/// paused clock sees the same times on every run).
+pub(crate) struct Clock {
+    start_ms: i64,
+    start: tokio::time::Instant,
+}
+
+impl Clock {
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.start_ms + self.start.elapsed().as_millis() as i64
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) config: ClusterConfig,
+    state: Mutex<State>,
+    /// Woken on every append, for Fetch requests waiting for data.
+    pub(crate) appended: Notify,
+    /// Woken when a group or transaction changes, for requests waiting on one.
+    pub(crate) changed: Notify,
+    pub(crate) clock: Clock,
+    hooks: Mutex<Hooks>,
+    journal: Mutex<Journal>,
+    pub(crate) network: Network,
+    next_connection: AtomicU64,
+    /// TCP addresses of the brokers listening on TCP.
+    tcp: Mutex<BTreeMap<i32, SocketAddr>>,
+    /// Client ids cut off: their connections close, new ones are refused.
+    cut: Mutex<Vec<String>>,
+    /// Bumped to close every connection of cut clients.
+    pub(crate) cut_changed: watch::Sender<u64>,
+}
+
+impl Inner {
+    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
+        // A handler that panicked left the state as it was; go on with it.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    pub(crate) fn next_connection(&self) -> u64 {
+        self.next_connection.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn hooks(&self) -> MutexGuard<'_, Hooks> {
+        self.hooks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn journal(&self) -> MutexGuard<'_, Journal> {
+        self.journal.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn is_cut(&self, client_id: &str) -> bool {
+        self.cut.lock().unwrap_or_else(|p| p.into_inner()).iter().any(|c| c == client_id)
+    }
+
+    /// The host and port of `broker` as clients of `listener` reach it.
+    pub(crate) fn address(&self, broker: i32, listener: Listener) -> (String, i32) {
+        match listener {
+            Listener::Memory => (format!("broker-{broker}"), i32::from(MEMORY_PORT)),
+            Listener::Tcp => match self.tcp.lock().unwrap_or_else(|p| p.into_inner()).get(&broker) {
+                Some(a) => (a.ip().to_string(), i32::from(a.port())),
+                None => (format!("broker-{broker}"), i32::from(MEMORY_PORT)),
+            },
+        }
+    }
+
+    /// Tells waiting requests (fetches, joins) to look again.
+    pub(crate) fn wake(&self) {
+        self.appended.notify_waiters();
+        self.changed.notify_waiters();
+    }
+}
+
+/// A record as the log holds it, with its batch's producer fields.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LoggedRecord {
+    /// The record (its offset and timestamp absolute).
+    pub record: Record,
+    /// Its batch's producer id (-1 without idempotence).
+    pub producer_id: i64,
+    /// Its batch's producer epoch (-1 without idempotence).
+    pub producer_epoch: i16,
+    /// Its batch's base sequence (-1 without idempotence).
+    pub base_sequence: i32,
+    /// Its batch is part of a transaction.
+    pub transactional: bool,
+}
+
+/// An in-process Kafka cluster. Cheap to clone; every clone is the same cluster. Needs a tokio
+/// runtime (its timers run as tasks); runs on tokio's paused clock too.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// use kwire_fake::{Cluster, ClusterConfig};
+///
+/// let cluster = Cluster::start(ClusterConfig::default().brokers(3));
+/// cluster.create_topic("orders", 6, 3).unwrap();
+/// assert_eq!(cluster.bootstrap(), "broker-0:9092,broker-1:9092,broker-2:9092");
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Cluster {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Cluster({} brokers, Kafka {})", self.inner.config.brokers, self.inner.config.release)
+    }
+}
+
+/// Why a cluster operation was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ControlError {
+    /// No such topic or partition.
+    UnknownPartition(String),
+    /// No such broker.
+    UnknownBroker(i32),
+    /// Kafka's error for the operation (an invalid topic, one that exists).
+    Kafka(ErrorCode, String),
+}
+
+impl std::fmt::Display for ControlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ControlError::UnknownPartition(p) => write!(f, "no partition {p}"),
+            ControlError::UnknownBroker(b) => write!(f, "no broker {b}"),
+            ControlError::Kafka(code, m) => write!(f, "{}: {m}", code.name().unwrap_or("error")),
+        }
+    }
+}
+
+impl std::error::Error for ControlError {}
+
+/// The future [`Cluster::connector`] returns.
+pub type Connecting = Pin<Box<dyn std::future::Future<Output = io::Result<DuplexStream>> + Send>>;
+
+impl Cluster {
+    /// Starts a cluster with `config`: every broker up, no topics.
+    pub fn start(config: ClusterConfig) -> Cluster {
+        let mut brokers = BTreeMap::new();
+        for id in 0..config.brokers {
+            brokers.insert(id, BrokerState { up: true, rack: None, stopped: watch::channel(false).0 });
+        }
+        let clock = Clock {
+            start_ms: config.clock_start_ms.unwrap_or_else(|| {
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+            }),
+            start: tokio::time::Instant::now(),
+        };
+        let state = State {
+            brokers,
+            topics: BTreeMap::new(),
+            rng: fastrand::Rng::with_seed(config.seed),
+            next_producer_id: 1000,
+            txns: Transactions::default(),
+            groups: Groups::default(),
+            coordinators: BTreeMap::new(),
+        };
+        let inner = Arc::new(Inner {
+            journal: Mutex::new(Journal::new(config.journal_capacity)),
+            network: Network::new(config.seed),
+            config,
+            state: Mutex::new(state),
+            appended: Notify::new(),
+            changed: Notify::new(),
+            clock,
+            hooks: Mutex::new(Hooks::default()),
+            next_connection: AtomicU64::new(0),
+            tcp: Mutex::new(BTreeMap::new()),
+            cut: Mutex::new(Vec::new()),
+            cut_changed: watch::channel(0).0,
+        });
+        tokio::spawn(crate::timers::run(Arc::downgrade(&inner)));
+        Cluster { inner }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &ClusterConfig {
+        &self.inner.config
+    }
+
+    /// The bootstrap list of the in-memory network (`broker-0:9092,...`), or of TCP once
+    /// [`listen`](Self::listen) was called.
+    pub fn bootstrap(&self) -> String {
+        let tcp = self.inner.tcp.lock().unwrap_or_else(|p| p.into_inner());
+        (0..self.inner.config.brokers)
+            .map(|b| match tcp.get(&b) {
+                Some(a) => a.to_string(),
+                None => format!("broker-{b}:{MEMORY_PORT}"),
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Opens an in-memory connection to the broker at `addr` (`broker-N:9092`): the client's
+    /// end of a pipe whose other end the broker serves, through the in-memory network's faults
+    /// if any are set ([`set_faults`](Self::set_faults)). Refused while the broker is down.
+    pub async fn connect(&self, addr: &str) -> io::Result<DuplexStream> {
+        let broker = parse_memory_addr(addr).ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no broker at {addr}")))?;
+        let stopped = {
+            let state = self.inner.state();
+            match state.brokers.get(&broker) {
+                Some(b) if b.up => b.stopped.subscribe(),
+                Some(_) => return Err(io::Error::new(io::ErrorKind::ConnectionRefused, format!("broker {broker} is down"))),
+                None => return Err(io::Error::new(io::ErrorKind::NotFound, format!("no broker at {addr}"))),
+            }
+        };
+        let connection = self.inner.next_connection();
+        let (client, server) = network::open(&self.inner, connection);
+        tokio::spawn(crate::server::serve(self.inner.clone(), broker, connection, Listener::Memory, server, stopped));
+        Ok(client)
+    }
+
+    /// A function from a broker address to an in-memory connection ([`connect`](Self::connect)),
+    /// for a client's transport (kwire-client's `Connector::new(cluster.connector())`).
+    pub fn connector(&self) -> impl Fn(&str) -> Connecting + Send + Sync + Clone + 'static {
+        let cluster = self.clone();
+        move |addr: &str| {
+            let cluster = cluster.clone();
+            let addr = addr.to_owned();
+            Box::pin(async move { cluster.connect(&addr).await })
+        }
+    }
+
+    /// Listens on TCP as well: broker `N` on `addr`'s port plus `N` (every broker on a free
+    /// port when it is 0). Metadata answers on these connections give the TCP addresses.
+    /// Returns each broker's address.
+    pub async fn listen(&self, addr: SocketAddr) -> io::Result<Vec<SocketAddr>> {
+        let mut out = Vec::new();
+        for broker in 0..self.inner.config.brokers {
+            let mut at = addr;
+            if addr.port() != 0 {
+                at.set_port(addr.port() + u16::try_from(broker).unwrap_or(0));
+            }
+            let listener = tokio::net::TcpListener::bind(at).await?;
+            let local = listener.local_addr()?;
+            self.inner.tcp.lock().unwrap_or_else(|p| p.into_inner()).insert(broker, local);
+            out.push(local);
+            tokio::spawn(crate::server::accept(self.inner.clone(), broker, listener));
+        }
+        Ok(out)
+    }
+
+    /// Creates a topic (as CreateTopics would): `replicas` replicas per partition, at most one
+    /// per broker.
+    pub fn create_topic(&self, name: &str, partitions: i32, replicas: i16) -> Result<Uuid, ControlError> {
+        if !crate::topics::valid_name(name) {
+            return Err(ControlError::Kafka(ErrorCode::INVALID_TOPIC_EXCEPTION, format!("{name} is not a valid topic name")));
+        }
+        if partitions < 1 {
+            return Err(ControlError::Kafka(ErrorCode::INVALID_PARTITIONS, "Number of partitions must be larger than 0.".into()));
+        }
+        let mut state = self.inner.state();
+        if replicas < 1 || i32::from(replicas) > state.brokers.len() as i32 {
+            return Err(ControlError::Kafka(ErrorCode::INVALID_REPLICATION_FACTOR, format!("Replication factor: {replicas} larger than available brokers: {}.", state.brokers.len())));
+        }
+        if state.topics.contains_key(name) {
+            return Err(ControlError::Kafka(ErrorCode::TOPIC_ALREADY_EXISTS, format!("Topic '{name}' already exists.")));
+        }
+        Ok(state.create_topic(name, partitions, replicas, BTreeMap::new()).id)
+    }
+
+    /// Sets a topic config (`message.timestamp.type`, `max.message.bytes`, ...).
+    pub fn set_topic_config(&self, topic: &str, name: &str, value: &str) -> Result<(), ControlError> {
+        crate::topics::check_config(name, Some(value)).map_err(|(c, m)| ControlError::Kafka(c, m))?;
+        let mut state = self.inner.state();
+        let t = state.topics.get_mut(topic).ok_or_else(|| ControlError::UnknownPartition(topic.to_owned()))?;
+        t.configs.insert(name.to_owned(), value.to_owned());
+        Ok(())
+    }
+
+    /// Every record of a partition's log, from its log start, with its batch's producer
+    /// fields (transaction markers left out): what a read-uncommitted consumer could read.
+    pub fn records(&self, topic: &str, partition: i32) -> Result<Vec<LoggedRecord>, ControlError> {
+        let state = self.inner.state();
+        let p = state.topics.get(topic).and_then(|t| t.partition(partition)).ok_or_else(|| ControlError::UnknownPartition(format!("{topic}-{partition}")))?;
+        let start = p.log.log_start();
+        let mut out = Vec::new();
+        for stored in p.log.batches() {
+            for batch in Batches::new(stored.bytes.clone()).flatten() {
+                let Batch::V2(b) = &batch else {
+                    for r in batch.records().unwrap_or_default() {
+                        out.push(LoggedRecord { record: r, producer_id: -1, producer_epoch: -1, base_sequence: -1, transactional: false });
+                    }
+                    continue;
+                };
+                if b.is_control() {
+                    continue;
+                }
+                for r in b.records().into_iter().flatten().flatten() {
+                    if r.offset >= start {
+                        out.push(LoggedRecord {
+                            record: r,
+                            producer_id: b.producer_id(),
+                            producer_epoch: b.producer_epoch(),
+                            base_sequence: b.base_sequence(),
+                            transactional: b.is_transactional(),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The raw batches of a partition's log (transaction markers included), as a Fetch
+    /// returns them.
+    pub fn batches(&self, topic: &str, partition: i32) -> Result<Vec<Bytes>, ControlError> {
+        let state = self.inner.state();
+        let p = state.topics.get(topic).and_then(|t| t.partition(partition)).ok_or_else(|| ControlError::UnknownPartition(format!("{topic}-{partition}")))?;
+        Ok(p.log.batches().iter().map(|b| b.bytes.clone()).collect())
+    }
+
+    /// A partition's (log start, last stable offset, high watermark).
+    pub fn offsets(&self, topic: &str, partition: i32) -> Result<(i64, i64, i64), ControlError> {
+        let state = self.inner.state();
+        let p = state.topics.get(topic).and_then(|t| t.partition(partition)).ok_or_else(|| ControlError::UnknownPartition(format!("{topic}-{partition}")))?;
+        Ok((p.log.log_start(), p.log.last_stable(), p.log.high_watermark()))
+    }
+
+    /// A partition's leader (-1: none) and leader epoch.
+    pub fn leader(&self, topic: &str, partition: i32) -> Result<(i32, i32), ControlError> {
+        let state = self.inner.state();
+        let p = state.topics.get(topic).and_then(|t| t.partition(partition)).ok_or_else(|| ControlError::UnknownPartition(format!("{topic}-{partition}")))?;
+        Ok((p.leader, p.leader_epoch))
+    }
+
+    /// Stops a broker: its connections close, new ones are refused, and its partitions move to
+    /// other replicas that are up (leader epochs bumped), or have no leader.
+    pub fn stop_broker(&self, broker: i32) -> Result<(), ControlError> {
+        let mut state = self.inner.state();
+        let b = state.brokers.get_mut(&broker).ok_or(ControlError::UnknownBroker(broker))?;
+        b.up = false;
+        b.stopped.send_replace(true);
+        state.reelect();
+        drop(state);
+        self.inner.wake();
+        Ok(())
+    }
+
+    /// Starts a stopped broker again; partitions without a leader elect one.
+    pub fn start_broker(&self, broker: i32) -> Result<(), ControlError> {
+        let mut state = self.inner.state();
+        let b = state.brokers.get_mut(&broker).ok_or(ControlError::UnknownBroker(broker))?;
+        b.up = true;
+        b.stopped.send_replace(false);
+        state.reelect();
+        drop(state);
+        self.inner.wake();
+        Ok(())
+    }
+
+    /// Moves a partition's leadership to `to` (one of its replicas, up), under a new leader
+    /// epoch.
+    pub fn move_leader(&self, topic: &str, partition: i32, to: i32) -> Result<(), ControlError> {
+        let mut state = self.inner.state();
+        if !state.up(to) {
+            return Err(ControlError::UnknownBroker(to));
+        }
+        let p = state.topics.get_mut(topic).and_then(|t| t.partition_mut(partition)).ok_or_else(|| ControlError::UnknownPartition(format!("{topic}-{partition}")))?;
+        if !p.replicas.contains(&to) {
+            // A reassignment: the new leader joins the replicas first.
+            p.replicas.insert(0, to);
+        } else {
+            p.replicas.retain(|r| *r != to);
+            p.replicas.insert(0, to);
+        }
+        p.set_leader(to);
+        drop(state);
+        self.inner.wake();
+        Ok(())
+    }
+
+    /// Bumps a partition's leader epoch, its leader unchanged (as a controller does when the
+    /// ISR changes).
+    pub fn bump_leader_epoch(&self, topic: &str, partition: i32) -> Result<i32, ControlError> {
+        let mut state = self.inner.state();
+        let p = state.topics.get_mut(topic).and_then(|t| t.partition_mut(partition)).ok_or_else(|| ControlError::UnknownPartition(format!("{topic}-{partition}")))?;
+        let leader = p.leader;
+        p.set_leader(leader);
+        Ok(p.leader_epoch)
+    }
+
+    /// Moves the coordinator of a group (`transactional == false`) or transactional id to
+    /// `broker`.
+    pub fn move_coordinator(&self, key: &str, transactional: bool, broker: i32) -> Result<(), ControlError> {
+        let mut state = self.inner.state();
+        if !state.brokers.contains_key(&broker) {
+            return Err(ControlError::UnknownBroker(broker));
+        }
+        state.coordinators.insert((i8::from(transactional), key.to_owned()), broker);
+        Ok(())
+    }
+
+    /// Cuts off every client with this client id: its connections close, and new ones are
+    /// closed at their first request, until [`restore_client`](Self::restore_client).
+    pub fn cut_client(&self, client_id: &str) {
+        self.inner.cut.lock().unwrap_or_else(|p| p.into_inner()).push(client_id.to_owned());
+        self.inner.cut_changed.send_modify(|n| *n += 1);
+    }
+
+    /// Lets a cut client connect again.
+    pub fn restore_client(&self, client_id: &str) {
+        self.inner.cut.lock().unwrap_or_else(|p| p.into_inner()).retain(|c| c != client_id);
+    }
+
+    /// Installs a hook; the first installed that matches a request acts on it.
+    pub fn hook(&self, hook: Hook) -> HookId {
+        self.inner.hooks().add(hook)
+    }
+
+    /// Removes a hook; whether it was still installed.
+    pub fn unhook(&self, id: HookId) -> bool {
+        self.inner.hooks().remove(id)
+    }
+
+    /// Removes every hook.
+    pub fn unhook_all(&self) {
+        self.inner.hooks().clear();
+    }
+
+    /// The last requests the brokers took (up to [`ClusterConfig::journal_capacity`]).
+    pub fn journal(&self) -> Vec<Entry> {
+        self.inner.journal().entries()
+    }
+
+    /// Sets (or with `None` clears) the faults of the in-memory network: connections opened
+    /// from now on meet them.
+    pub fn set_faults(&self, faults: Option<FaultConfig>) {
+        self.inner.network.set(faults);
+    }
+
+    /// The faults the in-memory network has struck so far.
+    pub fn fault_counts(&self) -> crate::network::FaultCounts {
+        self.inner.network.counts()
+    }
+
+    /// The cluster's clock, in ms since the epoch.
+    pub fn now_ms(&self) -> i64 {
+        self.inner.now_ms()
+    }
+}
+
+/// `broker-N:PORT` (or `broker-N`) to `N`.
+fn parse_memory_addr(addr: &str) -> Option<i32> {
+    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+    host.strip_prefix("broker-")?.parse().ok()
+}

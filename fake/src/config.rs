@@ -1,0 +1,127 @@
+//! What a cluster is started with.
+
+use std::time::Duration;
+
+use crate::versions::Release;
+
+/// A fake cluster's settings, with Kafka's defaults where Kafka has one.
+///
+/// ```
+/// use kwire_fake::{ClusterConfig, Release};
+///
+/// let config = ClusterConfig::default().brokers(3).release(Release::V4_4).seed(7).sasl_plain("alice", "s3cret");
+/// assert_eq!(config.brokers, 3);
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ClusterConfig {
+    /// Brokers, numbered from 0 (1).
+    pub brokers: i32,
+    /// The release whose api versions the brokers advertise (4.4).
+    pub release: Release,
+    /// The seed of every random choice the cluster makes (topic ids, member ids, the faults of
+    /// its in-memory network): the same seed, the same choices.
+    pub seed: u64,
+    /// SASL/PLAIN users; without any, listeners need no authentication.
+    pub sasl_plain: Vec<(String, String)>,
+    /// Partitions of a topic created without a count (`num.partitions`, 1).
+    pub default_partitions: i32,
+    /// Replicas of a topic created without a factor (`default.replication.factor`: 1, at most
+    /// the number of brokers).
+    pub default_replication: i16,
+    /// Whether Metadata requests create the topics they name (`auto.create.topics.enable`,
+    /// true).
+    pub auto_create_topics: bool,
+    /// Partitions of `__consumer_offsets` (`offsets.topic.num.partitions`, 50): which broker
+    /// coordinates a group.
+    pub offsets_partitions: i32,
+    /// Partitions of `__transaction_state` (`transaction.state.log.num.partitions`, 50).
+    pub transaction_partitions: i32,
+    /// The longest transaction timeout a producer may ask for
+    /// (`transaction.max.timeout.ms`, 15 minutes).
+    pub max_transaction_timeout: Duration,
+    /// Whether a transactional batch is refused unless its partition is in the producer's
+    /// ongoing transaction (KIP-890 part 1, `transaction.partition.verification.enable`,
+    /// true); from Produce v12 the leader adds the partition itself (transactions V2).
+    pub transaction_verification: bool,
+    /// The wall-clock time the cluster's clock starts at, in ms since the epoch: the clock
+    /// then moves with tokio's (so a run on the paused clock is the same every time). `None`:
+    /// the system clock at start.
+    pub clock_start_ms: Option<i64>,
+    /// The longest time a request waits in the broker (a Fetch for `min_bytes`, a JoinGroup
+    /// for the group), whatever it asks for (30 s).
+    pub max_wait: Duration,
+    /// Requests kept in the journal ([`Cluster::journal`](crate::Cluster::journal), 10,000).
+    pub journal_capacity: usize,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            brokers: 1,
+            release: Release::V4_4,
+            seed: 0,
+            sasl_plain: Vec::new(),
+            default_partitions: 1,
+            default_replication: 1,
+            auto_create_topics: true,
+            offsets_partitions: 50,
+            transaction_partitions: 50,
+            max_transaction_timeout: Duration::from_secs(900),
+            transaction_verification: true,
+            clock_start_ms: None,
+            max_wait: Duration::from_secs(30),
+            journal_capacity: 10_000,
+        }
+    }
+}
+
+impl ClusterConfig {
+    /// Sets [`brokers`](Self::brokers).
+    pub fn brokers(mut self, brokers: i32) -> Self {
+        self.brokers = brokers.max(1);
+        self
+    }
+
+    /// Sets [`release`](Self::release).
+    pub fn release(mut self, release: Release) -> Self {
+        self.release = release;
+        self
+    }
+
+    /// Sets [`seed`](Self::seed).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Adds a SASL/PLAIN user.
+    pub fn sasl_plain(mut self, user: &str, password: &str) -> Self {
+        self.sasl_plain.push((user.to_owned(), password.to_owned()));
+        self
+    }
+
+    /// Sets [`default_partitions`](Self::default_partitions).
+    pub fn default_partitions(mut self, partitions: i32) -> Self {
+        self.default_partitions = partitions.max(1);
+        self
+    }
+
+    /// Sets [`default_replication`](Self::default_replication).
+    pub fn default_replication(mut self, replicas: i16) -> Self {
+        self.default_replication = replicas.max(1);
+        self
+    }
+
+    /// Sets [`auto_create_topics`](Self::auto_create_topics).
+    pub fn auto_create_topics(mut self, yes: bool) -> Self {
+        self.auto_create_topics = yes;
+        self
+    }
+
+    /// Sets [`clock_start_ms`](Self::clock_start_ms).
+    pub fn clock_start_ms(mut self, ms: i64) -> Self {
+        self.clock_start_ms = Some(ms);
+        self
+    }
+}

@@ -1,0 +1,305 @@
+//! Topics and configs: CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs,
+//! AlterConfigs and IncrementalAlterConfigs, with Kafka's validation and error codes.
+
+use std::collections::BTreeMap;
+
+use kwire::messages::{
+    alter_configs_response, create_partitions_response::CreatePartitionsTopicResult,
+    create_topics_response::{CreatableTopicConfigs, CreatableTopicResult},
+    delete_topics_response::DeletableTopicResult,
+    describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult},
+    incremental_alter_configs_response, AlterConfigsRequest, AlterConfigsResponse, CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse,
+    DeleteTopicsRequest, DeleteTopicsResponse, DescribeConfigsRequest, DescribeConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+};
+use kwire::{ErrorCode, Uuid};
+
+use super::{s, Ctx};
+use crate::topics::{check_config, valid_name, Partition, DEFAULTS};
+
+/// Config resource types (`ConfigResource.Type`).
+const TOPIC: i8 = 2;
+const BROKER: i8 = 4;
+
+/// Config sources (`DescribeConfigsResponse.ConfigSource`).
+const DYNAMIC_TOPIC_CONFIG: i8 = 1;
+const DEFAULT_CONFIG: i8 = 5;
+
+/// The most partitions a topic may have here.
+const MAX_PARTITIONS: i32 = 100_000;
+
+pub(crate) fn create_topics(ctx: &Ctx<'_>, req: &CreateTopicsRequest) -> CreateTopicsResponse {
+    let version = ctx.version;
+    let mut state = ctx.inner.state();
+    let brokers = state.brokers.len() as i32;
+    let mut results = Vec::new();
+    for t in &req.topics {
+        let partitions = if t.num_partitions == -1 { ctx.inner.config.default_partitions } else { t.num_partitions };
+        let replicas = if t.replication_factor == -1 { ctx.inner.config.default_replication.min(brokers as i16) } else { t.replication_factor };
+        let mut configs = BTreeMap::new();
+        let mut error: Option<(ErrorCode, String)> = None;
+        for c in &t.configs {
+            if let Err(e) = check_config(&c.name, c.value.as_deref()) {
+                error.get_or_insert(e);
+            }
+            if let Some(v) = &c.value {
+                configs.insert(c.name.to_string(), v.to_string());
+            }
+        }
+        let error = if !valid_name(&t.name) {
+            Some((ErrorCode::INVALID_TOPIC_EXCEPTION, format!("Topic name {} is invalid", &*t.name)))
+        } else if state.topics.contains_key(&*t.name) {
+            Some((ErrorCode::TOPIC_ALREADY_EXISTS, format!("Topic '{}' already exists.", &*t.name)))
+        } else if !t.assignments.is_empty() && (t.num_partitions != -1 || t.replication_factor != -1) {
+            Some((ErrorCode::INVALID_REQUEST, "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.".into()))
+        } else if !t.assignments.is_empty() {
+            Some((ErrorCode::INVALID_REQUEST, "Replica assignments are not supported by this fake cluster.".into()))
+        } else if partitions <= 0 || partitions > MAX_PARTITIONS {
+            Some((ErrorCode::INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.".into()))
+        } else if replicas <= 0 || i32::from(replicas) > brokers {
+            Some((ErrorCode::INVALID_REPLICATION_FACTOR, format!("Unable to replicate the partition {replicas} time(s): The target replication factor of {replicas} cannot be reached because only {brokers} broker(s) are registered.")))
+        } else {
+            error
+        };
+        let mut result = CreatableTopicResult { name: t.name.clone(), topic_config_error_code: 0, num_partitions: -1, replication_factor: -1, ..Default::default() };
+        match error {
+            Some((code, message)) => {
+                result.error_code = code.0;
+                if version >= 1 {
+                    result.error_message = Some(s(&message));
+                }
+            }
+            None => {
+                let id = if req.validate_only { Uuid::ZERO } else { state.create_topic(&t.name, partitions, replicas, configs.clone()).id };
+                if version >= 5 {
+                    result.num_partitions = partitions;
+                    result.replication_factor = replicas;
+                    result.configs = Some(
+                        DEFAULTS
+                            .iter()
+                            .map(|(name, default)| {
+                                let set = configs.get(*name);
+                                CreatableTopicConfigs {
+                                    name: s(name),
+                                    value: Some(s(set.map_or(*default, String::as_str))),
+                                    read_only: false,
+                                    config_source: if set.is_some() { DYNAMIC_TOPIC_CONFIG } else { DEFAULT_CONFIG },
+                                    is_sensitive: false,
+                                    ..Default::default()
+                                }
+                            })
+                            .collect(),
+                    );
+                }
+                if version >= 7 {
+                    result.topic_id = id;
+                }
+            }
+        }
+        results.push(result);
+    }
+    drop(state);
+    ctx.inner.wake();
+    CreateTopicsResponse { topics: results, ..Default::default() }
+}
+
+pub(crate) fn delete_topics(ctx: &Ctx<'_>, req: &DeleteTopicsRequest) -> DeleteTopicsResponse {
+    let mut state = ctx.inner.state();
+    // v6+ names topics by name or id; earlier versions by name.
+    let asked: Vec<(Option<String>, Uuid)> =
+        if ctx.version >= 6 { req.topics.iter().map(|t| (t.name.as_deref().map(str::to_owned), t.topic_id)).collect() } else { req.topic_names.iter().map(|n| (Some(n.to_string()), Uuid::ZERO)).collect() };
+    let mut responses = Vec::new();
+    for (name, id) in asked {
+        let found = match &name {
+            Some(n) => state.topics.get(n).map(|t| (n.clone(), t.id)),
+            None => state.topics.iter().find(|(_, t)| t.id == id).map(|(n, t)| (n.clone(), t.id)),
+        };
+        let mut out = DeletableTopicResult { name: name.as_deref().map(s), topic_id: id, ..Default::default() };
+        match found {
+            Some((n, topic_id)) => {
+                state.topics.remove(&n);
+                out.name = Some(s(&n));
+                out.topic_id = topic_id;
+            }
+            None => {
+                let code = if name.is_none() { ErrorCode::UNKNOWN_TOPIC_ID } else { ErrorCode::UNKNOWN_TOPIC_OR_PARTITION };
+                out.error_code = code.0;
+                if ctx.version >= 5 {
+                    out.error_message = code.message().map(s);
+                }
+            }
+        }
+        responses.push(out);
+    }
+    drop(state);
+    ctx.inner.wake();
+    DeleteTopicsResponse { responses, ..Default::default() }
+}
+
+pub(crate) fn create_partitions(ctx: &Ctx<'_>, req: &CreatePartitionsRequest) -> CreatePartitionsResponse {
+    let mut guard = ctx.inner.state();
+    let state = &mut *guard;
+    let ids: Vec<i32> = state.brokers.keys().copied().collect();
+    let up: BTreeMap<i32, bool> = state.brokers.iter().map(|(id, b)| (*id, b.up)).collect();
+    let results = req
+        .topics
+        .iter()
+        .map(|t| {
+            let outcome = match state.topics.get_mut(&*t.name) {
+                None => Err((ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, format!("The topic '{}' does not exist.", &*t.name))),
+                Some(topic) if t.count <= topic.partitions.len() as i32 => {
+                    let now = topic.partitions.len();
+                    let message = if t.count as usize == now { format!("Topic already has {now} partitions.") } else { format!("Topic currently has {now} partitions, which is higher than the requested {}.", t.count) };
+                    Err((ErrorCode::INVALID_PARTITIONS, message))
+                }
+                Some(_) if t.count > MAX_PARTITIONS => Err((ErrorCode::INVALID_PARTITIONS, "Too many partitions.".into())),
+                Some(_) if t.assignments.is_some() => Err((ErrorCode::INVALID_REQUEST, "Replica assignments are not supported by this fake cluster.".into())),
+                Some(topic) => {
+                    if !req.validate_only {
+                        let replicas = topic.partitions.first().map_or(1, |p| p.replicas.len());
+                        for p in topic.partitions.len()..t.count as usize {
+                            let r: Vec<i32> = (0..replicas.min(ids.len())).map(|j| ids[(p + j) % ids.len()]).collect();
+                            let mut partition = Partition { replicas: r, leader: -1, leader_epoch: -1, log: Default::default() };
+                            partition.elect(&|b| up.get(&b).copied().unwrap_or(false));
+                            topic.partitions.push(partition);
+                        }
+                    }
+                    Ok(())
+                }
+            };
+            let (code, message) = match outcome {
+                Ok(()) => (ErrorCode::NONE, None),
+                Err((code, m)) => (code, Some(s(&m))),
+            };
+            CreatePartitionsTopicResult { name: t.name.clone(), error_code: code.0, error_message: message, ..Default::default() }
+        })
+        .collect();
+    drop(guard);
+    ctx.inner.wake();
+    CreatePartitionsResponse { results, ..Default::default() }
+}
+
+pub(crate) fn describe_configs(ctx: &Ctx<'_>, req: &DescribeConfigsRequest) -> DescribeConfigsResponse {
+    let state = ctx.inner.state();
+    let results = req
+        .resources
+        .iter()
+        .map(|r| {
+            let wanted = |name: &str| r.configuration_keys.as_ref().is_none_or(|keys| keys.iter().any(|k| &**k == name));
+            let mut result = DescribeConfigsResult { resource_type: r.resource_type, resource_name: r.resource_name.clone(), ..Default::default() };
+            match r.resource_type {
+                TOPIC => match state.topics.get(&*r.resource_name) {
+                    None => {
+                        result.error_code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0;
+                        result.error_message = Some(s(&format!("Topic {} does not exist.", &*r.resource_name)));
+                    }
+                    Some(topic) => {
+                        result.configs = DEFAULTS
+                            .iter()
+                            .filter(|(n, _)| wanted(n))
+                            .map(|(name, default)| {
+                                let set = topic.configs.get(*name);
+                                DescribeConfigsResourceResult {
+                                    name: s(name),
+                                    value: Some(s(set.map_or(*default, String::as_str))),
+                                    read_only: false,
+                                    is_default: set.is_none(),
+                                    config_source: if set.is_some() { DYNAMIC_TOPIC_CONFIG } else { DEFAULT_CONFIG },
+                                    is_sensitive: false,
+                                    ..Default::default()
+                                }
+                            })
+                            .collect();
+                    }
+                },
+                BROKER => {
+                    let known = r.resource_name.is_empty() || r.resource_name.parse::<i32>().is_ok_and(|b| state.brokers.contains_key(&b));
+                    if !known {
+                        result.error_code = ErrorCode::INVALID_REQUEST.0;
+                        result.error_message = Some(s(&format!("Unexpected broker id, expected one of the cluster's, but received {}", &*r.resource_name)));
+                    }
+                }
+                _ => {
+                    result.error_code = ErrorCode::INVALID_REQUEST.0;
+                    result.error_message = Some(s(&format!("Unsupported resource type {}", r.resource_type)));
+                }
+            }
+            result
+        })
+        .collect();
+    DescribeConfigsResponse { results, ..Default::default() }
+}
+
+/// Applies `changes` (name, op, value; ops of IncrementalAlterConfigs: 0 set, 1 delete, 2
+/// append, 3 subtract) to a topic's configs, or says why not.
+fn alter_topic(ctx: &Ctx<'_>, name: &str, changes: &[(String, i8, Option<String>)], replace: bool, validate_only: bool) -> Result<(), (ErrorCode, String)> {
+    let mut state = ctx.inner.state();
+    let topic = state.topics.get_mut(name).ok_or((ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, format!("Topic {name} does not exist.")))?;
+    let mut configs = if replace { BTreeMap::new() } else { topic.configs.clone() };
+    for (key, op, value) in changes {
+        check_config(key, value.as_deref())?;
+        match op {
+            0 => {
+                configs.insert(key.clone(), value.clone().unwrap_or_default());
+            }
+            1 => {
+                configs.remove(key);
+            }
+            2 | 3 if key != "cleanup.policy" && !key.ends_with("throttled.replicas") => {
+                return Err((ErrorCode::INVALID_CONFIG, format!("Config value append is not allowed for config key: {key}")));
+            }
+            2 | 3 => {
+                let current = configs.get(key).cloned().or_else(|| DEFAULTS.iter().find(|(n, _)| n == key).map(|(_, v)| v.to_string())).unwrap_or_default();
+                let mut items: Vec<String> = current.split(',').map(str::trim).filter(|v| !v.is_empty()).map(str::to_owned).collect();
+                for v in value.as_deref().unwrap_or("").split(',').map(str::trim).filter(|v| !v.is_empty()) {
+                    if *op == 2 && !items.iter().any(|i| i == v) {
+                        items.push(v.to_owned());
+                    } else if *op == 3 {
+                        items.retain(|i| i != v);
+                    }
+                }
+                configs.insert(key.clone(), items.join(","));
+            }
+            _ => return Err((ErrorCode::INVALID_REQUEST, format!("Unknown config operation {op}"))),
+        }
+    }
+    if !validate_only {
+        topic.configs = configs;
+    }
+    Ok(())
+}
+
+pub(crate) fn incremental_alter_configs(ctx: &Ctx<'_>, req: &IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse {
+    let responses = req
+        .resources
+        .iter()
+        .map(|r| {
+            let changes: Vec<(String, i8, Option<String>)> = r.configs.iter().map(|c| (c.name.to_string(), c.config_operation, c.value.as_deref().map(str::to_owned))).collect();
+            let outcome = match r.resource_type {
+                TOPIC => alter_topic(ctx, &r.resource_name, &changes, false, req.validate_only),
+                BROKER => Ok(()),
+                t => Err((ErrorCode::INVALID_REQUEST, format!("Unsupported resource type {t}"))),
+            };
+            let (code, message) = outcome.map_or_else(|(c, m)| (c, Some(s(&m))), |()| (ErrorCode::NONE, None));
+            incremental_alter_configs_response::AlterConfigsResourceResponse { error_code: code.0, error_message: message, resource_type: r.resource_type, resource_name: r.resource_name.clone(), ..Default::default() }
+        })
+        .collect();
+    IncrementalAlterConfigsResponse { responses, ..Default::default() }
+}
+
+pub(crate) fn alter_configs(ctx: &Ctx<'_>, req: &AlterConfigsRequest) -> AlterConfigsResponse {
+    let responses = req
+        .resources
+        .iter()
+        .map(|r| {
+            let changes: Vec<(String, i8, Option<String>)> = r.configs.iter().map(|c| (c.name.to_string(), 0, c.value.as_deref().map(str::to_owned))).collect();
+            let outcome = match r.resource_type {
+                TOPIC => alter_topic(ctx, &r.resource_name, &changes, true, req.validate_only),
+                BROKER => Ok(()),
+                t => Err((ErrorCode::INVALID_REQUEST, format!("Unsupported resource type {t}"))),
+            };
+            let (code, message) = outcome.map_or_else(|(c, m)| (c, Some(s(&m))), |()| (ErrorCode::NONE, None));
+            alter_configs_response::AlterConfigsResourceResponse { error_code: code.0, error_message: message, resource_type: r.resource_type, resource_name: r.resource_name.clone(), ..Default::default() }
+        })
+        .collect();
+    AlterConfigsResponse { responses, ..Default::default() }
+}

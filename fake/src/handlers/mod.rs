@@ -1,0 +1,135 @@
+//! The brokers' request handlers: one module per area, each a function from the decoded
+//! request to its response, as Kafka's `KafkaApis` dispatches them.
+
+pub(crate) mod admin;
+pub(crate) mod errors;
+mod fetch;
+mod metadata;
+mod offsets;
+mod produce;
+mod txn;
+
+use std::sync::Arc;
+
+use kwire::messages::GetTelemetrySubscriptionsResponse;
+use kwire::{ErrorCode, RequestKind, ResponseKind};
+
+use crate::cluster::{Inner, Listener};
+use crate::groups;
+
+pub(crate) use txn::end_timed_out;
+
+/// Who asked, where: what a handler needs besides the request.
+pub(crate) struct Ctx<'a> {
+    pub(crate) inner: &'a Arc<Inner>,
+    /// The broker the connection is to.
+    pub(crate) broker: i32,
+    pub(crate) version: i16,
+    pub(crate) listener: Listener,
+    pub(crate) client_id: &'a str,
+    /// The authenticated user (`ANONYMOUS` without SASL).
+    #[allow(dead_code)]
+    pub(crate) principal: &'a str,
+}
+
+/// What to do after a request.
+pub(crate) enum Reply {
+    Send(ResponseKind),
+    /// Produce with acks = 0: no response.
+    Nothing,
+    /// Send, then close (a failed authentication).
+    SendAndClose(ResponseKind),
+    /// Close without a response.
+    #[allow(dead_code)]
+    Close,
+}
+
+/// Handles one request (SASL aside: the connection does that).
+pub(crate) async fn handle(ctx: &Ctx<'_>, request: RequestKind) -> Reply {
+    let send = |r: ResponseKind| Reply::Send(r);
+    match request {
+        RequestKind::ApiVersions(_) => send(metadata::api_versions(ctx).into()),
+        RequestKind::Metadata(r) => send(metadata::metadata(ctx, &r).into()),
+        RequestKind::DescribeCluster(r) => send(metadata::describe_cluster(ctx, &r).into()),
+        RequestKind::FindCoordinator(r) => send(metadata::find_coordinator(ctx, &r).into()),
+        RequestKind::Produce(r) => match produce::produce(ctx, &r) {
+            Some(response) => send(response.into()),
+            None => Reply::Nothing,
+        },
+        RequestKind::Fetch(r) => send(fetch::fetch(ctx, &r).await.into()),
+        RequestKind::ListOffsets(r) => send(offsets::list_offsets(ctx, &r).into()),
+        RequestKind::OffsetForLeaderEpoch(r) => send(offsets::offset_for_leader_epoch(ctx, &r).into()),
+        RequestKind::DeleteRecords(r) => send(offsets::delete_records(ctx, &r).into()),
+        RequestKind::CreateTopics(r) => send(admin::create_topics(ctx, &r).into()),
+        RequestKind::DeleteTopics(r) => send(admin::delete_topics(ctx, &r).into()),
+        RequestKind::CreatePartitions(r) => send(admin::create_partitions(ctx, &r).into()),
+        RequestKind::DescribeConfigs(r) => send(admin::describe_configs(ctx, &r).into()),
+        RequestKind::IncrementalAlterConfigs(r) => send(admin::incremental_alter_configs(ctx, &r).into()),
+        RequestKind::AlterConfigs(r) => send(admin::alter_configs(ctx, &r).into()),
+        RequestKind::InitProducerId(r) => send(txn::init_producer_id(ctx, &r).into()),
+        RequestKind::AddPartitionsToTxn(r) => send(txn::add_partitions(ctx, &r).into()),
+        RequestKind::AddOffsetsToTxn(r) => send(txn::add_offsets(ctx, &r).into()),
+        RequestKind::EndTxn(r) => send(txn::end_txn(ctx, &r).into()),
+        RequestKind::TxnOffsetCommit(r) => send(txn::txn_offset_commit(ctx, &r).into()),
+        RequestKind::DescribeProducers(r) => send(txn::describe_producers(ctx, &r).into()),
+        RequestKind::DescribeTransactions(r) => send(txn::describe_transactions(ctx, &r).into()),
+        RequestKind::ListTransactions(r) => send(txn::list_transactions(ctx, &r).into()),
+        RequestKind::JoinGroup(r) => {
+            if let Some(code) = not_coordinator(ctx, &r.group_id) {
+                return send(groups::join_response(groups::JoinOutcome::error(code.0, &r.member_id), ctx.version).into());
+            }
+            let outcome = groups::join_group(ctx, &r).await;
+            send(groups::join_response(outcome, ctx.version).into())
+        }
+        RequestKind::SyncGroup(r) => match not_coordinator(ctx, &r.group_id) {
+            Some(code) => errors_or_close(&RequestKind::SyncGroup(r), ctx.version, code),
+            None => send(groups::sync_group(ctx, &r).await.into()),
+        },
+        RequestKind::Heartbeat(r) => match not_coordinator(ctx, &r.group_id) {
+            Some(code) => errors_or_close(&RequestKind::Heartbeat(r), ctx.version, code),
+            None => send(groups::heartbeat(ctx, &r).into()),
+        },
+        RequestKind::LeaveGroup(r) => match not_coordinator(ctx, &r.group_id) {
+            Some(code) => errors_or_close(&RequestKind::LeaveGroup(r), ctx.version, code),
+            None => send(groups::leave_group(ctx, &r).into()),
+        },
+        RequestKind::OffsetCommit(r) => match not_coordinator(ctx, &r.group_id) {
+            Some(code) => errors_or_close(&RequestKind::OffsetCommit(r), ctx.version, code),
+            None => send(groups::offset_commit(ctx, &r).into()),
+        },
+        RequestKind::OffsetFetch(r) => send(groups::offset_fetch(ctx, &r).into()),
+        RequestKind::GetTelemetrySubscriptions(r) => {
+            // No client-metrics subscription is configured: the client pushes nothing.
+            let id = if r.client_instance_id == kwire::Uuid::ZERO { ctx.inner.state().new_uuid() } else { r.client_instance_id };
+            send(GetTelemetrySubscriptionsResponse { client_instance_id: id, subscription_id: 0, push_interval_ms: 300_000, delta_temporality: true, ..Default::default() }.into())
+        }
+        // Served nowhere in this fake yet: Kafka's answer to a version it does not serve.
+        other => {
+            let version = ctx.version;
+            errors_or_close(&other, version, ErrorCode::UNSUPPORTED_VERSION)
+        }
+    }
+}
+
+/// The api's error response with `code`, or a close when it has none.
+fn errors_or_close(request: &RequestKind, version: i16, code: ErrorCode) -> Reply {
+    match errors::response(request, version, code) {
+        Some(body) => Reply::Send(body),
+        None => Reply::Close,
+    }
+}
+
+/// NOT_COORDINATOR unless this broker coordinates `group` (COORDINATOR_NOT_AVAILABLE when no
+/// broker can).
+fn not_coordinator(ctx: &Ctx<'_>, group: &str) -> Option<ErrorCode> {
+    match ctx.inner.state().coordinator(0, group, &ctx.inner.config) {
+        Some(b) if b == ctx.broker => None,
+        Some(_) => Some(ErrorCode::NOT_COORDINATOR),
+        None => Some(ErrorCode::COORDINATOR_NOT_AVAILABLE),
+    }
+}
+
+/// A `ByteString` of a `&str`.
+pub(crate) fn s(v: &str) -> kwire::ByteString {
+    kwire::ByteString::from(v.to_owned())
+}
