@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use common::{unique, Broker};
 use kwire_client::{Acks, Admin, Client, ClientConfig, Error, NewTopic, Producer, ProducerConfig, ProducerError, ProducerRecord};
 use kwire_proxy::{Config, FaultConfig, FaultKind, Proxy};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
 const RECORDS: usize = 20_000;
 /// Records sent after the faults stop: every one must be acknowledged (the producer recovers).
@@ -61,10 +62,13 @@ public class FaultReadBack {
 "#;
 
 /// Java's idempotent producer with the settings the kwire producer gets below, sending the same
-/// records in the same rounds: what a faulty network costs the reference client. Prints
-/// `acked SEQ PARTITION OFFSET` per acknowledged record, `failed SEQ EXCEPTION` per failed one,
-/// then `produced in SECONDS`.
+/// records in the same rounds: what a faulty network costs the reference client. After the
+/// faulty rounds it prints `faulty done`, waits for a line on stdin (the test heals the network
+/// meanwhile), sends the calm records and prints `recovered in SECONDS` once they are all
+/// answered; then `acked SEQ PARTITION OFFSET` per acknowledged record, `failed SEQ EXCEPTION`
+/// per failed one, and `produced in SECONDS` (the faulty rounds and their flush).
 const JAVA_PRODUCER: &str = r#"
+import java.io.*;
 import java.util.*;
 import java.util.concurrent.*;
 import org.apache.kafka.clients.producer.*;
@@ -86,29 +90,43 @@ public class FaultProducer {
         p.put("request.timeout.ms", "3000");
         p.put("max.block.ms", "10000");
         p.put("client.id", "java-fault-network");
-        int records = Integer.parseInt(args[2]), rounds = Integer.parseInt(args[3]);
+        int records = Integer.parseInt(args[2]), rounds = Integer.parseInt(args[3]), calm = Integer.parseInt(args[4]);
         ConcurrentLinkedQueue<String> out = new ConcurrentLinkedQueue<>();
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
         long start = System.nanoTime();
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
             int perRound = records / rounds;
             for (int round = 0; round < rounds; round++) {
-                for (int seq = round * perRound; seq < (round + 1) * perRound; seq++) {
-                    final int s = seq;
-                    try {
-                        producer.send(new ProducerRecord<>(args[1], "k" + (seq % 997), "v" + seq), (m, e) -> {
-                            if (e == null) out.add("acked " + s + " " + m.partition() + " " + m.offset());
-                            else out.add("failed " + s + " " + e.getClass().getSimpleName());
-                        });
-                    } catch (Exception e) {
-                        out.add("failed " + s + " " + e.getClass().getSimpleName());
-                    }
-                }
+                for (int seq = round * perRound; seq < (round + 1) * perRound; seq++) send(producer, args[1], seq, out, null);
                 Thread.sleep(50);
             }
             producer.flush();
+            double produced = (System.nanoTime() - start) / 1e9;
+            System.out.println("faulty done");
+            System.out.flush();
+            in.readLine();
+            long healed = System.nanoTime();
+            CountDownLatch answered = new CountDownLatch(calm);
+            for (int seq = records; seq < records + calm; seq++) send(producer, args[1], seq, out, answered);
+            producer.flush();
+            answered.await();
+            System.out.printf("recovered in %.3f%n", (System.nanoTime() - healed) / 1e9);
+            for (String line : out) System.out.println(line);
+            System.out.printf("produced in %.1f%n", produced);
         }
-        for (String line : out) System.out.println(line);
-        System.out.printf("produced in %.1f%n", (System.nanoTime() - start) / 1e9);
+    }
+
+    static void send(KafkaProducer<String, String> producer, String topic, int seq, ConcurrentLinkedQueue<String> out, CountDownLatch answered) {
+        try {
+            producer.send(new ProducerRecord<>(topic, "k" + (seq % 997), "v" + seq), (m, e) -> {
+                if (e == null) out.add("acked " + seq + " " + m.partition() + " " + m.offset());
+                else out.add("failed " + seq + " " + e.getClass().getSimpleName());
+                if (answered != null) answered.countDown();
+            });
+        } catch (Exception e) {
+            out.add("failed " + seq + " " + e.getClass().getSimpleName());
+            if (answered != null) answered.countDown();
+        }
     }
 }
 "#;
@@ -128,6 +146,10 @@ fn kind(e: &Error) -> Option<String> {
             Some(cause) => format!("delivery timeout, last {}", kind(cause)?),
             None => "delivery timeout".into(),
         },
+        Error::Producer(ProducerError::OutcomeUnknown { last_error, .. }) => match last_error.as_deref() {
+            Some(cause) => format!("outcome unknown, last {}", kind(cause)?),
+            None => "outcome unknown".into(),
+        },
         _ => return None,
     })
 }
@@ -138,14 +160,17 @@ fn seed() -> u64 {
 }
 
 /// The faulty network: six connections in ten struck within their first frames, and again in
-/// every window of nine frames after.
+/// every window of nine frames after. Late requests (held past the request timeout, then handled
+/// by the broker after their client retried them on another connection) are what an idempotent
+/// producer must not write twice.
 fn faults(seed: u64) -> FaultConfig {
     FaultConfig::new(seed)
         .percent(60)
-        .kinds(&[(FaultKind::Drop, 2), (FaultKind::Delay, 2), (FaultKind::Stall, 1), (FaultKind::Reset, 2), (FaultKind::Truncate, 2)])
+        .kinds(&[(FaultKind::Drop, 2), (FaultKind::Delay, 2), (FaultKind::Stall, 1), (FaultKind::Reset, 2), (FaultKind::Truncate, 2), (FaultKind::Late, 2)])
         .after_frames(8)
         .max_delay(Duration::from_millis(400))
         .stall(Duration::from_secs(8))
+        .late(Duration::from_secs(4))
 }
 
 /// What the log read back shows of the acknowledged records (`seq -> (partition, offset)`):
@@ -156,6 +181,16 @@ struct Audit {
     duplicated: Vec<(usize, Vec<(i32, i64)>)>,
     moved: Vec<(usize, (i32, i64))>,
     out_of_order: Vec<(i32, (i64, usize), (i64, usize))>,
+    /// How many records each check found (the lists above keep the first few).
+    counts: AuditCounts,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct AuditCounts {
+    missing: usize,
+    duplicated: usize,
+    moved: usize,
+    out_of_order: usize,
 }
 
 fn audit(log: &[(i32, i64, String, usize)], acked: &HashMap<usize, (i32, i64)>) -> Audit {
@@ -169,6 +204,12 @@ fn audit(log: &[(i32, i64, String, usize)], acked: &HashMap<usize, (i32, i64)>) 
     let missing = acked.iter().filter(|(seq, _)| !found.contains_key(seq)).take(5).map(|(s, at)| (*s, *at)).collect();
     let moved =
         acked.iter().filter(|(seq, at)| found.get(seq).is_some_and(|f| f.len() == 1 && f[0] != **at)).take(5).map(|(s, at)| (*s, *at)).collect();
+    let mut counts = AuditCounts {
+        missing: acked.keys().filter(|seq| !found.contains_key(seq)).count(),
+        duplicated: found.values().filter(|at| at.len() > 1).count(),
+        moved: acked.iter().filter(|(seq, at)| found.get(seq).is_some_and(|f| f.len() == 1 && f[0] != **at)).count(),
+        out_of_order: 0,
+    };
     // Per partition, by offset, the records in the order they were sent.
     let mut by_partition: BTreeMap<i32, Vec<(i64, usize)>> = BTreeMap::new();
     for (partition, offset, _, seq) in log {
@@ -177,9 +218,10 @@ fn audit(log: &[(i32, i64, String, usize)], acked: &HashMap<usize, (i32, i64)>) 
     let mut out_of_order = Vec::new();
     for (partition, records) in &mut by_partition {
         records.sort_unstable();
+        counts.out_of_order += records.windows(2).filter(|w| w[0].1 >= w[1].1).count();
         out_of_order.extend(records.windows(2).filter(|w| w[0].1 >= w[1].1).map(|w| (*partition, w[0], w[1])).take(5));
     }
-    Audit { missing, duplicated, moved, out_of_order }
+    Audit { missing, duplicated, moved, out_of_order, counts }
 }
 
 /// Runs Java's consumer on `topic`: (partition, offset, key, value) of every record.
@@ -274,6 +316,7 @@ async fn an_idempotent_producer_through_a_faulty_network_loses_and_duplicates_no
     // connections), what it is given now gets through. The counts are read after the switch,
     // so that a fault striking at the moment of the switch is counted before.
     proxy.set_faults_enabled(false);
+    let healed = Instant::now();
     let faults_over = proxy.fault_counts();
     let mut calm = Vec::with_capacity(CALM);
     for seq in RECORDS..RECORDS + CALM {
@@ -290,6 +333,7 @@ async fn an_idempotent_producer_through_a_faulty_network_loses_and_duplicates_no
             Err(e) => calm_failed.push((seq, e.to_string())),
         }
     }
+    let recovered_in = healed.elapsed();
 
     // seq -> (partition, offset) of every acknowledged record.
     let mut acked: HashMap<usize, (i32, i64)> = HashMap::new();
@@ -309,7 +353,7 @@ async fn an_idempotent_producer_through_a_faulty_network_loses_and_duplicates_no
     drop(proxy);
 
     let log = read_back(&b, &topic).await;
-    let Audit { missing, duplicated, moved, out_of_order } = audit(&log, &acked);
+    let Audit { missing, duplicated, moved, out_of_order, counts: found } = audit(&log, &acked);
     if !duplicated.is_empty() {
         // The evidence: the batches (producer epoch and base sequence) each copy was written in.
         let reader = b.client().await;
@@ -330,7 +374,7 @@ async fn an_idempotent_producer_through_a_faulty_network_loses_and_duplicates_no
 
     println!(
         "fault network: {} records sent under faults, {} acknowledged, then {CALM} on the healed network ({} failed), {} errors ({errors:?}), {} in the log (read back by Java), \
-         {} of them unacknowledged; faults over {} connections: {} dropped, {} delayed, {} stalled, {} reset, {} truncated; \
+         {} of them unacknowledged; faults over {} connections: {} dropped, {} delayed, {} stalled, {} reset, {} truncated, {} late; \
          produced in {:.1}s, {:.1}s in all (seed {seed})",
         RECORDS,
         faulty_acked,
@@ -344,8 +388,24 @@ async fn an_idempotent_producer_through_a_faulty_network_loses_and_duplicates_no
         counts.stall,
         counts.reset,
         counts.truncate,
+        counts.late,
         produced_in.as_secs_f64(),
         started.elapsed().as_secs_f64()
+    );
+    // One line for scripts/fault-soak.sh's table.
+    println!(
+        "soak: client=kwire seed={seed} sent={} acked={} failed={} in_log={} duplicated={} lost={} moved={} out_of_order={} produced_s={:.1} recovered_s={:.3} faults={}",
+        RECORDS + CALM,
+        acked.len(),
+        errors.values().sum::<usize>() + unexplained.len() + calm_failed.len(),
+        log.len(),
+        found.duplicated,
+        found.missing,
+        found.moved,
+        found.out_of_order,
+        produced_in.as_secs_f64(),
+        recovered_in.as_secs_f64(),
+        counts.total()
     );
     let _ = std::panic::take_hook();
     assert!(missing.is_empty(), "acknowledged records missing from the log: {missing:?}");
@@ -375,22 +435,34 @@ async fn java_producer_through_the_same_faulty_network() {
     let proxy = Proxy::start(Config::new(b.var("PLAINTEXT")).faults(faults(seed))).await.unwrap();
     let dir = std::env::temp_dir().join(unique("kw-fault-java"));
     let bootstrap = proxy.bootstrap().to_string();
-    let stdout = common::java(
-        &b,
-        &dir,
-        "FaultProducer.java",
-        JAVA_PRODUCER,
-        &[&bootstrap, &topic, &RECORDS.to_string(), &ROUNDS.to_string()],
-        Duration::from_secs(180),
-    )
-    .await;
+    // The faulty rounds, then (once Java says so) the healed network and the calm records.
+    let mut child = common::java_interactive(&b, &dir, "FaultProducer.java", JAVA_PRODUCER, &[&bootstrap, &topic, &RECORDS.to_string(), &ROUNDS.to_string(), &CALM.to_string()]);
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut out = Vec::new();
+    let mut counts = None;
+    let run = async {
+        while let Some(line) = lines.next_line().await.expect("java's output") {
+            if line == "faulty done" {
+                proxy.set_faults_enabled(false);
+                counts = Some(proxy.fault_counts());
+                stdin.write_all(b"heal\n").await.expect("java's stdin");
+                stdin.flush().await.expect("java's stdin");
+            }
+            out.push(line);
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(240), run).await.expect("java in time");
+    let status = child.wait().await.expect("java ends");
+    assert!(status.success(), "FaultProducer failed: {}", out.join("\n"));
     let _ = std::fs::remove_dir_all(&dir);
-    let counts = proxy.fault_counts();
+    let counts = counts.unwrap_or_else(|| proxy.fault_counts());
     drop(proxy);
     let mut acked = HashMap::new();
     let mut failed: BTreeMap<String, usize> = BTreeMap::new();
     let mut produced_in = String::new();
-    for line in stdout.lines() {
+    let mut recovered_in = String::new();
+    for line in &out {
         let parts: Vec<&str> = line.split(' ').collect();
         match parts[..] {
             ["acked", seq, partition, offset] => {
@@ -398,6 +470,7 @@ async fn java_producer_through_the_same_faulty_network() {
             }
             ["failed", _, kind] => *failed.entry(kind.to_owned()).or_default() += 1,
             ["produced", "in", secs] => produced_in = secs.to_owned(),
+            ["recovered", "in", secs] => recovered_in = secs.to_owned(),
             // Its log lines (warnings of each retry) go to stdout too.
             _ => {}
         }
@@ -405,8 +478,20 @@ async fn java_producer_through_the_same_faulty_network() {
     let log = read_back(&b, &topic).await;
     let audit = audit(&log, &acked);
     println!(
+        "soak: client=java seed={seed} sent={} acked={} failed={} in_log={} duplicated={} lost={} moved={} out_of_order={} produced_s={produced_in} recovered_s={recovered_in} faults={}",
+        RECORDS + CALM,
+        acked.len(),
+        failed.values().sum::<usize>(),
+        log.len(),
+        audit.counts.duplicated,
+        audit.counts.missing,
+        audit.counts.moved,
+        audit.counts.out_of_order,
+        counts.total()
+    );
+    println!(
         "java through the fault network: {RECORDS} records sent, {} acknowledged, {} failed ({failed:?}), {} in the log; \
-         faults over {} connections: {} dropped, {} delayed, {} stalled, {} reset, {} truncated; produced in {produced_in}s (seed {seed}); {audit:?}",
+         faults over {} connections: {} dropped, {} delayed, {} stalled, {} reset, {} truncated, {} late; produced in {produced_in}s (seed {seed}); {audit:?}",
         acked.len(),
         failed.values().sum::<usize>(),
         log.len(),
@@ -416,7 +501,8 @@ async fn java_producer_through_the_same_faulty_network() {
         counts.stall,
         counts.reset,
         counts.truncate,
+        counts.late,
     );
-    assert_eq!(acked.len() + failed.values().sum::<usize>(), RECORDS, "every record answered");
+    assert_eq!(acked.len() + failed.values().sum::<usize>(), RECORDS + CALM, "every record answered");
     assert!(audit.missing.is_empty() && audit.duplicated.is_empty(), "{audit:?}");
 }

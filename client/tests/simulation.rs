@@ -19,7 +19,10 @@ use std::ops::Range;
 use std::time::Duration;
 
 use kwire::{ApiKey, ErrorCode};
-use kwire_client::{Acks, Client, ClientConfig, Connector, Producer, ProducerConfig, ProducerRecord, RecordMetadata};
+use kwire_client::{
+    Acks, Client, ClientConfig, Connector, Consumer, ConsumerConfig, Error, IsolationLevel, OffsetAndMetadata, OffsetReset, Producer, ProducerConfig, ProducerRecord, RecordMetadata,
+    TopicPartition, TransactionError,
+};
 use kwire_fake::{Action, Cluster, ClusterConfig, FaultConfig, FaultKind, Hook};
 
 /// The seeds to run: `KWIRE_SIM_SEED=N` one, `KWIRE_SIM_SEEDS=A..B` a range, else `default`.
@@ -140,6 +143,12 @@ enum Operation {
     ProduceError(i32, ErrorCode, usize),
     /// Produce requests are held this long.
     DelayProduce(Duration),
+    /// The next request of this api is applied and its answer lost.
+    LoseResponse(ApiKey),
+    /// The next N requests of this api fail with this code.
+    Refuse(ApiKey, ErrorCode, usize),
+    /// The coordinator of the copier's transactional id (true) or group moves to a broker.
+    MoveCoordinator(bool, i32),
 }
 
 fn plan(seed: u64) -> Plan {
@@ -149,7 +158,7 @@ fn plan(seed: u64) -> Plan {
     for _ in 0..rng.usize(4..16) {
         at += Duration::from_millis(rng.u64(50..3000));
         let broker = rng.i32(0..3);
-        let op = match rng.u32(0..10) {
+        let op = match rng.u32(0..16) {
             0 => Operation::StopBroker(broker),
             1 => Operation::StartBroker(broker),
             2 => Operation::MoveLeader(rng.i32(0..PARTITIONS), broker),
@@ -159,7 +168,25 @@ fn plan(seed: u64) -> Plan {
                 let code = [ErrorCode::NOT_LEADER_OR_FOLLOWER, ErrorCode::NOT_ENOUGH_REPLICAS, ErrorCode::REQUEST_TIMED_OUT, ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND][rng.usize(0..4)];
                 Operation::ProduceError(broker, code, rng.usize(1..4))
             }
-            _ => Operation::DelayProduce(Duration::from_millis(rng.u64(100..4000))),
+            8 | 9 => Operation::DelayProduce(Duration::from_millis(rng.u64(100..4000))),
+            10 | 11 => Operation::LoseResponse([ApiKey::EndTxn, ApiKey::TxnOffsetCommit, ApiKey::AddPartitionsToTxn, ApiKey::InitProducerId, ApiKey::OffsetCommit, ApiKey::Fetch][rng.usize(0..6)]),
+            12 | 13 => {
+                let (api, code) = [
+                    (ApiKey::EndTxn, ErrorCode::CONCURRENT_TRANSACTIONS),
+                    (ApiKey::EndTxn, ErrorCode::NOT_COORDINATOR),
+                    (ApiKey::TxnOffsetCommit, ErrorCode::COORDINATOR_LOAD_IN_PROGRESS),
+                    (ApiKey::TxnOffsetCommit, ErrorCode::NOT_COORDINATOR),
+                    (ApiKey::InitProducerId, ErrorCode::CONCURRENT_TRANSACTIONS),
+                    (ApiKey::Fetch, ErrorCode::NOT_LEADER_OR_FOLLOWER),
+                    (ApiKey::JoinGroup, ErrorCode::COORDINATOR_NOT_AVAILABLE),
+                    // Refusals a transaction cannot get past: it is aborted.
+                    (ApiKey::Produce, ErrorCode::INVALID_RECORD),
+                    (ApiKey::TxnOffsetCommit, ErrorCode::ILLEGAL_GENERATION),
+                    (ApiKey::TxnOffsetCommit, ErrorCode::UNKNOWN_MEMBER_ID),
+                ][rng.usize(0..10)];
+                Operation::Refuse(api, code, rng.usize(1..4))
+            }
+            _ => Operation::MoveCoordinator(rng.bool(), broker),
         };
         operations.push((at, op));
     }
@@ -194,6 +221,15 @@ fn apply(cluster: &Cluster, op: &Operation) {
             cluster.hook(Hook::on(ApiKey::Produce).once().action(Action::Delay(*d)));
             Ok(())
         }
+        Operation::LoseResponse(api) => {
+            cluster.hook(Hook::on(*api).once().action(Action::DropResponse));
+            Ok(())
+        }
+        Operation::Refuse(api, code, n) => {
+            cluster.hook(Hook::on(*api).times(*n).action(Action::Error(*code)));
+            Ok(())
+        }
+        Operation::MoveCoordinator(transactional, b) => cluster.move_coordinator(if *transactional { TXN_ID } else { GROUP }, *transactional, *b),
     };
 }
 
@@ -340,4 +376,232 @@ fn the_simulation_catches_a_resent_uncertain_batch() {
     let (seed, failure) = found.expect("with the rule broken, some seed of 0..3000 writes a batch twice");
     println!("the broken rule is caught at seed {seed}: {failure}");
     assert!(failure.contains("written") || failure.contains("out of send order"), "seed {seed} failed for another reason: {failure}");
+}
+
+const INPUT: &str = "in";
+const OUTPUT: &str = "out";
+const GROUP: &str = "copier";
+const TXN_ID: &str = "copier-1";
+
+/// One instance of the exactly-once copier: a read-committed consumer in the group and a
+/// transactional producer, as `examples/exactly_once.rs`.
+struct Copier {
+    consumer: Consumer,
+    producer: Producer,
+}
+
+impl Copier {
+    async fn start(client: &Client, poll_records: usize, delivery_timeout: Duration) -> Result<Copier, Error> {
+        let consumer_config = ConsumerConfig {
+            isolation_level: IsolationLevel::ReadCommitted,
+            enable_auto_commit: false,
+            auto_offset_reset: OffsetReset::Earliest,
+            session_timeout: Duration::from_secs(10),
+            heartbeat_interval: Duration::from_secs(1),
+            fetch_max_wait: Duration::from_millis(100),
+            max_poll_records: poll_records,
+            enable_metrics_push: false,
+            ..ConsumerConfig::group(GROUP)
+        };
+        let mut consumer = Consumer::new(client.clone(), consumer_config)?;
+        consumer.subscribe(&[INPUT])?;
+        let producer_config = ProducerConfig {
+            transactional_id: Some(TXN_ID.into()),
+            transaction_timeout: Duration::from_secs(20),
+            delivery_timeout,
+            retry_backoff: Duration::from_millis(20),
+            retry_backoff_max: Duration::from_millis(300),
+            max_block: Duration::from_secs(20),
+            enable_metrics_push: false,
+            ..Default::default()
+        };
+        let producer = Producer::new(client.clone(), producer_config)?;
+        producer.init_transactions().await?;
+        Ok(Copier { consumer, producer })
+    }
+
+    /// The consumer back at the group's committed offsets (after an aborted transaction).
+    async fn rewind(&mut self) -> Result<(), Error> {
+        let assigned: Vec<TopicPartition> = self.consumer.assignment().into_iter().collect();
+        let committed = self.consumer.committed(&assigned).await?;
+        for tp in &assigned {
+            match committed.get(tp) {
+                Some(o) => self.consumer.seek(tp, o.offset)?,
+                None => self.consumer.seek_to_beginning(std::slice::from_ref(tp)),
+            }
+        }
+        Ok(())
+    }
+
+    /// One poll, copied in one transaction.
+    async fn step(&mut self) -> Result<Step, Error> {
+        let records = self.consumer.poll(Duration::from_millis(200)).await?;
+        if records.is_empty() {
+            return Ok(Step::Idle);
+        }
+        self.producer.begin_transaction().await?;
+        let mut offsets: BTreeMap<TopicPartition, OffsetAndMetadata> = BTreeMap::new();
+        for r in &records {
+            let out = ProducerRecord { topic: OUTPUT.into(), key: r.key.clone(), value: r.value.clone(), ..Default::default() };
+            // A send that fails makes the transaction abortable: commit says so below.
+            let _ = self.producer.send(out).await;
+            offsets.insert(TopicPartition::new(&*r.topic, r.partition), OffsetAndMetadata::new(r.offset + 1));
+        }
+        let outcome = match self.producer.send_offsets_to_transaction(&offsets, &self.consumer.group_metadata()?).await {
+            Ok(()) => self.producer.commit_transaction().await,
+            Err(e) => Err(e),
+        };
+        match outcome {
+            Ok(()) => Ok(Step::Committed),
+            Err(Error::Transaction(TransactionError::Abortable(_))) => {
+                self.producer.abort_transaction().await?;
+                self.rewind().await?;
+                Ok(Step::Aborted)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// What one step of a copier did.
+enum Step {
+    Idle,
+    Committed,
+    Aborted,
+}
+
+/// Exactly-once consume-transform-produce (KIP-98, KIP-447) through the faulty network and
+/// cluster: a copier instance that fails in any way is replaced by a new one with the same
+/// transactional id (fencing the old and aborting what it left open), and in the end every
+/// input record is in the output exactly once for a read-committed reader, and the group's
+/// offsets are at the input's end.
+async fn exactly_once(seed: u64) -> Result<String, String> {
+    let plan = plan(seed);
+    let cluster = Cluster::start(ClusterConfig::default().brokers(3).seed(seed).clock_start_ms(1_700_000_000_000));
+    cluster.create_topic(INPUT, PARTITIONS, 3).map_err(|e| e.to_string())?;
+    cluster.create_topic(OUTPUT, PARTITIONS, 3).map_err(|e| e.to_string())?;
+    let client = connect(&cluster, seed, plan.request_timeout).await?;
+    // The input, written before the faults start.
+    let inputs = plan.records.min(1500);
+    {
+        let producer = Producer::new(client.clone(), ProducerConfig { enable_metrics_push: false, ..Default::default() }).map_err(|e| e.to_string())?;
+        let mut deliveries = Vec::new();
+        for seq in 0..inputs {
+            let record = ProducerRecord::new(INPUT, format!("v{seq}")).key(format!("k{}", seq % 17)).timestamp(cluster.now_ms());
+            deliveries.push(producer.send(record).await.map_err(|e| e.to_string())?);
+        }
+        for d in deliveries {
+            d.await.map_err(|e| format!("input: {e}"))?;
+        }
+        producer.close().await.map_err(|e| e.to_string())?;
+    }
+    cluster.set_faults(Some(FaultConfig::new(seed).percent(plan.fault_percent).window(plan.fault_window).max_delay(Duration::from_millis(500))));
+    let ops = {
+        let cluster = cluster.clone();
+        let operations = plan.operations.clone();
+        tokio::spawn(async move {
+            let start = tokio::time::Instant::now();
+            for (at, op) in operations {
+                tokio::time::sleep_until(start + at).await;
+                apply(&cluster, &op);
+            }
+        })
+    };
+    let done = |cluster: &Cluster| (0..PARTITIONS).all(|p| cluster.committed_offset(GROUP, INPUT, p) == cluster.offsets(INPUT, p).ok().map(|o| o.2));
+    let mut instances = 0;
+    let mut rng = fastrand::Rng::with_seed(seed ^ 0xc0b1);
+    let mut failures = BTreeMap::<String, usize>::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(600);
+    while !done(&cluster) && tokio::time::Instant::now() < deadline {
+        if ops.is_finished() {
+            // The faults are over: the rest must go through.
+            cluster.set_faults(None);
+            cluster.unhook_all();
+            for b in 0..3 {
+                let _ = cluster.start_broker(b);
+            }
+        }
+        instances += 1;
+        let client = match connect(&cluster, seed.wrapping_add(instances), plan.request_timeout).await {
+            Ok(c) => c,
+            Err(e) => {
+                *failures.entry(format!("connect: {e}")).or_default() += 1;
+                continue;
+            }
+        };
+        let mut copier = match Copier::start(&client, rng.usize(3..60), plan.delivery_timeout).await {
+            Ok(c) => c,
+            Err(e) => {
+                *failures.entry(kind(&e)).or_default() += 1;
+                continue;
+            }
+        };
+        let mut idle = 0;
+        // This instance crashes (stops mid-transaction, closing nothing) after so many steps.
+        let crash_after = if rng.u32(0..3) == 0 { Some(rng.usize(1..40)) } else { None };
+        let mut steps = 0;
+        loop {
+            steps += 1;
+            if crash_after.is_some_and(|n| steps > n) && !ops.is_finished() {
+                *failures.entry("crashed".into()).or_default() += 1;
+                break;
+            }
+            // The work between polls.
+            tokio::time::sleep(Duration::from_millis(rng.u64(0..60))).await;
+            match copier.step().await {
+                Ok(Step::Committed) => idle = 0,
+                Ok(Step::Aborted) => {
+                    idle = 0;
+                    *failures.entry("aborted".into()).or_default() += 1;
+                }
+                Ok(Step::Idle) => {
+                    idle += 1;
+                    if done(&cluster) || idle > 50 {
+                        break;
+                    }
+                }
+                // Any other failure ends this instance; the next one takes over.
+                Err(e) => {
+                    *failures.entry(kind(&e)).or_default() += 1;
+                    break;
+                }
+            }
+        }
+        // A crashed instance closes nothing: its successor fences it.
+        drop(copier);
+    }
+    let _ = ops.await;
+    if !done(&cluster) {
+        return Err(format!("the input was not all copied in time: committed {:?}; {instances} instances; failures {failures:?}", (0..PARTITIONS).map(|p| cluster.committed_offset(GROUP, INPUT, p)).collect::<Vec<_>>()));
+    }
+    // Exactly once: every input value in the committed output once.
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for p in 0..PARTITIONS {
+        for r in cluster.committed_records(OUTPUT, p).map_err(|e| e.to_string())? {
+            let v = r.record.value.as_ref().map(|v| String::from_utf8_lossy(v).into_owned()).unwrap_or_default();
+            *seen.entry(v).or_default() += 1;
+        }
+    }
+    if let Some((v, n)) = seen.iter().find(|(_, n)| **n > 1) {
+        return Err(format!("{v} is in the committed output {n} times"));
+    }
+    let missing: Vec<usize> = (0..inputs).filter(|i| !seen.contains_key(&format!("v{i}"))).collect();
+    if !missing.is_empty() {
+        return Err(format!("{} input records are not in the committed output, first {:?}", missing.len(), &missing[..missing.len().min(5)]));
+    }
+    if seen.len() != inputs {
+        return Err(format!("the committed output holds {} values, the input {inputs}", seen.len()));
+    }
+    Ok(format!("{inputs} records copied exactly once by {instances} instances; failures {failures:?}; {:?}", cluster.fault_counts()))
+}
+
+/// An error's kind, for the tally of what ended copier instances.
+fn kind(e: &Error) -> String {
+    let s = e.to_string();
+    s.chars().take(150).collect()
+}
+
+#[test]
+fn exactly_once_under_faults() {
+    simulate("exactly_once_under_faults", 0..300, exactly_once);
 }

@@ -56,6 +56,21 @@ impl State {
         self.brokers.get(&broker).is_some_and(|b| b.up)
     }
 
+    /// A topic named by name or, when the name is empty (requests that name topics by id), by
+    /// id: its name, if it exists.
+    pub(crate) fn topic_name(&self, name: &str, id: Uuid) -> Option<String> {
+        if name.is_empty() {
+            self.topics.iter().find(|(_, t)| t.id == id && id != Uuid::ZERO).map(|(n, _)| n.clone())
+        } else {
+            self.topics.contains_key(name).then(|| name.to_owned())
+        }
+    }
+
+    /// A topic's id (zero for an unknown topic).
+    pub(crate) fn topic_id(&self, name: &str) -> Uuid {
+        self.topics.get(name).map_or(Uuid::ZERO, |t| t.id)
+    }
+
     /// A topic id, from the cluster's seeded generator.
     pub(crate) fn new_uuid(&mut self) -> Uuid {
         loop {
@@ -432,6 +447,27 @@ impl Cluster {
             }
         }
         Ok(out)
+    }
+
+    /// The records a read-committed consumer reads from a partition: up to the last stable
+    /// offset, without those of aborted transactions.
+    pub fn committed_records(&self, topic: &str, partition: i32) -> Result<Vec<LoggedRecord>, ControlError> {
+        let all = self.records(topic, partition)?;
+        let state = self.inner.state();
+        let p = state.topics.get(topic).and_then(|t| t.partition(partition)).ok_or_else(|| ControlError::UnknownPartition(format!("{topic}-{partition}")))?;
+        let stable = p.log.last_stable();
+        let aborted = p.log.aborted();
+        Ok(all
+            .into_iter()
+            .filter(|r| r.record.offset < stable)
+            .filter(|r| !(r.transactional && aborted.iter().any(|a| a.producer_id == r.producer_id && (a.first_offset..=a.last_offset).contains(&r.record.offset))))
+            .collect())
+    }
+
+    /// The offset `group` has committed for a partition, if any (transactional commits count
+    /// once their transaction committed).
+    pub fn committed_offset(&self, group: &str, topic: &str, partition: i32) -> Option<i64> {
+        self.inner.state().groups.committed(group, topic, partition)
     }
 
     /// The raw batches of a partition's log (transaction markers included), as a Fetch

@@ -223,6 +223,11 @@ impl Groups {
         }
     }
 
+    /// The offset `group` committed for a partition, if any.
+    pub(crate) fn committed(&self, group: &str, topic: &str, partition: i32) -> Option<i64> {
+        self.offsets.get(group)?.get(&(topic.to_owned(), partition)).map(|c| c.offset)
+    }
+
     /// Whether a group has offsets pending in a transaction for this partition (KIP-447: an
     /// OffsetFetch with require_stable waits).
     pub(crate) fn unstable(&self, group: &str, topic: &str, partition: i32) -> bool {
@@ -449,20 +454,24 @@ pub(crate) fn offset_commit(ctx: &Ctx<'_>, req: &OffsetCommitRequest) -> OffsetC
         .iter()
         .map(|t| offset_commit_response::OffsetCommitResponseTopic {
             name: t.name.clone(),
+            topic_id: t.topic_id,
             partitions: t
                 .partitions
                 .iter()
                 .map(|p| {
-                    let exists = topics
-                        .get(&*t.name)
+                    // v10 names topics by id.
+                    let name = if t.name.is_empty() { topics.iter().find(|(_, x)| x.id == t.topic_id).map(|(n, _)| n.clone()) } else { Some(t.name.to_string()) };
+                    let exists = name
+                        .as_deref()
+                        .and_then(|n| topics.get(n))
                         .is_some_and(|topic| usize::try_from(p.partition_index).is_ok_and(|i| i < topic.partitions.len()));
                     let error_code = if group_error != errors::NONE {
                         group_error
                     } else if !exists {
-                        errors::UNKNOWN_TOPIC_OR_PARTITION
+                        if t.name.is_empty() { ErrorCode::UNKNOWN_TOPIC_ID.0 } else { errors::UNKNOWN_TOPIC_OR_PARTITION }
                     } else {
                         offsets.insert(
-                            (t.name.to_string(), p.partition_index),
+                            (name.clone().unwrap_or_default(), p.partition_index),
                             Committed {
                                 offset: p.committed_offset,
                                 leader_epoch: p.committed_leader_epoch,
@@ -514,13 +523,17 @@ pub(crate) fn offset_fetch(ctx: &Ctx<'_>, req: &OffsetFetchRequest) -> OffsetFet
             .groups
             .iter()
             .map(|g| {
-                let asked = g.topics.as_ref().map(|ts| ts.iter().map(|t| (t.name.to_string(), t.partition_indexes.to_vec())).collect());
+                // v10 names topics by id.
+                let asked = g.topics.as_ref().map(|ts| {
+                    ts.iter().map(|t| (if t.name.is_empty() { state.topic_name("", t.topic_id).unwrap_or_default() } else { t.name.to_string() }, t.partition_indexes.to_vec())).collect()
+                });
                 offset_fetch_response::OffsetFetchResponseGroup {
                     group_id: g.group_id.clone(),
                     error_code: errors::NONE,
                     topics: lookup(&g.group_id, asked)
                         .into_iter()
                         .map(|(name, parts)| offset_fetch_response::OffsetFetchResponseTopics {
+                            topic_id: state.topic_id(&name),
                             name: s(&name),
                             partitions: parts
                                 .into_iter()

@@ -388,6 +388,11 @@ impl PartitionLog {
         (out, aborted)
     }
 
+    /// The aborted transactions, oldest first.
+    pub(crate) fn aborted(&self) -> &[Aborted] {
+        &self.aborted
+    }
+
     /// Every batch, for a test to read the log as written.
     pub(crate) fn batches(&self) -> &[Stored] {
         &self.batches

@@ -112,6 +112,15 @@ impl Transactions {
         Ok(())
     }
 
+    /// Transactions V2: the group coordinator adds a group whose offsets a transaction commits
+    /// (TxnOffsetCommit v5+).
+    pub(crate) fn add_group_by_coordinator(&mut self, id: &str, producer_id: i64, epoch: i16, group: &str, now_ms: i64) -> Result<(), ErrorCode> {
+        check_producer(self.by_id.get(id), producer_id, epoch)?;
+        let Some(meta) = self.by_id.get_mut(id) else { return Err(ErrorCode::INVALID_PRODUCER_ID_MAPPING) };
+        meta.v2 = true;
+        self.add(id, producer_id, epoch, &[], Some(group), now_ms)
+    }
+
     /// Adds partitions (or, for AddOffsetsToTxn, a group) to `id`'s transaction.
     pub(crate) fn add(&mut self, id: &str, producer_id: i64, epoch: i16, partitions: &[(String, i32)], group: Option<&str>, now_ms: i64) -> Result<(), ErrorCode> {
         check_producer(self.by_id.get(id), producer_id, epoch)?;

@@ -43,6 +43,8 @@ struct Conn<'a> {
     in_flight: InFlight,
     trace: Option<Arc<ConnTrace>>,
     faults: ConnFaults<'a>,
+    /// A frame was delivered late ([`FaultKind::Late`](crate::FaultKind::Late)).
+    late: std::sync::atomic::AtomicBool,
 }
 
 /// Serves one client until either side closes or a frame cannot be handled.
@@ -62,7 +64,7 @@ pub(crate) async fn serve(shared: &Arc<Shared>, mut client: TcpStream, upstream:
     }
     let trace = shared.trace.as_ref().and_then(|t| t.connection(id).map_err(|e| shared.event(e)).ok());
     let faults = ConnFaults::new(shared.faults.as_ref(), id);
-    let conn = Conn { shared, id, frames: FrameDecoder::new(shared.config.max_frame), in_flight: Mutex::default(), trace, faults };
+    let conn = Conn { shared, id, frames: FrameDecoder::new(shared.config.max_frame), in_flight: Mutex::default(), trace, faults, late: Default::default() };
     let end = {
         let (client_read, client_write) = client.split();
         let (server_read, server_write) = server.split();
@@ -140,6 +142,11 @@ impl Conn<'_> {
                 tokio::time::sleep(d).await;
                 write_frame(w, payload, whole, side).await.map(|()| None)
             }
+            Action::Late(d) => {
+                tokio::time::sleep(d).await;
+                self.late.store(true, std::sync::atomic::Ordering::Relaxed);
+                write_frame(w, payload, whole, side).await.map(|()| None)
+            }
             Action::Close => Ok(Some(End::Closed)),
             Action::Cut { len, reset } => {
                 write_frame(w, payload, len.min(whole), side).await?;
@@ -198,6 +205,11 @@ impl Conn<'_> {
             if let Some(end) = self.forward(Direction::Requests, &mut server, &out, "broker").await? {
                 return Ok(end);
             }
+        }
+        if self.late.load(std::sync::atomic::Ordering::Relaxed) {
+            // The client has gone; the broker still reads what came late (as it would the
+            // requests in its socket buffer) before the connection closes.
+            tokio::time::sleep(Duration::from_secs(1)).await;
         }
         Ok(End::Closed)
     }

@@ -15,6 +15,10 @@
 //! - [`FaultKind::Reset`]: part of a frame is forwarded, then both sockets are closed with an
 //!   RST (`SO_LINGER` 0).
 //! - [`FaultKind::Truncate`]: part of a frame is forwarded, then both sockets are closed (FIN).
+//! - [`FaultKind::Late`]: from that point to the window's end, every frame in its direction is
+//!   held for [`FaultConfig::late`] (longer than a client waits for an answer), then forwarded,
+//!   whether its sender is still there or not: the broker handles requests their client has
+//!   given up on, after the newer ones the client sent on another connection.
 //!
 //! ```
 //! use std::time::Duration;
@@ -49,11 +53,13 @@ pub enum FaultKind {
     Reset,
     /// Part of a frame, then a FIN.
     Truncate,
+    /// Frames held past the client's patience, then delivered anyway.
+    Late,
 }
 
 impl FaultKind {
     /// Every kind.
-    pub const ALL: [FaultKind; 5] = [FaultKind::Drop, FaultKind::Delay, FaultKind::Stall, FaultKind::Reset, FaultKind::Truncate];
+    pub const ALL: [FaultKind; 6] = [FaultKind::Drop, FaultKind::Delay, FaultKind::Stall, FaultKind::Reset, FaultKind::Truncate, FaultKind::Late];
 
     fn index(self) -> usize {
         match self {
@@ -62,6 +68,7 @@ impl FaultKind {
             FaultKind::Stall => 2,
             FaultKind::Reset => 3,
             FaultKind::Truncate => 4,
+            FaultKind::Late => 5,
         }
     }
 }
@@ -114,6 +121,8 @@ pub struct FaultConfig {
     pub max_delay: Duration,
     /// How long a stalled connection is held open (default 30 s).
     pub stall: Duration,
+    /// How long [`FaultKind::Late`] holds each frame (default 5 s).
+    pub late: Duration,
 }
 
 impl FaultConfig {
@@ -127,6 +136,7 @@ impl FaultConfig {
             after: After::Frames(20),
             max_delay: Duration::from_millis(200),
             stall: Duration::from_secs(30),
+            late: Duration::from_secs(5),
         }
     }
 
@@ -169,6 +179,12 @@ impl FaultConfig {
     /// Sets [`FaultConfig::stall`].
     pub fn stall(mut self, stall: Duration) -> FaultConfig {
         self.stall = stall;
+        self
+    }
+
+    /// Sets [`FaultConfig::late`].
+    pub fn late(mut self, late: Duration) -> FaultConfig {
+        self.late = late;
         self
     }
 
@@ -228,12 +244,14 @@ pub struct FaultCounts {
     pub reset: u64,
     /// Connections cut short mid-frame.
     pub truncate: u64,
+    /// Windows whose frames were delivered late.
+    pub late: u64,
 }
 
 impl FaultCounts {
     /// Faults struck, of every kind.
     pub fn total(&self) -> u64 {
-        self.drop + self.delay + self.stall + self.reset + self.truncate
+        self.drop + self.delay + self.stall + self.reset + self.truncate + self.late
     }
 
     /// Faults of `kind` struck.
@@ -244,6 +262,7 @@ impl FaultCounts {
             FaultKind::Stall => self.stall,
             FaultKind::Reset => self.reset,
             FaultKind::Truncate => self.truncate,
+            FaultKind::Late => self.late,
         }
     }
 }
@@ -253,7 +272,7 @@ pub(crate) struct Injector {
     config: FaultConfig,
     enabled: AtomicBool,
     connections: AtomicU64,
-    struck: [AtomicU64; 5],
+    struck: [AtomicU64; 6],
 }
 
 impl Injector {
@@ -274,6 +293,7 @@ impl Injector {
             stall: n(FaultKind::Stall),
             reset: n(FaultKind::Reset),
             truncate: n(FaultKind::Truncate),
+            late: n(FaultKind::Late),
         }
     }
 }
@@ -285,6 +305,8 @@ pub(crate) enum Action {
     Forward,
     /// Forward it after this long.
     Delay(Duration),
+    /// Forward it after this long, even if its sender has gone.
+    Late(Duration),
     /// Close the connection instead.
     Close,
     /// Forward its first `len` bytes (size prefix included), then close, with an RST if `reset`.
@@ -347,7 +369,12 @@ impl<'a> ConnFaults<'a> {
             Some(plan) if plan.direction == direction => {
                 if w.struck {
                     // Only a delay lets its connection go on after it struck.
-                    (if plan.kind == FaultKind::Delay { Action::Delay(plan.delay) } else { Action::Hold }, None)
+                    let action = match plan.kind {
+                        FaultKind::Delay => Action::Delay(plan.delay),
+                        FaultKind::Late => Action::Late(injector.config.late),
+                        _ => Action::Hold,
+                    };
+                    (action, None)
                 } else if w.used > plan.after.count() {
                     w.struck = true;
                     (self.strike(injector, &mut w, plan, used_before, len64), Some(plan.kind))
@@ -386,6 +413,7 @@ impl<'a> ConnFaults<'a> {
             }
             FaultKind::Reset => Action::Cut { len: cut, reset: true },
             FaultKind::Truncate => Action::Cut { len: cut, reset: false },
+            FaultKind::Late => Action::Late(injector.config.late),
         }
     }
 }

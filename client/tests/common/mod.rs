@@ -77,6 +77,24 @@ pub async fn java(b: &Broker, dir: &Path, file: &str, source: &str, args: &[&str
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// Starts a Java program (as [`java`]) with piped stdin and stdout, for a test that talks to it.
+pub fn java_interactive(b: &Broker, dir: &Path, file: &str, source: &str, args: &[&str]) -> tokio::process::Child {
+    let lib = b.var("KAFKA_LIB").to_owned();
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join(file), source).unwrap();
+    tokio::process::Command::new("java")
+        .arg("-cp")
+        .arg(format!("{lib}/*"))
+        .arg("-Dlog4j2.level=warn")
+        .arg(dir.join(file))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("java runs")
+}
+
 /// Whether the broker speaks KIP-848's ConsumerGroupHeartbeat: Kafka 4 must (asserted);
 /// scripts/kafka.sh turns it on for 3.x, where it is a preview. Prints why a test stops if not.
 pub async fn kip848_supported(b: &Broker) -> bool {

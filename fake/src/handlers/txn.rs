@@ -304,8 +304,15 @@ pub(super) fn txn_offset_commit(ctx: &Ctx<'_>, req: &TxnOffsetCommitRequest) -> 
         Some(_) => Some(ErrorCode::NOT_COORDINATOR),
         None => Some(ErrorCode::COORDINATOR_NOT_AVAILABLE),
     };
+    // Transactions V2 (v5+): the group coordinator adds the group to the transaction itself.
+    let now = ctx.inner.now_ms();
+    let added = if coordinator.is_none() && ctx.version >= 5 {
+        state.txns.add_group_by_coordinator(&req.transactional_id, req.producer_id, req.producer_epoch, &req.group_id, now).err()
+    } else {
+        None
+    };
     // The producer must be the transactional id's current one, with the group in its
-    // transaction (AddOffsetsToTxn first).
+    // transaction (AddOffsetsToTxn first, before V2).
     let txn = state.txns.by_id.get(&*req.transactional_id);
     let producer = match txn {
         Some(m) if m.producer_id != req.producer_id => Some(ErrorCode::INVALID_PRODUCER_ID_MAPPING),
@@ -314,7 +321,7 @@ pub(super) fn txn_offset_commit(ctx: &Ctx<'_>, req: &TxnOffsetCommitRequest) -> 
         Some(_) => None,
         None => Some(ErrorCode::INVALID_PRODUCER_ID_MAPPING),
     };
-    let error = coordinator.or(producer);
+    let error = coordinator.or(added).or(producer);
     let topics = req
         .topics
         .iter()
@@ -326,10 +333,14 @@ pub(super) fn txn_offset_commit(ctx: &Ctx<'_>, req: &TxnOffsetCommitRequest) -> 
                 .iter()
                 .map(|p| {
                     let code = error.unwrap_or_else(|| {
-                        if state.topics.get(&*t.name).and_then(|topic| topic.partition(p.partition_index)).is_none() {
+                        // v6 names topics by id.
+                        let Some(name) = state.topic_name(&t.name, t.topic_id) else {
+                            return if t.name.is_empty() { ErrorCode::UNKNOWN_TOPIC_ID } else { ErrorCode::UNKNOWN_TOPIC_OR_PARTITION };
+                        };
+                        if state.topics.get(&name).and_then(|topic| topic.partition(p.partition_index)).is_none() {
                             return ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
                         }
-                        state.groups.stage(req.producer_id, &req.group_id, &t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch, p.committed_metadata.clone());
+                        state.groups.stage(req.producer_id, &req.group_id, &name, p.partition_index, p.committed_offset, p.committed_leader_epoch, p.committed_metadata.clone());
                         ErrorCode::NONE
                     });
                     TxnOffsetCommitResponsePartition { partition_index: p.partition_index, error_code: code.0, ..Default::default() }
