@@ -5,7 +5,7 @@
 //! seed, and the seed replays it exactly, with the client's trace if asked for.
 //!
 //!   cargo test -p kwire-client --test simulation                     # the CI seeds
-//!   KWIRE_SIM_SEEDS=0..100000 cargo test --release -p kwire-client --test simulation
+//!   scripts/simulate.sh 0..1000000                                   # a soak, every core
 //!   KWIRE_SIM_SEED=4242 RUST_LOG=kwire_client::producer=trace cargo test -p kwire-client --test simulation -- --nocapture
 //!
 //! After each run the invariants are checked against the cluster's own log (an independent
@@ -360,7 +360,7 @@ async fn idempotent_producer(seed: u64) -> Result<String, String> {
 
 #[test]
 fn idempotent_producer_under_faults() {
-    simulate("idempotent_producer_under_faults", 0..200, idempotent_producer);
+    simulate("idempotent_producer_under_faults", 0..2000, idempotent_producer);
 }
 
 /// The mutation check: with the rule that keeps an uncertain batch's sequence switched off (on
@@ -603,5 +603,5 @@ fn kind(e: &Error) -> String {
 
 #[test]
 fn exactly_once_under_faults() {
-    simulate("exactly_once_under_faults", 0..300, exactly_once);
+    simulate("exactly_once_under_faults", 0..1000, exactly_once);
 }

@@ -230,6 +230,15 @@ impl Journal {
         self.next - 1
     }
 
+    /// Records what a hook did to entry `seq`.
+    pub(crate) fn acted(&mut self, seq: u64, action: &Action) {
+        if let Some(e) = self.entries.iter_mut().rev().find(|e| e.seq == seq) {
+            let name = format!("{action:?}");
+            // The variant's name, without its data.
+            e.action = Some(name.split('(').next().unwrap_or(&name).to_owned());
+        }
+    }
+
     /// Records the response's error codes on entry `seq`.
     pub(crate) fn answered(&mut self, seq: u64, errors: Vec<ErrorCode>) {
         if let Some(e) = self.entries.iter_mut().rev().find(|e| e.seq == seq) {

@@ -44,3 +44,8 @@ pub use config::ClusterConfig;
 pub use control::{Action, Entry, Hook, HookId, Seen};
 pub use network::{Direction, FaultConfig, FaultCounts, FaultKind, Plan};
 pub use versions::Release;
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -189,6 +189,9 @@ async fn answer(
         errors: Vec::new(),
     });
     let action = inner.hooks().decide(&Seen { broker, connection, client_id: &client_id, version, request: &request });
+    if let Some(a) = action.as_ref().filter(|a| !matches!(a, Action::Pass)) {
+        inner.journal().acted(seq, a);
+    }
     let mut corrupt = false;
     let mut lose = false;
     match &action {

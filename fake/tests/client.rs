@@ -1,0 +1,94 @@
+//! kwire-fake driven by kwire-client over the in-memory transport, on tokio's paused clock: the
+//! semantics a client relies on, each checked on the fake's log and journal.
+
+use std::time::Duration;
+
+use kwire::{ApiKey, ErrorCode};
+use kwire_client::{Admin, Client, ClientConfig, Connector, NewTopic, Producer, ProducerConfig, ProducerRecord};
+use kwire_fake::{Action, Cluster, ClusterConfig, Hook};
+
+async fn client(cluster: &Cluster) -> Client {
+    let config = ClientConfig::new(&cluster.bootstrap()).connector(Connector::new(cluster.connector())).seed(1).request_timeout(Duration::from_secs(5));
+    Client::connect(config).await.expect("connected")
+}
+
+fn producer(client: Client) -> Producer {
+    Producer::new(client, ProducerConfig { enable_metrics_push: false, ..Default::default() }).expect("a producer")
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lost_produce_response_is_retried_and_written_once() {
+    let cluster = Cluster::start(ClusterConfig::default().brokers(3).seed(7));
+    cluster.create_topic("orders", 3, 3).unwrap();
+    cluster.hook(Hook::on(ApiKey::Produce).once().action(Action::DropResponse));
+    let producer = producer(client(&cluster).await);
+    let written = producer.send(ProducerRecord::new("orders", "hello").partition(0)).await.unwrap().await.unwrap();
+    let log = cluster.records("orders", 0).unwrap();
+    assert_eq!(log.len(), 1, "written once though sent twice");
+    assert_eq!(log[0].record.offset, written.offset);
+    let produces: Vec<_> = cluster.journal().into_iter().filter(|e| e.api == ApiKey::Produce).collect();
+    assert_eq!(produces.len(), 2, "the first attempt and its retry");
+    assert_eq!(produces[0].action.as_deref(), Some("DropResponse"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refused_produce_is_retried_on_the_new_leader_after_a_move() {
+    let cluster = Cluster::start(ClusterConfig::default().brokers(3).seed(3));
+    cluster.create_topic("moves", 1, 3).unwrap();
+    let producer = producer(client(&cluster).await);
+    producer.send(ProducerRecord::new("moves", "a")).await.unwrap().await.unwrap();
+    let (leader, epoch) = cluster.leader("moves", 0).unwrap();
+    let to = (leader + 1) % 3;
+    cluster.move_leader("moves", 0, to).unwrap();
+    assert_eq!(cluster.leader("moves", 0).unwrap(), (to, epoch + 1));
+    producer.send(ProducerRecord::new("moves", "b")).await.unwrap().await.unwrap();
+    let values: Vec<_> = cluster.records("moves", 0).unwrap().into_iter().map(|r| r.record.value.unwrap()).collect();
+    assert_eq!(values, ["a", "b"]);
+    // The old leader refused the second record first, NOT_LEADER_OR_FOLLOWER.
+    assert!(cluster.journal().iter().any(|e| e.api == ApiKey::Produce && e.broker == leader && e.errors.contains(&ErrorCode::NOT_LEADER_OR_FOLLOWER)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn log_append_time_topics_stamp_the_broker_time() {
+    let cluster = Cluster::start(ClusterConfig::default().seed(1).clock_start_ms(1_000_000));
+    cluster.create_topic("stamped", 1, 1).unwrap();
+    cluster.set_topic_config("stamped", "message.timestamp.type", "LogAppendTime").unwrap();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let producer = producer(client(&cluster).await);
+    let m = producer.send(ProducerRecord::new("stamped", "x").timestamp(5)).await.unwrap().await.unwrap();
+    let logged = cluster.records("stamped", 0).unwrap();
+    assert!(m.timestamp >= 1_010_000, "the append time, not the producer's 5: {}", m.timestamp);
+    assert_eq!(logged[0].record.timestamp, m.timestamp);
+}
+
+#[tokio::test(start_paused = true)]
+async fn admin_creates_and_refuses_topics_as_kafka_does() {
+    let cluster = Cluster::start(ClusterConfig::default().brokers(3).seed(2));
+    let admin = Admin::new(client(&cluster).await);
+    admin.create_topic(NewTopic::new("made", 4)).await.unwrap();
+    assert_eq!(cluster.offsets("made", 3).unwrap(), (0, 0, 0));
+    let again = admin.create_topic(NewTopic::new("made", 4)).await.unwrap_err();
+    assert_eq!(again.code(), Some(ErrorCode::TOPIC_ALREADY_EXISTS));
+    let bad = admin.create_topic(NewTopic::new("no/slash", 1)).await.unwrap_err();
+    assert_eq!(bad.code(), Some(ErrorCode::INVALID_TOPIC_EXCEPTION));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stopped_broker_hands_its_partitions_over() {
+    let cluster = Cluster::start(ClusterConfig::default().brokers(3).seed(9));
+    cluster.create_topic("failover", 3, 3).unwrap();
+    let producer = producer(client(&cluster).await);
+    for i in 0..30 {
+        producer.send(ProducerRecord::new("failover", format!("v{i}")).partition(i % 3)).await.unwrap();
+    }
+    producer.flush().await.unwrap();
+    let (leader, _) = cluster.leader("failover", 0).unwrap();
+    cluster.stop_broker(leader).unwrap();
+    assert_ne!(cluster.leader("failover", 0).unwrap().0, leader);
+    for i in 30..60 {
+        producer.send(ProducerRecord::new("failover", format!("v{i}")).partition(i % 3)).await.unwrap();
+    }
+    producer.flush().await.unwrap();
+    let total: usize = (0..3).map(|p| cluster.records("failover", p).unwrap().len()).sum();
+    assert_eq!(total, 60);
+}
