@@ -86,7 +86,7 @@ public class FaultProducer {
         p.put("linger.ms", "5");
         p.put("retry.backoff.ms", "50");
         p.put("retry.backoff.max.ms", "500");
-        p.put("delivery.timeout.ms", "30000");
+        p.put("delivery.timeout.ms", args[5]);
         p.put("request.timeout.ms", "3000");
         p.put("max.block.ms", "10000");
         p.put("client.id", "java-fault-network");
@@ -152,6 +152,12 @@ fn kind(e: &Error) -> Option<String> {
         },
         _ => return None,
     })
+}
+
+/// The producers' delivery timeout: 30 s, or `KWIRE_FAULT_DELIVERY_MS` (a soak that wants
+/// batches to expire mid-fault, with a few seconds).
+fn delivery_timeout() -> Duration {
+    Duration::from_millis(std::env::var("KWIRE_FAULT_DELIVERY_MS").ok().and_then(|s| s.parse().ok()).unwrap_or(30_000))
 }
 
 /// The seed of the faults (`KWIRE_FAULT_SEED` to try another).
@@ -290,7 +296,7 @@ async fn an_idempotent_producer_through_a_faulty_network_loses_and_duplicates_no
             linger: Duration::from_millis(5),
             retry_backoff: Duration::from_millis(50),
             retry_backoff_max: Duration::from_millis(500),
-            delivery_timeout: Duration::from_secs(30),
+            delivery_timeout: delivery_timeout(),
             max_block: Duration::from_secs(10),
             ..Default::default()
         },
@@ -436,7 +442,7 @@ async fn java_producer_through_the_same_faulty_network() {
     let dir = std::env::temp_dir().join(unique("kw-fault-java"));
     let bootstrap = proxy.bootstrap().to_string();
     // The faulty rounds, then (once Java says so) the healed network and the calm records.
-    let mut child = common::java_interactive(&b, &dir, "FaultProducer.java", JAVA_PRODUCER, &[&bootstrap, &topic, &RECORDS.to_string(), &ROUNDS.to_string(), &CALM.to_string()]);
+    let mut child = common::java_interactive(&b, &dir, "FaultProducer.java", JAVA_PRODUCER, &[&bootstrap, &topic, &RECORDS.to_string(), &ROUNDS.to_string(), &CALM.to_string(), &delivery_timeout().as_millis().to_string()]);
     let mut lines = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
     let mut stdin = child.stdin.take().expect("stdin");
     let mut out = Vec::new();

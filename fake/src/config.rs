@@ -53,6 +53,9 @@ pub struct ClusterConfig {
     pub max_wait: Duration,
     /// Requests kept in the journal ([`Cluster::journal`](crate::Cluster::journal), 10,000).
     pub journal_capacity: usize,
+    /// Writes a line per request to stderr (`request api=Produce key=0 version=11
+    /// client_id="..." broker=0`): what the binary's `--verbose` does.
+    pub log_requests: bool,
 }
 
 impl Default for ClusterConfig {
@@ -72,6 +75,7 @@ impl Default for ClusterConfig {
             clock_start_ms: None,
             max_wait: Duration::from_secs(30),
             journal_capacity: 10_000,
+            log_requests: false,
         }
     }
 }
@@ -116,6 +120,12 @@ impl ClusterConfig {
     /// Sets [`auto_create_topics`](Self::auto_create_topics).
     pub fn auto_create_topics(mut self, yes: bool) -> Self {
         self.auto_create_topics = yes;
+        self
+    }
+
+    /// Sets [`log_requests`](Self::log_requests).
+    pub fn log_requests(mut self, yes: bool) -> Self {
+        self.log_requests = yes;
         self
     }
 

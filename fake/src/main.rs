@@ -1,7 +1,7 @@
 //! `kwire-fake`: a fake Kafka cluster on TCP, for any client.
 //!
 //! ```sh
-//! kwire-fake --listen 127.0.0.1:9092 --brokers 3 --as-version 4.4 [--sasl-plain USER:PASS] [--partitions N] [--no-auto-create] [--seed N]
+//! kwire-fake --listen 127.0.0.1:9092 --brokers 3 --as-version 4.4 [--sasl-plain USER:PASS] [--partitions N] [--no-auto-create] [--seed N] [--verbose]
 //! ```
 //!
 //! Prints `listening on ADDR,ADDR,...` (the bootstrap list) once bound, and stops on SIGINT or
@@ -12,9 +12,10 @@ use std::process::ExitCode;
 
 use kwire_fake::{Cluster, ClusterConfig, Release};
 
-const USAGE: &str = "usage: kwire-fake --listen HOST:PORT [--brokers N] [--as-version 3.9|4.4] [--sasl-plain USER:PASS] [--partitions N] [--no-auto-create] [--seed N]
+const USAGE: &str = "usage: kwire-fake --listen HOST:PORT [--brokers N] [--as-version 3.9|4.4] [--sasl-plain USER:PASS] [--partitions N] [--no-auto-create] [--seed N] [--verbose]
 
-Broker N listens on PORT+N (every broker on a free port with PORT 0).";
+Broker N listens on PORT+N (every broker on a free port with PORT 0). --verbose writes a line per
+request to stderr.";
 
 fn parse_args() -> Result<(SocketAddr, ClusterConfig), String> {
     let mut listen = None;
@@ -49,6 +50,7 @@ fn parse_args() -> Result<(SocketAddr, ClusterConfig), String> {
                 config = config.seed(v.parse().map_err(|_| format!("--seed {v}: not a number"))?);
             }
             "--no-auto-create" => config = config.auto_create_topics(false),
+            "--verbose" => config = config.log_requests(true),
             "--help" | "-h" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }

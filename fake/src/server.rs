@@ -72,7 +72,7 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(inner: Arc<I
             match raw_frames.decode(&mut input) {
                 Ok(Some(token)) => {
                     let Some(user) = plain_user(&inner, &token) else {
-                        debug!(connection, "authentication failed");
+                        closing(&inner, connection, "Authentication failed: Invalid username or password");
                         return;
                     };
                     principal = user;
@@ -102,7 +102,7 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(inner: Arc<I
                 }
                 Ok(None) => {}
                 Err(e) => {
-                    debug!(connection, error = %e, "closing: unreadable frame");
+                    closing(&inner, connection, &format!("an unreadable frame: {e}"));
                     return;
                 }
             }
@@ -136,9 +136,15 @@ async fn answer(
     let api = match frame.api_key() {
         Ok(api) => api,
         // No response type to answer with; Kafka closes the connection too.
-        Err(_) => return false,
+        Err(_) => {
+            closing(inner, connection, &format!("an unknown api key {}", frame.header.request_api_key));
+            return false;
+        }
     };
     let client_id = frame.client_id().unwrap_or("").to_owned();
+    if inner.config.log_requests {
+        eprintln!("request api={} key={} version={version} client_id={client_id:?} broker={broker} connection={connection}", api.name(), api.key());
+    }
     if inner.is_cut(&client_id) {
         return false;
     }
@@ -151,7 +157,7 @@ async fn answer(
     }
     let pre_auth = matches!(sasl, Sasl::Handshake | Sasl::Authenticate | Sasl::RawToken);
     if pre_auth && !matches!(api, ApiKey::ApiVersions | ApiKey::SaslHandshake | ApiKey::SaslAuthenticate) {
-        debug!(connection, api = api.name(), "closing: request before SASL authentication");
+        closing(inner, connection, &format!("a {} request before SASL authentication", api.name()));
         return false;
     }
     let supported = inner.config.release.versions(api).is_some_and(|r| r.contains(version));
@@ -160,7 +166,7 @@ async fn answer(
             Ok(r) => r,
             // Kafka closes a connection whose request does not parse.
             Err(e) => {
-                debug!(connection, error = %e, "closing: undecodable request");
+                closing(inner, connection, &format!("an undecodable request: {e}"));
                 return false;
             }
         }
@@ -218,7 +224,7 @@ async fn answer(
     }
     let reply = match request {
         RequestKind::SaslHandshake(r) => Reply::Send(sasl_handshake(sasl, &r.mechanism, version).into()),
-        RequestKind::SaslAuthenticate(r) => sasl_authenticate(inner, sasl, principal, &r.auth_bytes),
+        RequestKind::SaslAuthenticate(r) => sasl_authenticate(inner, connection, sasl, principal, &r.auth_bytes),
         request => {
             let ctx = Ctx { inner, broker, version, listener, client_id: &client_id, principal: principal.as_str() };
             handlers::handle(&ctx, request).await
@@ -269,7 +275,7 @@ fn sasl_handshake(sasl: &mut Sasl, mechanism: &str, version: i16) -> SaslHandsha
 
 /// SASL/PLAIN (RFC 4616): `authzid NUL authcid NUL passwd`; the authzid, if any, must be the
 /// user itself, as in Kafka.
-fn sasl_authenticate(inner: &Inner, sasl: &mut Sasl, principal: &mut String, token: &Bytes) -> Reply {
+fn sasl_authenticate(inner: &Inner, connection: u64, sasl: &mut Sasl, principal: &mut String, token: &Bytes) -> Reply {
     let response = |error_code: ErrorCode, message: Option<&str>| -> ResponseKind {
         SaslAuthenticateResponse { error_code: error_code.0, error_message: message.map(|m| ByteString::from(m.to_owned())), auth_bytes: Bytes::new(), session_lifetime_ms: 0, ..Default::default() }.into()
     };
@@ -282,7 +288,11 @@ fn sasl_authenticate(inner: &Inner, sasl: &mut Sasl, principal: &mut String, tok
             *principal = user;
             Reply::Send(response(ErrorCode::NONE, None))
         }
-        None => Reply::SendAndClose(response(ErrorCode::SASL_AUTHENTICATION_FAILED, Some("Authentication failed: Invalid username or password"))),
+        None => {
+            let why = "Authentication failed: Invalid username or password";
+            closing(inner, connection, why);
+            Reply::SendAndClose(response(ErrorCode::SASL_AUTHENTICATION_FAILED, Some(why)))
+        }
     }
 }
 
@@ -292,4 +302,12 @@ fn plain_user(inner: &Inner, token: &[u8]) -> Option<String> {
     let [authzid, user, pass] = parts.as_slice() else { return None };
     let ok = (authzid.is_empty() || authzid == user) && inner.config.sasl_plain.iter().any(|(u, p)| u.as_bytes() == *user && p.as_bytes() == *pass);
     ok.then(|| String::from_utf8_lossy(user).into_owned())
+}
+
+/// Logs why a connection is closed (to stderr too with `log_requests`).
+fn closing(inner: &Inner, connection: u64, why: &str) {
+    debug!(connection, why, "closing");
+    if inner.config.log_requests {
+        eprintln!("closing: connection {connection}: {why}");
+    }
 }

@@ -1,7 +1,7 @@
-//! kafka-python against the mini broker: a consumer group of two, committed offsets, and a
-//! consumer resuming from them (tests/broker/group_consumers.py).
+//! kafka-python against kwire-fake: a consumer group of two, committed offsets, and a
+//! consumer resuming from them (tests/clients/group_consumers.py).
 
-#[path = "broker/harness.rs"]
+#[path = "clients/harness.rs"]
 mod harness;
 
 use std::process::Command;
@@ -16,7 +16,7 @@ fn kafka_python_consumer_group() {
     }
     // kafka-python's group join is timing-dependent on a loaded 2-core machine (a member's
     // heartbeat thread can stall through a rebalance); a second run on a fresh broker must pass.
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/broker/group_consumers.py");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/group_consumers.py");
     let mut attempt = 0;
     let broker = loop {
         attempt += 1;
@@ -41,5 +41,5 @@ fn kafka_python_consumer_group() {
     }
     record_versions("kafka_python_group", &versions);
     assert!(!broker.log().contains("closing"), "{}", broker.log());
-    assert!(broker.stop().is_some_and(|s| s.success()), "mini_broker did not stop cleanly on SIGTERM");
+    assert!(broker.stop().is_some_and(|s| s.success()), "kwire-fake did not stop cleanly on SIGTERM");
 }

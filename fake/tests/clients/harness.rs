@@ -1,5 +1,5 @@
-//! Starts the mini broker example (built by `cargo test`, which builds every example) on a
-//! free port, reads its verbose request log, and stops it with SIGTERM when dropped.
+//! Starts the `kwire-fake` binary (cargo builds it for this package's tests) on a free port,
+//! reads its request log (`--verbose`), and stops it with SIGTERM when dropped.
 
 #![allow(dead_code)]
 
@@ -13,24 +13,19 @@ use std::time::{Duration, Instant};
 /// Generous: the machine may be loaded.
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// `target/<profile>/examples/<name>`, next to the test binary's `deps` directory.
-pub fn example_binary(name: &str) -> PathBuf {
+/// `target/<profile>/examples/<name>` (an example of the kwire crate, which `cargo test
+/// --workspace` builds), next to the test binary's `deps` directory; `None` when it was not
+/// built.
+pub fn example_binary(name: &str) -> Option<PathBuf> {
     let exe = std::env::current_exe().expect("test binary path");
     let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
-    let path = profile_dir.join("examples").join(name);
-    assert!(
-        path.exists(),
-        "{} is missing: `cargo test` builds it (it needs the `tokio` feature, which the dev-dependency on kwire enables); \
-         or run `cargo build --example {name} --features tokio`",
-        path.display()
-    );
-    path
+    Some(profile_dir.join("examples").join(name)).filter(|p| p.exists())
 }
 
-#[path = "../support/skip.rs"]
+#[path = "../../../tests/support/skip.rs"]
 mod skip;
 #[allow(unused_imports)] // not every test crate that includes the harness needs it
-pub use skip::missing_tool;
+pub use skip::{missing_tool, skipped};
 
 pub struct Broker {
     child: Child,
@@ -44,13 +39,13 @@ impl Broker {
         std::fs::create_dir_all(&dir).expect("log dir");
         let log_path = dir.join(format!("broker-{}-{}.log", std::process::id(), unique()));
         let log = std::fs::File::create(&log_path).expect("log file");
-        let mut child = Command::new(example_binary("mini_broker"))
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kwire-fake"))
             .args(["--listen", "127.0.0.1:0", "--verbose"])
             .args(args)
             .stdout(Stdio::piped())
             .stderr(log)
             .spawn()
-            .expect("spawn mini_broker");
+            .expect("spawn kwire-fake");
         let stdout = child.stdout.take().expect("stdout");
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -60,10 +55,10 @@ impl Broker {
         });
         let mut broker = Broker { child, addr: String::new(), log_path };
         let line = rx.recv_timeout(START_TIMEOUT).unwrap_or_default();
-        let Some(addr) = line.trim().strip_prefix("listening on ") else {
-            panic!("mini_broker did not start: {line:?}\n{}", broker.log());
+        let Some(addrs) = line.trim().strip_prefix("listening on ") else {
+            panic!("kwire-fake did not start: {line:?}\n{}", broker.log());
         };
-        broker.addr = addr.to_owned();
+        broker.addr = addrs.to_owned();
         broker
     }
 

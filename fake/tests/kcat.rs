@@ -1,7 +1,7 @@
-//! kcat (librdkafka) against the mini broker: metadata listing, 10,000 messages produced and
+//! kcat (librdkafka) against kwire-fake: metadata listing, 10,000 messages produced and
 //! consumed back identical with each compression codec, and with SASL/PLAIN.
 
-#[path = "broker/harness.rs"]
+#[path = "clients/harness.rs"]
 mod harness;
 
 use std::process::Command;
@@ -65,7 +65,7 @@ fn kcat_lists_metadata() {
     }
     record_versions("kcat_lists_metadata", &broker.versions_used("rdkafka"));
     assert!(!broker.log().contains("closing"), "{}", broker.log());
-    assert!(broker.stop().is_some_and(|s| s.success()), "mini_broker did not stop cleanly on SIGTERM");
+    assert!(broker.stop().is_some_and(|s| s.success()), "kwire-fake did not stop cleanly on SIGTERM");
 }
 
 fn roundtrip_small(broker: &Broker, topic: &str) {
