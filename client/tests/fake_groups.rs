@@ -161,6 +161,47 @@ fn consumer_protocol_members_share_a_topic_and_take_over_a_leaving_members_parti
     println!("consumer protocol: {:.2}s", started.elapsed().as_secs_f64());
 }
 
+/// What the consumer tasks share: the records seen, and each one's assignment and generation.
+#[derive(Default)]
+struct Shared {
+    seen: Seen,
+    assigned: BTreeMap<usize, BTreeSet<i32>>,
+    generation: BTreeMap<usize, Option<i32>>,
+}
+
+type SharedRef = std::sync::Arc<std::sync::Mutex<Shared>>;
+
+/// A consumer polling in a task of its own (a classic member's rebalance needs every member
+/// to poll meanwhile), until told to stop; then it is handed back.
+fn spawn_polling(who: usize, mut consumer: Consumer, shared: SharedRef, mut stop: tokio::sync::watch::Receiver<bool>) -> tokio::task::JoinHandle<Consumer> {
+    tokio::spawn(async move {
+        while !*stop.borrow_and_update() {
+            let records = consumer.poll(Duration::from_millis(100)).await.expect("poll");
+            if !records.is_empty() {
+                consumer.commit().await.expect("commit");
+            }
+            let mut s = shared.lock().unwrap();
+            for r in &records {
+                s.seen.by_offset.entry((r.partition, r.offset)).or_default().push(who);
+            }
+            s.assigned.insert(who, partitions_of(&consumer));
+            s.generation.insert(who, consumer.group_generation());
+        }
+        consumer
+    })
+}
+
+/// Waits (on the paused clock) until `done`, within two minutes.
+async fn wait_for(shared: &SharedRef, what: &str, done: impl Fn(&Shared) -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    while !done(&shared.lock().unwrap()) {
+        let s = shared.lock().unwrap();
+        assert!(tokio::time::Instant::now() < deadline, "{what}: not within two minutes ({} records, {:?})", s.seen.by_offset.len(), s.assigned);
+        drop(s);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Three static members of a classic group: one restarts with its instance id and takes its
 /// place back without a rebalance (the others' generation stays); then it goes for good, and
 /// once its session times out the others take its partitions.
@@ -171,39 +212,51 @@ fn classic_static_members_restart_without_a_rebalance_and_a_lost_one_is_replaced
         let cluster = Cluster::start(ClusterConfig::default().brokers(3).seed(12));
         cluster.create_topic(TOPIC, PARTITIONS, 3).unwrap();
         produce(&cluster, TOPIC, 0, 300).await;
-        let mut consumers = Vec::new();
+        let shared = SharedRef::default();
+        let mut tasks = BTreeMap::new();
+        let start = |who: usize, instance: usize| {
+            let (cluster, shared) = (cluster.clone(), shared.clone());
+            async move {
+                let mut c = Consumer::new(client(&cluster, &format!("s{who}")).await, consumer_config(GroupProtocol::Classic, Some(format!("instance-{instance}")))).unwrap();
+                c.subscribe(&[TOPIC]).unwrap();
+                let (tx, rx) = tokio::sync::watch::channel(false);
+                (tx, spawn_polling(who, c, shared, rx))
+            }
+        };
         for who in 0..3 {
-            let mut c = Consumer::new(client(&cluster, &format!("s{who}")).await, consumer_config(GroupProtocol::Classic, Some(format!("instance-{who}")))).unwrap();
-            c.subscribe(&[TOPIC]).unwrap();
-            consumers.push((who, c));
+            tasks.insert(who, start(who, who).await);
         }
-        let mut seen = Seen::default();
-        poll_until(&mut consumers, &mut seen, |s| s.by_offset.len() >= 300).await;
-        poll_until_balanced(&mut consumers, &mut seen, 2).await;
-        let generation = consumers[0].1.group_generation();
-        let owned: Vec<BTreeSet<i32>> = consumers.iter().map(|(_, c)| partitions_of(c)).collect();
+        let balanced = |members: &'static [usize], each: usize| move |s: &Shared| members.iter().all(|m| s.assigned.get(m).is_some_and(|a| a.len() == each));
+        wait_for(&shared, "the first 300", |s| s.seen.by_offset.len() >= 300).await;
+        wait_for(&shared, "balanced", balanced(&[0, 1, 2], 2)).await;
+        let (generation, owned_2) = {
+            let s = shared.lock().unwrap();
+            (s.generation[&0], s.assigned[&2].clone())
+        };
         // instance-2 restarts: a new consumer with the same instance id, at once.
-        let (_, old) = consumers.pop().unwrap();
-        old.close().await.expect("closes (a static member does not leave)");
-        let mut again = Consumer::new(client(&cluster, "s2-again").await, consumer_config(GroupProtocol::Classic, Some("instance-2".into()))).unwrap();
-        again.subscribe(&[TOPIC]).unwrap();
-        consumers.push((3, again));
+        let (tx, task) = tasks.remove(&2).unwrap();
+        tx.send(true).unwrap();
+        task.await.unwrap().close().await.expect("closes (a static member does not leave)");
+        tasks.insert(3, start(3, 2).await);
         produce(&cluster, TOPIC, 300, 60).await;
-        poll_until(&mut consumers, &mut seen, |s| s.by_offset.len() >= 360).await;
-        assert_eq!(partitions_of(&consumers[2].1), owned[2], "the restarted member has its partitions back");
-        assert_eq!(consumers[0].1.group_generation(), generation, "no rebalance");
-        assert_eq!(consumers[2].1.group_generation(), generation);
-        // Now it is gone for good: its session (10 s) times out, the others take over.
-        let (_, gone) = consumers.pop().unwrap();
-        gone.close().await.unwrap();
-        produce(&cluster, TOPIC, 360, 240).await;
-        poll_until(&mut consumers, &mut seen, |s| s.by_offset.len() >= 600).await;
-        poll_until_balanced(&mut consumers, &mut seen, 3).await;
-        assert!(consumers[0].1.group_generation() > generation, "a rebalance after the session timeout");
-        seen.check_exactly_once(&cluster);
-        for (_, c) in consumers {
-            c.close().await.unwrap();
+        wait_for(&shared, "the restarted member's share", |s| s.seen.by_offset.len() >= 360 && s.assigned.get(&3) == Some(&owned_2)).await;
+        {
+            let s = shared.lock().unwrap();
+            assert_eq!((s.generation[&0], s.generation[&3]), (generation, generation), "no rebalance");
         }
+        // Now it is gone for good: its session (10 s) times out, the others take over.
+        let (tx, task) = tasks.remove(&3).unwrap();
+        tx.send(true).unwrap();
+        task.await.unwrap().close().await.unwrap();
+        produce(&cluster, TOPIC, 360, 240).await;
+        wait_for(&shared, "all 600", |s| s.seen.by_offset.len() >= 600).await;
+        wait_for(&shared, "two members, three partitions each", balanced(&[0, 1], 3)).await;
+        assert!(shared.lock().unwrap().generation[&0] > generation, "a rebalance after the session timeout");
+        for (_, (tx, task)) in tasks {
+            tx.send(true).unwrap();
+            task.await.unwrap().close().await.unwrap();
+        }
+        shared.lock().unwrap().seen.check_exactly_once(&cluster);
     });
     println!("classic static members: {:.2}s", started.elapsed().as_secs_f64());
 }
