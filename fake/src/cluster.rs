@@ -470,6 +470,26 @@ impl Cluster {
         self.inner.state().groups.committed(group, topic, partition)
     }
 
+    /// Sets a group config (Kafka's dynamic group configs, as IncrementalAlterConfigs on a
+    /// `GROUP` resource would): `share.record.lock.duration.ms`, `share.delivery.count.limit`,
+    /// `share.auto.offset.reset` (`latest` or `earliest`), `share.isolation.level`
+    /// (`read_uncommitted` or `read_committed`), `share.session.timeout.ms`,
+    /// `share.heartbeat.interval.ms`, `consumer.session.timeout.ms`,
+    /// `consumer.heartbeat.interval.ms`.
+    pub fn set_group_config(&self, group: &str, name: &str, value: &str) -> Result<(), ControlError> {
+        let known = crate::groups::GROUP_CONFIGS.iter().any(|(n, _)| *n == name);
+        let valid = match name {
+            "share.auto.offset.reset" => matches!(value, "latest" | "earliest"),
+            "share.isolation.level" => matches!(value, "read_uncommitted" | "read_committed"),
+            _ => value.parse::<i64>().is_ok_and(|v| v > 0),
+        };
+        if !known || !valid {
+            return Err(ControlError::Kafka(ErrorCode::INVALID_CONFIG, format!("Invalid value {value} for group config {name}")));
+        }
+        self.inner.state().groups.configs.entry(group.to_owned()).or_default().insert(name.to_owned(), value.to_owned());
+        Ok(())
+    }
+
     /// The raw batches of a partition's log (transaction markers included), as a Fetch
     /// returns them.
     pub fn batches(&self, topic: &str, partition: i32) -> Result<Vec<Bytes>, ControlError> {

@@ -51,6 +51,9 @@ pub struct ClusterConfig {
     /// The longest time a request waits in the broker (a Fetch for `min_bytes`, a JoinGroup
     /// for the group), whatever it asks for (30 s).
     pub max_wait: Duration,
+    /// How long the first rebalance of an empty classic group waits for more members
+    /// (`group.initial.rebalance.delay.ms`, 3 s).
+    pub group_initial_rebalance_delay: Duration,
     /// Requests kept in the journal ([`Cluster::journal`](crate::Cluster::journal), 10,000).
     pub journal_capacity: usize,
     /// Writes a line per request to stderr (`request api=Produce key=0 version=11
@@ -74,6 +77,7 @@ impl Default for ClusterConfig {
             transaction_verification: true,
             clock_start_ms: None,
             max_wait: Duration::from_secs(30),
+            group_initial_rebalance_delay: crate::groups::defaults::INITIAL_REBALANCE_DELAY,
             journal_capacity: 10_000,
             log_requests: false,
         }
@@ -126,6 +130,12 @@ impl ClusterConfig {
     /// Sets [`log_requests`](Self::log_requests).
     pub fn log_requests(mut self, yes: bool) -> Self {
         self.log_requests = yes;
+        self
+    }
+
+    /// Sets [`group_initial_rebalance_delay`](Self::group_initial_rebalance_delay).
+    pub fn group_initial_rebalance_delay(mut self, delay: Duration) -> Self {
+        self.group_initial_rebalance_delay = delay;
         self
     }
 

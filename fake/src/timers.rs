@@ -1,4 +1,5 @@
-//! The cluster's clock-driven work: group sessions and rebalance deadlines, transaction
+//! The cluster's clock-driven work: group sessions and rebalance deadlines, share acquisition
+//! locks, transaction
 //! timeouts, markers that could not be written before. One task, ticking on tokio's clock
 //! (paused or not), until the cluster is dropped.
 
@@ -19,7 +20,8 @@ pub(crate) async fn run(inner: Weak<Inner>) {
         let now = inner.now_ms();
         {
             let mut state = inner.state();
-            crate::groups::tick(&mut state.groups);
+            let topics = crate::groups::topics_view(&state.topics);
+            crate::groups::tick(&mut state.groups, &topics);
             crate::handlers::end_timed_out(&mut state, now);
         }
         inner.wake();

@@ -4,9 +4,11 @@
 pub(crate) mod admin;
 pub(crate) mod errors;
 mod fetch;
+mod groups;
 mod metadata;
 mod offsets;
 mod produce;
+mod share;
 mod txn;
 
 use std::sync::Arc;
@@ -15,7 +17,6 @@ use kwire::messages::GetTelemetrySubscriptionsResponse;
 use kwire::{ErrorCode, RequestKind, ResponseKind};
 
 use crate::cluster::{Inner, Listener};
-use crate::groups;
 
 pub(crate) use txn::end_timed_out;
 
@@ -74,30 +75,22 @@ pub(crate) async fn handle(ctx: &Ctx<'_>, request: RequestKind) -> Reply {
         RequestKind::DescribeProducers(r) => send(txn::describe_producers(ctx, &r).into()),
         RequestKind::DescribeTransactions(r) => send(txn::describe_transactions(ctx, &r).into()),
         RequestKind::ListTransactions(r) => send(txn::list_transactions(ctx, &r).into()),
-        RequestKind::JoinGroup(r) => {
-            if let Some(code) = not_coordinator(ctx, &r.group_id) {
-                return send(groups::join_response(groups::JoinOutcome::error(code.0, &r.member_id), ctx.version).into());
-            }
-            let outcome = groups::join_group(ctx, &r).await;
-            send(groups::join_response(outcome, ctx.version).into())
-        }
-        RequestKind::SyncGroup(r) => match not_coordinator(ctx, &r.group_id) {
-            Some(code) => errors_or_close(&RequestKind::SyncGroup(r), ctx.version, code),
-            None => send(groups::sync_group(ctx, &r).await.into()),
-        },
-        RequestKind::Heartbeat(r) => match not_coordinator(ctx, &r.group_id) {
-            Some(code) => errors_or_close(&RequestKind::Heartbeat(r), ctx.version, code),
-            None => send(groups::heartbeat(ctx, &r).into()),
-        },
-        RequestKind::LeaveGroup(r) => match not_coordinator(ctx, &r.group_id) {
-            Some(code) => errors_or_close(&RequestKind::LeaveGroup(r), ctx.version, code),
-            None => send(groups::leave_group(ctx, &r).into()),
-        },
-        RequestKind::OffsetCommit(r) => match not_coordinator(ctx, &r.group_id) {
-            Some(code) => errors_or_close(&RequestKind::OffsetCommit(r), ctx.version, code),
-            None => send(groups::offset_commit(ctx, &r).into()),
-        },
+        RequestKind::JoinGroup(r) => send(groups::join_group(ctx, &r).await.into()),
+        RequestKind::SyncGroup(r) => send(groups::sync_group(ctx, &r).await.into()),
+        RequestKind::Heartbeat(r) => send(groups::heartbeat(ctx, &r).into()),
+        RequestKind::LeaveGroup(r) => send(groups::leave_group(ctx, &r).into()),
+        RequestKind::OffsetCommit(r) => send(groups::offset_commit(ctx, &r).into()),
         RequestKind::OffsetFetch(r) => send(groups::offset_fetch(ctx, &r).into()),
+        RequestKind::OffsetDelete(r) => send(groups::offset_delete(ctx, &r).into()),
+        RequestKind::ListGroups(r) => send(groups::list_groups(ctx, &r).into()),
+        RequestKind::DescribeGroups(r) => send(groups::describe_groups(ctx, &r).into()),
+        RequestKind::DeleteGroups(r) => send(groups::delete_groups(ctx, &r).into()),
+        RequestKind::ConsumerGroupHeartbeat(r) => send(groups::consumer_group_heartbeat(ctx, &r).into()),
+        RequestKind::ConsumerGroupDescribe(r) => send(groups::consumer_group_describe(ctx, &r).into()),
+        RequestKind::ShareGroupHeartbeat(r) => send(groups::share_group_heartbeat(ctx, &r).into()),
+        RequestKind::ShareGroupDescribe(r) => send(groups::share_group_describe(ctx, &r).into()),
+        RequestKind::ShareFetch(r) => send(share::share_fetch(ctx, &r).await.into()),
+        RequestKind::ShareAcknowledge(r) => send(share::share_acknowledge(ctx, &r).into()),
         RequestKind::GetTelemetrySubscriptions(r) => {
             // No client-metrics subscription is configured: the client pushes nothing.
             let id = if r.client_instance_id == kwire::Uuid::ZERO { ctx.inner.state().new_uuid() } else { r.client_instance_id };
@@ -116,16 +109,6 @@ fn errors_or_close(request: &RequestKind, version: i16, code: ErrorCode) -> Repl
     match errors::response(request, version, code) {
         Some(body) => Reply::Send(body),
         None => Reply::Close,
-    }
-}
-
-/// NOT_COORDINATOR unless this broker coordinates `group` (COORDINATOR_NOT_AVAILABLE when no
-/// broker can).
-fn not_coordinator(ctx: &Ctx<'_>, group: &str) -> Option<ErrorCode> {
-    match ctx.inner.state().coordinator(0, group, &ctx.inner.config) {
-        Some(b) if b == ctx.broker => None,
-        Some(_) => Some(ErrorCode::NOT_COORDINATOR),
-        None => Some(ErrorCode::COORDINATOR_NOT_AVAILABLE),
     }
 }
 

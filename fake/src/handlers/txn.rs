@@ -321,7 +321,14 @@ pub(super) fn txn_offset_commit(ctx: &Ctx<'_>, req: &TxnOffsetCommitRequest) -> 
         Some(_) => None,
         None => Some(ErrorCode::INVALID_PRODUCER_ID_MAPPING),
     };
-    let error = coordinator.or(added).or(producer);
+    // KIP-447: the group checks the member and its generation (a consumer group member's epoch)
+    // as Kafka's GroupCoordinator does; a commit from outside any generation passes.
+    let group = if coordinator.or(added).or(producer).is_none() {
+        super::groups::validate_commit(ctx, &mut state.groups, &req.group_id, &req.member_id, req.group_instance_id.as_deref(), req.generation_id_or_member_epoch, true).err()
+    } else {
+        None
+    };
+    let error = coordinator.or(added).or(producer).or(group);
     let topics = req
         .topics
         .iter()
