@@ -162,12 +162,15 @@ impl Client {
         Err(format!("topic {topic} did not appear in Metadata").into())
     }
 
-    async fn produce(&mut self, topic: &str, records: Bytes) -> Result<i64> {
+    async fn produce(&mut self, topic: &str, topic_id: Uuid, records: Bytes) -> Result<i64> {
+        // v13 (Kafka 4.1+) names the topic by id.
+        let version = self.version(ApiKey::Produce)?;
         let request = ProduceRequest {
             acks: -1,
             timeout_ms: 30_000,
             topic_data: vec![TopicProduceData {
-                name: ByteString::from(topic.to_owned()),
+                name: if version < 13 { ByteString::from(topic.to_owned()) } else { ByteString::new() },
+                topic_id: if version >= 13 { topic_id } else { Uuid::ZERO },
                 partition_data: vec![PartitionProduceData { index: 0, records: records.into(), ..Default::default() }],
                 ..Default::default()
             }],
@@ -255,7 +258,7 @@ async fn main() -> Result<()> {
         builder.append(Record::new(i as i64, now, Some(key.clone()), Some(value.clone())))?;
         sent.push((key, value));
     }
-    let base_offset = client.produce(&args.topic, builder.build()?).await?;
+    let base_offset = client.produce(&args.topic, topic_id, builder.build()?).await?;
     println!("produced {} records at offset {base_offset}", sent.len());
 
     // Bounded: each round returns at least one batch or waits max_wait_ms.

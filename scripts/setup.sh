@@ -2,7 +2,7 @@
 # Installs what the tests need beyond cargo, and only what is missing (a second run does
 # nothing): scripts/test.sh calls it first, so one command runs every test on a fresh machine.
 #
-#   Debian packages: kcat (librdkafka) for the mini-broker and proxy tests; tcpdump and tshark for
+#   Debian packages: kcat (librdkafka) for the kwire-fake and proxy tests; tcpdump and tshark for
 #     the capture tests; a JDK 17, Maven and openssl for the Java oracle and the real Kafka
 #     brokers (their jars come from Maven Central at test time).
 #   Python packages: kafka-python and confluent-kafka (librdkafka) as independent clients, with

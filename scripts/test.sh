@@ -57,7 +57,7 @@ have() { command -v "$1" >/dev/null; }
 
 # One single-spec-set stage: the generated crate's tests that walk every message it was built
 # with, and the Java oracle, both with the same KWIRE_SPECS and target directory, so the set is
-# compiled once (a subshell: the settings stay in it). The mini-broker, kcat and kafka-python,
+# compiled once (a subshell: the settings stay in it). The kwire-fake, kcat and kafka-python,
 # allocation, fuzz-corpus and kafka-protocol tests ran on the default build; they test the
 # runtime and the codec, not which specs were generated.
 single_release() (

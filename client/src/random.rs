@@ -17,6 +17,13 @@ impl std::fmt::Debug for Random {
     }
 }
 
+impl Default for Random {
+    /// Seeded from the OS.
+    fn default() -> Self {
+        Random::new(None, "")
+    }
+}
+
 impl Random {
     /// From `seed` and the component's name (each component its own sequence, so that one's
     /// draws do not shift another's), or from the OS without a seed.

@@ -30,8 +30,11 @@ pub enum Action {
     CorruptCrc,
     /// Answers with the response this function returns (or handles the request as usual when
     /// it returns `None`), without applying the request.
-    Respond(Arc<dyn Fn(&RequestKind) -> Option<ResponseKind> + Send + Sync>),
+    Respond(Responder),
 }
+
+/// A test's own answer to a request ([`Action::Respond`]).
+pub type Responder = Arc<dyn Fn(&RequestKind) -> Option<ResponseKind> + Send + Sync>;
 
 impl fmt::Debug for Action {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

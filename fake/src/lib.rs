@@ -41,7 +41,7 @@ mod versions;
 
 pub use cluster::{Cluster, Connecting, ControlError, LoggedRecord, MEMORY_PORT};
 pub use config::ClusterConfig;
-pub use control::{Action, Entry, Hook, HookId, Seen};
+pub use control::{Action, Entry, Hook, HookId, Responder, Seen};
 pub use network::{Direction, FaultConfig, FaultCounts, FaultKind, Plan};
 pub use versions::Release;
 

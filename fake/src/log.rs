@@ -52,7 +52,7 @@ struct BatchMeta {
 }
 
 /// One producer's state in a partition (Kafka's `ProducerStateEntry`).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct ProducerEntry {
     /// -1 before its first batch.
     epoch: i16,
@@ -64,10 +64,13 @@ pub(crate) struct ProducerEntry {
     coordinator_epoch: i32,
 }
 
-impl ProducerEntry {
-    fn new() -> ProducerEntry {
+impl Default for ProducerEntry {
+    fn default() -> ProducerEntry {
         ProducerEntry { epoch: -1, batches: VecDeque::new(), txn_first_offset: None, last_offset: -1, coordinator_epoch: -1 }
     }
+}
+
+impl ProducerEntry {
 
     fn last_seq(&self) -> Option<i32> {
         self.batches.back().map(|b| b.last_seq)
@@ -263,7 +266,7 @@ impl PartitionLog {
             if let Some(dup) = current.and_then(|e| e.duplicate(epoch, first_seq, last_seq)) {
                 return Ok(Appended { base_offset: dup.base_offset, log_append_time: if rules.log_append_time { dup.timestamp } else { -1 }, duplicate: true });
             }
-            let entry = updated.entry(pid).or_insert_with(|| current.cloned().unwrap_or_else(ProducerEntry::new));
+            let entry = updated.entry(pid).or_insert_with(|| current.cloned().unwrap_or_default());
             // checkProducerEpoch
             if epoch < entry.epoch {
                 return refuse(
@@ -349,7 +352,7 @@ impl PartitionLog {
         bytes[12..16].copy_from_slice(&leader_epoch.to_be_bytes());
         self.batches.push(Stored { base_offset: offset, last_offset: offset, max_timestamp: now_ms, bytes: bytes.freeze() });
         self.end = offset + 1;
-        let entry = self.producers.entry(producer_id).or_insert_with(ProducerEntry::new);
+        let entry = self.producers.entry(producer_id).or_default();
         if epoch > entry.epoch {
             entry.epoch = epoch;
             entry.batches.clear();

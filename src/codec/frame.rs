@@ -1,5 +1,5 @@
 //! Size-prefix framing: the one frame splitter of the crate, used by the codecs, the CLI's
-//! capture reader, the mini broker and the fuzz targets.
+//! capture reader, kwire-fake and the fuzz targets.
 
 use bytes::{Buf, BufMut, BytesMut};
 

@@ -13,7 +13,7 @@
 //!   key and version, so that it can decode the matching [`ResponseFrame`].
 //!
 //! Both are sans-io: they read from and write to a `BytesMut`. They are built from the pieces
-//! every other reader of Kafka frames here uses too (the CLI's capture reader, the mini broker,
+//! every other reader of Kafka frames here uses too (the CLI's capture reader, kwire-fake,
 //! the fuzz targets): [`FrameDecoder`] splits frames, [`crate::header`] holds the one rule for
 //! header versions, [`InFlight`] tracks correlation ids and [`decode_response_body`] decodes a
 //! response body with the ApiVersions fallback of KIP-511. With the `tokio` feature they also

@@ -304,7 +304,7 @@ impl Fetcher {
             answered.push(a);
         }
         if let Some(until) = until.filter(|_| answered.is_empty() && !self.in_flight.is_empty()) {
-            if let Ok(Some(a)) = tokio::time::timeout_at(until.into(), rx.recv()).await {
+            if let Ok(Some(a)) = tokio::time::timeout_at(until, rx.recv()).await {
                 answered.push(a);
             }
         }

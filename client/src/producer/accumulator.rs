@@ -92,9 +92,9 @@ impl Batch {
     /// halving per refusal). The halves keep the batch's place, attempts and creation time;
     /// with idempotence the second continues the first's sequences, so the partition's
     /// sequences are unchanged. `Err` gives back a batch of one record.
-    pub(crate) fn split(mut self) -> std::result::Result<(Batch, Batch), Batch> {
+    pub(crate) fn split(mut self) -> std::result::Result<(Batch, Batch), Box<Batch>> {
         if self.records.len() < 2 {
-            return Err(self);
+            return Err(Box::new(self));
         }
         let sizes: Vec<usize> = self.records.iter().map(record_size).collect();
         let total: usize = sizes.iter().sum();
@@ -113,7 +113,7 @@ impl Batch {
             head -= sizes.last().copied().unwrap_or(0);
         }
         let Some(memory) = self.memory.split(self.memory.num_permits().saturating_sub(head)) else {
-            return Err(self);
+            return Err(Box::new(self));
         };
         let mut records = self.records.split_off(at);
         for (i, r) in records.iter_mut().enumerate() {
@@ -261,6 +261,8 @@ pub(crate) struct Accumulator {
     pub(crate) record_errors: Option<crate::metrics::Count>,
     /// Completed batches' callbacks, called when the producer's lock is released.
     pub(crate) fired: Vec<Fired>,
+    /// The sticky partitions' choices (seeded with the client).
+    pub(crate) random: Random,
 }
 
 /// The next sticky partition for a topic: by its load statistics, else among the partitions
@@ -301,7 +303,6 @@ impl Accumulator {
         record: NewRecord,
         memory: OwnedSemaphorePermit,
         callback: Option<Callback>,
-        random: &Random,
     ) -> Result<(Option<Delivery>, i32, bool)> {
         let n = topic.partitions.len();
         let NewRecord { partition, key, value, headers, timestamp, size } = record;
@@ -313,7 +314,7 @@ impl Accumulator {
             (None, _) => match queues.sticky {
                 Some(s) if (s.partition as usize) < n => (s.partition, true),
                 _ => {
-                    let partition = pick_sticky(queues.load.as_ref(), topic, random);
+                    let partition = pick_sticky(queues.load.as_ref(), topic, &self.random);
                     queues.sticky = Some(Sticky { partition, produced: 0 });
                     (partition, true)
                 }
@@ -392,7 +393,7 @@ impl Accumulator {
             if let Some(s) = queues.sticky.as_mut() {
                 s.produced += appended;
                 if (s.produced >= cfg.batch_size && last_full) || s.produced >= 2 * cfg.batch_size {
-                    let partition = pick_sticky(queues.load.as_ref(), topic, random);
+                    let partition = pick_sticky(queues.load.as_ref(), topic, &self.random);
                     queues.sticky = Some(Sticky { partition, produced: 0 });
                 }
             }
@@ -776,7 +777,7 @@ public class BatchFill {
                 timestamp: *ts,
                 size,
             };
-            acc.append(&cfg, &name, &info, record, permit, None, &Random::new(Some(0), "test")).expect("appended");
+            acc.append(&cfg, &name, &info, record, permit, None).expect("appended");
             if acc.queue(topic, 0).is_some_and(|q| q.batches.len() > 1) {
                 close(&mut acc, &mut out);
             }

@@ -293,8 +293,6 @@ struct Shared {
     config: ProducerConfig,
     /// Between attempts of a batch or of InitProducerId.
     backoff: Backoff,
-    /// The sticky partitions of unkeyed records, and the backoff's jitter.
-    random: Random,
     state: Mutex<State>,
     /// Wakes the sender loop (a batch is ready, a response came, a flush).
     wake: Notify,
@@ -464,6 +462,7 @@ impl Producer {
         let mut state = State::default();
         let metrics = ProducerMetrics::new(&client.config().connection.client_id, permits);
         state.accumulator.record_errors = Some(metrics.record_error.clone());
+        state.accumulator.random = random.clone();
         if txn.is_some() {
             state.txn = Some(Transactions::new());
             state.idempotence.transactional = true;
@@ -475,8 +474,7 @@ impl Producer {
             #[cfg(feature = "telemetry")]
             telemetry: tokio::sync::Mutex::new(telemetry),
             client,
-            backoff: Backoff::exponential(config.retry_backoff, config.retry_backoff_max, random.clone()),
-            random,
+            backoff: Backoff::exponential(config.retry_backoff, config.retry_backoff_max, random),
             config,
             txn,
             state: Mutex::new(state),
@@ -600,7 +598,7 @@ impl Producer {
         let record = NewRecord { partition, key, value, headers, timestamp, size };
         let mut state = self.lock();
         state.usable()?;
-        let (delivery, partition, mut opened_or_filled) = state.accumulator.append(cfg, &name, &topic, record, memory, callback, &self.shared.random)?;
+        let (delivery, partition, mut opened_or_filled) = state.accumulator.append(cfg, &name, &topic, record, memory, callback)?;
         if let Some(t) = state.txn.as_mut() {
             // A partition new to the transaction: the sender adds it (V1) before its batch.
             opened_or_filled |= t.record_for(&name, partition);

@@ -430,7 +430,7 @@ impl BrokerSender {
                                 state.accumulator.requeue(&topic, partition, head);
                                 state.accumulator.requeue(&topic, partition, tail);
                             }
-                            Err(batch) => state.accumulator.fail(batch, e),
+                            Err(batch) => state.accumulator.fail(*batch, e),
                         }
                     }
                     Err((e, log_start_offset)) => {

@@ -102,14 +102,13 @@ pub(super) fn offset_for_leader_epoch(ctx: &Ctx<'_>, req: &OffsetForLeaderEpochR
                     let mut out = EpochEndOffset { partition: p.partition, leader_epoch: -1, end_offset: -1, ..Default::default() };
                     match led(ctx, partition, p.current_leader_epoch) {
                         Err(code) => out.error_code = code.0,
-                        Ok(partition) => match partition.log.epoch_end(p.leader_epoch) {
-                            Some((epoch, end)) => {
+                        // Older than every epoch known, Kafka answers with undefined ones.
+                        Ok(partition) => {
+                            if let Some((epoch, end)) = partition.log.epoch_end(p.leader_epoch) {
                                 out.leader_epoch = epoch;
                                 out.end_offset = end;
                             }
-                            // Older than every epoch known: Kafka answers with undefined ones.
-                            None => {}
-                        },
+                        }
                     }
                     out
                 })

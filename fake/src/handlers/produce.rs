@@ -54,7 +54,7 @@ pub(super) fn produce(ctx: &Ctx<'_>, req: &ProduceRequest) -> Option<ProduceResp
                 let mut out = PartitionProduceResponse { index: p.index, base_offset: -1, log_append_time_ms: -1, log_start_offset: -1, ..Default::default() };
                 let unknown = if version >= 13 { ErrorCode::UNKNOWN_TOPIC_ID } else { ErrorCode::UNKNOWN_TOPIC_OR_PARTITION };
                 let result = (|| {
-                    if !matches!(req.acks, 0 | 1 | -1) {
+                    if !(-1..=1).contains(&req.acks) {
                         return Err((ErrorCode::INVALID_REQUIRED_ACKS, None));
                     }
                     let name = name.as_deref().ok_or((unknown, None))?;

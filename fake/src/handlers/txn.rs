@@ -186,11 +186,15 @@ pub(super) fn init_producer_id(ctx: &Ctx<'_>, req: &InitProducerIdRequest) -> In
     answer(ErrorCode::NONE, m.producer_id, m.epoch)
 }
 
+/// One transaction of an AddPartitionsToTxn request: its id, producer id and epoch, whether it
+/// only verifies, and its partitions by topic.
+type TxnPartitions = (String, i64, i16, bool, Vec<(String, Vec<i32>)>);
+
 pub(super) fn add_partitions(ctx: &Ctx<'_>, req: &AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse {
     let now = ctx.inner.now_ms();
     let mut state = ctx.inner.state();
     // v0-3: one transaction, the client's; v4+: a batch of them, the brokers' form.
-    let batch: Vec<(String, i64, i16, bool, Vec<(String, Vec<i32>)>)> = if ctx.version <= 3 {
+    let batch: Vec<TxnPartitions> = if ctx.version <= 3 {
         vec![(
             req.v3_and_below_transactional_id.to_string(),
             req.v3_and_below_producer_id,

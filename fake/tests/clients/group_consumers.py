@@ -1,4 +1,4 @@
-"""kafka-python against the mini broker: a topic with two partitions, two consumers in one
+"""kafka-python against kwire-fake: a topic with two partitions, two consumers in one
 group (one partition each), committed offsets, and a third consumer that resumes from them.
 
 Usage: group_consumers.py BOOTSTRAP. Exits non-zero with a message on any failure; every wait

@@ -203,6 +203,8 @@ pub fn stored_codecs(addr: &str, topic: &str) -> BTreeSet<String> {
         buf.extend_from_slice(&chunk[..n]);
     };
     let ResponseKind::Fetch(fetch) = response.body else { panic!("not a Fetch response") };
+    // `records` is nullable in the 3.9 specs, not in later ones: `From` covers both.
+    #[allow(clippy::useless_conversion)]
     let records = Option::<kwire::Bytes>::from(fetch.responses[0].partitions[0].records.clone()).unwrap_or_default();
     Batches::new(records).map(|b| b.expect("batch").compression().map(|c| c.name().to_owned()).unwrap_or_default()).collect()
 }
