@@ -281,13 +281,14 @@ async fn idempotent_producer(seed: u64) -> Result<String, String> {
     let cluster = Cluster::start(ClusterConfig::default().brokers(3).seed(seed).clock_start_ms(1_700_000_000_000));
     cluster.create_topic(TOPIC, PARTITIONS, 3).map_err(|e| e.to_string())?;
     let client = connect(&cluster, seed, plan.request_timeout).await?;
-    cluster.set_faults(Some(FaultConfig::new(seed).percent(plan.fault_percent).window(plan.fault_window).max_delay(Duration::from_millis(800)).kinds(&[
-        (FaultKind::Drop, 2),
-        (FaultKind::Delay, 3),
-        (FaultKind::Stall, 1),
-        (FaultKind::Cut, 2),
-        (FaultKind::LoseResponse, 2),
-    ])));
+    cluster.set_faults(Some(
+        FaultConfig::new(seed)
+            .percent(plan.fault_percent)
+            .window(plan.fault_window)
+            .max_delay(Duration::from_millis(800))
+            .late(plan.request_timeout + plan.request_timeout / 2)
+            .kinds(&[(FaultKind::Drop, 2), (FaultKind::Delay, 3), (FaultKind::Stall, 1), (FaultKind::Cut, 2), (FaultKind::LoseResponse, 2), (FaultKind::Late, 2)]),
+    ));
     let producer = Producer::new(
         client,
         ProducerConfig {

@@ -32,6 +32,10 @@ pub enum FaultKind {
     Cut,
     /// The request passes (and is applied); its response is lost and the connection closes.
     LoseResponse,
+    /// The frame and the rest of its window in that direction are held for
+    /// [`FaultConfig::late`] (past a client's request timeout), then delivered, whether their
+    /// sender is still there or not.
+    Late,
 }
 
 /// Which frames a fault strikes.
@@ -61,6 +65,8 @@ pub struct FaultConfig {
     pub max_delay: Duration,
     /// How long a stall lasts (default 5 s).
     pub stall: Duration,
+    /// How long [`FaultKind::Late`] holds a frame (default 3 s).
+    pub late: Duration,
 }
 
 impl FaultConfig {
@@ -69,10 +75,11 @@ impl FaultConfig {
         FaultConfig {
             seed,
             percent: 20,
-            kinds: [FaultKind::Drop, FaultKind::Delay, FaultKind::Stall, FaultKind::Cut, FaultKind::LoseResponse].iter().map(|k| (*k, 1)).collect(),
+            kinds: [FaultKind::Drop, FaultKind::Delay, FaultKind::Stall, FaultKind::Cut, FaultKind::LoseResponse, FaultKind::Late].iter().map(|k| (*k, 1)).collect(),
             window: 10,
             max_delay: Duration::from_millis(200),
             stall: Duration::from_secs(5),
+            late: Duration::from_secs(3),
         }
     }
 
@@ -97,6 +104,12 @@ impl FaultConfig {
     /// Sets [`max_delay`](Self::max_delay).
     pub fn max_delay(mut self, delay: Duration) -> Self {
         self.max_delay = delay;
+        self
+    }
+
+    /// Sets [`late`](Self::late).
+    pub fn late(mut self, late: Duration) -> Self {
+        self.late = late;
         self
     }
 
@@ -159,12 +172,14 @@ pub struct FaultCounts {
     pub cut: u64,
     /// Responses lost after their request was applied.
     pub lose_response: u64,
+    /// Windows delivered late.
+    pub late: u64,
 }
 
 impl FaultCounts {
     /// Every fault struck.
     pub fn total(&self) -> u64 {
-        self.drop + self.delay + self.stall + self.cut + self.lose_response
+        self.drop + self.delay + self.stall + self.cut + self.lose_response + self.late
     }
 }
 
@@ -289,6 +304,11 @@ impl Pump {
                     self.count(|c| c.delay += 1);
                     delay_until_window = Some((window, d));
                     tokio::time::sleep(d).await;
+                }
+                Some(FaultKind::Late) => {
+                    self.count(|c| c.late += 1);
+                    delay_until_window = Some((window, self.faults.late));
+                    tokio::time::sleep(self.faults.late).await;
                 }
                 Some(FaultKind::Stall) => {
                     self.count(|c| c.stall += 1);
