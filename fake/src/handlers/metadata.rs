@@ -10,6 +10,7 @@ use kwire::messages::{
 use kwire::{ApiKey, ErrorCode, SmallVec, Uuid};
 
 use super::{s, Ctx};
+use crate::acl;
 use crate::topics::valid_name;
 
 /// The cluster id every response names.
@@ -28,12 +29,13 @@ pub(super) fn api_versions(ctx: &Ctx<'_>) -> ApiVersionsResponse {
         })
         .collect();
     let features = release.features();
+    let finalized = ctx.inner.state().features.clone();
     ApiVersionsResponse {
         error_code: ErrorCode::NONE.0,
         api_keys,
-        supported_features: features.iter().map(|(n, level)| SupportedFeatureKey { name: s(n), min_version: 0, max_version: *level, ..Default::default() }).collect(),
-        finalized_features_epoch: if features.is_empty() { -1 } else { 1 },
-        finalized_features: features.iter().map(|(n, level)| FinalizedFeatureKey { name: s(n), max_version_level: *level, min_version_level: *level, ..Default::default() }).collect(),
+        supported_features: features.iter().map(|(n, level)| SupportedFeatureKey { name: s(n), min_version: release.min_feature_level(n), max_version: *level, ..Default::default() }).collect(),
+        finalized_features_epoch: if finalized.is_empty() { -1 } else { 1 },
+        finalized_features: finalized.iter().map(|(n, level)| FinalizedFeatureKey { name: s(n), max_version_level: *level, min_version_level: *level, ..Default::default() }).collect(),
         ..Default::default()
     }
 }
@@ -84,6 +86,14 @@ pub(super) fn metadata(ctx: &Ctx<'_>, req: &MetadataRequest) -> MetadataResponse
                 }
             },
         };
+        // The authorizer: a topic named and not DESCRIBE-able is refused; one it did not name
+        // (all topics) is left out.
+        if !ctx.authorized_in(&state, acl::op::DESCRIBE, acl::resource::TOPIC, &name) {
+            if req.topics.as_ref().is_some_and(|l| !l.is_empty()) {
+                topics.push(MetadataResponseTopic { error_code: ErrorCode::TOPIC_AUTHORIZATION_FAILED.0, name: Some(s(&name)), topic_authorized_operations: OPS_OMITTED, ..Default::default() });
+            }
+            continue;
+        }
         if !valid_name(&name) {
             topics.push(MetadataResponseTopic { error_code: ErrorCode::INVALID_TOPIC_EXCEPTION.0, name: Some(s(&name)), topic_authorized_operations: OPS_OMITTED, ..Default::default() });
             continue;

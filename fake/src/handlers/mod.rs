@@ -1,6 +1,7 @@
 //! The brokers' request handlers: one module per area, each a function from the decoded
 //! request to its response, as Kafka's `KafkaApis` dispatches them.
 
+mod acls;
 pub(crate) mod admin;
 pub(crate) mod errors;
 mod fetch;
@@ -8,7 +9,10 @@ mod groups;
 mod metadata;
 mod offsets;
 mod produce;
+mod quotas;
+mod scram;
 mod share;
+mod tokens;
 mod txn;
 
 use std::sync::Arc;
@@ -28,9 +32,32 @@ pub(crate) struct Ctx<'a> {
     pub(crate) version: i16,
     pub(crate) listener: Listener,
     pub(crate) client_id: &'a str,
-    /// The authenticated user (`ANONYMOUS` without SASL).
-    #[allow(dead_code)]
+    /// The authenticated principal (`User:ANONYMOUS` without SASL).
     pub(crate) principal: &'a str,
+    /// Authenticated with a delegation token.
+    pub(crate) token_auth: bool,
+}
+
+impl Ctx<'_> {
+    /// Whether the authorizer lets this connection's principal do `operation` on a resource
+    /// (always without an authorizer, and for super users). Takes the state's lock.
+    pub(crate) fn authorized(&self, operation: i8, resource_type: i8, name: &str) -> bool {
+        if self.unrestricted() {
+            return true;
+        }
+        self.inner.state().acls.allows(self.principal, "", operation, resource_type, name)
+    }
+
+    /// [`authorized`](Self::authorized) with the state already locked.
+    pub(crate) fn authorized_in(&self, state: &crate::cluster::State, operation: i8, resource_type: i8, name: &str) -> bool {
+        self.unrestricted() || state.acls.allows(self.principal, "", operation, resource_type, name)
+    }
+
+    /// No authorizer, or a super user.
+    fn unrestricted(&self) -> bool {
+        let c = &self.inner.config;
+        !c.acl_authorizer || c.super_users.iter().any(|u| u == self.principal)
+    }
 }
 
 /// What to do after a request.
@@ -96,6 +123,17 @@ pub(crate) async fn handle(ctx: &Ctx<'_>, request: RequestKind) -> Reply {
             let id = if r.client_instance_id == kwire::Uuid::ZERO { ctx.inner.state().new_uuid() } else { r.client_instance_id };
             send(GetTelemetrySubscriptionsResponse { client_instance_id: id, subscription_id: 0, push_interval_ms: 300_000, delta_temporality: true, ..Default::default() }.into())
         }
+        RequestKind::CreateAcls(r) => send(acls::create_acls(ctx, &r).into()),
+        RequestKind::DescribeAcls(r) => send(acls::describe_acls(ctx, &r).into()),
+        RequestKind::DeleteAcls(r) => send(acls::delete_acls(ctx, &r).into()),
+        RequestKind::DescribeUserScramCredentials(r) => send(scram::describe(ctx, &r).into()),
+        RequestKind::AlterUserScramCredentials(r) => send(scram::alter(ctx, &r).into()),
+        RequestKind::DescribeClientQuotas(r) => send(quotas::describe(ctx, &r).into()),
+        RequestKind::AlterClientQuotas(r) => send(quotas::alter(ctx, &r).into()),
+        RequestKind::CreateDelegationToken(r) => send(tokens::create(ctx, &r).into()),
+        RequestKind::RenewDelegationToken(r) => send(tokens::renew(ctx, &r).into()),
+        RequestKind::ExpireDelegationToken(r) => send(tokens::expire(ctx, &r).into()),
+        RequestKind::DescribeDelegationToken(r) => send(tokens::describe(ctx, &r).into()),
         // Served nowhere in this fake yet: Kafka's answer to a version it does not serve.
         other => {
             let version = ctx.version;
