@@ -17,6 +17,8 @@ use crate::acl::Acls;
 use crate::config::ClusterConfig;
 use crate::quotas::Quotas;
 use crate::scram::ScramCredentials;
+use crate::share_state::ShareStates;
+use crate::telemetry::Telemetry;
 use crate::tokens::Tokens;
 use crate::control::{Entry, Hook, HookId, Hooks, Journal};
 use crate::groups::Groups;
@@ -67,6 +69,9 @@ pub(crate) struct State {
     pub(crate) scram: ScramCredentials,
     pub(crate) quotas: Quotas,
     pub(crate) tokens: Tokens,
+    pub(crate) telemetry: Telemetry,
+    /// The share coordinator's persisted share-partition states.
+    pub(crate) share_states: ShareStates,
     /// Finalized feature levels (`metadata.version` and the release's others), by name.
     pub(crate) features: BTreeMap<String, i16>,
 }
@@ -167,6 +172,11 @@ pub(crate) struct Clock {
 impl Clock {
     pub(crate) fn now_ms(&self) -> i64 {
         self.start_ms + self.start.elapsed().as_millis() as i64
+    }
+
+    /// When the cluster started, in ms since the epoch.
+    pub(crate) fn start_ms(&self) -> i64 {
+        self.start_ms
     }
 }
 
@@ -334,6 +344,8 @@ impl Cluster {
             scram: ScramCredentials::default(),
             quotas: Quotas::default(),
             tokens: Tokens::default(),
+            share_states: ShareStates::default(),
+            telemetry: Telemetry::default(),
             features: config.release.features().iter().map(|(n, l)| ((*n).to_owned(), *l)).collect(),
         };
         let mut state = state;

@@ -37,6 +37,8 @@ mod network;
 mod quotas;
 mod scram;
 mod server;
+mod share_state;
+mod telemetry;
 mod timers;
 mod tokens;
 mod topics;

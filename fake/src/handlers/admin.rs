@@ -9,7 +9,7 @@ use kwire::messages::{
     delete_topics_response::DeletableTopicResult,
     describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult},
     incremental_alter_configs_response, AlterConfigsRequest, AlterConfigsResponse, CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse,
-    DeleteTopicsRequest, DeleteTopicsResponse, DescribeConfigsRequest, DescribeConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+    DeleteTopicsRequest, DeleteTopicsResponse, ListConfigResourcesRequest, ListConfigResourcesResponse, DescribeConfigsRequest, DescribeConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
 use kwire::{ErrorCode, Uuid};
 
@@ -302,4 +302,32 @@ pub(crate) fn alter_configs(ctx: &Ctx<'_>, req: &AlterConfigsRequest) -> AlterCo
         })
         .collect();
     AlterConfigsResponse { responses, ..Default::default() }
+}
+
+/// ListConfigResources (ListClientMetricsResources at v0, KIP-714 and KIP-1142): the config
+/// resources of the asked types (every type for none): topics, brokers and groups by name; no
+/// client-metrics subscription is configured. A type it has none of is UNSUPPORTED_VERSION.
+pub(crate) fn list_config_resources(ctx: &Ctx<'_>, req: &ListConfigResourcesRequest) -> ListConfigResourcesResponse {
+    use kwire::messages::list_config_resources_response::ConfigResource;
+    const GROUP: i8 = 32;
+    const CLIENT_METRICS: i8 = 16;
+    if !ctx.authorized(crate::acl::op::DESCRIBE_CONFIGS, crate::acl::resource::CLUSTER, crate::acl::CLUSTER_NAME) {
+        return ListConfigResourcesResponse { error_code: ErrorCode::CLUSTER_AUTHORIZATION_FAILED.0, ..Default::default() };
+    }
+    let types: Vec<i8> = if ctx.version == 0 { vec![CLIENT_METRICS] } else if req.resource_types.is_empty() { vec![TOPIC, BROKER, CLIENT_METRICS, GROUP] } else { req.resource_types.iter().copied().collect() };
+    if types.iter().any(|t| ![TOPIC, BROKER, CLIENT_METRICS, GROUP].contains(t)) {
+        return ListConfigResourcesResponse { error_code: ErrorCode::UNSUPPORTED_VERSION.0, ..Default::default() };
+    }
+    let state = ctx.inner.state();
+    let mut config_resources = Vec::new();
+    for t in types {
+        let names: Vec<String> = match t {
+            TOPIC => state.topics.keys().cloned().collect(),
+            BROKER => state.brokers.keys().map(|b| b.to_string()).collect(),
+            GROUP => state.groups.groups.keys().cloned().collect(),
+            _ => Vec::new(),
+        };
+        config_resources.extend(names.into_iter().map(|n| ConfigResource { resource_name: s(&n), resource_type: t, ..Default::default() }));
+    }
+    ListConfigResourcesResponse { config_resources, ..Default::default() }
 }

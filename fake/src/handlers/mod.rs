@@ -6,18 +6,23 @@ pub(crate) mod admin;
 pub(crate) mod errors;
 mod fetch;
 mod groups;
+mod log_dirs;
 mod metadata;
 mod offsets;
 mod produce;
+mod quorum;
 mod quotas;
+mod reassignments;
 mod scram;
 mod share;
+mod share_offsets;
+mod share_state;
+mod telemetry;
 mod tokens;
 mod txn;
 
 use std::sync::Arc;
 
-use kwire::messages::GetTelemetrySubscriptionsResponse;
 use kwire::{ErrorCode, RequestKind, ResponseKind};
 
 use crate::cluster::{Inner, Listener};
@@ -118,11 +123,22 @@ pub(crate) async fn handle(ctx: &Ctx<'_>, request: RequestKind) -> Reply {
         RequestKind::ShareGroupDescribe(r) => send(groups::share_group_describe(ctx, &r).into()),
         RequestKind::ShareFetch(r) => send(share::share_fetch(ctx, &r).await.into()),
         RequestKind::ShareAcknowledge(r) => send(share::share_acknowledge(ctx, &r).into()),
-        RequestKind::GetTelemetrySubscriptions(r) => {
-            // No client-metrics subscription is configured: the client pushes nothing.
-            let id = if r.client_instance_id == kwire::Uuid::ZERO { ctx.inner.state().new_uuid() } else { r.client_instance_id };
-            send(GetTelemetrySubscriptionsResponse { client_instance_id: id, subscription_id: 0, push_interval_ms: 300_000, delta_temporality: true, ..Default::default() }.into())
-        }
+        RequestKind::GetTelemetrySubscriptions(r) => send(telemetry::get_subscriptions(ctx, &r).into()),
+        RequestKind::PushTelemetry(r) => send(telemetry::push(ctx, &r).into()),
+        RequestKind::ListConfigResources(r) => send(admin::list_config_resources(ctx, &r).into()),
+        RequestKind::DescribeTopicPartitions(r) => send(metadata::describe_topic_partitions(ctx, &r).into()),
+        RequestKind::DescribeLogDirs(r) => send(log_dirs::describe(ctx, &r).into()),
+        RequestKind::AlterReplicaLogDirs(r) => send(log_dirs::alter(ctx, &r).into()),
+        RequestKind::AlterPartitionReassignments(r) => send(reassignments::alter(ctx, &r).into()),
+        RequestKind::ListPartitionReassignments(r) => send(reassignments::list(ctx, &r).into()),
+        RequestKind::ElectLeaders(r) => send(reassignments::elect_leaders(ctx, &r).into()),
+        RequestKind::DescribeQuorum(r) => send(quorum::describe_quorum(ctx, &r).into()),
+        RequestKind::UpdateFeatures(r) => send(quorum::update_features(ctx, &r).into()),
+        RequestKind::AddRaftVoter(_) => send(quorum::add_raft_voter(ctx).into()),
+        RequestKind::RemoveRaftVoter(_) => send(quorum::remove_raft_voter(ctx).into()),
+        RequestKind::UnregisterBroker(r) => send(quorum::unregister_broker(ctx, &r).into()),
+        RequestKind::UnregisterController(r) => send(quorum::unregister_controller(ctx, &r).into()),
+        RequestKind::WriteTxnMarkers(r) => send(txn::write_txn_markers(ctx, &r).into()),
         RequestKind::CreateAcls(r) => send(acls::create_acls(ctx, &r).into()),
         RequestKind::DescribeAcls(r) => send(acls::describe_acls(ctx, &r).into()),
         RequestKind::DeleteAcls(r) => send(acls::delete_acls(ctx, &r).into()),
@@ -134,6 +150,14 @@ pub(crate) async fn handle(ctx: &Ctx<'_>, request: RequestKind) -> Reply {
         RequestKind::RenewDelegationToken(r) => send(tokens::renew(ctx, &r).into()),
         RequestKind::ExpireDelegationToken(r) => send(tokens::expire(ctx, &r).into()),
         RequestKind::DescribeDelegationToken(r) => send(tokens::describe(ctx, &r).into()),
+        RequestKind::DescribeShareGroupOffsets(r) => send(share_offsets::describe(ctx, &r).into()),
+        RequestKind::AlterShareGroupOffsets(r) => send(share_offsets::alter(ctx, &r).into()),
+        RequestKind::DeleteShareGroupOffsets(r) => send(share_offsets::delete(ctx, &r).into()),
+        RequestKind::InitializeShareGroupState(r) => send(share_state::initialize(ctx, &r).into()),
+        RequestKind::ReadShareGroupState(r) => send(share_state::read(ctx, &r).into()),
+        RequestKind::WriteShareGroupState(r) => send(share_state::write(ctx, &r).into()),
+        RequestKind::DeleteShareGroupState(r) => send(share_state::delete(ctx, &r).into()),
+        RequestKind::ReadShareGroupStateSummary(r) => send(share_state::summary(ctx, &r).into()),
         // Served nowhere in this fake yet: Kafka's answer to a version it does not serve.
         other => {
             let version = ctx.version;
