@@ -19,6 +19,7 @@ use crate::quotas::Quotas;
 use crate::scram::ScramCredentials;
 use crate::share_state::ShareStates;
 use crate::telemetry::Telemetry;
+use crate::fetch_sessions::FetchSessions;
 use crate::tokens::Tokens;
 use crate::control::{Entry, Hook, HookId, Hooks, Journal};
 use crate::groups::Groups;
@@ -70,6 +71,7 @@ pub(crate) struct State {
     pub(crate) quotas: Quotas,
     pub(crate) tokens: Tokens,
     pub(crate) telemetry: Telemetry,
+    pub(crate) fetch_sessions: FetchSessions,
     /// The share coordinator's persisted share-partition states.
     pub(crate) share_states: ShareStates,
     /// Finalized feature levels (`metadata.version` and the release's others), by name.
@@ -346,6 +348,7 @@ impl Cluster {
             tokens: Tokens::default(),
             share_states: ShareStates::default(),
             telemetry: Telemetry::default(),
+            fetch_sessions: FetchSessions::default(),
             features: config.release.features().iter().map(|(n, l)| ((*n).to_owned(), *l)).collect(),
         };
         let mut state = state;

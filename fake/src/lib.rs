@@ -30,6 +30,7 @@ mod acl;
 mod cluster;
 mod config;
 mod control;
+mod fetch_sessions;
 mod groups;
 mod handlers;
 mod log;

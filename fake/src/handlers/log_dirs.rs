@@ -49,7 +49,9 @@ pub(super) fn describe(ctx: &Ctx<'_>, req: &DescribeLogDirsRequest) -> DescribeL
             topics.push(DescribeLogDirsTopic { name: s(name), partitions, ..Default::default() });
         }
     }
-    let dir = DescribeLogDirsResult { error_code: 0, log_dir: s(&log_dir(ctx.broker)), topics, total_bytes: DISK_BYTES, usable_bytes: DISK_BYTES - used, ..Default::default() };
+    // Disk sizes are v4+.
+    let v4 = ctx.version >= 4;
+    let dir = DescribeLogDirsResult { error_code: 0, log_dir: s(&log_dir(ctx.broker)), topics, total_bytes: if v4 { DISK_BYTES } else { -1 }, usable_bytes: if v4 { DISK_BYTES - used } else { -1 }, ..Default::default() };
     DescribeLogDirsResponse { results: vec![dir], ..Default::default() }
 }
 

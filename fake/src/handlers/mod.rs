@@ -111,6 +111,9 @@ pub(crate) async fn handle(ctx: &Ctx<'_>, request: RequestKind) -> Reply {
         RequestKind::SyncGroup(r) => send(groups::sync_group(ctx, &r).await.into()),
         RequestKind::Heartbeat(r) => send(groups::heartbeat(ctx, &r).into()),
         RequestKind::LeaveGroup(r) => send(groups::leave_group(ctx, &r).into()),
+        // v0 kept offsets in ZooKeeper: a KRaft broker advertises it and refuses it.
+        RequestKind::OffsetCommit(r) if ctx.version == 0 => errors_or_close(&RequestKind::OffsetCommit(r), 0, ErrorCode::UNSUPPORTED_VERSION),
+        RequestKind::OffsetFetch(r) if ctx.version == 0 => errors_or_close(&RequestKind::OffsetFetch(r), 0, ErrorCode::UNSUPPORTED_VERSION),
         RequestKind::OffsetCommit(r) => send(groups::offset_commit(ctx, &r).into()),
         RequestKind::OffsetFetch(r) => send(groups::offset_fetch(ctx, &r).into()),
         RequestKind::OffsetDelete(r) => send(groups::offset_delete(ctx, &r).into()),

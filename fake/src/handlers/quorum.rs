@@ -28,6 +28,8 @@ fn message(code: ErrorCode) -> Option<kwire::ByteString> {
 
 pub(super) fn describe_quorum(ctx: &Ctx<'_>, req: &DescribeQuorumRequest) -> DescribeQuorumResponse {
     use describe_quorum_response::*;
+    // Error messages are v2+.
+    let message = |code: ErrorCode| if ctx.version >= 2 { message(code) } else { None };
     if !ctx.authorized(op::DESCRIBE, resource::CLUSTER, CLUSTER_NAME) {
         let code = ErrorCode::CLUSTER_AUTHORIZATION_FAILED;
         return DescribeQuorumResponse { error_code: code.0, error_message: message(code), ..Default::default() };
@@ -52,12 +54,14 @@ pub(super) fn describe_quorum(ctx: &Ctx<'_>, req: &DescribeQuorumRequest) -> Des
         let observers: Vec<i32> = state.brokers.iter().filter(|(id, b)| b.up && **id != controller).map(|(id, _)| *id).collect();
         (end, observers, Uuid::from_u64_pair(0x6b77_6972_652d_6661, 0x6b65_2d6d_6574_6100 | controller as u64 & 0xff))
     };
+    // Directory ids are v2+, fetch times v1+.
+    let v = ctx.version;
     let replica = |id: i32, leader: bool| ReplicaState {
         replica_id: id,
-        replica_directory_id: if leader { directory } else { Uuid::ZERO },
+        replica_directory_id: if leader && v >= 2 { directory } else { Uuid::ZERO },
         log_end_offset: end,
-        last_fetch_timestamp: now,
-        last_caught_up_timestamp: now,
+        last_fetch_timestamp: if v >= 1 { now } else { -1 },
+        last_caught_up_timestamp: if v >= 1 { now } else { -1 },
         ..Default::default()
     };
     let partition = PartitionData {
@@ -70,7 +74,7 @@ pub(super) fn describe_quorum(ctx: &Ctx<'_>, req: &DescribeQuorumRequest) -> Des
         ..Default::default()
     };
     let (host, port) = ctx.inner.address(controller, ctx.listener);
-    let nodes = vec![Node { node_id: controller, listeners: vec![Listener { name: s("CONTROLLER"), host: s(&host), port: u16::try_from(port).unwrap_or(0), ..Default::default() }], ..Default::default() }];
+    let nodes = if v < 2 { Vec::new() } else { vec![Node { node_id: controller, listeners: vec![Listener { name: s("CONTROLLER"), host: s(&host), port: u16::try_from(port).unwrap_or(0), ..Default::default() }], ..Default::default() }] };
     DescribeQuorumResponse { topics: vec![TopicData { topic_name: s(METADATA_TOPIC), partitions: vec![partition], ..Default::default() }], nodes, ..Default::default() }
 }
 
@@ -103,7 +107,8 @@ pub(super) fn update_features(ctx: &Ctx<'_>, req: &UpdateFeaturesRequest) -> Upd
     use update_features_response::*;
     if !ctx.authorized(op::ALTER, resource::CLUSTER, CLUSTER_NAME) {
         let code = ErrorCode::CLUSTER_AUTHORIZATION_FAILED;
-        let results = req.feature_updates.iter().map(|u| UpdatableFeatureResult { feature: u.feature.clone(), error_code: code.0, error_message: message(code), ..Default::default() }).collect();
+        // Per-feature results are v0-1.
+        let results = if ctx.version >= 2 { Vec::new() } else { req.feature_updates.iter().map(|u| UpdatableFeatureResult { feature: u.feature.clone(), error_code: code.0, error_message: message(code), ..Default::default() }).collect() };
         return UpdateFeaturesResponse { error_code: code.0, error_message: message(code), results, ..Default::default() };
     }
     let mut state = ctx.inner.state();

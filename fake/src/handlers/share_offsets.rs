@@ -78,7 +78,9 @@ pub(super) fn describe(ctx: &Ctx<'_>, req: &DescribeShareGroupOffsetsRequest) ->
                                         r.leader_epoch = part.leader_epoch;
                                         // KIP-1226: the records from the start offset not yet done with.
                                         let done = sp.records.values().filter(|f| matches!(f.state, crate::groups::share_partition::RecordState::Acknowledged | crate::groups::share_partition::RecordState::Archived)).count() as i64;
-                                        r.lag = (part.log.high_watermark() - sp.start - done).max(0);
+                                        if ctx.version >= 1 {
+                                            r.lag = (part.log.high_watermark() - sp.start - done).max(0);
+                                        }
                                     }
                                 }
                             }

@@ -40,7 +40,13 @@ fn hmac(secret: &str, id: &str) -> Vec<u8> {
 
 pub(super) fn create(ctx: &Ctx<'_>, req: &CreateDelegationTokenRequest) -> CreateDelegationTokenResponse {
     let (ptype, pname) = split(ctx.principal);
-    let mut response = CreateDelegationTokenResponse { principal_type: s(ptype), principal_name: s(pname), token_requester_principal_type: s(ptype), token_requester_principal_name: s(pname), ..Default::default() };
+    // The requester fields are v3+.
+    let v3 = ctx.version >= 3;
+    let mut response = CreateDelegationTokenResponse { principal_type: s(ptype), principal_name: s(pname), ..Default::default() };
+    if v3 {
+        response.token_requester_principal_type = s(ptype);
+        response.token_requester_principal_name = s(pname);
+    }
     if let Some(code) = refused(ctx) {
         response.error_code = code.0;
         return response;
@@ -157,11 +163,12 @@ pub(super) fn describe(ctx: &Ctx<'_>, req: &DescribeDelegationTokenRequest) -> D
         .map(|t| {
             let (otype, oname) = split(&t.owner);
             let (rtype, rname) = split(&t.requester);
+            let v3 = ctx.version >= 3;
             DescribedDelegationToken {
                 principal_type: s(otype),
                 principal_name: s(oname),
-                token_requester_principal_type: s(rtype),
-                token_requester_principal_name: s(rname),
+                token_requester_principal_type: if v3 { s(rtype) } else { Default::default() },
+                token_requester_principal_name: if v3 { s(rname) } else { Default::default() },
                 issue_timestamp: t.issue_ms,
                 expiry_timestamp: t.expiry_ms,
                 max_timestamp: t.max_ms,
