@@ -17,6 +17,7 @@ mod scram;
 mod share;
 mod share_offsets;
 mod share_state;
+mod streams;
 mod telemetry;
 mod tokens;
 mod txn;
@@ -141,6 +142,9 @@ pub(crate) async fn handle(ctx: &Ctx<'_>, request: RequestKind) -> Reply {
         RequestKind::RemoveRaftVoter(_) => send(quorum::remove_raft_voter(ctx).into()),
         RequestKind::UnregisterBroker(r) => send(quorum::unregister_broker(ctx, &r).into()),
         RequestKind::UnregisterController(r) => send(quorum::unregister_controller(ctx, &r).into()),
+        RequestKind::StreamsGroupHeartbeat(r) => send(streams::heartbeat(ctx, &r).into()),
+        RequestKind::StreamsGroupDescribe(r) => send(streams::describe(ctx, &r).into()),
+        RequestKind::StreamsGroupTopologyDescriptionUpdate(r) => send(streams::topology_description_update(ctx, &r).into()),
         RequestKind::WriteTxnMarkers(r) => send(txn::write_txn_markers(ctx, &r).into()),
         RequestKind::CreateAcls(r) => send(acls::create_acls(ctx, &r).into()),
         RequestKind::DescribeAcls(r) => send(acls::describe_acls(ctx, &r).into()),
