@@ -9,9 +9,7 @@ use std::collections::BTreeSet;
 pub(crate) mod resource {
     pub(crate) const ANY: i8 = 1;
     pub(crate) const TOPIC: i8 = 2;
-    pub(crate) const GROUP: i8 = 3;
     pub(crate) const CLUSTER: i8 = 4;
-    pub(crate) const TRANSACTIONAL_ID: i8 = 5;
     pub(crate) const DELEGATION_TOKEN: i8 = 6;
     pub(crate) const USER: i8 = 7;
 }
@@ -30,16 +28,13 @@ pub(crate) mod op {
     pub(crate) const ALL: i8 = 2;
     pub(crate) const READ: i8 = 3;
     pub(crate) const WRITE: i8 = 4;
-    pub(crate) const CREATE: i8 = 5;
     pub(crate) const DELETE: i8 = 6;
     pub(crate) const ALTER: i8 = 7;
     pub(crate) const DESCRIBE: i8 = 8;
     pub(crate) const CLUSTER_ACTION: i8 = 9;
     pub(crate) const DESCRIBE_CONFIGS: i8 = 10;
     pub(crate) const ALTER_CONFIGS: i8 = 11;
-    pub(crate) const IDEMPOTENT_WRITE: i8 = 12;
     pub(crate) const CREATE_TOKENS: i8 = 13;
-    pub(crate) const DESCRIBE_TOKENS: i8 = 14;
 }
 
 /// `AclPermissionType` codes.
