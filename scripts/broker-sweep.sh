@@ -15,8 +15,85 @@
 # KWIRE_SWEEP_PCAP captures Kafka's Java clients against the broker and checks
 # `kwire pcap` against tshark (cli/tests/pcap_interop.rs; needs root, tcpdump, tshark).
 # Broker logs stay in target/kafka/<version>/ when something fails.
+#
+#   scripts/broker-sweep.sh --fake [RELEASE...]  (or KWIRE_SWEEP_FAKE=1; default: 3.9 4.4)
+#
+# sweeps kwire-fake instead: its binary imitating each release, set up as scripts/kafka.sh sets up
+# a broker (PLAINTEXT and SASL_PLAINTEXT listeners, PLAIN users admin and alice, SCRAM user alice,
+# the ACL authorizer with ANONYMOUS and admin as super users, a delegation token secret). The
+# last lines, one per release:
+#   broker sweep: <passed> of <exercised> api versions pass against kwire-fake <release>
+# Its tables are target/broker-sweep/kwire-fake-<release>.txt, its logs beside them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+fake=${KWIRE_SWEEP_FAKE:-0}
+if [ "${1-}" = --fake ]; then fake=1; shift; fi
+
+# fake_sweep RELEASE...: builds kwire-fake and the sweep (only those), then per release starts
+# the binary, writes its env file, runs the sweep and stops it.
+fake_sweep() {
+  [ $# -gt 0 ] || set -- 3.9 4.4
+  mkdir -p target/broker-sweep
+  export CARGO_PROFILE_DEV_DEBUG=${CARGO_PROFILE_DEV_DEBUG:-0} CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
+  if ! { nice -n 10 cargo build -p kwire-fake && nice -n 10 cargo test -p kwire --test broker_real --no-run; } >target/broker-sweep/fake-build.log 2>&1; then
+    tail -40 target/broker-sweep/fake-build.log >&2
+    exit 1
+  fi
+  local bin=${CARGO_TARGET_DIR:-target}/debug/kwire-fake summary=() status=0 pid=""
+  trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true' EXIT
+  for release in "$@"; do
+    local dir=target/kwire-fake/$release out
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    out=$dir/stdout
+    "$bin" --listen 127.0.0.1:0 --sasl-listen 127.0.0.1:0 --as-version "$release" --no-auto-create \
+      --sasl-plain admin:admin-secret --sasl-plain alice:alice-secret --sasl-scram alice:alice-secret \
+      --acl-authorizer --super-user User:ANONYMOUS --super-user User:admin \
+      --delegation-token-secret kwire-test-token-secret >"$out" 2>"$dir/stderr" &
+    pid=$!
+    for _ in $(seq 100); do grep -q "^listening on" "$out" 2>/dev/null && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    if ! grep -q "^listening on" "$out"; then
+      cat "$dir/stderr" >&2
+      summary+=("broker sweep: kwire-fake $release did not start (see $dir)")
+      status=1
+      continue
+    fi
+    local plain sasl
+    plain=$(sed -n 's/^listening on //p' "$out" | cut -d, -f1)
+    sasl=$(sed -n 's/^sasl_plaintext on //p' "$out" | cut -d, -f1)
+    {
+      echo "KAFKA_VERSION=$release"
+      echo "KWIRE_FAKE=1"
+      echo "KAFKA_NODES=1"
+      echo "PLAINTEXT=$plain"
+      echo "SASL_PLAINTEXT=$sasl"
+      echo "SASL_PLAIN_USERS=admin:admin-secret,alice:alice-secret"
+      echo "SASL_SCRAM_USERS=alice:alice-secret"
+      echo "BOOTSTRAP=$plain"
+    } >"$dir/env"
+    local log=target/broker-sweep/kwire-fake-$release.log
+    if ! KWIRE_BROKER="$PWD/$dir/env" KWIRE_REQUIRE_BROKER=1 nice -n 10 cargo test -q -p kwire --test broker_real -- --nocapture >"$log" 2>&1; then
+      status=1
+      grep -A30 "panicked" "$log" | head -40 || true
+    fi
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    pid=""
+    local table=target/broker-sweep/kwire-fake-$release.txt
+    if [ -f "$table" ]; then
+      echo "== kwire-fake $release"
+      sed '$d' "$table"
+      summary+=("$(tail -n1 "$table")")
+    else
+      tail -30 "$log"
+      summary+=("broker sweep: no table for kwire-fake $release (see $log)")
+    fi
+  done
+  printf '%s\n' "${summary[@]}"
+  exit $status
+}
+if [ "$fake" = 1 ]; then fake_sweep "$@"; fi
+
 [ $# -gt 0 ] || set -- 3.9.2 4.4.0
 
 specs_for() {

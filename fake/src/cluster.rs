@@ -13,7 +13,14 @@ use kwire::{Bytes, ErrorCode, Uuid};
 use tokio::io::DuplexStream;
 use tokio::sync::{watch, Notify};
 
+use crate::acl::Acls;
 use crate::config::ClusterConfig;
+use crate::quotas::Quotas;
+use crate::scram::ScramCredentials;
+use crate::share_state::ShareStates;
+use crate::telemetry::Telemetry;
+use crate::fetch_sessions::FetchSessions;
+use crate::tokens::Tokens;
 use crate::control::{Entry, Hook, HookId, Hooks, Journal};
 use crate::groups::Groups;
 use crate::network::{self, FaultConfig, Network};
@@ -36,7 +43,17 @@ pub(crate) struct BrokerState {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Listener {
     Memory,
-    Tcp,
+    Tcp(Security),
+}
+
+/// A TCP listener's security protocol (Kafka's `listener.security.protocol.map` values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum Security {
+    /// No authentication: the principal is `User:ANONYMOUS`.
+    Plaintext,
+    /// SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) before any other request.
+    SaslPlaintext,
 }
 
 /// Everything the brokers share: topics and logs, producers, transactions, groups.
@@ -49,6 +66,16 @@ pub(crate) struct State {
     pub(crate) groups: Groups,
     /// Coordinators moved by a test: (key type: 0 group, 1 transaction, 2 share) and key -> broker.
     pub(crate) coordinators: BTreeMap<(i8, String), i32>,
+    pub(crate) acls: Acls,
+    pub(crate) scram: ScramCredentials,
+    pub(crate) quotas: Quotas,
+    pub(crate) tokens: Tokens,
+    pub(crate) telemetry: Telemetry,
+    pub(crate) fetch_sessions: FetchSessions,
+    /// The share coordinator's persisted share-partition states.
+    pub(crate) share_states: ShareStates,
+    /// Finalized feature levels (`metadata.version` and the release's others), by name.
+    pub(crate) features: BTreeMap<String, i16>,
 }
 
 impl State {
@@ -148,6 +175,11 @@ impl Clock {
     pub(crate) fn now_ms(&self) -> i64 {
         self.start_ms + self.start.elapsed().as_millis() as i64
     }
+
+    /// When the cluster started, in ms since the epoch.
+    pub(crate) fn start_ms(&self) -> i64 {
+        self.start_ms
+    }
 }
 
 pub(crate) struct Inner {
@@ -162,8 +194,8 @@ pub(crate) struct Inner {
     journal: Mutex<Journal>,
     pub(crate) network: Network,
     next_connection: AtomicU64,
-    /// TCP addresses of the brokers listening on TCP.
-    tcp: Mutex<BTreeMap<i32, SocketAddr>>,
+    /// TCP addresses of the brokers' listeners.
+    tcp: Mutex<BTreeMap<(i32, Security), SocketAddr>>,
     /// Client ids cut off: their connections close, new ones are refused.
     cut: Mutex<Vec<String>>,
     /// Bumped to close every connection of cut clients.
@@ -178,6 +210,15 @@ impl Inner {
 
     pub(crate) fn now_ms(&self) -> i64 {
         self.clock.now_ms()
+    }
+
+    /// Whether connections of `listener` authenticate with SASL first: a SASL_PLAINTEXT
+    /// listener's, and in-memory ones when the cluster has SASL users.
+    pub(crate) fn needs_sasl(&self, listener: Listener) -> bool {
+        match listener {
+            Listener::Memory => !self.config.sasl_plain.is_empty() || !self.config.sasl_scram.is_empty(),
+            Listener::Tcp(security) => security == Security::SaslPlaintext,
+        }
     }
 
     pub(crate) fn next_connection(&self) -> u64 {
@@ -200,7 +241,7 @@ impl Inner {
     pub(crate) fn address(&self, broker: i32, listener: Listener) -> (String, i32) {
         match listener {
             Listener::Memory => (format!("broker-{broker}"), i32::from(MEMORY_PORT)),
-            Listener::Tcp => match self.tcp.lock().unwrap_or_else(|p| p.into_inner()).get(&broker) {
+            Listener::Tcp(security) => match self.tcp.lock().unwrap_or_else(|p| p.into_inner()).get(&(broker, security)) {
                 Some(a) => (a.ip().to_string(), i32::from(a.port())),
                 None => (format!("broker-{broker}"), i32::from(MEMORY_PORT)),
             },
@@ -301,7 +342,24 @@ impl Cluster {
             txns: Transactions::default(),
             groups: Groups::default(),
             coordinators: BTreeMap::new(),
+            acls: Acls::default(),
+            scram: ScramCredentials::default(),
+            quotas: Quotas::default(),
+            tokens: Tokens::default(),
+            share_states: ShareStates::default(),
+            telemetry: Telemetry::default(),
+            fetch_sessions: FetchSessions::default(),
+            features: config.release.features().iter().map(|(n, l)| ((*n).to_owned(), *l)).collect(),
         };
+        let mut state = state;
+        // The SCRAM users, as `kafka-storage format --add-scram` makes them.
+        for (user, password) in &config.sasl_scram {
+            for m in crate::scram::Mechanism::ALL {
+                let salt = crate::scram::random_bytes(&mut state.rng, 16);
+                let c = crate::scram::Credential::from_password(m, password, &salt, crate::scram::DEFAULT_ITERATIONS);
+                state.scram.users.entry(user.clone()).or_default().insert(m, c);
+            }
+        }
         let inner = Arc::new(Inner {
             journal: Mutex::new(Journal::new(config.journal_capacity)),
             network: Network::new(config.seed),
@@ -330,8 +388,8 @@ impl Cluster {
     pub fn bootstrap(&self) -> String {
         let tcp = self.inner.tcp.lock().unwrap_or_else(|p| p.into_inner());
         (0..self.inner.config.brokers)
-            .map(|b| match tcp.get(&b) {
-                Some(a) => a.to_string(),
+            .map(|b| match tcp.range((b, Security::Plaintext)..=(b, Security::SaslPlaintext)).next() {
+                Some((_, a)) => a.to_string(),
                 None => format!("broker-{b}:{MEMORY_PORT}"),
             })
             .collect::<Vec<_>>()
@@ -370,8 +428,17 @@ impl Cluster {
 
     /// Listens on TCP as well: broker `N` on `addr`'s port plus `N` (every broker on a free
     /// port when it is 0). Metadata answers on these connections give the TCP addresses.
-    /// Returns each broker's address.
+    /// SASL_PLAINTEXT when the cluster has SASL users, else PLAINTEXT. Returns each broker's
+    /// address.
     pub async fn listen(&self, addr: SocketAddr) -> io::Result<Vec<SocketAddr>> {
+        let c = &self.inner.config;
+        let security = if c.sasl_plain.is_empty() && c.sasl_scram.is_empty() { Security::Plaintext } else { Security::SaslPlaintext };
+        self.listen_with(addr, security).await
+    }
+
+    /// Listens on TCP with `security` (a broker may have one listener of each: PLAINTEXT
+    /// beside SASL_PLAINTEXT, as Kafka's `listeners` list them); otherwise as [`listen`](Self::listen).
+    pub async fn listen_with(&self, addr: SocketAddr, security: Security) -> io::Result<Vec<SocketAddr>> {
         let mut out = Vec::new();
         for broker in 0..self.inner.config.brokers {
             let mut at = addr;
@@ -380,9 +447,9 @@ impl Cluster {
             }
             let listener = tokio::net::TcpListener::bind(at).await?;
             let local = listener.local_addr()?;
-            self.inner.tcp.lock().unwrap_or_else(|p| p.into_inner()).insert(broker, local);
+            self.inner.tcp.lock().unwrap_or_else(|p| p.into_inner()).insert((broker, security), local);
             out.push(local);
-            tokio::spawn(crate::server::accept(self.inner.clone(), broker, listener));
+            tokio::spawn(crate::server::accept(self.inner.clone(), broker, Listener::Tcp(security), listener));
         }
         Ok(out)
     }

@@ -24,6 +24,18 @@ pub struct ClusterConfig {
     pub seed: u64,
     /// SASL/PLAIN users; without any, listeners need no authentication.
     pub sasl_plain: Vec<(String, String)>,
+    /// SCRAM users: a SCRAM-SHA-256 and a SCRAM-SHA-512 credential each, as `kafka-storage
+    /// format --add-scram` makes them (4096 iterations).
+    pub sasl_scram: Vec<(String, String)>,
+    /// Whether an ACL authorizer (Kafka's `StandardAuthorizer`) checks every request against
+    /// the ACLs, [`super_users`](Self::super_users) aside (false: no authorizer, and the ACL apis
+    /// answer SECURITY_DISABLED).
+    pub acl_authorizer: bool,
+    /// Principals every operation is allowed to with the authorizer (`super.users`: `User:admin`).
+    pub super_users: Vec<String>,
+    /// Delegation tokens' HMAC key (`delegation.token.secret.key`); without it the token apis
+    /// answer DELEGATION_TOKEN_AUTH_DISABLED.
+    pub delegation_token_secret: Option<String>,
     /// Partitions of a topic created without a count (`num.partitions`, 1).
     pub default_partitions: i32,
     /// Replicas of a topic created without a factor (`default.replication.factor`: 1, at most
@@ -68,6 +80,10 @@ impl Default for ClusterConfig {
             release: Release::V4_4,
             seed: 0,
             sasl_plain: Vec::new(),
+            sasl_scram: Vec::new(),
+            acl_authorizer: false,
+            super_users: Vec::new(),
+            delegation_token_secret: None,
             default_partitions: 1,
             default_replication: 1,
             auto_create_topics: true,
@@ -106,6 +122,26 @@ impl ClusterConfig {
     /// Adds a SASL/PLAIN user.
     pub fn sasl_plain(mut self, user: &str, password: &str) -> Self {
         self.sasl_plain.push((user.to_owned(), password.to_owned()));
+        self
+    }
+
+    /// Adds a SCRAM user (SCRAM-SHA-256 and SCRAM-SHA-512 credentials).
+    pub fn sasl_scram(mut self, user: &str, password: &str) -> Self {
+        self.sasl_scram.push((user.to_owned(), password.to_owned()));
+        self
+    }
+
+    /// Turns the ACL authorizer on, with these super users (`User:admin`; a bare name is taken
+    /// as `User:NAME`).
+    pub fn acl_authorizer<S: AsRef<str>>(mut self, super_users: &[S]) -> Self {
+        self.acl_authorizer = true;
+        self.super_users = super_users.iter().map(|u| if u.as_ref().contains(':') { u.as_ref().to_owned() } else { format!("User:{}", u.as_ref()) }).collect();
+        self
+    }
+
+    /// Sets [`delegation_token_secret`](Self::delegation_token_secret).
+    pub fn delegation_token_secret(mut self, key: &str) -> Self {
+        self.delegation_token_secret = Some(key.to_owned());
         self
     }
 

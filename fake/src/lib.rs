@@ -26,20 +26,27 @@
 //! ```
 #![warn(missing_docs)]
 
+mod acl;
 mod cluster;
 mod config;
 mod control;
+mod fetch_sessions;
 mod groups;
 mod handlers;
 mod log;
 mod network;
+mod quotas;
+mod scram;
 mod server;
+mod share_state;
+mod telemetry;
 mod timers;
+mod tokens;
 mod topics;
 mod txn;
 mod versions;
 
-pub use cluster::{Cluster, Connecting, ControlError, LoggedRecord, MEMORY_PORT};
+pub use cluster::{Cluster, Connecting, ControlError, LoggedRecord, Security, MEMORY_PORT};
 pub use config::ClusterConfig;
 pub use control::{Action, Entry, Hook, HookId, Responder, Seen};
 pub use network::{Direction, FaultConfig, FaultCounts, FaultKind, Plan};

@@ -204,6 +204,10 @@ impl PartitionLog {
                     if b.is_control() {
                         return refuse(invalid, "Clients are not allowed to write control records");
                     }
+                    // KIP-110: zstd needs Produce v7+ (v0-2 carry no record batches to check).
+                    if b.compression() == Compression::Zstd && (3..7).contains(&rules.produce_version) {
+                        return refuse(ErrorCode::UNSUPPORTED_COMPRESSION_TYPE, "Produce requests with ZStandard compression need version 7 or later");
+                    }
                     if b.producer_id() >= 0 && b.base_sequence() < 0 {
                         return refuse(invalid, format!("Invalid sequence number {} in record batch with producerId {}", b.base_sequence(), b.producer_id()));
                     }

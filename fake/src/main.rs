@@ -5,20 +5,36 @@
 //! ```
 //!
 //! Prints `listening on ADDR,ADDR,...` (the bootstrap list) once bound, and stops on SIGINT or
-//! SIGTERM. Nothing is persisted.
+//! SIGTERM. Nothing is persisted. With `--sasl-listen`, it prints `sasl_plaintext on ADDR,...`
+//! first: those listeners authenticate, `--listen`'s do not (as a broker with PLAINTEXT and
+//! SASL_PLAINTEXT listeners).
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
-use kwire_fake::{Cluster, ClusterConfig, Release};
+use kwire_fake::{Cluster, ClusterConfig, Release, Security};
 
-const USAGE: &str = "usage: kwire-fake --listen HOST:PORT [--brokers N] [--as-version 3.9|4.4] [--sasl-plain USER:PASS] [--partitions N] [--no-auto-create] [--seed N] [--verbose]
+const USAGE: &str = "usage: kwire-fake --listen HOST:PORT [--sasl-listen HOST:PORT] [--brokers N] [--as-version 3.9|4.4]
+       [--sasl-plain USER:PASS]... [--sasl-scram USER:PASS]... [--acl-authorizer] [--super-user PRINCIPAL]...
+       [--delegation-token-secret KEY] [--partitions N] [--no-auto-create] [--seed N] [--verbose]
 
-Broker N listens on PORT+N (every broker on a free port with PORT 0). --verbose writes a line per
+Broker N listens on PORT+N (every broker on a free port with PORT 0). Without --sasl-listen, the
+--listen listeners authenticate when SASL users are given; with it, only its listeners do.
+--sasl-scram makes SCRAM-SHA-256 and -512 credentials. --acl-authorizer turns ACLs on
+(StandardAuthorizer; super users, e.g. User:admin, may do anything). --verbose writes a line per
 request to stderr.";
 
-fn parse_args() -> Result<(SocketAddr, ClusterConfig), String> {
+struct Args {
+    listen: SocketAddr,
+    sasl_listen: Option<SocketAddr>,
+    config: ClusterConfig,
+}
+
+fn parse_args() -> Result<Args, String> {
     let mut listen = None;
+    let mut sasl_listen = None;
+    let mut authorizer = false;
+    let mut super_users: Vec<String> = Vec::new();
     let mut config = ClusterConfig::default();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -27,6 +43,21 @@ fn parse_args() -> Result<(SocketAddr, ClusterConfig), String> {
             "--listen" => {
                 let v = value("--listen")?;
                 listen = Some(v.parse::<SocketAddr>().map_err(|e| format!("--listen {v}: {e}"))?);
+            }
+            "--sasl-listen" => {
+                let v = value("--sasl-listen")?;
+                sasl_listen = Some(v.parse::<SocketAddr>().map_err(|e| format!("--sasl-listen {v}: {e}"))?);
+            }
+            "--sasl-scram" => {
+                let v = value("--sasl-scram")?;
+                let (user, pass) = v.split_once(':').ok_or("--sasl-scram takes USER:PASS")?;
+                config = config.sasl_scram(user, pass);
+            }
+            "--acl-authorizer" => authorizer = true,
+            "--super-user" => super_users.push(value("--super-user")?),
+            "--delegation-token-secret" => {
+                let v = value("--delegation-token-secret")?;
+                config = config.delegation_token_secret(&v);
             }
             "--brokers" => {
                 let v = value("--brokers")?;
@@ -55,11 +86,19 @@ fn parse_args() -> Result<(SocketAddr, ClusterConfig), String> {
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
     }
-    Ok((listen.ok_or(USAGE)?, config))
+    if authorizer {
+        config = config.acl_authorizer(&super_users);
+    } else if !super_users.is_empty() {
+        return Err("--super-user needs --acl-authorizer".into());
+    }
+    if sasl_listen.is_some() && config.sasl_plain.is_empty() && config.sasl_scram.is_empty() {
+        return Err("--sasl-listen needs a --sasl-plain or --sasl-scram user".into());
+    }
+    Ok(Args { listen: listen.ok_or(USAGE)?, sasl_listen, config })
 }
 
 fn main() -> ExitCode {
-    let (listen, config) = match parse_args() {
+    let Args { listen, sasl_listen, config } = match parse_args() {
         Ok(v) => v,
         Err(e) => {
             eprintln!("{e}");
@@ -75,7 +114,14 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async move {
         let cluster = Cluster::start(config);
-        let addrs = cluster.listen(listen).await?;
+        let addrs = match sasl_listen {
+            Some(sasl) => {
+                let sasl_addrs = cluster.listen_with(sasl, Security::SaslPlaintext).await?;
+                println!("sasl_plaintext on {}", sasl_addrs.iter().map(ToString::to_string).collect::<Vec<_>>().join(","));
+                cluster.listen_with(listen, Security::Plaintext).await?
+            }
+            None => cluster.listen(listen).await?,
+        };
         // The harness waits for this line to learn the ports.
         println!("listening on {}", addrs.iter().map(ToString::to_string).collect::<Vec<_>>().join(","));
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;

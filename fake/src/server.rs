@@ -16,22 +16,43 @@ use tracing::debug;
 use crate::cluster::{Inner, Listener};
 use crate::control::{Action, Entry, Seen};
 use crate::handlers::{self, Ctx, Reply};
+use crate::scram;
 
 /// Where a connection is in SASL.
 enum Sasl {
-    /// No SASL configured: every request is served.
+    /// No SASL on this listener: every request is served.
     Off,
     /// Waiting for SaslHandshake.
     Handshake,
-    /// Handshake v1+ done, waiting for SaslAuthenticate.
-    Authenticate,
-    /// Handshake v0 done, waiting for a bare token frame.
-    RawToken,
+    /// Handshake done, waiting for the mechanism's next token: in SaslAuthenticate (v1+
+    /// handshake) or, after a v0 handshake, in a bare frame without a request header (`raw`).
+    Authenticate { raw: bool, step: Step },
     Done,
 }
 
+/// The next token a mechanism expects.
+enum Step {
+    Plain,
+    ScramFirst(scram::Mechanism),
+    ScramFinal(Box<scram::Exchange>),
+}
+
+/// A token's outcome: the bytes to answer, and the principal once authenticated.
+type Stepped = Result<(Vec<u8>, Option<Authenticated>), String>;
+
+/// Who a connection authenticated as.
+pub(crate) struct Authenticated {
+    /// `User:NAME`.
+    pub(crate) principal: String,
+    /// Through a delegation token (SCRAM with `tokenauth=true`).
+    pub(crate) token: bool,
+}
+
+/// The mechanisms a SASL listener offers (`sasl.enabled.mechanisms`).
+const MECHANISMS: [&str; 3] = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];
+
 /// Accepts TCP connections for `broker` until the cluster is gone.
-pub(crate) async fn accept(inner: Arc<Inner>, broker: i32, listener: TcpListener) {
+pub(crate) async fn accept(inner: Arc<Inner>, broker: i32, kind: Listener, listener: TcpListener) {
     let weak = Arc::downgrade(&inner);
     drop(inner);
     loop {
@@ -49,7 +70,7 @@ pub(crate) async fn accept(inner: Arc<Inner>, broker: i32, listener: TcpListener
         let Some(stopped) = stopped else { continue };
         let connection = inner.next_connection();
         debug!(broker, connection, %peer, "accepted");
-        tokio::spawn(serve(inner, broker, connection, Listener::Tcp, stream, stopped));
+        tokio::spawn(serve(inner, broker, connection, kind, stream, stopped));
     }
 }
 
@@ -61,24 +82,32 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(inner: Arc<I
     let raw_frames = FrameDecoder::default();
     let mut input = BytesMut::with_capacity(64 << 10);
     let mut output = BytesMut::new();
-    let mut sasl = if inner.config.sasl_plain.is_empty() { Sasl::Off } else { Sasl::Handshake };
-    let mut principal = String::from("ANONYMOUS");
+    let mut sasl = if inner.needs_sasl(listener) { Sasl::Handshake } else { Sasl::Off };
+    let mut principal = Authenticated { principal: String::from("User:ANONYMOUS"), token: false };
     let mut cut = inner.cut_changed.subscribe();
     loop {
         if *stopped.borrow() {
             return;
         }
-        if let Sasl::RawToken = sasl {
+        if let Sasl::Authenticate { raw: true, .. } = sasl {
             match raw_frames.decode(&mut input) {
                 Ok(Some(token)) => {
-                    let Some(user) = plain_user(&inner, &token) else {
-                        closing(&inner, connection, "Authentication failed: Invalid username or password");
-                        return;
-                    };
-                    principal = user;
-                    sasl = Sasl::Done;
-                    if stream.write_all(&0i32.to_be_bytes()).await.is_err() {
-                        return;
+                    let Sasl::Authenticate { step, .. } = std::mem::replace(&mut sasl, Sasl::Done) else { return };
+                    match sasl_step(&inner, step, &token, &mut sasl, true) {
+                        Ok((answer, who)) => {
+                            if let Some(who) = who {
+                                principal = who;
+                            }
+                            let mut frame = (answer.len() as i32).to_be_bytes().to_vec();
+                            frame.extend_from_slice(&answer);
+                            if stream.write_all(&frame).await.is_err() {
+                                return;
+                            }
+                        }
+                        Err(why) => {
+                            closing(&inner, connection, &why);
+                            return;
+                        }
                     }
                     continue;
                 }
@@ -129,7 +158,7 @@ async fn answer(
     codec: &mut ServerCodec,
     frame: &RequestFrame,
     sasl: &mut Sasl,
-    principal: &mut String,
+    principal: &mut Authenticated,
     output: &mut BytesMut,
 ) -> bool {
     let version = frame.version();
@@ -155,7 +184,7 @@ async fn answer(
             return codec.encode_response(answer, output).is_ok();
         }
     }
-    let pre_auth = matches!(sasl, Sasl::Handshake | Sasl::Authenticate | Sasl::RawToken);
+    let pre_auth = matches!(sasl, Sasl::Handshake | Sasl::Authenticate { .. });
     if pre_auth && !matches!(api, ApiKey::ApiVersions | ApiKey::SaslHandshake | ApiKey::SaslAuthenticate) {
         closing(inner, connection, &format!("a {} request before SASL authentication", api.name()));
         return false;
@@ -226,7 +255,7 @@ async fn answer(
         RequestKind::SaslHandshake(r) => Reply::Send(sasl_handshake(sasl, &r.mechanism, version).into()),
         RequestKind::SaslAuthenticate(r) => sasl_authenticate(inner, connection, sasl, principal, &r.auth_bytes),
         request => {
-            let ctx = Ctx { inner, broker, version, listener, client_id: &client_id, principal: principal.as_str() };
+            let ctx = Ctx { inner, broker, version, listener, client_id: &client_id, principal: principal.principal.as_str(), token_auth: principal.token };
             handlers::handle(&ctx, request).await
         }
     };
@@ -260,40 +289,91 @@ fn write(codec: &mut ServerCodec, frame: &RequestFrame, api: ApiKey, version: i1
 }
 
 fn sasl_handshake(sasl: &mut Sasl, mechanism: &str, version: i16) -> SaslHandshakeResponse {
-    let mechanisms = vec![ByteString::from_static("PLAIN")];
+    let mechanisms = MECHANISMS.iter().map(|m| ByteString::from_static(m)).collect();
+    let raw = version == 0;
     let error_code = match sasl {
         // A PLAINTEXT listener, or a second handshake: Kafka answers ILLEGAL_SASL_STATE.
-        Sasl::Off | Sasl::Authenticate | Sasl::RawToken | Sasl::Done => ErrorCode::ILLEGAL_SASL_STATE,
-        Sasl::Handshake if mechanism == "PLAIN" => {
-            *sasl = if version == 0 { Sasl::RawToken } else { Sasl::Authenticate };
-            ErrorCode::NONE
-        }
-        Sasl::Handshake => ErrorCode::UNSUPPORTED_SASL_MECHANISM,
+        Sasl::Off | Sasl::Authenticate { .. } | Sasl::Done => ErrorCode::ILLEGAL_SASL_STATE,
+        Sasl::Handshake => match (mechanism, scram::Mechanism::from_name(mechanism)) {
+            ("PLAIN", _) => {
+                *sasl = Sasl::Authenticate { raw, step: Step::Plain };
+                ErrorCode::NONE
+            }
+            (_, Some(m)) => {
+                *sasl = Sasl::Authenticate { raw, step: Step::ScramFirst(m) };
+                ErrorCode::NONE
+            }
+            _ => ErrorCode::UNSUPPORTED_SASL_MECHANISM,
+        },
     };
     // (`..Default::default()` for spec sets whose response has more fields.)
     #[allow(clippy::needless_update)]
     SaslHandshakeResponse { error_code: error_code.0, mechanisms, ..Default::default() }
 }
 
-/// SASL/PLAIN (RFC 4616): `authzid NUL authcid NUL passwd`; the authzid, if any, must be the
-/// user itself, as in Kafka.
-fn sasl_authenticate(inner: &Inner, connection: u64, sasl: &mut Sasl, principal: &mut String, token: &Bytes) -> Reply {
-    let response = |error_code: ErrorCode, message: Option<&str>| -> ResponseKind {
-        SaslAuthenticateResponse { error_code: error_code.0, error_message: message.map(|m| ByteString::from(m.to_owned())), auth_bytes: Bytes::new(), session_lifetime_ms: 0, ..Default::default() }.into()
+/// A SaslAuthenticate request: the mechanism's next step; a failure answers
+/// SASL_AUTHENTICATION_FAILED and closes, as Kafka does.
+fn sasl_authenticate(inner: &Inner, connection: u64, sasl: &mut Sasl, principal: &mut Authenticated, token: &Bytes) -> Reply {
+    let response = |error_code: ErrorCode, message: Option<&str>, auth_bytes: Vec<u8>| -> ResponseKind {
+        SaslAuthenticateResponse { error_code: error_code.0, error_message: message.map(|m| ByteString::from(m.to_owned())), auth_bytes: Bytes::from(auth_bytes), session_lifetime_ms: 0, ..Default::default() }.into()
     };
-    if !matches!(sasl, Sasl::Authenticate) {
-        return Reply::Send(response(ErrorCode::ILLEGAL_SASL_STATE, Some("SaslAuthenticate before a PLAIN SaslHandshake")));
-    }
-    match plain_user(inner, token) {
-        Some(user) => {
-            *sasl = Sasl::Done;
-            *principal = user;
-            Reply::Send(response(ErrorCode::NONE, None))
+    let step = match std::mem::replace(sasl, Sasl::Done) {
+        Sasl::Authenticate { raw: false, step } => step,
+        other => {
+            *sasl = other;
+            return Reply::Send(response(ErrorCode::ILLEGAL_SASL_STATE, Some("Unexpected SaslAuthenticate request: no SaslHandshake first"), Vec::new()));
         }
-        None => {
-            let why = "Authentication failed: Invalid username or password";
-            closing(inner, connection, why);
-            Reply::SendAndClose(response(ErrorCode::SASL_AUTHENTICATION_FAILED, Some(why)))
+    };
+    match sasl_step(inner, step, token, sasl, false) {
+        Ok((answer, who)) => {
+            if let Some(who) = who {
+                *principal = who;
+            }
+            Reply::Send(response(ErrorCode::NONE, None, answer))
+        }
+        Err(why) => {
+            closing(inner, connection, &why);
+            Reply::SendAndClose(response(ErrorCode::SASL_AUTHENTICATION_FAILED, Some(&why), Vec::new()))
+        }
+    }
+}
+
+/// One token of the mechanism's exchange; `sasl` becomes the state after it.
+fn sasl_step(inner: &Inner, step: Step, token: &[u8], sasl: &mut Sasl, raw: bool) -> Stepped {
+    match step {
+        Step::Plain => match plain_user(inner, token) {
+            Some(user) => {
+                *sasl = Sasl::Done;
+                Ok((Vec::new(), Some(Authenticated { principal: format!("User:{user}"), token: false })))
+            }
+            None => Err("Authentication failed: Invalid username or password".into()),
+        },
+        Step::ScramFirst(mechanism) => {
+            let mut state = inner.state();
+            let nonce = scram::nonce(&mut state.rng);
+            let now = inner.now_ms();
+            let state = &*state;
+            let find = |name: &str, token: bool| {
+                if token {
+                    state.tokens.scram_credential(name, mechanism, now)
+                } else {
+                    state.scram.get(name, mechanism).cloned()
+                }
+            };
+            let (exchange, first) = scram::server_first(mechanism, token, find, &nonce)?;
+            *sasl = Sasl::Authenticate { raw, step: Step::ScramFinal(Box::new(exchange)) };
+            Ok((first.into_bytes(), None))
+        }
+        Step::ScramFinal(exchange) => {
+            let last = exchange.server_final(token)?;
+            *sasl = Sasl::Done;
+            let principal = if exchange.token_auth {
+                let state = inner.state();
+                state.tokens.owner(&exchange.user).ok_or("Authentication failed: the delegation token is gone")?
+            } else {
+                format!("User:{}", exchange.user)
+            };
+            Ok((last.into_bytes(), Some(Authenticated { principal, token: exchange.token_auth })))
         }
     }
 }

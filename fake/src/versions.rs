@@ -51,12 +51,23 @@ impl Release {
         ApiKey::Produce.info().releases.iter().any(|r| r.release.starts_with(self.spec_prefix()))
     }
 
-    /// The feature levels its brokers finalize by default (`metadata.version` aside):
-    /// `transaction.version` 2 (transactions V2, KIP-890) and `group.version` 1 (KIP-848) on 4.x.
+    /// The feature levels its brokers finalize by default: `metadata.version` at the release's
+    /// (3.9-IV0 is 21, 4.4-IV2 33, `MetadataVersion.LATEST_PRODUCTION`), and on 4.x
+    /// `transaction.version` 2 (transactions V2, KIP-890) and `group.version` 1 (KIP-848).
     pub fn features(self) -> &'static [(&'static str, i16)] {
         match self {
-            Release::V3_9 => &[],
-            Release::V4_4 => &[("transaction.version", 2), ("group.version", 1)],
+            Release::V3_9 => &[("metadata.version", 21)],
+            Release::V4_4 => &[("metadata.version", 33), ("transaction.version", 2), ("group.version", 1)],
+        }
+    }
+
+    /// The lowest level of a feature its brokers support: `metadata.version` from 3.0-IV1 (1)
+    /// on 3.9 and from 3.3-IV3 (7, `MetadataVersion.MINIMUM_VERSION`) on 4.x; 0 for the others.
+    pub fn min_feature_level(self, feature: &str) -> i16 {
+        match (self, feature) {
+            (Release::V3_9, "metadata.version") => 1,
+            (Release::V4_4, "metadata.version") => 7,
+            _ => 0,
         }
     }
 }

@@ -32,6 +32,8 @@ pub struct State {
     pub cluster_id: String,
     pub log_dir: String,
     pub metadata_level: i16,
+    /// The id of the broker the sweep talks to (its own configs are described).
+    pub broker_id: i32,
     /// A per-run suffix so names never collide with an earlier run on the same broker.
     pub run: String,
 }
@@ -176,6 +178,8 @@ pub fn setup(s: &mut Sweep) -> R<()> {
         wait_for_leaders(s, t, 1)?;
     }
     s.state.topic_id = m.topics[0].topic_id;
+    let here = m.brokers.iter().find(|b| format!("{}:{}", b.host, b.port) == s.broker.plaintext).or(m.brokers.first());
+    s.state.broker_id = here.map_or(1, |b| b.node_id);
     s.state.cluster_id = m.cluster_id.as_deref().unwrap_or("").to_owned();
     let pv = newest(s, ApiKey::Produce);
     for p in 0..3 {
@@ -508,7 +512,7 @@ pub fn exercise(s: &mut Sweep, api: ApiKey, v: i16) -> R<String> {
                     DescribeConfigsResource { resource_type: 2, resource_name: bs(TOPIC), configuration_keys: None, ..Default::default() },
                     DescribeConfigsResource {
                         resource_type: 4,
-                        resource_name: bs("1"),
+                        resource_name: bs(s.state.broker_id.to_string()),
                         configuration_keys: Some(vec![bs("log.retention.hours")]),
                         ..Default::default()
                     },

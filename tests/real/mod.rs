@@ -29,6 +29,9 @@ const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Debug, Clone, Default)]
 pub struct Broker {
     pub version: String,
+    /// kwire-fake imitating `version` (the env file's `KWIRE_FAKE=1`, from
+    /// `scripts/broker-sweep.sh --fake`), not an Apache Kafka broker.
+    pub fake: bool,
     pub plaintext: String,
     pub sasl: Option<String>,
     pub vars: BTreeMap<String, String>,
@@ -65,7 +68,17 @@ impl Broker {
             .ok()
             .or_else(|| vars.get("KAFKA_VERSION").cloned())
             .unwrap_or_else(|| "unknown".into());
-        Some(Broker { version, plaintext, sasl: vars.get("SASL_PLAINTEXT").cloned(), vars })
+        let fake = vars.get("KWIRE_FAKE").is_some_and(|v| v == "1");
+        Some(Broker { version, fake, plaintext, sasl: vars.get("SASL_PLAINTEXT").cloned(), vars })
+    }
+
+    /// What the broker is, for the table: `Apache Kafka 4.4.0` or `kwire-fake 4.4`.
+    pub fn name(&self) -> String {
+        if self.fake {
+            format!("kwire-fake {}", self.version)
+        } else {
+            format!("Apache Kafka {}", self.version)
+        }
     }
 
     /// The broker's major version (3, 4, ...).
@@ -359,7 +372,7 @@ impl Sweep {
     pub fn run(&mut self) {
         let started = Instant::now();
         if let Err(e) = apis::setup(self) {
-            panic!("setup against Kafka {} failed: {e}", self.broker.version);
+            panic!("setup against {} failed: {e}", self.broker.name());
         }
         for k in self.advertised.api_keys.clone() {
             if ApiKey::from_i16(k.api_key).is_none() {
@@ -389,7 +402,7 @@ impl Sweep {
             }
         }
         apis::refused_versions(self);
-        eprintln!("sweep against Kafka {} took {:?}", self.broker.version, started.elapsed());
+        eprintln!("sweep against {} took {:?}", self.broker.name(), started.elapsed());
     }
 
     /// Only the versions the broker must refuse: for a build from another release's specs,
@@ -417,8 +430,8 @@ impl Sweep {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target").join("broker-sweep");
         std::fs::create_dir_all(&dir).unwrap();
         let mut text = format!(
-            "# kwire sweep against Apache Kafka {} ({} listener), specs {}\n{:<34} {:>3}  {:<6} {:>6}  {}\n",
-            self.broker.version, self.broker.plaintext, kwire::SPEC_DIR, "api", "v", "result", "ms", "detail"
+            "# kwire sweep against {} ({} listener), specs {}\n{:<34} {:>3}  {:<6} {:>6}  {}\n",
+            self.broker.name(), self.broker.plaintext, kwire::SPEC_DIR, "api", "v", "result", "ms", "detail"
         );
         let mut passed = 0;
         for r in &self.rows {
@@ -444,12 +457,13 @@ impl Sweep {
         // The refusal-only table gets another word, so `broker sweep:` lines stay one per version.
         let what = if self.label.is_empty() { "broker sweep" } else { "broker refusals" };
         let summary = format!(
-            "{what}: {passed} of {} api versions pass against Apache Kafka {}\n",
+            "{what}: {passed} of {} api versions pass against {}\n",
             self.rows.len(),
-            self.broker.version
+            self.broker.name()
         );
         text += &summary;
-        std::fs::write(dir.join(format!("{}{}.txt", self.broker.version, self.label)), &text).unwrap();
+        let file = if self.broker.fake { format!("kwire-fake-{}", self.broker.version) } else { self.broker.version.clone() };
+        std::fs::write(dir.join(format!("{file}{}.txt", self.label)), &text).unwrap();
         eprint!("{text}");
         (passed, self.rows.len())
     }

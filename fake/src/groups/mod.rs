@@ -17,6 +17,7 @@ pub(crate) mod consumer;
 pub(crate) mod offsets;
 pub(crate) mod share;
 pub(crate) mod share_partition;
+pub(crate) mod streams;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -89,6 +90,8 @@ pub(crate) struct Groups {
     pub(crate) share_partitions: SharePartitions,
     pub(crate) sessions: ShareSessions,
     pub(crate) configs: BTreeMap<String, BTreeMap<String, String>>,
+    /// Streams groups (KIP-1071), apart from the other kinds.
+    pub(crate) streams: BTreeMap<String, streams::StreamsGroup>,
 }
 
 impl std::fmt::Debug for Groups {

@@ -36,6 +36,10 @@ pub(crate) struct ShareGroup {
     pub(crate) members: BTreeMap<String, Member>,
     pub(crate) target: BTreeMap<String, Assignment>,
     subscribed_metadata: BTreeMap<String, (Uuid, i32)>,
+    /// Topics whose share-partition state was initialised (KIP-932: a subscribed topic's
+    /// partitions are assigned only once the share coordinator has their state, so a member
+    /// joining gets them at a later heartbeat, under a new group epoch).
+    initialized: BTreeSet<Uuid>,
     pub(crate) session_timeout: Duration,
 }
 
@@ -109,6 +113,12 @@ impl ShareGroup {
         if self.group_epoch > self.assignment_epoch {
             self.compute_target(topics);
         }
+        // Subscribed topics not initialised yet are now: the next heartbeat assigns them.
+        let pending: Vec<Uuid> = self.subscribed_metadata.values().map(|(id, _)| *id).filter(|id| !self.initialized.contains(id)).collect();
+        if !pending.is_empty() {
+            self.initialized.extend(pending);
+            self.group_epoch += 1;
+        }
         let target = self.target.get(&id).cloned().unwrap_or_default();
         let epoch = self.assignment_epoch;
         let m = self.members.get_mut(&id).ok_or((ErrorCode::UNKNOWN_MEMBER_ID, String::new()))?;
@@ -133,7 +143,7 @@ impl ShareGroup {
                 current: self.target.get(&m.id).cloned().unwrap_or_default(),
             })
             .collect();
-        let partitions: BTreeMap<Uuid, i32> = topics.values().copied().collect();
+        let partitions: BTreeMap<Uuid, i32> = topics.values().copied().filter(|(id, _)| self.initialized.contains(id)).collect();
         self.target = assignor::assign("simple", &specs, &partitions);
         self.assignment_epoch = self.group_epoch;
     }
@@ -178,13 +188,15 @@ mod tests {
     async fn members_share_the_partitions_and_stale_epochs_are_fenced() {
         let t: TopicsView = [("t".to_owned(), (Uuid([3; 16]), 2))].into_iter().collect();
         let mut g = ShareGroup::new(Duration::from_secs(45));
+        let count = |x: &Option<Assignment>| x.as_ref().map(|x| x.values().map(BTreeSet::len).sum::<usize>());
+        // Joining: nothing yet, the topic's state is initialised first.
         let a = g.heartbeat(&hb("a", 0), "c", &t, Instant::now()).unwrap();
-        assert_eq!((a.epoch, a.assignment.as_ref().map(|x| x.values().map(BTreeSet::len).sum::<usize>())), (1, Some(2)));
+        assert_eq!((a.epoch, count(&a.assignment)), (1, Some(0)));
         let b = g.heartbeat(&hb("b", 0), "c", &t, Instant::now()).unwrap();
-        assert_eq!(b.epoch, 2);
+        assert_eq!((b.epoch, count(&b.assignment)), (3, Some(1)));
         // a's next heartbeat: the new epoch and half the partitions, no revocation step.
         let a2 = g.heartbeat(&hb("a", 1), "c", &t, Instant::now()).unwrap();
-        assert_eq!((a2.epoch, a2.assignment.map(|x| x.values().map(BTreeSet::len).sum::<usize>())), (2, Some(1)));
+        assert_eq!((a2.epoch, count(&a2.assignment)), (3, Some(1)));
         assert_eq!(g.heartbeat(&hb("a", 7), "c", &t, Instant::now()).err().map(|e| e.0), Some(ErrorCode::FENCED_MEMBER_EPOCH));
         assert_eq!(g.heartbeat(&hb("x", 3), "c", &t, Instant::now()).err().map(|e| e.0), Some(ErrorCode::UNKNOWN_MEMBER_ID));
         tokio::time::advance(Duration::from_secs(46)).await;

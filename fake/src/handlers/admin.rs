@@ -9,7 +9,7 @@ use kwire::messages::{
     delete_topics_response::DeletableTopicResult,
     describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult},
     incremental_alter_configs_response, AlterConfigsRequest, AlterConfigsResponse, CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse,
-    DeleteTopicsRequest, DeleteTopicsResponse, DescribeConfigsRequest, DescribeConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+    DeleteTopicsRequest, DeleteTopicsResponse, ListConfigResourcesRequest, ListConfigResourcesResponse, DescribeConfigsRequest, DescribeConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
 use kwire::{ErrorCode, Uuid};
 
@@ -178,6 +178,37 @@ pub(crate) fn create_partitions(ctx: &Ctx<'_>, req: &CreatePartitionsRequest) ->
     CreatePartitionsResponse { results, ..Default::default() }
 }
 
+/// A broker's configs as DescribeConfigs shows them: (name, value, read-only), Kafka's
+/// defaults and the cluster's settings.
+fn broker_configs(ctx: &Ctx<'_>, broker: &str) -> Vec<(&'static str, String, bool)> {
+    let c = &ctx.inner.config;
+    let mut out = vec![
+        ("auto.create.topics.enable", c.auto_create_topics.to_string(), true),
+        ("broker.id", broker.to_owned(), true),
+        ("compression.type", "producer".to_owned(), false),
+        ("default.replication.factor", c.default_replication.to_string(), true),
+        ("delete.topic.enable", "true".to_owned(), true),
+        ("group.initial.rebalance.delay.ms", c.group_initial_rebalance_delay.as_millis().to_string(), true),
+        ("log.cleanup.policy", "delete".to_owned(), false),
+        ("log.dirs", super::log_dirs::log_dir(broker.parse().unwrap_or(ctx.broker)), true),
+        ("log.retention.bytes", "-1".to_owned(), false),
+        ("log.retention.hours", "168".to_owned(), true),
+        ("log.retention.ms", "604800000".to_owned(), false),
+        ("log.segment.bytes", "1073741824".to_owned(), false),
+        ("message.max.bytes", "1048588".to_owned(), false),
+        ("min.insync.replicas", "1".to_owned(), false),
+        ("node.id", broker.to_owned(), true),
+        ("num.partitions", c.default_partitions.to_string(), false),
+        ("offsets.topic.num.partitions", c.offsets_partitions.to_string(), true),
+        ("process.roles", "broker,controller".to_owned(), true),
+        ("transaction.max.timeout.ms", c.max_transaction_timeout.as_millis().to_string(), true),
+        ("transaction.partition.verification.enable", c.transaction_verification.to_string(), false),
+        ("transaction.state.log.num.partitions", c.transaction_partitions.to_string(), true),
+    ];
+    out.sort_by_key(|(n, _, _)| *n);
+    out
+}
+
 pub(crate) fn describe_configs(ctx: &Ctx<'_>, req: &DescribeConfigsRequest) -> DescribeConfigsResponse {
     let state = ctx.inner.state();
     let results = req
@@ -198,12 +229,13 @@ pub(crate) fn describe_configs(ctx: &Ctx<'_>, req: &DescribeConfigsRequest) -> D
                             .filter(|(n, _)| wanted(n))
                             .map(|(name, default)| {
                                 let set = topic.configs.get(*name);
+                                // v0 says whether it is the default, v1+ where it comes from.
                                 DescribeConfigsResourceResult {
                                     name: s(name),
                                     value: Some(s(set.map_or(*default, String::as_str))),
                                     read_only: false,
-                                    is_default: set.is_none(),
-                                    config_source: if set.is_some() { DYNAMIC_TOPIC_CONFIG } else { DEFAULT_CONFIG },
+                                    is_default: ctx.version == 0 && set.is_none(),
+                                    config_source: if ctx.version == 0 { -1 } else if set.is_some() { DYNAMIC_TOPIC_CONFIG } else { DEFAULT_CONFIG },
                                     is_sensitive: false,
                                     ..Default::default()
                                 }
@@ -216,6 +248,20 @@ pub(crate) fn describe_configs(ctx: &Ctx<'_>, req: &DescribeConfigsRequest) -> D
                     if !known {
                         result.error_code = ErrorCode::INVALID_REQUEST.0;
                         result.error_message = Some(s(&format!("Unexpected broker id, expected one of the cluster's, but received {}", &*r.resource_name)));
+                    } else {
+                        result.configs = broker_configs(ctx, &r.resource_name)
+                            .into_iter()
+                            .filter(|(n, _, _)| wanted(n))
+                            .map(|(name, value, read_only)| DescribeConfigsResourceResult {
+                                name: s(name),
+                                value: Some(s(&value)),
+                                read_only,
+                                is_default: ctx.version == 0,
+                                config_source: if ctx.version == 0 { -1 } else { DEFAULT_CONFIG },
+                                is_sensitive: false,
+                                ..Default::default()
+                            })
+                            .collect();
                     }
                 }
                 _ => {
@@ -302,4 +348,32 @@ pub(crate) fn alter_configs(ctx: &Ctx<'_>, req: &AlterConfigsRequest) -> AlterCo
         })
         .collect();
     AlterConfigsResponse { responses, ..Default::default() }
+}
+
+/// ListConfigResources (ListClientMetricsResources at v0, KIP-714 and KIP-1142): the config
+/// resources of the asked types (every type for none): topics, brokers and groups by name; no
+/// client-metrics subscription is configured. A type it has none of is UNSUPPORTED_VERSION.
+pub(crate) fn list_config_resources(ctx: &Ctx<'_>, req: &ListConfigResourcesRequest) -> ListConfigResourcesResponse {
+    use kwire::messages::list_config_resources_response::ConfigResource;
+    const GROUP: i8 = 32;
+    const CLIENT_METRICS: i8 = 16;
+    if !ctx.authorized(crate::acl::op::DESCRIBE_CONFIGS, crate::acl::resource::CLUSTER, crate::acl::CLUSTER_NAME) {
+        return ListConfigResourcesResponse { error_code: ErrorCode::CLUSTER_AUTHORIZATION_FAILED.0, ..Default::default() };
+    }
+    let types: Vec<i8> = if ctx.version == 0 { vec![CLIENT_METRICS] } else if req.resource_types.is_empty() { vec![TOPIC, BROKER, CLIENT_METRICS, GROUP] } else { req.resource_types.iter().copied().collect() };
+    if types.iter().any(|t| ![TOPIC, BROKER, CLIENT_METRICS, GROUP].contains(t)) {
+        return ListConfigResourcesResponse { error_code: ErrorCode::UNSUPPORTED_VERSION.0, ..Default::default() };
+    }
+    let state = ctx.inner.state();
+    let mut config_resources = Vec::new();
+    for t in types {
+        let names: Vec<String> = match t {
+            TOPIC => state.topics.keys().cloned().collect(),
+            BROKER => state.brokers.keys().map(|b| b.to_string()).collect(),
+            GROUP => state.groups.groups.keys().cloned().collect(),
+            _ => Vec::new(),
+        };
+        config_resources.extend(names.into_iter().map(|n| ConfigResource { resource_name: s(&n), resource_type: t, ..Default::default() }));
+    }
+    ListConfigResourcesResponse { config_resources, ..Default::default() }
 }

@@ -1,8 +1,8 @@
 //! Fetch: records from each partition's leader, up to the high watermark (read uncommitted) or
 //! the last stable offset with the aborted transactions listed (read committed), leader epochs
 //! checked (KIP-320) and divergence reported (KIP-595); the answer waits for `min_bytes` or
-//! `max_wait_ms`. Fetch sessions (KIP-227) are not kept: every answer says session 0, and a
-//! client then sends full requests, as it does to a broker with no session cache.
+//! `max_wait_ms`. Fetch sessions (KIP-227) from v7: a full request at epoch 0 opens one,
+//! incremental requests name what changed, and their answers only partitions with news.
 
 use std::time::Duration;
 
@@ -13,6 +13,7 @@ use kwire::messages::{
 use kwire::{Bytes, BytesMut, ErrorCode, Uuid};
 
 use super::{s, Ctx};
+use crate::fetch_sessions::SessionPartition;
 
 /// Read committed (KIP-98).
 const READ_COMMITTED: i8 = 1;
@@ -20,25 +21,130 @@ const READ_COMMITTED: i8 = 1;
 /// Answers once `min_bytes` are there, an error is, or `max_wait_ms` (capped by the cluster's
 /// `max_wait`) has passed.
 pub(super) async fn fetch(ctx: &Ctx<'_>, req: &FetchRequest) -> FetchResponse {
-    if req.session_id != 0 {
-        // No session was ever created here.
-        return FetchResponse { error_code: ErrorCode::FETCH_SESSION_ID_NOT_FOUND.0, session_id: 0, ..Default::default() };
-    }
+    let session = match session(ctx, req) {
+        Ok(s) => s,
+        Err(code) => return FetchResponse { error_code: code.0, session_id: 0, ..Default::default() },
+    };
+    // The partitions to read: the request's, or with a session all of its partitions.
+    let full;
+    let req = match &session {
+        Some((id, _)) => {
+            full = session_request(ctx, req, *id);
+            &full
+        }
+        None => req,
+    };
     let wait = Duration::from_millis(u64::try_from(req.max_wait_ms).unwrap_or(0)).min(ctx.inner.config.max_wait);
     let deadline = tokio::time::Instant::now() + wait;
     let min_bytes = usize::try_from(req.min_bytes).unwrap_or(0);
-    loop {
+    let mut response = loop {
         // Registered before reading, so an append between the read and the wait is not missed.
         let appended = ctx.inner.appended.notified();
         tokio::pin!(appended);
         appended.as_mut().enable();
         let (response, size, any_error) = fetch_once(ctx, req);
         if size >= min_bytes || any_error || tokio::time::Instant::now() >= deadline {
-            return response;
+            break response;
         }
         if tokio::time::timeout_at(deadline, appended).await.is_err() {
-            return fetch_once(ctx, req).0;
+            break fetch_once(ctx, req).0;
         }
+    };
+    if let Some((id, incremental)) = session {
+        response.session_id = id;
+        answered(ctx, id, incremental, &mut response);
+    }
+    response
+}
+
+/// The request's session (KIP-227): `Ok(None)` for a sessionless fetch, else its id and
+/// whether the request is incremental; a new session for a full request at epoch 0, its
+/// partitions updated for an incremental one.
+fn session(ctx: &Ctx<'_>, req: &FetchRequest) -> Result<Option<(i32, bool)>, ErrorCode> {
+    const FINAL_EPOCH: i32 = -1;
+    if ctx.version < 7 {
+        return Ok(None);
+    }
+    let mut state = ctx.inner.state();
+    let state = &mut *state;
+    let key = |t: &kwire::messages::fetch_request::FetchTopic, p: i32| (t.topic.to_string(), t.topic_id, p);
+    match (req.session_id, req.session_epoch) {
+        (0, FINAL_EPOCH) => Ok(None),
+        (0, 0) => {
+            let id = state.fetch_sessions.create(ctx.broker);
+            if let Some(session) = state.fetch_sessions.by_id.get_mut(&(ctx.broker, id)) {
+                for t in &req.topics {
+                    for p in &t.partitions {
+                        session.partitions.insert(key(t, p.partition), SessionPartition { fetch: p.clone(), last_sent: None });
+                    }
+                }
+            }
+            Ok(Some((id, false)))
+        }
+        (0, _) => Err(ErrorCode::INVALID_FETCH_SESSION_EPOCH),
+        (id, FINAL_EPOCH) => {
+            // Closes the session; the fetch itself is sessionless.
+            state.fetch_sessions.by_id.remove(&(ctx.broker, id));
+            Ok(None)
+        }
+        (id, epoch) => {
+            let session = state.fetch_sessions.by_id.get_mut(&(ctx.broker, id)).ok_or(ErrorCode::FETCH_SESSION_ID_NOT_FOUND)?;
+            if epoch != session.epoch {
+                return Err(ErrorCode::INVALID_FETCH_SESSION_EPOCH);
+            }
+            session.epoch = next_epoch(epoch);
+            for t in &req.topics {
+                for p in &t.partitions {
+                    let entry = session.partitions.entry(key(t, p.partition)).or_insert(SessionPartition { fetch: p.clone(), last_sent: None });
+                    entry.fetch = p.clone();
+                }
+            }
+            for f in &req.forgotten_topics_data {
+                session.partitions.retain(|(name, tid, p), _| !(*name == *f.topic && *tid == f.topic_id && f.partitions.contains(p)));
+            }
+            Ok(Some((id, true)))
+        }
+    }
+}
+
+/// The epoch after `epoch` (wrapping to 1, as Kafka's `nextEpoch`).
+fn next_epoch(epoch: i32) -> i32 {
+    if epoch >= i32::MAX { 1 } else { epoch + 1 }
+}
+
+/// The request with every partition of session `id`.
+fn session_request(ctx: &Ctx<'_>, req: &FetchRequest, id: i32) -> FetchRequest {
+    use kwire::messages::fetch_request::FetchTopic;
+    let state = ctx.inner.state();
+    let mut topics: Vec<FetchTopic> = Vec::new();
+    if let Some(session) = state.fetch_sessions.by_id.get(&(ctx.broker, id)) {
+        for ((name, tid, _), p) in &session.partitions {
+            match topics.last_mut().filter(|t| *t.topic == **name && t.topic_id == *tid) {
+                Some(t) => t.partitions.push(p.fetch.clone()),
+                None => topics.push(FetchTopic { topic: s(name), topic_id: *tid, partitions: vec![p.fetch.clone()], ..Default::default() }),
+            }
+        }
+    }
+    FetchRequest { topics, forgotten_topics_data: Vec::new(), ..req.clone() }
+}
+
+/// Notes what the session's partitions were told; an incremental answer keeps only the
+/// partitions with records, an error, or offsets that moved since.
+fn answered(ctx: &Ctx<'_>, id: i32, incremental: bool, response: &mut FetchResponse) {
+    let mut state = ctx.inner.state();
+    let Some(session) = state.fetch_sessions.by_id.get_mut(&(ctx.broker, id)) else { return };
+    for t in &mut response.responses {
+        t.partitions.retain(|p| {
+            let key = (t.topic.to_string(), t.topic_id, p.partition_index);
+            let now = (p.high_watermark, p.last_stable_offset, p.log_start_offset);
+            let Some(sp) = session.partitions.get_mut(&key) else { return true };
+            let news = p.error_code != 0 || p.records.as_ref().is_some_and(|r| !r.is_empty()) || sp.last_sent != Some(now) || p.diverging_epoch.epoch >= 0;
+            sp.last_sent = Some(now);
+            !incremental || news
+        });
+    }
+    if incremental {
+        response.responses.retain(|t| !t.partitions.is_empty());
     }
 }
 

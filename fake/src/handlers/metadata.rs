@@ -5,11 +5,12 @@ use kwire::messages::{
     describe_cluster_response::DescribeClusterBroker,
     find_coordinator_response::Coordinator,
     metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic},
-    ApiVersionsResponse, DescribeClusterRequest, DescribeClusterResponse, FindCoordinatorRequest, FindCoordinatorResponse, MetadataRequest, MetadataResponse,
+    ApiVersionsResponse, DescribeClusterRequest, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, DescribeClusterResponse, FindCoordinatorRequest, FindCoordinatorResponse, MetadataRequest, MetadataResponse,
 };
 use kwire::{ApiKey, ErrorCode, SmallVec, Uuid};
 
 use super::{s, Ctx};
+use crate::acl;
 use crate::topics::valid_name;
 
 /// The cluster id every response names.
@@ -28,12 +29,13 @@ pub(super) fn api_versions(ctx: &Ctx<'_>) -> ApiVersionsResponse {
         })
         .collect();
     let features = release.features();
+    let finalized = ctx.inner.state().features.clone();
     ApiVersionsResponse {
         error_code: ErrorCode::NONE.0,
         api_keys,
-        supported_features: features.iter().map(|(n, level)| SupportedFeatureKey { name: s(n), min_version: 0, max_version: *level, ..Default::default() }).collect(),
-        finalized_features_epoch: if features.is_empty() { -1 } else { 1 },
-        finalized_features: features.iter().map(|(n, level)| FinalizedFeatureKey { name: s(n), max_version_level: *level, min_version_level: *level, ..Default::default() }).collect(),
+        supported_features: features.iter().map(|(n, level)| SupportedFeatureKey { name: s(n), min_version: release.min_feature_level(n), max_version: *level, ..Default::default() }).collect(),
+        finalized_features_epoch: if finalized.is_empty() { -1 } else { 1 },
+        finalized_features: finalized.iter().map(|(n, level)| FinalizedFeatureKey { name: s(n), max_version_level: *level, min_version_level: *level, ..Default::default() }).collect(),
         ..Default::default()
     }
 }
@@ -53,7 +55,7 @@ fn brokers(ctx: &Ctx<'_>) -> Vec<(i32, String, i32, Option<String>)> {
 }
 
 /// The controller as clients see it (a KRaft broker answers with some live broker).
-fn controller(ctx: &Ctx<'_>) -> i32 {
+pub(super) fn controller(ctx: &Ctx<'_>) -> i32 {
     ctx.inner.state().brokers.iter().find(|(_, b)| b.up).map_or(-1, |(id, _)| *id)
 }
 
@@ -84,6 +86,14 @@ pub(super) fn metadata(ctx: &Ctx<'_>, req: &MetadataRequest) -> MetadataResponse
                 }
             },
         };
+        // The authorizer: a topic named and not DESCRIBE-able is refused; one it did not name
+        // (all topics) is left out.
+        if !ctx.authorized_in(&state, acl::op::DESCRIBE, acl::resource::TOPIC, &name) {
+            if req.topics.as_ref().is_some_and(|l| !l.is_empty()) {
+                topics.push(MetadataResponseTopic { error_code: ErrorCode::TOPIC_AUTHORIZATION_FAILED.0, name: Some(s(&name)), topic_authorized_operations: OPS_OMITTED, ..Default::default() });
+            }
+            continue;
+        }
         if !valid_name(&name) {
             topics.push(MetadataResponseTopic { error_code: ErrorCode::INVALID_TOPIC_EXCEPTION.0, name: Some(s(&name)), topic_authorized_operations: OPS_OMITTED, ..Default::default() });
             continue;
@@ -181,4 +191,75 @@ pub(super) fn find_coordinator(ctx: &Ctx<'_>, req: &FindCoordinatorRequest) -> F
     }
     let (node_id, host, port, code) = find(&req.key);
     FindCoordinatorResponse { error_code: code.0, error_message: (!code.is_ok()).then(|| s(code.message().unwrap_or(""))), node_id, host: s(&host), port, ..Default::default() }
+}
+
+/// DescribeTopicPartitions (KIP-966): the topics asked for (every topic for none), by name,
+/// from the cursor on, at most `response_partition_limit` partitions (and at most 2000,
+/// `max.request.partition.size.limit`); the next cursor where it stopped.
+pub(super) fn describe_topic_partitions(ctx: &Ctx<'_>, req: &DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsResponse {
+    use kwire::messages::describe_topic_partitions_response::{Cursor, DescribeTopicPartitionsResponsePartition, DescribeTopicPartitionsResponseTopic};
+    const MAX_PARTITIONS: i32 = 2000;
+    let state = ctx.inner.state();
+    let mut names: Vec<String> = if req.topics.is_empty() { state.topics.keys().cloned().collect() } else { req.topics.iter().map(|t| t.name.to_string()).collect() };
+    names.sort();
+    names.dedup();
+    let (cursor_topic, mut cursor_partition) = match &req.cursor {
+        Some(c) => (Some(c.topic_name.to_string()), c.partition_index.max(0)),
+        None => (None, 0),
+    };
+    // A cursor names one of the topics asked for.
+    if let Some(t) = &cursor_topic {
+        if !req.topics.is_empty() && !names.contains(t) {
+            return DescribeTopicPartitionsResponse {
+                topics: vec![DescribeTopicPartitionsResponseTopic { error_code: ErrorCode::INVALID_REQUEST.0, name: Some(s(t)), topic_authorized_operations: OPS_OMITTED, ..Default::default() }],
+                ..Default::default()
+            };
+        }
+        names.retain(|n| n >= t);
+    }
+    let mut budget = req.response_partition_limit.clamp(1, MAX_PARTITIONS);
+    let mut topics = Vec::new();
+    let mut next_cursor = None;
+    let up = |b: i32| state.up(b);
+    for name in names {
+        let first = if cursor_topic.as_deref() == Some(name.as_str()) { std::mem::take(&mut cursor_partition) } else { 0 };
+        let authorized = ctx.authorized_in(&state, acl::op::DESCRIBE, acl::resource::TOPIC, &name);
+        let Some(topic) = state.topics.get(&name).filter(|_| authorized) else {
+            // Asked for by name: an error entry; an unauthorized topic of "all" is left out.
+            if !req.topics.is_empty() {
+                let code = if authorized { ErrorCode::UNKNOWN_TOPIC_OR_PARTITION } else { ErrorCode::TOPIC_AUTHORIZATION_FAILED };
+                topics.push(DescribeTopicPartitionsResponseTopic { error_code: code.0, name: Some(s(&name)), topic_authorized_operations: OPS_OMITTED, ..Default::default() });
+            }
+            continue;
+        };
+        if budget == 0 {
+            next_cursor = Some(Cursor { topic_name: s(&name), partition_index: first, ..Default::default() });
+            break;
+        }
+        let mut partitions = Vec::new();
+        for (i, p) in topic.partitions.iter().enumerate().skip(usize::try_from(first).unwrap_or(0)) {
+            if budget == 0 {
+                next_cursor = Some(Cursor { topic_name: s(&name), partition_index: i as i32, ..Default::default() });
+                break;
+            }
+            budget -= 1;
+            partitions.push(DescribeTopicPartitionsResponsePartition {
+                error_code: if p.leader < 0 { ErrorCode::LEADER_NOT_AVAILABLE.0 } else { 0 },
+                partition_index: i as i32,
+                leader_id: p.leader,
+                leader_epoch: p.leader_epoch,
+                replica_nodes: p.replicas.iter().copied().collect(),
+                isr_nodes: p.isr(&up).into_iter().collect(),
+                eligible_leader_replicas: Some(Default::default()),
+                last_known_elr: Some(Default::default()),
+                offline_replicas: p.replicas.iter().copied().filter(|b| !up(*b)).collect(),
+                ..Default::default()
+            });
+        }
+        topics.push(DescribeTopicPartitionsResponseTopic { name: Some(s(&name)), topic_id: topic.id, is_internal: false, partitions, topic_authorized_operations: OPS_OMITTED, ..Default::default() });
+        if next_cursor.is_some() {
+            break;
+        }
+    }
+    DescribeTopicPartitionsResponse { topics, next_cursor, ..Default::default() }
 }

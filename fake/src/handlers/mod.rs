@@ -1,19 +1,29 @@
 //! The brokers' request handlers: one module per area, each a function from the decoded
 //! request to its response, as Kafka's `KafkaApis` dispatches them.
 
+mod acls;
 pub(crate) mod admin;
 pub(crate) mod errors;
 mod fetch;
 mod groups;
+mod log_dirs;
 mod metadata;
 mod offsets;
 mod produce;
+mod quorum;
+mod quotas;
+mod reassignments;
+mod scram;
 mod share;
+mod share_offsets;
+mod share_state;
+mod streams;
+mod telemetry;
+mod tokens;
 mod txn;
 
 use std::sync::Arc;
 
-use kwire::messages::GetTelemetrySubscriptionsResponse;
 use kwire::{ErrorCode, RequestKind, ResponseKind};
 
 use crate::cluster::{Inner, Listener};
@@ -28,9 +38,32 @@ pub(crate) struct Ctx<'a> {
     pub(crate) version: i16,
     pub(crate) listener: Listener,
     pub(crate) client_id: &'a str,
-    /// The authenticated user (`ANONYMOUS` without SASL).
-    #[allow(dead_code)]
+    /// The authenticated principal (`User:ANONYMOUS` without SASL).
     pub(crate) principal: &'a str,
+    /// Authenticated with a delegation token.
+    pub(crate) token_auth: bool,
+}
+
+impl Ctx<'_> {
+    /// Whether the authorizer lets this connection's principal do `operation` on a resource
+    /// (always without an authorizer, and for super users). Takes the state's lock.
+    pub(crate) fn authorized(&self, operation: i8, resource_type: i8, name: &str) -> bool {
+        if self.unrestricted() {
+            return true;
+        }
+        self.inner.state().acls.allows(self.principal, "", operation, resource_type, name)
+    }
+
+    /// [`authorized`](Self::authorized) with the state already locked.
+    pub(crate) fn authorized_in(&self, state: &crate::cluster::State, operation: i8, resource_type: i8, name: &str) -> bool {
+        self.unrestricted() || state.acls.allows(self.principal, "", operation, resource_type, name)
+    }
+
+    /// No authorizer, or a super user.
+    fn unrestricted(&self) -> bool {
+        let c = &self.inner.config;
+        !c.acl_authorizer || c.super_users.iter().any(|u| u == self.principal)
+    }
 }
 
 /// What to do after a request.
@@ -79,6 +112,9 @@ pub(crate) async fn handle(ctx: &Ctx<'_>, request: RequestKind) -> Reply {
         RequestKind::SyncGroup(r) => send(groups::sync_group(ctx, &r).await.into()),
         RequestKind::Heartbeat(r) => send(groups::heartbeat(ctx, &r).into()),
         RequestKind::LeaveGroup(r) => send(groups::leave_group(ctx, &r).into()),
+        // v0 kept offsets in ZooKeeper: a KRaft broker advertises it and refuses it.
+        RequestKind::OffsetCommit(r) if ctx.version == 0 => errors_or_close(&RequestKind::OffsetCommit(r), 0, ErrorCode::UNSUPPORTED_VERSION),
+        RequestKind::OffsetFetch(r) if ctx.version == 0 => errors_or_close(&RequestKind::OffsetFetch(r), 0, ErrorCode::UNSUPPORTED_VERSION),
         RequestKind::OffsetCommit(r) => send(groups::offset_commit(ctx, &r).into()),
         RequestKind::OffsetFetch(r) => send(groups::offset_fetch(ctx, &r).into()),
         RequestKind::OffsetDelete(r) => send(groups::offset_delete(ctx, &r).into()),
@@ -91,11 +127,44 @@ pub(crate) async fn handle(ctx: &Ctx<'_>, request: RequestKind) -> Reply {
         RequestKind::ShareGroupDescribe(r) => send(groups::share_group_describe(ctx, &r).into()),
         RequestKind::ShareFetch(r) => send(share::share_fetch(ctx, &r).await.into()),
         RequestKind::ShareAcknowledge(r) => send(share::share_acknowledge(ctx, &r).into()),
-        RequestKind::GetTelemetrySubscriptions(r) => {
-            // No client-metrics subscription is configured: the client pushes nothing.
-            let id = if r.client_instance_id == kwire::Uuid::ZERO { ctx.inner.state().new_uuid() } else { r.client_instance_id };
-            send(GetTelemetrySubscriptionsResponse { client_instance_id: id, subscription_id: 0, push_interval_ms: 300_000, delta_temporality: true, ..Default::default() }.into())
-        }
+        RequestKind::GetTelemetrySubscriptions(r) => send(telemetry::get_subscriptions(ctx, &r).into()),
+        RequestKind::PushTelemetry(r) => send(telemetry::push(ctx, &r).into()),
+        RequestKind::ListConfigResources(r) => send(admin::list_config_resources(ctx, &r).into()),
+        RequestKind::DescribeTopicPartitions(r) => send(metadata::describe_topic_partitions(ctx, &r).into()),
+        RequestKind::DescribeLogDirs(r) => send(log_dirs::describe(ctx, &r).into()),
+        RequestKind::AlterReplicaLogDirs(r) => send(log_dirs::alter(ctx, &r).into()),
+        RequestKind::AlterPartitionReassignments(r) => send(reassignments::alter(ctx, &r).into()),
+        RequestKind::ListPartitionReassignments(r) => send(reassignments::list(ctx, &r).into()),
+        RequestKind::ElectLeaders(r) => send(reassignments::elect_leaders(ctx, &r).into()),
+        RequestKind::DescribeQuorum(r) => send(quorum::describe_quorum(ctx, &r).into()),
+        RequestKind::UpdateFeatures(r) => send(quorum::update_features(ctx, &r).into()),
+        RequestKind::AddRaftVoter(_) => send(quorum::add_raft_voter(ctx).into()),
+        RequestKind::RemoveRaftVoter(_) => send(quorum::remove_raft_voter(ctx).into()),
+        RequestKind::UnregisterBroker(r) => send(quorum::unregister_broker(ctx, &r).into()),
+        RequestKind::UnregisterController(r) => send(quorum::unregister_controller(ctx, &r).into()),
+        RequestKind::StreamsGroupHeartbeat(r) => send(streams::heartbeat(ctx, &r).into()),
+        RequestKind::StreamsGroupDescribe(r) => send(streams::describe(ctx, &r).into()),
+        RequestKind::StreamsGroupTopologyDescriptionUpdate(r) => send(streams::topology_description_update(ctx, &r).into()),
+        RequestKind::WriteTxnMarkers(r) => send(txn::write_txn_markers(ctx, &r).into()),
+        RequestKind::CreateAcls(r) => send(acls::create_acls(ctx, &r).into()),
+        RequestKind::DescribeAcls(r) => send(acls::describe_acls(ctx, &r).into()),
+        RequestKind::DeleteAcls(r) => send(acls::delete_acls(ctx, &r).into()),
+        RequestKind::DescribeUserScramCredentials(r) => send(scram::describe(ctx, &r).into()),
+        RequestKind::AlterUserScramCredentials(r) => send(scram::alter(ctx, &r).into()),
+        RequestKind::DescribeClientQuotas(r) => send(quotas::describe(ctx, &r).into()),
+        RequestKind::AlterClientQuotas(r) => send(quotas::alter(ctx, &r).into()),
+        RequestKind::CreateDelegationToken(r) => send(tokens::create(ctx, &r).into()),
+        RequestKind::RenewDelegationToken(r) => send(tokens::renew(ctx, &r).into()),
+        RequestKind::ExpireDelegationToken(r) => send(tokens::expire(ctx, &r).into()),
+        RequestKind::DescribeDelegationToken(r) => send(tokens::describe(ctx, &r).into()),
+        RequestKind::DescribeShareGroupOffsets(r) => send(share_offsets::describe(ctx, &r).into()),
+        RequestKind::AlterShareGroupOffsets(r) => send(share_offsets::alter(ctx, &r).into()),
+        RequestKind::DeleteShareGroupOffsets(r) => send(share_offsets::delete(ctx, &r).into()),
+        RequestKind::InitializeShareGroupState(r) => send(share_state::initialize(ctx, &r).into()),
+        RequestKind::ReadShareGroupState(r) => send(share_state::read(ctx, &r).into()),
+        RequestKind::WriteShareGroupState(r) => send(share_state::write(ctx, &r).into()),
+        RequestKind::DeleteShareGroupState(r) => send(share_state::delete(ctx, &r).into()),
+        RequestKind::ReadShareGroupStateSummary(r) => send(share_state::summary(ctx, &r).into()),
         // Served nowhere in this fake yet: Kafka's answer to a version it does not serve.
         other => {
             let version = ctx.version;

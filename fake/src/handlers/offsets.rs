@@ -73,8 +73,10 @@ pub(super) fn list_offsets(ctx: &Ctx<'_>, req: &ListOffsetsRequest) -> ListOffse
                             if version >= 4 {
                                 out.leader_epoch = partition.leader_epoch;
                             }
+                            // v0 answers a list of offsets instead (at most max_num_offsets).
                             if version == 0 {
-                                out.old_style_offsets = smallvec![offset];
+                                out.old_style_offsets = if offset >= 0 && p.max_num_offsets > 0 { smallvec![offset] } else { smallvec![] };
+                                out.offset = -1;
                             }
                         }
                     }

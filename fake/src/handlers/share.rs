@@ -24,7 +24,7 @@ type Tip = (Uuid, i32);
 type AckBatches = Vec<(i64, i64, Vec<i8>)>;
 
 /// The rules of `group`'s share partitions, from its configs.
-fn rules(groups: &Groups, group: &str) -> Rules {
+pub(super) fn rules(groups: &Groups, group: &str) -> Rules {
     Rules {
         lock: Duration::from_millis(u64::try_from(groups.config_i64(group, "share.record.lock.duration.ms", defaults::SHARE_LOCK_MS)).unwrap_or(30_000)),
         delivery_limit: i16::try_from(groups.config_i64(group, "share.delivery.count.limit", defaults::SHARE_DELIVERY_LIMIT)).unwrap_or(5),

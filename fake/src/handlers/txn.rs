@@ -12,7 +12,7 @@ use kwire::messages::{
     txn_offset_commit_response::{TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic},
     AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, DescribeProducersRequest, DescribeProducersResponse, DescribeTransactionsRequest,
     DescribeTransactionsResponse, EndTxnRequest, EndTxnResponse, ListTransactionsRequest, ListTransactionsResponse,
-    InitProducerIdRequest, InitProducerIdResponse, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
+    InitProducerIdRequest, InitProducerIdResponse, TxnOffsetCommitRequest, TxnOffsetCommitResponse, WriteTxnMarkersRequest, WriteTxnMarkersResponse,
 };
 use kwire::ErrorCode;
 
@@ -451,4 +451,51 @@ pub(super) fn list_transactions(ctx: &Ctx<'_>, req: &ListTransactionsRequest) ->
         .map(|(id, m)| list_transactions_response::TransactionState { transactional_id: s(id), producer_id: m.producer_id, transaction_state: s(m.state.name()), ..Default::default() })
         .collect();
     ListTransactionsResponse { unknown_state_filters, transaction_states, ..Default::default() }
+}
+
+/// WriteTxnMarkers (coordinator to partition leaders, CLUSTER_ACTION): each marker is written
+/// to the partitions this broker leads, closing its producer's transaction there; an older
+/// producer epoch than the partition knows is INVALID_PRODUCER_EPOCH.
+pub(super) fn write_txn_markers(ctx: &Ctx<'_>, req: &WriteTxnMarkersRequest) -> WriteTxnMarkersResponse {
+    use kwire::messages::write_txn_markers_response::{WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult};
+    let allowed = ctx.authorized(crate::acl::op::CLUSTER_ACTION, crate::acl::resource::CLUSTER, crate::acl::CLUSTER_NAME);
+    let now = ctx.inner.now_ms();
+    let mut state = ctx.inner.state();
+    let markers = req
+        .markers
+        .iter()
+        .map(|m| WritableTxnMarkerResult {
+            producer_id: m.producer_id,
+            topics: m
+                .topics
+                .iter()
+                .map(|t| WritableTxnMarkerTopicResult {
+                    name: t.name.clone(),
+                    partitions: t
+                        .partition_indexes
+                        .iter()
+                        .map(|p| {
+                            let code = match state.topics.get_mut(&*t.name).and_then(|topic| topic.partition_mut(*p)) {
+                                _ if !allowed => ErrorCode::CLUSTER_AUTHORIZATION_FAILED,
+                                None => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+                                Some(part) if part.leader != ctx.broker => ErrorCode::NOT_LEADER_OR_FOLLOWER,
+                                Some(part) if part.log.producers().iter().any(|(pid, epoch, ..)| *pid == m.producer_id && *epoch > m.producer_epoch) => ErrorCode::INVALID_PRODUCER_EPOCH,
+                                Some(part) => {
+                                    let leader_epoch = part.leader_epoch;
+                                    part.log.append_marker(m.producer_id, m.producer_epoch, m.transaction_result, m.coordinator_epoch, now, leader_epoch);
+                                    ErrorCode::NONE
+                                }
+                            };
+                            WritableTxnMarkerPartitionResult { partition_index: *p, error_code: code.0, ..Default::default() }
+                        })
+                        .collect(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        })
+        .collect();
+    drop(state);
+    ctx.inner.wake();
+    WriteTxnMarkersResponse { markers, ..Default::default() }
 }
