@@ -76,6 +76,12 @@ for version in "$@"; do
     KWIRE_BROKER="$PWD/target/kafka/$version/env" KWIRE_REQUIRE_BROKER=1 -- "${side_by_side[@]}"
   run "Kafka $version, alone" "target/client-tests/$version-alone.log" \
     KWIRE_BROKER="$PWD/target/kafka/$version/env" KWIRE_REQUIRE_BROKER=1 -- "${alone[@]}"
+  # And once more with a seed of the day (each version its own): over the days CI goes through
+  # many fault schedules. A failure names its seed; replay it with KWIRE_FAULT_SEED.
+  rotating=$(( $(date -u +%s) / 86400 * 2 + ${version%%.*} ))
+  echo "client-tests: the faulty network with today's seed $rotating" >&2
+  run "Kafka $version, alone, seed $rotating" "target/client-tests/$version-alone-$rotating.log" \
+    KWIRE_BROKER="$PWD/target/kafka/$version/env" KWIRE_REQUIRE_BROKER=1 KWIRE_FAULT_SEED=$rotating -- "${alone[@]}"
   scripts/kafka.sh stop "$version" >/dev/null 2>&1 || true
   running=""
   echo "client-tests: Kafka $version took $((SECONDS - t0))s" >&2

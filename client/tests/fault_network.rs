@@ -160,7 +160,8 @@ fn delivery_timeout() -> Duration {
     Duration::from_millis(std::env::var("KWIRE_FAULT_DELIVERY_MS").ok().and_then(|s| s.parse().ok()).unwrap_or(30_000))
 }
 
-/// The seed of the faults (`KWIRE_FAULT_SEED` to try another).
+/// The seed of the faults (`KWIRE_FAULT_SEED` to try another; scripts/client-tests.sh adds one
+/// that changes every day).
 fn seed() -> u64 {
     std::env::var("KWIRE_FAULT_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x6b77_6972_65)
 }
@@ -422,7 +423,13 @@ async fn an_idempotent_producer_through_a_faulty_network_loses_and_duplicates_no
     assert!(unexplained.is_empty(), "errors a faulty network does not explain: {:?}", &unexplained[..unexplained.len().min(5)]);
     assert!(calm_failed.is_empty(), "after the faults stopped, {} of {CALM} records failed, first {:?}", calm_failed.len(), calm_failed.first());
     assert!(faulty_acked > 0, "records got through the faulty network");
-    assert!(counts.total() >= 5, "the network was faulty enough: {counts:?}");
+    // The default seed is known to strike enough; another one (CI's rotating seed, a soak) that
+    // strikes too little proves little, and says so rather than failing on the harness.
+    if std::env::var_os("KWIRE_FAULT_SEED").is_none() || counts.total() >= 5 {
+        assert!(counts.total() >= 5, "the network was faulty enough: {counts:?}");
+    } else {
+        println!("uninformative: seed {seed} struck only {} faults ({counts:?})", counts.total());
+    }
 }
 
 /// The reference for the kwire producer's recovery: Java's idempotent producer through the same

@@ -70,7 +70,13 @@ where
     let count = seeds.end - seeds.start;
     let mut failures = Vec::new();
     for seed in seeds {
-        match run_one(seed, &scenario) {
+        let t = std::time::Instant::now();
+        let outcome = run_one(seed, &scenario);
+        if t.elapsed() > Duration::from_secs(5) {
+            // A slow seed is worth a look (a run spinning until its deadline), even if it passed.
+            println!("{name}: seed {seed} took {:.1}s", t.elapsed().as_secs_f64());
+        }
+        match outcome {
             Ok(summary) if count == 1 => println!("{name} seed {seed}: {summary}"),
             Ok(_) => {}
             Err(e) if keep_going => {
@@ -605,4 +611,176 @@ fn kind(e: &Error) -> String {
 #[test]
 fn exactly_once_under_faults() {
     simulate("exactly_once_under_faults", 0..1000, exactly_once);
+}
+
+const EVENTS: &str = "events";
+const MEMBERS: usize = 3;
+
+/// What the group's members processed, shared by their tasks (one thread).
+type Processed = std::rc::Rc<std::cell::RefCell<BTreeMap<(i32, i64), usize>>>;
+
+/// Whether the group's committed offsets skip a record nobody processed (at-least-once: every
+/// offset below a committed one was processed by some member).
+fn skipped(cluster: &Cluster, processed: &Processed) -> Option<String> {
+    let processed = processed.borrow();
+    for p in 0..6 {
+        let Some(committed) = cluster.committed_offset(GROUP, EVENTS, p) else {
+            continue;
+        };
+        if let Some(o) = (0..committed).find(|o| !processed.contains_key(&(p, *o))) {
+            return Some(format!("partition {p}: offset {committed} committed, but {o} was never processed"));
+        }
+    }
+    None
+}
+
+/// One member: polls, processes (records what it saw) and commits, until told to stop or it
+/// crashes (dropped without closing, as a killed process); then another takes its place.
+async fn member(
+    cluster: Cluster,
+    seed: u64,
+    who: usize,
+    protocol: kwire_client::GroupProtocol,
+    processed: Processed,
+    stop: std::rc::Rc<std::cell::Cell<bool>>,
+    errors: std::rc::Rc<std::cell::RefCell<BTreeMap<String, usize>>>,
+) {
+    let mut rng = fastrand::Rng::with_seed(seed ^ (who as u64).wrapping_mul(0x9e37));
+    let mut incarnation = 0u64;
+    while !stop.get() {
+        incarnation += 1;
+        let Ok(client) = connect(&cluster, seed ^ (who as u64) << 8 ^ incarnation << 16, Duration::from_secs(2)).await else {
+            continue;
+        };
+        let config = ConsumerConfig {
+            group_protocol: protocol,
+            enable_auto_commit: false,
+            auto_offset_reset: OffsetReset::Earliest,
+            session_timeout: Duration::from_secs(6),
+            heartbeat_interval: Duration::from_millis(500),
+            fetch_max_wait: Duration::from_millis(100),
+            max_poll_records: rng.usize(1..50),
+            enable_metrics_push: false,
+            ..ConsumerConfig::group(GROUP)
+        };
+        let Ok(mut consumer) = Consumer::new(client, config) else {
+            continue;
+        };
+        if consumer.subscribe(&[EVENTS]).is_err() {
+            continue;
+        }
+        let crash_after = if rng.u32(0..3) == 0 { Some(rng.usize(1..60)) } else { None };
+        let mut polls = 0;
+        while !stop.get() {
+            polls += 1;
+            if crash_after.is_some_and(|n| polls > n) {
+                *errors.borrow_mut().entry("crashed".into()).or_default() += 1;
+                break;
+            }
+            match consumer.poll(Duration::from_millis(200)).await {
+                Ok(records) => {
+                    for r in &records {
+                        *processed.borrow_mut().entry((r.partition, r.offset)).or_default() += 1;
+                    }
+                    tokio::time::sleep(Duration::from_millis(rng.u64(0..30))).await;
+                    // After every poll, records or not: a commit lost to a fault is made good
+                    // by the next one even when nothing more arrives.
+                    if let Err(e) = consumer.commit().await {
+                        *errors.borrow_mut().entry(format!("commit: {}", kind(&e))).or_default() += 1;
+                    }
+                }
+                Err(e) => {
+                    *errors.borrow_mut().entry(format!("poll: {}", kind(&e))).or_default() += 1;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+        if stop.get() {
+            let _ = consumer.close().await;
+        }
+    }
+}
+
+/// A consumer group of three (KIP-848 for even seeds, classic for odd ones) through the faulty
+/// network and cluster, members crashing and coming back: at-least-once holds throughout (no
+/// committed offset passes a record nobody processed), and once the faults stop the group
+/// processes and commits the whole topic.
+async fn consumer_group(seed: u64) -> Result<String, String> {
+    let plan = plan(seed);
+    let protocol = if seed % 2 == 0 { kwire_client::GroupProtocol::Consumer } else { kwire_client::GroupProtocol::Classic };
+    let cluster = Cluster::start(ClusterConfig::default().brokers(3).seed(seed).clock_start_ms(1_700_000_000_000));
+    cluster.create_topic(EVENTS, 6, 3).map_err(|e| e.to_string())?;
+    let records = plan.records.min(1200);
+    {
+        let client = connect(&cluster, seed, Duration::from_secs(2)).await?;
+        let producer = Producer::new(client, ProducerConfig { enable_metrics_push: false, ..Default::default() }).map_err(|e| e.to_string())?;
+        let mut deliveries = Vec::new();
+        for seq in 0..records {
+            deliveries.push(
+                producer
+                    .send(ProducerRecord::new(EVENTS, format!("v{seq}")).key(format!("k{seq}")).timestamp(cluster.now_ms()))
+                    .await
+                    .map_err(|e| e.to_string())?,
+            );
+        }
+        for d in deliveries {
+            d.await.map_err(|e| format!("input: {e}"))?;
+        }
+        producer.close().await.map_err(|e| e.to_string())?;
+    }
+    cluster.set_faults(Some(
+        FaultConfig::new(seed).percent(plan.fault_percent).window(plan.fault_window).max_delay(Duration::from_millis(500)).late(Duration::from_secs(3)),
+    ));
+    let processed: Processed = Default::default();
+    let stop = std::rc::Rc::new(std::cell::Cell::new(false));
+    let errors: std::rc::Rc<std::cell::RefCell<BTreeMap<String, usize>>> = Default::default();
+    let local = tokio::task::LocalSet::new();
+    let outcome = local
+        .run_until(async {
+            for who in 0..MEMBERS {
+                tokio::task::spawn_local(member(cluster.clone(), seed, who, protocol, processed.clone(), stop.clone(), errors.clone()));
+            }
+            let start = tokio::time::Instant::now();
+            let mut ops = plan.operations.clone().into_iter().peekable();
+            let deadline = start + Duration::from_secs(900);
+            let mut healed = false;
+            loop {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                if let Some(e) = skipped(&cluster, &processed) {
+                    return Err(e);
+                }
+                while ops.peek().is_some_and(|(at, _)| start + *at <= tokio::time::Instant::now()) {
+                    if let Some((_, op)) = ops.next() {
+                        apply(&cluster, &op);
+                    }
+                }
+                if ops.peek().is_none() && !healed {
+                    healed = true;
+                    cluster.set_faults(None);
+                    cluster.unhook_all();
+                    for b in 0..3 {
+                        let _ = cluster.start_broker(b);
+                    }
+                }
+                let done = (0..6).all(|p| cluster.committed_offset(GROUP, EVENTS, p) == cluster.offsets(EVENTS, p).ok().map(|o| o.2));
+                if healed && done {
+                    return Ok(());
+                }
+                if tokio::time::Instant::now() > deadline {
+                    let committed: Vec<_> = (0..6).map(|p| cluster.committed_offset(GROUP, EVENTS, p)).collect();
+                    return Err(format!("the group did not commit the whole topic in time: committed {committed:?}; {:?}", errors.borrow()));
+                }
+            }
+        })
+        .await;
+    stop.set(true);
+    outcome?;
+    let processed = processed.borrow();
+    let again = processed.values().filter(|n| **n > 1).count();
+    Ok(format!("{protocol:?}: {records} records, {} processed, {again} more than once; {:?}; {:?}", processed.len(), errors.borrow(), cluster.fault_counts()))
+}
+
+#[test]
+fn consumer_group_under_faults() {
+    simulate("consumer_group_under_faults", 0..1000, consumer_group);
 }

@@ -226,44 +226,56 @@ pub(super) async fn consumer(
             }
         };
         reported = ErrorCode(response.error_code).is_ok().then_some(owned);
-        let mut m = lock(&shared);
-        match ErrorCode(response.error_code) {
-            ErrorCode::NONE => {
-                if let Some(id) = response.member_id.as_deref().filter(|id| !id.is_empty()) {
-                    m.member_id = id.to_owned();
+        // Fenced: whether to rejoin after the backoff rather than at once.
+        let mut rejoin = None;
+        {
+            let mut m = lock(&shared);
+            match ErrorCode(response.error_code) {
+                ErrorCode::NONE => {
+                    if let Some(id) = response.member_id.as_deref().filter(|id| !id.is_empty()) {
+                        m.member_id = id.to_owned();
+                    }
+                    if response.member_epoch != m.generation {
+                        debug!(epoch = response.member_epoch, "member epoch");
+                    }
+                    m.generation = response.member_epoch;
+                    if response.heartbeat_interval_ms > 0 {
+                        m.heartbeat_interval = Some(Duration::from_millis(response.heartbeat_interval_ms as u64));
+                    }
+                    if let Some(a) = response.assignment {
+                        m.target = Some(a.topic_partitions.iter().map(|t| (t.topic_id, t.partitions.to_vec())).collect());
+                    }
                 }
-                if response.member_epoch != m.generation {
-                    debug!(epoch = response.member_epoch, "member epoch");
+                // Partitions lost: join again at epoch 0.
+                code @ (ErrorCode::UNKNOWN_MEMBER_ID | ErrorCode::FENCED_MEMBER_EPOCH) => {
+                    warn!(code = ?code.name(), "fenced: rejoining");
+                    m.generation = 0;
+                    m.owned.clear();
+                    m.target = None;
+                    m.fenced = true;
+                    // The rejoin itself refused (the coordinator still holds the member at a later
+                    // epoch until its session ends): try again after the backoff, not at once, or
+                    // the heartbeats would go back to back until then.
+                    rejoin = Some(epoch == 0);
                 }
-                m.generation = response.member_epoch;
-                if response.heartbeat_interval_ms > 0 {
-                    m.heartbeat_interval = Some(Duration::from_millis(response.heartbeat_interval_ms as u64));
-                }
-                if let Some(a) = response.assignment {
-                    m.target = Some(a.topic_partitions.iter().map(|t| (t.topic_id, t.partitions.to_vec())).collect());
+                code if coordinator_moved(code) => coordinator.forget(),
+                code => {
+                    let message = response.error_message.as_deref().map(str::to_owned);
+                    let e = Error::group(code, message, &group, config.instance_id.as_deref(), format!("ConsumerGroupHeartbeat for group {group}"));
+                    if e.is_retriable() {
+                        warn!(error = %e, "heartbeat error");
+                    } else {
+                        m.fatal = Some(e);
+                        return;
+                    }
                 }
             }
-            // Partitions lost: join again at epoch 0.
-            code @ (ErrorCode::UNKNOWN_MEMBER_ID | ErrorCode::FENCED_MEMBER_EPOCH) => {
-                warn!(code = ?code.name(), "fenced: rejoining");
-                m.generation = 0;
-                m.owned.clear();
-                m.target = None;
-                m.fenced = true;
-                drop(m);
-                wake.notify_one();
+        }
+        if let Some(later) = rejoin {
+            if later {
+                tokio::time::sleep(config.retry_backoff).await;
             }
-            code if coordinator_moved(code) => coordinator.forget(),
-            code => {
-                let message = response.error_message.as_deref().map(str::to_owned);
-                let e = Error::group(code, message, &group, config.instance_id.as_deref(), format!("ConsumerGroupHeartbeat for group {group}"));
-                if e.is_retriable() {
-                    warn!(error = %e, "heartbeat error");
-                } else {
-                    m.fatal = Some(e);
-                    return;
-                }
-            }
+            wake.notify_one();
         }
     }
 }

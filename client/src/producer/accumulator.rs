@@ -13,7 +13,7 @@ use kwire::{ByteString, Bytes};
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::delivery::{Callback, Completer, Delivery, Fired, Outcome};
-use super::idempotence::{Idempotence, Sequenced, Sequences};
+use super::idempotence::{Idempotence, ProducerIdEpoch, Sequenced, Sequences};
 use super::transaction::Transactions;
 use super::ProducerConfig;
 use crate::cluster::{ClusterMetadata, TopicInfo};
@@ -164,6 +164,36 @@ pub(crate) struct Queue {
     next_ordinal: u64,
     /// A record was ever appended here (Java creates a partition's queue then).
     used: bool,
+}
+
+impl Queue {
+    /// Takes the first batch to send (the caller has checked that it may go), with its
+    /// sequence if the producer is idempotent. `next` is set to now if another batch of the
+    /// partition is ready and may go in the next request.
+    fn take(
+        &mut self,
+        cfg: &ProducerConfig,
+        producer_id: Option<ProducerIdEpoch>,
+        limit: usize,
+        urgent: bool,
+        now: Instant,
+        next: &mut Option<Instant>,
+    ) -> Option<Batch> {
+        let mut batch = self.batches.pop_front()?;
+        if let Some(current) = producer_id.filter(|_| cfg.idempotence) {
+            batch.sequence = Some(self.sequences.for_batch(batch.sequence, batch.records.len(), current));
+        }
+        self.in_flight += 1;
+        self.sequences.flight_pid = if cfg.idempotence { batch.sequence.map(|(p, e, _)| (p, e)) } else { producer_id };
+        // One batch per partition per request; another ready one goes in the next request, at
+        // once.
+        let more =
+            self.batches.front().is_some_and(|b| b.attempts == 0 && (urgent || self.batches.len() > 1 || b.is_full(cfg) || now >= b.created + cfg.linger));
+        if more && self.in_flight < limit {
+            *next = Some(now);
+        }
+        Some(batch)
+    }
 }
 
 /// One topic's partitions (indexed by partition), its sticky partition and load statistics.
@@ -496,6 +526,7 @@ impl Accumulator {
         let mut out = Drained::default();
         let mut expired = Vec::new();
         let mut unknown = Vec::new();
+        let mut lingering = Vec::new();
         let limit = if cfg.idempotence { cfg.max_in_flight } else { 1 };
         if cfg.idempotence {
             idem.resolve(self.topics.values_mut().flat_map(|t| t.partitions.iter_mut()).map(|q| {
@@ -553,10 +584,16 @@ impl Accumulator {
                 }
                 let due = front.created + cfg.linger;
                 let ready = urgent || queue.batches.len() > 1 || front.is_full(cfg) || now >= due || front.attempts > 0;
-                let retry_ok = front.retry_at.is_none_or(|t| now >= t);
-                let wake_at = if !retry_ok { front.retry_at } else if !ready { Some(due) } else { None };
-                if let Some(t) = wake_at {
+                if let Some(t) = front.retry_at.filter(|t| now < *t) {
                     out.next = Some(out.next.map_or(t, |n: Instant| n.min(t)));
+                    continue;
+                }
+                if !ready {
+                    // Lingering: it goes now if its leader has a request to send anyway (below).
+                    out.next = Some(out.next.map_or(due, |n: Instant| n.min(due)));
+                    if let Some(leader) = metadata.leader(topic, partition) {
+                        lingering.push((topic.clone(), partition as usize, leader));
+                    }
                     continue;
                 }
                 let Some(leader) = metadata.leader(topic, partition) else {
@@ -571,38 +608,43 @@ impl Accumulator {
                 if cfg.idempotence && producer_id.is_none() {
                     continue;
                 }
-                let Some(mut batch) = queue.batches.pop_front() else {
-                    continue;
-                };
-                if let Some(current) = producer_id.filter(|_| cfg.idempotence) {
-                    batch.sequence = Some(queue.sequences.for_batch(batch.sequence, batch.records.len(), current));
+                if let Some(batch) = queue.take(cfg, producer_id, limit, urgent, now, &mut out.next) {
+                    self.max_in_flight = self.max_in_flight.max(queue.in_flight);
+                    out.by_node.entry(leader).or_default().push(ReadyBatch { topic: topic.clone(), partition, batch });
                 }
-                queue.in_flight += 1;
-                queue.sequences.flight_pid = if cfg.idempotence { batch.sequence.map(|(p, e, _)| (p, e)) } else { producer_id };
+            }
+        }
+        // As Java's `drainBatchesForOneNode`: a broker with a request to send gets the first
+        // batch of each of its partitions, lingering or not, so that a request carries what there
+        // is rather than leaving the rest for requests of their own (fewer, fuller requests).
+        for (topic, partition, leader) in lingering {
+            let Some(batches) = out.by_node.get_mut(&leader) else {
+                continue;
+            };
+            let Some(queue) = self.topics.get_mut(&topic).and_then(|t| t.partitions.get_mut(partition)) else {
+                continue;
+            };
+            if let Some(batch) = queue.take(cfg, producer_id, limit, urgent, now, &mut out.next) {
                 self.max_in_flight = self.max_in_flight.max(queue.in_flight);
-                // One batch per partition per request; another ready one goes in the next
-                // request, at once.
-                let more = queue.batches.front().is_some_and(|b| {
-                    b.attempts == 0 && (urgent || queue.batches.len() > 1 || b.is_full(cfg) || now >= b.created + cfg.linger)
-                });
-                if more && queue.in_flight < limit {
-                    out.next = Some(now);
-                }
-                out.by_node.entry(leader).or_default().push(ReadyBatch { topic: topic.clone(), partition, batch });
+                batches.push(ReadyBatch { topic, partition: partition as i32, batch });
             }
         }
         for node in out.by_node.keys() {
             *self.requests.entry(*node).or_default() += 1;
         }
-        out.needs_producer_id =
-            cfg.idempotence && producer_id.is_none() && self.topics.values().flat_map(|t| &t.partitions).any(|q| !q.batches.is_empty());
+        out.needs_producer_id = cfg.idempotence && producer_id.is_none() && self.topics.values().flat_map(|t| &t.partitions).any(|q| !q.batches.is_empty());
         for (topic, partition, mut b) in expired {
             let e = delivery_timeout(cfg, &topic, partition, b.records.len(), b.last_error.take());
             out.failed.get_or_insert_with(|| e.clone());
             self.fail(b, e);
         }
         for (topic, partition, mut b) in unknown {
-            let e = Error::Producer(ProducerError::OutcomeUnknown { topic: topic.to_string(), partition, records: b.records.len(), last_error: b.last_error.take().map(Box::new) });
+            let e = Error::Producer(ProducerError::OutcomeUnknown {
+                topic: topic.to_string(),
+                partition,
+                records: b.records.len(),
+                last_error: b.last_error.take().map(Box::new),
+            });
             out.failed.get_or_insert_with(|| e.clone());
             self.fail(b, e);
         }
@@ -619,12 +661,8 @@ fn load_stats(topic: &str, queues: &TopicQueues, metadata: &ClusterMetadata) -> 
     if queues.partitions.len() < all || !queues.partitions.iter().all(|q| q.used) {
         return None;
     }
-    let sizes: Vec<(i32, usize)> = info
-        .partitions
-        .iter()
-        .filter(|p| p.leader >= 0)
-        .map(|p| (p.index, queues.partitions.get(p.index as usize).map_or(0, |q| q.batches.len())))
-        .collect();
+    let sizes: Vec<(i32, usize)> =
+        info.partitions.iter().filter(|p| p.leader >= 0).map(|p| (p.index, queues.partitions.get(p.index as usize).map_or(0, |q| q.batches.len()))).collect();
     LoadStats::new(&sizes, all)
 }
 
@@ -792,13 +830,17 @@ public class BatchFill {
     #[test]
     fn batches_fill_and_estimate_compression_as_javas_producer_batch() {
         const TEST: &str = "batches_fill_and_estimate_compression_as_javas_producer_batch";
-        let Some(cp) = java::classpath() else { return java::skip(TEST, "no kafka-clients 4.4.0 / slf4j-api jar in ~/.m2") };
+        let Some(cp) = java::classpath() else {
+            return java::skip(TEST, "no kafka-clients 4.4.0 / slf4j-api jar in ~/.m2");
+        };
         let dir = std::env::temp_dir().join(format!("kw-batch-fill-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let src = dir.join("BatchFill.java");
         std::fs::write(&src, JAVA).expect("java source");
         let child = Command::new("java").arg("-cp").arg(&cp).arg(&src).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
-        let Ok(mut child) = child else { return java::skip(TEST, "no java on PATH") };
+        let Ok(mut child) = child else {
+            return java::skip(TEST, "no java on PATH");
+        };
         let records = records();
         // gzip is in the JDK: no codec jar needed, and the codec only sets the ratios observed.
         let cases = [("plain", 16384, "none"), ("small", 5000, "gzip"), ("large", 65536, "gzip")];
@@ -841,5 +883,48 @@ public class BatchFill {
             }
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Topic `t`: partitions 0 and 1 led by broker 1, partition 2 by broker 2.
+    fn two_brokers() -> (ClusterMetadata, Arc<TopicInfo>) {
+        let p = |index, leader| crate::cluster::PartitionInfo {
+            index,
+            leader,
+            leader_epoch: 0,
+            replicas: vec![leader],
+            isr: vec![leader],
+            error: kwire::ErrorCode::NONE,
+        };
+        let topic = Arc::new(TopicInfo { name: "t".into(), id: Default::default(), internal: false, partitions: vec![p(0, 1), p(1, 1), p(2, 2)] });
+        let mut metadata = ClusterMetadata::default();
+        metadata.topics.insert("t".into(), topic.clone());
+        (metadata, topic)
+    }
+
+    #[tokio::test]
+    async fn a_broker_with_a_ready_batch_also_takes_its_lingering_ones() {
+        let cfg = ProducerConfig { idempotence: false, linger: Duration::from_secs(60), batch_size: 200, ..Default::default() };
+        let (metadata, topic) = two_brokers();
+        let memory = Arc::new(tokio::sync::Semaphore::new(1 << 20));
+        let mut acc = Accumulator::default();
+        let name: Arc<str> = "t".into();
+        let add = |acc: &mut Accumulator, partition: i32, size: usize| {
+            let record =
+                NewRecord { partition: Some(partition), key: None, value: Some(Bytes::from(vec![b'x'; size])), headers: Vec::new(), timestamp: 0, size };
+            acc.append(&cfg, &name, &topic, record, memory.clone().try_acquire_many_owned(size as u32).unwrap(), None).unwrap();
+        };
+        // Partitions 1 and 2 linger; nothing is ready, nothing goes.
+        add(&mut acc, 1, 10);
+        add(&mut acc, 2, 10);
+        let mut idem = Idempotence::default();
+        let now = Instant::now();
+        assert!(acc.drain(&cfg, &metadata, &mut idem, None, now).by_node.is_empty());
+        // Partition 0 fills a batch: broker 1's request takes partition 1's lingering batch too,
+        // broker 2 (only lingering) sends nothing.
+        add(&mut acc, 0, 150);
+        add(&mut acc, 0, 150);
+        let drained = acc.drain(&cfg, &metadata, &mut idem, None, now);
+        let sent: Vec<(i32, Vec<i32>)> = drained.by_node.iter().map(|(node, b)| (*node, b.iter().map(|b| b.partition).collect())).collect();
+        assert_eq!(sent, vec![(1, vec![0, 1])]);
     }
 }
