@@ -97,6 +97,9 @@ if have java && have mvn; then
 else
   for s in "java oracle" "broker sweep" "client" "proxy"; do skip "$s" "Java 17+ and Maven"; done
 fi
+# The same sweep against kwire-fake imitating each release: every api version it advertises
+# answered as Kafka would (after the real sweep, whose build it reuses).
+stage "broker sweep against kwire-fake" scripts/broker-sweep.sh --fake
 if have go && have java && have mvn; then
   stage "benchmark peers' frames" benches/peers-check.sh
 else
