@@ -544,15 +544,7 @@ impl Cluster {
     /// `share.heartbeat.interval.ms`, `consumer.session.timeout.ms`,
     /// `consumer.heartbeat.interval.ms`.
     pub fn set_group_config(&self, group: &str, name: &str, value: &str) -> Result<(), ControlError> {
-        let known = crate::groups::GROUP_CONFIGS.iter().any(|(n, _)| *n == name);
-        let valid = match name {
-            "share.auto.offset.reset" => matches!(value, "latest" | "earliest"),
-            "share.isolation.level" => matches!(value, "read_uncommitted" | "read_committed"),
-            _ => value.parse::<i64>().is_ok_and(|v| v > 0),
-        };
-        if !known || !valid {
-            return Err(ControlError::Kafka(ErrorCode::INVALID_CONFIG, format!("Invalid value {value} for group config {name}")));
-        }
+        crate::groups::check_group_config(name, value).map_err(|m| ControlError::Kafka(ErrorCode::INVALID_CONFIG, m))?;
         self.inner.state().groups.configs.entry(group.to_owned()).or_default().insert(name.to_owned(), value.to_owned());
         Ok(())
     }

@@ -140,6 +140,23 @@ pub(crate) const GROUP_CONFIGS: &[(&str, &str)] = &[
     ("share.isolation.level", "read_uncommitted"),
 ];
 
+/// Whether `value` is valid for group config `name` (Kafka's `GroupConfig` checks), or why not.
+pub(crate) fn check_group_config(name: &str, value: &str) -> Result<(), String> {
+    let known = GROUP_CONFIGS.iter().any(|(n, _)| *n == name);
+    let valid = match name {
+        "share.auto.offset.reset" => matches!(value, "latest" | "earliest"),
+        "share.isolation.level" => matches!(value, "read_uncommitted" | "read_committed"),
+        _ => value.parse::<i64>().is_ok_and(|v| v > 0),
+    };
+    if !known {
+        return Err(format!("Unknown group config name: {name}"));
+    }
+    if !valid {
+        return Err(format!("Invalid value {value} for group config {name}"));
+    }
+    Ok(())
+}
+
 impl Groups {
     /// A group config, or its default.
     pub(crate) fn config(&self, group: &str, name: &str) -> String {

@@ -19,10 +19,12 @@ use crate::topics::{check_config, valid_name, Partition, DEFAULTS};
 /// Config resource types (`ConfigResource.Type`).
 const TOPIC: i8 = 2;
 const BROKER: i8 = 4;
+const GROUP: i8 = 32;
 
 /// Config sources (`DescribeConfigsResponse.ConfigSource`).
 const DYNAMIC_TOPIC_CONFIG: i8 = 1;
 const DEFAULT_CONFIG: i8 = 5;
+const GROUP_CONFIG: i8 = 8;
 
 /// The most partitions a topic may have here.
 const MAX_PARTITIONS: i32 = 100_000;
@@ -264,6 +266,26 @@ pub(crate) fn describe_configs(ctx: &Ctx<'_>, req: &DescribeConfigsRequest) -> D
                             .collect();
                     }
                 }
+                GROUP => {
+                    // Every group config, set or default (a group need not exist, as in Kafka).
+                    let set = state.groups.configs.get(&*r.resource_name);
+                    result.configs = crate::groups::GROUP_CONFIGS
+                        .iter()
+                        .filter(|(n, _)| wanted(n))
+                        .map(|(name, default)| {
+                            let value = set.and_then(|c| c.get(*name)).cloned();
+                            DescribeConfigsResourceResult {
+                                name: s(name),
+                                value: Some(s(value.as_deref().unwrap_or(default))),
+                                read_only: false,
+                                is_default: ctx.version == 0 && value.is_none(),
+                                config_source: if ctx.version == 0 { -1 } else if value.is_some() { GROUP_CONFIG } else { DEFAULT_CONFIG },
+                                is_sensitive: false,
+                                ..Default::default()
+                            }
+                        })
+                        .collect();
+                }
                 _ => {
                     result.error_code = ErrorCode::INVALID_REQUEST.0;
                     result.error_message = Some(s(&format!("Unsupported resource type {}", r.resource_type)));
@@ -314,6 +336,33 @@ fn alter_topic(ctx: &Ctx<'_>, name: &str, changes: &[(String, i8, Option<String>
     Ok(())
 }
 
+/// Applies `changes` (set or delete; Kafka refuses append and subtract for group configs) to a
+/// group's configs, all or none.
+fn alter_group(ctx: &Ctx<'_>, group: &str, changes: &[(String, i8, Option<String>)], validate_only: bool) -> Result<(), (ErrorCode, String)> {
+    let mut state = ctx.inner.state();
+    let mut configs = state.groups.configs.get(group).cloned().unwrap_or_default();
+    for (key, op, value) in changes {
+        match op {
+            0 => {
+                let value = value.clone().unwrap_or_default();
+                crate::groups::check_group_config(key, &value).map_err(|m| (ErrorCode::INVALID_CONFIG, m))?;
+                configs.insert(key.clone(), value);
+            }
+            1 => {
+                crate::groups::check_group_config(key, crate::groups::GROUP_CONFIGS.iter().find(|(n, _)| n == key).map_or("", |(_, d)| d))
+                    .map_err(|m| (ErrorCode::INVALID_CONFIG, m))?;
+                configs.remove(key);
+            }
+            2 | 3 => return Err((ErrorCode::INVALID_CONFIG, format!("Config value append is not allowed for config key: {key}"))),
+            _ => return Err((ErrorCode::INVALID_REQUEST, format!("Unknown config operation {op}"))),
+        }
+    }
+    if !validate_only {
+        state.groups.configs.insert(group.to_owned(), configs);
+    }
+    Ok(())
+}
+
 pub(crate) fn incremental_alter_configs(ctx: &Ctx<'_>, req: &IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse {
     let responses = req
         .resources
@@ -323,6 +372,7 @@ pub(crate) fn incremental_alter_configs(ctx: &Ctx<'_>, req: &IncrementalAlterCon
             let outcome = match r.resource_type {
                 TOPIC => alter_topic(ctx, &r.resource_name, &changes, false, req.validate_only),
                 BROKER => Ok(()),
+                GROUP => alter_group(ctx, &r.resource_name, &changes, req.validate_only),
                 t => Err((ErrorCode::INVALID_REQUEST, format!("Unsupported resource type {t}"))),
             };
             let (code, message) = outcome.map_or_else(|(c, m)| (c, Some(s(&m))), |()| (ErrorCode::NONE, None));
