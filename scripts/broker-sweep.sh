@@ -35,11 +35,13 @@ fake_sweep() {
   [ $# -gt 0 ] || set -- 3.9 4.4
   mkdir -p target/broker-sweep
   export CARGO_PROFILE_DEV_DEBUG=${CARGO_PROFILE_DEV_DEBUG:-0} CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
-  if ! { nice -n 10 cargo build -p kwire-fake && nice -n 10 cargo test -p kwire --test broker_real --no-run; } >target/broker-sweep/fake-build.log 2>&1; then
-    tail -40 target/broker-sweep/fake-build.log >&2
-    exit 1
-  fi
+  # The workspace build's binaries (nothing to build after `cargo test --workspace`; a narrower
+  # cargo selection would compile kwire again): the sweep, and kwire-fake, which the workspace
+  # builds for its own tests.
+  . scripts/lib/testbins.sh
+  test_bins_build target/broker-sweep/fake-build.log || { tail -40 target/broker-sweep/fake-build.log >&2; exit 1; }
   local bin=${CARGO_TARGET_DIR:-target}/debug/kwire-fake summary=() status=0 pid=""
+  [ -x "$bin" ] || { echo "no $bin: the workspace build makes it" >&2; exit 1; }
   trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true' EXIT
   for release in "$@"; do
     local dir=target/kwire-fake/$release out
@@ -72,7 +74,7 @@ fake_sweep() {
       echo "BOOTSTRAP=$plain"
     } >"$dir/env"
     local log=target/broker-sweep/kwire-fake-$release.log
-    if ! KWIRE_BROKER="$PWD/$dir/env" KWIRE_REQUIRE_BROKER=1 nice -n 10 cargo test -q -p kwire --test broker_real -- --nocapture >"$log" 2>&1; then
+    if ! KWIRE_BROKER="$PWD/$dir/env" KWIRE_REQUIRE_BROKER=1 test_bin_exec kwire:broker_real --nocapture >"$log" 2>&1; then
       status=1
       grep -A30 "panicked" "$log" | head -40 || true
     fi

@@ -7,7 +7,7 @@
 #[path = "clients/harness.rs"]
 mod harness;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -29,7 +29,7 @@ fn kafka_lib(test: &str, version: &str) -> Option<PathBuf> {
     lib
 }
 
-fn java(lib: &PathBuf, program: &str, args: &[&str]) -> (bool, String) {
+fn java(lib: &Path, program: &str, args: &[&str]) -> (bool, String) {
     let source = format!("{}/tests/clients/{program}", env!("CARGO_MANIFEST_DIR"));
     let out = run_with_timeout(
         Command::new("java").arg("-cp").arg(format!("{}/*", lib.display())).arg("-Dlog4j2.level=warn").arg(source).args(args),

@@ -109,7 +109,7 @@ fn session(ctx: &Ctx<'_>, req: &FetchRequest) -> Result<Option<(i32, bool)>, Err
 
 /// The epoch after `epoch` (wrapping to 1, as Kafka's `nextEpoch`).
 fn next_epoch(epoch: i32) -> i32 {
-    if epoch >= i32::MAX { 1 } else { epoch + 1 }
+    if epoch == i32::MAX { 1 } else { epoch + 1 }
 }
 
 /// The request with every partition of session `id`.

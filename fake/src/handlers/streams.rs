@@ -11,7 +11,7 @@ use kwire::ErrorCode;
 
 use super::groups::coordinates;
 use super::{s, Ctx};
-use crate::groups::streams::{Member, StreamsGroup, Subtopology};
+use crate::groups::streams::{Member, Subtopology};
 
 /// `group.streams.heartbeat.interval.ms`, `acceptable.recovery.lag` and
 /// `task.offset.interval.ms` defaults.
@@ -41,7 +41,7 @@ pub(super) fn heartbeat(ctx: &Ctx<'_>, req: &StreamsGroupHeartbeatRequest) -> St
     let group_id = req.group_id.to_string();
     let member_id = req.member_id.to_string();
     let now = tokio::time::Instant::now();
-    let group = state.groups.streams.entry(group_id.clone()).or_insert_with(StreamsGroup::default);
+    let group = state.groups.streams.entry(group_id.clone()).or_default();
     if req.member_epoch == -1 || req.member_epoch == -2 {
         // Leaving (-2: a static member's temporary leave).
         if group.members.remove(&member_id).is_some() {

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# kwire-client's broker tests (client/tests/*.rs) against kwire-fake instead of Apache Kafka:
+# the fake's binary imitating a release, set up as scripts/kafka.sh sets up a broker (PLAINTEXT
+# and SASL_PLAINTEXT listeners, PLAIN users admin and alice, SCRAM user alice), each test
+# binary run once against it. Prints a table, a row per test binary: passed, failed, and the
+# failed tests; and writes it to target/client-on-fake/<release>.md. What fails here needs a
+# real broker (TLS, OAUTHBEARER, a JVM's logs, three nodes, killed processes, ...) or shows
+# where the fake falls short of Kafka.
+#
+#   scripts/client-on-fake.sh [RELEASE]      (default 4.4; 3.9 too)
+#
+# Builds the workspace's tests first (nothing to do after `cargo test --workspace`). Not part of
+# scripts/test.sh: it is the list of what the client suite needs a real broker for.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+release=${1:-4.4}
+case $release in 3.9) jars=3.9.2 ;; 4.4) jars=4.4.0 ;; *) echo "release 3.9 or 4.4" >&2; exit 2 ;; esac
+out=target/client-on-fake
+mkdir -p "$out"
+export CARGO_PROFILE_DEV_DEBUG=${CARGO_PROFILE_DEV_DEBUG:-0} CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
+. scripts/lib/testbins.sh
+echo "client-on-fake: building" >&2
+test_bins_build "$out/build.log" || { tail -30 "$out/build.log" >&2; exit 1; }
+lib=$(scripts/kafka.sh classpath "$jars" 2>/dev/null | tail -1)
+
+dir=$out/$release
+rm -rf "$dir"
+mkdir -p "$dir"
+pid=""
+trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true' EXIT
+"$(test_bin kwire-fake:kwire-fake 2>/dev/null || echo target/debug/kwire-fake)" --listen 127.0.0.1:0 --sasl-listen 127.0.0.1:0 --as-version "$release" \
+  --sasl-plain admin:admin-secret --sasl-plain alice:alice-secret --sasl-scram alice:alice-secret >"$dir/stdout" 2>"$dir/stderr" &
+pid=$!
+for _ in $(seq 100); do grep -q "^listening on" "$dir/stdout" 2>/dev/null && break; sleep 0.1; done
+grep -q "^listening on" "$dir/stdout" || { cat "$dir/stderr" >&2; exit 1; }
+plain=$(sed -n 's/^listening on //p' "$dir/stdout" | cut -d, -f1)
+sasl=$(sed -n 's/^sasl_plaintext on //p' "$dir/stdout" | cut -d, -f1)
+cat >"$dir/env" <<EOF
+KAFKA_VERSION=$jars
+KWIRE_FAKE=1
+KAFKA_NODES=1
+PLAINTEXT=$plain
+SASL_PLAINTEXT=$sasl
+SASL_PLAIN_USERS=admin:admin-secret,alice:alice-secret
+SASL_SCRAM_USERS=alice:alice-secret
+BOOTSTRAP=$plain
+KAFKA_LIB=$lib
+EOF
+
+table=$out/$release.md
+{
+  echo "| test binary | passed | skipped | failed | failed tests |"
+  echo "| --- | ---: | ---: | ---: | --- |"
+} >"$table"
+for f in $(grep -l 'from_env\|KWIRE_REQUIRE_BROKER\|KWIRE_BROKER' client/tests/*.rs); do
+  name=$(basename "$f" .rs)
+  bin=$(test_bin "kwire-client:$name") || continue
+  log=$dir/$name.log
+  results=$PWD/$dir/$name.results
+  rm -f "$results"
+  (cd client && KWIRE_BROKER="$PWD/../$dir/env" timeout 600 "$bin" --test-threads 2 --nocapture --logfile "$results" >"../$log" 2>&1) || true
+  touch "$results"
+  # A test that skips itself (it says "skipping NAME: why") also ends "ok".
+  skipped=$(grep -o 'skipping [a-z0-9_]*:' "$log" | sort -u | wc -l)
+  passed=$(( $(grep -c '^ok ' "$results" || true) - skipped ))
+  failed=$(grep -c '^failed ' "$results" || true)
+  names=$(sed -n 's/^failed //p' "$results" | paste -sd, - | sed 's/,/, /g')
+  grep -q "^test result" "$log" || names="(did not finish within 600 s) $names"
+  echo "| $name | $passed | $skipped | $failed | $names |" >>"$table"
+  echo "client-on-fake: $name: $passed passed, $skipped skipped, $failed failed" >&2
+done
+cat "$table"
