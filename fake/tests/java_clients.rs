@@ -19,6 +19,9 @@ fn kafka_lib(test: &str, version: &str) -> Option<PathBuf> {
     if missing_tool(test, "java", &["-version"]) || missing_tool(test, "mvn", &["-v"]) {
         return None;
     }
+    // One fetch at a time: the two tests share Maven's local repository.
+    static FETCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = FETCH.lock().unwrap_or_else(|e| e.into_inner());
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/kafka.sh");
     let out = run_with_timeout(Command::new(script).args(["classpath", version]), None, Duration::from_secs(900));
     let stdout = String::from_utf8_lossy(&out.stdout);
