@@ -21,8 +21,7 @@ fn has_json(path: &Path) -> bool {
 
 fn spec_dirs(root: &Path) -> Result<Vec<PathBuf>, String> {
     if let Some(dirs) = std::env::var_os("KWIRE_SPECS") {
-        let dirs: Vec<PathBuf> =
-            std::env::split_paths(&dirs).map(|d| if d.is_relative() { root.join(d) } else { d }).collect();
+        let dirs: Vec<PathBuf> = std::env::split_paths(&dirs).map(|d| if d.is_relative() { root.join(d) } else { d }).collect();
         if let Some(bad) = dirs.iter().find(|d| !has_json(d)) {
             return Err(format!("KWIRE_SPECS: {} holds no *.json spec files and is no kafka-clients jar", bad.display()));
         }

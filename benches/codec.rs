@@ -18,12 +18,12 @@ mod workloads;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use criterion::{black_box, BenchmarkGroup, Criterion, Throughput};
 use criterion::measurement::WallTime;
+use criterion::{black_box, BenchmarkGroup, Criterion, Throughput};
 use kafka_protocol::protocol::{Decodable, Encodable};
+use kwire::codec::Vectored;
 use kwire::runtime::records::{Batch, Batches};
 use kwire::Message;
-use kwire::codec::Vectored;
 use workloads::{check, kp, kw, Data, Spec};
 
 const KW: &str = "kwire";
@@ -190,22 +190,14 @@ fn records(c: &mut Criterion, d: &Data) {
         })
     });
     // The same, collected into a `Vec<Record>` as kafka-protocol returns them.
-    g.bench_function(format!("decode_vec/{KW}"), |b| {
-        b.iter(|| Batches::new(frame.clone()).map(|b| b.unwrap().records().unwrap()).collect::<Vec<_>>())
-    });
-    g.bench_function(format!("decode/{KP}"), |b| {
-        b.iter(|| kafka_protocol::records::RecordBatchDecoder::decode(&mut frame.clone()).unwrap())
-    });
+    g.bench_function(format!("decode_vec/{KW}"), |b| b.iter(|| Batches::new(frame.clone()).map(|b| b.unwrap().records().unwrap()).collect::<Vec<_>>()));
+    g.bench_function(format!("decode/{KP}"), |b| b.iter(|| kafka_protocol::records::RecordBatchDecoder::decode(&mut frame.clone()).unwrap()));
     g.finish();
 }
 
 fn main() {
     let d = Data::new();
-    let mut c = Criterion::default()
-        .sample_size(20)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
-        .configure_from_args();
+    let mut c = Criterion::default().sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3)).configure_from_args();
     messages(&mut c, &d);
     records(&mut c, &d);
     c.final_summary();

@@ -16,9 +16,9 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::protocol::{Decodable, Encodable};
+use kwire::codec::Vectored;
 use kwire::runtime::records::{Batch, Batches};
 use kwire::Message;
-use kwire::codec::Vectored;
 use workloads::{kp, kw, Data, Spec};
 
 static ALLOCS: AtomicU64 = AtomicU64::new(0);

@@ -16,10 +16,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         client_id: Some("example".into()),
         ..Default::default()
     };
-    let body = MetadataRequest {
-        topics: Some(vec![MetadataRequestTopic { name: Some("orders".into()), ..Default::default() }]),
-        ..Default::default()
-    };
+    let body = MetadataRequest { topics: Some(vec![MetadataRequestTopic { name: Some("orders".into()), ..Default::default() }]), ..Default::default() };
 
     // A frame is an int32 size, the header at the version the api key dictates, then the body.
     let header_version = ApiKey::Metadata.request_header_version(version);

@@ -50,8 +50,7 @@ pub fn response_header_version(api: ApiKey, version: i16) -> i16 {
 }
 
 fn short(needed: usize, available: usize) -> DecodeError {
-    DecodeError::new(DecodeErrorKind::UnexpectedEnd { needed, available }, available)
-        .in_message("RequestHeader", -1, available)
+    DecodeError::new(DecodeErrorKind::UnexpectedEnd { needed, available }, available).in_message("RequestHeader", -1, available)
 }
 
 /// The api key, api version and correlation id: the first eight bytes of every request header
@@ -77,9 +76,7 @@ pub fn peek_request_header(body: &[u8]) -> Result<RequestHeaderPeek<'_>, DecodeE
         } else {
             let raw = rest.get(2..2 + len as usize).ok_or_else(|| short(10 + len as usize, body.len()))?;
             let s = std::str::from_utf8(raw).map_err(|_| {
-                DecodeError::new(DecodeErrorKind::InvalidUtf8, rest.len() - 2)
-                    .field("ClientId")
-                    .in_message("RequestHeader", header_version, body.len())
+                DecodeError::new(DecodeErrorKind::InvalidUtf8, rest.len() - 2).field("ClientId").in_message("RequestHeader", header_version, body.len())
             })?;
             Some(s)
         }

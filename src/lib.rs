@@ -21,8 +21,8 @@
 
 pub use kwire_runtime as runtime;
 pub use kwire_runtime::{
-    ApiInfo, ByteString, Bytes, BytesMut, Decode, DecodeError, DecodeErrorKind, Encode, EncodeError, EncodeErrorKind,
-    Message, RawTaggedField, ReleaseVersions, Request, UnknownTaggedFields, Uuid, VersionOrigin, VersionRange,
+    ApiInfo, ByteString, Bytes, BytesMut, Decode, DecodeError, DecodeErrorKind, Encode, EncodeError, EncodeErrorKind, Message, RawTaggedField, ReleaseVersions,
+    Request, UnknownTaggedFields, Uuid, VersionOrigin, VersionRange,
 };
 // Arrays of fixed-width values are `SmallVec`s (16 bytes of elements inline).
 pub use kwire_runtime::{smallvec, SmallVec};
@@ -35,21 +35,19 @@ pub mod messages {
     include!(concat!(env!("OUT_DIR"), "/messages.rs"));
 }
 
-pub use messages::{ApiKey, RequestKind, ResponseKind};
 /// JSON in the shape of Kafka's generated JSON converters (feature `serde`).
 #[cfg(feature = "serde")]
 pub use kwire_runtime::json::{JsonError, VersionedJson};
+pub use messages::{ApiKey, RequestKind, ResponseKind};
 
 pub mod header;
 pub mod negotiate;
 pub mod records;
 
-pub use kwire_runtime::visit::{
-    Endpoint, EndpointMut, EntityField, EntityMut, EntityType, EntityValue, Keyed, KeyedSlice, PortMut, Visit,
-};
-pub use kwire_runtime::ErrorCode;
 /// Borrowed views (`XxxView<'a>` beside every message): read in place, without allocating.
 pub use kwire_runtime::view::{ArrayView, IntoOwned, MessageView, TaggedView, View, Viewed};
+pub use kwire_runtime::visit::{Endpoint, EndpointMut, EntityField, EntityMut, EntityType, EntityValue, Keyed, KeyedSlice, PortMut, Visit};
+pub use kwire_runtime::ErrorCode;
 
 pub mod codec;
 

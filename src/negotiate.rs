@@ -27,11 +27,9 @@ impl fmt::Display for NegotiationError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             NegotiationError::NotAdvertised(api) => write!(f, "the broker does not support {}", api.name()),
-            NegotiationError::NoOverlap { api, ours, theirs } => write!(
-                f,
-                "no common version for {}: this build supports {ours}, the broker {theirs}",
-                api.name()
-            ),
+            NegotiationError::NoOverlap { api, ours, theirs } => {
+                write!(f, "no common version for {}: this build supports {ours}, the broker {theirs}", api.name())
+            }
         }
     }
 }
@@ -82,11 +80,7 @@ pub fn negotiate(response: &ApiVersionsResponse, options: NegotiateOptions) -> N
         let ours = api.info().versions(options.include_unstable);
         let theirs = VersionRange::new(theirs.min_version, theirs.max_version);
         let common = ours.intersect(&theirs);
-        let result = if common.is_empty() {
-            Err(NegotiationError::NoOverlap { api, ours, theirs })
-        } else {
-            Ok(common.hi)
-        };
+        let result = if common.is_empty() { Err(NegotiationError::NoOverlap { api, ours, theirs }) } else { Ok(common.hi) };
         out.results.insert(api.key(), result);
     }
     out

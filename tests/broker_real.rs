@@ -65,11 +65,7 @@ fn api_versions_over_ssl() {
         .expect("openssl s_client (openssl is needed for the SSL listener test)");
     let mut codec = ClientCodec::new();
     let mut out = BytesMut::new();
-    let request = ApiVersionsRequest {
-        client_software_name: "kwire-sweep".into(),
-        client_software_version: "0.1.0".into(),
-        ..Default::default()
-    };
+    let request = ApiVersionsRequest { client_software_name: "kwire-sweep".into(), client_software_version: "0.1.0".into(), ..Default::default() };
     let version = plain.api_versions_version;
     codec.encode_request(OutboundRequest::new(ApiKey::ApiVersions, version, 1, request.into()), &mut out).unwrap();
     let mut stdin = child.stdin.take().unwrap();

@@ -14,9 +14,7 @@ use compat::matrix::{self, Kind, Outcome, Row};
 /// without one (a custom `KWIRE_SPECS`), which is still checked for disagreements.
 fn matrix_path() -> Option<(String, PathBuf)> {
     // A merged build's set is its releases joined with `+`.
-    let names: Option<Vec<String>> = std::env::split_paths(kwire::SPEC_DIR)
-        .map(|d| d.file_name().and_then(|n| n.to_str()).map(str::to_string))
-        .collect();
+    let names: Option<Vec<String>> = std::env::split_paths(kwire::SPEC_DIR).map(|d| d.file_name().and_then(|n| n.to_str()).map(str::to_string)).collect();
     let set = names?.join("+");
     let file = match set.as_str() {
         "kafka-3.9.0+kafka-4.4.0" => "MATRIX.md".to_string(),
@@ -78,10 +76,7 @@ fn differential_matrix() {
         } else {
             let committed = std::fs::read_to_string(path).unwrap_or_default();
             if committed != rendered.markdown {
-                problems.push(format!(
-                    "{} is stale; rerun with KWIRE_UPDATE_MATRIX=1 and review the diff",
-                    path.display()
-                ));
+                problems.push(format!("{} is stale; rerun with KWIRE_UPDATE_MATRIX=1 and review the diff", path.display()));
             }
         }
     }

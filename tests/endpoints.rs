@@ -39,10 +39,7 @@ struct Expected {
 fn expected() -> Expected {
     fn walk(message: &str, name: &str, fields: &[serde_json::Value], out: &mut Expected) {
         let has = |suffix: &str, types: &[&str]| {
-            fields.iter().any(|f| {
-                f["name"].as_str().is_some_and(|n| n.ends_with(suffix))
-                    && f["type"].as_str().is_some_and(|t| types.contains(&t))
-            })
+            fields.iter().any(|f| f["name"].as_str().is_some_and(|n| n.ends_with(suffix)) && f["type"].as_str().is_some_and(|t| types.contains(&t)))
         };
         if has("Host", &["string"]) && has("Port", &["int32", "uint16", "int16"]) {
             out.endpoints.entry(message.to_string()).or_default().insert(name.to_string());
@@ -139,15 +136,8 @@ fn every_topic_id_in_the_specs_is_visited() {
 
 #[test]
 fn rewriting_endpoints_changes_the_encoded_response() {
-    let broker = |id, host: &str, port| MetadataResponseBroker {
-        node_id: id,
-        host: host.into(),
-        port,
-        rack: Some("rack-a".into()),
-        ..Default::default()
-    };
-    let mut response =
-        MetadataResponse { brokers: vec![broker(1, "kafka-1.internal", 9092), broker(2, "kafka-2.internal", 9093)], ..Default::default() };
+    let broker = |id, host: &str, port| MetadataResponseBroker { node_id: id, host: host.into(), port, rack: Some("rack-a".into()), ..Default::default() };
+    let mut response = MetadataResponse { brokers: vec![broker(1, "kafka-1.internal", 9092), broker(2, "kafka-2.internal", 9093)], ..Default::default() };
     response.visit_endpoints_mut(&mut |mut e| {
         let id = e.node_id.as_deref().copied().unwrap_or(-1);
         *e.host = "proxy.local".into();
@@ -162,10 +152,7 @@ fn rewriting_endpoints_changes_the_encoded_response() {
     decoded.visit_endpoints(&mut |e| seen.push((e.node_id, e.host.to_string(), e.port, e.rack.map(str::to_string))));
     assert_eq!(
         seen,
-        vec![
-            (Some(1), "proxy.local".to_string(), 19001, Some("rack-a".to_string())),
-            (Some(2), "proxy.local".to_string(), 19002, Some("rack-a".to_string())),
-        ]
+        vec![(Some(1), "proxy.local".to_string(), 19001, Some("rack-a".to_string())), (Some(2), "proxy.local".to_string(), 19002, Some("rack-a".to_string())),]
     );
 }
 

@@ -69,10 +69,7 @@ fn encode_null_in_a_non_nullable_version() {
     assert_eq!(path(&err), "Topics");
 
     // A nested one: Topics[0].Name is nullable from v10 only.
-    let req = MetadataRequest {
-        topics: Some(vec![MetadataRequestTopic { name: None, ..Default::default() }]),
-        ..Default::default()
-    };
+    let req = MetadataRequest { topics: Some(vec![MetadataRequestTopic { name: None, ..Default::default() }]), ..Default::default() };
     assert!(req.to_bytes(10).is_ok());
     let err = req.to_bytes(9).unwrap_err();
     assert_eq!(path(&err), "Topics.[0].Name");
@@ -91,10 +88,7 @@ fn encode_tagged_fields_in_a_non_flexible_version() {
 #[test]
 fn encode_string_too_long() {
     let long: String = "x".repeat(40_000);
-    let req = MetadataRequest {
-        topics: Some(vec![MetadataRequestTopic { name: Some(long.into()), ..Default::default() }]),
-        ..Default::default()
-    };
+    let req = MetadataRequest { topics: Some(vec![MetadataRequestTopic { name: Some(long.into()), ..Default::default() }]), ..Default::default() };
     let err = req.to_bytes(12).unwrap_err();
     assert_eq!(err.kind(), &EncodeErrorKind::TooLong(40_000));
     assert_eq!(path(&err), "Topics.[0].Name");

@@ -6,11 +6,11 @@
 //! target every seed round-trips. Files under `fuzz/regressions/<target>/` are inputs that once
 //! crashed a target.
 
+#[path = "../fuzz/src/seeds.rs"]
+mod seeds;
 #[allow(dead_code)]
 #[path = "../fuzz/src/targets.rs"]
 mod targets;
-#[path = "../fuzz/src/seeds.rs"]
-mod seeds;
 
 use kwire::codec::{ClientCodec, ServerCodec};
 use kwire::{Bytes, BytesMut, RequestKind, ResponseKind};

@@ -52,13 +52,9 @@ fn b(x: &'static [u8]) -> Bytes {
 }
 
 /// A recognisable topic id: 01 23 45 67 89 ab cd ef fe dc ba 98 76 54 32 10.
-const TOPIC_ID: Uuid = Uuid([
-    0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54, 0x32, 0x10,
-]);
+const TOPIC_ID: Uuid = Uuid([0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54, 0x32, 0x10]);
 /// A second one: 00 11 22 .. ff.
-const TOPIC_ID_2: Uuid = Uuid([
-    0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff,
-]);
+const TOPIC_ID_2: Uuid = Uuid([0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff]);
 
 /// A small opaque records blob (raw bytes are enough: records are NULLABLE_BYTES on the wire).
 const RECORDS: &[u8] = &[0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a];
@@ -104,23 +100,10 @@ fn take_size(what: &str, expected: &[u8]) -> Bytes {
 
 /// A whole request frame: int32 size + RequestHeader (at `header_version`, which must be the one
 /// Kafka uses for this api and version) + body.
-fn check_request_frame<M: Message>(
-    api: ApiKey,
-    version: i16,
-    header_version: i16,
-    correlation_id: i32,
-    client_id: Option<&str>,
-    body: &M,
-    expected: &[u8],
-) {
+fn check_request_frame<M: Message>(api: ApiKey, version: i16, header_version: i16, correlation_id: i32, client_id: Option<&str>, body: &M, expected: &[u8]) {
     let what = format!("request frame {} v{version}", M::NAME);
     assert_eq!(api.request_header_version(version), header_version, "{what}: request header version");
-    let header = RequestHeader {
-        request_api_key: api as i16,
-        request_api_version: version,
-        correlation_id,
-        ..Default::default()
-    };
+    let header = RequestHeader { request_api_key: api as i16, request_api_version: version, correlation_id, ..Default::default() };
     // RequestHeader v0 has no client_id on the wire; the value then keeps the field's default
     // ("", as in Kafka's own RequestHeaderData), which is what decoding v0 yields.
     let header = if header_version >= 1 {
@@ -145,14 +128,7 @@ fn check_request_frame<M: Message>(
 }
 
 /// A whole response frame: int32 size + ResponseHeader (at `header_version`) + body.
-fn check_response_frame<M: Message>(
-    api: ApiKey,
-    version: i16,
-    header_version: i16,
-    correlation_id: i32,
-    body: &M,
-    expected: &[u8],
-) {
+fn check_response_frame<M: Message>(api: ApiKey, version: i16, header_version: i16, correlation_id: i32, body: &M, expected: &[u8]) {
     let what = format!("response frame {} v{version}", M::NAME);
     assert_eq!(api.response_header_version(version), header_version, "{what}: response header version");
     let header = ResponseHeader { correlation_id, ..Default::default() };
@@ -180,16 +156,14 @@ fn check_response_frame<M: Message>(
 fn controlled_shutdown_request_v0_frame_header_v0() {
     let body = m::ControlledShutdownRequest { broker_id: 3, ..Default::default() };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         0000000c            # frame size: 12 bytes follow
         0007                # RequestHeader v0: request_api_key = 7 (ControlledShutdown)
         0000                #   request_api_version = 0
         00000001            #   correlation_id = 1
                             #   (v0 has no client_id)
         00000003            # ControlledShutdownRequest v0: broker_id = 3
-        ",
-    );
+        ");
     check_request_frame(ApiKey::ControlledShutdown, 0, 0, 1, None, &body, &expected);
 }
 
@@ -197,8 +171,7 @@ fn controlled_shutdown_request_v0_frame_header_v0() {
 #[test]
 fn request_header_v2_unknown_tagged_fields_round_trip() {
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         0003                # request_api_key = 3 (Metadata)
         000c                # request_api_version = 12
         0000002a            # correlation_id = 42
@@ -206,8 +179,7 @@ fn request_header_v2_unknown_tagged_fields_round_trip() {
         02                  # tagged fields: uvarint count 2
         03 02 abcd          #   tag 3 (unknown), size 2, bytes ab cd
         0a 01 ff            #   tag 10 (unknown), size 1, byte ff
-        ",
-    );
+        ");
     let header = RequestHeader {
         request_api_key: 3,
         request_api_version: 12,
@@ -225,21 +197,13 @@ fn request_header_v2_unknown_tagged_fields_round_trip() {
 #[test]
 fn request_header_v1_null_client_id() {
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         0001                # request_api_key = 1 (Fetch)
         0004                # request_api_version = 4
         7fffffff            # correlation_id = i32::MAX
         ffff                # client_id: NULLABLE_STRING null (length -1)
-        ",
-    );
-    let header = RequestHeader {
-        request_api_key: 1,
-        request_api_version: 4,
-        correlation_id: i32::MAX,
-        client_id: None,
-        ..Default::default()
-    };
+        ");
+    let header = RequestHeader { request_api_key: 1, request_api_version: 4, correlation_id: i32::MAX, client_id: None, ..Default::default() };
     check(&header, 1, &expected);
 }
 
@@ -247,13 +211,11 @@ fn request_header_v1_null_client_id() {
 #[test]
 fn response_header_v1_unknown_tagged_field_round_trip() {
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         0000002a            # correlation_id = 42
         01                  # tagged fields: count 1
         00 03 010203        #   tag 0 (unknown in ResponseHeader), size 3
-        ",
-    );
+        ");
     let header = ResponseHeader { correlation_id: 42, unknown_tagged_fields: unknown(&[(0, &[1, 2, 3])]) };
     check(&header, 1, &expected);
     let decoded = ResponseHeader::decode(&mut Bytes::from(expected.clone()), 1).unwrap();
@@ -267,29 +229,22 @@ fn response_header_v1_unknown_tagged_field_round_trip() {
 #[test]
 fn api_versions_request_v0_frame() {
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         0000000d            # frame size 13
         0012                # RequestHeader v1: request_api_key = 18
         0000                #   request_api_version = 0
         00000001            #   correlation_id = 1
         0003 636c69         #   client_id \"cli\"
                             # ApiVersionsRequest v0 has no fields
-        ",
-    );
+        ");
     check_request_frame(ApiKey::ApiVersions, 0, 1, 1, Some("cli"), &m::ApiVersionsRequest::default(), &expected);
 }
 
 #[test]
 fn api_versions_request_v3_frame() {
-    let body = m::ApiVersionsRequest {
-        client_software_name: s("kw"),
-        client_software_version: s("0.1"),
-        ..Default::default()
-    };
+    let body = m::ApiVersionsRequest { client_software_name: s("kw"), client_software_version: s("0.1"), ..Default::default() };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00000016            # frame size 22
         0012                # RequestHeader v2: request_api_key = 18
         0003                #   request_api_version = 3
@@ -299,8 +254,7 @@ fn api_versions_request_v3_frame() {
         03 6b77             # client_software_name: COMPACT_STRING uvarint(2+1) \"kw\"
         04 302e31           # client_software_version: COMPACT_STRING uvarint(3+1) \"0.1\"
         00                  # tagged fields: 0
-        ",
-    );
+        ");
     check_request_frame(ApiKey::ApiVersions, 3, 2, 2, Some("cli"), &body, &expected);
 }
 
@@ -315,8 +269,7 @@ fn api_versions_response_v0_frame() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00000016            # frame size 22
         00000001            # ResponseHeader v0: correlation_id = 1
         0000                # error_code = 0
@@ -324,8 +277,7 @@ fn api_versions_response_v0_frame() {
         0012 0000 0003      #   api_key 18, min_version 0, max_version 3
         0003 0000 000c      #   api_key 3, min_version 0, max_version 12
                             # (throttle_time_ms is v1+)
-        ",
-    );
+        ");
     check_response_frame(ApiKey::ApiVersions, 0, 0, 1, &body, &expected);
 }
 
@@ -339,25 +291,14 @@ fn api_versions_response_v3_frame_all_tagged_fields() {
             ApiVersion { api_key: 3, min_version: 0, max_version: 12, ..Default::default() },
         ],
         throttle_time_ms: 0,
-        supported_features: vec![SupportedFeatureKey {
-            name: s("metadata.version"),
-            min_version: 1,
-            max_version: 20,
-            ..Default::default()
-        }],
+        supported_features: vec![SupportedFeatureKey { name: s("metadata.version"), min_version: 1, max_version: 20, ..Default::default() }],
         finalized_features_epoch: 7,
-        finalized_features: vec![FinalizedFeatureKey {
-            name: s("metadata.version"),
-            max_version_level: 21,
-            min_version_level: 1,
-            ..Default::default()
-        }],
+        finalized_features: vec![FinalizedFeatureKey { name: s("metadata.version"), max_version_level: 21, min_version_level: 1, ..Default::default() }],
         zk_migration_ready: true,
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00000059            # frame size 89
         00000002            # ResponseHeader v0 (always v0 for ApiVersions): correlation_id = 2
         0000                # error_code = 0
@@ -377,8 +318,7 @@ fn api_versions_response_v3_frame_all_tagged_fields() {
         11 6d657461646174612e76657273696f6e  # name \"metadata.version\"
         0015 0001 00        #     max_version_level 21, min_version_level 1 (that order), tagged 0
         03 01 01            #   tag 3 ZkMigrationReady, size 1, true
-        ",
-    );
+        ");
     check_response_frame(ApiKey::ApiVersions, 3, 0, 2, &body, &expected);
 }
 
@@ -394,12 +334,10 @@ fn md_topic(name: &str) -> m::metadata_request::MetadataRequestTopic {
 fn metadata_request_v0() {
     let value = m::MetadataRequest { topics: Some(vec![md_topic("orders")]), ..Default::default() };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00000001            # topics: ARRAY count 1
         0006 6f7264657273   #   name STRING \"orders\"
-        ",
-    );
+        ");
     check(&value, 0, &expected);
 }
 
@@ -407,29 +345,21 @@ fn metadata_request_v0() {
 fn metadata_request_v1_null_topics() {
     let value = m::MetadataRequest { topics: None, ..Default::default() };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         ffffffff            # topics: null ARRAY (count -1) = all topics (nullable from v1)
-        ",
-    );
+        ");
     check(&value, 1, &expected);
 }
 
 #[test]
 fn metadata_request_v4() {
-    let value = m::MetadataRequest {
-        topics: Some(vec![md_topic("orders")]),
-        allow_auto_topic_creation: false,
-        ..Default::default()
-    };
+    let value = m::MetadataRequest { topics: Some(vec![md_topic("orders")]), allow_auto_topic_creation: false, ..Default::default() };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00000001            # topics: ARRAY count 1
         0006 6f7264657273   #   name \"orders\"
         00                  # allow_auto_topic_creation = false (v4+)
-        ",
-    );
+        ");
     check(&value, 4, &expected);
 }
 
@@ -443,8 +373,7 @@ fn metadata_request_v9_frame() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00000018            # frame size 24
         0003 0009           # RequestHeader v2: api_key 3, api_version 9
         00000007            #   correlation_id 7
@@ -457,8 +386,7 @@ fn metadata_request_v9_frame() {
         00                  # include_cluster_authorized_operations = false (v8-10)
         01                  # include_topic_authorized_operations = true
         00                  # tagged fields 0
-        ",
-    );
+        ");
     check_request_frame(ApiKey::Metadata, 9, 2, 7, None, &body, &expected);
 }
 
@@ -476,8 +404,7 @@ fn metadata_request_v10_topic_ids() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         03                                  # topics: COMPACT_ARRAY count 2
         0123456789abcdeffedcba9876543210    #   topic_id UUID (v10+)
         00                                  #   name COMPACT_NULLABLE_STRING null (nullable v10+)
@@ -489,8 +416,7 @@ fn metadata_request_v10_topic_ids() {
         00                                  # include_cluster_authorized_operations = false
         00                                  # include_topic_authorized_operations = false
         00                                  # tagged fields 0
-        ",
-    );
+        ");
     check(&value, 10, &expected);
 }
 
@@ -498,18 +424,13 @@ fn metadata_request_v10_topic_ids() {
 fn metadata_request_v12_topic_id_with_unknown_tag() {
     use m::metadata_request::MetadataRequestTopic;
     let value = m::MetadataRequest {
-        topics: Some(vec![MetadataRequestTopic {
-            topic_id: TOPIC_ID,
-            name: None,
-            unknown_tagged_fields: unknown(&[(5, &[0x2a])]),
-        }]),
+        topics: Some(vec![MetadataRequestTopic { topic_id: TOPIC_ID, name: None, unknown_tagged_fields: unknown(&[(5, &[0x2a])]) }]),
         allow_auto_topic_creation: false,
         include_topic_authorized_operations: true,
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         02                                  # topics: COMPACT_ARRAY count 1
         0123456789abcdeffedcba9876543210    #   topic_id
         00                                  #   name null
@@ -518,8 +439,7 @@ fn metadata_request_v12_topic_id_with_unknown_tag() {
                                             # (include_cluster_authorized_operations is v8-10 only)
         01                                  # include_topic_authorized_operations = true
         00                                  # tagged fields 0
-        ",
-    );
+        ");
     check(&value, 12, &expected);
 }
 
@@ -544,8 +464,7 @@ fn metadata_response_v0() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00000001            # brokers: ARRAY count 1
         00000001            #   node_id 1
         0002 6231           #   host \"b1\"
@@ -560,8 +479,7 @@ fn metadata_response_v0() {
         00000001            #     leader_id 1
         00000001 00000001   #     replica_nodes [1]
         00000001 00000001   #     isr_nodes [1]
-        ",
-    );
+        ");
     check(&value, 0, &expected);
 }
 
@@ -594,8 +512,7 @@ fn metadata_response_v12_frame() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         0000005a                            # frame size 90
         0000000c                            # ResponseHeader v1: correlation_id 12
         00                                  #   tagged fields 0
@@ -626,8 +543,7 @@ fn metadata_response_v12_frame() {
         00                                  #   tagged fields 0
                                             # (cluster_authorized_operations is v8-10 only)
         00                                  # tagged fields 0
-        ",
-    );
+        ");
     check_response_frame(ApiKey::Metadata, 12, 1, 12, &body, &expected);
 }
 
@@ -653,8 +569,7 @@ fn produce_value() -> m::ProduceRequest {
 #[test]
 fn produce_request_v3() {
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         ffff                # transactional_id NULLABLE_STRING null (v3+)
         ffff                # acks -1
         00007530            # timeout_ms 30000
@@ -664,16 +579,14 @@ fn produce_request_v3() {
         00000000            #     index 0
         0000000a            #     records: NULLABLE_BYTES int32 length 10
         0102030405060708090a
-        ",
-    );
+        ");
     check(&produce_value(), 3, &expected);
 }
 
 #[test]
 fn produce_request_v9_frame() {
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00000030            # frame size 48
         0000 0009           # RequestHeader v2: api_key 0 (Produce), api_version 9
         00000003            #   correlation_id 3
@@ -691,8 +604,7 @@ fn produce_request_v9_frame() {
         00                  #     tagged fields 0
         00                  #   tagged fields 0
         00                  # tagged fields 0
-        ",
-    );
+        ");
     check_request_frame(ApiKey::Produce, 9, 2, 3, Some("cli"), &produce_value(), &expected);
 }
 
@@ -711,19 +623,13 @@ fn fetch_request_v4() {
         isolation_level: 1,
         topics: vec![FetchTopic {
             topic: s("orders"),
-            partitions: vec![FetchPartition {
-                partition: 0,
-                fetch_offset: 100,
-                partition_max_bytes: 1 << 20,
-                ..Default::default()
-            }],
+            partitions: vec![FetchPartition { partition: 0, fetch_offset: 100, partition_max_bytes: 1 << 20, ..Default::default() }],
             ..Default::default()
         }],
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         ffffffff            # replica_id -1
         000001f4            # max_wait_ms 500
         00000001            # min_bytes 1
@@ -735,8 +641,7 @@ fn fetch_request_v4() {
         00000000            #     partition 0
         0000000000000064    #     fetch_offset 100
         00100000            #     partition_max_bytes 1 MiB
-        ",
-    );
+        ");
     check(&value, 4, &expected);
 }
 
@@ -771,8 +676,7 @@ fn fetch_request_v12_tagged_cluster_id_and_unknown_tag() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         ffffffff            # replica_id -1 (v0-14)
         000001f4            # max_wait_ms 500
         00000001            # min_bytes 1
@@ -796,8 +700,7 @@ fn fetch_request_v12_tagged_cluster_id_and_unknown_tag() {
         02                  # tagged fields: count 2, ascending tags
         00 03 03 6331       #   tag 0 ClusterId, size 3, COMPACT_NULLABLE_STRING \"c1\"
         07 02 beef          #   tag 7 (unknown), size 2
-        ",
-    );
+        ");
     check(&value, 12, &expected);
 }
 
@@ -830,8 +733,7 @@ fn fetch_request_v13_topic_ids() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         ffffffff                            # replica_id -1
         000001f4                            # max_wait_ms 500
         00000001                            # min_bytes 1
@@ -856,8 +758,7 @@ fn fetch_request_v13_topic_ids() {
         00                                  #   tagged fields 0
         07 7261636b2d61                     # rack_id \"rack-a\"
         00                                  # tagged fields 0 (cluster_id null: not written)
-        ",
-    );
+        ");
     check(&value, 13, &expected);
 }
 
@@ -873,11 +774,7 @@ fn fetch_response_v4_aborted_transactions_and_records() {
                 error_code: 0,
                 high_watermark: 100,
                 last_stable_offset: 90,
-                aborted_transactions: Some(vec![AbortedTransaction {
-                    producer_id: 7,
-                    first_offset: 80,
-                    ..Default::default()
-                }]),
+                aborted_transactions: Some(vec![AbortedTransaction { producer_id: 7, first_offset: 80, ..Default::default() }]),
                 records: Some(b(RECORDS)),
                 ..Default::default()
             }],
@@ -886,8 +783,7 @@ fn fetch_response_v4_aborted_transactions_and_records() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00000000            # throttle_time_ms 0 (v1+)
                             # (error_code, session_id are v7+)
         00000001            # responses: ARRAY count 1
@@ -902,8 +798,7 @@ fn fetch_response_v4_aborted_transactions_and_records() {
         0000000000000050    #       first_offset 80
         0000000a            #     records: NULLABLE_BYTES length 10
         0102030405060708090a
-        ",
-    );
+        ");
     check(&value, 4, &expected);
 }
 
@@ -933,8 +828,7 @@ fn fetch_response_v12_frame_records_and_tagged_struct() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00000054            # frame size 84
         00000005            # ResponseHeader v1: correlation_id 5
         00                  #   tagged fields 0
@@ -960,8 +854,7 @@ fn fetch_response_v12_frame_records_and_tagged_struct() {
         00                  #         tagged fields 0 (of the LeaderIdAndEpoch struct)
         00                  #   tagged fields 0
         00                  # tagged fields 0
-        ",
-    );
+        ");
     check_response_frame(ApiKey::Fetch, 12, 1, 5, &body, &expected);
 }
 
@@ -973,24 +866,17 @@ fn fetch_response_v12_frame_records_and_tagged_struct() {
 fn find_coordinator_request_v0() {
     let value = m::FindCoordinatorRequest { key: s("group-1"), ..Default::default() };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         0007 67726f75702d31 # key \"group-1\" (v0-3)
-        ",
-    );
+        ");
     check(&value, 0, &expected);
 }
 
 #[test]
 fn find_coordinator_request_v4_frame() {
-    let body = m::FindCoordinatorRequest {
-        key_type: 0,
-        coordinator_keys: vec![s("group-1"), s("group-2")],
-        ..Default::default()
-    };
+    let body = m::FindCoordinatorRequest { key_type: 0, coordinator_keys: vec![s("group-1"), s("group-2")], ..Default::default() };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00000021            # frame size 33
         000a 0004           # RequestHeader v2: api_key 10, api_version 4
         00000009            #   correlation_id 9
@@ -1001,8 +887,7 @@ fn find_coordinator_request_v4_frame() {
         08 67726f75702d31   #   \"group-1\"
         08 67726f75702d32   #   \"group-2\"
         00                  # tagged fields 0
-        ",
-    );
+        ");
     check_request_frame(ApiKey::FindCoordinator, 4, 2, 9, Some("cli"), &body, &expected);
 }
 
@@ -1010,14 +895,12 @@ fn find_coordinator_request_v4_frame() {
 fn find_coordinator_response_v0() {
     let value = m::FindCoordinatorResponse { error_code: 0, node_id: 1, host: s("b1"), port: 9092, ..Default::default() };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         0000                # error_code 0
         00000001            # node_id 1
         0002 6231           # host \"b1\"
         00002384            # port 9092
-        ",
-    );
+        ");
     check(&value, 0, &expected);
 }
 
@@ -1037,8 +920,7 @@ fn find_coordinator_response_v4() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00000000            # throttle_time_ms 0
         02                  # coordinators: COMPACT_ARRAY count 1
         08 67726f75702d31   #   key \"group-1\"
@@ -1049,8 +931,7 @@ fn find_coordinator_response_v4() {
         00                  #   error_message null
         00                  #   tagged fields 0
         00                  # tagged fields 0
-        ",
-    );
+        ");
     check(&value, 4, &expected);
 }
 
@@ -1067,16 +948,11 @@ fn join_group_request_v5() {
         member_id: s(""),
         group_instance_id: None,
         protocol_type: s("consumer"),
-        protocols: vec![m::join_group_request::JoinGroupRequestProtocol {
-            name: s("range"),
-            metadata: b(&[1, 2, 3]),
-            ..Default::default()
-        }],
+        protocols: vec![m::join_group_request::JoinGroupRequestProtocol { name: s("range"), metadata: b(&[1, 2, 3]), ..Default::default() }],
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         0001 67                 # group_id \"g\"
         00002710                # session_timeout_ms 10000
         0000ea60                # rebalance_timeout_ms 60000 (v1+)
@@ -1086,8 +962,7 @@ fn join_group_request_v5() {
         00000001                # protocols: ARRAY count 1
         0005 72616e6765         #   name \"range\"
         00000003 010203         #   metadata BYTES int32 length 3
-        ",
-    );
+        ");
     check(&value, 5, &expected);
 }
 
@@ -1100,17 +975,12 @@ fn join_group_request_v8_flexible_with_reason() {
         member_id: s(""),
         group_instance_id: Some(s("i1")),
         protocol_type: s("consumer"),
-        protocols: vec![m::join_group_request::JoinGroupRequestProtocol {
-            name: s("range"),
-            metadata: b(&[1, 2, 3]),
-            ..Default::default()
-        }],
+        protocols: vec![m::join_group_request::JoinGroupRequestProtocol { name: s("range"), metadata: b(&[1, 2, 3]), ..Default::default() }],
         reason: Some(s("r")),
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         02 67                   # group_id COMPACT_STRING \"g\"
         00002710                # session_timeout_ms 10000
         0000ea60                # rebalance_timeout_ms 60000
@@ -1123,8 +993,7 @@ fn join_group_request_v8_flexible_with_reason() {
         00                      #   tagged fields 0
         02 72                   # reason \"r\" (v8+)
         00                      # tagged fields 0
-        ",
-    );
+        ");
     check(&value, 8, &expected);
 }
 
@@ -1147,8 +1016,7 @@ fn join_group_response_v7() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00000000                # throttle_time_ms 0
         0000                    # error_code 0
         00000001                # generation_id 1
@@ -1163,8 +1031,7 @@ fn join_group_response_v7() {
         03 0a0b                 #   metadata COMPACT_BYTES
         00                      #   tagged fields 0
         00                      # tagged fields 0
-        ",
-    );
+        ");
     check(&value, 7, &expected);
 }
 
@@ -1179,16 +1046,11 @@ fn sync_group_request_v3() {
         generation_id: 1,
         member_id: s("m1"),
         group_instance_id: None,
-        assignments: vec![m::sync_group_request::SyncGroupRequestAssignment {
-            member_id: s("m1"),
-            assignment: b(&[0x0a, 0x0b]),
-            ..Default::default()
-        }],
+        assignments: vec![m::sync_group_request::SyncGroupRequestAssignment { member_id: s("m1"), assignment: b(&[0x0a, 0x0b]), ..Default::default() }],
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         0001 67             # group_id \"g\"
         00000001            # generation_id 1
         0002 6d31           # member_id \"m1\"
@@ -1196,8 +1058,7 @@ fn sync_group_request_v3() {
         00000001            # assignments: ARRAY count 1
         0002 6d31           #   member_id \"m1\"
         00000002 0a0b       #   assignment BYTES
-        ",
-    );
+        ");
     check(&value, 3, &expected);
 }
 
@@ -1212,16 +1073,14 @@ fn sync_group_response_v5() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00000000                # throttle_time_ms 0
         0000                    # error_code 0
         09 636f6e73756d6572     # protocol_type \"consumer\" (v5+)
         06 72616e6765           # protocol_name \"range\" (v5+)
         03 0a0b                 # assignment COMPACT_BYTES
         00                      # tagged fields 0
-        ",
-    );
+        ");
     check(&value, 5, &expected);
 }
 
@@ -1233,28 +1092,19 @@ fn sync_group_response_v5() {
 fn heartbeat_request_v0() {
     let value = m::HeartbeatRequest { group_id: s("g"), generation_id: 1, member_id: s("m1"), ..Default::default() };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         0001 67             # group_id \"g\"
         00000001            # generation_id 1
         0002 6d31           # member_id \"m1\"
-        ",
-    );
+        ");
     check(&value, 0, &expected);
 }
 
 #[test]
 fn heartbeat_request_v4_frame() {
-    let body = m::HeartbeatRequest {
-        group_id: s("g"),
-        generation_id: 1,
-        member_id: s("m1"),
-        group_instance_id: Some(s("i1")),
-        ..Default::default()
-    };
+    let body = m::HeartbeatRequest { group_id: s("g"), generation_id: 1, member_id: s("m1"), group_instance_id: Some(s("i1")), ..Default::default() };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         0000001b            # frame size 27
         000c 0004           # RequestHeader v2: api_key 12, api_version 4
         0000000b            #   correlation_id 11
@@ -1265,8 +1115,7 @@ fn heartbeat_request_v4_frame() {
         03 6d31             # member_id \"m1\"
         03 6931             # group_instance_id \"i1\"
         00                  # tagged fields 0
-        ",
-    );
+        ");
     check_request_frame(ApiKey::Heartbeat, 4, 2, 11, Some("cli"), &body, &expected);
 }
 
@@ -1274,11 +1123,9 @@ fn heartbeat_request_v4_frame() {
 fn heartbeat_response_v0() {
     let value = m::HeartbeatResponse { error_code: 25, ..Default::default() };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         0019                # error_code 25 (UNKNOWN_MEMBER_ID); no throttle_time_ms before v1
-        ",
-    );
+        ");
     check(&value, 0, &expected);
 }
 
@@ -1286,16 +1133,14 @@ fn heartbeat_response_v0() {
 fn heartbeat_response_v4_frame() {
     let body = m::HeartbeatResponse { throttle_time_ms: 0, error_code: 27, ..Default::default() };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         0000000c            # frame size 12
         0000000b            # ResponseHeader v1: correlation_id 11
         00                  #   tagged fields 0
         00000000            # throttle_time_ms 0
         001b                # error_code 27 (REBALANCE_IN_PROGRESS)
         00                  # tagged fields 0
-        ",
-    );
+        ");
     check_response_frame(ApiKey::Heartbeat, 4, 1, 11, &body, &expected);
 }
 
@@ -1313,19 +1158,13 @@ fn offset_commit_request_v2() {
         retention_time_ms: -1,
         topics: vec![OffsetCommitRequestTopic {
             name: s("orders"),
-            partitions: vec![OffsetCommitRequestPartition {
-                partition_index: 0,
-                committed_offset: 100,
-                committed_metadata: None,
-                ..Default::default()
-            }],
+            partitions: vec![OffsetCommitRequestPartition { partition_index: 0, committed_offset: 100, committed_metadata: None, ..Default::default() }],
             ..Default::default()
         }],
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         0001 67             # group_id \"g\"
         00000001            # generation_id_or_member_epoch 1 (v1+)
         0002 6d31           # member_id \"m1\" (v1+)
@@ -1337,8 +1176,7 @@ fn offset_commit_request_v2() {
         0000000000000064    #     committed_offset 100
                             #     (commit_timestamp is v1 only; committed_leader_epoch v6+)
         ffff                #     committed_metadata null
-        ",
-    );
+        ");
     check(&value, 2, &expected);
 }
 
@@ -1364,8 +1202,7 @@ fn offset_commit_request_v8() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         02 67               # group_id \"g\"
         00000001            # generation_id_or_member_epoch 1
         03 6d31             # member_id \"m1\"
@@ -1380,8 +1217,7 @@ fn offset_commit_request_v8() {
         00                  #     tagged fields 0
         00                  #   tagged fields 0
         00                  # tagged fields 0
-        ",
-    );
+        ");
     check(&value, 8, &expected);
 }
 
@@ -1398,8 +1234,7 @@ fn offset_commit_response_v8() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00000000            # throttle_time_ms 0
         02                  # topics: count 1
         07 6f7264657273     #   name \"orders\"
@@ -1407,8 +1242,7 @@ fn offset_commit_response_v8() {
         00000000 0000 00    #     partition_index 0, error_code 0, tagged fields 0
         00                  #   tagged fields 0
         00                  # tagged fields 0
-        ",
-    );
+        ");
     check(&value, 8, &expected);
 }
 
@@ -1423,11 +1257,7 @@ fn offset_fetch_request_v8_groups() {
         groups: vec![
             OffsetFetchRequestGroup {
                 group_id: s("g1"),
-                topics: Some(vec![OffsetFetchRequestTopics {
-                    name: s("orders"),
-                    partition_indexes: smallvec![0, 1],
-                    ..Default::default()
-                }]),
+                topics: Some(vec![OffsetFetchRequestTopics { name: s("orders"), partition_indexes: smallvec![0, 1], ..Default::default() }]),
                 ..Default::default()
             },
             OffsetFetchRequestGroup { group_id: s("g2"), topics: None, ..Default::default() },
@@ -1436,8 +1266,7 @@ fn offset_fetch_request_v8_groups() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         03                  # groups: COMPACT_ARRAY count 2
         03 6731             #   group_id \"g1\"
                             #   (member_id, member_epoch are v9+)
@@ -1451,8 +1280,7 @@ fn offset_fetch_request_v8_groups() {
         00                  #   tagged fields 0
         01                  # require_stable true
         00                  # tagged fields 0
-        ",
-    );
+        ");
     check(&value, 8, &expected);
 }
 
@@ -1481,8 +1309,7 @@ fn offset_fetch_response_v8_groups() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00000000            # throttle_time_ms 0
         02                  # groups: count 1
         03 6731             #   group_id \"g1\"
@@ -1499,8 +1326,7 @@ fn offset_fetch_response_v8_groups() {
         0000                #   error_code 0 (of the group)
         00                  #   tagged fields 0
         00                  # tagged fields 0
-        ",
-    );
+        ");
     check(&value, 8, &expected);
 }
 
@@ -1521,8 +1347,7 @@ fn list_offsets_request_v1() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         ffffffff            # replica_id -1
                             # (isolation_level is v2+)
         00000001            # topics: ARRAY count 1
@@ -1530,8 +1355,7 @@ fn list_offsets_request_v1() {
         00000001            #   partitions: ARRAY count 1
         00000000            #     partition_index 0
         ffffffffffffffff    #     timestamp -1 (latest); max_num_offsets is v0 only
-        ",
-    );
+        ");
     check(&value, 1, &expected);
 }
 
@@ -1543,19 +1367,13 @@ fn list_offsets_request_v7() {
         isolation_level: 1,
         topics: vec![ListOffsetsTopic {
             name: s("orders"),
-            partitions: vec![ListOffsetsPartition {
-                partition_index: 0,
-                current_leader_epoch: 5,
-                timestamp: -2,
-                ..Default::default()
-            }],
+            partitions: vec![ListOffsetsPartition { partition_index: 0, current_leader_epoch: 5, timestamp: -2, ..Default::default() }],
             ..Default::default()
         }],
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         ffffffff            # replica_id -1
         01                  # isolation_level 1
         02                  # topics: COMPACT_ARRAY count 1
@@ -1567,8 +1385,7 @@ fn list_offsets_request_v7() {
         00                  #     tagged fields 0
         00                  #   tagged fields 0
         00                  # tagged fields 0
-        ",
-    );
+        ");
     check(&value, 7, &expected);
 }
 
@@ -1592,8 +1409,7 @@ fn list_offsets_response_v4() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00000000            # throttle_time_ms 0 (v2+)
         00000001            # topics: ARRAY count 1
         0006 6f7264657273   #   name \"orders\"
@@ -1604,8 +1420,7 @@ fn list_offsets_response_v4() {
         ffffffffffffffff    #     timestamp -1
         0000000000000064    #     offset 100
         00000005            #     leader_epoch 5 (v4+)
-        ",
-    );
+        ");
     check(&value, 4, &expected);
 }
 
@@ -1633,8 +1448,7 @@ fn create_topics_request_v5() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         02                  # topics: COMPACT_ARRAY count 1
         07 6f7264657273     #   name \"orders\"
         ffffffff            #   num_partitions -1
@@ -1654,8 +1468,7 @@ fn create_topics_request_v5() {
         0000ea60            # timeout_ms 60000
         00                  # validate_only false (v1+)
         00                  # tagged fields 0
-        ",
-    );
+        ");
     check(&value, 5, &expected);
 }
 
@@ -1684,8 +1497,7 @@ fn create_topics_response_v5_tagged_topic_config_error_code() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00000000            # throttle_time_ms 0
         02                  # topics: count 1
         07 6f7264657273     #   name \"orders\"
@@ -1704,8 +1516,7 @@ fn create_topics_response_v5_tagged_topic_config_error_code() {
         01                  #   tagged fields: count 1
         00 02 0028          #     tag 0 TopicConfigErrorCode, size 2, int16 40
         00                  # tagged fields 0
-        ",
-    );
+        ");
     check(&value, 5, &expected);
 }
 
@@ -1727,8 +1538,7 @@ fn create_topics_response_v7_topic_id() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00000000                            # throttle_time_ms 0
         02                                  # topics: count 1
         07 6f7264657273                     #   name \"orders\"
@@ -1740,8 +1550,7 @@ fn create_topics_response_v7_topic_id() {
         00                                  #   configs null
         00                                  #   tagged fields 0 (topic_config_error_code 0 = default)
         00                                  # tagged fields 0
-        ",
-    );
+        ");
     check(&value, 7, &expected);
 }
 
@@ -1762,15 +1571,13 @@ fn describe_configs_request_v1_null_keys() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00000001            # resources: ARRAY count 1
         02                  #   resource_type 2 (TOPIC)
         0006 6f7264657273   #   resource_name \"orders\"
         ffffffff            #   configuration_keys: null ARRAY = all
         01                  # include_synonyms true (v1+)
-        ",
-    );
+        ");
     check(&value, 1, &expected);
 }
 
@@ -1788,8 +1595,7 @@ fn describe_configs_request_v4() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         02                  # resources: COMPACT_ARRAY count 1
         02                  #   resource_type 2 (TOPIC)
         07 6f7264657273     #   resource_name \"orders\"
@@ -1799,8 +1605,7 @@ fn describe_configs_request_v4() {
         00                  # include_synonyms false
         01                  # include_documentation true (v3+)
         00                  # tagged fields 0
-        ",
-    );
+        ");
     check(&value, 4, &expected);
 }
 
@@ -1820,12 +1625,7 @@ fn describe_configs_response_v4() {
                 read_only: false,
                 config_source: 5,
                 is_sensitive: false,
-                synonyms: vec![DescribeConfigsSynonym {
-                    name: s("log.cleanup.policy"),
-                    value: Some(s("delete")),
-                    source: 5,
-                    ..Default::default()
-                }],
+                synonyms: vec![DescribeConfigsSynonym { name: s("log.cleanup.policy"), value: Some(s("delete")), source: 5, ..Default::default() }],
                 config_type: 2,
                 documentation: None,
                 ..Default::default()
@@ -1835,8 +1635,7 @@ fn describe_configs_response_v4() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00000000            # throttle_time_ms 0
         02                  # results: count 1
         0000                #   error_code 0
@@ -1860,8 +1659,7 @@ fn describe_configs_response_v4() {
         00                  #     tagged fields 0
         00                  #   tagged fields 0
         00                  # tagged fields 0
-        ",
-    );
+        ");
     check(&value, 4, &expected);
 }
 
@@ -1873,34 +1671,26 @@ fn describe_configs_response_v4() {
 fn sasl_handshake_request_v1_frame() {
     let body = m::SaslHandshakeRequest { mechanism: s("PLAIN"), ..Default::default() };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00000014            # frame size 20
         0011 0001           # RequestHeader v1: api_key 17, api_version 1
         0000000d            #   correlation_id 13
         0003 636c69         #   client_id \"cli\"
         0005 504c41494e     # mechanism \"PLAIN\"
-        ",
-    );
+        ");
     check_request_frame(ApiKey::SaslHandshake, 1, 1, 13, Some("cli"), &body, &expected);
 }
 
 #[test]
 fn sasl_handshake_response_v0() {
-    let value = m::SaslHandshakeResponse {
-        error_code: 0,
-        mechanisms: vec![s("PLAIN"), s("SCRAM-SHA-256")],
-        ..Default::default()
-    };
+    let value = m::SaslHandshakeResponse { error_code: 0, mechanisms: vec![s("PLAIN"), s("SCRAM-SHA-256")], ..Default::default() };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         0000                # error_code 0
         00000002            # mechanisms: ARRAY count 2 of STRING
         0005 504c41494e     #   \"PLAIN\"
         000d 5343 52414d 2d 534841 2d 323536  # \"SCRAM-SHA-256\" (13)
-        ",
-    );
+        ");
     check(&value, 0, &expected);
 }
 
@@ -1908,11 +1698,9 @@ fn sasl_handshake_response_v0() {
 fn sasl_authenticate_request_v0() {
     let value = m::SaslAuthenticateRequest { auth_bytes: b(b"\0user\0pass"), ..Default::default() };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         0000000a 00757365720070617373   # auth_bytes BYTES int32 length 10: \\0user\\0pass
-        ",
-    );
+        ");
     check(&value, 0, &expected);
 }
 
@@ -1920,8 +1708,7 @@ fn sasl_authenticate_request_v0() {
 fn sasl_authenticate_request_v2_frame() {
     let body = m::SaslAuthenticateRequest { auth_bytes: b(b"\0user\0pass"), ..Default::default() };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         0000001a            # frame size 26
         0024 0002           # RequestHeader v2: api_key 36, api_version 2
         0000000e            #   correlation_id 14
@@ -1929,30 +1716,22 @@ fn sasl_authenticate_request_v2_frame() {
         00                  #   tagged fields 0
         0b 00757365720070617373  # auth_bytes COMPACT_BYTES uvarint(10+1)
         00                  # tagged fields 0
-        ",
-    );
+        ");
     check_request_frame(ApiKey::SaslAuthenticate, 2, 2, 14, Some("cli"), &body, &expected);
 }
 
 #[test]
 fn sasl_authenticate_response_v2() {
-    let value = m::SaslAuthenticateResponse {
-        error_code: 0,
-        error_message: None,
-        auth_bytes: Bytes::new(),
-        session_lifetime_ms: 3_600_000,
-        ..Default::default()
-    };
+    let value =
+        m::SaslAuthenticateResponse { error_code: 0, error_message: None, auth_bytes: Bytes::new(), session_lifetime_ms: 3_600_000, ..Default::default() };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         0000                # error_code 0
         00                  # error_message COMPACT_NULLABLE_STRING null
         01                  # auth_bytes COMPACT_BYTES empty (uvarint 0+1)
         000000000036ee80    # session_lifetime_ms 3600000 (v1+)
         00                  # tagged fields 0
-        ",
-    );
+        ");
     check(&value, 2, &expected);
 }
 
@@ -1964,56 +1743,39 @@ fn sasl_authenticate_response_v2() {
 fn init_producer_id_request_v0_null_transactional_id() {
     let value = m::InitProducerIdRequest { transactional_id: None, transaction_timeout_ms: 60000, ..Default::default() };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         ffff                # transactional_id NULLABLE_STRING null
         0000ea60            # transaction_timeout_ms 60000
-        ",
-    );
+        ");
     check(&value, 0, &expected);
 }
 
 #[test]
 fn init_producer_id_request_v4() {
-    let value = m::InitProducerIdRequest {
-        transactional_id: Some(s("tx")),
-        transaction_timeout_ms: 60000,
-        producer_id: -1,
-        producer_epoch: -1,
-        ..Default::default()
-    };
+    let value =
+        m::InitProducerIdRequest { transactional_id: Some(s("tx")), transaction_timeout_ms: 60000, producer_id: -1, producer_epoch: -1, ..Default::default() };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         03 7478             # transactional_id \"tx\"
         0000ea60            # transaction_timeout_ms 60000
         ffffffffffffffff    # producer_id -1 (v3+)
         ffff                # producer_epoch -1 (v3+)
         00                  # tagged fields 0
-        ",
-    );
+        ");
     check(&value, 4, &expected);
 }
 
 #[test]
 fn init_producer_id_response_v4() {
-    let value = m::InitProducerIdResponse {
-        throttle_time_ms: 0,
-        error_code: 0,
-        producer_id: 1000,
-        producer_epoch: 0,
-        ..Default::default()
-    };
+    let value = m::InitProducerIdResponse { throttle_time_ms: 0, error_code: 0, producer_id: 1000, producer_epoch: 0, ..Default::default() };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00000000            # throttle_time_ms 0
         0000                # error_code 0
         00000000000003e8    # producer_id 1000
         0000                # producer_epoch 0
         00                  # tagged fields 0
-        ",
-    );
+        ");
     check(&value, 4, &expected);
 }
 
@@ -2025,8 +1787,7 @@ fn init_producer_id_response_v4() {
 fn describe_cluster_request_v0_frame() {
     let body = m::DescribeClusterRequest { include_cluster_authorized_operations: true, ..Default::default() };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00000010            # frame size 16
         003c 0000           # RequestHeader v2 (flexible from v0): api_key 60, api_version 0
         00000010            #   correlation_id 16
@@ -2034,26 +1795,19 @@ fn describe_cluster_request_v0_frame() {
         00                  #   tagged fields 0
         01                  # include_cluster_authorized_operations true
         00                  # tagged fields 0
-        ",
-    );
+        ");
     check_request_frame(ApiKey::DescribeCluster, 0, 2, 16, Some("cli"), &body, &expected);
 }
 
 #[test]
 fn describe_cluster_request_v1() {
-    let value = m::DescribeClusterRequest {
-        include_cluster_authorized_operations: false,
-        endpoint_type: 2,
-        ..Default::default()
-    };
+    let value = m::DescribeClusterRequest { include_cluster_authorized_operations: false, endpoint_type: 2, ..Default::default() };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00                  # include_cluster_authorized_operations false
         02                  # endpoint_type 2 (controller) (v1+)
         00                  # tagged fields 0
-        ",
-    );
+        ");
     check(&value, 1, &expected);
 }
 
@@ -2077,8 +1831,7 @@ fn describe_cluster_response_v1() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00000000            # throttle_time_ms 0
         0000                # error_code 0
         00                  # error_message null
@@ -2093,8 +1846,7 @@ fn describe_cluster_response_v1() {
         00                  #   tagged fields 0
         80000000            # cluster_authorized_operations i32::MIN
         00                  # tagged fields 0
-        ",
-    );
+        ");
     check(&value, 1, &expected);
 }
 
@@ -2113,11 +1865,7 @@ fn produce_request_v9_two_byte_uvarint_lengths() {
         timeout_ms: 30000,
         topic_data: vec![TopicProduceData {
             name: s(&"t".repeat(130)),
-            partition_data: vec![PartitionProduceData {
-                index: 0,
-                records: Some(Bytes::from(vec![0x5a; 200])),
-                ..Default::default()
-            }],
+            partition_data: vec![PartitionProduceData { index: 0, records: Some(Bytes::from(vec![0x5a; 200])), ..Default::default() }],
             ..Default::default()
         }],
         ..Default::default()
@@ -2178,14 +1926,12 @@ fn request_header_v2_unknown_tag_300_size_130() {
 fn offset_fetch_request_v7_null_topics() {
     let value = m::OffsetFetchRequest { group_id: s("g"), topics: None, require_stable: true, ..Default::default() };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         02 67               # group_id \"g\" (v0-7)
         00                  # topics: COMPACT_ARRAY null = all (nullable 2-7)
         01                  # require_stable true (v7+)
         00                  # tagged fields 0
-        ",
-    );
+        ");
     check(&value, 7, &expected);
 }
 
@@ -2193,9 +1939,7 @@ fn offset_fetch_request_v7_null_topics() {
 /// (partition tag 0) and the tagged top-level NodeEndpoints array (tag 0).
 #[test]
 fn produce_response_v10_tagged_current_leader_and_node_endpoints() {
-    use m::produce_response::{
-        BatchIndexAndErrorMessage, LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse, TopicProduceResponse,
-    };
+    use m::produce_response::{BatchIndexAndErrorMessage, LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse, TopicProduceResponse};
     let value = m::ProduceResponse {
         responses: vec![TopicProduceResponse {
             name: s("orders"),
@@ -2205,11 +1949,7 @@ fn produce_response_v10_tagged_current_leader_and_node_endpoints() {
                 base_offset: -1,
                 log_append_time_ms: -1,
                 log_start_offset: -1,
-                record_errors: vec![BatchIndexAndErrorMessage {
-                    batch_index: 0,
-                    batch_index_error_message: Some(s("bad")),
-                    ..Default::default()
-                }],
+                record_errors: vec![BatchIndexAndErrorMessage { batch_index: 0, batch_index_error_message: Some(s("bad")), ..Default::default() }],
                 error_message: Some(s("not leader")),
                 current_leader: LeaderIdAndEpoch { leader_id: 2, leader_epoch: 6, ..Default::default() },
                 ..Default::default()
@@ -2221,8 +1961,7 @@ fn produce_response_v10_tagged_current_leader_and_node_endpoints() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         02                  # responses: COMPACT_ARRAY count 1
         07 6f7264657273     #   name \"orders\"
         02                  #   partition_responses: count 1
@@ -2249,8 +1988,7 @@ fn produce_response_v10_tagged_current_leader_and_node_endpoints() {
         00002384            #       port 9092
         00                  #       rack null
         00                  #       tagged fields 0
-        ",
-    );
+        ");
     check(&value, 10, &expected);
 }
 
@@ -2271,8 +2009,7 @@ fn fetch_request_v15_tagged_replica_state() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
                             # (replica_id is v0-14)
         000001f4            # max_wait_ms 500
         00000001            # min_bytes 1
@@ -2288,8 +2025,7 @@ fn fetch_request_v15_tagged_replica_state() {
         00000003            #     replica_id 3
         000000000000000a    #     replica_epoch 10
         00                  #     tagged fields 0
-        ",
-    );
+        ");
     check(&value, 15, &expected);
 }
 
@@ -2323,8 +2059,7 @@ fn fetch_response_v16_tagged_structs_and_node_endpoints() {
         ..Default::default()
     };
     // Expected bytes: written by hand from the documented layout, not by this crate's encoder.
-    let expected = hex(
-        "
+    let expected = hex("
         00000000                            # throttle_time_ms 0
         0000                                # error_code 0
         00000000                            # session_id 0
@@ -2353,8 +2088,7 @@ fn fetch_response_v16_tagged_structs_and_node_endpoints() {
         00002384                            #       port 9092
         03 7231                             #       rack \"r1\"
         00                                  #       tagged fields 0
-        ",
-    );
+        ");
     check(&value, 16, &expected);
 }
 

@@ -32,7 +32,7 @@ use kwire::runtime::error_code::ERROR_CODES;
 use kwire::runtime::json::serde_json::{self, json, Value};
 use kwire::runtime::sample::{JsonMessageVisitor, Sample, SampleRng};
 use kwire::runtime::VersionRange;
-use kwire::{ApiKey, Bytes, VersionedJson, Message};
+use kwire::{ApiKey, Bytes, Message, VersionedJson};
 
 /// Seeds of kwire samples per (message, version) in direction (b).
 const RUST_SEEDS: u64 = 4;
@@ -74,17 +74,14 @@ impl Build {
         let jar_release = if releases.len() == 1 {
             0
         } else {
-            releases
-                .iter()
-                .position(|r| r.0.trim_start_matches("kafka-").starts_with(&minor))
-                .unwrap_or_else(|| {
-                    // A newer jar than any release of the build (4.4.0 against the default): its
-                    // new versions would be Java's only; compare it with its own specs instead.
-                    panic!(
-                        "the merged build ({}) has no release for kafka-clients {kafka_clients}; compare it with its own specs ({kafka_clients}=jar)",
-                        kwire::SPEC_DIR
-                    )
-                })
+            releases.iter().position(|r| r.0.trim_start_matches("kafka-").starts_with(&minor)).unwrap_or_else(|| {
+                // A newer jar than any release of the build (4.4.0 against the default): its
+                // new versions would be Java's only; compare it with its own specs instead.
+                panic!(
+                    "the merged build ({}) has no release for kafka-clients {kafka_clients}; compare it with its own specs ({kafka_clients}=jar)",
+                    kwire::SPEC_DIR
+                )
+            })
         };
         Build { releases, jar_release }
     }
@@ -114,9 +111,7 @@ impl Build {
     }
 
     fn defines(&self, i: usize, name: &str, version: i16) -> bool {
-        self.spec(i, name)
-            .and_then(|s| spec_range(s["validVersions"].as_str()))
-            .is_some_and(|(lo, hi)| lo <= i64::from(version) && i64::from(version) <= hi)
+        self.spec(i, name).and_then(|s| spec_range(s["validVersions"].as_str())).is_some_and(|(lo, hi)| lo <= i64::from(version) && i64::from(version) <= hi)
     }
 
     /// The versions of an api to compare with the jar: those of the jar's release (all of them
@@ -126,11 +121,7 @@ impl Build {
             return Ok(info.valid);
         }
         let rel = self.jar_release();
-        info.releases
-            .iter()
-            .find(|r| r.release == rel)
-            .map(|r| r.valid)
-            .ok_or_else(|| format!("ApiKey::info().releases of {} has no {rel}", info.name))
+        info.releases.iter().find(|r| r.release == rel).map(|r| r.valid).ok_or_else(|| format!("ApiKey::info().releases of {} has no {rel}", info.name))
     }
 
     /// The release the build takes `name` v`version` from: the newest that defines it
@@ -204,11 +195,7 @@ impl SpecIndex {
 
 /// The api key and direction of a request or response message name (kwire's names).
 fn api_of(name: &str) -> Option<(ApiKey, &'static str)> {
-    let (base, kind) = if let Some(b) = name.strip_suffix("Request") {
-        (b, "request")
-    } else {
-        (name.strip_suffix("Response")?, "response")
-    };
+    let (base, kind) = if let Some(b) = name.strip_suffix("Request") { (b, "request") } else { (name.strip_suffix("Response")?, "response") };
     ApiKey::ALL.iter().copied().find(|k| k.name() == base).map(|k| (k, kind))
 }
 
@@ -276,9 +263,8 @@ fn explanation_applies(e: &(&str, &[&str], Builds, &str), version: &str, merged:
 /// The explanation for a disagreeing cell, if one applies: its id, and whether it still holds.
 fn explain(ctx: &Ctx, row: &str, column: &str, failures: &[String]) -> Option<(&'static str, Result<(), String>)> {
     let version = ctx.tables["kafkaClients"].as_str().unwrap_or_default();
-    let find = |id: &str, check: Result<(), String>| {
-        EXPLAINED.iter().find(|e| e.0 == id && explanation_applies(e, version, ctx.build.merged())).map(|e| (e.0, check))
-    };
+    let find =
+        |id: &str, check: Result<(), String>| EXPLAINED.iter().find(|e| e.0 == id && explanation_applies(e, version, ctx.build.merged())).map(|e| (e.0, check));
     if column != "table" {
         if !ctx.build.merged() {
             return None;
@@ -297,8 +283,7 @@ fn explain(ctx: &Ctx, row: &str, column: &str, failures: &[String]) -> Option<(&
                 v.and_then(|v| v["listeners"].as_array()).into_iter().flatten().map(norm).collect()
             };
             let request = format!("{}Request", api.name());
-            let union: std::collections::BTreeSet<String> =
-                (0..ctx.build.releases.len()).flat_map(|i| set(ctx.build.spec(i, &request))).collect();
+            let union: std::collections::BTreeSet<String> = (0..ctx.build.releases.len()).flat_map(|i| set(ctx.build.spec(i, &request))).collect();
             let ours: std::collections::BTreeSet<String> = api.info().listeners.iter().map(|l| l.to_lowercase()).collect();
             let theirs = set(Some(java));
             let jar_spec = set(ctx.jar_index.by_api.get(&(api.key(), "request".into())));
@@ -340,8 +325,7 @@ fn explain(ctx: &Ctx, row: &str, column: &str, failures: &[String]) -> Option<(&
             let file = format!("{}Request.json", api.name());
             let jar_spec = ctx.jar_index.by_api.get(&(api.key(), "request".to_string())).ok_or(format!("the jar has no spec for api {key}"))?;
             let jar = spec_range(jar_spec["deprecatedVersions"].as_str());
-            let (lo, hi) =
-                (java["lowestDeprecated"].as_i64().unwrap_or(0), java["highestDeprecated"].as_i64().unwrap_or(-1));
+            let (lo, hi) = (java["lowestDeprecated"].as_i64().unwrap_or(0), java["highestDeprecated"].as_i64().unwrap_or(-1));
             let in_range = |r: Option<(i64, i64)>, v: i16| r.is_some_and(|(lo, hi)| lo <= i64::from(v) && i64::from(v) <= hi);
             let mut ours = Vec::new();
             for v in valid.iter() {
@@ -357,19 +341,10 @@ fn explain(ctx: &Ctx, row: &str, column: &str, failures: &[String]) -> Option<(&
                 Ok(())
             } else {
                 let show = |d: &[bool]| shown_versions(valid, d);
-                Err(format!(
-                    "{file}: jar {}, ours {}, Java {}, kwire {}",
-                    show(&jar),
-                    show(&ours),
-                    show(&java),
-                    show(&wire)
-                ))
+                Err(format!("{file}: jar {}, ours {}, Java {}, kwire {}", show(&jar), show(&ours), show(&java), show(&wire)))
             }
         })();
-        return EXPLAINED
-            .iter()
-            .find(|e| e.0 == "deprecated-3.9.1" && explanation_applies(e, version, ctx.build.merged()))
-            .map(|e| (e.0, check));
+        return EXPLAINED.iter().find(|e| e.0 == "deprecated-3.9.1" && explanation_applies(e, version, ctx.build.merged())).map(|e| (e.0, check));
     } else if let Some(code) = row.strip_prefix("Errors ") {
         let code: i64 = code.parse().ok()?;
         let errors = ctx.tables["errors"].as_array()?;
@@ -377,13 +352,8 @@ fn explain(ctx: &Ctx, row: &str, column: &str, failures: &[String]) -> Option<(&
         let ours = ERROR_CODES.iter().find(|i| i64::from(i.code) == code);
         match (java, ours) {
             (Some(j), Some(o)) if code == 0 => {
-                let ok = j["message"] == "NONE"
-                    && o.message == "No error"
-                    && failures.iter().all(|f| f.starts_with("differs at .message"));
-                (
-                    "none-message",
-                    ok.then_some(()).ok_or_else(|| format!("Java {}, kwire {}", j["message"], o.message)),
-                )
+                let ok = j["message"] == "NONE" && o.message == "No error" && failures.iter().all(|f| f.starts_with("differs at .message"));
+                ("none-message", ok.then_some(()).ok_or_else(|| format!("Java {}, kwire {}", j["message"], o.message)))
             }
             (Some(j), Some(_)) => {
                 let old = OLDER_MESSAGES.iter().find(|m| version.starts_with(m.0) && m.1 == code)?;
@@ -410,9 +380,7 @@ fn explain_merged(ctx: &Ctx, name: &str, v: i16, failures: &[String]) -> Option<
     // The jar's release marks the version unstable and a newer release redefined it.
     if let Some((api, _)) = api_of(name) {
         let unstable_newest = |spec: Option<&Value>| {
-            spec.is_some_and(|s| {
-                s["latestVersionUnstable"] == true && spec_range(s["validVersions"].as_str()).is_some_and(|r| r.1 == i64::from(v))
-            })
+            spec.is_some_and(|s| s["latestVersionUnstable"] == true && spec_range(s["validVersions"].as_str()).is_some_and(|r| r.1 == i64::from(v)))
         };
         let request = format!("{}Request", api.name());
         if unstable_newest(build.spec(jar, &request)) {
@@ -441,7 +409,10 @@ fn explain_merged(ctx: &Ctx, name: &str, v: i16, failures: &[String]) -> Option<
             if defining == jar {
                 return Err(format!("{name} v{v} comes from the jar's release"));
             }
-            let new = build.spec(defining, name).and_then(|s| struct_fields(s, &path)).ok_or(format!("{name}: no struct {path:?} in {}", build.releases[defining].0))?;
+            let new = build
+                .spec(defining, name)
+                .and_then(|s| struct_fields(s, &path))
+                .ok_or(format!("{name}: no struct {path:?} in {}", build.releases[defining].0))?;
             let tagged = new.iter().find(|f| field_tag(f) == Some(tag)).ok_or(format!("{}: no tag {tag} in {path:?}", build.releases[defining].0))?;
             if spec_range(tagged["taggedVersions"].as_str()).is_some_and(|(lo, hi)| lo <= i64::from(v) && i64::from(v) <= hi) {
                 return Err(format!("tag {tag} is valid at v{v} in {}", build.releases[defining].0));
@@ -474,11 +445,23 @@ fn explain_merged(ctx: &Ctx, name: &str, v: i16, failures: &[String]) -> Option<
                     prefix = format!("{prefix}.{seg}[]");
                 }
                 let named = |fields: &[Value], n: &str| fields.iter().find(|f| f["name"].as_str().is_some_and(|x| camel(x) == n)).cloned();
-                let jar_fields = build.spec(jar, name).and_then(|s| struct_fields(s, &old_path)).ok_or(format!("no struct {old_path:?} in {}", build.releases[jar].0))?;
-                let new_fields = build.spec(newest, name).and_then(|s| struct_fields(s, &path)).ok_or(format!("no struct {path:?} in {}", build.releases[newest].0))?;
+                let jar_fields =
+                    build.spec(jar, name).and_then(|s| struct_fields(s, &old_path)).ok_or(format!("no struct {old_path:?} in {}", build.releases[jar].0))?;
+                let new_fields =
+                    build.spec(newest, name).and_then(|s| struct_fields(s, &path)).ok_or(format!("no struct {path:?} in {}", build.releases[newest].0))?;
                 let (o, n) = match (named(&jar_fields, old), named(&jar_fields, new), named(&new_fields, new), named(&new_fields, old)) {
                     (Some(o), None, Some(n), None) => (o, n),
-                    x => return Err(format!("{r}: {} has {old}: {}, {new}: {}; {} has {new}: {}, {old}: {}", build.releases[jar].0, x.0.is_some(), x.1.is_some(), build.releases[newest].0, x.2.is_some(), x.3.is_some())),
+                    x => {
+                        return Err(format!(
+                            "{r}: {} has {old}: {}, {new}: {}; {} has {new}: {}, {old}: {}",
+                            build.releases[jar].0,
+                            x.0.is_some(),
+                            x.1.is_some(),
+                            build.releases[newest].0,
+                            x.2.is_some(),
+                            x.3.is_some()
+                        ))
+                    }
                 };
                 let wire_type = |t: &Value| {
                     let t = t.as_str().unwrap_or_default();
@@ -543,7 +526,11 @@ fn shown_versions(valid: VersionRange, set: &[bool]) -> String {
     let on: Vec<i16> = valid.iter().zip(set).filter(|(_, &s)| s).map(|(v, _)| v).collect();
     match (on.first(), on.last()) {
         (Some(lo), Some(hi)) if on.len() == (hi - lo + 1) as usize => {
-            if lo == hi { lo.to_string() } else { format!("{lo}-{hi}") }
+            if lo == hi {
+                lo.to_string()
+            } else {
+                format!("{lo}-{hi}")
+            }
         }
         (Some(_), _) => format!("{on:?}"),
         _ => "none".into(),
@@ -840,11 +827,7 @@ impl Visitor<'_> {
             self.matrix.record(&r, "c", agree_refusal(&what, 0, java, ours));
             // Java's own value with the null must fare the same as its JSON.
             if n["javaWriteRefuses"].as_bool() != Some(java) {
-                self.matrix.record(
-                    &r,
-                    "c",
-                    Err(format!("Java's writer and JSON reader disagree on {} null", n["field"])),
-                );
+                self.matrix.record(&r, "c", Err(format!("Java's writer and JSON reader disagree on {} null", n["field"])));
             }
         }
         for t in line["badTags"].as_array().into_iter().flatten() {
@@ -890,22 +873,14 @@ impl JsonMessageVisitor for Visitor<'_> {
                 let (bytes, json) = match (value.to_bytes(version), value.to_json(version)) {
                     (Ok(b), Ok(j)) => (b, j),
                     (b, j) => {
-                        self.matrix.record(
-                            &r,
-                            "b",
-                            Err(format!("kwire's own sample fails: {:?} {:?}", b.err(), j.err())),
-                        );
+                        self.matrix.record(&r, "b", Err(format!("kwire's own sample fails: {:?} {:?}", b.err(), j.err())));
                         continue;
                     }
                 };
                 let prefixes = cuts(bytes.len());
                 for &len in &prefixes {
                     if !refuses::<M>(bytes.slice(..len), version) {
-                        self.matrix.record(
-                            &r,
-                            "c",
-                            Err(format!("kwire accepts its own sample cut to {len} bytes")),
-                        );
+                        self.matrix.record(&r, "c", Err(format!("kwire accepts its own sample cut to {len} bytes")));
                     }
                 }
                 // The value written at other versions: kwire's bytes or refusal, which Java
@@ -934,12 +909,7 @@ impl JsonMessageVisitor for Visitor<'_> {
 /// Java's answers about kwire's samples.
 /// `retried`: Java's answers for kwire's JSON under Java's field names, by vector index,
 /// where the two differ only by renamed fields.
-fn check_java_answers(
-    matrix: &mut Matrix,
-    vectors: &[(Value, RustExpect)],
-    answers: &[Value],
-    retried: &HashMap<usize, Value>,
-) {
+fn check_java_answers(matrix: &mut Matrix, vectors: &[(Value, RustExpect)], answers: &[Value], retried: &HashMap<usize, Value>) {
     assert_eq!(answers.len(), vectors.len(), "Java answered every kwire vector");
     for (i, ((line, expect), a)) in vectors.iter().zip(answers).enumerate() {
         let r = &expect.row;
@@ -976,11 +946,7 @@ fn check_java_answers(
         let ours = line["crossVersions"].as_array().cloned().unwrap_or_default();
         let java = a["crossVersions"].as_array().cloned().unwrap_or_default();
         if ours.len() != java.len() {
-            matrix.record(
-                r,
-                "c",
-                Err(format!("seed {seed}: Java answered {} of {} cross-version writes", java.len(), ours.len())),
-            );
+            matrix.record(r, "c", Err(format!("seed {seed}: Java answered {} of {} cross-version writes", java.len(), ours.len())));
         }
         for (o, j) in ours.iter().zip(&java) {
             let to = &o["to"];
@@ -996,16 +962,7 @@ fn check_java_answers(
         for c in a["truncated"].as_array().into_iter().flatten() {
             // kwire refuses every cut of its own samples (checked when writing them).
             let java = c["javaRefuses"].as_bool() == Some(true);
-            matrix.record(
-                r,
-                "c",
-                agree_refusal(
-                    "kwire's sample truncated to {len} bytes",
-                    c["len"].as_u64().unwrap_or(0) as usize,
-                    java,
-                    true,
-                ),
-            );
+            matrix.record(r, "c", agree_refusal("kwire's sample truncated to {len} bytes", c["len"].as_u64().unwrap_or(0) as usize, java, true));
         }
     }
 }
@@ -1041,8 +998,7 @@ fn describe_whole(blob: Bytes) -> Result<(Value, Option<usize>), String> {
         let recs: Vec<Value> = records
             .iter()
             .map(|r| {
-                let headers: Vec<Value> =
-                    r.headers.iter().map(|h| json!({"key": h.key.to_string(), "value": b64(h.value.as_ref())})).collect();
+                let headers: Vec<Value> = r.headers.iter().map(|h| json!({"key": h.key.to_string(), "value": b64(h.value.as_ref())})).collect();
                 json!({"offset": r.offset, "timestamp": r.timestamp, "key": b64(r.key.as_ref()), "value": b64(r.value.as_ref()), "headers": headers})
             })
             .collect();
@@ -1079,9 +1035,7 @@ fn rust_blobs() -> Vec<(String, Bytes, Vec<Record>)> {
                 if magic < 2 {
                     r
                 } else {
-                    r.with_header("h", Some(Bytes::from(format!("x{i}"))))
-                        .with_header("h", None)
-                        .with_header("é", Some(Bytes::from_static(&[1, 2])))
+                    r.with_header("h", Some(Bytes::from(format!("x{i}")))).with_header("h", None).with_header("é", Some(Bytes::from_static(&[1, 2])))
                 }
             })
             .collect()
@@ -1112,28 +1066,15 @@ fn rust_blobs() -> Vec<(String, Bytes, Vec<Record>)> {
     };
     let case = |name: &str, (blob, input): (Bytes, Vec<Record>)| (name.to_string(), blob, input);
     for codec in codecs {
-        out.push(case(
-            &format!("kwire magic 2 {}", codec.name()),
-            v2(codec, 100, 4, &|b| b.partition_leader_epoch(3)),
-        ));
+        out.push(case(&format!("kwire magic 2 {}", codec.name()), v2(codec, 100, 4, &|b| b.partition_leader_epoch(3))));
     }
     out.push(case("kwire idempotent", v2(Compression::Lz4, 0, 3, &|b| b.producer(42, 3, 7))));
-    out.push(case(
-        "kwire transactional",
-        v2(Compression::Zstd, 1000, 4, &|b| b.producer(4242, 1, 0).transactional(true)),
-    ));
+    out.push(case("kwire transactional", v2(Compression::Zstd, 1000, 4, &|b| b.producer(4242, 1, 0).transactional(true))));
     // Java reports a log-append-time batch's records at the batch's timestamp: compared apart.
-    out.push(case(
-        "kwire log append time",
-        v2(Compression::Gzip, 7, 2, &|b| b.timestamp_type(TimestampType::LogAppendTime)),
-    ));
+    out.push(case("kwire log append time", v2(Compression::Gzip, 7, 2, &|b| b.timestamp_type(TimestampType::LogAppendTime))));
     let commit = RecordBatchBuilder::end_txn_marker(1004, 1_700_000_000_500, 4242, 1, true, 17).expect("marker");
     out.push(("kwire control commit".into(), commit.clone(), Vec::new()));
-    out.push((
-        "kwire control abort".into(),
-        RecordBatchBuilder::end_txn_marker(2000, 1, 4243, 2, false, 18).expect("marker"),
-        Vec::new(),
-    ));
+    out.push(("kwire control abort".into(), RecordBatchBuilder::end_txn_marker(2000, 1, 4243, 2, false, 18).expect("marker"), Vec::new()));
     let mut several = Vec::new();
     let mut input = Vec::new();
     for (blob, records) in [v2(Compression::None, 0, 2, &|b| b), v2(Compression::Snappy, 2, 3, &|b| b)] {
@@ -1180,10 +1121,7 @@ fn check_records(dir: &Path, cp: &str, matrix: &mut Matrix) {
         }
         [b.clone(), Bytes::from(flipped), b.slice(..b.len() - 1)]
     };
-    let input: String = blobs
-        .iter()
-        .flat_map(|(case, b, _)| variants(b).map(|v| format!("{}\n", json!({"case": case, "hex": hex::encode(&v)}))))
-        .collect();
+    let input: String = blobs.iter().flat_map(|(case, b, _)| variants(b).map(|v| format!("{}\n", json!({"case": case, "hex": hex::encode(&v)})))).collect();
     let answers = run_java(cp, "records-check", dir, "rust-records.jsonl", &input);
     assert_eq!(answers.len(), 3 * blobs.len(), "Java answered every blob");
     for ((case, blob, input), a) in blobs.iter().zip(answers.chunks(3)) {
@@ -1221,8 +1159,7 @@ fn check_records(dir: &Path, cp: &str, matrix: &mut Matrix) {
                 return Ok(());
             }
             // The records that went into kwire's builder come back out of Java.
-            let append_time =
-                a["batches"].as_array().into_iter().flatten().any(|b| b["timestampType"] == "LogAppendTime");
+            let append_time = a["batches"].as_array().into_iter().flatten().any(|b| b["timestampType"] == "LogAppendTime");
             let java: Vec<Value> = a["batches"]
                 .as_array()
                 .into_iter()
@@ -1239,11 +1176,7 @@ fn check_records(dir: &Path, cp: &str, matrix: &mut Matrix) {
             let expected: Vec<Value> = input
                 .iter()
                 .map(|r| {
-                    let headers: Vec<Value> = r
-                        .headers
-                        .iter()
-                        .map(|h| json!({"key": h.key.to_string(), "value": b64(h.value.as_ref())}))
-                        .collect();
+                    let headers: Vec<Value> = r.headers.iter().map(|h| json!({"key": h.key.to_string(), "value": b64(h.value.as_ref())})).collect();
                     let ts = if append_time { Value::Null } else { json!(r.timestamp) };
                     json!({"offset": r.offset, "timestamp": ts, "key": b64(r.key.as_ref()), "value": b64(r.value.as_ref()), "headers": headers})
                 })
@@ -1260,9 +1193,7 @@ fn check_records(dir: &Path, cp: &str, matrix: &mut Matrix) {
 // ---- tables ----
 
 fn check_tables(dir: &Path, build: &Build, matrix: &mut Matrix) {
-    let tables: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("java-tables.json")).expect("java-tables.json"))
-            .expect("JSON");
+    let tables: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("java-tables.json")).expect("java-tables.json")).expect("JSON");
     let java_errors = tables["errors"].as_array().expect("errors");
     for e in java_errors {
         let code = e["code"].as_i64().unwrap_or(i64::MIN);
@@ -1273,22 +1204,14 @@ fn check_tables(dir: &Path, build: &Build, matrix: &mut Matrix) {
                 // The message apart, so an explained message difference cannot hide another.
                 let ours = json!({"code": i.code, "name": i.name, "retriable": i.retriable});
                 let java = json!({"code": e["code"], "name": e["name"], "retriable": e["retriable"]});
-                matrix.record(
-                    &r,
-                    "table",
-                    json_diff("", &ours, &java).map_or(Ok(()), |d| Err(format!("differs at {d}"))),
-                );
+                matrix.record(&r, "table", json_diff("", &ours, &java).map_or(Ok(()), |d| Err(format!("differs at {d}"))));
                 let m = json_diff(".message", &json!(i.message), &e["message"]);
                 matrix.record(&r, "table", m.map_or(Ok(()), |d| Err(format!("differs at {d}"))));
             }
         }
     }
     for i in ERROR_CODES.iter().filter(|i| !java_errors.iter().any(|e| e["code"].as_i64() == Some(i.code.into()))) {
-        matrix.record(
-            &format!("Errors {}", i.code),
-            "table",
-            Err(format!("Java has no error code {} ({})", i.code, i.name)),
-        );
+        matrix.record(&format!("Errors {}", i.code), "table", Err(format!("Java has no error code {} ({})", i.code, i.name)));
     }
     let java_apis = tables["apis"].as_array().expect("apis");
     for a in java_apis {
@@ -1306,8 +1229,7 @@ fn check_tables(dir: &Path, build: &Build, matrix: &mut Matrix) {
                 };
                 let deprecated = info.deprecated.intersect(&valid);
                 // Java says "none" as lowest 0, highest -1.
-                let (lo, hi) =
-                    (a["lowestDeprecated"].as_i64().unwrap_or(0), a["highestDeprecated"].as_i64().unwrap_or(-1));
+                let (lo, hi) = (a["lowestDeprecated"].as_i64().unwrap_or(0), a["highestDeprecated"].as_i64().unwrap_or(-1));
                 let java_deprecated = if hi < lo { json!(null) } else { json!([lo, hi]) };
                 let java = json!({
                     "name": a["name"], "lowest": a["lowest"], "highest": a["highest"],
@@ -1391,15 +1313,12 @@ fn run_java(cp: &str, command: &str, dir: &Path, name: &str, input: &str) -> Vec
 
 #[test]
 fn java_oracle() {
-    let (Some(dir), Some(cp)) = (std::env::var_os("KWIRE_JAVA_ORACLE"), std::env::var("KWIRE_JAVA_CP").ok())
-    else {
+    let (Some(dir), Some(cp)) = (std::env::var_os("KWIRE_JAVA_ORACLE"), std::env::var("KWIRE_JAVA_CP").ok()) else {
         println!("skipped: set KWIRE_JAVA_ORACLE and KWIRE_JAVA_CP (scripts/java-oracle.sh does)");
         return;
     };
     let dir = PathBuf::from(dir);
-    let tables: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("java-tables.json")).expect("java-tables.json"))
-            .expect("JSON");
+    let tables: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("java-tables.json")).expect("java-tables.json")).expect("JSON");
     let version = tables["kafkaClients"].as_str().unwrap_or("?").to_string();
 
     let build = Build::new(&version);
@@ -1423,25 +1342,13 @@ fn java_oracle() {
         java.entry(ours).or_default().push(line);
     }
     let mut matrix = Matrix::default();
-    let mut visitor = Visitor {
-        java: &java,
-        matrix: &mut matrix,
-        rust_vectors: Vec::new(),
-        seen: Vec::new(),
-        jar_versions,
-        java_names,
-        build: &build,
-    };
+    let mut visitor = Visitor { java: &java, matrix: &mut matrix, rust_vectors: Vec::new(), seen: Vec::new(), jar_versions, java_names, build: &build };
     visit_json_messages(&mut visitor);
     let Visitor { rust_vectors, seen, .. } = visitor;
     for (name, lines) in &java {
         if !seen.contains(name) {
             for l in lines {
-                matrix.record(
-                    &row(name, l["version"].as_i64().unwrap_or(-1)),
-                    "a",
-                    Err(format!("kwire has no message {name}")),
-                );
+                matrix.record(&row(name, l["version"].as_i64().unwrap_or(-1)), "a", Err(format!("kwire has no message {name}")));
             }
         }
     }
@@ -1474,31 +1381,20 @@ fn java_oracle() {
     check_tables(&dir, &build, &mut matrix);
     check_records(&dir, &cp, &mut matrix);
 
-    let ctx = Ctx {
-        tables: tables.clone(),
-        jar_index: SpecIndex::read(&dir.join("specs")),
-        build,
-    };
+    let ctx = Ctx { tables: tables.clone(), jar_index: SpecIndex::read(&dir.join("specs")), build };
     let report = report(&matrix, &version, &ctx);
     std::fs::write(dir.join("MATRIX.md"), &report.markdown).expect("write matrix");
-    std::fs::write(dir.join("cells.json"), serde_json::to_string_pretty(&report.cells).expect("JSON"))
-        .expect("write cells");
+    std::fs::write(dir.join("cells.json"), serde_json::to_string_pretty(&report.cells).expect("JSON")).expect("write cells");
     // One committed matrix per (kafka-clients version, spec set): the merged default build's
     // apart from the single-release build's.
     let suffix = if ctx.build.merged() { "-merged" } else { "" };
-    let committed =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/java/MATRIX-kafka-clients-{version}{suffix}.md"));
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/java/MATRIX-kafka-clients-{version}{suffix}.md"));
     if std::env::var_os("KWIRE_UPDATE_MATRIX").is_some() {
         std::fs::write(&committed, &report.markdown).expect("write tests/java matrix");
     }
     let stale_matrix = std::fs::read_to_string(&committed).map_or(true, |m| m != report.markdown);
     println!("{}", report.summary);
-    assert!(
-        report.unexplained.is_empty(),
-        "{} cells disagree:\n{}",
-        report.unexplained.len(),
-        report.unexplained.join("\n")
-    );
+    assert!(report.unexplained.is_empty(), "{} cells disagree:\n{}", report.unexplained.len(), report.unexplained.join("\n"));
     assert!(report.stale.is_empty(), "explanations that match no disagreement any more: {:?}", report.stale);
     assert!(
         !stale_matrix,
@@ -1512,12 +1408,7 @@ fn java_oracle() {
             matrix.only.len(),
             ctx.build.jar_release()
         );
-        println!(
-            "java oracle: {} of {} cells agree (kafka-clients {version}, {})",
-            report.agree,
-            report.total,
-            ctx.build.label()
-        );
+        println!("java oracle: {} of {} cells agree (kafka-clients {version}, {})", report.agree, report.total, ctx.build.label());
     } else {
         println!("java oracle: {} of {} cells agree (kafka-clients {version})", report.agree, report.total);
     }
@@ -1553,14 +1444,10 @@ fn report(matrix: &Matrix, version: &str, ctx: &Ctx) -> Report {
                     used.push(id);
                     agree += 1;
                     notes.insert(id, EXPLAINED.iter().find(|e| e.0 == id).map_or("", |e| e.3));
-                    (
-                        format!("explained ({id}): {}", cell.failures[0]),
-                        format!("explained ({id}): {}", cell.failures[0]),
-                    )
+                    (format!("explained ({id}): {}", cell.failures[0]), format!("explained ({id}): {}", cell.failures[0]))
                 }
                 Some((id, Err(e))) => {
-                    unexplained
-                        .push(format!("{key}: explanation {id} no longer holds: {e}; {}", cell.failures.join("; ")));
+                    unexplained.push(format!("{key}: explanation {id} no longer holds: {e}; {}", cell.failures.join("; ")));
                     (format!("DIFFER: {}", cell.failures[0]), format!("**DIFFER**: {}", cell.failures[0]))
                 }
                 None => {
@@ -1598,8 +1485,7 @@ fn report(matrix: &Matrix, version: &str, ctx: &Ctx) -> Report {
         };
         grid.entry((name, n, r.clone())).or_default().insert(c.as_str(), format!("kwire only: {why}"));
     }
-    let stale =
-        EXPLAINED.iter().filter(|e| explanation_applies(e, version, ctx.build.merged()) && !used.contains(&e.0)).map(|e| e.0).collect();
+    let stale = EXPLAINED.iter().filter(|e| explanation_applies(e, version, ctx.build.merged()) && !used.contains(&e.0)).map(|e| e.0).collect();
     let mut summary = String::new();
     let title = if ctx.build.merged() { format!("{version} ({})", ctx.build.label()) } else { version.to_string() };
     let mut md = format!(

@@ -3,9 +3,9 @@
 //! the strictness of reading.
 
 use kwire::messages::{visit_messages, RequestHeader, ResponseHeader};
-use kwire::runtime::sample::{MessageVisitor, Sample, SampleRng};
-use kwire::{ApiKey, VersionedJson, Message, RequestKind, ResponseKind};
 use kwire::runtime::json::serde_json::{self, Value};
+use kwire::runtime::sample::{MessageVisitor, Sample, SampleRng};
+use kwire::{ApiKey, Message, RequestKind, ResponseKind, VersionedJson};
 
 /// For each request and response type, at every version and a few seeds: a sample value with
 /// every present field non-default, through the dispatch enum to JSON, to text, back to JSON
@@ -226,7 +226,11 @@ mod fixtures {
         let e = err(ApiKey::Metadata, 0, json!({"topics": null}));
         assert_eq!(e.to_string(), "MetadataRequest v0: topics: null is not allowed in this version");
 
-        let e = err(ApiKey::Metadata, 12, json!({"topics": [{"topicId": "xyz", "name": "a"}], "allowAutoTopicCreation": true, "includeTopicAuthorizedOperations": false}));
+        let e = err(
+            ApiKey::Metadata,
+            12,
+            json!({"topics": [{"topicId": "xyz", "name": "a"}], "allowAutoTopicCreation": true, "includeTopicAuthorizedOperations": false}),
+        );
         assert!(e.to_string().starts_with("MetadataRequest v12: topics[0].topicId: invalid uuid \"xyz\""), "{e}");
 
         let e = err(ApiKey::ListOffsets, 1, json!({"replicaId": "1", "topics": []}));
@@ -238,8 +242,12 @@ mod fixtures {
         let e = err(ApiKey::ListOffsets, 1, json!({"replicaId": 1, "topics": [], "replicaID": 2}));
         assert_eq!(e.to_string(), "ListOffsetsRequest v1: unknown field \"replicaID\"");
 
-        let e = err(ApiKey::Produce, 3, json!({"transactionalId": null, "acks": 1, "timeoutMs": 1,
-            "topicData": [{"name": "t", "partitionData": [{"index": 0, "records": "not base64!"}]}]}));
+        let e = err(
+            ApiKey::Produce,
+            3,
+            json!({"transactionalId": null, "acks": 1, "timeoutMs": 1,
+            "topicData": [{"name": "t", "partitionData": [{"index": 0, "records": "not base64!"}]}]}),
+        );
         assert!(e.to_string().starts_with("ProduceRequest v3: topicData[0].partitionData[0].records: invalid base64"), "{e}");
 
         let e = err(ApiKey::Metadata, 99, json!({}));

@@ -30,11 +30,7 @@ fn removed_old_versions_and_new_apis_in_one_build() {
         produce.topic_data,
         vec![TopicProduceData {
             name: "t".into(),
-            partition_data: vec![PartitionProduceData {
-                index: 2,
-                records: Some(Bytes::from_static(&[0xaa, 0xbb, 0xcc])),
-                ..Default::default()
-            }],
+            partition_data: vec![PartitionProduceData { index: 2, records: Some(Bytes::from_static(&[0xaa, 0xbb, 0xcc])), ..Default::default() }],
             ..Default::default()
         }]
     );

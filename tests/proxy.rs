@@ -21,17 +21,14 @@ fn mediation_intersects_the_brokers_ranges_with_what_this_build_decodes() {
         throttle_time_ms: 7,
         api_keys: vec![
             advertised(ApiKey::Produce.key(), 0, produce.hi + 5), // newer than this build
-            advertised(999, 0, 3),                                 // an api this build does not know
-            advertised(ApiKey::Metadata.key(), 1, 4),              // older than this build's newest
+            advertised(999, 0, 3),                                // an api this build does not know
+            advertised(ApiKey::Metadata.key(), 1, 4),             // older than this build's newest
         ],
         ..Default::default()
     };
     let mediated = mediate(&broker, NegotiateOptions::default());
     assert_eq!(mediated.throttle_time_ms, 7, "the rest of the response kept");
-    assert_eq!(
-        mediated.api_keys,
-        vec![advertised(ApiKey::Produce.key(), produce.lo.max(0), produce.hi), advertised(ApiKey::Metadata.key(), 1, 4)]
-    );
+    assert_eq!(mediated.api_keys, vec![advertised(ApiKey::Produce.key(), produce.lo.max(0), produce.hi), advertised(ApiKey::Metadata.key(), 1, 4)]);
     // Ranges that do not meet leave the api out.
     let disjoint = ApiVersionsResponse { api_keys: vec![advertised(ApiKey::Metadata.key(), 900, 901)], ..Default::default() };
     assert!(mediate(&disjoint, NegotiateOptions::default()).api_keys.is_empty());

@@ -7,10 +7,7 @@ use kwire::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kwire::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kwire::messages::{ApiVersionsResponse, ProduceRequest, ProduceResponse, RequestHeader};
 use kwire::negotiate::{negotiate, NegotiateOptions, NegotiationError};
-use kwire::{
-    ApiKey, Bytes, BytesMut, Encode, EntityMut, EntityType, EntityValue, ErrorCode, KeyedSlice, ResponseKind, Visit,
-    VersionRange,
-};
+use kwire::{ApiKey, Bytes, BytesMut, Encode, EntityMut, EntityType, EntityValue, ErrorCode, KeyedSlice, ResponseKind, VersionRange, Visit};
 
 fn produce_response() -> ProduceResponse {
     let partition = |index, code: ErrorCode| PartitionProduceResponse { index, error_code: code.0, ..Default::default() };
@@ -21,11 +18,7 @@ fn produce_response() -> ProduceResponse {
                 partition_responses: vec![partition(0, ErrorCode::NONE), partition(1, ErrorCode::NOT_LEADER_OR_FOLLOWER)],
                 ..Default::default()
             },
-            TopicProduceResponse {
-                name: "b".into(),
-                partition_responses: vec![partition(0, ErrorCode::TOPIC_AUTHORIZATION_FAILED)],
-                ..Default::default()
-            },
+            TopicProduceResponse { name: "b".into(), partition_responses: vec![partition(0, ErrorCode::TOPIC_AUTHORIZATION_FAILED)], ..Default::default() },
         ],
         ..Default::default()
     }
@@ -35,10 +28,7 @@ fn produce_response() -> ProduceResponse {
 fn every_error_code_of_a_response_is_found_without_knowing_its_shape() {
     let response = ResponseKind::from(produce_response());
     let errors = response.errors();
-    assert_eq!(
-        errors,
-        vec![("ErrorCode", ErrorCode::NOT_LEADER_OR_FOLLOWER), ("ErrorCode", ErrorCode::TOPIC_AUTHORIZATION_FAILED)]
-    );
+    assert_eq!(errors, vec![("ErrorCode", ErrorCode::NOT_LEADER_OR_FOLLOWER), ("ErrorCode", ErrorCode::TOPIC_AUTHORIZATION_FAILED)]);
     assert!(errors[0].1.is_retriable());
     assert!(!errors[1].1.is_retriable());
     let mut all = 0;
@@ -48,10 +38,7 @@ fn every_error_code_of_a_response_is_found_without_knowing_its_shape() {
 
 fn broker_versions(ranges: &[(i16, i16, i16)]) -> ApiVersionsResponse {
     ApiVersionsResponse {
-        api_keys: ranges
-            .iter()
-            .map(|&(api_key, min_version, max_version)| ApiVersion { api_key, min_version, max_version, ..Default::default() })
-            .collect(),
+        api_keys: ranges.iter().map(|&(api_key, min_version, max_version)| ApiVersion { api_key, min_version, max_version, ..Default::default() }).collect(),
         ..Default::default()
     }
 }
@@ -61,10 +48,10 @@ fn negotiation_picks_the_highest_common_version() {
     let produce = ApiKey::Produce.stable_versions();
     let metadata = ApiKey::Metadata.stable_versions();
     let response = broker_versions(&[
-        (0, produce.lo, produce.hi + 5),    // newer broker: our max
-        (3, metadata.lo, metadata.lo + 1),  // older broker: its max
-        (1, 200, 300),                      // no overlap
-        (31000, 0, 3),                      // unknown to us
+        (0, produce.lo, produce.hi + 5),   // newer broker: our max
+        (3, metadata.lo, metadata.lo + 1), // older broker: its max
+        (1, 200, 300),                     // no overlap
+        (31000, 0, 3),                     // unknown to us
     ]);
     let n = negotiate(&response, NegotiateOptions::default());
     assert_eq!(n.version(ApiKey::Produce), Ok(produce.hi));
@@ -84,8 +71,7 @@ fn negotiation_picks_the_highest_common_version() {
 
 #[test]
 fn unstable_versions_only_on_opt_in() {
-    let Some(api) = ApiKey::ALL.iter().copied().find(|k| k.info().latest_version_unstable && k.info().valid.hi > k.info().valid.lo)
-    else {
+    let Some(api) = ApiKey::ALL.iter().copied().find(|k| k.info().latest_version_unstable && k.info().valid.hi > k.info().valid.lo) else {
         return; // this spec set has no api with an unstable version above a stable one
     };
     let valid = api.info().valid;
@@ -117,13 +103,7 @@ fn request_frame_body(header: &RequestHeader, version: i16) -> Bytes {
 #[test]
 fn header_peek_works_for_any_api_key() {
     // An api key from the future: header v1 layout.
-    let unknown = RequestHeader {
-        request_api_key: 32000,
-        request_api_version: 4,
-        correlation_id: 99,
-        client_id: Some("tool".into()),
-        ..Default::default()
-    };
+    let unknown = RequestHeader { request_api_key: 32000, request_api_version: 4, correlation_id: 99, client_id: Some("tool".into()), ..Default::default() };
     let bytes = request_frame_body(&unknown, 1);
     let peek = peek_request_header(&bytes).unwrap();
     assert_eq!((peek.api_key, peek.api_version, peek.correlation_id, peek.client_id), (32000, 4, 99, Some("tool")));
@@ -132,13 +112,7 @@ fn header_peek_works_for_any_api_key() {
 
     // A flexible request: header v2 (client id still a classic string), decoded whole.
     let version = ApiKey::Metadata.stable_versions().hi;
-    let header = RequestHeader {
-        request_api_key: 3,
-        request_api_version: version,
-        correlation_id: 5,
-        client_id: None,
-        ..Default::default()
-    };
+    let header = RequestHeader { request_api_key: 3, request_api_version: version, correlation_id: 5, client_id: None, ..Default::default() };
     let hv = ApiKey::Metadata.request_header_version(version);
     let mut bytes = request_frame_body(&header, hv);
     assert_eq!(peek_request_header(&bytes).unwrap().client_id, None);
@@ -171,11 +145,7 @@ fn entity_visitors_find_and_rename_topics() {
     });
     assert_eq!(
         seen,
-        vec![
-            (EntityType::TransactionalId, "tx-1".to_string()),
-            (EntityType::TopicName, "orders".to_string()),
-            (EntityType::TopicName, "payments".to_string()),
-        ]
+        vec![(EntityType::TransactionalId, "tx-1".to_string()), (EntityType::TopicName, "orders".to_string()), (EntityType::TopicName, "payments".to_string()),]
     );
     // A proxy prefixing every topic name.
     request.visit_entities_mut(&mut |field, value| {

@@ -41,10 +41,7 @@ fn subscription_golden_bytes_both_ways() {
 
 #[test]
 fn assignment_golden_bytes_both_ways() {
-    let a = ConsumerProtocolAssignment {
-        assigned_partitions: vec![AssignedTopic { topic: "t".into(), partitions: smallvec![1] }],
-        user_data: None,
-    };
+    let a = ConsumerProtocolAssignment { assigned_partitions: vec![AssignedTopic { topic: "t".into(), partitions: smallvec![1] }], user_data: None };
     let expected: &[u8] = &[0, 1, 0, 0, 0, 1, 0, 1, b't', 0, 0, 0, 1, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff];
     assert_eq!(a.to_version_prefixed_bytes(1).unwrap().as_ref(), expected);
     assert_eq!(ConsumerProtocolAssignment::from_version_prefixed(&mut Bytes::from_static(expected)).unwrap(), (1, a));

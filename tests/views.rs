@@ -63,13 +63,7 @@ fn same<M: Message>(a: &M, b: &M) -> bool {
 
 /// What an error says, for comparing the two decoders.
 fn describe(e: &DecodeError) -> String {
-    format!(
-        "{:?} in {:?} at {:?}, path {}",
-        e.kind(),
-        e.message(),
-        e.offset(),
-        e.path_string()
-    )
+    format!("{:?} in {:?} at {:?}, path {}", e.kind(), e.message(), e.offset(), e.path_string())
 }
 
 /// The outcome of decoding `input` both ways: equal, or the difference.
@@ -81,9 +75,7 @@ fn same_outcome<M: Message + Viewed>(input: &Bytes, version: i16) -> Result<(), 
         (Ok(o), Ok(v)) => {
             let back = v.into_owned();
             if !same(&back, &o) {
-                return Err(format!(
-                    "both decode, but differ:\n  owned {o:?}\n  view  {back:?}"
-                ));
+                return Err(format!("both decode, but differ:\n  owned {o:?}\n  view  {back:?}"));
             }
         }
         (Err(a), Err(b)) => {
@@ -110,15 +102,9 @@ struct Views {
 }
 
 impl Views {
-    fn check<M: Message + Sample + Viewed>(
-        &mut self,
-        version: i16,
-        seed: u64,
-    ) -> Result<(), String> {
+    fn check<M: Message + Sample + Viewed>(&mut self, version: i16, seed: u64) -> Result<(), String> {
         let value = M::sample(version, &mut SampleRng::new(seed));
-        let bytes = value
-            .to_bytes(version)
-            .map_err(|e| format!("encode: {e}"))?;
+        let bytes = value.to_bytes(version).map_err(|e| format!("encode: {e}"))?;
 
         let mut slice: &[u8] = &bytes;
         let (walked, count) = allocations(|| {
@@ -129,37 +115,26 @@ impl Views {
         });
         let view = walked.map_err(|e| format!("view decode: {e}"))?;
         if count != 0 {
-            return Err(format!(
-                "decoding and walking the view allocated {count} times"
-            ));
+            return Err(format!("decoding and walking the view allocated {count} times"));
         }
         if !slice.is_empty() {
             return Err(format!("{} bytes left after the view", slice.len()));
         }
         let back = view.into_owned();
         if !same(&back, &value) {
-            return Err(format!(
-                "into_owned differs:\n  wrote {value:?}\n  read  {back:?}"
-            ));
+            return Err(format!("into_owned differs:\n  wrote {value:?}\n  read  {back:?}"));
         }
 
         for cut in 0..bytes.len() {
             self.checked_inputs += 1;
-            same_outcome::<M>(&bytes.slice(..cut), version)
-                .map_err(|e| format!("{cut}-byte prefix: {e}"))?;
+            same_outcome::<M>(&bytes.slice(..cut), version).map_err(|e| format!("{cut}-byte prefix: {e}"))?;
         }
         // Overwrite one byte at a time with values that hit lengths, counts, null markers,
         // varint continuation bits and UTF-8: 0x00, 0x7f, 0x80, 0xff and a flipped bit.
         let mut rng = SampleRng::new(seed ^ 0x5eed);
         for at in 0..bytes.len() {
             let original = bytes[at];
-            for replace in [
-                0x00,
-                0x7f,
-                0x80,
-                0xff,
-                original ^ (1 << (rng.next_u64() % 8)),
-            ] {
+            for replace in [0x00, 0x7f, 0x80, 0xff, original ^ (1 << (rng.next_u64() % 8))] {
                 if replace == original {
                     continue;
                 }
@@ -172,8 +147,7 @@ impl Views {
                 if let Ok(v) = <M::View<'_> as View<'_>>::decode_trusted(&mut slice, version, false) {
                     let _ = write!(std::io::sink(), "{v:?}");
                 }
-                same_outcome::<M>(&Bytes::from(mutated), version)
-                    .map_err(|e| format!("byte {at} set to {replace:#04x}: {e}"))?;
+                same_outcome::<M>(&Bytes::from(mutated), version).map_err(|e| format!("byte {at} set to {replace:#04x}: {e}"))?;
             }
         }
         Ok(())
@@ -191,8 +165,7 @@ impl ViewMessageVisitor for Views {
             self.versions += 1;
             for seed in self.seeds.clone() {
                 if let Err(e) = self.check::<M>(version, seed) {
-                    self.failures
-                        .push(format!("{} v{version} seed {seed}: {e}", M::NAME));
+                    self.failures.push(format!("{} v{version} seed {seed}: {e}", M::NAME));
                     break;
                 }
             }
@@ -224,18 +197,11 @@ fn views_agree_with_the_owned_decode_and_never_allocate() {
         v.failures.extend(run.failures);
     }
     let shown: Vec<_> = v.failures.iter().take(20).collect();
-    assert!(
-        v.failures.is_empty(),
-        "{} failures, first ones:\n{shown:#?}",
-        v.failures.len()
-    );
+    assert!(v.failures.is_empty(), "{} failures, first ones:\n{shown:#?}", v.failures.len());
     // Every version of every api's request and response, plus the headers and the data specs.
     let api_versions: usize = kwire::ApiKey::ALL.iter().map(|k| 2 * k.info().valid.iter().count()).sum();
     assert!(v.versions > api_versions, "only {} (message, version) pairs of {api_versions}", v.versions);
-    eprintln!(
-        "{} (message, version) pairs, {} inputs compared",
-        v.versions, v.checked_inputs
-    );
+    eprintln!("{} (message, version) pairs, {} inputs compared", v.versions, v.checked_inputs);
 }
 
 #[test]
@@ -243,19 +209,10 @@ fn a_view_reads_the_fields_in_place() {
     use kwire::messages::metadata_response::*;
     let topic = MetadataResponseTopic {
         name: Some("orders".into()),
-        partitions: vec![MetadataResponsePartition {
-            partition_index: 3,
-            leader_id: 2,
-            replica_nodes: [2, 0, 1].into_iter().collect(),
-            ..Default::default()
-        }],
+        partitions: vec![MetadataResponsePartition { partition_index: 3, leader_id: 2, replica_nodes: [2, 0, 1].into_iter().collect(), ..Default::default() }],
         ..Default::default()
     };
-    let msg = MetadataResponse {
-        topics: vec![topic],
-        cluster_id: Some("c-1".into()),
-        ..Default::default()
-    };
+    let msg = MetadataResponse { topics: vec![topic], cluster_id: Some("c-1".into()), ..Default::default() };
     let bytes = msg.to_bytes(12).unwrap();
     let mut slice: &[u8] = &bytes;
     let view = MetadataResponseView::decode(&mut slice, 12).unwrap();
@@ -268,14 +225,8 @@ fn a_view_reads_the_fields_in_place() {
     let p = t.partitions.iter().next().unwrap();
     assert_eq!((p.partition_index, p.leader_id), (3, 2));
     assert_eq!(p.replica_nodes.iter().collect::<Vec<_>>(), [2, 0, 1]);
-    assert_eq!(
-        p.leader_epoch, -1,
-        "absent in the owned value's default, -1 by the spec"
-    );
+    assert_eq!(p.leader_epoch, -1, "absent in the owned value's default, -1 by the spec");
     // A version the message does not have is refused up front.
     let err = MetadataResponseView::decode(&mut &bytes[..], 99).unwrap_err();
-    assert_eq!(
-        err.kind(),
-        &kwire::DecodeErrorKind::UnsupportedVersion { version: 99 }
-    );
+    assert_eq!(err.kind(), &kwire::DecodeErrorKind::UnsupportedVersion { version: 99 });
 }

@@ -5,9 +5,9 @@
 #[path = "../benches/workloads/mod.rs"]
 mod workloads;
 
+use kwire::codec::Vectored;
 use kwire::runtime::records::{Batch, Batches, Record};
 use kwire::{Bytes, BytesMut, Message};
-use kwire::codec::Vectored;
 use workloads::{check, kp, kw, Data, Spec};
 
 fn kwire_frame<M: Message>(spec: &Spec, m: &M) -> Bytes {

@@ -5,7 +5,6 @@
 //! the same values.
 #![allow(dead_code)]
 
-
 use bytes::Bytes;
 
 /// One workload: which frame, at which version, and the digest its frame must have.
@@ -44,7 +43,11 @@ pub fn check(spec: &Spec, crate_name: &str, frame: &[u8]) -> Result<(), String> 
     if frame.len() != spec.len || digest != spec.fnv1a64 {
         return Err(format!(
             "{} ({}) from {crate_name}: {} bytes with fnv1a64 {digest:016x}, expected {} bytes with {:016x}",
-            spec.id, spec.name, frame.len(), spec.len, spec.fnv1a64
+            spec.id,
+            spec.name,
+            frame.len(),
+            spec.len,
+            spec.fnv1a64
         ));
     }
     Ok(())
@@ -170,9 +173,7 @@ pub mod kw {
             sum = sum.wrapping_add(t.error_code as u64 + len(t.name) + (hi ^ lo) + t.is_internal as u64);
             sum ^= t.topic_authorized_operations as u64;
             for p in t.partitions {
-                sum = sum.wrapping_add(
-                    p.error_code as u64 + p.partition_index as u64 + p.leader_id as u64 + p.leader_epoch as u64,
-                );
+                sum = sum.wrapping_add(p.error_code as u64 + p.partition_index as u64 + p.leader_id as u64 + p.leader_epoch as u64);
                 for r in p.replica_nodes.iter().chain(p.isr_nodes).chain(p.offline_replicas) {
                     sum = sum.wrapping_add(r as u64);
                 }
@@ -286,19 +287,13 @@ pub mod kw {
     }
 
     pub fn w4a() -> ApiVersionsRequest {
-        ApiVersionsRequest {
-            client_software_name: "kafka-bench-client".into(),
-            client_software_version: "1.0.0".into(),
-            ..Default::default()
-        }
+        ApiVersionsRequest { client_software_name: "kafka-bench-client".into(), client_software_version: "1.0.0".into(), ..Default::default() }
     }
 
     pub fn w4b() -> ApiVersionsResponse {
         ApiVersionsResponse {
             error_code: 0,
-            api_keys: (0..60)
-                .map(|k| ApiVersion { api_key: k, min_version: 0, max_version: k % 17 + 1, ..Default::default() })
-                .collect(),
+            api_keys: (0..60).map(|k| ApiVersion { api_key: k, min_version: 0, max_version: k % 17 + 1, ..Default::default() }).collect(),
             throttle_time_ms: 0,
             ..Default::default()
         }
@@ -348,9 +343,7 @@ pub mod kp {
     use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
     use kafka_protocol::messages::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
     use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-    use kafka_protocol::messages::{
-        ApiVersionsRequest, ApiVersionsResponse, BrokerId, FetchResponse, MetadataResponse, ProduceRequest, TopicName,
-    };
+    use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse, BrokerId, FetchResponse, MetadataResponse, ProduceRequest, TopicName};
     use kafka_protocol::protocol::StrBytes;
     use kafka_protocol::records::{Compression, Record, RecordEncodeOptions, TimestampType};
 

@@ -308,7 +308,9 @@ pub async fn run(admin: &Admin, command: AclsCommand, out: &mut impl Write) -> R
         }
         AclsCommand::Delete { filter, all, json } => {
             if filter.is_empty() && !all {
-                return Err(CliError::Usage("acls delete without a resource, principal, host, operation or permission deletes every ACL: add --all to mean it".into()));
+                return Err(CliError::Usage(
+                    "acls delete without a resource, principal, host, operation or permission deletes every ACL: add --all to mean it".into(),
+                ));
             }
             let f = filter.filter(PatternType::Literal)?;
             let mut results = admin.delete_acls(&[f]).await.map_err(|e| CliError::kafka("deleting ACLs", e))?;

@@ -93,9 +93,7 @@ fn cause_of(e: &Error, config: &ConnectOptions) -> &'static str {
                 "the connection failed: see the message"
             }
         }
-        Error::Timeout { .. } => {
-            "no answer in time: a TLS listener spoken to without TLS, a firewall dropping packets, or an overloaded broker"
-        }
+        Error::Timeout { .. } => "no answer in time: a TLS listener spoken to without TLS, a firewall dropping packets, or an overloaded broker",
         Error::UnsupportedVersion { .. } => "the broker is too old or too new for this client",
         Error::Broker { code, .. } if code.name() == Some("SASL_AUTHENTICATION_FAILED") => "wrong username or password",
         Error::Broker { code, .. } if code.name() == Some("ILLEGAL_SASL_STATE") => {
@@ -216,10 +214,7 @@ pub async fn run(config: ClientConfig, as_json: bool, out: &mut impl Write) -> R
         let addr = b.addr();
         let outcome = match tokio::time::timeout(STEP_TIMEOUT, Connection::connect(&addr, options)).await {
             Ok(Ok(_)) => Ok(format!("node {} answers", b.id)),
-            Ok(Err(e)) => Err((
-                format!("node {}: {e}", b.id),
-                "the advertised listener is not reachable from here: check the broker's advertised.listeners",
-            )),
+            Ok(Err(e)) => Err((format!("node {}: {e}", b.id), "the advertised listener is not reachable from here: check the broker's advertised.listeners")),
             Err(_) => Err((
                 format!("node {}: no answer within {STEP_TIMEOUT:?}", b.id),
                 "the advertised listener is not reachable from here: check the broker's advertised.listeners",

@@ -123,10 +123,8 @@ pub async fn run(admin: &Admin, command: ConfigsCommand, out: &mut impl Write) -
     match command {
         ConfigsCommand::Describe { resource, all, json } => {
             let (kind, name) = resource.target();
-            let entries = admin
-                .describe_configs(kind, &name, None)
-                .await
-                .map_err(|e| CliError::kafka(format!("describing the configs of {kind:?} {name:?}"), e))?;
+            let entries =
+                admin.describe_configs(kind, &name, None).await.map_err(|e| CliError::kafka(format!("describing the configs of {kind:?} {name:?}"), e))?;
             let mut t = Table::new(&["NAME", "VALUE", "SOURCE"]);
             for e in entries.iter().filter(|e| all || set_on(kind, &name, e.source)) {
                 let value = if e.sensitive { None } else { e.value.clone() };
@@ -159,10 +157,7 @@ pub async fn run(admin: &Admin, command: ConfigsCommand, out: &mut impl Write) -
                 return Err(CliError::Usage("nothing to alter: give --add-config or --delete-config".into()));
             }
             let refs: Vec<(&str, ConfigOp)> = changes.iter().map(|(k, op)| (k.as_str(), op.clone())).collect();
-            admin
-                .alter_configs(kind, &name, &refs)
-                .await
-                .map_err(|e| CliError::kafka(format!("altering the configs of {kind:?} {name:?}"), e))?;
+            admin.alter_configs(kind, &name, &refs).await.map_err(|e| CliError::kafka(format!("altering the configs of {kind:?} {name:?}"), e))?;
             writeln!(out, "altered {} config(s) of {kind:?} {name:?}", refs.len()).map_err(CliError::io)
         }
     }

@@ -226,8 +226,7 @@ impl Settings {
                 self.request_timeout = Some(Duration::from_millis(ms));
             }
             Setting::SecurityProtocol => {
-                self.protocol = Protocol::parse(value)
-                    .ok_or_else(|| err(format!("{value:?} is not PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")))?;
+                self.protocol = Protocol::parse(value).ok_or_else(|| err(format!("{value:?} is not PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")))?;
             }
             Setting::SaslMechanism => {
                 let m = value.to_ascii_uppercase();
@@ -278,9 +277,11 @@ impl Settings {
 
     /// The client's configuration, or what is missing or contradictory.
     pub fn client_config(&self) -> Result<ClientConfig, CliError> {
-        let bootstrap = self.bootstrap.as_deref().filter(|b| !b.trim().is_empty()).ok_or_else(|| {
-            CliError::Usage("no bootstrap brokers: give -b HOST:PORT (or bootstrap.servers in --command-config)".into())
-        })?;
+        let bootstrap = self
+            .bootstrap
+            .as_deref()
+            .filter(|b| !b.trim().is_empty())
+            .ok_or_else(|| CliError::Usage("no bootstrap brokers: give -b HOST:PORT (or bootstrap.servers in --command-config)".into()))?;
         let mut config = ClientConfig::new(bootstrap).client_id(self.client_id.clone().unwrap_or_else(|| "kwire".into()));
         if let Some(t) = self.request_timeout {
             config = config.request_timeout(t);
@@ -314,10 +315,7 @@ impl Settings {
             (None, None) => Roots::System,
             (Some(path), None) => match self.truststore_type.unwrap_or_else(|| guess_type(path)) {
                 StoreType::Pem => Roots::PemFile(path.clone()),
-                StoreType::Pkcs12 => Roots::Pkcs12File {
-                    path: path.clone(),
-                    password: self.truststore_password.clone().unwrap_or_default(),
-                },
+                StoreType::Pkcs12 => Roots::Pkcs12File { path: path.clone(), password: self.truststore_password.clone().unwrap_or_default() },
             },
         };
         let mut tls = TlsConfig::new(roots);
@@ -332,29 +330,20 @@ impl Settings {
 
     fn identity(&self) -> Result<Option<ClientIdentity>, CliError> {
         if let (Some(chain), Some(key)) = (&self.certificate_pem, &self.key_pem) {
-            return Ok(Some(ClientIdentity::Pem {
-                chain: chain.clone().into_bytes(),
-                key: key.clone().into_bytes(),
-                key_password: self.key_password.clone(),
-            }));
+            return Ok(Some(ClientIdentity::Pem { chain: chain.clone().into_bytes(), key: key.clone().into_bytes(), key_password: self.key_password.clone() }));
         }
         if self.certificate_pem.is_some() != self.key_pem.is_some() {
             return Err(Self::problem("ssl.keystore.key", "a PEM certificate chain and key go together; one is missing"));
         }
         if let Some(path) = &self.keystore {
             return Ok(Some(match self.keystore_type.unwrap_or_else(|| guess_type(path)) {
-                StoreType::Pkcs12 => ClientIdentity::Pkcs12File {
-                    path: path.clone(),
-                    password: self.keystore_password.clone().unwrap_or_default(),
-                },
+                StoreType::Pkcs12 => ClientIdentity::Pkcs12File { path: path.clone(), password: self.keystore_password.clone().unwrap_or_default() },
                 // Java's PEM keystore: the key and its chain in one file.
                 StoreType::Pem => ClientIdentity::PemFiles { chain: path.clone(), key: path.clone(), key_password: self.key_password.clone() },
             }));
         }
         match (&self.certificate, &self.key) {
-            (Some(chain), Some(key)) => {
-                Ok(Some(ClientIdentity::PemFiles { chain: chain.clone(), key: key.clone(), key_password: self.key_password.clone() }))
-            }
+            (Some(chain), Some(key)) => Ok(Some(ClientIdentity::PemFiles { chain: chain.clone(), key: key.clone(), key_password: self.key_password.clone() })),
             (None, None) => Ok(None),
             (Some(_), None) => Err(Self::problem("ssl.key.location", "ssl.certificate.location is set but not the key")),
             (None, Some(_)) => Err(Self::problem("ssl.certificate.location", "ssl.key.location is set but not the certificate")),
@@ -554,11 +543,7 @@ pub fn parse_jaas(text: &str) -> Result<Jaas, String> {
     if let Some(tok) = it.next() {
         return Err(format!("only one login module is supported; found {tok:?} after ';'"));
     }
-    Ok(Jaas {
-        mechanism,
-        username: username.ok_or("no username option")?,
-        password: password.ok_or("no password option")?,
-    })
+    Ok(Jaas { mechanism, username: username.ok_or("no username option")?, password: password.ok_or("no password option")? })
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -629,11 +614,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("client.properties");
         std::fs::write(&file, props).unwrap();
-        let args = ConnectArgs {
-            bootstrap: Some("b:9092".into()),
-            command_config: Some(file),
-            settings: x.iter().map(|s| s.to_string()).collect(),
-        };
+        let args = ConnectArgs { bootstrap: Some("b:9092".into()), command_config: Some(file), settings: x.iter().map(|s| s.to_string()).collect() };
         Settings::from_args(&args)
     }
 

@@ -138,19 +138,11 @@ pub async fn run(client: Client, args: ConsumeArgs, out: &mut impl Write) -> Res
             let reset = match start {
                 StartAt::Beginning => OffsetReset::Earliest,
                 StartAt::End | StartAt::Stored => OffsetReset::Latest,
-                _ => {
-                    return Err(CliError::Usage(
-                        "with -G, -o is beginning or end: where partitions without committed offsets start".into(),
-                    ))
-                }
+                _ => return Err(CliError::Usage("with -G, -o is beginning or end: where partitions without committed offsets start".into())),
             };
             // Commits are made here, of what was printed (not of what a poll returned beyond -c).
-            let config = ConsumerConfig {
-                auto_offset_reset: reset,
-                isolation_level: args.isolation,
-                enable_auto_commit: false,
-                ..ConsumerConfig::group(group)
-            };
+            let config =
+                ConsumerConfig { auto_offset_reset: reset, isolation_level: args.isolation, enable_auto_commit: false, ..ConsumerConfig::group(group) };
             let mut c = Consumer::new(client, config).map_err(|e| CliError::kafka("starting the consumer", e))?;
             c.subscribe(&[topic]).map_err(|e| CliError::kafka(format!("subscribing to {topic}"), e))?;
             c

@@ -97,12 +97,7 @@ impl Format {
                 Some(b'o') => Piece::Offset,
                 Some(b'T') => Piece::Timestamp,
                 Some(b'h') => Piece::Headers,
-                Some(other) => {
-                    return Err(CliError::Usage(format!(
-                        "-f: unknown directive %{} (known: %s %S %k %K %t %p %o %T %h %%)",
-                        char::from(other)
-                    )))
-                }
+                Some(other) => return Err(CliError::Usage(format!("-f: unknown directive %{} (known: %s %S %k %K %t %p %o %T %h %%)", char::from(other)))),
                 None => return Err(CliError::Usage("-f: the format ends with a lone %".into())),
             };
             if !literal.is_empty() {

@@ -186,8 +186,7 @@ async fn describe(admin: &Admin, group: &str, as_json: bool, out: &mut impl Writ
         );
     }
     table.write(out)?;
-    writeln!(out, "\n{group}: state {}, {} member(s), type {}, coordinator {}", d.state, d.members.len(), d.group_type, d.coordinator)
-        .map_err(CliError::io)
+    writeln!(out, "\n{group}: state {}, {} member(s), type {}, coordinator {}", d.state, d.members.len(), d.group_type, d.coordinator).map_err(CliError::io)
 }
 
 /// The partitions `--topic` names: each of a topic's, or those listed after `:`.

@@ -314,14 +314,17 @@ fn run(cli: Cli) -> Result<(), CliError> {
     };
     if matches!(
         cli.command,
-        Command::Produce(_) | Command::Consume(_) | Command::Topics(_) | Command::Groups(_) | Command::Configs(_) | Command::Acls(_) | Command::Versions { .. } | Command::Check { .. }
+        Command::Produce(_)
+            | Command::Consume(_)
+            | Command::Topics(_)
+            | Command::Groups(_)
+            | Command::Configs(_)
+            | Command::Acls(_)
+            | Command::Versions { .. }
+            | Command::Check { .. }
     ) {
         let settings = connect::Settings::from_args(&cli.connect)?;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .map_err(CliError::Io)?;
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(CliError::Io)?;
         let stdout = std::io::stdout();
         let mut out = std::io::BufWriter::new(stdout.lock());
         let result = runtime.block_on(run_kafka(settings, cli.command, &mut out));

@@ -3,12 +3,12 @@
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use kwire::messages::ResponseHeader;
-use kwire::runtime::json::serde_json::{json, Value};
 use kwire::codec::decode_response_body;
 use kwire::header;
+use kwire::messages::ResponseHeader;
+use kwire::runtime::json::serde_json::{json, Value};
 use kwire::runtime::lenient::{decode_leniently, Leniency, LeniencyKind};
-use kwire::{ApiKey, Bytes, Decode, VersionedJson, RequestKind, ResponseKind};
+use kwire::{ApiKey, Bytes, Decode, RequestKind, ResponseKind, VersionedJson};
 
 use crate::error::{CliError, InputError};
 use crate::input;
@@ -42,11 +42,7 @@ pub fn set_lenient() {
 fn body_json(key: i16, version: i16, request: bool, mut buf: Bytes) -> Result<Value, InputError> {
     let total = buf.len();
     let decode = |buf: &mut Bytes| -> Result<Result<Value, _>, InputError> {
-        Ok(if request {
-            RequestKind::decode(buf, key, version)?.to_json(version)
-        } else {
-            ResponseKind::decode(buf, key, version)?.to_json(version)
-        })
+        Ok(if request { RequestKind::decode(buf, key, version)?.to_json(version) } else { ResponseKind::decode(buf, key, version)?.to_json(version) })
     };
     if !LENIENT.load(Ordering::Relaxed) {
         let json = decode(&mut buf)?;
@@ -81,8 +77,7 @@ pub fn request_json(payload: &[u8]) -> Result<(Value, Value), InputError> {
     let version = header.request_api_version;
     let header = header.to_json(hv)?;
     let offset = payload.len() - buf.len();
-    let body = body_json(key, version, true, buf)
-        .map_err(|e| InputError::Body { header_len: offset, source: Box::new(e) })?;
+    let body = body_json(key, version, true, buf).map_err(|e| InputError::Body { header_len: offset, source: Box::new(e) })?;
     Ok((header, body))
 }
 
@@ -102,10 +97,7 @@ pub fn response_json(payload: &[u8], key: i16, version: i16) -> Result<(Value, V
 
 /// Splits a size-prefixed frame into its payload, checking the size.
 pub fn frame_payload(frame: &[u8]) -> Result<&[u8], CliError> {
-    let size: [u8; 4] = frame
-        .get(..4)
-        .and_then(|b| b.try_into().ok())
-        .ok_or(InputError::FrameTooShort(frame.len()))?;
+    let size: [u8; 4] = frame.get(..4).and_then(|b| b.try_into().ok()).ok_or(InputError::FrameTooShort(frame.len()))?;
     let size = i32::from_be_bytes(size);
     let payload = frame.get(4..).unwrap_or_default();
     if size < 0 || size as usize != payload.len() {

@@ -140,10 +140,7 @@ pub fn split_key(record: &[u8], delimiter: &[u8]) -> (Option<Vec<u8>>, Vec<u8>) 
         return (None, record.to_vec());
     }
     match record.windows(delimiter.len()).position(|w| w == delimiter) {
-        Some(i) => (
-            Some(record.get(..i).unwrap_or_default().to_vec()),
-            record.get(i + delimiter.len()..).unwrap_or_default().to_vec(),
-        ),
+        Some(i) => (Some(record.get(..i).unwrap_or_default().to_vec()), record.get(i + delimiter.len()..).unwrap_or_default().to_vec()),
         None => (None, record.to_vec()),
     }
 }
@@ -165,9 +162,7 @@ pub async fn run(client: Client, args: ProduceArgs, out: &mut impl Write) -> Res
     let key_delimiter = args.key_delimiter.as_deref().map(unescape);
     let headers: Vec<(String, Option<Bytes>)> = args.headers.iter().map(|h| parse_header(h)).collect();
     let input: Box<dyn BufRead> = match &args.file {
-        Some(path) => Box::new(std::io::BufReader::new(
-            std::fs::File::open(path).map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?,
-        )),
+        Some(path) => Box::new(std::io::BufReader::new(std::fs::File::open(path).map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?)),
         None => Box::new(std::io::stdin().lock()),
     };
     let mut records = Records::new(input, delimiter);
@@ -241,11 +236,7 @@ pub async fn run(client: Client, args: ProduceArgs, out: &mut impl Write) -> Res
     out.flush().map_err(CliError::io)?;
     if tally.failed > 0 {
         let what = if transactional { ", the transaction was aborted" } else { "" };
-        return Err(CliError::Incomplete(format!(
-            "{} of {} record(s) not acknowledged{what}",
-            tally.failed,
-            tally.failed + tally.ok
-        )));
+        return Err(CliError::Incomplete(format!("{} of {} record(s) not acknowledged{what}", tally.failed, tally.failed + tally.ok)));
     }
     Ok(())
 }

@@ -16,8 +16,7 @@ fn b64(b: Option<&Bytes>) -> Value {
 }
 
 fn record_json(r: &Record) -> Value {
-    let headers: Vec<Value> =
-        r.headers.iter().map(|h| json!({"key": h.key.to_string(), "value": b64(h.value.as_ref())})).collect();
+    let headers: Vec<Value> = r.headers.iter().map(|h| json!({"key": h.key.to_string(), "value": b64(h.value.as_ref())})).collect();
     json!({
         "offset": r.offset,
         "timestamp": r.timestamp,

@@ -300,8 +300,10 @@ impl State {
                 let parts: Vec<String> = arr(body, "topics")
                     .iter()
                     .map(|t| {
-                        let ps: Vec<String> =
-                            arr(t, "partitions").iter().map(|p| format!("p{}@{}", int(p, "partition").unwrap_or(-1), int(p, "fetchOffset").unwrap_or(-1))).collect();
+                        let ps: Vec<String> = arr(t, "partitions")
+                            .iter()
+                            .map(|p| format!("p{}@{}", int(p, "partition").unwrap_or(-1), int(p, "fetchOffset").unwrap_or(-1)))
+                            .collect();
                         format!("topic={} {}", self.topic(t), ps.join(","))
                     })
                     .collect();
@@ -358,11 +360,9 @@ impl State {
                         self.fetched_records += n;
                         let index = int(p, "partitionIndex").unwrap_or(-1);
                         match int(p, "errorCode") {
-                            Some(0) | None => parts.push(format!(
-                                "topic={topic} p{index}: {n} records {} hw={}",
-                                size(bytes),
-                                int(p, "highWatermark").unwrap_or(-1)
-                            )),
+                            Some(0) | None => {
+                                parts.push(format!("topic={topic} p{index}: {n} records {} hw={}", size(bytes), int(p, "highWatermark").unwrap_or(-1)))
+                            }
                             Some(c) => parts.push(format!("topic={topic} p{index}: {}", error_name(c))),
                         }
                     }
@@ -554,10 +554,7 @@ impl State {
 /// Error codes other than NONE anywhere in a response body.
 fn count_errors(v: &Value) -> u64 {
     match v {
-        Value::Object(o) => o
-            .iter()
-            .map(|(k, v)| if k == "errorCode" { u64::from(v.as_i64().is_some_and(|c| c != 0)) } else { count_errors(v) })
-            .sum(),
+        Value::Object(o) => o.iter().map(|(k, v)| if k == "errorCode" { u64::from(v.as_i64().is_some_and(|c| c != 0)) } else { count_errors(v) }).sum(),
         Value::Array(a) => a.iter().map(count_errors).sum(),
         _ => 0,
     }

@@ -58,9 +58,7 @@ pub struct CreateArgs {
 
 /// A `KEY=VALUE` pair.
 pub fn key_value(s: &str, flag: &str) -> Result<(String, String), CliError> {
-    s.split_once('=')
-        .map(|(k, v)| (k.trim().to_owned(), v.to_owned()))
-        .ok_or_else(|| CliError::Usage(format!("{flag} {s:?}: expected KEY=VALUE")))
+    s.split_once('=').map(|(k, v)| (k.trim().to_owned(), v.to_owned())).ok_or_else(|| CliError::Usage(format!("{flag} {s:?}: expected KEY=VALUE")))
 }
 
 fn topic_json(t: &TopicInfo) -> Value {
@@ -89,11 +87,7 @@ pub async fn run(admin: &Admin, command: TopicsCommand, out: &mut impl Write) ->
             }
         }
         TopicsCommand::Describe { topics, json } => {
-            let names = if topics.is_empty() {
-                admin.list_topics(false).await.map_err(|e| CliError::kafka("listing topics", e))?
-            } else {
-                topics
-            };
+            let names = if topics.is_empty() { admin.list_topics(false).await.map_err(|e| CliError::kafka("listing topics", e))? } else { topics };
             let refs: Vec<&str> = names.iter().map(String::as_str).collect();
             let described = admin.describe_topics(&refs).await.map_err(|e| CliError::kafka("describing topics", e))?;
             let mut failed = Vec::new();
@@ -128,12 +122,8 @@ pub async fn run(admin: &Admin, command: TopicsCommand, out: &mut impl Write) ->
                 t = t.config(k, v);
             }
             let created = admin.create_topic(t).await.map_err(|e| CliError::kafka(format!("creating topic {}", a.topic), e))?;
-            writeln!(
-                out,
-                "created topic {} ({} partitions, replication factor {})",
-                created.name, created.partitions, created.replication_factor
-            )
-            .map_err(CliError::io)?;
+            writeln!(out, "created topic {} ({} partitions, replication factor {})", created.name, created.partitions, created.replication_factor)
+                .map_err(CliError::io)?;
         }
         TopicsCommand::Delete { topics } => {
             let refs: Vec<&str> = topics.iter().map(String::as_str).collect();

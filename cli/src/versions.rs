@@ -137,8 +137,7 @@ pub async fn run(client: &Client, broker: Option<i32>, all: bool, release: Optio
     let ResponseKind::ApiVersions(r) = response else {
         return Err(CliError::Incomplete(format!("{addr} answered ApiVersions with {:?}", response.api_key())));
     };
-    let mut keys: Vec<i16> =
-        r.api_keys.iter().map(|k| k.api_key).chain(ApiKey::ALL.iter().map(|k| k.key())).chain(table.iter().map(|(k, _, _)| *k)).collect();
+    let mut keys: Vec<i16> = r.api_keys.iter().map(|k| k.api_key).chain(ApiKey::ALL.iter().map(|k| k.key())).chain(table.iter().map(|(k, _, _)| *k)).collect();
     keys.sort_unstable();
     keys.dedup();
     let rows: Vec<Row> = keys
@@ -166,8 +165,11 @@ pub async fn run(client: &Client, broker: Option<i32>, all: bool, release: Optio
                        "build": row.build.map(|b| json!({"min": b.lo, "max": b.hi})),
                        "uses": row.uses.as_ref().ok(), "problem": row.problem()});
                 if let (Some((name, _)), Value::Object(o)) = (&release, &mut v) {
-                    o.insert("client".into(), json!({"release": name, "versions": row.client.map(|b| json!({"min": b.lo, "max": b.hi})),
-                        "uses": row.client_uses(), "problem": row.client_problem(true)}));
+                    o.insert(
+                        "client".into(),
+                        json!({"release": name, "versions": row.client.map(|b| json!({"min": b.lo, "max": b.hi})),
+                        "uses": row.client_uses(), "problem": row.client_problem(true)}),
+                    );
                 }
                 v
             })

@@ -136,7 +136,11 @@ fn what_kwire_produces_kcat_reads_identically() {
         .zip(&placed)
         .map(|((k, v), (p, o))| format!("{p}|{o}|{k}|{v}|h1=x,h2=y=z"))
         .collect();
-    assert_eq!(sorted_lines(&read), { let mut e = expected; e.sort(); e });
+    assert_eq!(sorted_lines(&read), {
+        let mut e = expected;
+        e.sort();
+        e
+    });
     // A record without the key delimiter has no key at all (kcat's %K: -1), one with an empty
     // key before the delimiter has an empty key (0).
     let lens = b.kcat(&["-C", "-t", &topic, "-e", "-q", "-f", "%K %s\\n"], b"");
@@ -240,10 +244,8 @@ fn groups_describe_and_reset_agree_with_consumer_group_command() {
     // --shift-by: the same plan as Kafka's dry run (of the committed partitions: both tools
     // refuse to shift one without a commit).
     let ours = b.kwire_ok(&["groups", "reset-offsets", &group, "--all-topics", "--shift-by", "-2", "--dry-run"], b"");
-    let theirs = b.kafka_tool(
-        GROUP_COMMAND,
-        &["--bootstrap-server", &boot, "--reset-offsets", "--group", &group, "--all-topics", "--shift-by", "-2", "--dry-run"],
-    );
+    let theirs =
+        b.kafka_tool(GROUP_COMMAND, &["--bootstrap-server", &boot, "--reset-offsets", "--group", &group, "--all-topics", "--shift-by", "-2", "--dry-run"]);
     assert!(!group_rows(&ours, &group, 1).is_empty(), "{ours}");
     assert_eq!(group_rows(&ours, &group, 1), group_rows(&theirs, &group, 1), "ours:\n{ours}\nKafka's:\n{theirs}");
     // --to-earliest --execute, read back by Kafka's tool: every partition at 0, the whole
@@ -294,10 +296,7 @@ fn topics_and_configs_agree_with_kafkas_tools() {
 
     // A config set here is what kafka-configs.sh describes.
     b.kwire_ok(&["configs", "alter", "--topic", &topic, "--add-config", "retention.ms=3600000,cleanup.policy=compact,delete"], b"");
-    let theirs = b.kafka_tool(
-        CONFIG_COMMAND,
-        &["--bootstrap-server", &boot, "--describe", "--entity-type", "topics", "--entity-name", &topic],
-    );
+    let theirs = b.kafka_tool(CONFIG_COMMAND, &["--bootstrap-server", &boot, "--describe", "--entity-type", "topics", "--entity-name", &topic]);
     assert!(theirs.contains("retention.ms=3600000"), "{theirs}");
     assert!(theirs.contains("cleanup.policy=compact,delete"), "{theirs}");
     let ours = b.kwire_ok(&["configs", "describe", "--topic", &topic, "--json"], b"");
@@ -409,9 +408,7 @@ fn check_names_an_advertised_listener_that_is_unreachable() {
     // The proxy answers at its bootstrap listener but advertises the broker under a name that
     // does not resolve, as a broker whose advertised.listeners name an inside-only host.
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-    let proxy = rt
-        .block_on(kwire_proxy::Proxy::start(kwire_proxy::Config::new(b.var("PLAINTEXT")).advertise("broker.unreachable.invalid")))
-        .unwrap();
+    let proxy = rt.block_on(kwire_proxy::Proxy::start(kwire_proxy::Config::new(b.var("PLAINTEXT")).advertise("broker.unreachable.invalid"))).unwrap();
     let (code, out) = check(&proxy.bootstrap().to_string(), &[]);
     assert_eq!(code, Some(1), "{out}");
     assert!(out.lines().any(|l| l.starts_with("ok") && l.contains("Metadata")), "{out}");
@@ -475,24 +472,40 @@ fn acls_agree_with_acl_command() {
     let Some(b) = Broker::from_env("acls_agree_with_acl_command") else { return };
     let boot = b.var("PLAINTEXT").to_owned();
     let (topic, group, txn) = (unique("cli-acl-topic"), unique("cli-acl-group"), unique("cli-acl-txn"));
-    let ours_for = |rows: Vec<AclRow>| -> Vec<AclRow> { rows.into_iter().filter(|r| [&topic, &group, &txn].iter().any(|n| r.1.starts_with(n.as_str()))).collect() };
+    let ours_for =
+        |rows: Vec<AclRow>| -> Vec<AclRow> { rows.into_iter().filter(|r| [&topic, &group, &txn].iter().any(|n| r.1.starts_with(n.as_str()))).collect() };
 
     // Created by Kafka's tool, listed by kwire.
     b.kafka_tool(
         ACL_COMMAND,
         &["--bootstrap-server", &boot, "--add", "--allow-principal", "User:alice", "--operation", "Read", "--operation", "Describe", "--topic", &topic],
     );
-    b.kafka_tool(ACL_COMMAND, &["--bootstrap-server", &boot, "--add", "--deny-principal", "User:bob", "--deny-host", "10.0.0.9", "--operation", "Write", "--topic", &topic]);
-    // Created by kwire, listed by Kafka's tool.
-    let created = b.kwire_ok(
-        &["acls", "create", "--group", &group, "--pattern-type", "prefixed", "--principal", "User:alice", "--operation", "read", "--json"],
-        b"",
+    b.kafka_tool(
+        ACL_COMMAND,
+        &["--bootstrap-server", &boot, "--add", "--deny-principal", "User:bob", "--deny-host", "10.0.0.9", "--operation", "Write", "--topic", &topic],
     );
+    // Created by kwire, listed by Kafka's tool.
+    let created =
+        b.kwire_ok(&["acls", "create", "--group", &group, "--pattern-type", "prefixed", "--principal", "User:alice", "--operation", "read", "--json"], b"");
     assert_eq!(kwire_acl_rows(&created).len(), 1, "{created}");
     b.kwire_ok(
         &[
-            "acls", "create", "--transactional-id", &txn, "--principal", "User:carol", "--principal", "User:dave", "--host", "10.0.0.1",
-            "--operation", "Write", "--operation", "describe", "--permission", "deny",
+            "acls",
+            "create",
+            "--transactional-id",
+            &txn,
+            "--principal",
+            "User:carol",
+            "--principal",
+            "User:dave",
+            "--host",
+            "10.0.0.1",
+            "--operation",
+            "Write",
+            "--operation",
+            "describe",
+            "--permission",
+            "deny",
         ],
         b"",
     );
@@ -572,13 +585,8 @@ impl Tap {
         use std::io::{BufRead, Read};
         let mut all = vec!["-b", b.var("PLAINTEXT"), "tap"];
         all.extend_from_slice(args);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kwire"))
-            .args(&all)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child =
+            Command::new(env!("CARGO_BIN_EXE_kwire")).args(&all).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         let mut out = child.stdout.take().unwrap();
         let stdout = std::thread::spawn(move || {
             let mut s = String::new();
@@ -615,14 +623,31 @@ fn tap_decodes_what_java_clients_send_and_counts_their_records() {
     // Java's producer through the tap: 300 records of 100 bytes, acks=all; its own count.
     let produced = b.kafka_tool(
         PRODUCER_PERFORMANCE,
-        &["--topic", &topic, "--num-records", "300", "--record-size", "100", "--throughput", "-1", "--producer-props", &format!("bootstrap.servers={boot}"), "acks=all", "linger.ms=5"],
+        &[
+            "--topic",
+            &topic,
+            "--num-records",
+            "300",
+            "--record-size",
+            "100",
+            "--throughput",
+            "-1",
+            "--producer-props",
+            &format!("bootstrap.servers={boot}"),
+            "acks=all",
+            "linger.ms=5",
+        ],
     );
-    let sent: u64 = produced.lines().last().and_then(|l| l.split(" records sent").next()).and_then(|n| n.trim().parse().ok()).unwrap_or_else(|| panic!("{produced}"));
+    let sent: u64 =
+        produced.lines().last().and_then(|l| l.split(" records sent").next()).and_then(|n| n.trim().parse().ok()).unwrap_or_else(|| panic!("{produced}"));
     assert_eq!(sent, 300, "{produced}");
     // Java's consumer through the tap, from the beginning; what it prints is what it prints
     // reading straight from the broker.
     let consume = |servers: &str| {
-        b.kafka_tool(CONSOLE_CONSUMER, &["--bootstrap-server", servers, "--topic", &topic, "--from-beginning", "--max-messages", "300", "--timeout-ms", "15000"])
+        b.kafka_tool(
+            CONSOLE_CONSUMER,
+            &["--bootstrap-server", servers, "--topic", &topic, "--from-beginning", "--max-messages", "300", "--timeout-ms", "15000"],
+        )
     };
     let consumed = consume(&boot);
     let out = tap.stop();
@@ -648,7 +673,8 @@ fn tap_decodes_what_java_clients_send_and_counts_their_records() {
     // The records the clients report.
     assert_eq!(summary["producedRecords"], 300, "{summary}");
     assert_eq!(summary["fetchedRecords"], 300, "{summary}");
-    let api = |name: &str| summary["apis"].as_array().unwrap().iter().find(|a| a["apiName"] == name).cloned().unwrap_or_else(|| panic!("no {name} in {summary}"));
+    let api =
+        |name: &str| summary["apis"].as_array().unwrap().iter().find(|a| a["apiName"] == name).cloned().unwrap_or_else(|| panic!("no {name} in {summary}"));
     let count = |name: &str, dir: &str| frames.iter().filter(|f| f["apiName"] == name && f["direction"] == dir).count() as u64;
     for name in ["ApiVersions", "Metadata", "Produce", "Fetch", "FindCoordinator"] {
         let a = api(name);
@@ -707,7 +733,8 @@ fn versions_next_to_other_clients_releases() {
                 }
                 continue;
             };
-            let (blo, bhi, clo, chi) = (broker["min"].as_i64().unwrap(), broker["max"].as_i64().unwrap(), theirs["min"].as_i64().unwrap(), theirs["max"].as_i64().unwrap());
+            let (blo, bhi, clo, chi) =
+                (broker["min"].as_i64().unwrap(), broker["max"].as_i64().unwrap(), theirs["min"].as_i64().unwrap(), theirs["max"].as_i64().unwrap());
             if clo.max(blo) <= chi.min(bhi) {
                 assert_eq!(c["uses"].as_i64(), Some(chi.min(bhi)), "{client}: {a}");
                 assert!(c["problem"].is_null(), "{a}");
@@ -733,8 +760,7 @@ fn consume_draws_progress_only_on_a_terminal() {
     b.kwire_ok(&["produce", "-t", &topic], b"1\n2\n3\n");
     let records = temp_dir("cli-progress").join("records.txt");
     // stderr on a terminal (script's), the records to a file; following the topic until SIGINT.
-    let command =
-        format!("timeout -s INT 3 {} -b {} consume -t {topic} > {}", env!("CARGO_BIN_EXE_kwire"), b.var("PLAINTEXT"), records.display());
+    let command = format!("timeout -s INT 3 {} -b {} consume -t {topic} > {}", env!("CARGO_BIN_EXE_kwire"), b.var("PLAINTEXT"), records.display());
     let out = Command::new("script").args(["-qec", &command, "/dev/null"]).output().unwrap();
     let terminal = String::from_utf8_lossy(&out.stdout);
     assert!(terminal.contains("3 records in") && terminal.contains("records/s, lag 0"), "{terminal:?}");

@@ -7,21 +7,14 @@ use std::process::{Command, Output, Stdio};
 
 use etherparse::PacketBuilder;
 use kwire::messages::{
-    metadata_request::MetadataRequestTopic, metadata_response::MetadataResponseTopic, MetadataRequest, MetadataResponse,
-    RequestHeader, ResponseHeader,
+    metadata_request::MetadataRequestTopic, metadata_response::MetadataResponseTopic, MetadataRequest, MetadataResponse, RequestHeader, ResponseHeader,
 };
 use kwire::runtime::json::serde_json::{self, json, Value};
 use kwire::runtime::records::{Compression, LegacyBuilder, Record, RecordBatchBuilder};
 use kwire::{ApiKey, Bytes, Encode};
 
 fn run(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kwire"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kwire")).args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     child.stdin.take().unwrap().write_all(stdin).unwrap();
     child.wait_with_output().unwrap()
 }
@@ -49,20 +42,12 @@ fn lines(out: &Output) -> Vec<Value> {
 const METADATA_V12: &str = "02 00000000000000000000000000000000 04666f6f 00 01 00 00";
 
 fn metadata_request() -> MetadataRequest {
-    MetadataRequest {
-        topics: Some(vec![MetadataRequestTopic { name: Some("foo".into()), ..Default::default() }]),
-        ..Default::default()
-    }
+    MetadataRequest { topics: Some(vec![MetadataRequestTopic { name: Some("foo".into()), ..Default::default() }]), ..Default::default() }
 }
 
 fn request_frame(corr: i32, api_key: i16, version: i16, body: &impl Encode) -> Vec<u8> {
-    let header = RequestHeader {
-        request_api_key: api_key,
-        request_api_version: version,
-        correlation_id: corr,
-        client_id: Some("test".into()),
-        ..Default::default()
-    };
+    let header =
+        RequestHeader { request_api_key: api_key, request_api_version: version, correlation_id: corr, client_id: Some("test".into()), ..Default::default() };
     let hv = ApiKey::from_i16(api_key).map_or(2, |k| k.request_header_version(version));
     let mut payload = Vec::new();
     header.encode(&mut payload, hv).unwrap();
@@ -73,10 +58,7 @@ fn request_frame(corr: i32, api_key: i16, version: i16, body: &impl Encode) -> V
 }
 
 fn response_frame(corr: i32, topic: &str) -> Vec<u8> {
-    let body = MetadataResponse {
-        topics: vec![MetadataResponseTopic { name: Some(topic.into()), ..Default::default() }],
-        ..Default::default()
-    };
+    let body = MetadataResponse { topics: vec![MetadataResponseTopic { name: Some(topic.into()), ..Default::default() }], ..Default::default() };
     let mut payload = Vec::new();
     ResponseHeader { correlation_id: corr, ..Default::default() }.encode(&mut payload, 1).unwrap();
     body.encode(&mut payload, 12).unwrap();
@@ -108,12 +90,8 @@ fn apis_lists_every_key() {
     );
     // Every valid version is in exactly one run of origins, in order.
     for row in rows {
-        let covered: Vec<i64> = row["origins"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .flat_map(|o| o["minVersion"].as_i64().unwrap()..=o["maxVersion"].as_i64().unwrap())
-            .collect();
+        let covered: Vec<i64> =
+            row["origins"].as_array().unwrap().iter().flat_map(|o| o["minVersion"].as_i64().unwrap()..=o["maxVersion"].as_i64().unwrap()).collect();
         let expected: Vec<i64> = match (row["minVersion"].as_i64(), row["maxVersion"].as_i64()) {
             (Some(lo), Some(hi)) => (lo..=hi).collect(),
             _ => Vec::new(),
@@ -234,7 +212,8 @@ fn decode_jsonl_answers_every_line() {
 
 #[test]
 fn encode_hex_raw_and_jsonl() {
-    let body = json!({"topics": [{"topicId": "AAAAAAAAAAAAAAAAAAAAAA", "name": "foo"}], "allowAutoTopicCreation": true, "includeTopicAuthorizedOperations": false});
+    let body =
+        json!({"topics": [{"topicId": "AAAAAAAAAAAAAAAAAAAAAA", "name": "foo"}], "allowAutoTopicCreation": true, "includeTopicAuthorizedOperations": false});
     let args = ["encode", "--api-key", "3", "--api-version", "12", "--request"];
     let out = run(&args, body.to_string().as_bytes());
     assert!(out.status.success());
@@ -401,14 +380,9 @@ fn pcap_reassembles_and_pairs() {
         write(&path, &session());
         let l = pcap_lines(&path);
         assert_eq!(l.len(), 4, "{name}: {l:?}");
-        let summary: Vec<(String, i64, i64)> = l
-            .iter()
-            .map(|v| (v["direction"].as_str().unwrap().to_string(), v["apiKey"].as_i64().unwrap(), v["correlationId"].as_i64().unwrap()))
-            .collect();
-        assert_eq!(
-            summary,
-            [("request".into(), 3, 1), ("response".into(), 3, 1), ("request".into(), 3, 2), ("response".into(), 3, 2)]
-        );
+        let summary: Vec<(String, i64, i64)> =
+            l.iter().map(|v| (v["direction"].as_str().unwrap().to_string(), v["apiKey"].as_i64().unwrap(), v["correlationId"].as_i64().unwrap())).collect();
+        assert_eq!(summary, [("request".into(), 3, 1), ("response".into(), 3, 1), ("request".into(), 3, 2), ("response".into(), 3, 2)]);
         assert_eq!(l[0]["client"], "127.0.0.1:50000");
         assert_eq!(l[0]["broker"], "127.0.0.1:9092");
         assert_eq!(l[0]["header"]["clientId"], "test");

@@ -79,10 +79,7 @@ fn collect_topic_names(v: &Value, parent_key: Option<&str>, out: &mut Vec<String
 /// `newer_ok`: a message at a version newer than this build's specs (a client newer than them)
 /// may be reported as undecodable; its header (api key, version, correlation id) still counts.
 fn ours(pcap: &Path, port: u16, newer_ok: bool) -> Ours {
-    let out = Command::new(env!("CARGO_BIN_EXE_kwire"))
-        .args(["pcap", pcap.to_str().unwrap(), "--port", &port.to_string()])
-        .output()
-        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kwire")).args(["pcap", pcap.to_str().unwrap(), "--port", &port.to_string()]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let mut o = Ours::default();
     for line in String::from_utf8(out.stdout).unwrap().lines() {

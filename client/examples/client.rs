@@ -12,8 +12,7 @@
 use std::time::Duration;
 
 use kwire_client::{
-    Admin, Client, ClientConfig, Consumer, ConsumerConfig, NewTopic, Producer, ProducerConfig, ProducerRecord, Sasl,
-    TlsConfig, TopicPartition,
+    Admin, Client, ClientConfig, Consumer, ConsumerConfig, NewTopic, Producer, ProducerConfig, ProducerRecord, Sasl, TlsConfig, TopicPartition,
 };
 
 struct Args {
@@ -114,10 +113,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let described = admin.describe_topics(&[&args.topic]).await?;
     let partitions = described.into_iter().flatten().map(|t| t.partitions.len()).sum::<usize>();
-    println!(
-        "{}: {} records produced and {seen} read back, topic {} with {partitions} partitions",
-        args.bootstrap, args.count, args.topic
-    );
+    println!("{}: {} records produced and {seen} read back, topic {} with {partitions} partitions", args.bootstrap, args.count, args.topic);
     if seen != args.count {
         return Err(format!("read back {seen} of {} records", args.count).into());
     }

@@ -26,12 +26,7 @@ struct Args {
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut args = Args {
-        bootstrap: String::new(),
-        listen: SocketAddr::from(([127, 0, 0, 1], 9464)),
-        topic: "kwire-metrics-example".into(),
-        count: 1000,
-    };
+    let mut args = Args { bootstrap: String::new(), listen: SocketAddr::from(([127, 0, 0, 1], 9464)), topic: "kwire-metrics-example".into(), count: 1000 };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or(format!("{flag} needs a value"));

@@ -117,7 +117,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let partitions = client.topic(topic).await?.partitions.len();
     // Java's names: acks=all and enable.idempotence=true are the defaults.
     let transactional_id = per_transaction.map(|_| format!("produce-bench-{}", std::process::id()));
-    let config = ProducerConfig { compression: Compression::Lz4, batch_size: 64 << 10, linger: Duration::from_millis(5), transactional_id, ..Default::default() };
+    let config =
+        ProducerConfig { compression: Compression::Lz4, batch_size: 64 << 10, linger: Duration::from_millis(5), transactional_id, ..Default::default() };
     let producer = Producer::new(client, config)?;
     if per_transaction.is_some() {
         producer.init_transactions().await?;

@@ -594,9 +594,7 @@ impl Client {
             let api = b.api_key();
             (b, api)
         };
-        self.call_node(controller, api.0)
-            .await?
-            .ok_or_else(|| Error::UnexpectedResponse(format!("no response to {}", api.1.name())))
+        self.call_node(controller, api.0).await?.ok_or_else(|| Error::UnexpectedResponse(format!("no response to {}", api.1.name())))
     }
 
     /// Sends `body` to the leader of `topic`/`partition`.
@@ -630,9 +628,8 @@ impl Client {
 
 /// A Metadata request for `topics`, or every topic; never creating one.
 fn metadata_request<T: AsRef<str>>(topics: Option<&[T]>) -> MetadataRequest {
-    let topics = topics.map(|topics| {
-        topics.iter().map(|t| MetadataRequestTopic { name: Some(ByteString::from(t.as_ref().to_owned())), ..Default::default() }).collect()
-    });
+    let topics = topics
+        .map(|topics| topics.iter().map(|t| MetadataRequestTopic { name: Some(ByteString::from(t.as_ref().to_owned())), ..Default::default() }).collect());
     MetadataRequest { topics, allow_auto_topic_creation: false, ..Default::default() }
 }
 
@@ -657,9 +654,7 @@ fn parse_metadata(r: kwire::messages::MetadataResponse) -> ClusterMetadata {
     let brokers = r
         .brokers
         .into_iter()
-        .map(|b| {
-            (b.node_id, BrokerInfo { id: b.node_id, host: b.host.to_string(), port: b.port, rack: b.rack.map(|r| r.to_string()) })
-        })
+        .map(|b| (b.node_id, BrokerInfo { id: b.node_id, host: b.host.to_string(), port: b.port, rack: b.rack.map(|r| r.to_string()) }))
         .collect();
     let topics = r
         .topics
@@ -671,13 +666,7 @@ fn parse_metadata(r: kwire::messages::MetadataResponse) -> ClusterMetadata {
             Some((name.clone(), Arc::new(TopicInfo { name, id: t.topic_id, internal: t.is_internal, partitions })))
         })
         .collect();
-    ClusterMetadata {
-        cluster_id: r.cluster_id.map(|c| c.to_string()),
-        controller_id: r.controller_id,
-        brokers,
-        topics,
-        fetched_at: Some(Instant::now()),
-    }
+    ClusterMetadata { cluster_id: r.cluster_id.map(|c| c.to_string()), controller_id: r.controller_id, brokers, topics, fetched_at: Some(Instant::now()) }
 }
 
 async fn periodic_refresh(weak: Weak<Inner>, period: Duration) {

@@ -365,9 +365,12 @@ impl Connection {
 
     /// The broker's versions.
     pub fn versions(&self) -> Result<Arc<Versions>> {
-        self.shared.negotiated.lock().map_err(|_| Error::Disconnected("poisoned".into()))?.clone().ok_or_else(|| {
-            Error::Disconnected(format!("{}: versions not negotiated", self.shared.addr))
-        })
+        self.shared
+            .negotiated
+            .lock()
+            .map_err(|_| Error::Disconnected("poisoned".into()))?
+            .clone()
+            .ok_or_else(|| Error::Disconnected(format!("{}: versions not negotiated", self.shared.addr)))
     }
 
     /// The version this connection uses for `api`.
@@ -391,10 +394,7 @@ impl Connection {
         let api = body.api_key();
         let version = self.version(api)?;
         let _guard = self.shared.gate.read().await;
-        self.send_within(version, body, timeout)
-            .await?
-            .map(|f| f.body)
-            .ok_or_else(|| Error::UnexpectedResponse(format!("no response to {}", api.name())))
+        self.send_within(version, body, timeout).await?.map(|f| f.body).ok_or_else(|| Error::UnexpectedResponse(format!("no response to {}", api.name())))
     }
 
     /// Like [`request_within`](Connection::request_within) (`None`: the request timeout) at
@@ -535,18 +535,12 @@ impl Connection {
         let span = tracing::info_span!("kafka.sasl", mechanism, user = sasl.username(), reauth);
         let lifetime_ms = async {
             let auth_err = |message: String| Error::Authentication { mechanism: mechanism.to_owned(), message };
-            let ResponseKind::SaslHandshake(h) =
-                self.sasl_call(SaslHandshakeRequest { mechanism: ByteString::from_static(mechanism) }.into()).await?
-            else {
+            let ResponseKind::SaslHandshake(h) = self.sasl_call(SaslHandshakeRequest { mechanism: ByteString::from_static(mechanism) }.into()).await? else {
                 return Err(Error::UnexpectedResponse("not a SaslHandshake response".into()));
             };
             if !ErrorCode(h.error_code).is_ok() {
                 let offered: Vec<&str> = h.mechanisms.iter().map(|m| &m[..]).collect();
-                return Err(auth_err(format!(
-                    "{} (the broker offers {})",
-                    ErrorCode(h.error_code).name().unwrap_or("handshake refused"),
-                    offered.join(", ")
-                )));
+                return Err(auth_err(format!("{} (the broker offers {})", ErrorCode(h.error_code).name().unwrap_or("handshake refused"), offered.join(", "))));
             }
             let authenticate = |token: Bytes| async move {
                 let r = self.sasl_authenticate(token).await?;
@@ -557,9 +551,7 @@ impl Connection {
                 Ok(r)
             };
             let last = match sasl {
-                Sasl::Plain { username, password } => {
-                    authenticate(Bytes::from(format!("\0{username}\0{password}"))).await?
-                }
+                Sasl::Plain { username, password } => authenticate(Bytes::from(format!("\0{username}\0{password}"))).await?,
                 Sasl::Scram { .. } | Sasl::DelegationToken { .. } => {
                     let mut scram = match sasl {
                         Sasl::DelegationToken { mechanism, token_id, hmac_base64 } => ScramClient::for_token(*mechanism, token_id, hmac_base64),
@@ -687,9 +679,7 @@ impl FetchBuffers {
 /// vectored write.
 fn produce_records(body: &RequestKind) -> Vec<Bytes> {
     match body {
-        RequestKind::Produce(p) => {
-            p.topic_data.iter().flat_map(|t| &t.partition_data).filter_map(|p| p.records.clone()).collect()
-        }
+        RequestKind::Produce(p) => p.topic_data.iter().flat_map(|t| &t.partition_data).filter_map(|p| p.records.clone()).collect(),
         _ => Vec::new(),
     }
 }

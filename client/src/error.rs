@@ -516,9 +516,7 @@ impl GroupError {
         Some(match code {
             ErrorCode::REBALANCE_IN_PROGRESS => GroupError::RebalanceInProgress { group },
             ErrorCode::UNKNOWN_MEMBER_ID => GroupError::UnknownMember { group },
-            ErrorCode::ILLEGAL_GENERATION | ErrorCode::FENCED_MEMBER_EPOCH | ErrorCode::STALE_MEMBER_EPOCH => {
-                GroupError::StaleGeneration { group, code }
-            }
+            ErrorCode::ILLEGAL_GENERATION | ErrorCode::FENCED_MEMBER_EPOCH | ErrorCode::STALE_MEMBER_EPOCH => GroupError::StaleGeneration { group, code },
             ErrorCode::FENCED_INSTANCE_ID => GroupError::FencedInstance { group, instance_id: instance_id.map(str::to_owned) },
             _ => return None,
         })
@@ -678,10 +676,9 @@ impl fmt::Display for Error {
             Error::OffsetOutOfRange { partition, offset } => {
                 write!(f, "offset {offset} is out of range for {partition} and the reset policy is none")
             }
-            Error::LogTruncation { partition, position, end_offset } => write!(
-                f,
-                "{partition} was truncated to {end_offset} below the position {position} after a leader change, and the reset policy is none"
-            ),
+            Error::LogTruncation { partition, position, end_offset } => {
+                write!(f, "{partition} was truncated to {end_offset} below the position {position} after a leader change, and the reset policy is none")
+            }
             Error::NoOffset(p) => write!(f, "{p} has no committed offset and the reset policy is none"),
             Error::Consumer(e) => write!(f, "consumer: {e}"),
             Error::Group(e) => write!(f, "group: {e}"),
@@ -696,10 +693,9 @@ impl fmt::Display for ProducerError {
         match self {
             ProducerError::Closed => f.write_str("the producer is closed"),
             ProducerError::Dropped => f.write_str("the producer was dropped"),
-            ProducerError::RecordTooLarge { size, max_request_size, buffer_memory } => write!(
-                f,
-                "record of about {size} bytes exceeds max_request_size ({max_request_size}) or buffer_memory ({buffer_memory})"
-            ),
+            ProducerError::RecordTooLarge { size, max_request_size, buffer_memory } => {
+                write!(f, "record of about {size} bytes exceeds max_request_size ({max_request_size}) or buffer_memory ({buffer_memory})")
+            }
             ProducerError::BufferFull { max_block } => write!(f, "buffer memory full for {max_block:?} (max_block)"),
             ProducerError::DeliveryTimeout { topic, partition, records, timeout, last_error } => {
                 write!(f, "{records} record(s) for {topic}-{partition} expired after the delivery timeout of {timeout:?}")?;
@@ -716,7 +712,10 @@ impl fmt::Display for ProducerError {
                 Ok(())
             }
             ProducerError::OutcomeUnknown { topic, partition, records, last_error } => {
-                write!(f, "{records} record(s) for {topic}-{partition} may or may not have been written, and cannot be sent again without risking a second copy")?;
+                write!(
+                    f,
+                    "{records} record(s) for {topic}-{partition} may or may not have been written, and cannot be sent again without risking a second copy"
+                )?;
                 if let Some(e) = last_error {
                     write!(f, ": {e}")?;
                 }
@@ -858,7 +857,10 @@ mod tests {
             last_error: Some(Box::new(Error::broker(ErrorCode::NOT_LEADER_OR_FOLLOWER, None, "produce to t-0".into()))),
         });
         assert!(timeout.is_retriable());
-        assert!(timeout.to_string().contains("2 record(s) for t-0 expired after the delivery timeout of 1s: last error produce to t-0: NOT_LEADER_OR_FOLLOWER"), "{timeout}");
+        assert!(
+            timeout.to_string().contains("2 record(s) for t-0 expired after the delivery timeout of 1s: last error produce to t-0: NOT_LEADER_OR_FOLLOWER"),
+            "{timeout}"
+        );
         assert!(Error::Producer(ProducerError::BufferFull { max_block: Duration::from_secs(1) }).is_retriable());
         for e in [ProducerError::Closed, ProducerError::Dropped, ProducerError::RecordTooLarge { size: 9, max_request_size: 1, buffer_memory: 1 }] {
             assert!(!Error::Producer(e).is_retriable());

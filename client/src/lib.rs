@@ -54,27 +54,27 @@ mod tls;
 mod topic_partition;
 
 pub use admin::{
-    AclBinding, ActiveProducer, DelegationToken, TransactionDescription, TransactionFilter, TransactionListing, AclBindingFilter, AclOperation, AclPermission, Admin, ClusterDescription, ConfigEntry, ConfigOp, ConfigResource, CreatedTopic,
-    DeletedRecords, FeatureLevel, Features, GroupDescription, GroupListing, LogDir, LogDirReplica, MemberDescription, NewTopic, PatternType,
-    QuorumDescription, QuorumReplica, QuotaAlteration, QuotaEntity, QuotaFilter, Reassignment, ResourceType, ScramChange, ScramCredential,
-    ConfigSynonym, GroupFilter, NewPartitions, ReplicaLogDirInfo, PagedPartition, PagedTopic, PartitionLag, ShareGroupDescription, ShareOffset, StreamsGroupDescription,
-    StreamsMember, Subtopology, TopicCursor, TopicPartitionsPage,
+    AclBinding, AclBindingFilter, AclOperation, AclPermission, ActiveProducer, Admin, ClusterDescription, ConfigEntry, ConfigOp, ConfigResource, ConfigSynonym,
+    CreatedTopic, DelegationToken, DeletedRecords, FeatureLevel, Features, GroupDescription, GroupFilter, GroupListing, LogDir, LogDirReplica,
+    MemberDescription, NewPartitions, NewTopic, PagedPartition, PagedTopic, PartitionLag, PatternType, QuorumDescription, QuorumReplica, QuotaAlteration,
+    QuotaEntity, QuotaFilter, Reassignment, ReplicaLogDirInfo, ResourceType, ScramChange, ScramCredential, ShareGroupDescription, ShareOffset,
+    StreamsGroupDescription, StreamsMember, Subtopology, TopicCursor, TopicPartitionsPage, TransactionDescription, TransactionFilter, TransactionListing,
 };
 pub use assignor::Assignor;
-pub use future::ClientFuture;
 pub use cluster::{BrokerInfo, Client, ClientConfig, ClusterMetadata, PartitionInfo, TopicInfo};
 pub use conn::{ConnectOptions, Connection, Connector, Transport, Versions};
 pub use consumer::{
     Consumer, ConsumerConfig, ConsumerGroupMetadata, ConsumerRecord, FetchStats, IsolationLevel, ListenerFuture, OffsetReset, RebalanceListener,
 };
 pub use error::{ConsumerError, Error, GroupError, OAuthError, ProducerError, Resource, Result, ShareError, TransactionError, TransactionState};
-pub use offsets::{ListedOffset, OffsetAndMetadata, OffsetSpec};
+pub use future::ClientFuture;
 pub use group::GroupProtocol;
-pub use producer::{Acks, Delivery, IntoTopic, Producer, ProducerConfig, ProducerRecord, ProducerStats, RecordMetadata};
+pub use offsets::{ListedOffset, OffsetAndMetadata, OffsetSpec};
 #[cfg(feature = "oidc")]
 pub use oidc::{AssertionAlgorithm, JwtAssertion, OidcConfig, OidcProvider};
-pub use share::{AcknowledgeType, AcknowledgementCommit, AcknowledgementMode, ShareConsumer, ShareConsumerConfig, ShareRecord};
+pub use producer::{Acks, Delivery, IntoTopic, Producer, ProducerConfig, ProducerRecord, ProducerStats, RecordMetadata};
 pub use sasl::{OAuthBearer, OAuthBearerToken, RefreshPolicy, Sasl, ScramMechanism, TokenFuture, TokenProvider};
+pub use share::{AcknowledgeType, AcknowledgementCommit, AcknowledgementMode, ShareConsumer, ShareConsumerConfig, ShareRecord};
 #[cfg(feature = "tls")]
 pub use tls::{ClientIdentity, Roots, TlsConfig};
 pub use topic_partition::TopicPartition;

@@ -220,7 +220,11 @@ pub(crate) async fn committed(
             r.topics = by_topic.as_ref().map(|by_topic| {
                 by_topic
                     .iter()
-                    .map(|(t, ps)| OffsetFetchRequestTopic { name: ByteString::from(t.to_string()), partition_indexes: ps.iter().copied().collect(), ..Default::default() })
+                    .map(|(t, ps)| OffsetFetchRequestTopic {
+                        name: ByteString::from(t.to_string()),
+                        partition_indexes: ps.iter().copied().collect(),
+                        ..Default::default()
+                    })
                     .collect()
             });
         } else {
@@ -274,9 +278,8 @@ pub(crate) async fn committed(
         }
         // A topic named by an id the metadata does not have yet (the whole group's offsets
         // were asked for): look the topics up once more.
-        let unknown_id = |ids: &HashMap<Uuid, String>| {
-            response.groups.iter().flat_map(|g| &g.topics).any(|t| t.topic_id != Uuid::ZERO && !ids.contains_key(&t.topic_id))
-        };
+        let unknown_id =
+            |ids: &HashMap<Uuid, String>| response.groups.iter().flat_map(|g| &g.topics).any(|t| t.topic_id != Uuid::ZERO && !ids.contains_key(&t.topic_id));
         if unknown_id(&ids) {
             ids = topic_ids(&*client.refresh_metadata().await?);
         }
@@ -299,13 +302,27 @@ pub(crate) async fn committed(
                     t.name.to_string()
                 };
                 for p in &t.partitions {
-                    rows.push((name.clone(), p.partition_index, p.committed_offset, p.committed_leader_epoch, p.metadata.as_deref().map(str::to_owned), p.error_code));
+                    rows.push((
+                        name.clone(),
+                        p.partition_index,
+                        p.committed_offset,
+                        p.committed_leader_epoch,
+                        p.metadata.as_deref().map(str::to_owned),
+                        p.error_code,
+                    ));
                 }
             }
         }
         for t in &response.topics {
             for p in &t.partitions {
-                rows.push((t.name.to_string(), p.partition_index, p.committed_offset, p.committed_leader_epoch, p.metadata.as_deref().map(str::to_owned), p.error_code));
+                rows.push((
+                    t.name.to_string(),
+                    p.partition_index,
+                    p.committed_offset,
+                    p.committed_leader_epoch,
+                    p.metadata.as_deref().map(str::to_owned),
+                    p.error_code,
+                ));
             }
         }
         for (topic, partition, offset, epoch, meta, code) in rows {
@@ -368,13 +385,9 @@ pub(crate) async fn commit(coordinator: &Coordinator, group: &str, who: &Committ
         })
     };
     let code_of = |r: &ResponseKind| match r {
-        ResponseKind::OffsetCommit(r) => r
-            .topics
-            .iter()
-            .flat_map(|t| &t.partitions)
-            .map(|p| p.error_code)
-            .find(|c| crate::group::coordinator::coordinator_moved(ErrorCode(*c)))
-            .unwrap_or(0),
+        ResponseKind::OffsetCommit(r) => {
+            r.topics.iter().flat_map(|t| &t.partitions).map(|p| p.error_code).find(|c| crate::group::coordinator::coordinator_moved(ErrorCode(*c))).unwrap_or(0)
+        }
         _ => 0,
     };
     let response = match coordinator.call(ApiKey::OffsetCommit, build, code_of, None).await? {

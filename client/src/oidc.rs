@@ -319,9 +319,7 @@ impl OidcProvider {
                 builder = builder.add_root_certificate(cert);
             }
         }
-        let http = builder
-            .build()
-            .map_err(|e| OAuthError::Transport { url: config.token_endpoint.clone(), message: e.to_string() })?;
+        let http = builder.build().map_err(|e| OAuthError::Transport { url: config.token_endpoint.clone(), message: e.to_string() })?;
         let assertion_key = config.assertion.as_ref().map(JwtAssertion::key).transpose()?;
         Ok(OidcProvider { config, http, assertion_key })
     }
@@ -372,13 +370,7 @@ impl OidcProvider {
         if let Some(scope) = &self.config.scope {
             form.push(("scope", scope.clone()));
         }
-        let mut response = request
-            .header(ACCEPT, "application/json")
-            .header(CACHE_CONTROL, "no-cache")
-            .form(&form)
-            .send()
-            .await
-            .map_err(transport)?;
+        let mut response = request.header(ACCEPT, "application/json").header(CACHE_CONTROL, "no-cache").form(&form).send().await.map_err(transport)?;
         let status = response.status().as_u16();
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(transport)? {
@@ -442,11 +434,7 @@ fn oauth_error(body: &[u8]) -> (Option<String>, Option<String>) {
 fn token_from_response(url: &str, body: &[u8]) -> Result<OAuthBearerToken, OAuthError> {
     let bad = |message: String| OAuthError::BadResponse { url: url.to_owned(), message };
     let json: serde_json::Value = serde_json::from_slice(body).map_err(|e| bad(format!("not JSON: {e}")))?;
-    let access_token = json
-        .get("access_token")
-        .and_then(serde_json::Value::as_str)
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| bad("no access_token".into()))?;
+    let access_token = json.get("access_token").and_then(serde_json::Value::as_str).filter(|t| !t.is_empty()).ok_or_else(|| bad("no access_token".into()))?;
     match OAuthBearerToken::from_jwt(access_token) {
         Ok(token) => Ok(token),
         Err(jwt_error) => match json.get("expires_in").and_then(serde_json::Value::as_u64) {
@@ -462,10 +450,7 @@ mod tests {
 
     #[test]
     fn refusals_carry_the_oauth_error() {
-        assert_eq!(
-            oauth_error(br#"{"error":"invalid_client","error_description":"bad secret"}"#),
-            (Some("invalid_client".into()), Some("bad secret".into()))
-        );
+        assert_eq!(oauth_error(br#"{"error":"invalid_client","error_description":"bad secret"}"#), (Some("invalid_client".into()), Some("bad secret".into())));
         assert_eq!(oauth_error(b"<html>nope</html>"), (None, Some("<html>nope</html>".into())));
         assert_eq!(oauth_error(b""), (None, None));
     }

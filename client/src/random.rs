@@ -31,7 +31,9 @@ impl Random {
         let rng = match seed {
             // FNV-1a of the name: the same on every build and platform, so a seed printed by
             // one machine replays on another.
-            Some(seed) => fastrand::Rng::with_seed(seed ^ component.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))),
+            Some(seed) => {
+                fastrand::Rng::with_seed(seed ^ component.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)))
+            }
             None => fastrand::Rng::new(),
         };
         Random(Arc::new(Mutex::new(rng)))

@@ -321,11 +321,7 @@ impl Pusher {
 fn sum(name: String, value: f64, start: u64, now: u64, temporality: AggregationTemporality) -> Metric {
     Metric {
         name,
-        data: Some(Data::Sum(Sum {
-            data_points: vec![point(value, start, now)],
-            aggregation_temporality: temporality as i32,
-            is_monotonic: true,
-        })),
+        data: Some(Data::Sum(Sum { data_points: vec![point(value, start, now)], aggregation_temporality: temporality as i32, is_monotonic: true })),
         ..Default::default()
     }
 }
@@ -335,18 +331,10 @@ fn gauge(name: String, value: f64, now: u64) -> Metric {
 }
 
 fn point(value: f64, start: u64, now: u64) -> NumberDataPoint {
-    NumberDataPoint {
-        start_time_unix_nano: start,
-        time_unix_nano: now,
-        value: Some(number_data_point::Value::AsDouble(value)),
-        ..Default::default()
-    }
+    NumberDataPoint { start_time_unix_nano: start, time_unix_nano: now, value: Some(number_data_point::Value::AsDouble(value)), ..Default::default() }
 }
 
 /// A number in [0, 1) for the first push's place in its interval.
 fn jitter() -> f64 {
-    crate::sasl::random_bytes(2)
-        .ok()
-        .and_then(|b| <[u8; 2]>::try_from(b.as_slice()).ok())
-        .map_or(0.5, |b| f64::from(u16::from_be_bytes(b)) / 65536.0)
+    crate::sasl::random_bytes(2).ok().and_then(|b| <[u8; 2]>::try_from(b.as_slice()).ok()).map_or(0.5, |b| f64::from(u16::from_be_bytes(b)) / 65536.0)
 }

@@ -53,7 +53,10 @@ async fn topics_partitions_configs_cluster() {
             panic!("configs of {name} never became {expected:?}");
         }
     };
-    admin.alter_configs(ConfigResource::Topic, &name, &[("retention.ms", ConfigOp::Set("7200000".into())), ("cleanup.policy", ConfigOp::Set("compact".into()))]).await.unwrap();
+    admin
+        .alter_configs(ConfigResource::Topic, &name, &[("retention.ms", ConfigOp::Set("7200000".into())), ("cleanup.policy", ConfigOp::Set("compact".into()))])
+        .await
+        .unwrap();
     settled(vec![("retention.ms", "7200000"), ("cleanup.policy", "compact")]).await;
     admin.alter_configs(ConfigResource::Topic, &name, &[("cleanup.policy", ConfigOp::Delete)]).await.unwrap();
     settled(vec![("cleanup.policy", "delete")]).await;
@@ -77,9 +80,7 @@ async fn created_scram_users_can_log_in() {
     let admin = Admin::new(b.client().await);
     let user = unique("kw-user");
     let results = admin
-        .alter_scram_credentials(&[
-            ScramChange::Upsert { user: user.clone(), mechanism: ScramMechanism::Sha256, password: "pw-256".into(), iterations: 4096 },
-        ])
+        .alter_scram_credentials(&[ScramChange::Upsert { user: user.clone(), mechanism: ScramMechanism::Sha256, password: "pw-256".into(), iterations: 4096 }])
         .await
         .unwrap();
     results.into_iter().for_each(|r| r.unwrap());
@@ -204,8 +205,8 @@ public class AdminView {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kafka_admin_agrees_on_acls_quotas_offsets_records_features() {
     use kwire_client::{
-        AclBinding, AclBindingFilter, AclOperation, AclPermission, OffsetAndMetadata, OffsetSpec, PatternType, Producer, ProducerConfig,
-        ProducerRecord, QuotaAlteration, QuotaFilter, ResourceType, TopicPartition,
+        AclBinding, AclBindingFilter, AclOperation, AclPermission, OffsetAndMetadata, OffsetSpec, PatternType, Producer, ProducerConfig, ProducerRecord,
+        QuotaAlteration, QuotaFilter, ResourceType, TopicPartition,
     };
     use std::collections::{BTreeMap, BTreeSet};
     use std::time::Duration;
@@ -223,7 +224,11 @@ async fn kafka_admin_agrees_on_acls_quotas_offsets_records_features() {
     // ACLs: literal and prefixed, allow and deny.
     let acls = vec![
         AclBinding::new(ResourceType::Topic, &topic, &format!("User:{user}"), AclOperation::Read, AclPermission::Allow),
-        AclBinding { pattern_type: PatternType::Prefixed, host: "127.0.0.1".into(), ..AclBinding::new(ResourceType::Group, "kw-adm-", &format!("User:{user}"), AclOperation::Describe, AclPermission::Deny) },
+        AclBinding {
+            pattern_type: PatternType::Prefixed,
+            host: "127.0.0.1".into(),
+            ..AclBinding::new(ResourceType::Group, "kw-adm-", &format!("User:{user}"), AclOperation::Describe, AclPermission::Deny)
+        },
     ];
     admin.create_acls(&acls).await.unwrap().into_iter().for_each(|r| r.unwrap());
     let mine = AclBindingFilter { principal: Some(format!("User:{user}")), ..AclBindingFilter::any() };
@@ -241,10 +246,12 @@ async fn kafka_admin_agrees_on_acls_quotas_offsets_records_features() {
     assert_eq!(quotas, vec![(entity.clone(), [("consumer_byte_rate".to_owned(), 2097152.0), ("producer_byte_rate".to_owned(), 1048576.0)].into())]);
     // A group's offsets, set here; records before offset 4 of partition 1 deleted.
     let tp = |p| TopicPartition::new(topic.clone(), p);
-    let offsets: BTreeMap<_, _> = [(tp(0), OffsetAndMetadata { metadata: Some("kw".into()), ..OffsetAndMetadata::new(3) }), (tp(2), OffsetAndMetadata::new(7))].into();
+    let offsets: BTreeMap<_, _> =
+        [(tp(0), OffsetAndMetadata { metadata: Some("kw".into()), ..OffsetAndMetadata::new(3) }), (tp(2), OffsetAndMetadata::new(7))].into();
     admin.alter_group_offsets(&group, &offsets).await.unwrap();
     // No metadata is committed as the empty string (as Java's OffsetAndMetadata does).
-    let read_back: BTreeMap<_, _> = offsets.iter().map(|(tp, o)| (tp.clone(), OffsetAndMetadata { metadata: Some(o.metadata.clone().unwrap_or_default()), ..o.clone() })).collect();
+    let read_back: BTreeMap<_, _> =
+        offsets.iter().map(|(tp, o)| (tp.clone(), OffsetAndMetadata { metadata: Some(o.metadata.clone().unwrap_or_default()), ..o.clone() })).collect();
     assert_eq!(admin.list_group_offsets(&group, None).await.unwrap(), read_back);
     let deleted = admin.delete_records(&[(tp(1), 4)]).await.unwrap().remove(0).unwrap();
     assert_eq!(deleted.low_watermark, 4);
@@ -263,23 +270,45 @@ async fn kafka_admin_agrees_on_acls_quotas_offsets_records_features() {
     let ours: BTreeSet<String> = acls
         .iter()
         .map(|a| {
-            let upper = |s: String| s.chars().enumerate().fold(String::new(), |mut o, (i, c)| {
-                // Java prints enum names: TransactionalId -> TRANSACTIONAL_ID.
-                if c.is_uppercase() && i > 0 { o.push('_') }
-                o.push(c.to_ascii_uppercase());
-                o
-            });
-            format!("{} {} {} {} {} {} {}", upper(format!("{:?}", a.resource_type)), a.resource_name, upper(format!("{:?}", a.pattern_type)), a.principal, a.host, upper(format!("{:?}", a.operation)), upper(format!("{:?}", a.permission)))
+            let upper = |s: String| {
+                s.chars().enumerate().fold(String::new(), |mut o, (i, c)| {
+                    // Java prints enum names: TransactionalId -> TRANSACTIONAL_ID.
+                    if c.is_uppercase() && i > 0 {
+                        o.push('_')
+                    }
+                    o.push(c.to_ascii_uppercase());
+                    o
+                })
+            };
+            format!(
+                "{} {} {} {} {} {} {}",
+                upper(format!("{:?}", a.resource_type)),
+                a.resource_name,
+                upper(format!("{:?}", a.pattern_type)),
+                a.principal,
+                a.host,
+                upper(format!("{:?}", a.operation)),
+                upper(format!("{:?}", a.permission))
+            )
         })
         .collect();
     assert_eq!(java_acls, ours, "{out}");
-    assert_eq!(lines("QUOTA "), [format!("{{user={user}}} consumer_byte_rate=2097152.0"), format!("{{user={user}}} producer_byte_rate=1048576.0")].into(), "{out}");
+    assert_eq!(
+        lines("QUOTA "),
+        [format!("{{user={user}}} consumer_byte_rate=2097152.0"), format!("{{user={user}}} producer_byte_rate=1048576.0")].into(),
+        "{out}"
+    );
     assert_eq!(lines("OFFSET "), [format!("{topic} 0 3 kw"), format!("{topic} 2 7 ")].into(), "{out}");
     assert_eq!(lines("EARLIEST "), ["0 0".to_owned(), "1 4".to_owned(), "2 0".to_owned()].into(), "{out}");
     let finalized: BTreeSet<String> = features.features.iter().filter_map(|(k, f)| f.finalized.filter(|l| *l > 0).map(|l| format!("{k} {l}"))).collect();
     let java_finalized: BTreeSet<String> = lines("FINALIZED ").into_iter().filter(|l| !l.ends_with(" 0")).collect();
     assert_eq!(finalized, java_finalized, "{out}");
-    let supported: BTreeSet<String> = features.features.iter().filter(|(_, f)| f.max_supported > 0 || f.min_supported > 0).map(|(k, f)| format!("{k} {} {}", f.min_supported, f.max_supported)).collect();
+    let supported: BTreeSet<String> = features
+        .features
+        .iter()
+        .filter(|(_, f)| f.max_supported > 0 || f.min_supported > 0)
+        .map(|(k, f)| format!("{k} {} {}", f.min_supported, f.max_supported))
+        .collect();
     assert_eq!(supported, lines("SUPPORTED "), "{out}");
     let voters: String = quorum.voters.iter().map(|v| v.replica_id).collect::<BTreeSet<_>>().iter().map(|v| format!("{v},")).collect();
     assert_eq!(lines("QUORUM "), [format!("{} {voters}", quorum.leader_id)].into(), "{out}");
@@ -287,12 +316,24 @@ async fn kafka_admin_agrees_on_acls_quotas_offsets_records_features() {
     // Java commits; kwire reads.
     common::java(&b, &dir, "AdminView.java", ADMIN_VIEW, &[b.var("PLAINTEXT"), "commit", &group, &topic, "1=11", "2=12"], Duration::from_secs(90)).await;
     let after = admin.list_group_offsets(&group, Some(&[tp(1), tp(2)])).await.unwrap();
-    assert_eq!(after, [(tp(1), OffsetAndMetadata { metadata: Some("java".into()), ..OffsetAndMetadata::new(11) }), (tp(2), OffsetAndMetadata { metadata: Some("java".into()), ..OffsetAndMetadata::new(12) })].into());
+    assert_eq!(
+        after,
+        [
+            (tp(1), OffsetAndMetadata { metadata: Some("java".into()), ..OffsetAndMetadata::new(11) }),
+            (tp(2), OffsetAndMetadata { metadata: Some("java".into()), ..OffsetAndMetadata::new(12) })
+        ]
+        .into()
+    );
 
     // Clean up: each deletion reported per item.
     let deleted = admin.delete_acls(&[mine.clone()]).await.unwrap().remove(0).unwrap();
     assert_eq!(deleted, expected_acls);
-    admin.alter_client_quotas(&[QuotaAlteration { entity, ops: vec![("producer_byte_rate".into(), None), ("consumer_byte_rate".into(), None)] }]).await.unwrap().remove(0).unwrap();
+    admin
+        .alter_client_quotas(&[QuotaAlteration { entity, ops: vec![("producer_byte_rate".into(), None), ("consumer_byte_rate".into(), None)] }])
+        .await
+        .unwrap()
+        .remove(0)
+        .unwrap();
     let gone = admin.delete_group_offsets(&group, &[tp(0)]).await.unwrap();
     assert!(gone[0].is_ok(), "{gone:?}");
     assert!(!admin.list_group_offsets(&group, None).await.unwrap().contains_key(&tp(0)));

@@ -33,7 +33,13 @@ async fn double(refusals: usize) -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>)
                         "bad" => ErrorCode::INVALID_REPLICATION_FACTOR,
                         _ => ErrorCode::NONE,
                     };
-                    CreatableTopicResult { name: t.name.clone(), error_code: code.0, num_partitions: t.num_partitions, replication_factor: 1, ..Default::default() }
+                    CreatableTopicResult {
+                        name: t.name.clone(),
+                        error_code: code.0,
+                        num_partitions: t.num_partitions,
+                        replication_factor: 1,
+                        ..Default::default()
+                    }
                 })
                 .collect();
             Some(ResponseKind::from(CreateTopicsResponse { topics, ..Default::default() }))

@@ -11,8 +11,8 @@ use std::time::Duration;
 use common::{unique, Broker};
 use kwire::ApiKey;
 use kwire_client::{
-    Admin, ConfigOp, ConfigResource, Error, GroupFilter, NewTopic, OffsetAndMetadata, PartitionLag, Producer, ProducerConfig, ProducerRecord,
-    ShareConsumer, ShareConsumerConfig, TopicCursor, TopicPartition,
+    Admin, ConfigOp, ConfigResource, Error, GroupFilter, NewTopic, OffsetAndMetadata, PartitionLag, Producer, ProducerConfig, ProducerRecord, ShareConsumer,
+    ShareConsumerConfig, TopicCursor, TopicPartition,
 };
 
 /// Kafka's own `Admin` (4.x) describing what kwire's describes: a share group and its
@@ -146,7 +146,15 @@ async fn share_groups_listed_described_and_offsets() {
     // Kafka's Admin sees the same group and offsets.
     let ours = admin.describe_share_groups(&[&group]).await.unwrap().remove(0).unwrap();
     let offsets = admin.list_share_group_offsets(&group, None).await.unwrap();
-    let java = common::java(&b, &std::env::temp_dir().join(unique("kw-ops-java")), "OpsView.java", JAVA_VIEW, &[b.var("PLAINTEXT"), "share", &group], Duration::from_secs(90)).await;
+    let java = common::java(
+        &b,
+        &std::env::temp_dir().join(unique("kw-ops-java")),
+        "OpsView.java",
+        JAVA_VIEW,
+        &[b.var("PLAINTEXT"), "share", &group],
+        Duration::from_secs(90),
+    )
+    .await;
     let mut expected = vec![format!("STATE {} {}", ours.state, ours.members.len())];
     expected.extend(offsets.iter().map(|(tp, o)| {
         let o = o.as_ref().unwrap();
@@ -238,7 +246,12 @@ async fn streams_groups_listed_and_described() {
     let listed = admin.list_groups_filtered(&GroupFilter::types(&["streams"])).await.unwrap();
     assert!(listed.iter().any(|g| g.group_id == group && g.group_type == "streams"), "{listed:?}");
     common::eventually("the member assigned both tasks", || async {
-        admin.describe_streams_groups(&[&group]).await.unwrap().remove(0).is_ok_and(|d| d.members.first().is_some_and(|m| m.active_tasks.get("0").is_some_and(|p| p.len() == 2)))
+        admin
+            .describe_streams_groups(&[&group])
+            .await
+            .unwrap()
+            .remove(0)
+            .is_ok_and(|d| d.members.first().is_some_and(|m| m.active_tasks.get("0").is_some_and(|p| p.len() == 2)))
             || {
                 // The assignment reaches the member by its heartbeats.
                 let _ = admin.client().call_any(heartbeat(r.member_epoch, false)).await;
@@ -254,7 +267,15 @@ async fn streams_groups_listed_and_described() {
     let m = &g.members[0];
     assert_eq!((m.member_id.as_str(), m.process_id.as_str()), (member.as_str(), "kw-process"));
     assert_eq!(m.active_tasks.get("0"), Some(&vec![0, 1]), "{m:?}");
-    let java = common::java(&b, &std::env::temp_dir().join(unique("kw-ops-java")), "OpsView.java", JAVA_VIEW, &[b.var("PLAINTEXT"), "streams", &group], Duration::from_secs(90)).await;
+    let java = common::java(
+        &b,
+        &std::env::temp_dir().join(unique("kw-ops-java")),
+        "OpsView.java",
+        JAVA_VIEW,
+        &[b.var("PLAINTEXT"), "streams", &group],
+        Duration::from_secs(90),
+    )
+    .await;
     let state = java.lines().find_map(|l| l.strip_prefix("STATE ")).unwrap_or_default().to_owned();
     assert_eq!(state, format!("{} {} {} {}", g.state, g.group_epoch, g.topology_epoch, g.assignor.as_deref().unwrap_or("-")), "{java}");
     assert_eq!(java.lines().filter(|l| l.starts_with("ACTIVE ")).collect::<Vec<_>>(), vec![format!("ACTIVE {member} kw-process 0 [0, 1]")], "{java}");
@@ -265,7 +286,10 @@ async fn streams_groups_listed_and_described() {
     let r = admin.client().call_any(heartbeat(-1, false)).await.unwrap();
     let ResponseKind::StreamsGroupHeartbeat(r) = r else { panic!("{r:?}") };
     assert_eq!(r.error_code, 0, "{r:?}");
-    common::eventually("the streams group empty", || async { admin.describe_streams_groups(&[&group]).await.unwrap().remove(0).is_ok_and(|d| d.members.is_empty()) }).await;
+    common::eventually("the streams group empty", || async {
+        admin.describe_streams_groups(&[&group]).await.unwrap().remove(0).is_ok_and(|d| d.members.is_empty())
+    })
+    .await;
     // Its offsets are a consumer group's (Java's alter/list/deleteStreamsGroupOffsets are
     // OffsetCommit, OffsetFetch, OffsetDelete); deleteStreamsGroups is DeleteGroups.
     let tp0 = TopicPartition::new(topic.clone(), 0);
@@ -288,7 +312,10 @@ async fn consumer_group_lag_and_state_filter() {
     admin.create_topic(NewTopic::new(&topic, 3)).await.unwrap();
     produce(&admin, &topic, &[10, 4, 0]).await;
     let tp = |p| TopicPartition::new(topic.clone(), p);
-    admin.alter_group_offsets(&group, &[(tp(0), OffsetAndMetadata::new(3)), (tp(1), OffsetAndMetadata::new(4)), (tp(2), OffsetAndMetadata::new(0))].into()).await.unwrap();
+    admin
+        .alter_group_offsets(&group, &[(tp(0), OffsetAndMetadata::new(3)), (tp(1), OffsetAndMetadata::new(4)), (tp(2), OffsetAndMetadata::new(0))].into())
+        .await
+        .unwrap();
     let lag = admin.consumer_group_lag(&group, false).await.unwrap();
     assert_eq!(
         lag,
@@ -325,7 +352,10 @@ async fn topics_by_id_and_by_page_validate_only_config_synonyms() {
     let c = admin.create_topic(NewTopic::new(&names[2], 2)).await.unwrap();
 
     // Validate-only: the would-be topic, not created; an invalid one, its error.
-    let v = admin.validate_create_topics(&[NewTopic::new(format!("{prefix}-v"), 4), NewTopic::new(format!("{prefix}-w"), 1).config("retention.ms", "soon")]).await.unwrap();
+    let v = admin
+        .validate_create_topics(&[NewTopic::new(format!("{prefix}-v"), 4), NewTopic::new(format!("{prefix}-w"), 1).config("retention.ms", "soon")])
+        .await
+        .unwrap();
     assert_eq!(v[0].as_ref().map(|t| t.partitions).ok(), Some(4), "{v:?}");
     assert_eq!(code(v[1].as_ref().unwrap_err()), Some("INVALID_CONFIG"), "{v:?}");
     assert_eq!(code(&admin.describe_topics(&[&format!("{prefix}-v")]).await.unwrap().remove(0).unwrap_err()), Some("UNKNOWN_TOPIC_OR_PARTITION"));
@@ -338,10 +368,14 @@ async fn topics_by_id_and_by_page_validate_only_config_synonyms() {
     let mut cursor: Option<TopicCursor> = None;
     loop {
         let page = admin.describe_topic_partitions(&refs, cursor.as_ref(), 2).await.unwrap();
-        let seen: Vec<(String, Vec<i32>)> = page.topics.iter().map(|t| {
-            let t = t.as_ref().unwrap();
-            (t.name.clone(), t.partitions.iter().map(|p| p.info.index).collect())
-        }).collect();
+        let seen: Vec<(String, Vec<i32>)> = page
+            .topics
+            .iter()
+            .map(|t| {
+                let t = t.as_ref().unwrap();
+                (t.name.clone(), t.partitions.iter().map(|p| p.info.index).collect())
+            })
+            .collect();
         pages.push(seen);
         match page.next {
             Some(next) => cursor = Some(next),
@@ -369,7 +403,12 @@ async fn topics_by_id_and_by_page_validate_only_config_synonyms() {
     admin.validate_alter_configs(ConfigResource::Topic, &names[0], &[("retention.ms", ConfigOp::Set("60000".into()))]).await.unwrap();
     admin.alter_configs(ConfigResource::Topic, &names[0], &[("segment.ms", ConfigOp::Set("600000".into()))]).await.unwrap();
     common::eventually("segment.ms set", || async {
-        admin.describe_configs(ConfigResource::Topic, &names[0], Some(&["segment.ms"])).await.unwrap().first().is_some_and(|e| e.value.as_deref() == Some("600000"))
+        admin
+            .describe_configs(ConfigResource::Topic, &names[0], Some(&["segment.ms"]))
+            .await
+            .unwrap()
+            .first()
+            .is_some_and(|e| e.value.as_deref() == Some("600000"))
     })
     .await;
     let plain = admin.describe_configs(ConfigResource::Topic, &names[0], Some(&["retention.ms"])).await.unwrap();
@@ -380,8 +419,20 @@ async fn topics_by_id_and_by_page_validate_only_config_synonyms() {
     let syn: Vec<_> = broker[0].synonyms.iter().map(|s| (s.name.as_str(), s.value.as_deref(), s.source)).collect();
     assert_eq!(syn, vec![("num.partitions", Some("1"), 4), ("num.partitions", Some("1"), 5)], "{broker:?}");
     assert!(broker[0].documentation.is_none() && broker[0].config_type == 3, "INT, no documentation asked: {broker:?}");
-    let java = common::java(&b, &std::env::temp_dir().join(unique("kw-ops-java")), "ConfigView.java", JAVA_CONFIG, &[b.var("PLAINTEXT"), "1", "num.partitions"], Duration::from_secs(90)).await;
-    assert_eq!(java.lines().collect::<Vec<_>>(), vec!["TYPE INT true", "SYN num.partitions 1 STATIC_BROKER_CONFIG", "SYN num.partitions 1 DEFAULT_CONFIG"], "{java}");
+    let java = common::java(
+        &b,
+        &std::env::temp_dir().join(unique("kw-ops-java")),
+        "ConfigView.java",
+        JAVA_CONFIG,
+        &[b.var("PLAINTEXT"), "1", "num.partitions"],
+        Duration::from_secs(90),
+    )
+    .await;
+    assert_eq!(
+        java.lines().collect::<Vec<_>>(),
+        vec!["TYPE INT true", "SYN num.partitions 1 STATIC_BROKER_CONFIG", "SYN num.partitions 1 DEFAULT_CONFIG"],
+        "{java}"
+    );
     let full = admin.describe_configs_with(ConfigResource::Topic, &names[0], Some(&["segment.ms", "retention.ms"]), true, true).await.unwrap();
     let seg = full.iter().find(|e| e.name == "segment.ms").unwrap();
     // The topic's override (the broker's log.roll.* are not set, so not synonyms).
@@ -404,7 +455,12 @@ async fn topics_by_id_and_by_page_validate_only_config_synonyms() {
     assert_eq!(code(&e), Some("INVALID_REPLICA_ASSIGNMENT"), "{e:?}");
     admin.create_partitions_with(&[more], false).await.unwrap().remove(0).unwrap();
     common::eventually("3 partitions on broker 1", || async {
-        admin.describe_topics(&[&names[1]]).await.unwrap().remove(0).is_ok_and(|t| t.partitions.len() == 3 && t.partitions.iter().all(|p| p.replicas == vec![1]))
+        admin
+            .describe_topics(&[&names[1]])
+            .await
+            .unwrap()
+            .remove(0)
+            .is_ok_and(|t| t.partitions.len() == 3 && t.partitions.iter().all(|p| p.replicas == vec![1]))
     })
     .await;
 
@@ -429,7 +485,8 @@ async fn replica_log_dirs_config_resources_unregister() {
     let topic = unique("kw-ops-dirs");
     admin.create_topic(NewTopic::new(&topic, 1)).await.unwrap();
     let tp = TopicPartition::new(topic.clone(), 0);
-    let replica_dir = || async { admin.describe_log_dirs(&[1]).await.unwrap().into_iter().find(|d| d.replicas.iter().any(|r| r.partition == tp)).map(|d| d.path) };
+    let replica_dir =
+        || async { admin.describe_log_dirs(&[1]).await.unwrap().into_iter().find(|d| d.replicas.iter().any(|r| r.partition == tp)).map(|d| d.path) };
     common::eventually("the new replica in a log dir", || async { replica_dir().await.is_some() }).await;
     let dir = replica_dir().await.unwrap_or_default();
     let r = admin.alter_replica_log_dirs(&[(tp.clone(), 1, &dir), (tp.clone(), 1, "/kw-no-such-dir")]).await.unwrap();
@@ -449,7 +506,14 @@ async fn replica_log_dirs_config_resources_unregister() {
 
     // A client-metrics subscription (KIP-714, 3.7+).
     let sub = unique("kw-ops-metrics");
-    admin.alter_configs(ConfigResource::ClientMetrics, &sub, &[("metrics", ConfigOp::Set("org.apache.kafka.producer.".into())), ("interval.ms", ConfigOp::Set("60000".into()))]).await.unwrap();
+    admin
+        .alter_configs(
+            ConfigResource::ClientMetrics,
+            &sub,
+            &[("metrics", ConfigOp::Set("org.apache.kafka.producer.".into())), ("interval.ms", ConfigOp::Set("60000".into()))],
+        )
+        .await
+        .unwrap();
     common::eventually("the subscription listed", || async { admin.list_client_metrics_resources().await.unwrap().contains(&sub) }).await;
     if b.version().starts_with('4') {
         let all = admin.list_config_resources(&[]).await.unwrap();
@@ -488,7 +552,12 @@ async fn static_members_removed() {
     let admin = Admin::new(b.client().await);
     let (topic, group, instance) = (unique("kw-ops-static"), unique("kw-ops-static-group"), unique("kw-ops-instance"));
     admin.create_topic(NewTopic::new(&topic, 2)).await.unwrap();
-    let config = ConsumerConfig { group_id: Some(group.clone()), group_instance_id: Some(instance.clone()), group_protocol: GroupProtocol::Classic, ..ConsumerConfig::default() };
+    let config = ConsumerConfig {
+        group_id: Some(group.clone()),
+        group_instance_id: Some(instance.clone()),
+        group_protocol: GroupProtocol::Classic,
+        ..ConsumerConfig::default()
+    };
     let mut consumer = Consumer::new(b.client().await, config).unwrap();
     consumer.subscribe(&[&topic]).unwrap();
     for _ in 0..100 {

@@ -197,7 +197,25 @@ async fn client_certificates() {
     let (ca, ca_key) = (certs.join("ca.pem"), certs.join("ca.key"));
     // v3 with extensions: webpki takes no v1 certificates.
     std::fs::write(dir.join("ext.cnf"), "extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n").unwrap();
-    run(&["x509", "-req", "-days", "1", "-in", "client.csr", "-CA", ca.to_str().unwrap(), "-CAkey", ca_key.to_str().unwrap(), "-CAcreateserial", "-CAserial", "client.srl", "-extfile", "ext.cnf", "-out", "client.pem"]);
+    run(&[
+        "x509",
+        "-req",
+        "-days",
+        "1",
+        "-in",
+        "client.csr",
+        "-CA",
+        ca.to_str().unwrap(),
+        "-CAkey",
+        ca_key.to_str().unwrap(),
+        "-CAcreateserial",
+        "-CAserial",
+        "client.srl",
+        "-extfile",
+        "ext.cnf",
+        "-out",
+        "client.pem",
+    ]);
     let (chain, key) = (std::fs::read(dir.join("client.pem")).unwrap(), std::fs::read(dir.join("client.key")).unwrap());
 
     let (proxy, snis) = tls_proxy_to(&b, b.var("PLAINTEXT"), true).await;
@@ -205,7 +223,9 @@ async fn client_certificates() {
     let conn = Connection::connect(&proxy, &ConnectOptions { tls: Some(with_cert), ..Default::default() }).await.expect("mutual TLS");
     conn.request(kwire::messages::MetadataRequest::default()).await.expect("Metadata over mutual TLS");
     // SNI: none for an IP address (RFC 6066), the configured name otherwise.
-    let named = TlsConfig::ca_file(b.var("SSL_CA")).client_cert(std::fs::read(dir.join("client.pem")).unwrap(), std::fs::read(dir.join("client.key")).unwrap()).server_name("localhost");
+    let named = TlsConfig::ca_file(b.var("SSL_CA"))
+        .client_cert(std::fs::read(dir.join("client.pem")).unwrap(), std::fs::read(dir.join("client.key")).unwrap())
+        .server_name("localhost");
     Connection::connect(&proxy, &ConnectOptions { tls: Some(named), ..Default::default() }).await.expect("mutual TLS as localhost");
     assert_eq!(*snis.lock().unwrap(), vec![None, Some("localhost".to_owned())]);
     let without = ConnectOptions { tls: Some(TlsConfig::ca_file(b.var("SSL_CA"))), ..Default::default() };
@@ -239,21 +259,105 @@ async fn key_material_as_kafka_users_hold_it() {
     let (ca, ca_key) = (certs.join("ca.pem"), certs.join("ca.key"));
     run("openssl", &["req", "-newkey", "rsa:2048", "-nodes", "-subj", &format!("/CN={cn}"), "-keyout", "client.key", "-out", "client.csr"]);
     // No -extfile: OpenSSL writes an X.509 v1 certificate.
-    run("openssl", &["x509", "-req", "-days", "1", "-in", "client.csr", "-CA", ca.to_str().unwrap(), "-CAkey", ca_key.to_str().unwrap(), "-CAcreateserial", "-CAserial", "client.srl", "-out", "client.pem"]);
+    run(
+        "openssl",
+        &[
+            "x509",
+            "-req",
+            "-days",
+            "1",
+            "-in",
+            "client.csr",
+            "-CA",
+            ca.to_str().unwrap(),
+            "-CAkey",
+            ca_key.to_str().unwrap(),
+            "-CAcreateserial",
+            "-CAserial",
+            "client.srl",
+            "-out",
+            "client.pem",
+        ],
+    );
     let text = std::process::Command::new("openssl").args(["x509", "-in", "client.pem", "-noout", "-text"]).current_dir(&dir).output().unwrap();
     assert!(String::from_utf8_lossy(&text.stdout).contains("Version: 1 (0x0)"), "a v1 certificate");
     run("openssl", &["pkcs8", "-topk8", "-v2", "aes-256-cbc", "-in", "client.key", "-out", "client-enc.key", "-passout", "pass:keypw"]);
-    run("openssl", &["pkcs12", "-export", "-in", "client.pem", "-inkey", "client.key", "-certfile", ca.to_str().unwrap(), "-name", "client", "-passout", "pass:storepw", "-out", "openssl.p12"]);
-    run("keytool", &["-importkeystore", "-srckeystore", "openssl.p12", "-srcstoretype", "PKCS12", "-srcstorepass", "storepw", "-destkeystore", "keytool.p12", "-deststoretype", "PKCS12", "-deststorepass", "storepw2", "-noprompt"]);
-    run("keytool", &["-importcert", "-noprompt", "-alias", "ca", "-file", ca.to_str().unwrap(), "-keystore", "truststore.p12", "-storetype", "PKCS12", "-storepass", "trustpw"]);
+    run(
+        "openssl",
+        &[
+            "pkcs12",
+            "-export",
+            "-in",
+            "client.pem",
+            "-inkey",
+            "client.key",
+            "-certfile",
+            ca.to_str().unwrap(),
+            "-name",
+            "client",
+            "-passout",
+            "pass:storepw",
+            "-out",
+            "openssl.p12",
+        ],
+    );
+    run(
+        "keytool",
+        &[
+            "-importkeystore",
+            "-srckeystore",
+            "openssl.p12",
+            "-srcstoretype",
+            "PKCS12",
+            "-srcstorepass",
+            "storepw",
+            "-destkeystore",
+            "keytool.p12",
+            "-deststoretype",
+            "PKCS12",
+            "-deststorepass",
+            "storepw2",
+            "-noprompt",
+        ],
+    );
+    run(
+        "keytool",
+        &[
+            "-importcert",
+            "-noprompt",
+            "-alias",
+            "ca",
+            "-file",
+            ca.to_str().unwrap(),
+            "-keystore",
+            "truststore.p12",
+            "-storetype",
+            "PKCS12",
+            "-storepass",
+            "trustpw",
+        ],
+    );
     run("openssl", &["pkcs12", "-export", "-nokeys", "-in", ca.to_str().unwrap(), "-passout", "pass:x", "-out", "untrusted.p12"]);
 
     let truststore = Roots::Pkcs12File { path: dir.join("truststore.p12"), password: "trustpw".into() };
     let identities = [
         ("v1 PEM", TlsConfig::ca_file(&ca).client_cert(std::fs::read(dir.join("client.pem")).unwrap(), std::fs::read(dir.join("client.key")).unwrap())),
-        ("encrypted PKCS#8", TlsConfig::ca_file(&ca).identity(ClientIdentity::PemFiles { chain: dir.join("client.pem"), key: dir.join("client-enc.key"), key_password: Some("keypw".into()) })),
-        ("OpenSSL PKCS#12", TlsConfig::new(truststore.clone()).identity(ClientIdentity::Pkcs12File { path: dir.join("openssl.p12"), password: "storepw".into() })),
-        ("keytool PKCS#12", TlsConfig::new(truststore.clone()).identity(ClientIdentity::Pkcs12File { path: dir.join("keytool.p12"), password: "storepw2".into() })),
+        (
+            "encrypted PKCS#8",
+            TlsConfig::ca_file(&ca).identity(ClientIdentity::PemFiles {
+                chain: dir.join("client.pem"),
+                key: dir.join("client-enc.key"),
+                key_password: Some("keypw".into()),
+            }),
+        ),
+        (
+            "OpenSSL PKCS#12",
+            TlsConfig::new(truststore.clone()).identity(ClientIdentity::Pkcs12File { path: dir.join("openssl.p12"), password: "storepw".into() }),
+        ),
+        (
+            "keytool PKCS#12",
+            TlsConfig::new(truststore.clone()).identity(ClientIdentity::Pkcs12File { path: dir.join("keytool.p12"), password: "storepw2".into() }),
+        ),
     ];
     let admin = Admin::new(b.client().await);
     for (what, tls) in identities {
@@ -278,11 +382,22 @@ async fn key_material_as_kafka_users_hold_it() {
     assert!(msg.contains("keytool.p12") && msg.contains("wrong password"), "{msg}");
     let msg = refused(TlsConfig::new(Roots::Pkcs12File { path: dir.join("untrusted.p12"), password: "x".into() })).await;
     assert!(msg.contains("untrusted.p12") && msg.contains("no trusted certificate"), "{msg}");
-    let msg = refused(TlsConfig::ca_file(&ca).identity(ClientIdentity::PemFiles { chain: dir.join("client.pem"), key: dir.join("client-enc.key"), key_password: None })).await;
+    let msg = refused(TlsConfig::ca_file(&ca).identity(ClientIdentity::PemFiles {
+        chain: dir.join("client.pem"),
+        key: dir.join("client-enc.key"),
+        key_password: None,
+    }))
+    .await;
     assert!(msg.contains("client-enc.key") && msg.contains("encrypted"), "{msg}");
-    let msg = refused(TlsConfig::ca_file(&ca).identity(ClientIdentity::PemFiles { chain: dir.join("client.pem"), key: dir.join("client-enc.key"), key_password: Some("wrong".into()) })).await;
+    let msg = refused(TlsConfig::ca_file(&ca).identity(ClientIdentity::PemFiles {
+        chain: dir.join("client.pem"),
+        key: dir.join("client-enc.key"),
+        key_password: Some("wrong".into()),
+    }))
+    .await;
     assert!(msg.contains("client-enc.key") && msg.contains("wrong password"), "{msg}");
-    let msg = refused(TlsConfig::ca_file(&ca).client_cert(std::fs::read(dir.join("client.pem")).unwrap(), std::fs::read(certs.join("broker.key")).unwrap())).await;
+    let msg =
+        refused(TlsConfig::ca_file(&ca).client_cert(std::fs::read(dir.join("client.pem")).unwrap(), std::fs::read(certs.join("broker.key")).unwrap())).await;
     assert!(msg.contains("does not belong to the certificate"), "{msg}");
     let msg = refused(TlsConfig::ca_file(dir.join("missing.pem"))).await;
     assert!(msg.contains("missing.pem"), "{msg}");

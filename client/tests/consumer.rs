@@ -10,8 +10,7 @@ use std::time::Duration;
 use common::{unique, Broker};
 use futures_util::StreamExt;
 use kwire_client::{
-    Admin, Consumer, ConsumerConfig, Error, NewTopic, OffsetAndMetadata, OffsetReset, OffsetSpec, Producer, ProducerConfig, ProducerRecord,
-    TopicPartition,
+    Admin, Consumer, ConsumerConfig, Error, NewTopic, OffsetAndMetadata, OffsetReset, OffsetSpec, Producer, ProducerConfig, ProducerRecord, TopicPartition,
 };
 
 /// The records' first timestamp (an hour ago: see `common::recent_ts`).
@@ -135,7 +134,9 @@ async fn manual_assignment_positions_offsets_and_fetch_sessions() {
         }
     }
     // Without a committed offset and reset none: NoOffset.
-    let mut none = Consumer::new(client.clone(), ConsumerConfig { auto_offset_reset: OffsetReset::None, group_id: Some(unique("kw-none")), ..Default::default() }).unwrap();
+    let mut none =
+        Consumer::new(client.clone(), ConsumerConfig { auto_offset_reset: OffsetReset::None, group_id: Some(unique("kw-none")), ..Default::default() })
+            .unwrap();
     none.assign([tp0.clone()]).unwrap();
     assert!(matches!(none.poll(Duration::from_secs(1)).await, Err(Error::NoOffset(_))));
     // Commits need a group id.
@@ -173,8 +174,7 @@ async fn commits_resume_where_the_last_consumer_stopped() {
         }
     }
     // Explicit offsets with metadata.
-    let explicit: BTreeMap<_, _> =
-        [(tps[1].clone(), OffsetAndMetadata { offset: 40, leader_epoch: None, metadata: Some("note".into()) })].into();
+    let explicit: BTreeMap<_, _> = [(tps[1].clone(), OffsetAndMetadata { offset: 40, leader_epoch: None, metadata: Some("note".into()) })].into();
     c.commit_offsets(&explicit).await.unwrap();
     assert_eq!(c.committed(&tps[1..]).await.unwrap()[&tps[1]], explicit[&tps[1]]);
     c.close().await.unwrap();

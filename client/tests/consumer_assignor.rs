@@ -291,8 +291,14 @@ fn scenarios(kind: Kind, rng: &mut common::Rng) -> Vec<(Scenario, Vec<String>)> 
                     members[i].generation_id = -1;
                 }
             }
-            let scenario =
-                Scenario { name: format!("{tag}{group}r{round}"), assignor: kind.assignor, counts: counts.clone(), racks: racks.clone(), members: members.clone(), stolen };
+            let scenario = Scenario {
+                name: format!("{tag}{group}r{round}"),
+                assignor: kind.assignor,
+                counts: counts.clone(),
+                racks: racks.clone(),
+                members: members.clone(),
+                stolen,
+            };
             let result = scenario.assign(&scenario.racks);
             let lines = lines_of(&scenario.name, &result);
             out.push((scenario, lines));

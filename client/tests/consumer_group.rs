@@ -165,7 +165,13 @@ fn check(log: &Log, topic: &str, produced: &BTreeMap<i32, i64>) {
     }
     assert!(violations.is_empty(), "{} records processed after their commit: {:?}", violations.len(), &violations[..violations.len().min(5)]);
     let total: i64 = produced.values().sum();
-    println!("{} records produced, {} processed ({} again after a rebalance, none after its commit), {} commits", total, processed.len(), processed.len() as i64 - total, commits.len());
+    println!(
+        "{} records produced, {} processed ({} again after a rebalance, none after its commit), {} commits",
+        total,
+        processed.len(),
+        processed.len() as i64 - total,
+        commits.len()
+    );
 }
 
 async fn scenario(b: &Broker, protocol: GroupProtocol) {

@@ -11,9 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{unique, Broker};
-use kwire_client::{
-    Admin, Client, Consumer, ConsumerConfig, IsolationLevel, NewTopic, OffsetReset, Producer, ProducerConfig, ProducerRecord, TopicPartition,
-};
+use kwire_client::{Admin, Client, Consumer, ConsumerConfig, IsolationLevel, NewTopic, OffsetReset, Producer, ProducerConfig, ProducerRecord, TopicPartition};
 use tokio::sync::watch;
 
 const MEMBER: &str = r#"
@@ -103,7 +101,13 @@ public class Transactions {
 type Processed = Arc<Mutex<Vec<(i32, i64)>>>;
 
 /// Our member: polls, records, commits after each poll; stops (commit + leave) when told.
-fn our_member(client: Client, config: ConsumerConfig, topic: String, processed: Processed, assignment: watch::Sender<BTreeSet<i32>>) -> (watch::Sender<bool>, tokio::task::JoinHandle<()>) {
+fn our_member(
+    client: Client,
+    config: ConsumerConfig,
+    topic: String,
+    processed: Processed,
+    assignment: watch::Sender<BTreeSet<i32>>,
+) -> (watch::Sender<bool>, tokio::task::JoinHandle<()>) {
     let (stop_tx, stop) = watch::channel(false);
     let h = tokio::spawn(async move {
         let mut c = Consumer::new(client, config).unwrap();
@@ -122,11 +126,7 @@ fn our_member(client: Client, config: ConsumerConfig, topic: String, processed: 
 }
 
 fn java_records(out: &str) -> Vec<(i32, i64)> {
-    out.lines()
-        .filter_map(|l| l.strip_prefix("R "))
-        .filter_map(|l| l.split_once(' '))
-        .map(|(p, o)| (p.parse().unwrap(), o.parse().unwrap()))
-        .collect()
+    out.lines().filter_map(|l| l.strip_prefix("R ")).filter_map(|l| l.split_once(' ')).map(|(p, o)| (p.parse().unwrap(), o.parse().unwrap())).collect()
 }
 
 async fn produce(client: &Client, topic: &str, per_partition: usize, tag: &str) {
@@ -168,7 +168,9 @@ async fn java_and_this_consumer_share_a_classic_group() {
     let (assign_tx, mut assign_rx) = watch::channel(BTreeSet::new());
     let java_run = {
         let (bb, dir, topic, group) = (Broker { vars: b.vars.clone(), env_file: b.env_file.clone() }, dir.clone(), topic.clone(), group.clone());
-        tokio::spawn(async move { common::java(&bb, &dir, "Member.java", MEMBER, &[bb.var("PLAINTEXT"), &topic, &group, "16000"], Duration::from_secs(90)).await })
+        tokio::spawn(
+            async move { common::java(&bb, &dir, "Member.java", MEMBER, &[bb.var("PLAINTEXT"), &topic, &group, "16000"], Duration::from_secs(90)).await },
+        )
     };
     let (stop, ours) = our_member(client.clone(), config.clone(), topic.clone(), processed.clone(), assign_tx);
     let mut shared_split = None;
@@ -189,11 +191,8 @@ async fn java_and_this_consumer_share_a_classic_group() {
     let java_out = java_run.await.unwrap();
     assert!(java_out.contains("DONE"), "{java_out}");
     // Java's assignment while both were in the group: the other 3.
-    let java_assignments: Vec<BTreeSet<i32>> = java_out
-        .lines()
-        .filter_map(|l| l.strip_prefix('A'))
-        .map(|l| l.split_whitespace().map(|p| p.parse().unwrap()).collect())
-        .collect();
+    let java_assignments: Vec<BTreeSet<i32>> =
+        java_out.lines().filter_map(|l| l.strip_prefix('A')).map(|l| l.split_whitespace().map(|p| p.parse().unwrap()).collect()).collect();
     let all: BTreeSet<i32> = (0..6).collect();
     let javas: BTreeSet<i32> = all.difference(&ours_while_shared).copied().collect();
     assert!(java_assignments.contains(&javas), "Java held {javas:?} while we held {ours_while_shared:?}: {java_assignments:?}");
@@ -225,7 +224,9 @@ async fn java_and_this_consumer_share_a_classic_group() {
     // Java alone resumes at our commits: only records produced after we left.
     let java_run = {
         let (bb, dir, topic, group) = (Broker { vars: b.vars.clone(), env_file: b.env_file.clone() }, dir.clone(), topic.clone(), group.clone());
-        tokio::spawn(async move { common::java(&bb, &dir, "Member.java", MEMBER, &[bb.var("PLAINTEXT"), &topic, &group, "9000"], Duration::from_secs(90)).await })
+        tokio::spawn(
+            async move { common::java(&bb, &dir, "Member.java", MEMBER, &[bb.var("PLAINTEXT"), &topic, &group, "9000"], Duration::from_secs(90)).await },
+        )
     };
     tokio::time::sleep(Duration::from_secs(5)).await;
     produce(&client, &topic, 5, "third").await;

@@ -381,7 +381,12 @@ async fn two_leaders(slow: Duration) -> String {
                 }
                 RequestKind::Metadata(_) => MetadataResponse {
                     brokers: (1..=2)
-                        .map(|id| MetadataResponseBroker { node_id: id, host: "127.0.0.1".into(), port: ports[id as usize - 1].load(Ordering::SeqCst).into(), ..Default::default() })
+                        .map(|id| MetadataResponseBroker {
+                            node_id: id,
+                            host: "127.0.0.1".into(),
+                            port: ports[id as usize - 1].load(Ordering::SeqCst).into(),
+                            ..Default::default()
+                        })
                         .collect(),
                     controller_id: 1,
                     topics: vec![MetadataResponseTopic {

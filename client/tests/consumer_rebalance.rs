@@ -69,7 +69,13 @@ impl RebalanceListener for Recorder {
 type Processed = Arc<Mutex<Vec<(i32, i64)>>>;
 
 /// A member that polls and records; it commits only through its listener.
-fn member(client: Client, config: ConsumerConfig, topic: String, processed: Processed, events: Events) -> (watch::Receiver<BTreeSet<i32>>, watch::Sender<bool>, tokio::task::JoinHandle<()>) {
+fn member(
+    client: Client,
+    config: ConsumerConfig,
+    topic: String,
+    processed: Processed,
+    events: Events,
+) -> (watch::Receiver<BTreeSet<i32>>, watch::Sender<bool>, tokio::task::JoinHandle<()>) {
     let (stop_tx, stop) = watch::channel(false);
     let (seen_tx, seen) = watch::channel(BTreeSet::new());
     let h = tokio::spawn(async move {

@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use kwire_client::{
-    AcknowledgeType, AcknowledgementMode, Client, ClientConfig, Connector, Consumer, ConsumerConfig, GroupProtocol, OffsetReset, Producer, ProducerConfig, ProducerRecord, ShareConsumer,
-    ShareConsumerConfig, ShareRecord,
+    AcknowledgeType, AcknowledgementMode, Client, ClientConfig, Connector, Consumer, ConsumerConfig, GroupProtocol, OffsetReset, Producer, ProducerConfig,
+    ProducerRecord, ShareConsumer, ShareConsumerConfig, ShareRecord,
 };
 use kwire_fake::{Cluster, ClusterConfig};
 
@@ -217,7 +217,9 @@ fn classic_static_members_restart_without_a_rebalance_and_a_lost_one_is_replaced
         let start = |who: usize, instance: usize| {
             let (cluster, shared) = (cluster.clone(), shared.clone());
             async move {
-                let mut c = Consumer::new(client(&cluster, &format!("s{who}")).await, consumer_config(GroupProtocol::Classic, Some(format!("instance-{instance}")))).unwrap();
+                let mut c =
+                    Consumer::new(client(&cluster, &format!("s{who}")).await, consumer_config(GroupProtocol::Classic, Some(format!("instance-{instance}"))))
+                        .unwrap();
                 c.subscribe(&[TOPIC]).unwrap();
                 let (tx, rx) = tokio::sync::watch::channel(false);
                 (tx, spawn_polling(who, c, shared, rx))

@@ -209,8 +209,7 @@ fn audit(log: &[(i32, i64, String, usize)], acked: &HashMap<usize, (i32, i64)>) 
     }
     let duplicated = found.iter().filter(|(_, at)| at.len() > 1).take(5).map(|(s, at)| (*s, at.clone())).collect();
     let missing = acked.iter().filter(|(seq, _)| !found.contains_key(seq)).take(5).map(|(s, at)| (*s, *at)).collect();
-    let moved =
-        acked.iter().filter(|(seq, at)| found.get(seq).is_some_and(|f| f.len() == 1 && f[0] != **at)).take(5).map(|(s, at)| (*s, *at)).collect();
+    let moved = acked.iter().filter(|(seq, at)| found.get(seq).is_some_and(|f| f.len() == 1 && f[0] != **at)).take(5).map(|(s, at)| (*s, *at)).collect();
     let mut counts = AuditCounts {
         missing: acked.keys().filter(|seq| !found.contains_key(seq)).count(),
         duplicated: found.values().filter(|at| at.len() > 1).count(),
@@ -449,7 +448,13 @@ async fn java_producer_through_the_same_faulty_network() {
     let dir = std::env::temp_dir().join(unique("kw-fault-java"));
     let bootstrap = proxy.bootstrap().to_string();
     // The faulty rounds, then (once Java says so) the healed network and the calm records.
-    let mut child = common::java_interactive(&b, &dir, "FaultProducer.java", JAVA_PRODUCER, &[&bootstrap, &topic, &RECORDS.to_string(), &ROUNDS.to_string(), &CALM.to_string(), &delivery_timeout().as_millis().to_string()]);
+    let mut child = common::java_interactive(
+        &b,
+        &dir,
+        "FaultProducer.java",
+        JAVA_PRODUCER,
+        &[&bootstrap, &topic, &RECORDS.to_string(), &ROUNDS.to_string(), &CALM.to_string(), &delivery_timeout().as_millis().to_string()],
+    );
     let mut lines = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
     let mut stdin = child.stdin.take().expect("stdin");
     let mut out = Vec::new();

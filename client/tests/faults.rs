@@ -127,7 +127,10 @@ async fn a_broker_that_accepts_and_never_answers_is_given_up_within_the_request_
 /// `leader` (-1: none, LEADER_NOT_AVAILABLE) at `epoch`.
 fn metadata(nodes: &[(i32, u16)], leader: i32, epoch: i32) -> MetadataResponse {
     MetadataResponse {
-        brokers: nodes.iter().map(|&(id, port)| MetadataResponseBroker { node_id: id, host: "127.0.0.1".into(), port: port.into(), ..Default::default() }).collect(),
+        brokers: nodes
+            .iter()
+            .map(|&(id, port)| MetadataResponseBroker { node_id: id, host: "127.0.0.1".into(), port: port.into(), ..Default::default() })
+            .collect(),
         controller_id: 1,
         topics: vec![MetadataResponseTopic {
             name: Some("t".into()),

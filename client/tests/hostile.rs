@@ -142,7 +142,8 @@ fn answer(port: u16, request: RequestKind, tally: &Tally) -> Option<ResponseKind
         }
         RequestKind::Fetch(f) => {
             let records = tally.records.lock().unwrap().clone();
-            common::fetch_answer(&f, |p| PartitionData { partition_index: p.partition, high_watermark: 1000, records: records.clone(), ..Default::default() }).into()
+            common::fetch_answer(&f, |p| PartitionData { partition_index: p.partition, high_watermark: 1000, records: records.clone(), ..Default::default() })
+                .into()
         }
         RequestKind::ListOffsets(l) => ListOffsetsResponse {
             topics: l
@@ -150,7 +151,11 @@ fn answer(port: u16, request: RequestKind, tally: &Tally) -> Option<ResponseKind
                 .iter()
                 .map(|t| ListOffsetsTopicResponse {
                     name: t.name.clone(),
-                    partitions: t.partitions.iter().map(|p| ListOffsetsPartitionResponse { partition_index: p.partition_index, offset: 0, ..Default::default() }).collect(),
+                    partitions: t
+                        .partitions
+                        .iter()
+                        .map(|p| ListOffsetsPartitionResponse { partition_index: p.partition_index, offset: 0, ..Default::default() })
+                        .collect(),
                     ..Default::default()
                 })
                 .collect(),

@@ -76,7 +76,11 @@ async fn javas_consumer_reads_what_we_produce_with_every_codec() {
             let key = Bytes::from(format!("{compression:?}-{i}"));
             let value = Bytes::from(format!("{}-{}", "payload".repeat(i % 20), i));
             let ts = common::recent_ts() + i as i64;
-            let record = ProducerRecord::new(&name, value.clone()).key(key.clone()).partition(partition as i32).timestamp(ts).header("codec", Some(Bytes::from(format!("{compression:?}"))));
+            let record = ProducerRecord::new(&name, value.clone())
+                .key(key.clone())
+                .partition(partition as i32)
+                .timestamp(ts)
+                .header("codec", Some(Bytes::from(format!("{compression:?}"))));
             ds.push((key, value, ts, producer.send(record).await.unwrap()));
         }
         for (key, value, ts, d) in ds {
@@ -101,7 +105,14 @@ async fn javas_consumer_reads_what_we_produce_with_every_codec() {
     let got: BTreeSet<String> = String::from_utf8(out.stdout).unwrap().lines().map(str::to_owned).collect();
     let missing: Vec<_> = expected.difference(&got).take(5).collect();
     let extra: Vec<_> = got.difference(&expected).take(5).collect();
-    assert_eq!(got.len(), expected.len(), "Java read {} of {} records; missing {missing:?}, unexpected {extra:?}; stderr {}", got.len(), expected.len(), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        got.len(),
+        expected.len(),
+        "Java read {} of {} records; missing {missing:?}, unexpected {extra:?}; stderr {}",
+        got.len(),
+        expected.len(),
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(got, expected);
     println!("Java's KafkaConsumer read {} records of 5 codecs back identically", got.len());
     let _ = std::fs::remove_dir_all(&dir);

@@ -53,12 +53,7 @@ async fn leaders_killed_and_restarted_under_an_idempotent_producer() {
                 assert!(status.success(), "kafka.sh restart-node failed");
             }
             let now = Client::connect(ClientConfig::new(&env["BOOTSTRAP"])).await.unwrap();
-            let leader = now.fetch_topic_metadata(&[&name]).await.unwrap().topics[name.as_str()]
-                .partitions
-                .iter()
-                .find(|p| p.index == 0)
-                .unwrap()
-                .leader;
+            let leader = now.fetch_topic_metadata(&[&name]).await.unwrap().topics[name.as_str()].partitions.iter().find(|p| p.index == 0).unwrap().leader;
             println!("record {i}: node {leader} (leader of partition 0 now) killed and restarted mid-batch");
             restarts.push(common::restart_node(&version, leader));
         }
@@ -90,10 +85,7 @@ async fn leaders_killed_and_restarted_under_an_idempotent_producer() {
     let per_partition = RECORDS / PARTITIONS as usize;
     for p in 0..PARTITIONS {
         let back = common::fetch_all(&reader, &name, p, per_partition).await;
-        let values: Vec<usize> = back
-            .iter()
-            .map(|f| std::str::from_utf8(f.record.value.as_deref().unwrap()).unwrap().parse().unwrap())
-            .collect();
+        let values: Vec<usize> = back.iter().map(|f| std::str::from_utf8(f.record.value.as_deref().unwrap()).unwrap().parse().unwrap()).collect();
         let expected: Vec<usize> = (0..RECORDS).filter(|i| i % PARTITIONS as usize == p as usize).collect();
         assert_eq!(values.len(), expected.len(), "partition {p}: every record once (no loss, no duplicate)");
         assert_eq!(values, expected, "partition {p}: in the order sent");

@@ -61,9 +61,7 @@ async fn mock(mode: Mode, handshakes: Arc<AtomicUsize>) -> String {
                             handshakes.fetch_add(1, Ordering::SeqCst);
                             SaslHandshakeResponse { mechanisms: vec!["PLAIN".into()], ..Default::default() }.into()
                         }
-                        RequestKind::SaslAuthenticate(_) => {
-                            SaslAuthenticateResponse { session_lifetime_ms: 400, ..Default::default() }.into()
-                        }
+                        RequestKind::SaslAuthenticate(_) => SaslAuthenticateResponse { session_lifetime_ms: 400, ..Default::default() }.into(),
                         RequestKind::Metadata(_) => {
                             if let Mode::GarbageMetadata = mode {
                                 // A frame with the right correlation id and a truncated body.
@@ -118,7 +116,10 @@ async fn a_too_old_broker_gives_a_typed_version_error() {
     let conn = Connection::connect(&addr, &ConnectOptions::default()).await.unwrap();
     let err = conn.version(ApiKey::Produce).unwrap_err();
     println!("old broker: {err}");
-    assert!(matches!(&err, Error::UnsupportedVersion { api: ApiKey::Produce, reason } if reason.contains("0-2") && reason.contains("needs 3 or later")), "{err:?}");
+    assert!(
+        matches!(&err, Error::UnsupportedVersion { api: ApiKey::Produce, reason } if reason.contains("0-2") && reason.contains("needs 3 or later")),
+        "{err:?}"
+    );
     let err = conn.request(ProduceRequest::default()).await.unwrap_err();
     assert!(matches!(err, Error::UnsupportedVersion { .. }), "{err:?}");
     let err = conn.version(ApiKey::Fetch).unwrap_err();

@@ -94,7 +94,8 @@ impl Endpoint {
     /// The endpoint over TLS (`https://127.0.0.1:...`), with the certificate scripts/kafka.sh
     /// made for the broker (its CA's, for IP 127.0.0.1).
     async fn start_tls(issuer: Issuer, lifetime_secs: u64, certs: &std::path::Path) -> Arc<Endpoint> {
-        let chain: Vec<_> = rustls_pemfile::certs(&mut std::io::BufReader::new(std::fs::File::open(certs.join("broker.pem")).unwrap())).map(Result::unwrap).collect();
+        let chain: Vec<_> =
+            rustls_pemfile::certs(&mut std::io::BufReader::new(std::fs::File::open(certs.join("broker.pem")).unwrap())).map(Result::unwrap).collect();
         let key = rustls_pemfile::private_key(&mut std::io::BufReader::new(std::fs::File::open(certs.join("broker.key")).unwrap())).unwrap().expect("a key");
         let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
         let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(provider)
@@ -424,8 +425,11 @@ async fn jwt_bearer_assertions_signed_by_the_client() {
     };
 
     let rsa = JwtAssertion { private_key_passphrase: Some("kw-pass".into()), ..assertion("rsa.key", AssertionAlgorithm::Rs256) };
-    *endpoint.assertion_key.lock().unwrap() = Some((jsonwebtoken::DecodingKey::from_rsa_pem(&std::fs::read(path("rsa.pub")).unwrap()).unwrap(), Algorithm::RS256));
-    let conn = connect(b.var("OAUTH"), Sasl::oidc(OidcConfig::jwt_bearer(&endpoint.url, rsa.clone()).scope("kafka")).unwrap()).await.expect("a token for an RS256 assertion");
+    *endpoint.assertion_key.lock().unwrap() =
+        Some((jsonwebtoken::DecodingKey::from_rsa_pem(&std::fs::read(path("rsa.pub")).unwrap()).unwrap(), Algorithm::RS256));
+    let conn = connect(b.var("OAUTH"), Sasl::oidc(OidcConfig::jwt_bearer(&endpoint.url, rsa.clone()).scope("kafka")).unwrap())
+        .await
+        .expect("a token for an RS256 assertion");
     conn.request(kwire::messages::MetadataRequest::default()).await.expect("metadata");
     let (header, claims) = endpoint.last_assertion.lock().unwrap().clone().expect("an assertion verified");
     assert_eq!((header.alg, header.typ.as_deref()), (Algorithm::RS256, Some("JWT")));
@@ -436,7 +440,8 @@ async fn jwt_bearer_assertions_signed_by_the_client() {
     assert!(claims.get("jti").is_none(), "{claims}");
 
     let ec = JwtAssertion { include_jti: true, lifetime: Duration::from_secs(120), ..assertion("ec.key", AssertionAlgorithm::Es256) };
-    *endpoint.assertion_key.lock().unwrap() = Some((jsonwebtoken::DecodingKey::from_ec_pem(&std::fs::read(path("ec.pub")).unwrap()).unwrap(), Algorithm::ES256));
+    *endpoint.assertion_key.lock().unwrap() =
+        Some((jsonwebtoken::DecodingKey::from_ec_pem(&std::fs::read(path("ec.pub")).unwrap()).unwrap(), Algorithm::ES256));
     connect(b.var("OAUTH"), Sasl::oidc(OidcConfig::jwt_bearer(&endpoint.url, ec)).unwrap()).await.expect("a token for an ES256 assertion");
     let (header, claims) = endpoint.last_assertion.lock().unwrap().clone().unwrap();
     assert_eq!(header.alg, Algorithm::ES256);
@@ -467,14 +472,18 @@ async fn jwt_bearer_assertions_signed_by_the_client() {
 
     // A ready-made assertion in a file (sasl.oauthbearer.assertion.file), read per request:
     // signed here with the RSA key, as an outside signer would.
-    *endpoint.assertion_key.lock().unwrap() = Some((jsonwebtoken::DecodingKey::from_rsa_pem(&std::fs::read(path("rsa.pub")).unwrap()).unwrap(), Algorithm::RS256));
+    *endpoint.assertion_key.lock().unwrap() =
+        Some((jsonwebtoken::DecodingKey::from_rsa_pem(&std::fs::read(path("rsa.pub")).unwrap()).unwrap(), Algorithm::RS256));
     let plain = path("rsa-plain.key");
     openssl(&["pkey", "-in", &path("rsa.key"), "-passin", "pass:kw-pass", "-out", &plain]);
     let now = now_secs();
-    let claims = serde_json::json!({"iss": CLIENT_ID, "sub": CLIENT_ID, "aud": endpoint.url, "iat": now, "nbf": now - 60, "exp": now + 300, "jti": "from-a-file"});
+    let claims =
+        serde_json::json!({"iss": CLIENT_ID, "sub": CLIENT_ID, "aud": endpoint.url, "iat": now, "nbf": now - 60, "exp": now + 300, "jti": "from-a-file"});
     let signed = jsonwebtoken::encode(&Header::new(Algorithm::RS256), &claims, &EncodingKey::from_rsa_pem(&std::fs::read(&plain).unwrap()).unwrap()).unwrap();
     std::fs::write(path("assertion.jwt"), format!("{signed}\n")).unwrap();
-    connect(b.var("OAUTH"), Sasl::oidc(OidcConfig::jwt_bearer_file(&endpoint.url, path("assertion.jwt"))).unwrap()).await.expect("a token for the file's assertion");
+    connect(b.var("OAUTH"), Sasl::oidc(OidcConfig::jwt_bearer_file(&endpoint.url, path("assertion.jwt"))).unwrap())
+        .await
+        .expect("a token for the file's assertion");
     assert_eq!(endpoint.last_assertion.lock().unwrap().clone().unwrap().1["jti"], "from-a-file");
     let hits = endpoint.hits();
     match connect(b.var("OAUTH"), Sasl::oidc(OidcConfig::jwt_bearer_file(&endpoint.url, path("no-such.jwt"))).unwrap()).await {

@@ -139,7 +139,8 @@ fn load_stats_match_javas_built_in_partitioner() {
         state ^= state << 17;
         state % n
     };
-    let mut cases: Vec<(usize, Vec<(i32, usize)>)> = vec![(3, vec![(0, 0), (1, 3), (2, 1)]), (3, vec![(0, 2), (1, 2), (2, 2)]), (3, vec![(0, 2), (2, 2)]), (1, vec![(0, 4)]), (4, vec![])];
+    let mut cases: Vec<(usize, Vec<(i32, usize)>)> =
+        vec![(3, vec![(0, 0), (1, 3), (2, 1)]), (3, vec![(0, 2), (1, 2), (2, 2)]), (3, vec![(0, 2), (2, 2)]), (1, vec![(0, 4)]), (4, vec![])];
     for _ in 0..300 {
         let all = 1 + next(8) as usize;
         let mut queues = Vec::new();

@@ -306,10 +306,8 @@ async fn a_fenced_epoch_is_bumped_past_and_later_records_are_written() {
     assert_eq!(producer.stats().epoch_bumps, 2, "{:?}", producer.stats());
     producer.close().await.unwrap();
     let back = fetch_all(&client, &name, 0, 5).await;
-    let got: Vec<(String, i64, i32)> = back
-        .iter()
-        .map(|f| (String::from_utf8_lossy(f.record.value.as_deref().unwrap_or_default()).into_owned(), f.producer_id, f.base_sequence))
-        .collect();
+    let got: Vec<(String, i64, i32)> =
+        back.iter().map(|f| (String::from_utf8_lossy(f.record.value.as_deref().unwrap_or_default()).into_owned(), f.producer_id, f.base_sequence)).collect();
     let want = [("a", 0), ("x", 0), ("y", 0), ("c", 0), ("d", 1)].map(|(v, seq)| (v.to_owned(), pid, seq));
     assert_eq!(got, want, "one producer id throughout; c and d from sequence 0 of the new epoch");
 }
@@ -378,7 +376,8 @@ async fn produce_names_topics_by_id_and_follows_a_recreated_topic() {
     let mut values: Vec<String> = Vec::new();
     for p in 0..2 {
         let end = offsets_end(&direct, &name, p).await;
-        values.extend(fetch_all(&direct, &name, p, end as usize).await.iter().map(|f| String::from_utf8_lossy(f.record.value.as_deref().unwrap()).into_owned()));
+        values
+            .extend(fetch_all(&direct, &name, p, end as usize).await.iter().map(|f| String::from_utf8_lossy(f.record.value.as_deref().unwrap()).into_owned()));
     }
     values.sort_by_key(|v| v[1..].parse::<usize>().unwrap());
     assert_eq!(values, (20..40).map(|i| format!("v{i}")).collect::<Vec<_>>(), "the new topic holds the records sent after it was created, once each");

@@ -11,8 +11,8 @@ use kwire::messages::{
     produce_response::{PartitionProduceResponse, TopicProduceResponse},
     *,
 };
-use kwire::{ApiKey, RequestKind, ResponseKind};
 use kwire::records::Compression;
+use kwire::{ApiKey, RequestKind, ResponseKind};
 use kwire_client::{Client, ClientConfig, Error, Producer, ProducerConfig, ProducerError, ProducerRecord};
 
 #[derive(Default)]
@@ -193,7 +193,8 @@ async fn odd_produce_responses_are_errors_or_saturate_not_panics() {
 
     let script = Arc::new(Script { base_offset: Some(i64::MAX), ..Default::default() });
     let addr = broker(script.clone()).await;
-    let producer = Producer::new(Client::connect(ClientConfig::new(&addr)).await.unwrap(), ProducerConfig { linger: Duration::from_millis(50), ..config() }).unwrap();
+    let producer =
+        Producer::new(Client::connect(ClientConfig::new(&addr)).await.unwrap(), ProducerConfig { linger: Duration::from_millis(50), ..config() }).unwrap();
     let (a, b) = (producer.send(ProducerRecord::new("t", "a")).await.unwrap(), producer.send(ProducerRecord::new("t", "b")).await.unwrap());
     assert_eq!((a.await.unwrap().offset, b.await.unwrap().offset), (i64::MAX, i64::MAX));
     producer.close().await.unwrap();
@@ -395,12 +396,13 @@ async fn callbacks_get_each_records_offset_in_order_and_flush_waits_for_them() {
         } else {
             let (p, note) = (producer.clone(), note(&seen, i));
             // Calls into the producer (its lock is free while callbacks run).
-            producer.send_with(record, move |r| {
-                let _ = p.stats();
-                note(r)
-            })
-            .await
-            .unwrap();
+            producer
+                .send_with(record, move |r| {
+                    let _ = p.stats();
+                    note(r)
+                })
+                .await
+                .unwrap();
         }
     }
     producer.flush().await.unwrap();

@@ -12,7 +12,8 @@ use kwire_client::{Admin, ConfigOp, ConfigResource, ConnectOptions, Connection, 
 async fn sessions_are_reauthenticated_on_a_real_broker() {
     let Some(b) = Broker::from_env("sessions_are_reauthenticated_on_a_real_broker") else { return };
     let admin = Admin::new(b.client().await);
-    let configs = admin.describe_configs(ConfigResource::Broker, "1", Some(&["listeners", "advertised.listeners", "listener.security.protocol.map"])).await.unwrap();
+    let configs =
+        admin.describe_configs(ConfigResource::Broker, "1", Some(&["listeners", "advertised.listeners", "listener.security.protocol.map"])).await.unwrap();
     let get = |k: &str| configs.iter().find(|c| c.name == k).and_then(|c| c.value.clone()).unwrap();
     // Once per broker: a second run finds the listener there.
     let listeners = get("listeners");
@@ -22,7 +23,10 @@ async fn sessions_are_reauthenticated_on_a_real_broker() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let changes = [
         ("listener.name.reauth.sasl.enabled.mechanisms", ConfigOp::Set("PLAIN".into())),
-        ("listener.name.reauth.plain.sasl.jaas.config", ConfigOp::Set("org.apache.kafka.common.security.plain.PlainLoginModule required user_admin=\"admin-secret\";".into())),
+        (
+            "listener.name.reauth.plain.sasl.jaas.config",
+            ConfigOp::Set("org.apache.kafka.common.security.plain.PlainLoginModule required user_admin=\"admin-secret\";".into()),
+        ),
         ("listener.name.reauth.connections.max.reauth.ms", ConfigOp::Set("1500".into())),
         ("listener.security.protocol.map", ConfigOp::Set(format!("{},REAUTH:SASL_PLAINTEXT", get("listener.security.protocol.map")))),
         ("listeners", ConfigOp::Set(format!("{},REAUTH://127.0.0.1:{port}", get("listeners")))),

@@ -175,11 +175,8 @@ async fn members(client: &Client, group: &str) -> (i32, Vec<(i32, BTreeSet<i32>)
     let request = ShareGroupDescribeRequest { group_ids: vec![group.to_owned().into()], ..Default::default() };
     let Ok(ResponseKind::ShareGroupDescribe(r)) = client.call_any(request).await else { return (-1, Vec::new()) };
     let Some(g) = r.groups.first() else { return (-1, Vec::new()) };
-    let members = g
-        .members
-        .iter()
-        .map(|m| (m.member_epoch, m.assignment.topic_partitions.iter().flat_map(|t| t.partitions.iter().copied()).collect()))
-        .collect();
+    let members =
+        g.members.iter().map(|m| (m.member_epoch, m.assignment.topic_partitions.iter().flat_map(|t| t.partitions.iter().copied()).collect())).collect();
     (g.assignment_epoch, members)
 }
 
@@ -195,7 +192,9 @@ async fn every_record_is_accepted_once_across_two_of_ours_and_a_java_member() {
     let dir = std::env::temp_dir().join(unique("kw-java-share"));
     let java = {
         let (bb, dir, topic, group) = (Broker { vars: b.vars.clone(), env_file: b.env_file.clone() }, dir.clone(), topic.clone(), group.clone());
-        tokio::spawn(async move { common::java(&bb, &dir, "ShareMember.java", JAVA_MEMBER, &[bb.var("PLAINTEXT"), &topic, &group, "30000", "3000"], Duration::from_secs(60)).await })
+        tokio::spawn(async move {
+            common::java(&bb, &dir, "ShareMember.java", JAVA_MEMBER, &[bb.var("PLAINTEXT"), &topic, &group, "30000", "3000"], Duration::from_secs(60)).await
+        })
     };
     // Ours: one implicit, one explicit (accepting each record).
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));

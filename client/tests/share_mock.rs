@@ -53,7 +53,10 @@ fn partition(index: i32, data: Option<Vec<u8>>, acquired: &[(i64, i64, i16)]) ->
         partition_index: index,
         // Not nullable from v1.
         records: Some(data.map(Bytes::from).unwrap_or_default()),
-        acquired_records: acquired.iter().map(|&(first_offset, last_offset, delivery_count)| AcquiredRecords { first_offset, last_offset, delivery_count, ..Default::default() }).collect(),
+        acquired_records: acquired
+            .iter()
+            .map(|&(first_offset, last_offset, delivery_count)| AcquiredRecords { first_offset, last_offset, delivery_count, ..Default::default() })
+            .collect(),
         ..Default::default()
     }
 }
@@ -82,7 +85,11 @@ async fn broker(seen: Arc<Mutex<Seen>>) -> String {
             }
             // v4+: the coordinators list only.
             RequestKind::FindCoordinator(r) => FindCoordinatorResponse {
-                coordinators: r.coordinator_keys.iter().map(|k| Coordinator { key: k.clone(), node_id: 1, host: "127.0.0.1".into(), port: port as i32, ..Default::default() }).collect(),
+                coordinators: r
+                    .coordinator_keys
+                    .iter()
+                    .map(|k| Coordinator { key: k.clone(), node_id: 1, host: "127.0.0.1".into(), port: port as i32, ..Default::default() })
+                    .collect(),
                 ..Default::default()
             }
             .into(),
@@ -93,7 +100,10 @@ async fn broker(seen: Arc<Mutex<Seen>>) -> String {
                     member_id: Some(r.member_id.clone()),
                     member_epoch: if r.member_epoch < 0 { r.member_epoch } else { 1 },
                     heartbeat_interval_ms: 200,
-                    assignment: joining.then(|| Assignment { topic_partitions: vec![TopicPartitions { topic_id: TOPIC, partitions: [0].into_iter().collect(), ..Default::default() }], ..Default::default() }),
+                    assignment: joining.then(|| Assignment {
+                        topic_partitions: vec![TopicPartitions { topic_id: TOPIC, partitions: [0].into_iter().collect(), ..Default::default() }],
+                        ..Default::default()
+                    }),
                     ..Default::default()
                 }
                 .into()
@@ -102,7 +112,13 @@ async fn broker(seen: Arc<Mutex<Seen>>) -> String {
                 let acks = r
                     .topics
                     .iter()
-                    .flat_map(|t| t.partitions.iter().flat_map(move |p| p.acknowledgement_batches.iter().map(move |b| (t.topic_id, p.partition_index, b.first_offset, b.last_offset, b.acknowledge_types.to_vec()))))
+                    .flat_map(|t| {
+                        t.partitions.iter().flat_map(move |p| {
+                            p.acknowledgement_batches
+                                .iter()
+                                .map(move |b| (t.topic_id, p.partition_index, b.first_offset, b.last_offset, b.acknowledge_types.to_vec()))
+                        })
+                    })
                     .collect();
                 seen.requests.push((ApiKey::ShareFetch, r.share_session_epoch, acks));
                 seen.named.push(r.topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, p.partition_index))).collect());
@@ -115,8 +131,16 @@ async fn broker(seen: Arc<Mutex<Seen>>) -> String {
                         let mut data = records(0, 5);
                         data.extend(RecordBatchBuilder::end_txn_marker(5, 0, 3, 0, true, 0).unwrap().to_vec());
                         response.responses = vec![
-                            ShareFetchableTopicResponse { topic_id: TOPIC, partitions: vec![partition(0, Some(data), &[(0, 2, 1), (3, 7, 1)])], ..Default::default() },
-                            ShareFetchableTopicResponse { topic_id: STRANGER, partitions: vec![partition(0, Some(records(0, 2)), &[(0, 1, 1)])], ..Default::default() },
+                            ShareFetchableTopicResponse {
+                                topic_id: TOPIC,
+                                partitions: vec![partition(0, Some(data), &[(0, 2, 1), (3, 7, 1)])],
+                                ..Default::default()
+                            },
+                            ShareFetchableTopicResponse {
+                                topic_id: STRANGER,
+                                partitions: vec![partition(0, Some(records(0, 2)), &[(0, 1, 1)])],
+                                ..Default::default()
+                            },
                         ];
                     }
                     // The session is lost.
@@ -131,8 +155,11 @@ async fn broker(seen: Arc<Mutex<Seen>>) -> String {
                     }
                     // Records 8-9 again, delivered a fourth time.
                     4 => {
-                        response.responses =
-                            vec![ShareFetchableTopicResponse { topic_id: TOPIC, partitions: vec![partition(0, Some(records(8, 2)), &[(8, 9, 4)])], ..Default::default() }];
+                        response.responses = vec![ShareFetchableTopicResponse {
+                            topic_id: TOPIC,
+                            partitions: vec![partition(0, Some(records(8, 2)), &[(8, 9, 4)])],
+                            ..Default::default()
+                        }];
                     }
                     // The leader moved (to itself, epoch 1: a KIP-951 hint, no Metadata).
                     5 => {
@@ -152,7 +179,13 @@ async fn broker(seen: Arc<Mutex<Seen>>) -> String {
                 let acks: Vec<AckBatch> = r
                     .topics
                     .iter()
-                    .flat_map(|t| t.partitions.iter().flat_map(move |p| p.acknowledgement_batches.iter().map(move |b| (t.topic_id, p.partition_index, b.first_offset, b.last_offset, b.acknowledge_types.to_vec()))))
+                    .flat_map(|t| {
+                        t.partitions.iter().flat_map(move |p| {
+                            p.acknowledgement_batches
+                                .iter()
+                                .map(move |b| (t.topic_id, p.partition_index, b.first_offset, b.last_offset, b.acknowledge_types.to_vec()))
+                        })
+                    })
                     .collect();
                 let responses = r
                     .topics

@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use kwire::{ApiKey, ErrorCode};
 use kwire_client::{
-    Acks, Client, ClientConfig, Connector, Consumer, ConsumerConfig, Error, IsolationLevel, OffsetAndMetadata, OffsetReset, Producer, ProducerConfig, ProducerRecord, RecordMetadata,
-    TopicPartition, TransactionError,
+    Acks, Client, ClientConfig, Connector, Consumer, ConsumerConfig, Error, IsolationLevel, OffsetAndMetadata, OffsetReset, Producer, ProducerConfig,
+    ProducerRecord, RecordMetadata, TopicPartition, TransactionError,
 };
 use kwire_fake::{Action, Cluster, ClusterConfig, FaultConfig, FaultKind, Hook};
 
@@ -107,7 +107,8 @@ fn init_tracing() {
 
 /// A client of `cluster` over its in-memory network, seeded, retried while faults refuse it.
 async fn connect(cluster: &Cluster, seed: u64, request_timeout: Duration) -> Result<Client, String> {
-    let config = ClientConfig::new(&cluster.bootstrap()).connector(Connector::new(cluster.connector())).seed(seed).client_id("sim").request_timeout(request_timeout);
+    let config =
+        ClientConfig::new(&cluster.bootstrap()).connector(Connector::new(cluster.connector())).seed(seed).client_id("sim").request_timeout(request_timeout);
     let mut last = String::new();
     for _ in 0..50 {
         match Client::connect(config.clone()).await {
@@ -171,11 +172,19 @@ fn plan(seed: u64) -> Plan {
             3 => Operation::BumpLeaderEpoch(rng.i32(0..PARTITIONS)),
             4 | 5 => Operation::LoseProduceResponse,
             6 | 7 => {
-                let code = [ErrorCode::NOT_LEADER_OR_FOLLOWER, ErrorCode::NOT_ENOUGH_REPLICAS, ErrorCode::REQUEST_TIMED_OUT, ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND][rng.usize(0..4)];
+                let code = [
+                    ErrorCode::NOT_LEADER_OR_FOLLOWER,
+                    ErrorCode::NOT_ENOUGH_REPLICAS,
+                    ErrorCode::REQUEST_TIMED_OUT,
+                    ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                ][rng.usize(0..4)];
                 Operation::ProduceError(broker, code, rng.usize(1..4))
             }
             8 | 9 => Operation::DelayProduce(Duration::from_millis(rng.u64(100..4000))),
-            10 | 11 => Operation::LoseResponse([ApiKey::EndTxn, ApiKey::TxnOffsetCommit, ApiKey::AddPartitionsToTxn, ApiKey::InitProducerId, ApiKey::OffsetCommit, ApiKey::Fetch][rng.usize(0..6)]),
+            10 | 11 => Operation::LoseResponse(
+                [ApiKey::EndTxn, ApiKey::TxnOffsetCommit, ApiKey::AddPartitionsToTxn, ApiKey::InitProducerId, ApiKey::OffsetCommit, ApiKey::Fetch]
+                    [rng.usize(0..6)],
+            ),
             12 | 13 => {
                 let (api, code) = [
                     (ApiKey::EndTxn, ErrorCode::CONCURRENT_TRANSACTIONS),
@@ -248,7 +257,8 @@ fn audit(cluster: &Cluster, acked: &BTreeMap<usize, (i32, i64)>, calm: &BTreeSet
         let mut last: Option<(usize, i64, (i16, i32))> = None;
         for r in records {
             let value = r.record.value.as_ref().ok_or("a record without a value")?;
-            let seq: usize = std::str::from_utf8(value).ok().and_then(|v| v.strip_prefix('v')).and_then(|v| v.parse().ok()).ok_or_else(|| format!("a value {value:?}"))?;
+            let seq: usize =
+                std::str::from_utf8(value).ok().and_then(|v| v.strip_prefix('v')).and_then(|v| v.parse().ok()).ok_or_else(|| format!("a value {value:?}"))?;
             let batch = (r.producer_epoch, r.base_sequence);
             if let Some((before, at, before_batch)) = last {
                 if seq <= before {
@@ -293,7 +303,14 @@ async fn idempotent_producer(seed: u64) -> Result<String, String> {
             .window(plan.fault_window)
             .max_delay(Duration::from_millis(800))
             .late(plan.request_timeout + plan.request_timeout / 2)
-            .kinds(&[(FaultKind::Drop, 2), (FaultKind::Delay, 3), (FaultKind::Stall, 1), (FaultKind::Cut, 2), (FaultKind::LoseResponse, 2), (FaultKind::Late, 2)]),
+            .kinds(&[
+                (FaultKind::Drop, 2),
+                (FaultKind::Delay, 3),
+                (FaultKind::Stall, 1),
+                (FaultKind::Cut, 2),
+                (FaultKind::LoseResponse, 2),
+                (FaultKind::Late, 2),
+            ]),
     ));
     let producer = Producer::new(
         client,
@@ -579,7 +596,10 @@ async fn exactly_once(seed: u64) -> Result<String, String> {
     }
     let _ = ops.await;
     if !done(&cluster) {
-        return Err(format!("the input was not all copied in time: committed {:?}; {instances} instances; failures {failures:?}", (0..PARTITIONS).map(|p| cluster.committed_offset(GROUP, INPUT, p)).collect::<Vec<_>>()));
+        return Err(format!(
+            "the input was not all copied in time: committed {:?}; {instances} instances; failures {failures:?}",
+            (0..PARTITIONS).map(|p| cluster.committed_offset(GROUP, INPUT, p)).collect::<Vec<_>>()
+        ));
     }
     // Exactly once: every input value in the committed output once.
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();

@@ -12,8 +12,7 @@ use std::time::Duration;
 
 use common::{unique, Broker};
 use kwire_client::{
-    Admin, Client, ConfigOp, ConfigResource, Consumer, ConsumerConfig, NewTopic, OffsetReset, Producer, ProducerConfig, ProducerRecord,
-    TopicPartition,
+    Admin, Client, ConfigOp, ConfigResource, Consumer, ConsumerConfig, NewTopic, OffsetReset, Producer, ProducerConfig, ProducerRecord, TopicPartition,
 };
 
 /// One pushed data point, as the receiver wrote it.
@@ -167,5 +166,12 @@ async fn producer_and_consumer_metrics_pushed_to_the_broker() {
     let off = Producer::new(client, ProducerConfig { enable_metrics_push: false, ..Default::default() }).unwrap();
     assert_eq!(off.client_instance_id(Duration::from_millis(200)).await, None);
     off.close().await.unwrap();
-    admin.alter_configs(ConfigResource::ClientMetrics, &subscription, &[("metrics", ConfigOp::Delete), ("interval.ms", ConfigOp::Delete), ("match", ConfigOp::Delete)]).await.ok();
+    admin
+        .alter_configs(
+            ConfigResource::ClientMetrics,
+            &subscription,
+            &[("metrics", ConfigOp::Delete), ("interval.ms", ConfigOp::Delete), ("match", ConfigOp::Delete)],
+        )
+        .await
+        .ok();
 }

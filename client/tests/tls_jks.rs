@@ -37,10 +37,30 @@ async fn java_keystores_are_refused_with_the_conversion_command() {
     let dir = std::env::temp_dir().join(format!("kw-jks-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for (format, file) in [("JKS", "client.jks"), ("JCEKS", "client.jceks")] {
-        let made = keytool(&dir, &[
-            "-genkeypair", "-alias", "client", "-keyalg", "RSA", "-keysize", "2048", "-dname", "CN=kwire-jks", "-validity", "2",
-            "-keystore", file, "-storetype", format, "-storepass", "storepw", "-keypass", "storepw",
-        ]);
+        let made = keytool(
+            &dir,
+            &[
+                "-genkeypair",
+                "-alias",
+                "client",
+                "-keyalg",
+                "RSA",
+                "-keysize",
+                "2048",
+                "-dname",
+                "CN=kwire-jks",
+                "-validity",
+                "2",
+                "-keystore",
+                file,
+                "-storetype",
+                format,
+                "-storepass",
+                "storepw",
+                "-keypass",
+                "storepw",
+            ],
+        );
         if !made {
             return;
         }
@@ -50,7 +70,8 @@ async fn java_keystores_are_refused_with_the_conversion_command() {
 
         let as_keystore = TlsConfig::new(Roots::System).identity(ClientIdentity::Pkcs12File { path: path.clone(), password: "storepw".into() });
         let m = refusal(as_keystore).await;
-        let command = format!("keytool -importkeystore -srckeystore {p} -srcstoretype {format} -destkeystore {p}.p12 -deststoretype PKCS12", p = path.display());
+        let command =
+            format!("keytool -importkeystore -srckeystore {p} -srcstoretype {format} -destkeystore {p}.p12 -deststoretype PKCS12", p = path.display());
         assert!(m.contains(&format!("a {format} keystore")) && m.contains(&command), "{m}");
 
         let as_truststore = TlsConfig::new(Roots::Pkcs12File { path: path.clone(), password: "storepw".into() });
@@ -59,10 +80,25 @@ async fn java_keystores_are_refused_with_the_conversion_command() {
 
         // The command given converts it: the result is read (and has no trusted entry, this
         // being a keystore, which the truststore check then says).
-        assert!(keytool(&dir, &[
-            "-importkeystore", "-srckeystore", file, "-srcstoretype", format, "-srcstorepass", "storepw",
-            "-destkeystore", &format!("{file}.p12"), "-deststoretype", "PKCS12", "-deststorepass", "storepw", "-noprompt",
-        ]));
+        assert!(keytool(
+            &dir,
+            &[
+                "-importkeystore",
+                "-srckeystore",
+                file,
+                "-srcstoretype",
+                format,
+                "-srcstorepass",
+                "storepw",
+                "-destkeystore",
+                &format!("{file}.p12"),
+                "-deststoretype",
+                "PKCS12",
+                "-deststorepass",
+                "storepw",
+                "-noprompt",
+            ]
+        ));
         let converted = TlsConfig::new(Roots::Pkcs12File { path: dir.join(format!("{file}.p12")), password: "storepw".into() });
         let m = refusal(converted).await;
         assert!(m.contains("no trusted certificate entry"), "{m}");

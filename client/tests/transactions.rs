@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use common::{java, read_committed, unique, Broker};
 use kwire::ErrorCode;
 use kwire_client::{
-    Admin, Client, Consumer, ConsumerConfig, ConsumerGroupMetadata, Error, GroupError, IsolationLevel, NewTopic, OffsetAndMetadata, OffsetReset,
-    Producer, ProducerConfig, ProducerRecord, TopicPartition, TransactionError, TransactionState,
+    Admin, Client, Consumer, ConsumerConfig, ConsumerGroupMetadata, Error, GroupError, IsolationLevel, NewTopic, OffsetAndMetadata, OffsetReset, Producer,
+    ProducerConfig, ProducerRecord, TopicPartition, TransactionError, TransactionState,
 };
 
 fn transactional(client: &Client, id: &str) -> Producer {
@@ -494,5 +494,10 @@ async fn javas_transactions_and_ours_interleave_on_one_topic() {
     expected.sort();
     let read = read_committed(&b, &[(&topic, 2)]).await;
     assert_eq!(read[&topic], expected, "each side's committed records, none of either side's aborted ones");
-    println!("Kafka {}: Java's 5 and our {rounds} rounds interleaved; {} committed records read; {:.1}s", b.version(), expected.len(), started.elapsed().as_secs_f64());
+    println!(
+        "Kafka {}: Java's 5 and our {rounds} rounds interleaved; {} committed records read; {:.1}s",
+        b.version(),
+        expected.len(),
+        started.elapsed().as_secs_f64()
+    );
 }

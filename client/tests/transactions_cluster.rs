@@ -178,7 +178,10 @@ async fn exactly_once_while_an_output_leader_and_the_transaction_coordinator_are
     for tp in &tps {
         assert_eq!(committed.get(tp).map(|o| o.offset), ends.get(tp).copied(), "{tp}: offsets committed with the output");
     }
-    println!("Kafka {version}, 3 nodes: {RECORDS} records copied exactly once in {runs} run(s) across kills of {kills:?}; {:.1}s", started.elapsed().as_secs_f64());
+    println!(
+        "Kafka {version}, 3 nodes: {RECORDS} records copied exactly once in {runs} run(s) across kills of {kills:?}; {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
 }
 
 /// Until every node's ApiVersions gives `transaction.version` at `level` (at most 30 s).
@@ -291,8 +294,7 @@ async fn the_transaction_protocol_follows_the_clusters_transaction_version(b: &B
         assert_eq!(stats.end_txn, 3, "{stats:?}");
     }
     let read = read_committed(b, &[(&topic, 2)]).await;
-    let mut expected: Vec<String> =
-        [1, 2].iter().flat_map(|l| (0..100).map(move |i| format!("v{l}-c-{i:03}")).chain([format!("v{l}-o-000")])).collect();
+    let mut expected: Vec<String> = [1, 2].iter().flat_map(|l| (0..100).map(move |i| format!("v{l}-c-{i:03}")).chain([format!("v{l}-o-000")])).collect();
     expected.sort();
     assert_eq!(read[&topic], expected, "the committed records of both protocols, the aborted ones never");
 }

@@ -152,9 +152,7 @@ impl Config {
     /// The settings as tokens, checked (emission never fails on them).
     pub(crate) fn options(&self) -> Result<Options, Error> {
         let path = |what: &str, text: &str| {
-            syn::parse_str::<syn::Path>(text)
-                .map(|p| quote!(#p).to_string())
-                .map_err(|e| Error::Config(format!("{what} \"{text}\" is not a Rust path: {e}")))
+            syn::parse_str::<syn::Path>(text).map(|p| quote!(#p).to_string()).map_err(|e| Error::Config(format!("{what} \"{text}\" is not a Rust path: {e}")))
         };
         let runtime = path("runtime crate", &self.runtime)?;
         let derives = self.derives.iter().map(|d| path("derive", d)).collect::<Result<_, _>>()?;

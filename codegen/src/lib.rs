@@ -88,8 +88,7 @@ pub fn load_model(dir: &Path) -> Result<Model, Error> {
 #[doc(hidden)]
 pub fn load_merged_model(dirs: &[PathBuf]) -> Result<Model, Error> {
     let sets = dirs.iter().map(|d| spec::load_dir(d)).collect::<Result<Vec<_>, _>>()?;
-    let releases: Vec<model::Release> =
-        dirs.iter().zip(&sets).map(|(d, set)| model::Release::of(&spec::release_name(d), set)).collect();
+    let releases: Vec<model::Release> = dirs.iter().zip(&sets).map(|(d, set)| model::Release::of(&spec::release_name(d), set)).collect();
     model::lower_releases(&merge::merge_releases(sets)?, &releases)
 }
 

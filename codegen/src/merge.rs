@@ -43,16 +43,12 @@ fn identity(spec: &MessageSpec) -> Identity {
 /// Api keys whose request marks its newest version unstable. Only requests say it, and the
 /// response of that version is just as unstable (Kafka's `ApiKeys` reads it off the request).
 fn unstable_apis(set: &[(String, MessageSpec)]) -> BTreeMap<i16, bool> {
-    set.iter()
-        .filter(|(_, s)| s.kind == "request")
-        .filter_map(|(_, s)| Some((s.api_key?, s.latest_version_unstable.unwrap_or(false))))
-        .collect()
+    set.iter().filter(|(_, s)| s.kind == "request").filter_map(|(_, s)| Some((s.api_key?, s.latest_version_unstable.unwrap_or(false)))).collect()
 }
 
 fn merge_two(older: Vec<(String, MessageSpec)>, newer: Vec<(String, MessageSpec)>) -> Result<Vec<(String, MessageSpec)>, Error> {
     let old_unstable = unstable_apis(&older);
-    let mut by_name: BTreeMap<Identity, (String, MessageSpec)> =
-        older.into_iter().map(|(file, spec)| (identity(&spec), (file, spec))).collect();
+    let mut by_name: BTreeMap<Identity, (String, MessageSpec)> = older.into_iter().map(|(file, spec)| (identity(&spec), (file, spec))).collect();
     for (file, new) in newer {
         let merged = match by_name.remove(&identity(&new)) {
             Some((_, old)) => {
@@ -131,8 +127,7 @@ struct Ranges {
 }
 
 impl Ranges {
-    const NONE: Ranges =
-        Ranges { versions: VersionRange::NONE, nullable: VersionRange::NONE, tagged: VersionRange::NONE, flexible: VersionRange::NONE };
+    const NONE: Ranges = Ranges { versions: VersionRange::NONE, nullable: VersionRange::NONE, tagged: VersionRange::NONE, flexible: VersionRange::NONE };
 }
 
 /// `old_unstable`: the older release's newest version of this api (request and response) is
@@ -163,8 +158,7 @@ fn merge_message(file: &str, old: &MessageSpec, new: &MessageSpec, old_unstable:
     let flexible = exact_range(merged, |_| true, |v| if src.is_new(v) { new_flex.contains(v) } else { old_flex.contains(v) })
         .ok_or_else(|| conflict("flexible versions cannot be combined".into()))?;
     let (old_dep, new_dep) = (range(file, "", old.deprecated_versions.as_deref())?, range(file, "", new.deprecated_versions.as_deref())?);
-    let deprecated = exact_range(merged, |_| true, |v| if src.is_new(v) { new_dep.contains(v) } else { old_dep.contains(v) })
-        .unwrap_or(new_dep);
+    let deprecated = exact_range(merged, |_| true, |v| if src.is_new(v) { new_dep.contains(v) } else { old_dep.contains(v) }).unwrap_or(new_dep);
     let mut listeners = new.listeners.clone();
     if let (Some(l), Some(old_l)) = (listeners.as_mut(), &old.listeners) {
         for x in old_l {
@@ -221,9 +215,8 @@ fn merge_fields(
     let in_new = |name: &str| new.iter().any(|f| f.name == name);
     let in_old = |name: &str| old.iter().any(|f| f.name == name);
     let parse = |t: Option<&String>| t.and_then(|t| VersionRange::parse(t)).unwrap_or(VersionRange::NONE);
-    let on_wire = |f: &FieldSpec, v: i16| {
-        parse(f.versions.as_ref().or(f.tagged_versions.as_ref())).contains(v) && !parse(f.tagged_versions.as_ref()).contains(v)
-    };
+    let on_wire =
+        |f: &FieldSpec, v: i16| parse(f.versions.as_ref().or(f.tagged_versions.as_ref())).contains(v) && !parse(f.tagged_versions.as_ref()).contains(v);
     let slot = |fields: &[FieldSpec], i: usize, v: i16| -> Option<usize> {
         let before = fields.get(..i)?;
         on_wire(fields.get(i)?, v).then(|| before.iter().filter(|b| on_wire(b, v)).count())
@@ -252,12 +245,10 @@ fn merge_fields(
         .iter()
         .map(|name| {
             let n = new.iter().find(|f| f.name == *name);
-            let o = old.iter().find(|f| f.name == *name).or_else(|| {
-                old.iter()
-                    .enumerate()
-                    .find(|(i, o)| !in_new(&o.name) && renamed_to(*i, o).is_some_and(|n| n.name == *name))
-                    .map(|(_, o)| o)
-            });
+            let o = old
+                .iter()
+                .find(|f| f.name == *name)
+                .or_else(|| old.iter().enumerate().find(|(i, o)| !in_new(&o.name) && renamed_to(*i, o).is_some_and(|n| n.name == *name)).map(|(_, o)| o));
             let fpath = if path.is_empty() { name.to_string() } else { format!("{path}.{name}") };
             merge_field(file, &fpath, o, n, src, max, both)
         })
@@ -340,8 +331,7 @@ fn merge_field(
         exact_range(src.merged, present, |v| side(v).is_some_and(|r| of(r).contains(v)))
             .ok_or_else(|| conflict(format!("{what} cannot be expressed as one range across releases")))
     };
-    let versions = exact_range(src.merged, |_| true, present)
-        .ok_or_else(|| conflict("versions cannot be expressed as one range across releases".into()))?;
+    let versions = exact_range(src.merged, |_| true, present).ok_or_else(|| conflict("versions cannot be expressed as one range across releases".into()))?;
     // Where releases disagree on nullability at a shared version (Kafka 4 made FetchResponse
     // records non-nullable), the merged field is nullable: it reads what either release
     // writes, and non-null values encode the same in both.
@@ -393,7 +383,6 @@ fn same_type(a: &str, b: &str) -> bool {
     let byte_string = |t: &str| t == "bytes" || t == "records";
     a == b || (is_struct(a) && is_struct(b) && arrays(a) == arrays(b)) || (byte_string(a) && byte_string(b))
 }
-
 
 #[cfg(test)]
 mod tests {

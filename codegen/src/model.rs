@@ -162,10 +162,7 @@ impl Message {
     /// The versions in which some struct of the message holding a broker endpoint
     /// ([`Struct::endpoint`]) can be on the wire: their hull, so never fewer than that.
     pub fn endpoint_versions(&self) -> VersionRange {
-        self.structs
-            .iter()
-            .filter_map(|s| s.endpoint().map(|e| s.reach.intersect(&e.host.versions)))
-            .fold(VersionRange::NONE, |a, r| a.hull(&r))
+        self.structs.iter().filter_map(|s| s.endpoint().map(|e| s.reach.intersect(&e.host.versions))).fold(VersionRange::NONE, |a, r| a.hull(&r))
     }
 
     /// The structs that hold an endpoint or reach one through their fields: the only ones the
@@ -221,8 +218,7 @@ impl Struct {
             if host.ty != FieldType::String || host.is_option() {
                 return None;
             }
-            let port = named(&format!("{prefix}Port"))
-                .filter(|f| matches!(f.ty, FieldType::Fixed(Fixed::Int32 | Fixed::Uint16)))?;
+            let port = named(&format!("{prefix}Port")).filter(|f| matches!(f.ty, FieldType::Fixed(Fixed::Int32 | Fixed::Uint16)))?;
             Some((host, port))
         })?;
         let node_id = ["NodeId", "BrokerId", "LeaderId"]
@@ -232,10 +228,7 @@ impl Struct {
             .filter(|f| f.ty == FieldType::Fixed(Fixed::Int32));
         // Racks are nullable in every spec; a non-nullable one would need another view type.
         let rack = named("Rack").filter(|f| f.ty == FieldType::String && f.is_option());
-        let listener = ["Name", "Listener"]
-            .iter()
-            .find_map(|n| named(n))
-            .filter(|f| f.ty == FieldType::String && !f.is_option());
+        let listener = ["Name", "Listener"].iter().find_map(|n| named(n)).filter(|f| f.ty == FieldType::String && !f.is_option());
         Some(EndpointFields { host, port, node_id, rack, listener })
     }
 }
@@ -389,8 +382,7 @@ impl Field {
     }
 }
 
-const RESERVED_STRUCT_NAMES: &[&str] =
-    &["Option", "Some", "None", "Vec", "Result", "Ok", "Err", "Default", "Self", "Box", "String"];
+const RESERVED_STRUCT_NAMES: &[&str] = &["Option", "Some", "None", "Vec", "Result", "Ok", "Err", "Default", "Self", "Box", "String"];
 
 /// Lowers and validates a spec set that is one release.
 pub fn lower(specs: &[(String, MessageSpec)]) -> Result<Model, Error> {
@@ -481,19 +473,11 @@ pub fn lower_releases(specs: &[(String, MessageSpec)], releases: &[Release]) -> 
                 // dispatch enums name both after the api).
                 let expected = format!("{}Response", api.name);
                 if spec.name != expected {
-                    return Err(Error::invalid(
-                        file,
-                        "",
-                        format!("the response to {}Request must be named {expected}", api.name),
-                    ));
+                    return Err(Error::invalid(file, "", format!("the response to {}Request must be named {expected}", api.name)));
                 }
                 let valid = parse_range(file, "", "validVersions", &spec.valid_versions)?;
                 if valid.clamp_hi(i16::MAX) != api.valid && !(valid.is_empty() && api.valid.is_empty()) {
-                    return Err(Error::invalid(
-                        file,
-                        "",
-                        format!("validVersions {valid} differ from the request's {}", api.valid),
-                    ));
+                    return Err(Error::invalid(file, "", format!("validVersions {valid} differ from the request's {}", api.valid)));
                 }
             }
         }
@@ -564,22 +548,14 @@ fn lower_message(file: &str, spec: &MessageSpec) -> Result<Message, Error> {
     }
     let header_versions = match &spec.header_versions {
         None => Vec::new(),
-        Some(_) if valid.is_empty() => {
-            return Err(Error::invalid(file, "", "headerVersions must not be given for a message with no valid versions"))
-        }
+        Some(_) if valid.is_empty() => return Err(Error::invalid(file, "", "headerVersions must not be given for a message with no valid versions")),
         Some(_) if !matches!(kind, MessageKind::Request | MessageKind::Response) => {
             return Err(Error::invalid(file, "", "headerVersions are only valid for requests and responses"))
         }
         Some(map) => lower_header_versions(file, map, valid, kind == MessageKind::Response && spec.api_key == Some(18))?,
     };
 
-    let ctx = Lowering {
-        file,
-        max,
-        flexible_raw,
-        flexible,
-        common: spec.common_structs.iter().map(|s| (s.name.clone(), s)).collect(),
-    };
+    let ctx = Lowering { file, max, flexible_raw, flexible, common: spec.common_structs.iter().map(|s| (s.name.clone(), s)).collect() };
     let mut structs = Vec::new();
     // The message's own struct takes its name too: no nested or common struct may reuse it.
     let mut defined = HashMap::from([(spec.name.clone(), ())]);
@@ -588,11 +564,7 @@ fn lower_message(file: &str, spec: &MessageSpec) -> Result<Message, Error> {
     for common in &spec.common_structs {
         // Kafka's StructRegistry: a struct name is what a field's type names, so it must parse as one.
         if !matches!(FieldType::parse(&common.name), Some(FieldType::Struct(_))) {
-            return Err(Error::invalid(
-                file,
-                &common.name,
-                "a struct name must start with an uppercase letter and hold only letters and digits",
-            ));
+            return Err(Error::invalid(file, &common.name, "a struct name must start with an uppercase letter and hold only letters and digits"));
         }
         parse_range(file, &common.name, "versions", &common.versions)?;
         if let Some(t) = &common.deprecated_versions {
@@ -636,23 +608,15 @@ fn lower_message(file: &str, spec: &MessageSpec) -> Result<Message, Error> {
 /// Kafka's `HeaderVersions.parse`: ranges sorted by their lowest version must start at 0, be
 /// contiguous, end open-ended, and none may start above the highest valid version (they cover
 /// removed versions too). ApiVersionsResponse keeps header v0 everywhere (KIP-511).
-fn lower_header_versions(
-    file: &str,
-    map: &BTreeMap<String, String>,
-    valid: VersionRange,
-    api_versions_response: bool,
-) -> Result<Vec<HeaderVersion>, Error> {
+fn lower_header_versions(file: &str, map: &BTreeMap<String, String>, valid: VersionRange, api_versions_response: bool) -> Result<Vec<HeaderVersion>, Error> {
     let err = |msg: String| Error::invalid(file, "headerVersions", msg);
     if map.is_empty() {
         return Err(err("the map is empty".into()));
     }
     let mut entries = Vec::with_capacity(map.len());
     for (key, value) in map {
-        let versions = VersionRange::parse(key)
-            .filter(|r| !r.is_empty())
-            .ok_or_else(|| err(format!("invalid version range \"{key}\"")))?;
-        let header: i16 =
-            value.trim().parse().map_err(|_| err(format!("invalid header version \"{value}\" for range \"{key}\"")))?;
+        let versions = VersionRange::parse(key).filter(|r| !r.is_empty()).ok_or_else(|| err(format!("invalid version range \"{key}\"")))?;
+        let header: i16 = value.trim().parse().map_err(|_| err(format!("invalid header version \"{value}\" for range \"{key}\"")))?;
         if header < 0 {
             return Err(err(format!("negative header version \"{value}\" for range \"{key}\"")));
         }
@@ -832,11 +796,7 @@ impl Lowering<'_> {
                     return Err(self.err(&fpath, format!("struct {sname} is defined more than once")));
                 }
                 check_struct_name(self.file, &fpath, sname)?;
-                let sub_path = if field.ty.struct_name().is_some() && matches!(field.ty, FieldType::Array(_)) {
-                    format!("{fpath}[]")
-                } else {
-                    fpath.clone()
-                };
+                let sub_path = if field.ty.struct_name().is_some() && matches!(field.ty, FieldType::Array(_)) { format!("{fpath}[]") } else { fpath.clone() };
                 let s = self.lower_struct(sname, &field.about, sub, &sub_path, out, defined)?;
                 out.push(s);
             } else if let Some(sname) = field.ty.struct_name() {
@@ -893,12 +853,10 @@ impl Lowering<'_> {
 
         let tag = match &f.tag {
             None => None,
-            Some(v) => {
-                match f.tag_number() {
-                    Some(n) if (0..=i64::from(i32::MAX)).contains(&n) => Some(n as u32),
-                    _ => return Err(self.err(path, format!("invalid tag {v}"))),
-                }
-            }
+            Some(v) => match f.tag_number() {
+                Some(n) if (0..=i64::from(i32::MAX)).contains(&n) => Some(n as u32),
+                _ => return Err(self.err(path, format!("invalid tag {v}"))),
+            },
         };
         match (tag, tagged_raw.is_empty()) {
             (Some(t), true) => return Err(self.err(path, format!("tag {t} is given but taggedVersions is not"))),
@@ -927,10 +885,7 @@ impl Lowering<'_> {
                 return Err(self.err(path, format!("taggedVersions {tagged_raw} are not inside versions {versions_raw}")));
             }
             if !self.flexible_raw.contains_range(&tagged_raw) {
-                return Err(self.err(
-                    path,
-                    format!("taggedVersions {tagged_raw} are not inside the flexible versions {}", self.flexible_raw),
-                ));
+                return Err(self.err(path, format!("taggedVersions {tagged_raw} are not inside the flexible versions {}", self.flexible_raw)));
             }
         }
         let tagged = tagged_raw.clamp_hi(self.max).intersect(&versions);
@@ -981,14 +936,7 @@ impl Lowering<'_> {
         })
     }
 
-    fn lower_default(
-        &self,
-        f: &FieldSpec,
-        ty: &FieldType,
-        versions: VersionRange,
-        nullable: VersionRange,
-        path: &str,
-    ) -> Result<DefaultValue, Error> {
+    fn lower_default(&self, f: &FieldSpec, ty: &FieldType, versions: VersionRange, nullable: VersionRange, path: &str) -> Result<DefaultValue, Error> {
         let text = match &f.default {
             None => return Ok(DefaultValue::Natural),
             Some(serde_json::Value::String(s)) => s.clone(),

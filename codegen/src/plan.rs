@@ -163,11 +163,7 @@ fn plan_field(f: &Field, reach: VersionRange, flexible: VersionRange) -> FieldPl
     let present = f.versions.intersect(&reach);
     let tagged = (f.tag.is_some() && !f.tagged.intersect(&reach).is_empty()).then(|| {
         let within = f.tagged.intersect(&flexible);
-        Tagged {
-            tag: f.tag.unwrap_or_default(),
-            check: Check::new(f.tagged, flexible),
-            value: value(f, within, reach, flexible),
-        }
+        Tagged { tag: f.tag.unwrap_or_default(), check: Check::new(f.tagged, flexible), value: value(f, within, reach, flexible) }
     });
     FieldPlan {
         present: Check::new(f.versions, reach),

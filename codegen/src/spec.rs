@@ -209,11 +209,9 @@ pub mod jackson {
     pub fn opt_string_map<'de, D: Deserializer<'de>>(d: D) -> Result<Option<BTreeMap<String, String>>, D::Error> {
         match Value::deserialize(d)? {
             Value::Null => Ok(None),
-            Value::Object(m) => m
-                .into_iter()
-                .map(|(k, v)| Ok((k, scalar_text(v).map_err(D::Error::custom)?.unwrap_or_default())))
-                .collect::<Result<_, _>>()
-                .map(Some),
+            Value::Object(m) => {
+                m.into_iter().map(|(k, v)| Ok((k, scalar_text(v).map_err(D::Error::custom)?.unwrap_or_default()))).collect::<Result<_, _>>().map(Some)
+            }
             other => Err(D::Error::custom(format!("expected an object, found {other}"))),
         }
     }
@@ -292,7 +290,12 @@ pub fn find_source(path: &Path) -> Option<SpecSource> {
     let mut jars: Vec<&PathBuf> = entries
         .iter()
         .filter(|p| is_jar(p))
-        .filter(|p| p.file_stem().and_then(|s| s.to_str()).and_then(|s| s.strip_prefix("kafka-clients-")).is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()) && !v.contains("-test")))
+        .filter(|p| {
+            p.file_stem()
+                .and_then(|s| s.to_str())
+                .and_then(|s| s.strip_prefix("kafka-clients-"))
+                .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()) && !v.contains("-test"))
+        })
         .collect();
     jars.sort();
     jars.first().map(|j| SpecSource::Jar(j.to_path_buf()))
@@ -328,12 +331,8 @@ pub fn load_dir(path: &Path) -> Result<Vec<(String, MessageSpec)>, Error> {
 /// (file name, text) of every `*.json` file of a directory, sorted by name.
 fn read_json_files(dir: &Path) -> Result<Vec<(String, String)>, Error> {
     let io = |source| Error::Io { path: dir.to_path_buf(), source };
-    let mut paths: Vec<_> = std::fs::read_dir(dir)
-        .map_err(io)?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
+    let mut paths: Vec<_> =
+        std::fs::read_dir(dir).map_err(io)?.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "json")).collect();
     paths.sort();
     paths
         .iter()
@@ -378,11 +377,7 @@ mod tests {
 
     #[test]
     fn tolerates_trailing_junk() {
-        let spec = parse(
-            "X.json",
-            r#"{"type": "data", "name": "X", "validVersions": "0", "flexibleVersions": "none", "fields": []} trailing ]"#,
-        )
-        .unwrap();
+        let spec = parse("X.json", r#"{"type": "data", "name": "X", "validVersions": "0", "flexibleVersions": "none", "fields": []} trailing ]"#).unwrap();
         assert_eq!(spec.name, "X");
     }
 
@@ -426,7 +421,8 @@ mod tests {
 
     #[test]
     fn header_versions_are_read_as_a_map() {
-        let spec = parse("X.json", r#"{"type": "request", "name": "X", "apiKey": 1, "validVersions": "0-3", "headerVersions": {"0-1": "1", "2+": 2}}"#).unwrap();
+        let spec =
+            parse("X.json", r#"{"type": "request", "name": "X", "apiKey": 1, "validVersions": "0-3", "headerVersions": {"0-1": "1", "2+": 2}}"#).unwrap();
         let map = spec.header_versions.unwrap();
         assert_eq!(map.get("0-1").map(String::as_str), Some("1"));
         assert_eq!(map.get("2+").map(String::as_str), Some("2"), "a number coerced to a string");

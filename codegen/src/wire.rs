@@ -74,8 +74,7 @@ const fn int(lo: i64, hi: i64) -> DefaultKind {
 
 impl Fixed {
     /// Every fixed-width type, in table order.
-    pub const ALL: [Fixed; 8] =
-        [Fixed::Bool, Fixed::Int8, Fixed::Int16, Fixed::Uint16, Fixed::Int32, Fixed::Int64, Fixed::Float64, Fixed::Uuid];
+    pub const ALL: [Fixed; 8] = [Fixed::Bool, Fixed::Int8, Fixed::Int16, Fixed::Uint16, Fixed::Int32, Fixed::Int64, Fixed::Float64, Fixed::Uuid];
 
     /// The type's row.
     pub const fn row(self) -> Row {

@@ -24,8 +24,7 @@ fn spec_sets() -> Vec<PathBuf> {
 /// Kafka's spec files open with `//` license lines; JSON has no comments.
 fn read_json(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let json: String =
-        text.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
+    let json: String = text.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
     serde_json::from_str(&json).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -33,10 +32,7 @@ fn read_json(path: &Path) -> serde_json::Value {
 fn host_port_structs(spec: &serde_json::Value) -> Vec<(String, String)> {
     fn is_pair(fields: &[serde_json::Value]) -> bool {
         let has = |suffix: &str, types: &[&str]| {
-            fields.iter().any(|f| {
-                f["name"].as_str().is_some_and(|n| n.ends_with(suffix))
-                    && f["type"].as_str().is_some_and(|t| types.contains(&t))
-            })
+            fields.iter().any(|f| f["name"].as_str().is_some_and(|n| n.ends_with(suffix)) && f["type"].as_str().is_some_and(|t| types.contains(&t)))
         };
         has("Host", &["string"]) && has("Port", &["int32", "uint16", "int16"])
     }

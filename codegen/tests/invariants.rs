@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use kwire_build::internal::model::{DefaultValue, FieldType, Model};
 use kwire_build::generate;
 use kwire_build::internal::load_model;
+use kwire_build::internal::model::{DefaultValue, FieldType, Model};
 
 /// A fresh directory under cargo's test scratch space holding `files` (name, text).
 fn spec_dir(files: &[(&str, &str)]) -> PathBuf {
@@ -41,9 +41,7 @@ fn data(fields: &str) -> String {
 
 /// Like [`data`], with more top-level keys (`extra` starts with a comma).
 fn data_with(fields: &str, extra: &str) -> String {
-    format!(
-        r#"{{"type": "data", "name": "Foo", "validVersions": "0-3", "flexibleVersions": "2+", "fields": [{fields}]{extra}}}"#
-    )
+    format!(r#"{{"type": "data", "name": "Foo", "validVersions": "0-3", "flexibleVersions": "2+", "fields": [{fields}]{extra}}}"#)
 }
 
 fn data_err(fields: &str) -> String {
@@ -66,18 +64,12 @@ fn api(kind: &str, name: &str, key: i16, versions: &str, extra: &str) -> String 
 
 #[test]
 fn negative_tag() {
-    assert_data_err(
-        r#"{"name": "A", "type": "int32", "versions": "2+", "tag": -1, "taggedVersions": "2+"}"#,
-        "Foo.json: A: invalid tag -1",
-    );
+    assert_data_err(r#"{"name": "A", "type": "int32", "versions": "2+", "tag": -1, "taggedVersions": "2+"}"#, "Foo.json: A: invalid tag -1");
 }
 
 #[test]
 fn tag_that_is_not_a_number() {
-    assert_data_err(
-        r#"{"name": "A", "type": "int32", "versions": "2+", "tag": "x", "taggedVersions": "2+"}"#,
-        r#"Foo.json: A: invalid tag "x""#,
-    );
+    assert_data_err(r#"{"name": "A", "type": "int32", "versions": "2+", "tag": "x", "taggedVersions": "2+"}"#, r#"Foo.json: A: invalid tag "x""#);
 }
 
 #[test]
@@ -114,18 +106,12 @@ fn tags_not_contiguous_from_zero() {
 
 #[test]
 fn tag_without_tagged_versions() {
-    assert_data_err(
-        r#"{"name": "A", "type": "int32", "versions": "0+", "tag": 0}"#,
-        "Foo.json: A: tag 0 is given but taggedVersions is not",
-    );
+    assert_data_err(r#"{"name": "A", "type": "int32", "versions": "0+", "tag": 0}"#, "Foo.json: A: tag 0 is given but taggedVersions is not");
 }
 
 #[test]
 fn tagged_versions_without_tag() {
-    assert_data_err(
-        r#"{"name": "A", "type": "int32", "versions": "0+", "taggedVersions": "2+"}"#,
-        "Foo.json: A: taggedVersions is given but tag is not",
-    );
+    assert_data_err(r#"{"name": "A", "type": "int32", "versions": "0+", "taggedVersions": "2+"}"#, "Foo.json: A: taggedVersions is given but tag is not");
 }
 
 #[test]
@@ -203,18 +189,12 @@ fn flexible_versions_override_not_open_ended() {
 
 #[test]
 fn zero_copy_on_non_bytes() {
-    assert_data_err(
-        r#"{"name": "A", "type": "string", "versions": "0+", "zeroCopy": true}"#,
-        "Foo.json: A: only bytes fields can be zeroCopy",
-    );
+    assert_data_err(r#"{"name": "A", "type": "string", "versions": "0+", "zeroCopy": true}"#, "Foo.json: A: only bytes fields can be zeroCopy");
 }
 
 #[test]
 fn map_key_on_top_level_field() {
-    assert_data_err(
-        r#"{"name": "A", "type": "int32", "versions": "0+", "mapKey": true}"#,
-        "Foo.json: A: mapKey cannot be set on top-level fields",
-    );
+    assert_data_err(r#"{"name": "A", "type": "int32", "versions": "0+", "mapKey": true}"#, "Foo.json: A: mapKey cannot be set on top-level fields");
 }
 
 #[test]
@@ -228,10 +208,7 @@ fn map_key_on_an_array() {
 
 #[test]
 fn entity_type_must_be_known() {
-    assert_data_err(
-        r#"{"name": "A", "type": "string", "versions": "0+", "entityType": "topicNmae"}"#,
-        r#"Foo.json: A: unknown entityType "topicNmae""#,
-    );
+    assert_data_err(r#"{"name": "A", "type": "string", "versions": "0+", "entityType": "topicNmae"}"#, r#"Foo.json: A: unknown entityType "topicNmae""#);
 }
 
 #[test]
@@ -271,10 +248,7 @@ fn defaults_that_do_not_parse_for_their_type() {
 
 #[test]
 fn null_default_on_a_type_that_cannot_be_null() {
-    assert_data_err(
-        r#"{"name": "A", "type": "int32", "versions": "0+", "default": "null"}"#,
-        r#"Foo.json: A: invalid default "null" for type int32"#,
-    );
+    assert_data_err(r#"{"name": "A", "type": "int32", "versions": "0+", "default": "null"}"#, r#"Foo.json: A: invalid default "null" for type int32"#);
 }
 
 #[test]
@@ -337,22 +311,13 @@ fn struct_both_inline_and_common() {
 #[test]
 fn common_struct_name_not_capitalized() {
     let spec = data_with("", r#", "commonStructs": [{"name": "item", "versions": "0+", "fields": []}]"#);
-    assert_eq!(
-        load_err(&[("Foo.json", &spec)]),
-        "Foo.json: item: a struct name must start with an uppercase letter and hold only letters and digits"
-    );
+    assert_eq!(load_err(&[("Foo.json", &spec)]), "Foo.json: item: a struct name must start with an uppercase letter and hold only letters and digits");
 }
 
 #[test]
 fn unknown_struct_type() {
-    assert_data_err(
-        r#"{"name": "A", "type": "[]Missing", "versions": "0+"}"#,
-        "Foo.json: A: struct Missing has no fields and is not in commonStructs",
-    );
-    assert_data_err(
-        r#"{"name": "A", "type": "Missing", "versions": "0+"}"#,
-        "Foo.json: A: struct Missing has no fields and is not in commonStructs",
-    );
+    assert_data_err(r#"{"name": "A", "type": "[]Missing", "versions": "0+"}"#, "Foo.json: A: struct Missing has no fields and is not in commonStructs");
+    assert_data_err(r#"{"name": "A", "type": "Missing", "versions": "0+"}"#, "Foo.json: A: struct Missing has no fields and is not in commonStructs");
 }
 
 #[test]
@@ -376,10 +341,7 @@ fn struct_name_that_collides_with_rust() {
 #[test]
 fn invalid_type_strings() {
     for ty in ["[][]int32", "int33", "[]records", "[]", "lowercase", "Has-Dash", ""] {
-        assert_data_err(
-            &format!(r#"{{"name": "A", "type": "{ty}", "versions": "0+"}}"#),
-            &format!(r#"Foo.json: A: invalid type "{ty}""#),
-        );
+        assert_data_err(&format!(r#"{{"name": "A", "type": "{ty}", "versions": "0+"}}"#), &format!(r#"Foo.json: A: invalid type "{ty}""#));
     }
 }
 
@@ -392,10 +354,7 @@ fn invalid_field_names() {
         );
     }
     // An empty name leaves the path empty too.
-    assert_data_err(
-        r#"{"name": "", "type": "int32", "versions": "0+"}"#,
-        r#"Foo.json: invalid field name "": use letters and digits, starting with a letter"#,
-    );
+    assert_data_err(r#"{"name": "", "type": "int32", "versions": "0+"}"#, r#"Foo.json: invalid field name "": use letters and digits, starting with a letter"#);
 }
 
 #[test]
@@ -427,10 +386,7 @@ fn invalid_version_range_strings() {
     ] {
         assert_data_err(&format!(r#"{{"name": "A", "type": "int32", "versions": "{v}"}}"#), expected);
     }
-    assert_data_err(
-        r#"{"name": "A", "type": "string", "versions": "0+", "nullableVersions": "x"}"#,
-        r#"Foo.json: A: invalid nullableVersions "x""#,
-    );
+    assert_data_err(r#"{"name": "A", "type": "string", "versions": "0+", "nullableVersions": "x"}"#, r#"Foo.json: A: invalid nullableVersions "x""#);
     let bad_valid = r#"{"type": "data", "name": "Foo", "validVersions": "abc", "flexibleVersions": "none", "fields": []}"#;
     assert_eq!(load_err(&[("Foo.json", bad_valid)]), r#"Foo.json: invalid validVersions "abc""#);
     let open_valid = r#"{"type": "data", "name": "Foo", "validVersions": "0+", "flexibleVersions": "none", "fields": []}"#;
@@ -457,30 +413,21 @@ fn response_without_request() {
 fn duplicate_api_key() {
     let a = api("request", "BarRequest", 99, "0-1", "");
     let b = api("request", "FooRequest", 99, "0-1", "");
-    assert_eq!(
-        load_err(&[("BarRequest.json", &a), ("FooRequest.json", &b)]),
-        "FooRequest.json: api key 99 is also used by BarRequest.json"
-    );
+    assert_eq!(load_err(&[("BarRequest.json", &a), ("FooRequest.json", &b)]), "FooRequest.json: api key 99 is also used by BarRequest.json");
 }
 
 #[test]
 fn response_versions_differ_from_request() {
     let req = api("request", "FooRequest", 99, "0-1", "");
     let resp = api("response", "FooResponse", 99, "0-2", "");
-    assert_eq!(
-        load_err(&[("FooRequest.json", &req), ("FooResponse.json", &resp)]),
-        "FooResponse.json: validVersions 0-2 differ from the request's 0-1"
-    );
+    assert_eq!(load_err(&[("FooRequest.json", &req), ("FooResponse.json", &resp)]), "FooResponse.json: validVersions 0-2 differ from the request's 0-1");
 }
 
 #[test]
 fn response_named_unlike_its_request() {
     let req = api("request", "FooRequest", 99, "0-1", "");
     let resp = api("response", "BarResponse", 99, "0-1", "");
-    assert_eq!(
-        load_err(&[("BarResponse.json", &resp), ("FooRequest.json", &req)]),
-        "BarResponse.json: the response to FooRequest must be named FooResponse"
-    );
+    assert_eq!(load_err(&[("BarResponse.json", &resp), ("FooRequest.json", &req)]), "BarResponse.json: the response to FooRequest must be named FooResponse");
 }
 
 #[test]
@@ -513,20 +460,14 @@ fn data_with_api_key() {
 fn latest_version_unstable_on_a_response() {
     let req = api("request", "FooRequest", 99, "0-1", "");
     let resp = api("response", "FooResponse", 99, "0-1", r#", "latestVersionUnstable": true"#);
-    assert_eq!(
-        load_err(&[("FooRequest.json", &req), ("FooResponse.json", &resp)]),
-        "FooResponse.json: latestVersionUnstable is only valid for requests"
-    );
+    assert_eq!(load_err(&[("FooRequest.json", &req), ("FooResponse.json", &resp)]), "FooResponse.json: latestVersionUnstable is only valid for requests");
 }
 
 #[test]
 fn listeners_on_a_response() {
     let req = api("request", "FooRequest", 99, "0-1", r#", "listeners": ["broker"]"#);
     let resp = api("response", "FooResponse", 99, "0-1", r#", "listeners": ["broker"]"#);
-    assert_eq!(
-        load_err(&[("FooRequest.json", &req), ("FooResponse.json", &resp)]),
-        "FooResponse.json: listeners are only valid for requests"
-    );
+    assert_eq!(load_err(&[("FooRequest.json", &req), ("FooResponse.json", &resp)]), "FooResponse.json: listeners are only valid for requests");
 }
 
 #[test]
@@ -607,10 +548,7 @@ fn good_defaults() {
         let model = load(&[("Foo.json", &data(&format!(r#"{{"name": "A", "type": "{ty}", "versions": "0+", "default": {default}}}"#)))]);
         assert_eq!(only_field(&model).default, expected, "{ty} {default}");
     }
-    let model = load(&[(
-        "Foo.json",
-        &data(r#"{"name": "A", "type": "[]int32", "versions": "1+", "nullableVersions": "0+", "default": "null"}"#),
-    )]);
+    let model = load(&[("Foo.json", &data(r#"{"name": "A", "type": "[]int32", "versions": "1+", "nullableVersions": "0+", "default": "null"}"#))]);
     assert_eq!(only_field(&model).default, DefaultValue::Null);
 }
 

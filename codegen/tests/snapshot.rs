@@ -39,11 +39,7 @@ fn generated_code_matches_the_snapshots() {
             Some(expected) => format!("{}: generated code differs\n{}", path.display(), diff(&expected, &file.content)),
         });
     }
-    assert!(
-        failures.is_empty(),
-        "{}\n\nIf the change is intended, rerun with {UPDATE_VAR}=1 and review the snapshot diff.",
-        failures.join("\n\n")
-    );
+    assert!(failures.is_empty(), "{}\n\nIf the change is intended, rerun with {UPDATE_VAR}=1 and review the snapshot diff.", failures.join("\n\n"));
 }
 
 /// A short line diff: the lines between the common prefix and the common suffix, with context.

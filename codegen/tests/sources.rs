@@ -5,9 +5,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use kwire_build::{find_source, release_name, SpecSource};
 use kwire_build::internal::load_model;
 use kwire_build::internal::model::Model;
+use kwire_build::{find_source, release_name, SpecSource};
 
 fn shared(release: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/message-specs").join(release)

@@ -14,9 +14,7 @@ const VALUE: usize = 100;
 fn start(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let _guard = rt.enter();
-    c.bench_function("start a 3-broker cluster", |b| {
-        b.iter_batched(|| (), |()| Cluster::start(ClusterConfig::default().brokers(3)), BatchSize::SmallInput)
-    });
+    c.bench_function("start a 3-broker cluster", |b| b.iter_batched(|| (), |()| Cluster::start(ClusterConfig::default().brokers(3)), BatchSize::SmallInput));
     c.bench_function("start a 3-broker cluster and create a 6-partition topic", |b| {
         b.iter(|| {
             let cluster = Cluster::start(ClusterConfig::default().brokers(3));
@@ -46,7 +44,8 @@ async fn produce_and_consume() -> Duration {
     producer.flush().await.unwrap();
     last.unwrap().await.unwrap();
     producer.close().await.unwrap();
-    let consumer_config = ConsumerConfig { auto_offset_reset: OffsetReset::Earliest, enable_metrics_push: false, max_poll_records: 10_000, ..ConsumerConfig::group("bench") };
+    let consumer_config =
+        ConsumerConfig { auto_offset_reset: OffsetReset::Earliest, enable_metrics_push: false, max_poll_records: 10_000, ..ConsumerConfig::group("bench") };
     let mut consumer = Consumer::new(Client::connect(config).await.unwrap(), consumer_config).unwrap();
     consumer.assign((0..6).map(|p| kwire_client::TopicPartition::new("bench", p))).unwrap();
     let mut read = 0;

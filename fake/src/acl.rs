@@ -102,7 +102,10 @@ impl Filter {
     /// A filter that has an UNKNOWN (0) or out-of-range field matches nothing (Kafka's
     /// `isUnknown`).
     pub(crate) fn is_unknown(&self) -> bool {
-        !(1..=7).contains(&self.resource_type) || !(1..=4).contains(&self.pattern_type) || !(1..=15).contains(&self.operation) || !(1..=3).contains(&self.permission)
+        !(1..=7).contains(&self.resource_type)
+            || !(1..=4).contains(&self.pattern_type)
+            || !(1..=15).contains(&self.operation)
+            || !(1..=3).contains(&self.permission)
     }
 }
 
@@ -200,7 +203,15 @@ mod tests {
         acls.acls.insert(acl("orders", pattern::LITERAL, "User:bob", op::READ, permission::ALLOW));
         acls.acls.insert(acl("ord", pattern::PREFIXED, "User:bob", op::WRITE, permission::ALLOW));
         acls.acls.insert(acl("*", pattern::LITERAL, "User:eve", op::ALL, permission::DENY));
-        let f = |name: Option<&str>, pattern_type| Filter { resource_type: resource::TOPIC, name: name.map(str::to_owned), pattern_type, principal: None, host: None, operation: op::ANY, permission: permission::ANY };
+        let f = |name: Option<&str>, pattern_type| Filter {
+            resource_type: resource::TOPIC,
+            name: name.map(str::to_owned),
+            pattern_type,
+            principal: None,
+            host: None,
+            operation: op::ANY,
+            permission: permission::ANY,
+        };
         assert_eq!(acls.matching(&f(Some("orders"), pattern::MATCH)).count(), 3, "literal, prefix and wildcard apply");
         assert_eq!(acls.matching(&f(Some("orders"), pattern::LITERAL)).count(), 1);
         assert_eq!(acls.matching(&f(Some("ord"), pattern::ANY)).count(), 1);

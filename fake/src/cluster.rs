@@ -15,15 +15,15 @@ use tokio::sync::{watch, Notify};
 
 use crate::acl::Acls;
 use crate::config::ClusterConfig;
+use crate::control::{Entry, Hook, HookId, Hooks, Journal};
+use crate::fetch_sessions::FetchSessions;
+use crate::groups::Groups;
+use crate::network::{self, FaultConfig, Network};
 use crate::quotas::Quotas;
 use crate::scram::ScramCredentials;
 use crate::share_state::ShareStates;
 use crate::telemetry::Telemetry;
-use crate::fetch_sessions::FetchSessions;
 use crate::tokens::Tokens;
-use crate::control::{Entry, Hook, HookId, Hooks, Journal};
-use crate::groups::Groups;
-use crate::network::{self, FaultConfig, Network};
 use crate::topics::{Partition, Topic};
 use crate::txn::Transactions;
 
@@ -329,9 +329,9 @@ impl Cluster {
             brokers.insert(id, BrokerState { up: true, rack: None, stopped: watch::channel(false).0 });
         }
         let clock = Clock {
-            start_ms: config.clock_start_ms.unwrap_or_else(|| {
-                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
-            }),
+            start_ms: config
+                .clock_start_ms
+                .unwrap_or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)),
             start: tokio::time::Instant::now(),
         };
         let state = State {
@@ -465,7 +465,10 @@ impl Cluster {
         }
         let mut state = self.inner.state();
         if replicas < 1 || i32::from(replicas) > state.brokers.len() as i32 {
-            return Err(ControlError::Kafka(ErrorCode::INVALID_REPLICATION_FACTOR, format!("Replication factor: {replicas} larger than available brokers: {}.", state.brokers.len())));
+            return Err(ControlError::Kafka(
+                ErrorCode::INVALID_REPLICATION_FACTOR,
+                format!("Replication factor: {replicas} larger than available brokers: {}.", state.brokers.len()),
+            ));
         }
         if state.topics.contains_key(name) {
             return Err(ControlError::Kafka(ErrorCode::TOPIC_ALREADY_EXISTS, format!("Topic '{name}' already exists.")));
@@ -527,7 +530,9 @@ impl Cluster {
         Ok(all
             .into_iter()
             .filter(|r| r.record.offset < stable)
-            .filter(|r| !(r.transactional && aborted.iter().any(|a| a.producer_id == r.producer_id && (a.first_offset..=a.last_offset).contains(&r.record.offset))))
+            .filter(|r| {
+                !(r.transactional && aborted.iter().any(|a| a.producer_id == r.producer_id && (a.first_offset..=a.last_offset).contains(&r.record.offset)))
+            })
             .collect())
     }
 
@@ -603,7 +608,11 @@ impl Cluster {
         if !state.up(to) {
             return Err(ControlError::UnknownBroker(to));
         }
-        let p = state.topics.get_mut(topic).and_then(|t| t.partition_mut(partition)).ok_or_else(|| ControlError::UnknownPartition(format!("{topic}-{partition}")))?;
+        let p = state
+            .topics
+            .get_mut(topic)
+            .and_then(|t| t.partition_mut(partition))
+            .ok_or_else(|| ControlError::UnknownPartition(format!("{topic}-{partition}")))?;
         if !p.replicas.contains(&to) {
             // A reassignment: the new leader joins the replicas first.
             p.replicas.insert(0, to);
@@ -621,7 +630,11 @@ impl Cluster {
     /// ISR changes).
     pub fn bump_leader_epoch(&self, topic: &str, partition: i32) -> Result<i32, ControlError> {
         let mut state = self.inner.state();
-        let p = state.topics.get_mut(topic).and_then(|t| t.partition_mut(partition)).ok_or_else(|| ControlError::UnknownPartition(format!("{topic}-{partition}")))?;
+        let p = state
+            .topics
+            .get_mut(topic)
+            .and_then(|t| t.partition_mut(partition))
+            .ok_or_else(|| ControlError::UnknownPartition(format!("{topic}-{partition}")))?;
         let leader = p.leader;
         p.set_leader(leader);
         Ok(p.leader_epoch)

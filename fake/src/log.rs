@@ -71,7 +71,6 @@ impl Default for ProducerEntry {
 }
 
 impl ProducerEntry {
-
     fn last_seq(&self) -> Option<i32> {
         self.batches.back().map(|b| b.last_seq)
     }
@@ -187,7 +186,14 @@ impl PartitionLog {
     /// Parses and checks a Produce request's records for one partition, then appends them with
     /// offsets from the log end, as Kafka's `UnifiedLog.appendAsLeader` does: every batch is
     /// checked (CRC, counts, size, producer state) before any is written.
-    pub(crate) fn append(&mut self, records: Bytes, now_ms: i64, leader_epoch: i32, rules: AppendRules, txn: &mut dyn TxnCheck) -> Result<Appended, AppendError> {
+    pub(crate) fn append(
+        &mut self,
+        records: Bytes,
+        now_ms: i64,
+        leader_epoch: i32,
+        rules: AppendRules,
+        txn: &mut dyn TxnCheck,
+    ) -> Result<Appended, AppendError> {
         let invalid = if rules.produce_version >= 8 { ErrorCode::INVALID_RECORD } else { ErrorCode::CORRUPT_MESSAGE };
         let mut incoming = Vec::new();
         for batch in Batches::new(records) {
@@ -212,7 +218,10 @@ impl PartitionLog {
                         return refuse(invalid, format!("Invalid sequence number {} in record batch with producerId {}", b.base_sequence(), b.producer_id()));
                     }
                     if b.as_bytes().len() > rules.max_batch_bytes {
-                        return refuse(ErrorCode::MESSAGE_TOO_LARGE, format!("The batch is {} bytes, larger than max.message.bytes {}", b.as_bytes().len(), rules.max_batch_bytes));
+                        return refuse(
+                            ErrorCode::MESSAGE_TOO_LARGE,
+                            format!("The batch is {} bytes, larger than max.message.bytes {}", b.as_bytes().len(), rules.max_batch_bytes),
+                        );
                     }
                     // The records must decode (and decompress), and be as many as the header says.
                     match b.records() {
@@ -230,13 +239,22 @@ impl PartitionLog {
                         }
                         Err(e) => return refuse(ErrorCode::CORRUPT_MESSAGE, format!("the records do not decode: {e}")),
                     }
-                    incoming.push(Incoming { raw: b.as_bytes().clone(), last_delta: i64::from(b.last_offset_delta()), max_timestamp: b.max_timestamp(), v2: Some(b) });
+                    incoming.push(Incoming {
+                        raw: b.as_bytes().clone(),
+                        last_delta: i64::from(b.last_offset_delta()),
+                        max_timestamp: b.max_timestamp(),
+                        v2: Some(b),
+                    });
                 }
                 Batch::Legacy(m) => {
                     if rules.produce_version >= 3 {
                         return refuse(ErrorCode::UNSUPPORTED_FOR_MESSAGE_FORMAT, "Produce v3+ carries record batches (magic 2) only");
                     }
-                    let count = if m.compression() == Compression::None { 1 } else { m.records().map_err(|_| AppendError { code: ErrorCode::CORRUPT_MESSAGE, message: "bad legacy wrapper".into() })?.len() as i64 };
+                    let count = if m.compression() == Compression::None {
+                        1
+                    } else {
+                        m.records().map_err(|_| AppendError { code: ErrorCode::CORRUPT_MESSAGE, message: "bad legacy wrapper".into() })?.len() as i64
+                    };
                     if count == 0 {
                         return refuse(ErrorCode::CORRUPT_MESSAGE, "an empty legacy wrapper");
                     }
@@ -311,7 +329,11 @@ impl PartitionLog {
             } else if entry.txn_first_offset.is_some() {
                 return refuse(ErrorCode::INVALID_TXN_STATE, format!("Expected transactional write from producer {pid}"));
             }
-            entry.add(epoch, BatchMeta { first_seq, last_seq, base_offset: next, timestamp: if rules.log_append_time { now_ms } else { b.max_timestamp } }, next + b.last_delta);
+            entry.add(
+                epoch,
+                BatchMeta { first_seq, last_seq, base_offset: next, timestamp: if rules.log_append_time { now_ms } else { b.max_timestamp } },
+                next + b.last_delta,
+            );
             next += b.last_delta + 1;
         }
         // Write: each batch's offset (and epoch, append time) set in its header.
@@ -387,11 +409,8 @@ impl PartitionLog {
             last = b.last_offset;
             out.push(b.bytes.clone());
         }
-        let aborted = if out.is_empty() {
-            Vec::new()
-        } else {
-            self.aborted.iter().filter(|a| a.last_offset >= offset && a.first_offset <= last).copied().collect()
-        };
+        let aborted =
+            if out.is_empty() { Vec::new() } else { self.aborted.iter().filter(|a| a.last_offset >= offset && a.first_offset <= last).copied().collect() };
         (out, aborted)
     }
 

@@ -75,7 +75,10 @@ impl FaultConfig {
         FaultConfig {
             seed,
             percent: 20,
-            kinds: [FaultKind::Drop, FaultKind::Delay, FaultKind::Stall, FaultKind::Cut, FaultKind::LoseResponse, FaultKind::Late].iter().map(|k| (*k, 1)).collect(),
+            kinds: [FaultKind::Drop, FaultKind::Delay, FaultKind::Stall, FaultKind::Cut, FaultKind::LoseResponse, FaultKind::Late]
+                .iter()
+                .map(|k| (*k, 1))
+                .collect(),
             window: 10,
             max_delay: Duration::from_millis(200),
             stall: Duration::from_secs(5),
@@ -121,7 +124,8 @@ impl FaultConfig {
 
     /// The fault of window `window` of connection `connection`, if one strikes.
     pub fn plan(&self, connection: u64, window: u64) -> Option<Plan> {
-        let mut rng = fastrand::Rng::with_seed(self.seed ^ connection.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ window.wrapping_mul(0xc2b2_ae3d_27d4_eb4f).rotate_left(17));
+        let mut rng =
+            fastrand::Rng::with_seed(self.seed ^ connection.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ window.wrapping_mul(0xc2b2_ae3d_27d4_eb4f).rotate_left(17));
         if rng.u32(..100) >= self.percent {
             return None;
         }
@@ -222,7 +226,16 @@ pub(crate) fn open(inner: &Arc<Inner>, connection: u64) -> (DuplexStream, Duplex
     let (client, client_peer) = tokio::io::duplex(PIPE);
     let (broker_peer, broker) = tokio::io::duplex(PIPE);
     let generation = inner.network.generation.load(Ordering::Relaxed);
-    let shared = Arc::new(Pump { faults, generation, connection, frames: AtomicU64::new(0), kill: watch::channel(false).0, stalled: watch::channel(false).0, lose_next_response: Mutex::new(false), inner: Arc::downgrade(inner) });
+    let shared = Arc::new(Pump {
+        faults,
+        generation,
+        connection,
+        frames: AtomicU64::new(0),
+        kill: watch::channel(false).0,
+        stalled: watch::channel(false).0,
+        lose_next_response: Mutex::new(false),
+        inner: Arc::downgrade(inner),
+    });
     let (client_read, client_write) = tokio::io::split(client_peer);
     let (broker_read, broker_write) = tokio::io::split(broker_peer);
     tokio::spawn(shared.clone().forward(client_read, broker_write, Direction::Requests));

@@ -13,7 +13,8 @@ pub(crate) const MATCH_DEFAULT: i8 = 1;
 pub(crate) const MATCH_ANY: i8 = 2;
 
 /// The keys each entity type takes, and whether their values are whole numbers.
-const USER_KEYS: &[(&str, bool)] = &[("producer_byte_rate", true), ("consumer_byte_rate", true), ("request_percentage", false), ("controller_mutation_rate", false)];
+const USER_KEYS: &[(&str, bool)] =
+    &[("producer_byte_rate", true), ("consumer_byte_rate", true), ("request_percentage", false), ("controller_mutation_rate", false)];
 const IP_KEYS: &[(&str, bool)] = &[("connection_creation_rate", true)];
 
 #[derive(Debug, Default)]

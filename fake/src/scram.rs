@@ -175,7 +175,12 @@ fn unescape(name: &str) -> Option<String> {
 
 /// The server's answer to the client-first message (`n,,n=user,r=nonce[,ext]`), given how to
 /// find a credential (`(name, token_auth)`) and the server's half of the nonce.
-pub(crate) fn server_first(mechanism: Mechanism, message: &[u8], find: impl Fn(&str, bool) -> Option<Credential>, server_nonce: &str) -> Result<(Exchange, String), Failure> {
+pub(crate) fn server_first(
+    mechanism: Mechanism,
+    message: &[u8],
+    find: impl Fn(&str, bool) -> Option<Credential>,
+    server_nonce: &str,
+) -> Result<(Exchange, String), Failure> {
     let invalid = || format!("Authentication failed: invalid SCRAM client-first message with SASL mechanism {}", mechanism.name());
     let text = std::str::from_utf8(message).map_err(|_| invalid())?;
     // gs2-header: a channel-binding flag (no binding: `n` or `y`) and an optional authzid.
@@ -267,9 +272,16 @@ mod tests {
     fn rfc7677_exchange() {
         let salt = B64.decode("W22ZaJ0SNY7soEsUEjb6gQ==").unwrap();
         let credential = Credential::from_password(Mechanism::Sha256, "pencil", &salt, 4096);
-        let (exchange, first) = server_first(Mechanism::Sha256, b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO", |u, _| (u == "user").then(|| credential.clone()), "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0").unwrap();
+        let (exchange, first) = server_first(
+            Mechanism::Sha256,
+            b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO",
+            |u, _| (u == "user").then(|| credential.clone()),
+            "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0",
+        )
+        .unwrap();
         assert_eq!(first, "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096");
-        let last = exchange.server_final(b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=").unwrap();
+        let last =
+            exchange.server_final(b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=").unwrap();
         assert_eq!(last, "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=");
         assert!(exchange.server_final(b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=AAAAZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=").is_err());
         assert!(server_first(Mechanism::Sha256, b"n,,n=nobody,r=abc", |u, _| (u == "user").then(|| credential.clone()), "x").is_err());

@@ -26,7 +26,10 @@ enum Sasl {
     Handshake,
     /// Handshake done, waiting for the mechanism's next token: in SaslAuthenticate (v1+
     /// handshake) or, after a v0 handshake, in a bare frame without a request header (`raw`).
-    Authenticate { raw: bool, step: Step },
+    Authenticate {
+        raw: bool,
+        step: Step,
+    },
     Done,
 }
 
@@ -75,7 +78,14 @@ pub(crate) async fn accept(inner: Arc<Inner>, broker: i32, kind: Listener, liste
 }
 
 /// Serves one connection until it ends.
-pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(inner: Arc<Inner>, broker: i32, connection: u64, listener: Listener, mut stream: S, mut stopped: watch::Receiver<bool>) {
+pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
+    inner: Arc<Inner>,
+    broker: i32,
+    connection: u64,
+    listener: Listener,
+    mut stream: S,
+    mut stopped: watch::Receiver<bool>,
+) {
     // The sans-io codec over a plain read loop: after a v0 SaslHandshake the next frame is a
     // bare SASL token with no request header.
     let mut codec = ServerCodec::new();
@@ -315,7 +325,14 @@ fn sasl_handshake(sasl: &mut Sasl, mechanism: &str, version: i16) -> SaslHandsha
 /// SASL_AUTHENTICATION_FAILED and closes, as Kafka does.
 fn sasl_authenticate(inner: &Inner, connection: u64, sasl: &mut Sasl, principal: &mut Authenticated, token: &Bytes) -> Reply {
     let response = |error_code: ErrorCode, message: Option<&str>, auth_bytes: Vec<u8>| -> ResponseKind {
-        SaslAuthenticateResponse { error_code: error_code.0, error_message: message.map(|m| ByteString::from(m.to_owned())), auth_bytes: Bytes::from(auth_bytes), session_lifetime_ms: 0, ..Default::default() }.into()
+        SaslAuthenticateResponse {
+            error_code: error_code.0,
+            error_message: message.map(|m| ByteString::from(m.to_owned())),
+            auth_bytes: Bytes::from(auth_bytes),
+            session_lifetime_ms: 0,
+            ..Default::default()
+        }
+        .into()
     };
     let step = match std::mem::replace(sasl, Sasl::Done) {
         Sasl::Authenticate { raw: false, step } => step,

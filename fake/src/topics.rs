@@ -126,7 +126,15 @@ pub(crate) fn check_config(name: &str, value: Option<&str>) -> Result<(), (Error
     let Some(value) = value else { return Ok(()) };
     let numeric = !matches!(
         name,
-        "cleanup.policy" | "compression.type" | "message.timestamp.type" | "preallocate" | "remote.storage.enable" | "unclean.leader.election.enable" | "follower.replication.throttled.replicas" | "leader.replication.throttled.replicas" | "min.cleanable.dirty.ratio"
+        "cleanup.policy"
+            | "compression.type"
+            | "message.timestamp.type"
+            | "preallocate"
+            | "remote.storage.enable"
+            | "unclean.leader.election.enable"
+            | "follower.replication.throttled.replicas"
+            | "leader.replication.throttled.replicas"
+            | "min.cleanable.dirty.ratio"
     );
     let ok = match name {
         "cleanup.policy" => value.split(',').all(|p| matches!(p.trim(), "delete" | "compact")),

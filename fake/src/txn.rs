@@ -122,7 +122,15 @@ impl Transactions {
     }
 
     /// Adds partitions (or, for AddOffsetsToTxn, a group) to `id`'s transaction.
-    pub(crate) fn add(&mut self, id: &str, producer_id: i64, epoch: i16, partitions: &[(String, i32)], group: Option<&str>, now_ms: i64) -> Result<(), ErrorCode> {
+    pub(crate) fn add(
+        &mut self,
+        id: &str,
+        producer_id: i64,
+        epoch: i16,
+        partitions: &[(String, i32)],
+        group: Option<&str>,
+        now_ms: i64,
+    ) -> Result<(), ErrorCode> {
         check_producer(self.by_id.get(id), producer_id, epoch)?;
         let Some(meta) = self.by_id.get_mut(id) else { return Err(ErrorCode::INVALID_PRODUCER_ID_MAPPING) };
         match meta.state {

@@ -28,18 +28,10 @@ fn messages(tag: &str) -> Vec<String> {
 fn roundtrip(broker: &Broker, topic: &str, produce_opts: &[&str], common: &[&str]) {
     let sent = messages(topic);
     let input = sent.iter().map(|m| format!("{m}\n")).collect::<String>().into_bytes();
-    let out = run_with_timeout(
-        kcat(broker, common).args(["-P", "-t", topic, "-K", ":", "-X", "linger.ms=20"]).args(produce_opts),
-        Some(input),
-        TIMEOUT,
-    );
+    let out = run_with_timeout(kcat(broker, common).args(["-P", "-t", topic, "-K", ":", "-X", "linger.ms=20"]).args(produce_opts), Some(input), TIMEOUT);
     assert!(out.status.success(), "kcat -P failed: {}\n{}", String::from_utf8_lossy(&out.stderr), broker.log());
 
-    let out = run_with_timeout(
-        kcat(broker, common).args(["-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%k:%s\n"]),
-        None,
-        TIMEOUT,
-    );
+    let out = run_with_timeout(kcat(broker, common).args(["-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%k:%s\n"]), None, TIMEOUT);
     assert!(out.status.success(), "kcat -C failed: {}\n{}", String::from_utf8_lossy(&out.stderr), broker.log());
     let received: Vec<&str> = std::str::from_utf8(&out.stdout).expect("utf-8").lines().collect();
     assert_eq!(received.len(), sent.len(), "message count");
@@ -124,16 +116,8 @@ fn kcat_roundtrip_gzip_as_kafka_4() {
     codec_roundtrip("gzip", "4.4");
 }
 
-const SASL: &[&str] = &[
-    "-X",
-    "security.protocol=SASL_PLAINTEXT",
-    "-X",
-    "sasl.mechanisms=PLAIN",
-    "-X",
-    "sasl.username=alice",
-    "-X",
-    "sasl.password=alice-secret",
-];
+const SASL: &[&str] =
+    &["-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=PLAIN", "-X", "sasl.username=alice", "-X", "sasl.password=alice-secret"];
 
 #[test]
 fn kcat_roundtrip_sasl_plain() {

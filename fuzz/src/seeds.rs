@@ -46,13 +46,8 @@ impl MessageVisitor for Collect {
 
 /// A size-prefixed request frame: header at the version Kafka uses, then the body.
 fn request_frame(key: ApiKey, version: i16, body: &[u8]) -> Vec<u8> {
-    let header = RequestHeader {
-        request_api_key: key.key(),
-        request_api_version: version,
-        correlation_id: 7,
-        client_id: Some("fuzz".into()),
-        ..Default::default()
-    };
+    let header =
+        RequestHeader { request_api_key: key.key(), request_api_version: version, correlation_id: 7, client_id: Some("fuzz".into()), ..Default::default() };
     size_prefixed(&header, header::request_header_version(key.key(), version), body)
 }
 
@@ -77,13 +72,8 @@ fn size_prefixed(header: &impl Encode, header_version: i16, body: &[u8]) -> Vec<
 fn records() -> Vec<Record> {
     (0..3)
         .map(|i| {
-            Record::new(
-                i,
-                1_700_000_000_000 + i,
-                (i != 1).then(|| Bytes::from(format!("key-{i}"))),
-                Some(Bytes::from(format!("value {i} ").repeat(3))),
-            )
-            .with_header("h", Some(Bytes::from_static(b"v")))
+            Record::new(i, 1_700_000_000_000 + i, (i != 1).then(|| Bytes::from(format!("key-{i}"))), Some(Bytes::from(format!("value {i} ").repeat(3))))
+                .with_header("h", Some(Bytes::from_static(b"v")))
         })
         .collect()
 }

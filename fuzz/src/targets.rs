@@ -12,8 +12,7 @@ use kwire::{ApiKey, Bytes, BytesMut, RequestKind, ResponseKind};
 
 /// Limits for the targets: the defaults, but with frames and inflated batches small enough that a
 /// decompression bomb costs milliseconds, not seconds.
-pub const LIMITS: DecodeLimits =
-    DecodeLimits { max_frame_size: 1 << 20, max_decompressed_size: 1 << 20, ..DecodeLimits::DEFAULT };
+pub const LIMITS: DecodeLimits = DecodeLimits { max_frame_size: 1 << 20, max_decompressed_size: 1 << 20, ..DecodeLimits::DEFAULT };
 
 /// Picks an api key and version from the first two bytes: the first selects a key of
 /// [`ApiKey::ALL`]; the second a valid version when below 0x80, else any version (to reach the
@@ -159,13 +158,7 @@ macro_rules! differential {
 pub fn roundtrip(data: &[u8]) {
     let Some((dir, rest)) = data.split_first() else { return };
     let Some((key, version, body)) = select(rest) else { return };
-    LIMITS.scope(|| {
-        if dir & 1 == 0 {
-            differential!(RequestKind, key.key(), version, body)
-        } else {
-            differential!(ResponseKind, key.key(), version, body)
-        }
-    });
+    LIMITS.scope(|| if dir & 1 == 0 { differential!(RequestKind, key.key(), version, body) } else { differential!(ResponseKind, key.key(), version, body) });
 }
 
 /// The borrowed views against the owned decode, as `roundtrip` picks the message: the same

@@ -78,11 +78,7 @@ fn null_array(buf: &Bytes) -> Result<(), DecodeError> {
 
 /// Reads an array that must not be null (a lenient decode reads null as empty).
 #[inline]
-pub fn read_array<T>(
-    buf: &mut Bytes,
-    compact: bool,
-    elem: impl FnMut(&mut Bytes) -> Result<T, DecodeError>,
-) -> Result<Vec<T>, DecodeError> {
+pub fn read_array<T>(buf: &mut Bytes, compact: bool, elem: impl FnMut(&mut Bytes) -> Result<T, DecodeError>) -> Result<Vec<T>, DecodeError> {
     match read_nullable_array(buf, compact, elem)? {
         Some(v) => Ok(v),
         None => null_array(buf).map(|()| Vec::new()),
@@ -171,12 +167,7 @@ pub fn write_nullable_array<B: BufMut, T>(
 
 /// Writes an array.
 #[inline]
-pub fn write_array<B: BufMut, T>(
-    buf: &mut B,
-    items: &[T],
-    compact: bool,
-    elem: impl FnMut(&mut B, &T) -> Result<(), EncodeError>,
-) -> Result<(), EncodeError> {
+pub fn write_array<B: BufMut, T>(buf: &mut B, items: &[T], compact: bool, elem: impl FnMut(&mut B, &T) -> Result<(), EncodeError>) -> Result<(), EncodeError> {
     write_nullable_array(buf, Some(items), compact, elem)
 }
 

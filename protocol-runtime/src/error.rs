@@ -143,10 +143,7 @@ impl fmt::Display for DecodeErrorKind {
                 write!(f, "unexpected end of input: needed {needed} bytes, {available} left")
             }
             NegativeLength(n) => write!(f, "invalid negative length {n}"),
-            LengthExceedsRemaining { length, remaining } => write!(
-                f,
-                "length {length} exceeds the {remaining} bytes remaining"
-            ),
+            LengthExceedsRemaining { length, remaining } => write!(f, "length {length} exceeds the {remaining} bytes remaining"),
             StringTooLong(n) => write!(f, "string length {n} exceeds the maximum of 32767"),
             InvalidUtf8 => f.write_str("string is not valid UTF-8"),
             VarintTooLong => f.write_str("varint is too long"),
@@ -154,10 +151,7 @@ impl fmt::Display for DecodeErrorKind {
             TagNotValidForVersion { tag, version } => {
                 write!(f, "tag {tag} is not valid for version {version}")
             }
-            TaggedFieldSizeMismatch { tag, declared, consumed } => write!(
-                f,
-                "tagged field {tag} declared {declared} bytes but its value used {consumed}"
-            ),
+            TaggedFieldSizeMismatch { tag, declared, consumed } => write!(f, "tagged field {tag} declared {declared} bytes but its value used {consumed}"),
             UnsupportedVersion { version } => write!(f, "version {version} is not supported"),
             UnknownApiKey(k) => write!(f, "unknown api key {k}"),
             TrailingBytes { left } => write!(f, "{left} bytes left after the value"),
@@ -327,10 +321,9 @@ impl fmt::Display for RecordsError {
                 write!(f, "record batch length {length} does not match its {len} bytes")
             }
             BatchMagic(m) => write!(f, "record batch magic {m} is not 2"),
-            BatchCrc { base_offset, stored, computed } => write!(
-                f,
-                "record batch at offset {base_offset} is corrupt: stored CRC-32C {stored:#010x}, computed {computed:#010x}"
-            ),
+            BatchCrc { base_offset, stored, computed } => {
+                write!(f, "record batch at offset {base_offset} is corrupt: stored CRC-32C {stored:#010x}, computed {computed:#010x}")
+            }
             UnknownCodec { codec, legacy } => {
                 let place = if *legacy { "message" } else { "record batch" };
                 write!(f, "unknown compression codec {codec} in {place} attributes")
@@ -358,10 +351,9 @@ impl fmt::Display for RecordsError {
             }
             MessageSizeMismatch { size, len } => write!(f, "message size {size} does not match its {len} bytes"),
             MessageMagic(m) => write!(f, "message magic {m} is not 0 or 1"),
-            MessageCrc { offset, stored, computed } => write!(
-                f,
-                "message at offset {offset} is corrupt: stored CRC-32 {stored:#010x}, computed {computed:#010x}"
-            ),
+            MessageCrc { offset, stored, computed } => {
+                write!(f, "message at offset {offset} is corrupt: stored CRC-32 {stored:#010x}, computed {computed:#010x}")
+            }
             ZstdInLegacy => f.write_str("zstd is not allowed in magic 0 and 1 messages"),
             TrailingInMessage(n) => write!(f, "{n} bytes follow the message's value"),
             CompressedNullValue => f.write_str("compressed message has a null value"),
@@ -468,14 +460,7 @@ impl DecodeError {
     /// An error of `kind`, raised with `remaining` bytes left in the buffer being read.
     #[cold]
     pub fn new(kind: DecodeErrorKind, remaining: usize) -> Self {
-        DecodeError(Box::new(DecodeInner {
-            kind,
-            message: None,
-            version: None,
-            path: Vec::new(),
-            remaining,
-            offset: None,
-        }))
+        DecodeError(Box::new(DecodeInner { kind, message: None, version: None, path: Vec::new(), remaining, offset: None }))
     }
 
     /// Pushes a field name onto the path (as the error unwinds, innermost first).
@@ -695,15 +680,9 @@ impl fmt::Display for EncodeError {
         f.write_str(": ")?;
         match &self.0.kind {
             EncodeErrorKind::UnsupportedVersion => f.write_str("version is not supported"),
-            EncodeErrorKind::NonDefaultInVersion => f.write_str(
-                "a non-default value cannot be written in a version that lacks this field",
-            ),
-            EncodeErrorKind::NullInNonNullableVersion => {
-                f.write_str("null cannot be written in a version where the field is not nullable")
-            }
-            EncodeErrorKind::TaggedFieldsInNonFlexibleVersion => {
-                f.write_str("tagged fields are set but the version is not flexible")
-            }
+            EncodeErrorKind::NonDefaultInVersion => f.write_str("a non-default value cannot be written in a version that lacks this field"),
+            EncodeErrorKind::NullInNonNullableVersion => f.write_str("null cannot be written in a version where the field is not nullable"),
+            EncodeErrorKind::TaggedFieldsInNonFlexibleVersion => f.write_str("tagged fields are set but the version is not flexible"),
             EncodeErrorKind::TooLong(n) => write!(f, "length {n} is too long to be serialized"),
             EncodeErrorKind::Records(e) => fmt::Display::fmt(e, f),
         }

@@ -432,10 +432,7 @@ impl VersionedJson for Bytes {
 
     fn from_json(value: &Value, _version: i16) -> Result<Self, JsonError> {
         let s = value.as_str().ok_or_else(|| wrong("a base64 string", value))?;
-        STANDARD
-            .decode(s)
-            .map(Bytes::from)
-            .map_err(|e| JsonError::new(JsonErrorKind::InvalidEncoding(format!("invalid base64: {e}"))))
+        STANDARD.decode(s).map(Bytes::from).map_err(|e| JsonError::new(JsonErrorKind::InvalidEncoding(format!("invalid base64: {e}"))))
     }
 }
 
@@ -466,21 +463,12 @@ impl VersionedJson for Uuid {
 }
 
 fn array_to_json<T: VersionedJson>(items: &[T], version: i16) -> Result<Value, JsonError> {
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, v)| v.to_json(version).map_err(|e| e.index(i)))
-        .collect::<Result<Vec<_>, _>>()
-        .map(Value::Array)
+    items.iter().enumerate().map(|(i, v)| v.to_json(version).map_err(|e| e.index(i))).collect::<Result<Vec<_>, _>>().map(Value::Array)
 }
 
 fn array_from_json<T: VersionedJson, C: FromIterator<T>>(value: &Value, version: i16) -> Result<C, JsonError> {
     let items = value.as_array().ok_or_else(|| wrong("an array", value))?;
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, v)| T::from_json(v, version).map_err(|e| e.index(i)))
-        .collect()
+    items.iter().enumerate().map(|(i, v)| T::from_json(v, version).map_err(|e| e.index(i))).collect()
 }
 
 impl<T: VersionedJson> VersionedJson for Vec<T> {

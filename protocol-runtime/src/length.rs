@@ -157,10 +157,7 @@ mod tests {
     fn length_checked_against_remaining_before_use() {
         let mut b = Bytes::from_static(&[0x7f, 0xff, 0xff, 0xff, 0x00]);
         let err = read_len32(&mut b, false).unwrap_err();
-        assert_eq!(
-            err.kind(),
-            &DecodeErrorKind::LengthExceedsRemaining { length: i32::MAX as u64, remaining: 1 }
-        );
+        assert_eq!(err.kind(), &DecodeErrorKind::LengthExceedsRemaining { length: i32::MAX as u64, remaining: 1 });
         let mut c = Bytes::from_static(&[0x04, b'a', b'b']);
         assert!(read_len32(&mut c, true).is_err());
     }

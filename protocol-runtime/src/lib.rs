@@ -17,19 +17,19 @@ pub mod array;
 #[doc(hidden)]
 pub mod encoding;
 pub mod error;
-#[cfg(feature = "serde")]
-pub mod json;
-pub mod lenient;
 #[allow(clippy::arithmetic_side_effects)] // not reached by input
 pub mod error_code;
+#[cfg(feature = "serde")]
+pub mod json;
 #[doc(hidden)] // generated code calls it; not public API
 pub mod length;
+pub mod lenient;
 pub mod limits;
 pub mod message;
 pub mod primitive;
+pub mod records;
 #[allow(clippy::arithmetic_side_effects)] // not reached by input
 pub mod sample;
-pub mod records;
 pub mod string;
 pub mod tagged;
 pub mod uuid;
@@ -38,19 +38,16 @@ pub mod version;
 pub mod view;
 pub mod visit;
 
-pub use api::{ApiInfo, ReleaseVersions, VersionOrigin};
-pub use error_code::ErrorCode;
-pub use bytes::{Buf, BufMut, Bytes, BytesMut};
-pub use bytestring::ByteString;
-pub use ::smallvec::{smallvec, SmallVec};
 /// The `smallvec` crate: generated messages hold arrays of fixed-width values as `SmallVec`s.
 pub use ::smallvec;
-pub use error::{
-    DecodeContext, DecodeError, DecodeErrorKind, EncodeContext, EncodeError, EncodeErrorKind, PathSegment, RecordsEncodeError,
-    RecordsError,
-};
-pub use message::{Decode, Encode, Message, Request};
+pub use ::smallvec::{smallvec, SmallVec};
+pub use api::{ApiInfo, ReleaseVersions, VersionOrigin};
+pub use bytes::{Buf, BufMut, Bytes, BytesMut};
+pub use bytestring::ByteString;
+pub use error::{DecodeContext, DecodeError, DecodeErrorKind, EncodeContext, EncodeError, EncodeErrorKind, PathSegment, RecordsEncodeError, RecordsError};
+pub use error_code::ErrorCode;
 pub use limits::{decode_with_limits, DecodeLimits};
+pub use message::{Decode, Encode, Message, Request};
 pub use tagged::{RawTaggedField, UnknownTaggedFields};
 pub use uuid::Uuid;
 pub use version::VersionRange;

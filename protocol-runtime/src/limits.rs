@@ -283,10 +283,7 @@ mod tests {
                 assert!(charge_array(10, 8, 0).is_ok());
                 assert!(charge_array(2, 8, 0).is_ok());
                 let err = charge_array(1, 8, 3).unwrap_err();
-                assert_eq!(
-                    err.kind(),
-                    &DecodeErrorKind::LimitExceeded { limit: Limit::MessageAlloc, value: 104, max: 100 }
-                );
+                assert_eq!(err.kind(), &DecodeErrorKind::LimitExceeded { limit: Limit::MessageAlloc, value: 104, max: 100 });
             });
             // The next message starts with the whole budget.
             with_message_budget(|| assert!(charge_array(12, 8, 0).is_ok()));

@@ -98,15 +98,10 @@ pub trait Request: Message {
 /// Decodes a top-level message: checks the version, then names the message, version and offset
 /// in any error. Used by generated code.
 #[inline]
-pub fn decode_message<T: Message>(
-    buf: &mut Bytes,
-    version: i16,
-    fields: impl FnOnce(&mut Bytes, i16) -> Result<T, DecodeError>,
-) -> Result<T, DecodeError> {
+pub fn decode_message<T: Message>(buf: &mut Bytes, version: i16, fields: impl FnOnce(&mut Bytes, i16) -> Result<T, DecodeError>) -> Result<T, DecodeError> {
     let total = bytes::Buf::remaining(buf);
     if !T::VERSIONS.contains(version) {
-        return Err(DecodeError::new(DecodeErrorKind::UnsupportedVersion { version }, total)
-            .in_message(T::NAME, version, total));
+        return Err(DecodeError::new(DecodeErrorKind::UnsupportedVersion { version }, total).in_message(T::NAME, version, total));
     }
     crate::limits::with_message_budget(|| fields(buf, version)).map_err(|e| e.in_message(T::NAME, version, total))
 }
@@ -129,10 +124,7 @@ pub fn encode_message<T: Message, B: BufMut>(
 #[doc(hidden)] // generated code calls it; not public API
 /// Reads a nullable struct: an int8 marker (negative for null), then the struct.
 #[inline]
-pub fn read_nullable_struct<T>(
-    buf: &mut Bytes,
-    read: impl FnOnce(&mut Bytes) -> Result<T, DecodeError>,
-) -> Result<Option<T>, DecodeError> {
+pub fn read_nullable_struct<T>(buf: &mut Bytes, read: impl FnOnce(&mut Bytes) -> Result<T, DecodeError>) -> Result<Option<T>, DecodeError> {
     if crate::primitive::read_i8(buf)? < 0 {
         Ok(None)
     } else {

@@ -34,9 +34,7 @@ pub fn read_nullable_string(buf: &mut Bytes, compact: bool) -> Result<Option<Byt
 pub fn read_string(buf: &mut Bytes, compact: bool) -> Result<ByteString, DecodeError> {
     match read_nullable_string(buf, compact)? {
         Some(s) => Ok(s),
-        None if crate::lenient::tolerate(crate::lenient::LeniencyKind::NullString, bytes::Buf::remaining(buf)) => {
-            Ok(ByteString::new())
-        }
+        None if crate::lenient::tolerate(crate::lenient::LeniencyKind::NullString, bytes::Buf::remaining(buf)) => Ok(ByteString::new()),
         None => Err(null_error(buf)),
     }
 }

@@ -146,10 +146,7 @@ pub fn read_tagged_fields(
     // Each field takes at least two bytes (tag and size).
     if u64::from(count) > buf.remaining() as u64 {
         let remaining = buf.remaining();
-        return Err(DecodeError::new(
-            DecodeErrorKind::LengthExceedsRemaining { length: u64::from(count), remaining },
-            remaining,
-        ));
+        return Err(DecodeError::new(DecodeErrorKind::LengthExceedsRemaining { length: u64::from(count), remaining }, remaining));
     }
     // Charged as if every field were unknown and kept: the most the section can allocate.
     crate::limits::charge_tagged(count as usize, std::mem::size_of::<RawTaggedField>(), buf.remaining())?;
@@ -195,17 +192,12 @@ pub fn tag_not_valid(tag: u32, version: i16, sub: &Bytes) -> DecodeError {
 /// Decodes a known tagged value and reports a short value as a size mismatch rather than as the
 /// end of the message.
 #[inline]
-pub fn read_known<T>(
-    tag: u32,
-    sub: &mut Bytes,
-    read: impl FnOnce(&mut Bytes) -> Result<T, DecodeError>,
-) -> Result<T, DecodeError> {
+pub fn read_known<T>(tag: u32, sub: &mut Bytes, read: impl FnOnce(&mut Bytes) -> Result<T, DecodeError>) -> Result<T, DecodeError> {
     let declared = sub.remaining();
     read(sub).map_err(|e| match e.kind() {
-        DecodeErrorKind::UnexpectedEnd { .. } => DecodeError::new(
-            DecodeErrorKind::TaggedFieldSizeMismatch { tag, declared, consumed: declared.saturating_add(1) },
-            0,
-        ),
+        DecodeErrorKind::UnexpectedEnd { .. } => {
+            DecodeError::new(DecodeErrorKind::TaggedFieldSizeMismatch { tag, declared, consumed: declared.saturating_add(1) }, 0)
+        }
         _ => e,
     })
 }
@@ -284,10 +276,7 @@ mod tests {
         let mut wire = Bytes::from_static(&[0x01, 0x00, 0x05, 0, 0, 0, 1, 0xff]);
         let mut unknown = UnknownTaggedFields::default();
         let err = read_tagged_fields(&mut wire, &mut unknown, |_, sub| read_i32(sub).map(|_| true)).unwrap_err();
-        assert_eq!(
-            err.kind(),
-            &DecodeErrorKind::TaggedFieldSizeMismatch { tag: 0, declared: 5, consumed: 4 }
-        );
+        assert_eq!(err.kind(), &DecodeErrorKind::TaggedFieldSizeMismatch { tag: 0, declared: 5, consumed: 4 });
     }
 
     #[test]

@@ -19,9 +19,7 @@ impl Uuid {
     pub const fn from_u64_pair(most: u64, least: u64) -> Self {
         let m = most.to_be_bytes();
         let l = least.to_be_bytes();
-        Uuid([
-            m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], l[0], l[1], l[2], l[3], l[4], l[5], l[6], l[7],
-        ])
+        Uuid([m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], l[0], l[1], l[2], l[3], l[4], l[5], l[6], l[7]])
     }
 
     /// The most and least significant halves.

@@ -18,10 +18,7 @@ fn too_long(buf: &[u8]) -> DecodeError {
 #[cold]
 pub(crate) fn truncated(buf: &[u8], needed: usize) -> DecodeError {
     let available = buf.len();
-    DecodeError::new(
-        DecodeErrorKind::UnexpectedEnd { needed, available },
-        available,
-    )
+    DecodeError::new(DecodeErrorKind::UnexpectedEnd { needed, available }, available)
 }
 
 #[inline(always)]
@@ -81,11 +78,7 @@ fn read_uleb_slow(buf: &mut &[u8], bits: u32) -> Result<u64, DecodeError> {
         let payload = u64::from(b & 0x7f);
         // Bits of this byte that would land beyond the type's width make it too long.
         // shift < bits here, so bits - shift cannot wrap.
-        if shift >= bits
-            || (shift > 0
-                && bits.wrapping_sub(shift) < 7
-                && payload >> bits.wrapping_sub(shift) != 0)
-        {
+        if shift >= bits || (shift > 0 && bits.wrapping_sub(shift) < 7 && payload >> bits.wrapping_sub(shift) != 0) {
             return Err(too_long(buf));
         }
         *buf = rest;
@@ -260,10 +253,7 @@ mod tests {
         for v in [0, -1, 1, -2, 2147483647, -2147483648] {
             write_varint(&mut out, v);
         }
-        assert_eq!(
-            out,
-            [0x00, 0x01, 0x02, 0x03, 0xfe, 0xff, 0xff, 0xff, 0x0f, 0xff, 0xff, 0xff, 0xff, 0x0f]
-        );
+        assert_eq!(out, [0x00, 0x01, 0x02, 0x03, 0xfe, 0xff, 0xff, 0xff, 0x0f, 0xff, 0xff, 0xff, 0xff, 0x0f]);
         let mut b = Bytes::from(out);
         for v in [0, -1, 1, -2, 2147483647, -2147483648] {
             assert_eq!(read_varint(&mut b).unwrap(), v);
@@ -286,10 +276,7 @@ mod tests {
         let mut eleven = Bytes::from_static(&[0xff; 11]);
         assert_eq!(read_unsigned_varlong(&mut eleven).unwrap_err().kind(), &DecodeErrorKind::VarintTooLong);
         let mut cut = Bytes::from_static(&[0x80, 0x80]);
-        assert!(matches!(
-            read_unsigned_varint(&mut cut).unwrap_err().kind(),
-            DecodeErrorKind::UnexpectedEnd { .. }
-        ));
+        assert!(matches!(read_unsigned_varint(&mut cut).unwrap_err().kind(), DecodeErrorKind::UnexpectedEnd { .. }));
         // Non-minimal but within width is accepted, as Kafka does.
         let mut padded = Bytes::from_static(&[0x81, 0x00]);
         assert_eq!(read_unsigned_varint(&mut padded).unwrap(), 1);

@@ -82,11 +82,7 @@ pub trait Mode {
 
     /// Reads an array that may be null.
     #[inline(always)]
-    fn nullable_array<'a, T: View<'a>>(
-        buf: &mut &'a [u8],
-        version: i16,
-        compact: bool,
-    ) -> Result<Option<ArrayView<'a, T>>, DecodeError> {
+    fn nullable_array<'a, T: View<'a>>(buf: &mut &'a [u8], version: i16, compact: bool) -> Result<Option<ArrayView<'a, T>>, DecodeError> {
         if Self::TRUSTED {
             array::<T, true>(buf, version, compact)
         } else {
@@ -136,10 +132,7 @@ pub trait MessageView<'a>: View<'a> + IntoOwned + Copy + fmt::Debug + Default {
     fn decode(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
         let total = buf.len();
         if !Self::VERSIONS.contains(version) {
-            return Err(
-                DecodeError::new(DecodeErrorKind::UnsupportedVersion { version }, total)
-                    .in_message(Self::NAME, version, total),
-            );
+            return Err(DecodeError::new(DecodeErrorKind::UnsupportedVersion { version }, total).in_message(Self::NAME, version, total));
         }
         Self::decode_view(buf, version, false).map_err(|e| e.in_message(Self::NAME, version, total))
     }
@@ -223,10 +216,7 @@ fn read_i8(buf: &mut &[u8]) -> Result<i8, DecodeError> {
 #[cold]
 fn exceeds(buf: &[u8], length: u64) -> DecodeError {
     let remaining = buf.len();
-    DecodeError::new(
-        DecodeErrorKind::LengthExceedsRemaining { length, remaining },
-        remaining,
-    )
+    DecodeError::new(DecodeErrorKind::LengthExceedsRemaining { length, remaining }, remaining)
 }
 
 #[inline(always)]
@@ -301,9 +291,7 @@ pub fn nullable_str<'a>(buf: &mut &'a [u8], compact: bool) -> Result<Option<&'a 
     crate::limits::check_string_len(n, remaining)?;
     let raw = take(buf, n)?;
     // Reported at the string's start, as the owned decode does.
-    std::str::from_utf8(raw)
-        .map(Some)
-        .map_err(|_| DecodeError::new(DecodeErrorKind::InvalidUtf8, remaining))
+    std::str::from_utf8(raw).map(Some).map_err(|_| DecodeError::new(DecodeErrorKind::InvalidUtf8, remaining))
 }
 
 impl<'a> View<'a> for &'a str {
@@ -360,10 +348,7 @@ impl IntoOwned for &str {
 #[doc(hidden)] // generated code calls it; not public API
 /// Reads bytes (or records) that may be null.
 #[inline]
-pub fn nullable_bytes<'a>(
-    buf: &mut &'a [u8],
-    compact: bool,
-) -> Result<Option<&'a [u8]>, DecodeError> {
+pub fn nullable_bytes<'a>(buf: &mut &'a [u8], compact: bool) -> Result<Option<&'a [u8]>, DecodeError> {
     match len32(buf, compact)? {
         Some(n) => take(buf, n).map(Some),
         None => Ok(None),
@@ -437,13 +422,7 @@ impl<T> Copy for ArrayView<'_, T> {}
 impl<T> Default for ArrayView<'_, T> {
     #[inline]
     fn default() -> Self {
-        ArrayView {
-            data: &[],
-            len: 0,
-            version: 0,
-            compact: false,
-            elem: PhantomData,
-        }
+        ArrayView { data: &[], len: 0, version: 0, compact: false, elem: PhantomData }
     }
 }
 
@@ -469,13 +448,7 @@ impl<'a, T: View<'a>> ArrayView<'a, T> {
     /// The elements, in order.
     #[inline]
     pub fn iter(&self) -> ArrayIter<'a, T> {
-        ArrayIter {
-            rest: self.data,
-            left: self.len as usize,
-            version: self.version,
-            compact: self.compact,
-            elem: PhantomData,
-        }
+        ArrayIter { rest: self.data, left: self.len as usize, version: self.version, compact: self.compact, elem: PhantomData }
     }
 }
 
@@ -506,22 +479,14 @@ pub fn skip_nullable_array<'a, T: View<'a>>(buf: &mut &'a [u8], version: i16, co
 #[doc(hidden)] // generated code calls it; not public API
 /// Reads an array that may be null, checking every element.
 #[inline(always)]
-pub fn nullable_array<'a, T: View<'a>>(
-    buf: &mut &'a [u8],
-    version: i16,
-    compact: bool,
-) -> Result<Option<ArrayView<'a, T>>, DecodeError> {
+pub fn nullable_array<'a, T: View<'a>>(buf: &mut &'a [u8], version: i16, compact: bool) -> Result<Option<ArrayView<'a, T>>, DecodeError> {
     array::<T, false>(buf, version, compact)
 }
 
 /// Reads an array that may be null: checking every element, or (`TRUSTED`, bytes checked
 /// already) finding its end by skipping them.
 #[inline(always)]
-fn array<'a, T: View<'a>, const TRUSTED: bool>(
-    buf: &mut &'a [u8],
-    version: i16,
-    compact: bool,
-) -> Result<Option<ArrayView<'a, T>>, DecodeError> {
+fn array<'a, T: View<'a>, const TRUSTED: bool>(buf: &mut &'a [u8], version: i16, compact: bool) -> Result<Option<ArrayView<'a, T>>, DecodeError> {
     let Some(len) = len32(buf, compact)? else {
         return Ok(None);
     };
@@ -546,12 +511,7 @@ fn array<'a, T: View<'a>, const TRUSTED: bool>(
 /// skipping it. For a fixed-width array cut short, the check finds the element that does not
 /// fit: the error the owned decode gives.
 #[inline(never)]
-fn elements<'a, T: View<'a>, const TRUSTED: bool>(
-    buf: &mut &'a [u8],
-    len: usize,
-    version: i16,
-    compact: bool,
-) -> Result<ArrayView<'a, T>, DecodeError> {
+fn elements<'a, T: View<'a>, const TRUSTED: bool>(buf: &mut &'a [u8], len: usize, version: i16, compact: bool) -> Result<ArrayView<'a, T>, DecodeError> {
     let start = *buf;
     for i in 0..len {
         let step = if TRUSTED { T::skip_view(buf, version, compact) } else { T::check_view(buf, version, compact) };
@@ -667,10 +627,7 @@ impl<'a> TaggedView<'a> {
 
     /// Every tagged field, `(tag, value bytes)`, in wire order.
     pub fn iter(&self) -> TaggedIter<'a> {
-        TaggedIter {
-            rest: self.data,
-            left: self.len,
-        }
+        TaggedIter { rest: self.data, left: self.len }
     }
 
     /// The fields whose tags are not in `known`, copied: what the owned message keeps as its
@@ -722,10 +679,7 @@ impl<'a> Iterator for TaggedIter<'a> {
 /// Reads a tagged-field section. `known(tag, sub)` reads a known tag from `sub` (exactly its
 /// declared bytes) and returns `Ok(true)`, or `Ok(false)` for a tag it does not know.
 #[inline]
-pub fn read_tagged<'a>(
-    buf: &mut &'a [u8],
-    mut known: impl FnMut(u32, &mut &'a [u8]) -> Result<bool, DecodeError>,
-) -> Result<TaggedView<'a>, DecodeError> {
+pub fn read_tagged<'a>(buf: &mut &'a [u8], mut known: impl FnMut(u32, &mut &'a [u8]) -> Result<bool, DecodeError>) -> Result<TaggedView<'a>, DecodeError> {
     let len = crate::varint::read_uleb_slice(buf, 32)? as usize;
     if len == 0 {
         return Ok(TaggedView::default());
@@ -744,20 +698,13 @@ pub fn read_tagged<'a>(
         if known(tag, &mut sub).map_err(|e| e.shift(after))? && !sub.is_empty() {
             let left = sub.len();
             return Err(DecodeError::new(
-                DecodeErrorKind::TaggedFieldSizeMismatch {
-                    tag,
-                    declared: size,
-                    consumed: size.saturating_sub(left),
-                },
+                DecodeErrorKind::TaggedFieldSizeMismatch { tag, declared: size, consumed: size.saturating_sub(left) },
                 left.saturating_add(after),
             ));
         }
     }
     let used = start.len().saturating_sub(buf.len());
-    Ok(TaggedView {
-        data: start.get(..used).unwrap_or_default(),
-        len,
-    })
+    Ok(TaggedView { data: start.get(..used).unwrap_or_default(), len })
 }
 
 #[doc(hidden)] // generated code calls it; not public API
@@ -777,21 +724,12 @@ pub fn skip_tagged(buf: &mut &[u8]) -> Result<(), DecodeError> {
 /// Reads a known tagged value, reporting a short value as a size mismatch (as
 /// [`crate::tagged::read_known`] does).
 #[inline]
-pub fn read_known<'a, T>(
-    tag: u32,
-    sub: &mut &'a [u8],
-    read: impl FnOnce(&mut &'a [u8]) -> Result<T, DecodeError>,
-) -> Result<T, DecodeError> {
+pub fn read_known<'a, T>(tag: u32, sub: &mut &'a [u8], read: impl FnOnce(&mut &'a [u8]) -> Result<T, DecodeError>) -> Result<T, DecodeError> {
     let declared = sub.len();
     read(sub).map_err(|e| match e.kind() {
-        DecodeErrorKind::UnexpectedEnd { .. } => DecodeError::new(
-            DecodeErrorKind::TaggedFieldSizeMismatch {
-                tag,
-                declared,
-                consumed: declared.saturating_add(1),
-            },
-            0,
-        ),
+        DecodeErrorKind::UnexpectedEnd { .. } => {
+            DecodeError::new(DecodeErrorKind::TaggedFieldSizeMismatch { tag, declared, consumed: declared.saturating_add(1) }, 0)
+        }
         _ => e,
     })
 }
@@ -800,8 +738,5 @@ pub fn read_known<'a, T>(
 /// A known tag in a version where its field does not exist.
 #[cold]
 pub fn tag_not_valid(tag: u32, version: i16, sub: &[u8]) -> DecodeError {
-    DecodeError::new(
-        DecodeErrorKind::TagNotValidForVersion { tag, version },
-        sub.len(),
-    )
+    DecodeError::new(DecodeErrorKind::TagNotValidForVersion { tag, version }, sub.len())
 }

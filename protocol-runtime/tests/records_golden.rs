@@ -3,8 +3,7 @@
 //! CRC mismatches, control batches and the decompression limit.
 
 use kwire_runtime::records::{
-    decode_all, Batch, Batches, Compression, ControlRecord, ControlRecordType, DecodeOptions, Header, LegacyBuilder,
-    Record, RecordBatchBuilder, TimestampType,
+    decode_all, Batch, Batches, Compression, ControlRecord, ControlRecordType, DecodeOptions, Header, LegacyBuilder, Record, RecordBatchBuilder, TimestampType,
 };
 use kwire_runtime::{Bytes, DecodeErrorKind, RecordsError};
 
@@ -31,17 +30,30 @@ const GOLDEN_V2: &str = concat!(
     "00000002",         // records count 2
     // record 0: length 12, attributes 0, timestampDelta 0, offsetDelta 0, key "k", value "v",
     // 1 header "h" = "x" (varints zigzag: 1 -> 02, 12 -> 18)
-    "18", "00", "00", "00", "026b", "0276", "02", "0268", "0278",
+    "18",
+    "00",
+    "00",
+    "00",
+    "026b",
+    "0276",
+    "02",
+    "0268",
+    "0278",
     // record 1: length 13, attributes 0, timestampDelta 5 (0a), offsetDelta 1 (02), key null
     // (-1 -> 01), value empty (00), 2 headers: "h" = null, "h" = "y"
-    "1a", "00", "0a", "02", "01", "00", "04", "026801", "02680279",
+    "1a",
+    "00",
+    "0a",
+    "02",
+    "01",
+    "00",
+    "04",
+    "026801",
+    "02680279",
 );
 
 fn golden_v2_records() -> Vec<Record> {
-    vec![
-        Record::new(5, 1000, b("k"), b("v")).with_header("h", b("x")),
-        Record::new(6, 1005, None, b("")).with_header("h", None).with_header("h", b("y")),
-    ]
+    vec![Record::new(5, 1000, b("k"), b("v")).with_header("h", b("x")), Record::new(6, 1005, None, b("")).with_header("h", None).with_header("h", b("y"))]
 }
 
 #[test]
@@ -90,7 +102,8 @@ const GOLDEN_V1: &str = concat!(
     "00",               // attributes
     "00000000000003e8", // timestamp 1000
     "ffffffff",         // key null
-    "00000005", "68656c6c6f", // value "hello"
+    "00000005",
+    "68656c6c6f", // value "hello"
 );
 
 /// Magic 0 message at offset 3: key "k", value "v". CRC-32 0x1fecd70a.
@@ -100,8 +113,10 @@ const GOLDEN_V0: &str = concat!(
     "1fecd70a",         // crc
     "00",               // magic 0
     "00",               // attributes
-    "00000001", "6b",   // key "k"
-    "00000001", "76",   // value "v"
+    "00000001",
+    "6b", // key "k"
+    "00000001",
+    "76", // value "v"
 );
 
 #[test]
@@ -266,8 +281,5 @@ fn unknown_magic_and_bad_attributes_are_errors() {
     let mut raw = hex::decode(GOLDEN_V2).unwrap();
     raw[8..12].copy_from_slice(&(-5i32).to_be_bytes());
     let err = Batches::new(Bytes::from(raw)).next().unwrap().unwrap_err();
-    assert!(
-        matches!(err.kind(), DecodeErrorKind::Records(RecordsError::NegativeEntrySize { size: -5, .. })),
-        "{err}"
-    );
+    assert!(matches!(err.kind(), DecodeErrorKind::Records(RecordsError::NegativeEntrySize { size: -5, .. })), "{err}");
 }

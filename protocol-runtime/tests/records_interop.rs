@@ -45,11 +45,7 @@ fn python(args: &[&str]) -> (bool, String, String) {
         .current_dir(script_dir())
         .output()
         .unwrap_or_else(|e| panic!("cannot run {py} (set KWIRE_SKIP_INTEROP=1 to skip interop tests): {e}"));
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 struct Case {
@@ -106,14 +102,7 @@ fn parse(text: &str) -> Vec<Case> {
 fn write_case(out: &mut String, name: &str, magic: i8, codec: Compression, data: &[u8], records: &[Record]) {
     out.push_str(&format!("CASE {name} {magic} {codec} {}\n", hex::encode(data)));
     for r in records {
-        out.push_str(&format!(
-            "REC {} {} {} {} {}",
-            r.offset,
-            r.timestamp,
-            enc(r.key.as_deref()),
-            enc(r.value.as_deref()),
-            r.headers.len()
-        ));
+        out.push_str(&format!("REC {} {} {} {} {}", r.offset, r.timestamp, enc(r.key.as_deref()), enc(r.value.as_deref()), r.headers.len()));
         for h in &r.headers {
             out.push_str(&format!(" {} {}", enc(Some(h.key.as_bytes())), enc(h.value.as_deref())));
         }

@@ -1,9 +1,7 @@
 //! Property tests: random record sets round-trip through every codec and both batch formats,
 //! and hostile input never panics.
 
-use kwire_runtime::records::{
-    Batch, Batches, Compression, DecodeOptions, Header, LegacyBuilder, Record, RecordBatchBuilder,
-};
+use kwire_runtime::records::{Batch, Batches, Compression, DecodeOptions, Header, LegacyBuilder, Record, RecordBatchBuilder};
 use kwire_runtime::Bytes;
 use proptest::prelude::*;
 
@@ -13,8 +11,7 @@ fn opt_bytes(max: usize) -> impl Strategy<Value = Option<Bytes>> {
 
 fn header() -> impl Strategy<Value = Header> {
     // Few distinct keys, so duplicates are common.
-    (prop_oneof![Just("a".to_string()), Just("b".to_string()), "[a-zé]{0,6}"], opt_bytes(20))
-        .prop_map(|(k, v)| Header::new(k, v))
+    (prop_oneof![Just("a".to_string()), Just("b".to_string()), "[a-zé]{0,6}"], opt_bytes(20)).prop_map(|(k, v)| Header::new(k, v))
 }
 
 /// Records with increasing offsets (gaps allowed) and arbitrary timestamps around a base.
@@ -22,10 +19,7 @@ fn records(with_headers: bool) -> impl Strategy<Value = Vec<Record>> {
     let max_headers = if with_headers { 4 } else { 0 };
     (
         0i64..1 << 40,
-        proptest::collection::vec(
-            (1i64..5, -100_000i64..100_000, opt_bytes(40), opt_bytes(300), proptest::collection::vec(header(), 0..=max_headers)),
-            1..40,
-        ),
+        proptest::collection::vec((1i64..5, -100_000i64..100_000, opt_bytes(40), opt_bytes(300), proptest::collection::vec(header(), 0..=max_headers)), 1..40),
     )
         .prop_map(|(base, rs)| {
             let mut offset = base;
@@ -172,8 +166,7 @@ proptest! {
 fn hostile_counts_and_lengths() {
     let opts = DecodeOptions { verify_crc: false, ..DecodeOptions::default() };
     let mut b = RecordBatchBuilder::new();
-    b.append(Record::new(0, 0, Some(Bytes::from_static(b"key")), Some(Bytes::from_static(b"value"))).with_header("h", None))
-        .unwrap();
+    b.append(Record::new(0, 0, Some(Bytes::from_static(b"key")), Some(Bytes::from_static(b"value"))).with_header("h", None)).unwrap();
     let good = b.build().unwrap().to_vec();
     let decode = |raw: Vec<u8>| -> Result<Vec<Record>, String> {
         let mut out = Vec::new();

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kwire::codec::{CodecError, FrameDecoder, RequestFrame};
 use bytes::Buf;
+use kwire::codec::{CodecError, FrameDecoder, RequestFrame};
 use kwire::{ApiKey, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{ReadHalf, WriteHalf};
@@ -54,8 +54,7 @@ pub(crate) async fn serve(shared: &Arc<Shared>, mut client: TcpStream, upstream:
     if client.peek(&mut first).await.map_err(|e| ProxyError::io("reading from the client", e))? == 0 {
         return Ok(());
     }
-    let mut server =
-        TcpStream::connect(upstream).await.map_err(|e| ProxyError::io(format!("connecting to {upstream}"), e))?;
+    let mut server = TcpStream::connect(upstream).await.map_err(|e| ProxyError::io(format!("connecting to {upstream}"), e))?;
     let _ = server.set_nodelay(true);
     if first == [TLS_HANDSHAKE] {
         // Not terminated: relayed opaque (see the crate docs).
@@ -104,8 +103,7 @@ async fn read_frame(r: &mut ReadHalf<'_>, buf: &mut BytesMut, frames: &FrameDeco
 
 /// Writes the first `len` bytes of the frame of `payload` (its size prefix, then the payload).
 async fn write_frame(w: &mut WriteHalf<'_>, payload: &Bytes, len: usize, side: &str) -> Result<(), ProxyError> {
-    let size = i32::try_from(payload.len())
-        .map_err(|_| ProxyError::Frame(CodecError::EncodedFrameTooLarge { size: payload.len(), max: i32::MAX as usize }))?;
+    let size = i32::try_from(payload.len()).map_err(|_| ProxyError::Frame(CodecError::EncodedFrameTooLarge { size: payload.len(), max: i32::MAX as usize }))?;
     let prefix = size.to_be_bytes();
     let mut frame = Buf::chain(&prefix[..], payload.clone()).take(len);
     w.write_all_buf(&mut frame).await.map_err(|e| ProxyError::io(format!("writing to the {side}"), e))

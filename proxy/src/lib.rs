@@ -141,8 +141,7 @@ impl Proxy {
     /// serving on the current tokio runtime.
     pub async fn start(config: Config) -> Result<Proxy, ProxyError> {
         let upstream = config.upstream.split(',').next().unwrap_or_default().trim().to_string();
-        let Some((host, port)) = upstream.rsplit_once(':').and_then(|(h, p)| Some((h.to_string(), p.parse::<u16>().ok()?)))
-        else {
+        let Some((host, port)) = upstream.rsplit_once(':').and_then(|(h, p)| Some((h.to_string(), p.parse::<u16>().ok()?))) else {
             return Err(ProxyError::Config(format!("upstream {upstream:?}: expected host:port")));
         };
         let shared = Arc::new(Shared::new(config)?);

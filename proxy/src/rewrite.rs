@@ -100,8 +100,8 @@ impl Tenant {
 pub(crate) fn request(tenant: &Tenant, request: &RequestFrame, payload: &Bytes) -> Result<Option<Vec<u8>>, ProxyError> {
     let Ok(api) = request.api_key() else { return Ok(None) };
     let version = request.version();
-    let mut body = RequestKind::decode(&mut request.body.clone(), api.key(), version)
-        .map_err(|source| ProxyError::Decode { what: "request", api, version, source })?;
+    let mut body =
+        RequestKind::decode(&mut request.body.clone(), api.key(), version).map_err(|source| ProxyError::Decode { what: "request", api, version, source })?;
     let mut changed = false;
     let ids = tenant.ids();
     body.visit_entities_mut(&mut |field, value| match (field.kind, value) {
@@ -136,8 +136,12 @@ pub(crate) fn request(tenant: &Tenant, request: &RequestFrame, payload: &Bytes) 
 /// with a tenant, only its topics, unprefixed.
 pub(crate) fn response(shared: &Arc<Shared>, api: ApiKey, version: i16, payload: &Bytes) -> Result<Option<Vec<u8>>, ProxyError> {
     let mut rest = payload.clone();
-    ResponseHeader::decode(&mut rest, api.response_header_version(version))
-        .map_err(|source| ProxyError::Decode { what: "response header", api, version, source })?;
+    ResponseHeader::decode(&mut rest, api.response_header_version(version)).map_err(|source| ProxyError::Decode {
+        what: "response header",
+        api,
+        version,
+        source,
+    })?;
     let (version, mut body) = decode_response_body(api, version, &rest, |v, b| ResponseKind::decode(b, api.key(), v))
         .map_err(|(version, source)| ProxyError::Decode { what: "response", api, version, source })?;
     let mut changed = false;
@@ -178,9 +182,7 @@ pub(crate) fn response(shared: &Arc<Shared>, api: ApiKey, version: i16, payload:
             }
         };
         body.visit_entities_mut(&mut |field, value| match (field.kind, value) {
-            (EntityType::TopicName, EntityMut::Str(name)) | (EntityType::TopicName, EntityMut::NullableStr(Some(name))) => {
-                strip(name)
-            }
+            (EntityType::TopicName, EntityMut::Str(name)) | (EntityType::TopicName, EntityMut::NullableStr(Some(name))) => strip(name),
             _ => {}
         });
         topic_resources!(&mut body, strip,
@@ -201,10 +203,7 @@ fn header_bytes(payload: &Bytes, body_len: usize) -> Result<&[u8], ProxyError> {
     payload.get(..payload.len().saturating_sub(body_len)).ok_or(ProxyError::ShortResponse(payload.len()))
 }
 
-fn reencode(
-    header: &[u8],
-    encode: impl FnOnce(&mut Vec<u8>) -> Result<(), kwire::EncodeError>,
-) -> Result<Option<Vec<u8>>, ProxyError> {
+fn reencode(header: &[u8], encode: impl FnOnce(&mut Vec<u8>) -> Result<(), kwire::EncodeError>) -> Result<Option<Vec<u8>>, ProxyError> {
     let mut out = Vec::with_capacity(header.len() + 256);
     out.extend_from_slice(header);
     encode(&mut out).map_err(ProxyError::Encode)?;

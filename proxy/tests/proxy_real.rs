@@ -109,9 +109,7 @@ impl Proxy {
     /// Resident memory now and at its peak, in KiB (Linux).
     fn rss_kib(&self) -> (u64, u64) {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
-        let field = |name: &str| {
-            status.lines().find_map(|l| l.strip_prefix(name)?.trim().strip_suffix("kB")?.trim().parse().ok()).unwrap_or(0)
-        };
+        let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)?.trim().strip_suffix("kB")?.trim().parse().ok()).unwrap_or(0);
         (field("VmRSS:"), field("VmHWM:"))
     }
 
@@ -422,19 +420,12 @@ fn kcat_workload(proxy: &Proxy, topic: &str, extra: &[&str]) {
         assert!(ports.contains(&port_of(addr)), "kcat lists {b}");
     }
     let values: Vec<String> = (0..200).map(|i| format!("kcat-{i}")).collect();
-    let mut producer = Command::new("kcat")
-        .args(["-b", &proxy.bootstrap, "-P", "-t", topic, "-X", "acks=all"])
-        .args(extra)
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("kcat runs");
+    let mut producer =
+        Command::new("kcat").args(["-b", &proxy.bootstrap, "-P", "-t", topic, "-X", "acks=all"]).args(extra).stdin(Stdio::piped()).spawn().expect("kcat runs");
     producer.stdin.take().unwrap().write_all(format!("{}\n", values.join("\n")).as_bytes()).unwrap();
     assert!(producer.wait().unwrap().success());
-    let consumed = Command::new("kcat")
-        .args(["-b", &proxy.bootstrap, "-C", "-t", topic, "-o", "beginning", "-e", "-q"])
-        .args(extra)
-        .output()
-        .expect("kcat runs");
+    let consumed =
+        Command::new("kcat").args(["-b", &proxy.bootstrap, "-C", "-t", topic, "-o", "beginning", "-e", "-q"]).args(extra).output().expect("kcat runs");
     assert!(consumed.status.success(), "{}", String::from_utf8_lossy(&consumed.stderr));
     let got: BTreeSet<String> = String::from_utf8_lossy(&consumed.stdout).lines().map(str::to_owned).collect();
     assert_eq!(got, values.iter().cloned().collect::<BTreeSet<_>>());

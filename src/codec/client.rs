@@ -19,13 +19,7 @@ pub struct OutboundRequest {
 impl OutboundRequest {
     /// A request of `api_key` at `version` with no client id.
     pub fn new(api_key: ApiKey, version: i16, correlation_id: i32, body: RequestKind) -> OutboundRequest {
-        let header = RequestHeader {
-            request_api_key: api_key.key(),
-            request_api_version: version,
-            correlation_id,
-            client_id: None,
-            ..Default::default()
-        };
+        let header = RequestHeader { request_api_key: api_key.key(), request_api_version: version, correlation_id, client_id: None, ..Default::default() };
         OutboundRequest { header, body }
     }
 
@@ -167,11 +161,7 @@ impl ClientCodec {
     /// version `selection` asks for; the others come back whole as the bytes that arrived,
     /// unparsed beyond the correlation id.
     #[cfg_attr(not(feature = "precompiled"), inline)]
-    pub fn decode_response_selected(
-        &mut self,
-        src: &mut BytesMut,
-        selection: &Selection,
-    ) -> Result<Option<SelectedResponse>, CodecError> {
+    pub fn decode_response_selected(&mut self, src: &mut BytesMut, selection: &Selection) -> Result<Option<SelectedResponse>, CodecError> {
         let Some((frame, correlation_id, api_key, version)) = self.next_response(src)? else {
             return Ok(None);
         };
@@ -190,10 +180,7 @@ impl ClientCodec {
         let frame = frame.freeze();
         let Some(b) = frame.first_chunk::<4>() else {
             let available = frame.len();
-            return Err(CodecError::Header(DecodeError::new(
-                DecodeErrorKind::UnexpectedEnd { needed: 4, available },
-                available,
-            )));
+            return Err(CodecError::Header(DecodeError::new(DecodeErrorKind::UnexpectedEnd { needed: 4, available }, available)));
         };
         let correlation_id = i32::from_be_bytes(*b);
         let (api_key, version) = self.in_flight.take(correlation_id).ok_or(CodecError::UnknownCorrelationId(correlation_id))?;
@@ -202,12 +189,9 @@ impl ClientCodec {
 
     #[cfg_attr(not(feature = "precompiled"), inline)]
     fn decode_frame(mut frame: Bytes, api_key: ApiKey, version: i16) -> Result<ResponseFrame, CodecError> {
-        let header = ResponseHeader::decode(&mut frame, crate::header::response_header_version(api_key, version))
-            .map_err(CodecError::Header)?;
-        let (version, body) = decode_response_body(api_key, version, &frame, |version, buf| {
-            ResponseKind::decode(buf, api_key.key(), version)
-        })
-        .map_err(|(version, source)| CodecError::Body { api_key, version, source })?;
+        let header = ResponseHeader::decode(&mut frame, crate::header::response_header_version(api_key, version)).map_err(CodecError::Header)?;
+        let (version, body) = decode_response_body(api_key, version, &frame, |version, buf| ResponseKind::decode(buf, api_key.key(), version))
+            .map_err(|(version, source)| CodecError::Body { api_key, version, source })?;
         Ok(ResponseFrame { header, api_key, version, body })
     }
 }
@@ -241,17 +225,10 @@ pub enum SelectedResponse {
 /// is read at v0. When that fails too, the error is the one at the request's version (the
 /// fallback was a guess). An error names the version it happened at. `decode` may fail with
 /// any error type (the CLI's decodes to JSON).
-pub fn decode_response_body<T, E>(
-    api_key: ApiKey,
-    version: i16,
-    body: &Bytes,
-    decode: impl Fn(i16, &mut Bytes) -> Result<T, E>,
-) -> Result<(i16, T), (i16, E)> {
+pub fn decode_response_body<T, E>(api_key: ApiKey, version: i16, body: &Bytes, decode: impl Fn(i16, &mut Bytes) -> Result<T, E>) -> Result<(i16, T), (i16, E)> {
     match decode(version, &mut body.clone()) {
         Ok(decoded) => Ok((version, decoded)),
-        Err(e) if api_key == ApiKey::ApiVersions && version != 0 => {
-            decode(0, &mut body.clone()).map(|decoded| (0, decoded)).map_err(|_| (version, e))
-        }
+        Err(e) if api_key == ApiKey::ApiVersions && version != 0 => decode(0, &mut body.clone()).map(|decoded| (0, decoded)).map_err(|_| (version, e)),
         Err(e) => Err((version, e)),
     }
 }

@@ -47,14 +47,14 @@ mod frame;
 mod in_flight;
 mod selection;
 mod server;
-mod vectored;
 #[cfg(feature = "tokio")]
 mod tokio;
+mod vectored;
 
 pub use client::{decode_response_body, ClientCodec, OutboundRequest, ResponseFrame, SelectedResponse};
 pub use error::CodecError;
 pub use frame::{FrameDecoder, DEFAULT_MAX_FRAME_SIZE};
 pub use in_flight::InFlight;
 pub use selection::Selection;
-pub use server::{RequestFrame, OutboundResponse, ServerCodec};
+pub use server::{OutboundResponse, RequestFrame, ServerCodec};
 pub use vectored::Vectored;

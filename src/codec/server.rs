@@ -4,8 +4,8 @@ use bytes::{Bytes, BytesMut};
 
 use super::frame::{begin_frame, FrameDecoder};
 use super::CodecError;
-use crate::messages::{RequestHeader, ResponseHeader};
 use super::Selection;
+use crate::messages::{RequestHeader, ResponseHeader};
 use crate::{ApiKey, Encode, RequestKind, ResponseKind, VersionRange};
 
 /// One request as read off the wire: its header, decoded, and its body, not yet decoded.
@@ -86,8 +86,7 @@ impl RequestFrame {
         if !api_key.info().valid.contains(version) {
             return Err(CodecError::UnsupportedVersion { api_key, version });
         }
-        RequestKind::decode(&mut self.body.clone(), api_key.key(), version)
-            .map_err(|source| CodecError::Body { api_key, version, source })
+        RequestKind::decode(&mut self.body.clone(), api_key.key(), version).map_err(|source| CodecError::Body { api_key, version, source })
     }
 }
 

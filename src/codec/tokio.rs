@@ -3,7 +3,7 @@
 use bytes::BytesMut;
 use tokio_util::codec::{Decoder, Encoder};
 
-use super::{ClientCodec, CodecError, OutboundRequest, RequestFrame, OutboundResponse, ResponseFrame, ServerCodec};
+use super::{ClientCodec, CodecError, OutboundRequest, OutboundResponse, RequestFrame, ResponseFrame, ServerCodec};
 
 impl Decoder for ServerCodec {
     type Item = RequestFrame;

@@ -92,11 +92,8 @@ mod tests {
     #[test]
     fn a_vectored_request_is_the_copied_one_with_its_records_uncopied() {
         let records: Vec<Bytes> = [9000usize, 100, 5000].iter().map(|&n| Bytes::from(vec![n as u8; n])).collect();
-        let partitions = records
-            .iter()
-            .enumerate()
-            .map(|(i, r)| PartitionProduceData { index: i as i32, records: Some(r.clone()), ..Default::default() })
-            .collect();
+        let partitions =
+            records.iter().enumerate().map(|(i, r)| PartitionProduceData { index: i as i32, records: Some(r.clone()), ..Default::default() }).collect();
         let body = ProduceRequest {
             acks: -1,
             timeout_ms: 30_000,

@@ -60,7 +60,8 @@ fn api_versions_request(v: i16) -> RequestKind {
 }
 
 fn api_versions_response(v: i16) -> ResponseKind {
-    let key = |k: i16, lo: i16, hi: i16| make!(api_versions_response::ApiVersion { api_key: k, min_version: lo, max_version: hi, unknown_tagged_fields: tags(v, 3) });
+    let key =
+        |k: i16, lo: i16, hi: i16| make!(api_versions_response::ApiVersion { api_key: k, min_version: lo, max_version: hi, unknown_tagged_fields: tags(v, 3) });
     let mut m = make!(ApiVersionsResponse { error_code: 35, api_keys: vec![key(0, 3, 11), key(18, 0, 4)], unknown_tagged_fields: tags(v, 3) });
     if v >= 1 {
         m.throttle_time_ms = 17;
@@ -68,7 +69,8 @@ fn api_versions_response(v: i16) -> ResponseKind {
     if v >= 3 {
         m.supported_features = vec![make!(api_versions_response::SupportedFeatureKey { name: s("metadata.version"), min_version: 1, max_version: 21 })];
         m.finalized_features_epoch = 42;
-        m.finalized_features = vec![make!(api_versions_response::FinalizedFeatureKey { name: s("metadata.version"), max_version_level: 21, min_version_level: 1 })];
+        m.finalized_features =
+            vec![make!(api_versions_response::FinalizedFeatureKey { name: s("metadata.version"), max_version_level: 21, min_version_level: 1 })];
         m.zk_migration_ready = true;
     }
     m.into()
@@ -116,7 +118,12 @@ fn metadata_response(v: i16) -> ResponseKind {
     if v >= 7 {
         partition.leader_epoch = 12;
     }
-    let mut topic = make!(metadata_response::MetadataResponseTopic { error_code: 3, name: Some(s("orders").into()), partitions: vec![partition], unknown_tagged_fields: tags(v, 9) });
+    let mut topic = make!(metadata_response::MetadataResponseTopic {
+        error_code: 3,
+        name: Some(s("orders").into()),
+        partitions: vec![partition],
+        unknown_tagged_fields: tags(v, 9)
+    });
     if v >= 1 {
         topic.is_internal = true;
     }
@@ -159,7 +166,13 @@ fn produce_request(v: i16) -> RequestKind {
 }
 
 fn produce_response(v: i16) -> ResponseKind {
-    let mut p = make!(produce_response::PartitionProduceResponse { index: 1, error_code: 6, base_offset: 1234, log_append_time_ms: 1_700_000_000_000, unknown_tagged_fields: tags(v, 9) });
+    let mut p = make!(produce_response::PartitionProduceResponse {
+        index: 1,
+        error_code: 6,
+        base_offset: 1234,
+        log_append_time_ms: 1_700_000_000_000,
+        unknown_tagged_fields: tags(v, 9)
+    });
     if v >= 5 {
         p.log_start_offset = 77;
     }
@@ -249,11 +262,8 @@ fn fetch_response(v: i16) -> ResponseKind {
     });
     if v >= 4 {
         p.last_stable_offset = 880;
-        p.aborted_transactions = if v % 2 == 0 {
-            None
-        } else {
-            Some(vec![make!(fetch_response::AbortedTransaction { producer_id: 42.into(), first_offset: 870 })])
-        };
+        p.aborted_transactions =
+            if v % 2 == 0 { None } else { Some(vec![make!(fetch_response::AbortedTransaction { producer_id: 42.into(), first_offset: 870 })]) };
     }
     if v >= 5 {
         p.log_start_offset = 10;
@@ -376,7 +386,13 @@ fn join_group_response(v: i16) -> ResponseKind {
 
 fn sync_group_request(v: i16) -> RequestKind {
     let a = make!(sync_group_request::SyncGroupRequestAssignment { member_id: s("member-1"), assignment: b(b"assign"), unknown_tagged_fields: tags(v, 4) });
-    let mut m = make!(SyncGroupRequest { group_id: s("group-a").into(), generation_id: 5, member_id: s("member-1"), assignments: vec![a], unknown_tagged_fields: tags(v, 4) });
+    let mut m = make!(SyncGroupRequest {
+        group_id: s("group-a").into(),
+        generation_id: 5,
+        member_id: s("member-1"),
+        assignments: vec![a],
+        unknown_tagged_fields: tags(v, 4)
+    });
     if v >= 3 {
         m.group_instance_id = Some(s("instance-1"));
     }
@@ -457,11 +473,20 @@ fn offset_fetch_request(v: i16) -> RequestKind {
         m.topics = if v >= 2 && v % 2 == 0 {
             None
         } else {
-            Some(vec![make!(offset_fetch_request::OffsetFetchRequestTopic { name: s("orders").into(), partition_indexes: vec![0, 1], unknown_tagged_fields: tags(v, 6) })])
+            Some(vec![make!(offset_fetch_request::OffsetFetchRequestTopic {
+                name: s("orders").into(),
+                partition_indexes: vec![0, 1],
+                unknown_tagged_fields: tags(v, 6)
+            })])
         };
     } else {
-        let topics = vec![make!(offset_fetch_request::OffsetFetchRequestTopics { name: s("orders").into(), partition_indexes: vec![0, 1], unknown_tagged_fields: tags(v, 6) })];
-        let mut g = make!(offset_fetch_request::OffsetFetchRequestGroup { group_id: s("group-a").into(), topics: Some(topics), unknown_tagged_fields: tags(v, 6) });
+        let topics = vec![make!(offset_fetch_request::OffsetFetchRequestTopics {
+            name: s("orders").into(),
+            partition_indexes: vec![0, 1],
+            unknown_tagged_fields: tags(v, 6)
+        })];
+        let mut g =
+            make!(offset_fetch_request::OffsetFetchRequestGroup { group_id: s("group-a").into(), topics: Some(topics), unknown_tagged_fields: tags(v, 6) });
         if v >= 9 {
             g.member_id = Some(s("member-1"));
             g.member_epoch = 4;
@@ -481,11 +506,18 @@ fn offset_fetch_response(v: i16) -> ResponseKind {
         m.throttle_time_ms = 2;
     }
     if v <= 7 {
-        let mut p = make!(offset_fetch_response::OffsetFetchResponsePartition { partition_index: 1, committed_offset: 1234, metadata: Some(s("meta")), error_code: 0, unknown_tagged_fields: tags(v, 6) });
+        let mut p = make!(offset_fetch_response::OffsetFetchResponsePartition {
+            partition_index: 1,
+            committed_offset: 1234,
+            metadata: Some(s("meta")),
+            error_code: 0,
+            unknown_tagged_fields: tags(v, 6)
+        });
         if v >= 5 {
             p.committed_leader_epoch = 7;
         }
-        m.topics = vec![make!(offset_fetch_response::OffsetFetchResponseTopic { name: s("orders").into(), partitions: vec![p], unknown_tagged_fields: tags(v, 6) })];
+        m.topics =
+            vec![make!(offset_fetch_response::OffsetFetchResponseTopic { name: s("orders").into(), partitions: vec![p], unknown_tagged_fields: tags(v, 6) })];
         if v >= 2 {
             m.error_code = 16;
         }
@@ -499,7 +531,12 @@ fn offset_fetch_response(v: i16) -> ResponseKind {
             unknown_tagged_fields: tags(v, 6),
         });
         let t = make!(offset_fetch_response::OffsetFetchResponseTopics { name: s("orders").into(), partitions: vec![p], unknown_tagged_fields: tags(v, 6) });
-        m.groups = vec![make!(offset_fetch_response::OffsetFetchResponseGroup { group_id: s("group-a").into(), topics: vec![t], error_code: 16, unknown_tagged_fields: tags(v, 6) })];
+        m.groups = vec![make!(offset_fetch_response::OffsetFetchResponseGroup {
+            group_id: s("group-a").into(),
+            topics: vec![t],
+            error_code: 16,
+            unknown_tagged_fields: tags(v, 6)
+        })];
     }
     m.into()
 }
@@ -538,7 +575,11 @@ fn list_offsets_response(v: i16) -> ResponseKind {
 }
 
 fn create_topics_request(v: i16) -> RequestKind {
-    let assignment = make!(create_topics_request::CreatableReplicaAssignment { partition_index: 0, broker_ids: vec![1.into(), 2.into()], unknown_tagged_fields: tags(v, 5) });
+    let assignment = make!(create_topics_request::CreatableReplicaAssignment {
+        partition_index: 0,
+        broker_ids: vec![1.into(), 2.into()],
+        unknown_tagged_fields: tags(v, 5)
+    });
     let config = make!(create_topics_request::CreatableTopicConfig { name: s("cleanup.policy"), value: Some(s("compact")), unknown_tagged_fields: tags(v, 5) });
     let null_config = make!(create_topics_request::CreatableTopicConfig { name: s("retention.ms"), value: None });
     let topic = make!(create_topics_request::CreatableTopic {
@@ -599,7 +640,8 @@ fn init_producer_id_request(v: i16) -> RequestKind {
 }
 
 fn init_producer_id_response(v: i16) -> ResponseKind {
-    let mut m = make!(InitProducerIdResponse { throttle_time_ms: 1, error_code: 47, producer_id: 42.into(), producer_epoch: 3, unknown_tagged_fields: tags(v, 2) });
+    let mut m =
+        make!(InitProducerIdResponse { throttle_time_ms: 1, error_code: 47, producer_id: 42.into(), producer_epoch: 3, unknown_tagged_fields: tags(v, 2) });
     if v >= 6 {
         m.ongoing_txn_producer_id = 41.into();
         m.ongoing_txn_producer_epoch = 2;
@@ -620,7 +662,12 @@ fn sasl_authenticate_request(v: i16) -> RequestKind {
 }
 
 fn sasl_authenticate_response(v: i16) -> ResponseKind {
-    let mut m = make!(SaslAuthenticateResponse { error_code: 58, error_message: Some(s("bad credentials")), auth_bytes: b(b"server-first"), unknown_tagged_fields: tags(v, 2) });
+    let mut m = make!(SaslAuthenticateResponse {
+        error_code: 58,
+        error_message: Some(s("bad credentials")),
+        auth_bytes: b(b"server-first"),
+        unknown_tagged_fields: tags(v, 2)
+    });
     if v >= 1 {
         m.session_lifetime_ms = 3_600_000;
     }
@@ -654,7 +701,12 @@ fn describe_configs_response(v: i16) -> ResponseKind {
     });
     if v >= 1 {
         c.config_source = 5;
-        c.synonyms = vec![make!(describe_configs_response::DescribeConfigsSynonym { name: s("log.cleanup.policy"), value: None, source: 4, unknown_tagged_fields: tags(v, 4) })];
+        c.synonyms = vec![make!(describe_configs_response::DescribeConfigsSynonym {
+            name: s("log.cleanup.policy"),
+            value: None,
+            source: 4,
+            unknown_tagged_fields: tags(v, 4)
+        })];
     }
     if v >= 3 {
         c.config_type = 2;

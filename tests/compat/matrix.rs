@@ -84,30 +84,54 @@ fn latest_unstable(row: &Row) -> bool {
 
 /// The reasons behind the `O*` codes, each checked by hand against both spec sets.
 pub const ONLY_REASONS: &[(&str, &str)] = &[
-    ("O1", "Api key or message removed from Kafka 4.0 (KIP-500 ZooKeeper removal: LeaderAndIsr, StopReplica, \
+    (
+        "O1",
+        "Api key or message removed from Kafka 4.0 (KIP-500 ZooKeeper removal: LeaderAndIsr, StopReplica, \
             UpdateMetadata, ControlledShutdown), so absent from kafka-protocol 0.18.0, which is generated from the \
-            Kafka 4.1.0 specs. kwire generates it from the selected spec set."),
-    ("O2", "Version below kafka-protocol's lowest: Kafka 4.0 removed these old versions (KIP-896, the spec files' \
-            `validVersions` start higher in 4.x). Still valid in the selected spec set, so kwire keeps them."),
+            Kafka 4.1.0 specs. kwire generates it from the selected spec set.",
+    ),
+    (
+        "O2",
+        "Version below kafka-protocol's lowest: Kafka 4.0 removed these old versions (KIP-896, the spec files' \
+            `validVersions` start higher in 4.x). Still valid in the selected spec set, so kwire keeps them.",
+    ),
     ("O3", "Api key or message type added after the selected spec set (kafka-protocol follows Kafka 4.1.0)."),
-    ("O4", "Version added after the selected spec set (kafka-protocol follows Kafka 4.1.0); kwire generates \
+    (
+        "O4",
+        "Version added after the selected spec set (kafka-protocol follows Kafka 4.1.0); kwire generates \
             exactly the versions of its spec set. (Api key 74 is ListClientMetricsResources in 3.9.0; 4.1.0 renames \
-            it ListConfigResources and adds v1.)"),
-    ("O5", "Version the selected spec set does not have but Kafka 4.1.0 does: JoinGroup v0-v1, removed by KIP-896 \
+            it ListConfigResources and adds v1.)",
+    ),
+    (
+        "O5",
+        "Version the selected spec set does not have but Kafka 4.1.0 does: JoinGroup v0-v1, removed by KIP-896 \
             (still absent from trunk-2025-02-14) and added back in Kafka 4.0.1 and 4.1.0 for older librdkafka \
-            (KAFKA-19444, apache/kafka#20116)."),
-    ("O6", "Newest version of an api whose spec sets `latestVersionUnstable: true`: kwire generates it (left \
+            (KAFKA-19444, apache/kafka#20116).",
+    ),
+    (
+        "O6",
+        "Newest version of an api whose spec sets `latestVersionUnstable: true`: kwire generates it (left \
             out of `stable_versions()`), kafka-protocol leaves it out of the request type (e.g. InitProducerIdRequest \
-            stops at v5 while `ApiKey::InitProducerId.valid_versions()` says 0-6, from the response)."),
-    ("O8", "Share-group v0 (ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge): the KIP-932 \
+            stops at v5 while `ApiKey::InitProducerId.valid_versions()` says 0-6, from the response).",
+    ),
+    (
+        "O8",
+        "Share-group v0 (ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge): the KIP-932 \
             early-access version, unstable in the selected spec set and dropped in Kafka 4.1.0, whose first version \
-            of these apis is v1."),
-    ("O9", "Version or data message added after Kafka 4.1.0 (kafka-protocol's specs), in a newer release merged \
+            of these apis is v1.",
+    ),
+    (
+        "O9",
+        "Version or data message added after Kafka 4.1.0 (kafka-protocol's specs), in a newer release merged \
             into this build (the default merges 3.9.0 with 4.4.0): ListOffsets v11, OffsetCommit/OffsetFetch v10, \
-            ShareFetch/ShareAcknowledge v2, ControlRecordTypeSchema, and the like."),
-    ("O7", "Api kafka-protocol 0.18.0 does not generate: StreamsGroupHeartbeat (88) and StreamsGroupDescribe (89), \
+            ShareFetch/ShareAcknowledge v2, ControlRecordTypeSchema, and the like.",
+    ),
+    (
+        "O7",
+        "Api kafka-protocol 0.18.0 does not generate: StreamsGroupHeartbeat (88) and StreamsGroupDescribe (89), \
             KIP-1071, still in development in Kafka 4.1.0; kafka-protocol's generator filters out unstable \
-            messages (its CHANGELOG, v0.10.0)."),
+            messages (its CHANGELOG, v0.10.0).",
+    ),
 ];
 
 /// The rendered cell and, for a disagreement, the exception that explains it.
@@ -138,9 +162,7 @@ fn cell(
 }
 
 fn find_exception(message: &str, version: i16, direction: Direction) -> Option<&'static Exception> {
-    applying().find(|e| {
-        e.direction == direction && e.messages.contains(&message) && (e.versions.0..=e.versions.1).contains(&version)
-    })
+    applying().find(|e| e.direction == direction && e.messages.contains(&message) && (e.versions.0..=e.versions.1).contains(&version))
 }
 
 /// The rendered matrix and what the test must fail on.
@@ -168,12 +190,7 @@ fn counts(rows: &[Row]) -> (usize, usize, usize, usize) {
     c
 }
 
-pub fn render(
-    spec_set: &str,
-    forward: &[Row],
-    reverse: &[Row],
-    ranges: &BTreeMap<String, ((i16, i16), Option<(i16, i16)>)>,
-) -> Rendered {
+pub fn render(spec_set: &str, forward: &[Row], reverse: &[Row], ranges: &BTreeMap<String, ((i16, i16), Option<(i16, i16)>)>) -> Rendered {
     let mut used: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
     let mut unexplained = Vec::new();
     let mut md = String::new();
@@ -208,16 +225,19 @@ pub fn render(
     let _ = writeln!(md, "Counts are (message, version) pairs; a request and its response count separately.\n");
 
     // Api bodies: one line per (key, version), request and response side by side.
-    let index = |rows: &[Row]| -> BTreeMap<(Kind, String, i16), Row> {
-        rows.iter().map(|r| ((r.kind.clone(), r.message.clone(), r.version), r.clone())).collect()
-    };
+    let index =
+        |rows: &[Row]| -> BTreeMap<(Kind, String, i16), Row> { rows.iter().map(|r| ((r.kind.clone(), r.message.clone(), r.version), r.clone())).collect() };
     let (fwd, rev) = (index(forward), index(reverse));
     let mut apis: BTreeMap<(i16, i16), (String, Option<String>, Option<String>)> = BTreeMap::new();
     for r in forward {
         if let Kind::Api { key, request } = r.kind {
             let api = r.message.trim_end_matches("Request").trim_end_matches("Response").to_string();
             let e = apis.entry((key, r.version)).or_insert((api, None, None));
-            if request { e.1 = Some(r.message.clone()) } else { e.2 = Some(r.message.clone()) }
+            if request {
+                e.1 = Some(r.message.clone())
+            } else {
+                e.2 = Some(r.message.clone())
+            }
         }
     }
     let _ = writeln!(md, "## Api bodies\n");

@@ -98,10 +98,7 @@ pub fn create_topics(s: &mut Sweep, topics: &[(&str, i32)]) -> R<ResponseKind> {
     use create_topics_request::*;
     let v = newest(s, ApiKey::CreateTopics);
     let req = CreateTopicsRequest {
-        topics: topics
-            .iter()
-            .map(|(name, n)| CreatableTopic { name: bs(*name), num_partitions: *n, replication_factor: 1, ..Default::default() })
-            .collect(),
+        topics: topics.iter().map(|(name, n)| CreatableTopic { name: bs(*name), num_partitions: *n, replication_factor: 1, ..Default::default() }).collect(),
         timeout_ms: 30_000,
         ..Default::default()
     };
@@ -123,9 +120,7 @@ pub fn wait_for_leaders(s: &mut Sweep, topic: &str, partitions: usize) -> R<Meta
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let m = metadata(s, v, &[topic])?;
-        let ok = m.topics.iter().any(|t| {
-            t.error_code == 0 && t.partitions.len() == partitions && t.partitions.iter().all(|p| p.leader_id >= 0)
-        });
+        let ok = m.topics.iter().any(|t| t.error_code == 0 && t.partitions.len() == partitions && t.partitions.iter().all(|p| p.leader_id >= 0));
         if ok {
             for t in &m.topics {
                 s.state.topic_ids.insert(t.name.as_deref().unwrap_or("").to_owned(), t.topic_id);
@@ -158,11 +153,7 @@ pub fn commit_offset(s: &mut Sweep, v: i16, group: &str, offset: i64) -> R<Respo
         ..Default::default()
     };
     let req = patch(req, v, json!({"topics": [{"topicId": uuid_json(s.state.topic_id)}]}))?;
-    let req = if v >= 10 {
-        patch(req, v, json!({"topics": [{"name": ""}]}))?
-    } else {
-        req
-    };
+    let req = if v >= 10 { patch(req, v, json!({"topics": [{"name": ""}]}))? } else { req };
     retry(COORDINATOR_TRANSIENT, || s.conn.call(v, req.clone()))
 }
 
@@ -210,8 +201,7 @@ pub fn setup(s: &mut Sweep) -> R<()> {
     s.state.log_dir = r.results.first().map(|d| d.log_dir.to_string()).unwrap_or_default();
     let av = newest(s, ApiKey::ApiVersions);
     let r = as_resp!(s.conn.call(av, api_versions_request())?, ApiVersions);
-    s.state.metadata_level =
-        r.finalized_features.iter().find(|f| &*f.name == "metadata.version").map(|f| f.max_version_level).unwrap_or(0);
+    s.state.metadata_level = r.finalized_features.iter().find(|f| &*f.name == "metadata.version").map(|f| f.max_version_level).unwrap_or(0);
     Ok(())
 }
 
@@ -596,10 +586,9 @@ pub fn exercise(s: &mut Sweep, api: ApiKey, v: i16) -> R<String> {
             wait_for_leaders(s, &name, 3)?;
             Ok("1 -> 3 partitions".into())
         }
-        ApiKey::CreateDelegationToken
-        | ApiKey::RenewDelegationToken
-        | ApiKey::ExpireDelegationToken
-        | ApiKey::DescribeDelegationToken => delegation_tokens(s, api, v),
+        ApiKey::CreateDelegationToken | ApiKey::RenewDelegationToken | ApiKey::ExpireDelegationToken | ApiKey::DescribeDelegationToken => {
+            delegation_tokens(s, api, v)
+        }
         ApiKey::DeleteGroups => {
             let group = format!("dg-{v}-{run}");
             expect(&commit_offset(s, newest(s, ApiKey::OffsetCommit), &group, 1)?, &[])?;
@@ -819,12 +808,8 @@ pub fn exercise(s: &mut Sweep, api: ApiKey, v: i16) -> R<String> {
         ApiKey::PushTelemetry => {
             let g = s.conn.call(newest(s, ApiKey::GetTelemetrySubscriptions), GetTelemetrySubscriptionsRequest::default())?;
             let g = as_resp!(g, GetTelemetrySubscriptions);
-            let req = PushTelemetryRequest {
-                client_instance_id: g.client_instance_id,
-                subscription_id: g.subscription_id,
-                terminating: true,
-                ..Default::default()
-            };
+            let req =
+                PushTelemetryRequest { client_instance_id: g.client_instance_id, subscription_id: g.subscription_id, terminating: true, ..Default::default() };
             let r = s.conn.call(v, req)?;
             expect(&r, &[])?;
             Ok("terminating push taken".into())
@@ -876,8 +861,7 @@ fn by_json(s: &mut Sweep, api: ApiKey, v: i16) -> R<String> {
             expect(&r, &[136])?;
             Ok("unknown controller id: CONTROLLER_ID_NOT_REGISTERED".into())
         }
-        _ => super::kafka4::exercise(s, api, v)
-            .unwrap_or_else(|| Err(format!("no request builder for {} in this sweep", api.name()))),
+        _ => super::kafka4::exercise(s, api, v).unwrap_or_else(|| Err(format!("no request builder for {} in this sweep", api.name()))),
     }
 }
 
@@ -916,11 +900,7 @@ fn fetch_committed(s: &mut Sweep, v: i16, group: &str) -> R<i64> {
     let r = retry(COORDINATOR_TRANSIENT, || s.conn.call(v, req.clone()))?;
     expect(&r, &[])?;
     let r = as_resp!(r, OffsetFetch);
-    Ok(if v < 8 {
-        r.topics[0].partitions[0].committed_offset
-    } else {
-        r.groups[0].topics[0].partitions[0].committed_offset
-    })
+    Ok(if v < 8 { r.topics[0].partitions[0].committed_offset } else { r.groups[0].topics[0].partitions[0].committed_offset })
 }
 
 fn check_config(s: &mut Sweep, name: &str, value: &str) -> R<String> {
@@ -1015,11 +995,7 @@ fn fetch_values(s: &mut Sweep, topic: &str, partition: i32, offset: i64) -> R<Ve
     let r = as_resp!(r, Fetch);
     let records = Option::<Bytes>::from(r.responses[0].partitions[0].records.clone()).unwrap_or_default();
     let (decoded, _) = decode_all(records, &DecodeOptions::default()).map_err(|e| format!("records: {e}"))?;
-    Ok(decoded
-        .into_iter()
-        .filter(|r| r.offset >= offset)
-        .map(|r| String::from_utf8_lossy(&r.value.unwrap_or_default()).into_owned())
-        .collect())
+    Ok(decoded.into_iter().filter(|r| r.offset >= offset).map(|r| String::from_utf8_lossy(&r.value.unwrap_or_default()).into_owned()).collect())
 }
 
 fn subscription() -> Bytes {
@@ -1044,8 +1020,12 @@ fn assignment() -> Bytes {
 fn classic_group(s: &mut Sweep, group: &str, versions: [i16; 4]) -> R<String> {
     use join_group_request::*;
     let pick = |v: i16, api| if v < 0 { newest(s, api) } else { v };
-    let (jv, sv, hv, lv) =
-        (pick(versions[0], ApiKey::JoinGroup), pick(versions[1], ApiKey::SyncGroup), pick(versions[2], ApiKey::Heartbeat), pick(versions[3], ApiKey::LeaveGroup));
+    let (jv, sv, hv, lv) = (
+        pick(versions[0], ApiKey::JoinGroup),
+        pick(versions[1], ApiKey::SyncGroup),
+        pick(versions[2], ApiKey::Heartbeat),
+        pick(versions[3], ApiKey::LeaveGroup),
+    );
     let mut join = JoinGroupRequest {
         group_id: bs(group),
         session_timeout_ms: 30_000,
@@ -1088,11 +1068,7 @@ fn classic_group(s: &mut Sweep, group: &str, versions: [i16; 4]) -> R<String> {
         group_id: bs(group),
         member_id: if lv < 3 { member.clone() } else { ByteString::new() },
         members: if lv >= 3 {
-            vec![leave_group_request::MemberIdentity {
-                member_id: member.clone(),
-                reason: (lv >= 5).then(|| bs("sweep done")),
-                ..Default::default()
-            }]
+            vec![leave_group_request::MemberIdentity { member_id: member.clone(), reason: (lv >= 5).then(|| bs("sweep done")), ..Default::default() }]
         } else {
             Vec::new()
         },
@@ -1280,10 +1256,7 @@ fn authenticate(conn: &mut Conn, v: i16, token: Bytes) -> R<SaslAuthenticateResp
 
 /// Metadata of TOPIC alone: what alice, who has no ACLs, is refused.
 fn topic_metadata_request() -> MetadataRequest {
-    MetadataRequest {
-        topics: Some(vec![metadata_request::MetadataRequestTopic { name: Some(bs(TOPIC)), ..Default::default() }]),
-        ..Default::default()
-    }
+    MetadataRequest { topics: Some(vec![metadata_request::MetadataRequestTopic { name: Some(bs(TOPIC)), ..Default::default() }]), ..Default::default() }
 }
 
 fn sasl_authenticate(s: &mut Sweep, v: i16) -> R<String> {

@@ -56,10 +56,15 @@ pub fn exercise(s: &mut Sweep, api: ApiKey, v: i16) -> Option<R<String>> {
 
 fn heartbeat(s: &mut Sweep, v: i16, group: &str, member: &str, epoch: i32, topics: Option<&[&str]>) -> R<(ResponseKind, Value)> {
     let api = ApiKey::from_i16(76).ok_or("no ShareGroupHeartbeat")?;
-    call(s, api, v, json!({
-        "groupId": group, "memberId": member, "memberEpoch": epoch, "rackId": null,
-        "subscribedTopicNames": topics,
-    }))
+    call(
+        s,
+        api,
+        v,
+        json!({
+            "groupId": group, "memberId": member, "memberEpoch": epoch, "rackId": null,
+            "subscribedTopicNames": topics,
+        }),
+    )
 }
 
 /// Joins a share group (epoch 0), heartbeats until TOPIC's partitions are assigned (bounded),
@@ -154,8 +159,7 @@ fn share_consume(s: &mut Sweep, group: &str, fv: i16, av: i16) -> R<(String, Str
             let first = acq[0]["firstOffset"].as_i64().unwrap_or(-1);
             let last = acq[acq.len() - 1]["lastOffset"].as_i64().unwrap_or(-1);
             let records = p["records"].as_str().unwrap_or("");
-            let bytes = kwire::runtime::json::VersionedJson::from_json(&Value::String(records.into()), fv)
-                .unwrap_or_else(|_| Bytes::new());
+            let bytes = kwire::runtime::json::VersionedJson::from_json(&Value::String(records.into()), fv).unwrap_or_else(|_| Bytes::new());
             let (decoded, _) = decode_all(bytes, &DecodeOptions::default()).map_err(|e| format!("records: {e}"))?;
             break (first, last, decoded.len());
         }
@@ -222,7 +226,8 @@ fn share_state(s: &mut Sweep, api: ApiKey, v: i16) -> R<String> {
     let key = format!("{group}:{}:0", id.as_str().unwrap_or(""));
     let req = RequestKind::from_json(10, fc, &json!({"keyType": 2, "coordinatorKeys": [key]})).map_err(|e| e.to_string())?;
     expect(&retry(COORDINATOR_TRANSIENT, || s.conn.call(fc, req.clone()))?, &[])?;
-    let (r, _) = call(s, init_api, iv, json!({"groupId": group, "topics": [{"topicId": id, "partitions": [{"partition": 0, "stateEpoch": 1, "startOffset": 0}]}]}))?;
+    let (r, _) =
+        call(s, init_api, iv, json!({"groupId": group, "topics": [{"topicId": id, "partitions": [{"partition": 0, "stateEpoch": 1, "startOffset": 0}]}]}))?;
     expect(&r, &[])?;
     let note = match api.key() {
         83 => "initialised".to_owned(),
@@ -269,16 +274,21 @@ enum Streams {
 fn streams_member(s: &mut Sweep, group: &str, v: i16, step: Streams) -> R<String> {
     let api = ApiKey::from_i16(88).ok_or("no StreamsGroupHeartbeat")?;
     let member = member_id("s", &s.state.run);
-    let (r, j) = call(s, api, v, json!({
-        "groupId": group, "memberId": member, "memberEpoch": 0, "endpointInformationEpoch": 0,
-        "instanceId": null, "rackId": null, "rebalanceTimeoutMs": 30000,
-        "topology": {"epoch": 0, "subtopologies": [{
-            "subtopologyId": "0", "sourceTopics": [TOPIC], "sourceTopicRegex": [], "stateChangelogTopics": [],
-            "repartitionSinkTopics": [], "repartitionSourceTopics": [], "copartitionGroups": []
-        }]},
-        "activeTasks": [], "standbyTasks": [], "warmupTasks": [], "processId": "sweep-process",
-        "userEndpoint": null, "clientTags": [], "taskOffsets": [], "taskEndOffsets": [], "shutdownApplication": false
-    }))?;
+    let (r, j) = call(
+        s,
+        api,
+        v,
+        json!({
+            "groupId": group, "memberId": member, "memberEpoch": 0, "endpointInformationEpoch": 0,
+            "instanceId": null, "rackId": null, "rebalanceTimeoutMs": 30000,
+            "topology": {"epoch": 0, "subtopologies": [{
+                "subtopologyId": "0", "sourceTopics": [TOPIC], "sourceTopicRegex": [], "stateChangelogTopics": [],
+                "repartitionSinkTopics": [], "repartitionSourceTopics": [], "copartitionGroups": []
+            }]},
+            "activeTasks": [], "standbyTasks": [], "warmupTasks": [], "processId": "sweep-process",
+            "userEndpoint": null, "clientTags": [], "taskOffsets": [], "taskEndOffsets": [], "shutdownApplication": false
+        }),
+    )?;
     expect(&r, &[])?;
     let epoch = j["memberEpoch"].as_i64().unwrap_or(0);
     if epoch < 1 {
@@ -303,16 +313,19 @@ fn streams_member(s: &mut Sweep, group: &str, v: i16, step: Streams) -> R<String
         }
         Streams::PushTopology(tv) => {
             let tapi = ApiKey::from_i16(93).ok_or("no StreamsGroupTopologyDescriptionUpdate")?;
-            let node = |name: &str, kind: i8, topics: &[&str], successors: &[&str]| {
-                json!({"name": name, "nodeType": kind, "sourceTopics": topics, "sinkTopic": null, "stores": [], "successors": successors})
-            };
-            let (r, _) = call(s, tapi, tv, json!({
-                "groupId": group, "memberId": member, "topologyEpoch": 0,
-                "topologyDescription": {"subtopologies": [{"subtopologyId": "0", "nodes": [
-                    node("KSTREAM-SOURCE-0000000000", 1, &[TOPIC], &["KSTREAM-PEEK-0000000001"]),
-                    node("KSTREAM-PEEK-0000000001", 2, &[], &[]),
-                ]}], "globalStores": []}
-            }))?;
+            let node = |name: &str, kind: i8, topics: &[&str], successors: &[&str]| json!({"name": name, "nodeType": kind, "sourceTopics": topics, "sinkTopic": null, "stores": [], "successors": successors});
+            let (r, _) = call(
+                s,
+                tapi,
+                tv,
+                json!({
+                    "groupId": group, "memberId": member, "topologyEpoch": 0,
+                    "topologyDescription": {"subtopologies": [{"subtopologyId": "0", "nodes": [
+                        node("KSTREAM-SOURCE-0000000000", 1, &[TOPIC], &["KSTREAM-PEEK-0000000001"]),
+                        node("KSTREAM-PEEK-0000000001", 2, &[], &[]),
+                    ]}], "globalStores": []}
+                }),
+            )?;
             // Kafka 4.4 keeps pushed descriptions only through a plugin
             // (group.streams.topology.description.plugin, unset here): the broker decodes the
             // request, checks the member and refuses the push, saying so.
@@ -324,12 +337,17 @@ fn streams_member(s: &mut Sweep, group: &str, v: i16, step: Streams) -> R<String
             note += &format!(", topology description at v{tv} refused: no plugin configured");
         }
     }
-    let (r, _) = call(s, api, v, json!({
-        "groupId": group, "memberId": member, "memberEpoch": -1, "endpointInformationEpoch": 0,
-        "instanceId": null, "rackId": null, "rebalanceTimeoutMs": -1, "topology": null,
-        "activeTasks": null, "standbyTasks": null, "warmupTasks": null, "processId": null,
-        "userEndpoint": null, "clientTags": null, "taskOffsets": null, "taskEndOffsets": null, "shutdownApplication": false
-    }))?;
+    let (r, _) = call(
+        s,
+        api,
+        v,
+        json!({
+            "groupId": group, "memberId": member, "memberEpoch": -1, "endpointInformationEpoch": 0,
+            "instanceId": null, "rackId": null, "rebalanceTimeoutMs": -1, "topology": null,
+            "activeTasks": null, "standbyTasks": null, "warmupTasks": null, "processId": null,
+            "userEndpoint": null, "clientTags": null, "taskOffsets": null, "taskEndOffsets": null, "shutdownApplication": false
+        }),
+    )?;
     expect(&r, &[])?;
     Ok(note + ", left")
 }

@@ -16,9 +16,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use kwire::codec::{ClientCodec, OutboundRequest};
-use kwire::runtime::json::serde_json;
 use kwire::messages::ApiVersionsResponse;
-use kwire::{ApiKey, BytesMut, Encode, VersionedJson, RequestKind, ResponseKind, VersionRange, Visit};
+use kwire::runtime::json::serde_json;
+use kwire::{ApiKey, BytesMut, Encode, RequestKind, ResponseKind, VersionRange, VersionedJson, Visit};
 
 pub type R<T> = Result<T, String>;
 
@@ -62,12 +62,8 @@ impl Broker {
             vars.insert("PLAINTEXT".into(), spec.clone());
         }
         let first_node = vars.get("BOOTSTRAP").and_then(|b| b.split(',').next()).map(str::to_owned);
-        let plaintext =
-            vars.get("PLAINTEXT").cloned().or(first_node).unwrap_or_else(|| panic!("{spec}: no PLAINTEXT address"));
-        let version = std::env::var("KWIRE_BROKER_VERSION")
-            .ok()
-            .or_else(|| vars.get("KAFKA_VERSION").cloned())
-            .unwrap_or_else(|| "unknown".into());
+        let plaintext = vars.get("PLAINTEXT").cloned().or(first_node).unwrap_or_else(|| panic!("{spec}: no PLAINTEXT address"));
+        let version = std::env::var("KWIRE_BROKER_VERSION").ok().or_else(|| vars.get("KAFKA_VERSION").cloned()).unwrap_or_else(|| "unknown".into());
         let fake = vars.get("KWIRE_FAKE").is_some_and(|v| v == "1");
         Some(Broker { version, fake, plaintext, sasl: vars.get("SASL_PLAINTEXT").cloned(), vars })
     }
@@ -114,9 +110,7 @@ impl Conn {
         let request = OutboundRequest::new(api, version, correlation_id, body).with_client_id("kwire-sweep");
         let expects_response = request.expects_response();
         let mut out = BytesMut::new();
-        self.codec
-            .encode_request(request, &mut out)
-            .map_err(|e| format!("{} v{version}: request does not encode: {e}", api.name()))?;
+        self.codec.encode_request(request, &mut out).map_err(|e| format!("{} v{version}: request does not encode: {e}", api.name()))?;
         self.stream.write_all(&out).map_err(|e| format!("{} v{version}: write: {e}", api.name()))?;
         if !expects_response {
             return Ok(None);
@@ -207,8 +201,7 @@ fn names(codes: &BTreeSet<i16>) -> String {
     if codes.is_empty() {
         return "NONE".into();
     }
-    let v: Vec<String> =
-        codes.iter().map(|c| format!("{}({c})", kwire::ErrorCode(*c).name().unwrap_or("?"))).collect();
+    let v: Vec<String> = codes.iter().map(|c| format!("{}({c})", kwire::ErrorCode(*c).name().unwrap_or("?"))).collect();
     v.join(",")
 }
 
@@ -322,11 +315,14 @@ impl Sweep {
         let mut v = ApiKey::ApiVersions.stable_versions().hi;
         let advertised = loop {
             let ResponseKind::ApiVersions(r) = conn
-                .call(v, kwire::messages::ApiVersionsRequest {
-                    client_software_name: "kwire-sweep".into(),
-                    client_software_version: env!("CARGO_PKG_VERSION").into(),
-                    ..Default::default()
-                })
+                .call(
+                    v,
+                    kwire::messages::ApiVersionsRequest {
+                        client_software_name: "kwire-sweep".into(),
+                        client_software_version: env!("CARGO_PKG_VERSION").into(),
+                        ..Default::default()
+                    },
+                )
                 .unwrap()
             else {
                 panic!("ApiVersions answered with another api")
@@ -340,16 +336,7 @@ impl Sweep {
             }
         };
         assert_eq!(advertised.error_code, 0, "ApiVersions v{v}");
-        Sweep {
-            broker,
-            conn,
-            advertised,
-            api_versions_version: v,
-            rows: Vec::new(),
-            notes: Vec::new(),
-            state: apis::State::default(),
-            label: String::new(),
-        }
+        Sweep { broker, conn, advertised, api_versions_version: v, rows: Vec::new(), notes: Vec::new(), state: apis::State::default(), label: String::new() }
     }
 
     /// Every (api, version) both sides support, in key order.
@@ -378,7 +365,10 @@ impl Sweep {
             if ApiKey::from_i16(k.api_key).is_none() {
                 self.notes.push(format!(
                     "api key {} (v{}-{}) is advertised but unknown to this build's specs ({})",
-                    k.api_key, k.min_version, k.max_version, kwire::SPEC_DIR
+                    k.api_key,
+                    k.min_version,
+                    k.max_version,
+                    kwire::SPEC_DIR
                 ));
             }
         }
@@ -431,7 +421,14 @@ impl Sweep {
         std::fs::create_dir_all(&dir).unwrap();
         let mut text = format!(
             "# kwire sweep against {} ({} listener), specs {}\n{:<34} {:>3}  {:<6} {:>6}  {}\n",
-            self.broker.name(), self.broker.plaintext, kwire::SPEC_DIR, "api", "v", "result", "ms", "detail"
+            self.broker.name(),
+            self.broker.plaintext,
+            kwire::SPEC_DIR,
+            "api",
+            "v",
+            "result",
+            "ms",
+            "detail"
         );
         let mut passed = 0;
         for r in &self.rows {
@@ -442,25 +439,14 @@ impl Sweep {
                 }
                 Outcome::Fail(d) => ("FAIL", d.as_str()),
             };
-            text += &format!(
-                "{:<34} {:>3}  {:<6} {:>6}  {}\n",
-                format!("{}({})", r.api.name(), r.api.key()),
-                r.version,
-                word,
-                r.ms,
-                detail
-            );
+            text += &format!("{:<34} {:>3}  {:<6} {:>6}  {}\n", format!("{}({})", r.api.name(), r.api.key()), r.version, word, r.ms, detail);
         }
         for n in &self.notes {
             text += &format!("# note: {n}\n");
         }
         // The refusal-only table gets another word, so `broker sweep:` lines stay one per version.
         let what = if self.label.is_empty() { "broker sweep" } else { "broker refusals" };
-        let summary = format!(
-            "{what}: {passed} of {} api versions pass against {}\n",
-            self.rows.len(),
-            self.broker.name()
-        );
+        let summary = format!("{what}: {passed} of {} api versions pass against {}\n", self.rows.len(), self.broker.name());
         text += &summary;
         let file = if self.broker.fake { format!("kwire-fake-{}", self.broker.version) } else { self.broker.version.clone() };
         std::fs::write(dir.join(format!("{file}{}.txt", self.label)), &text).unwrap();

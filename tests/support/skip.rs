@@ -22,12 +22,7 @@ pub fn skipped(test: &str, why: &str) {
 /// Whether `program probe...` fails to run or fails; if so the test is [`skipped`] with a
 /// reason naming the probe and scripts/setup.sh, which installs the tools the tests use.
 pub fn missing_tool(test: &str, program: &str, probe: &[&str]) -> bool {
-    let ok = Command::new(program)
-        .args(probe)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
+    let ok = Command::new(program).args(probe).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
     if !ok {
         skipped(test, &format!("`{program} {}` fails (scripts/setup.sh installs it)", probe.join(" ")));
     }

@@ -101,12 +101,8 @@ pub fn tcp_segment(time: Duration, link: DataLink, data: &[u8]) -> Option<Segmen
         _ => return None,
     };
     let (src_ip, dst_ip, fragmented): (IpAddr, IpAddr, bool) = match &sliced.net {
-        Some(NetSlice::Ipv4(ip)) => {
-            (ip.header().source_addr().into(), ip.header().destination_addr().into(), ip.is_payload_fragmented())
-        }
-        Some(NetSlice::Ipv6(ip)) => {
-            (ip.header().source_addr().into(), ip.header().destination_addr().into(), ip.is_payload_fragmented())
-        }
+        Some(NetSlice::Ipv4(ip)) => (ip.header().source_addr().into(), ip.header().destination_addr().into(), ip.is_payload_fragmented()),
+        Some(NetSlice::Ipv6(ip)) => (ip.header().source_addr().into(), ip.header().destination_addr().into(), ip.is_payload_fragmented()),
         _ => return None,
     };
     if fragmented {

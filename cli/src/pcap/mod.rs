@@ -60,8 +60,7 @@ pub fn run(path: &Path, ports: &[u16], out: &mut impl Write) -> Result<(), CliEr
     loop {
         // pcap-file is a third-party parser of untrusted bytes: a panic in it is a corrupt file,
         // not a crash of the tool.
-        let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cap.next_packet()))
-            .unwrap_or(Some(Err(CaptureError::ParserPanicked)));
+        let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cap.next_packet())).unwrap_or(Some(Err(CaptureError::ParserPanicked)));
         match next {
             None => break,
             Some(Err(e)) => {
@@ -107,13 +106,8 @@ impl<W: Write> Decoder<'_, W> {
             self.finish_conn(&key, seg.time)?;
             self.conns.remove(&key);
         }
-        let conn = self.conns.entry(key).or_insert_with(|| Conn {
-            client,
-            broker,
-            requests: Side::default(),
-            responses: Side::default(),
-            pending: InFlight::new(),
-        });
+        let conn =
+            self.conns.entry(key).or_insert_with(|| Conn { client, broker, requests: Side::default(), responses: Side::default(), pending: InFlight::new() });
         let side = if request { &mut conn.requests } else { &mut conn.responses };
         let mut chunks = Vec::new();
         side.stream.push(seg.seq, seg.syn, &seg.payload, &mut chunks);
@@ -121,14 +115,7 @@ impl<W: Write> Decoder<'_, W> {
     }
 
     /// Feeds reassembled chunks to the framer of one side and prints the frames.
-    fn deliver(
-        &mut self,
-        key: &(SocketAddr, SocketAddr),
-        request: bool,
-        chunks: Vec<Chunk>,
-        time: Duration,
-        end: bool,
-    ) -> Result<(), CliError> {
+    fn deliver(&mut self, key: &(SocketAddr, SocketAddr), request: bool, chunks: Vec<Chunk>, time: Duration, end: bool) -> Result<(), CliError> {
         let Some(conn) = self.conns.get_mut(key) else { return Ok(()) };
         let mut items = Vec::new();
         let side = if request { &mut conn.requests } else { &mut conn.responses };

@@ -61,12 +61,7 @@ fn serve(mut conn: TcpStream, port: u16, cap: Option<i16>) -> std::io::Result<()
         let response: ResponseKind = match body {
             RequestKind::ApiVersions(_) => api_versions(0, cap).into(),
             RequestKind::Metadata(m) => {
-                let names: Vec<String> = m
-                    .topics
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter_map(|t| t.name.map(|n| n.to_string()))
-                    .collect();
+                let names: Vec<String> = m.topics.unwrap_or_default().into_iter().filter_map(|t| t.name.map(|n| n.to_string())).collect();
                 metadata(&names, port).into()
             }
             RequestKind::Produce(p) => {

@@ -1,8 +1,6 @@
 //! ACLs, as `kafka-acls.sh` handles them: create, describe and delete by filter.
 
-use kwire::messages::{
-    create_acls_request::AclCreation, delete_acls_request::DeleteAclsFilter, CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest,
-};
+use kwire::messages::{create_acls_request::AclCreation, delete_acls_request::DeleteAclsFilter, CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest};
 use kwire::{ApiKey, ResponseKind};
 
 use super::{bs, unexpected, Admin};
@@ -276,10 +274,7 @@ impl Admin {
             .iter()
             .flat_map(|res| {
                 res.acls.iter().map(move |a| {
-                    AclBinding::from_wire(
-                        (res.resource_type, &res.resource_name, res.pattern_type),
-                        (&a.principal, &a.host, a.operation, a.permission_type),
-                    )
+                    AclBinding::from_wire((res.resource_type, &res.resource_name, res.pattern_type), (&a.principal, &a.host, a.operation, a.permission_type))
                 })
             })
             .collect();

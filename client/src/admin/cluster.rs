@@ -4,14 +4,14 @@
 use std::collections::BTreeMap;
 
 use kwire::messages::{
-    alter_partition_reassignments_request::{ReassignablePartition, ReassignableTopic},
     add_raft_voter_request,
+    alter_partition_reassignments_request::{ReassignablePartition, ReassignableTopic},
     alter_replica_log_dirs_request::{AlterReplicaLogDir, AlterReplicaLogDirTopic},
     describe_quorum_request, describe_quorum_response, elect_leaders_request,
     list_partition_reassignments_request::ListPartitionReassignmentsTopics,
     update_features_request::FeatureUpdateKey,
-    AlterPartitionReassignmentsRequest, ApiVersionsRequest, DescribeClusterRequest, DescribeLogDirsRequest, DescribeQuorumRequest, ElectLeadersRequest,
-    AddRaftVoterRequest, AlterReplicaLogDirsRequest, ListPartitionReassignmentsRequest, RemoveRaftVoterRequest, UnregisterBrokerRequest,
+    AddRaftVoterRequest, AlterPartitionReassignmentsRequest, AlterReplicaLogDirsRequest, ApiVersionsRequest, DescribeClusterRequest, DescribeLogDirsRequest,
+    DescribeQuorumRequest, ElectLeadersRequest, ListPartitionReassignmentsRequest, RemoveRaftVoterRequest, UnregisterBrokerRequest,
     UnregisterControllerRequest, UpdateFeaturesRequest,
 };
 use kwire::{ApiKey, ErrorCode, RequestKind, ResponseKind, Uuid};
@@ -19,8 +19,8 @@ use kwire::{ApiKey, ErrorCode, RequestKind, ResponseKind, Uuid};
 use super::{bs, unexpected, Admin};
 use crate::cluster::BrokerInfo;
 use crate::error::{Error, Result};
-use crate::topic_partition::TopicPartition;
 use crate::future::ClientFuture;
+use crate::topic_partition::TopicPartition;
 
 /// The cluster as DescribeCluster (or Metadata) sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,7 +65,6 @@ impl Admin {
                 .collect(),
         })
     }
-
 }
 
 /// A feature's levels (KIP-584): what the broker supports and what the cluster finalized.
@@ -175,11 +174,8 @@ impl Admin {
     }
 
     async fn describe_features_boxed(&self) -> Result<Features> {
-        let request = ApiVersionsRequest {
-            client_software_name: bs("kwire-client"),
-            client_software_version: bs(env!("CARGO_PKG_VERSION")),
-            ..Default::default()
-        };
+        let request =
+            ApiVersionsRequest { client_software_name: bs("kwire-client"), client_software_version: bs(env!("CARGO_PKG_VERSION")), ..Default::default() };
         let response = self.client.call_any(request).await?;
         let ResponseKind::ApiVersions(r) = &response else { return Err(unexpected(ApiKey::ApiVersions, &response)) };
         Error::check(r.error_code, None, || "ApiVersions".into())?;
@@ -252,12 +248,8 @@ impl Admin {
         let response = self.client.call_any(request).await?;
         let ResponseKind::DescribeQuorum(r) = &response else { return Err(unexpected(ApiKey::DescribeQuorum, &response)) };
         Error::check(r.error_code, r.error_message.as_deref(), || "describe the metadata quorum".into())?;
-        let p = r
-            .topics
-            .iter()
-            .flat_map(|t| &t.partitions)
-            .next()
-            .ok_or_else(|| Error::UnexpectedResponse("DescribeQuorum response has no partition".into()))?;
+        let p =
+            r.topics.iter().flat_map(|t| &t.partitions).next().ok_or_else(|| Error::UnexpectedResponse("DescribeQuorum response has no partition".into()))?;
         Error::check(p.error_code, p.error_message.as_deref(), || "describe the metadata quorum".into())?;
         let replicas = |rs: &[describe_quorum_response::ReplicaState]| {
             rs.iter()
@@ -285,8 +277,7 @@ impl Admin {
     }
 
     async fn describe_log_dirs_boxed(&self, brokers: &[i32]) -> Result<Vec<LogDir>> {
-        let brokers: Vec<i32> =
-            if brokers.is_empty() { self.client.refresh_metadata().await?.brokers.keys().copied().collect() } else { brokers.to_vec() };
+        let brokers: Vec<i32> = if brokers.is_empty() { self.client.refresh_metadata().await?.brokers.keys().copied().collect() } else { brokers.to_vec() };
         let mut out = Vec::new();
         for broker in brokers {
             let response = self.client.call_node(broker, DescribeLogDirsRequest { topics: None, ..Default::default() }).await?;
@@ -358,7 +349,10 @@ impl Admin {
     }
 
     /// The reassignments in progress (of every partition when `partitions` is `None`).
-    pub fn list_partition_reassignments<'a>(&'a self, partitions: Option<&'a [TopicPartition]>) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, Reassignment>>> {
+    pub fn list_partition_reassignments<'a>(
+        &'a self,
+        partitions: Option<&'a [TopicPartition]>,
+    ) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, Reassignment>>> {
         ClientFuture::boxed(self.list_partition_reassignments_boxed(partitions))
     }
 
@@ -391,7 +385,11 @@ impl Admin {
     /// Elects leaders (ElectLeaders; `kafka-leader-election.sh`): the preferred replica, or
     /// with `unclean` any live replica, for these partitions (every partition when `None`).
     /// Per partition the outcome; ELECTION_NOT_NEEDED counts as done.
-    pub fn elect_leaders<'a>(&'a self, unclean: bool, partitions: Option<&'a [TopicPartition]>) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, Result<()>>>> {
+    pub fn elect_leaders<'a>(
+        &'a self,
+        unclean: bool,
+        partitions: Option<&'a [TopicPartition]>,
+    ) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, Result<()>>>> {
         ClientFuture::boxed(self.elect_leaders_boxed(unclean, partitions))
     }
 
@@ -498,7 +496,10 @@ impl Admin {
                     .into_iter()
                     .map(|(path, topics)| AlterReplicaLogDir {
                         path: bs(path),
-                        topics: topics.into_iter().map(|(t, partitions)| AlterReplicaLogDirTopic { name: bs(t), partitions: partitions.into(), ..Default::default() }).collect(),
+                        topics: topics
+                            .into_iter()
+                            .map(|(t, partitions)| AlterReplicaLogDirTopic { name: bs(t), partitions: partitions.into(), ..Default::default() })
+                            .collect(),
                         ..Default::default()
                     })
                     .collect(),
@@ -509,7 +510,8 @@ impl Admin {
                 let Some((tp, _, _)) = moves.get(i) else { continue };
                 let result = match &response {
                     Ok(Some(ResponseKind::AlterReplicaLogDirs(r))) => {
-                        match r.results.iter().filter(|t| t.topic_name == tp.topic[..]).flat_map(|t| &t.partitions).find(|p| p.partition_index == tp.partition) {
+                        match r.results.iter().filter(|t| t.topic_name == tp.topic[..]).flat_map(|t| &t.partitions).find(|p| p.partition_index == tp.partition)
+                        {
                             Some(p) => Error::check(p.error_code, None, || format!("move the replica of {tp} on broker {broker}"))
                                 .map_err(|e| e.about(crate::error::Resource::Topic(tp.topic.clone()))),
                             None => Err(Error::UnexpectedResponse(format!("AlterReplicaLogDirs response has no result for {tp}"))),

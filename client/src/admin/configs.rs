@@ -126,11 +126,25 @@ impl Admin {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn describe_configs_with<'a>(&'a self, resource: ConfigResource, name: &'a str, keys: Option<&'a [&'a str]>, synonyms: bool, documentation: bool) -> ClientFuture<'a, Result<Vec<ConfigEntry>>> {
+    pub fn describe_configs_with<'a>(
+        &'a self,
+        resource: ConfigResource,
+        name: &'a str,
+        keys: Option<&'a [&'a str]>,
+        synonyms: bool,
+        documentation: bool,
+    ) -> ClientFuture<'a, Result<Vec<ConfigEntry>>> {
         ClientFuture::boxed(self.describe_configs_with_boxed(resource, name, keys, synonyms, documentation))
     }
 
-    async fn describe_configs_with_boxed(&self, resource: ConfigResource, name: &str, keys: Option<&[&str]>, synonyms: bool, documentation: bool) -> Result<Vec<ConfigEntry>> {
+    async fn describe_configs_with_boxed(
+        &self,
+        resource: ConfigResource,
+        name: &str,
+        keys: Option<&[&str]>,
+        synonyms: bool,
+        documentation: bool,
+    ) -> Result<Vec<ConfigEntry>> {
         let request = DescribeConfigsRequest {
             resources: vec![DescribeConfigsResource {
                 resource_type: resource.code(),
@@ -155,7 +169,11 @@ impl Admin {
                 read_only: c.read_only,
                 sensitive: c.is_sensitive,
                 source: c.config_source,
-                synonyms: c.synonyms.iter().map(|s| ConfigSynonym { name: s.name.to_string(), value: s.value.as_ref().map(|v| v.to_string()), source: s.source }).collect(),
+                synonyms: c
+                    .synonyms
+                    .iter()
+                    .map(|s| ConfigSynonym { name: s.name.to_string(), value: s.value.as_ref().map(|v| v.to_string()), source: s.source })
+                    .collect(),
                 config_type: c.config_type,
                 documentation: c.documentation.as_ref().map(|d| d.to_string()),
             })
@@ -266,5 +284,4 @@ impl Admin {
             _ => self.client.call_any(body).await,
         }
     }
-
 }

@@ -7,18 +7,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use kwire::messages::{
     leave_group_request::MemberIdentity,
     offset_delete_request::{OffsetDeleteRequestPartition, OffsetDeleteRequestTopic},
-    ConsumerGroupDescribeRequest, ConsumerProtocolAssignment, ConsumerProtocolSubscription, DeleteGroupsRequest, DescribeGroupsRequest, LeaveGroupRequest, ListGroupsRequest,
-    OffsetDeleteRequest,
+    ConsumerGroupDescribeRequest, ConsumerProtocolAssignment, ConsumerProtocolSubscription, DeleteGroupsRequest, DescribeGroupsRequest, LeaveGroupRequest,
+    ListGroupsRequest, OffsetDeleteRequest,
 };
 use kwire::{ApiKey, ErrorCode, Message, RequestKind, ResponseKind};
 
 use super::{bs, result_for, unexpected, Admin, BACKOFF};
 use crate::cluster::BrokerInfo;
 use crate::error::{Error, Resource, Result};
+use crate::future::ClientFuture;
 use crate::group::coordinator::Coordinator;
 use crate::offsets::{self, Committer, OffsetAndMetadata};
 use crate::topic_partition::TopicPartition;
-use crate::future::ClientFuture;
 
 /// A group as ListGroups reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -177,14 +177,24 @@ impl Admin {
         let mut out = Vec::new();
         for b in brokers {
             let version = self.client.node_version(b.id, ApiKey::ListGroups).await?;
-            let needs = if !filter.types.is_empty() { 5 } else if !filter.states.is_empty() { 4 } else { 0 };
+            let needs = if !filter.types.is_empty() {
+                5
+            } else if !filter.states.is_empty() {
+                4
+            } else {
+                0
+            };
             if version < needs {
                 return Err(Error::UnsupportedVersion {
                     api: ApiKey::ListGroups,
                     reason: format!("broker {} has ListGroups v{version}: filtering by {} needs v{needs}", b.id, if needs == 5 { "type" } else { "state" }),
                 });
             }
-            let request = ListGroupsRequest { states_filter: filter.states.iter().map(|s| bs(s)).collect(), types_filter: filter.types.iter().map(|s| bs(s)).collect(), ..Default::default() };
+            let request = ListGroupsRequest {
+                states_filter: filter.states.iter().map(|s| bs(s)).collect(),
+                types_filter: filter.types.iter().map(|s| bs(s)).collect(),
+                ..Default::default()
+            };
             let response = self.client.call_node(b.id, request).await?;
             let Some(ResponseKind::ListGroups(r)) = response else {
                 return Err(Error::UnexpectedResponse(format!("{:?} to ListGroups", response.map(|r| r.api_key()))));
@@ -239,7 +249,8 @@ impl Admin {
             let code = ErrorCode(g.error_code);
             // GROUP_ID_NOT_FOUND: no consumer group of that id, perhaps a classic one.
             if code != ErrorCode::GROUP_ID_NOT_FOUND {
-                Error::check(g.error_code, g.error_message.as_deref(), || format!("describe group {group}")).map_err(|e| e.about(Resource::Group(group.to_owned())))?;
+                Error::check(g.error_code, g.error_message.as_deref(), || format!("describe group {group}"))
+                    .map_err(|e| e.about(Resource::Group(group.to_owned())))?;
                 return Ok(GroupDescription {
                     group_id: group.to_owned(),
                     group_type: "consumer".into(),
@@ -363,7 +374,11 @@ impl Admin {
     /// The group's committed offsets: for these partitions, or every partition it has
     /// committed when `partitions` is `None`. Partitions without a committed offset are left
     /// out.
-    pub fn list_group_offsets<'a>(&'a self, group: &'a str, partitions: Option<&'a [TopicPartition]>) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, OffsetAndMetadata>>> {
+    pub fn list_group_offsets<'a>(
+        &'a self,
+        group: &'a str,
+        partitions: Option<&'a [TopicPartition]>,
+    ) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, OffsetAndMetadata>>> {
         ClientFuture::boxed(self.list_group_offsets_boxed(group, partitions))
     }
 
@@ -469,11 +484,7 @@ fn subscription_rack(raw: &kwire::Bytes) -> Option<String> {
 
 fn assigned_partitions(raw: &kwire::Bytes) -> Vec<TopicPartition> {
     match ConsumerProtocolAssignment::from_version_prefixed(&mut raw.clone()) {
-        Ok((_, a)) => a
-            .assigned_partitions
-            .iter()
-            .flat_map(|t| t.partitions.iter().map(|p| TopicPartition::new(t.topic.to_string(), *p)))
-            .collect(),
+        Ok((_, a)) => a.assigned_partitions.iter().flat_map(|t| t.partitions.iter().map(|p| TopicPartition::new(t.topic.to_string(), *p))).collect(),
         Err(_) => Vec::new(),
     }
 }

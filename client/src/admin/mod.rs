@@ -122,7 +122,12 @@ impl Admin {
     /// for `api`. On NOT_CONTROLLER (`code_of` reads it from the response) or a lost
     /// connection, fresh metadata and again, as Java's admin client does for
     /// controller-bound requests.
-    async fn call_controller_versioned(&self, api: ApiKey, build: impl Fn(i16) -> RequestKind, code_of: impl Fn(&ResponseKind) -> i16) -> crate::Result<ResponseKind> {
+    async fn call_controller_versioned(
+        &self,
+        api: ApiKey,
+        build: impl Fn(i16) -> RequestKind,
+        code_of: impl Fn(&ResponseKind) -> i16,
+    ) -> crate::Result<ResponseKind> {
         let mut last = None;
         let mut retry = crate::retry::Retry::new(crate::retry::Backoff::constant(BACKOFF), CONTROLLER_ATTEMPTS);
         while retry.next().await {
@@ -138,7 +143,9 @@ impl Admin {
                 self.client.call_node(controller, build(version)).await?.ok_or_else(|| Error::UnexpectedResponse(format!("no response to {}", api.name())))
             };
             match attempt.await {
-                Ok(r) if ErrorCode(code_of(&r)) == ErrorCode::NOT_CONTROLLER => last = Some(Error::broker(ErrorCode::NOT_CONTROLLER, None, format!("{} at node {controller}", api.name()))),
+                Ok(r) if ErrorCode(code_of(&r)) == ErrorCode::NOT_CONTROLLER => {
+                    last = Some(Error::broker(ErrorCode::NOT_CONTROLLER, None, format!("{} at node {controller}", api.name())))
+                }
                 Ok(r) => return Ok(r),
                 Err(e) if e.is_retriable() => last = Some(e),
                 Err(e) => return Err(e),

@@ -112,7 +112,11 @@ impl Admin {
                     let entity: QuotaEntity = e.entity.iter().map(|d| (d.entity_type.to_string(), d.entity_name.as_deref().map(str::to_owned))).collect();
                     entity == a.entity
                 };
-                let e = r.entries.iter().find(same).ok_or_else(|| Error::UnexpectedResponse(format!("AlterClientQuotas response has no result for {:?}", a.entity)))?;
+                let e = r
+                    .entries
+                    .iter()
+                    .find(same)
+                    .ok_or_else(|| Error::UnexpectedResponse(format!("AlterClientQuotas response has no result for {:?}", a.entity)))?;
                 Error::check(e.error_code, e.error_message.as_deref(), || format!("alter quotas of {:?}", a.entity))
             })
             .collect())

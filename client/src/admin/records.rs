@@ -10,9 +10,9 @@ use kwire::{ErrorCode, ResponseKind};
 
 use super::{bs, Admin};
 use crate::error::{Error, Resource, Result};
+use crate::future::ClientFuture;
 use crate::offsets::{self, ListedOffset, OffsetSpec};
 use crate::topic_partition::TopicPartition;
-use crate::future::ClientFuture;
 
 /// What DeleteRecords left of a partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,7 +25,11 @@ impl Admin {
     /// Offsets of partitions by [`OffsetSpec`] (ListOffsets at each leader), as Java's
     /// `listOffsets`; `read_committed` answers `Latest` with the last stable offset.
     /// Partitions with no such offset (a timestamp past the last record) are left out.
-    pub fn list_offsets<'a>(&'a self, specs: &'a [(TopicPartition, OffsetSpec)], read_committed: bool) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, ListedOffset>>> {
+    pub fn list_offsets<'a>(
+        &'a self,
+        specs: &'a [(TopicPartition, OffsetSpec)],
+        read_committed: bool,
+    ) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, ListedOffset>>> {
         ClientFuture::boxed(self.list_offsets_boxed(specs, read_committed))
     }
 
@@ -53,7 +57,11 @@ impl Admin {
             let mut topics: BTreeMap<&str, Vec<DeleteRecordsPartition>> = BTreeMap::new();
             for &i in &indexes {
                 let (tp, offset) = &before[i];
-                topics.entry(tp.topic.as_str()).or_default().push(DeleteRecordsPartition { partition_index: tp.partition, offset: *offset, ..Default::default() });
+                topics.entry(tp.topic.as_str()).or_default().push(DeleteRecordsPartition {
+                    partition_index: tp.partition,
+                    offset: *offset,
+                    ..Default::default()
+                });
             }
             let request = DeleteRecordsRequest {
                 topics: topics.into_iter().map(|(t, partitions)| DeleteRecordsTopic { name: bs(t), partitions, ..Default::default() }).collect(),
@@ -67,7 +75,9 @@ impl Admin {
                     Ok(Some(ResponseKind::DeleteRecords(r))) => {
                         match r.topics.iter().filter(|t| t.name == tp.topic[..]).flat_map(|t| &t.partitions).find(|p| p.partition_index == tp.partition) {
                             Some(p) if ErrorCode(p.error_code).is_ok() => Ok(DeletedRecords { low_watermark: p.low_watermark }),
-                            Some(p) => Err(Error::broker(ErrorCode(p.error_code), None, format!("DeleteRecords {tp}")).about(Resource::Topic(tp.topic.clone()))),
+                            Some(p) => {
+                                Err(Error::broker(ErrorCode(p.error_code), None, format!("DeleteRecords {tp}")).about(Resource::Topic(tp.topic.clone())))
+                            }
                             None => Err(Error::UnexpectedResponse(format!("DeleteRecords response has no {tp}"))),
                         }
                     }

@@ -15,8 +15,8 @@ use kwire::{ApiKey, RequestKind, ResponseKind};
 
 use super::{bs, result_for, unexpected, Admin, MemberDescription};
 use crate::error::{Error, Resource, Result};
-use crate::topic_partition::TopicPartition;
 use crate::future::ClientFuture;
+use crate::topic_partition::TopicPartition;
 
 /// A share group, as its coordinator describes it (`kafka-share-groups.sh --describe`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,11 +109,19 @@ impl Admin {
     /// A share group's start offsets (Java's `listShareGroupOffsets`): for these partitions,
     /// or every partition the group has state for when `partitions` is `None`. Per partition
     /// the offset or the broker's error for it; a partition the group never read is absent.
-    pub fn list_share_group_offsets<'a>(&'a self, group: &'a str, partitions: Option<&'a [TopicPartition]>) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, Result<ShareOffset>>>> {
+    pub fn list_share_group_offsets<'a>(
+        &'a self,
+        group: &'a str,
+        partitions: Option<&'a [TopicPartition]>,
+    ) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, Result<ShareOffset>>>> {
         ClientFuture::boxed(self.list_share_group_offsets_boxed(group, partitions))
     }
 
-    async fn list_share_group_offsets_boxed(&self, group: &str, partitions: Option<&[TopicPartition]>) -> Result<BTreeMap<TopicPartition, Result<ShareOffset>>> {
+    async fn list_share_group_offsets_boxed(
+        &self,
+        group: &str,
+        partitions: Option<&[TopicPartition]>,
+    ) -> Result<BTreeMap<TopicPartition, Result<ShareOffset>>> {
         let topics = partitions.map(|tps| {
             crate::topic_partition::by_topic(tps.iter())
                 .into_iter()
@@ -139,17 +147,16 @@ impl Admin {
         let response = coordinator.call(ApiKey::DescribeShareGroupOffsets, build, code_of, None).await?;
         let ResponseKind::DescribeShareGroupOffsets(r) = &response else { return Err(unexpected(ApiKey::DescribeShareGroupOffsets, &response)) };
         let g = result_for(&r.groups, ApiKey::DescribeShareGroupOffsets, group, |g| g.group_id == group)?;
-        Error::check(g.error_code, g.error_message.as_deref(), || format!("list offsets of share group {group}")).map_err(|e| e.about(Resource::Group(group.to_owned())))?;
+        Error::check(g.error_code, g.error_message.as_deref(), || format!("list offsets of share group {group}"))
+            .map_err(|e| e.about(Resource::Group(group.to_owned())))?;
         let lag_known = version.load(std::sync::atomic::Ordering::Relaxed) >= 1;
         Ok(g.topics
             .iter()
             .flat_map(|t| {
                 t.partitions.iter().map(move |p| {
                     let tp = TopicPartition::new(t.topic_name.to_string(), p.partition_index);
-                    let offset = Error::check(p.error_code, p.error_message.as_deref(), || format!("share group {group} offset of {tp}")).map(|()| ShareOffset {
-                        start_offset: p.start_offset,
-                        leader_epoch: p.leader_epoch,
-                        lag: Some(p.lag).filter(|l| lag_known && *l >= 0),
+                    let offset = Error::check(p.error_code, p.error_message.as_deref(), || format!("share group {group} offset of {tp}")).map(|()| {
+                        ShareOffset { start_offset: p.start_offset, leader_epoch: p.leader_epoch, lag: Some(p.lag).filter(|l| lag_known && *l >= 0) }
                     });
                     (tp, offset)
                 })
@@ -159,18 +166,29 @@ impl Admin {
 
     /// Sets a share group's start offsets (the group must be empty: no members), as
     /// `kafka-share-groups.sh --reset-offsets`; per partition the outcome.
-    pub fn alter_share_group_offsets<'a>(&'a self, group: &'a str, offsets: &'a BTreeMap<TopicPartition, i64>) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, Result<()>>>> {
+    pub fn alter_share_group_offsets<'a>(
+        &'a self,
+        group: &'a str,
+        offsets: &'a BTreeMap<TopicPartition, i64>,
+    ) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, Result<()>>>> {
         ClientFuture::boxed(self.alter_share_group_offsets_boxed(group, offsets))
     }
 
     async fn alter_share_group_offsets_boxed(&self, group: &str, offsets: &BTreeMap<TopicPartition, i64>) -> Result<BTreeMap<TopicPartition, Result<()>>> {
         let mut topics: BTreeMap<&str, Vec<AlterShareGroupOffsetsRequestPartition>> = BTreeMap::new();
         for (tp, offset) in offsets {
-            topics.entry(tp.topic.as_str()).or_default().push(AlterShareGroupOffsetsRequestPartition { partition_index: tp.partition, start_offset: *offset, ..Default::default() });
+            topics.entry(tp.topic.as_str()).or_default().push(AlterShareGroupOffsetsRequestPartition {
+                partition_index: tp.partition,
+                start_offset: *offset,
+                ..Default::default()
+            });
         }
         let request = AlterShareGroupOffsetsRequest {
             group_id: bs(group),
-            topics: topics.into_iter().map(|(t, partitions)| AlterShareGroupOffsetsRequestTopic { topic_name: bs(t), partitions, ..Default::default() }).collect(),
+            topics: topics
+                .into_iter()
+                .map(|(t, partitions)| AlterShareGroupOffsetsRequestTopic { topic_name: bs(t), partitions, ..Default::default() })
+                .collect(),
             ..Default::default()
         };
         let code_of = |r: &ResponseKind| match r {
@@ -179,7 +197,8 @@ impl Admin {
         };
         let response = self.coordinator(group).call(ApiKey::AlterShareGroupOffsets, |_| request.clone().into(), code_of, None).await?;
         let ResponseKind::AlterShareGroupOffsets(r) = &response else { return Err(unexpected(ApiKey::AlterShareGroupOffsets, &response)) };
-        Error::check(r.error_code, r.error_message.as_deref(), || format!("alter offsets of share group {group}")).map_err(|e| e.about(Resource::Group(group.to_owned())))?;
+        Error::check(r.error_code, r.error_message.as_deref(), || format!("alter offsets of share group {group}"))
+            .map_err(|e| e.about(Resource::Group(group.to_owned())))?;
         Ok(offsets
             .keys()
             .map(|tp| {
@@ -211,7 +230,8 @@ impl Admin {
         };
         let response = self.coordinator(group).call(ApiKey::DeleteShareGroupOffsets, |_| request.clone().into(), code_of, None).await?;
         let ResponseKind::DeleteShareGroupOffsets(r) = &response else { return Err(unexpected(ApiKey::DeleteShareGroupOffsets, &response)) };
-        Error::check(r.error_code, r.error_message.as_deref(), || format!("delete offsets of share group {group}")).map_err(|e| e.about(Resource::Group(group.to_owned())))?;
+        Error::check(r.error_code, r.error_message.as_deref(), || format!("delete offsets of share group {group}"))
+            .map_err(|e| e.about(Resource::Group(group.to_owned())))?;
         Ok(topics
             .iter()
             .map(|t| {

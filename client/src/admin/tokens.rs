@@ -3,8 +3,8 @@
 //! connection.
 
 use kwire::messages::{
-    create_delegation_token_request::CreatableRenewers, describe_delegation_token_request::DescribeDelegationTokenOwner,
-    CreateDelegationTokenRequest, DescribeDelegationTokenRequest, ExpireDelegationTokenRequest, RenewDelegationTokenRequest,
+    create_delegation_token_request::CreatableRenewers, describe_delegation_token_request::DescribeDelegationTokenOwner, CreateDelegationTokenRequest,
+    DescribeDelegationTokenRequest, ExpireDelegationTokenRequest, RenewDelegationTokenRequest,
 };
 use kwire::{ApiKey, Bytes, ResponseKind};
 
@@ -58,7 +58,12 @@ impl Admin {
     /// Creates a delegation token for the connection's principal (or, with `owner`, for that
     /// principal: KIP-373), renewable by `renewers` (`User:bob`), living at most
     /// `max_lifetime_ms` (-1: the broker's `delegation.token.max.lifetime.ms`).
-    pub fn create_delegation_token<'a>(&'a self, owner: Option<&'a str>, renewers: &'a [&'a str], max_lifetime_ms: i64) -> ClientFuture<'a, Result<DelegationToken>> {
+    pub fn create_delegation_token<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        renewers: &'a [&'a str],
+        max_lifetime_ms: i64,
+    ) -> ClientFuture<'a, Result<DelegationToken>> {
         ClientFuture::boxed(self.create_delegation_token_boxed(owner, renewers, max_lifetime_ms))
     }
 

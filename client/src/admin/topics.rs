@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use kwire::messages::{
     create_partitions_request::{CreatePartitionsAssignment, CreatePartitionsTopic},
-    create_topics_request::{CreatableTopic, CreatableTopicConfig},
     create_topics_request::CreatableReplicaAssignment,
+    create_topics_request::{CreatableTopic, CreatableTopicConfig},
     delete_topics_request::DeleteTopicState,
     describe_topic_partitions_request::{Cursor, TopicRequest},
     CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeTopicPartitionsRequest, MetadataRequest,
@@ -125,15 +125,15 @@ impl Admin {
                     name: bs(&t.name),
                     num_partitions: t.partitions,
                     replication_factor: t.replication_factor,
-                    configs: t
-                        .configs
-                        .iter()
-                        .map(|(k, v)| CreatableTopicConfig { name: bs(k), value: Some(bs(v)), ..Default::default() })
-                        .collect(),
+                    configs: t.configs.iter().map(|(k, v)| CreatableTopicConfig { name: bs(k), value: Some(bs(v)), ..Default::default() }).collect(),
                     assignments: t
                         .assignments
                         .iter()
-                        .map(|(p, replicas)| CreatableReplicaAssignment { partition_index: *p, broker_ids: replicas.iter().copied().collect(), ..Default::default() })
+                        .map(|(p, replicas)| CreatableReplicaAssignment {
+                            partition_index: *p,
+                            broker_ids: replicas.iter().copied().collect(),
+                            ..Default::default()
+                        })
                         .collect(),
                     ..Default::default()
                 })
@@ -148,9 +148,11 @@ impl Admin {
         let results = topics
             .iter()
             .map(|t| {
-                let r = r.topics.iter().find(|x| x.name == t.name[..]).ok_or_else(|| {
-                    Error::UnexpectedResponse(format!("CreateTopics response has no result for {}", t.name))
-                })?;
+                let r = r
+                    .topics
+                    .iter()
+                    .find(|x| x.name == t.name[..])
+                    .ok_or_else(|| Error::UnexpectedResponse(format!("CreateTopics response has no result for {}", t.name)))?;
                 Error::check(r.error_code, r.error_message.as_deref(), || format!("create topic {}", t.name))?;
                 Ok(CreatedTopic { name: t.name.clone(), id: r.topic_id, partitions: r.num_partitions, replication_factor: r.replication_factor })
             })
@@ -187,9 +189,11 @@ impl Admin {
         let results = names
             .iter()
             .map(|n| {
-                let r = r.responses.iter().find(|x| x.name.as_deref() == Some(*n)).ok_or_else(|| {
-                    Error::UnexpectedResponse(format!("DeleteTopics response has no result for {n}"))
-                })?;
+                let r = r
+                    .responses
+                    .iter()
+                    .find(|x| x.name.as_deref() == Some(*n))
+                    .ok_or_else(|| Error::UnexpectedResponse(format!("DeleteTopics response has no result for {n}")))?;
                 Error::check(r.error_code, r.error_message.as_deref(), || format!("delete topic {n}"))
             })
             .collect();
@@ -249,9 +253,11 @@ impl Admin {
             .iter()
             .map(|p| {
                 let n = &p.topic;
-                let r = r.results.iter().find(|x| x.name == n[..]).ok_or_else(|| {
-                    Error::UnexpectedResponse(format!("CreatePartitions response has no result for {n}"))
-                })?;
+                let r = r
+                    .results
+                    .iter()
+                    .find(|x| x.name == n[..])
+                    .ok_or_else(|| Error::UnexpectedResponse(format!("CreatePartitions response has no result for {n}")))?;
                 Error::check(r.error_code, r.error_message.as_deref(), || format!("create partitions of {n}"))
             })
             .collect();
@@ -279,12 +285,7 @@ impl Admin {
 
     async fn describe_topics_boxed(&self, names: &[&str]) -> Result<Vec<Result<TopicInfo>>> {
         let request = MetadataRequest {
-            topics: Some(
-                names
-                    .iter()
-                    .map(|n| kwire::messages::metadata_request::MetadataRequestTopic { name: Some(bs(n)), ..Default::default() })
-                    .collect(),
-            ),
+            topics: Some(names.iter().map(|n| kwire::messages::metadata_request::MetadataRequestTopic { name: Some(bs(n)), ..Default::default() }).collect()),
             allow_auto_topic_creation: false,
             ..Default::default()
         };
@@ -293,9 +294,11 @@ impl Admin {
         Ok(names
             .iter()
             .map(|n| {
-                let t = r.topics.iter().find(|t| t.name.as_deref() == Some(*n)).ok_or_else(|| {
-                    Error::UnexpectedResponse(format!("Metadata response has no entry for {n}"))
-                })?;
+                let t = r
+                    .topics
+                    .iter()
+                    .find(|t| t.name.as_deref() == Some(*n))
+                    .ok_or_else(|| Error::UnexpectedResponse(format!("Metadata response has no entry for {n}")))?;
                 Error::check(t.error_code, None, || format!("describe topic {n}"))?;
                 let partitions = crate::cluster::partitions_of(&t.partitions);
                 Ok(TopicInfo { name: n.to_string(), id: t.topic_id, internal: t.is_internal, partitions })
@@ -331,7 +334,11 @@ impl Admin {
         let results = ids
             .iter()
             .map(|id| {
-                let r = r.responses.iter().find(|x| x.topic_id == *id).ok_or_else(|| Error::UnexpectedResponse(format!("DeleteTopics response has no result for topic id {id:?}")))?;
+                let r = r
+                    .responses
+                    .iter()
+                    .find(|x| x.topic_id == *id)
+                    .ok_or_else(|| Error::UnexpectedResponse(format!("DeleteTopics response has no result for topic id {id:?}")))?;
                 // The broker names the topic only to a principal that may describe it: else
                 // the id, as Kafka writes ids.
                 let name = r.name.as_deref().map_or_else(|| kafka_uuid(id), str::to_owned);
@@ -349,7 +356,12 @@ impl Admin {
     /// [`next`](TopicPartitionsPage::next) is where the following page starts; a topic may
     /// continue on the next page. [`describe_topics_paged`](Admin::describe_topics_paged)
     /// follows the cursor to the end.
-    pub fn describe_topic_partitions<'a>(&'a self, names: &'a [&'a str], cursor: Option<&'a TopicCursor>, partition_limit: i32) -> ClientFuture<'a, Result<TopicPartitionsPage>> {
+    pub fn describe_topic_partitions<'a>(
+        &'a self,
+        names: &'a [&'a str],
+        cursor: Option<&'a TopicCursor>,
+        partition_limit: i32,
+    ) -> ClientFuture<'a, Result<TopicPartitionsPage>> {
         ClientFuture::boxed(self.describe_topic_partitions_boxed(names, cursor, partition_limit))
     }
 
@@ -367,7 +379,8 @@ impl Admin {
             .iter()
             .map(|t| {
                 let name = t.name.as_deref().unwrap_or_default().to_owned();
-                Error::check(t.error_code, None, || format!("describe partitions of topic {name}")).map_err(|e| e.about(crate::error::Resource::Topic(name.clone())))?;
+                Error::check(t.error_code, None, || format!("describe partitions of topic {name}"))
+                    .map_err(|e| e.about(crate::error::Resource::Topic(name.clone())))?;
                 let mut partitions: Vec<PagedPartition> = t
                     .partitions
                     .iter()

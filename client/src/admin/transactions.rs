@@ -13,9 +13,9 @@ use kwire::{ApiKey, ErrorCode, RequestKind, ResponseKind};
 
 use super::{bs, result_for, unexpected, Admin, BACKOFF};
 use crate::error::{Error, Resource, Result};
+use crate::future::ClientFuture;
 use crate::group::coordinator::{Coordinator, CoordinatorKind};
 use crate::topic_partition::TopicPartition;
-use crate::future::ClientFuture;
 
 /// A transaction as ListTransactions reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,23 +122,19 @@ impl Admin {
                 _ => 0,
             };
             let result = match coordinator.call(ApiKey::DescribeTransactions, build, code_of, None).await {
-                Ok(ResponseKind::DescribeTransactions(r)) => {
-                    result_for(&r.transaction_states, ApiKey::DescribeTransactions, id, |t| t.transactional_id == *id).and_then(|t| {
-                        Error::check(t.error_code, None, || format!("describe transaction {id}")).map_err(|e| e.about(Resource::TransactionalId(id.to_string())))?;
+                Ok(ResponseKind::DescribeTransactions(r)) => result_for(&r.transaction_states, ApiKey::DescribeTransactions, id, |t| t.transactional_id == *id)
+                    .and_then(|t| {
+                        Error::check(t.error_code, None, || format!("describe transaction {id}"))
+                            .map_err(|e| e.about(Resource::TransactionalId(id.to_string())))?;
                         Ok(TransactionDescription {
                             state: t.transaction_state.to_string(),
                             producer_id: t.producer_id,
                             producer_epoch: t.producer_epoch,
                             timeout_ms: t.transaction_timeout_ms,
                             start_time_ms: (t.transaction_start_time_ms >= 0).then_some(t.transaction_start_time_ms),
-                            partitions: t
-                                .topics
-                                .iter()
-                                .flat_map(|tp| tp.partitions.iter().map(|p| TopicPartition::new(tp.topic.to_string(), *p)))
-                                .collect(),
+                            partitions: t.topics.iter().flat_map(|tp| tp.partitions.iter().map(|p| TopicPartition::new(tp.topic.to_string(), *p))).collect(),
                         })
-                    })
-                }
+                    }),
                 Ok(other) => Err(unexpected(ApiKey::DescribeTransactions, &other)),
                 Err(e) => Err(e),
             };
@@ -148,7 +144,10 @@ impl Admin {
     }
 
     /// The producers with state at each partition (DescribeProducers at its leader).
-    pub fn describe_producers<'a>(&'a self, partitions: &'a [TopicPartition]) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, Result<Vec<ActiveProducer>>>>> {
+    pub fn describe_producers<'a>(
+        &'a self,
+        partitions: &'a [TopicPartition],
+    ) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, Result<Vec<ActiveProducer>>>>> {
         ClientFuture::boxed(self.describe_producers_boxed(partitions))
     }
 
@@ -240,9 +239,8 @@ impl Admin {
 
     async fn abort_transaction_boxed(&self, partition: &TopicPartition, producer: &ActiveProducer) -> Result<()> {
         let metadata = self.client.refresh_metadata().await?;
-        let leader = metadata
-            .leader(&partition.topic, partition.partition)
-            .ok_or_else(|| Error::UnknownTopicOrPartition(format!("{partition} has no known leader")))?;
+        let leader =
+            metadata.leader(&partition.topic, partition.partition).ok_or_else(|| Error::UnknownTopicOrPartition(format!("{partition} has no known leader")))?;
         let epoch = i16::try_from(producer.producer_epoch).map_err(|_| Error::Config(format!("producer epoch {} out of range", producer.producer_epoch)))?;
         let request = WriteTxnMarkersRequest {
             markers: vec![WritableTxnMarker {
@@ -263,14 +261,7 @@ impl Admin {
         let Some(ResponseKind::WriteTxnMarkers(r)) = &response else {
             return Err(Error::UnexpectedResponse(format!("{:?} to WriteTxnMarkers", response.map(|r| r.api_key()))));
         };
-        let code = r
-            .markers
-            .iter()
-            .flat_map(|m| &m.topics)
-            .flat_map(|t| &t.partitions)
-            .map(|p| p.error_code)
-            .find(|c| *c != 0)
-            .unwrap_or(0);
+        let code = r.markers.iter().flat_map(|m| &m.topics).flat_map(|t| &t.partitions).map(|p| p.error_code).find(|c| *c != 0).unwrap_or(0);
         Error::check(code, None, || format!("abort the transaction of producer {} at {partition}", producer.producer_id))
     }
 }

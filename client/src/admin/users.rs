@@ -9,8 +9,8 @@ use kwire::{ApiKey, Bytes, ResponseKind};
 
 use super::{bs, unexpected, Admin};
 use crate::error::{Error, Result};
-use crate::sasl::{random_bytes, ScramMechanism};
 use crate::future::ClientFuture;
+use crate::sasl::{random_bytes, ScramMechanism};
 
 /// A SCRAM credential change.
 #[derive(Debug, Clone)]
@@ -103,11 +103,9 @@ impl Admin {
                         ..Default::default()
                     });
                 }
-                ScramChange::Delete { user, mechanism } => request.deletions.push(ScramCredentialDeletion {
-                    name: bs(user),
-                    mechanism: mechanism.kafka_type(),
-                    ..Default::default()
-                }),
+                ScramChange::Delete { user, mechanism } => {
+                    request.deletions.push(ScramCredentialDeletion { name: bs(user), mechanism: mechanism.kafka_type(), ..Default::default() })
+                }
             }
         }
         let response = self.call_controller_retrying(request).await?;
@@ -121,9 +119,11 @@ impl Admin {
                 let user = match c {
                     ScramChange::Upsert { user, .. } | ScramChange::Delete { user, .. } => user,
                 };
-                let r = r.results.iter().find(|x| x.user == user[..]).ok_or_else(|| {
-                    Error::UnexpectedResponse(format!("AlterUserScramCredentials response has no result for {user}"))
-                })?;
+                let r = r
+                    .results
+                    .iter()
+                    .find(|x| x.user == user[..])
+                    .ok_or_else(|| Error::UnexpectedResponse(format!("AlterUserScramCredentials response has no result for {user}")))?;
                 Error::check(r.error_code, r.error_message.as_deref(), || format!("alter SCRAM credentials of {user}"))
             })
             .collect())

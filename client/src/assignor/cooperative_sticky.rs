@@ -681,8 +681,7 @@ impl<'a> General<'a> {
             return false;
         }
         let rack = self.rack;
-        let Some(member) =
-            self.sorted.iter().map(|(_, m)| m.0.clone()).find(|m| self.subscribes(m, &tp.topic) && !(rack_matching && rack.mismatch(m, tp)))
+        let Some(member) = self.sorted.iter().map(|(_, m)| m.0.clone()).find(|m| self.subscribes(m, &tp.topic) && !(rack_matching && rack.mismatch(m, tp)))
         else {
             return false;
         };

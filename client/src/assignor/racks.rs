@@ -59,10 +59,8 @@ impl RackInfo {
                 partition_racks.insert(tp, r.clone());
             }
         }
-        let consumers_by_partition = partition_racks
-            .iter()
-            .map(|(tp, rs)| (tp.clone(), rs.iter().map(|r| consumers_by_rack.get(r.as_str()).map_or(0, Vec::len)).sum()))
-            .collect();
+        let consumers_by_partition =
+            partition_racks.iter().map(|(tp, rs)| (tp.clone(), rs.iter().map(|r| consumers_by_rack.get(r.as_str()).map_or(0, Vec::len)).sum())).collect();
         let consumer_set: BTreeSet<&str> = consumers_by_rack.keys().copied().collect();
         if !use_rack_aware(&consumer_set, &all, partition_racks.values()) {
             return RackInfo { consumers_by_partition, ..Default::default() };
@@ -88,8 +86,8 @@ impl RackInfo {
     /// of the partition's replicas.
     pub(super) fn next_rack_consumer(&self, tp: &TopicPartition, members: &[String], first: usize) -> Option<usize> {
         let racks = self.partition_racks.get(tp).filter(|r| !r.is_empty())?;
-        (0..members.len()).map(|i| (first + i) % members.len()).find(|i| {
-            members.get(*i).and_then(|m| self.consumer_racks.get(m)).is_some_and(|r| racks.contains(r))
-        })
+        (0..members.len())
+            .map(|i| (first + i) % members.len())
+            .find(|i| members.get(*i).and_then(|m| self.consumer_racks.get(m)).is_some_and(|r| racks.contains(r)))
     }
 }

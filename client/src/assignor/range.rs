@@ -103,11 +103,8 @@ pub fn range_assign(members: &[Member], partitions_per_topic: &BTreeMap<String, 
     let mut out: BTreeMap<String, Vec<TopicPartition>> = members.iter().map(|m| (m.member_id.clone(), Vec::new())).collect();
     let refs: Vec<&Member> = members.iter().collect();
     let subscribed: BTreeSet<&str> = members.iter().flat_map(|m| m.topics.iter().map(String::as_str)).collect();
-    let mut states: Vec<TopicState> = partitions_per_topic
-        .iter()
-        .filter(|(t, n)| **n > 0 && subscribed.contains(t.as_str()))
-        .map(|(t, n)| TopicState::new(t, *n, &refs, racks))
-        .collect();
+    let mut states: Vec<TopicState> =
+        partitions_per_topic.iter().filter(|(t, n)| **n > 0 && subscribed.contains(t.as_str())).map(|(t, n)| TopicState::new(t, *n, &refs, racks)).collect();
     let rack_aware = states.iter().any(|s| s.needs_rack_aware);
     if rack_aware {
         // Topics of the same members and partition count are co-partitioned: the same

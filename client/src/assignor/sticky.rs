@@ -110,7 +110,11 @@ pub(super) fn sticky_member_data(user_data: Option<&Bytes>) -> (Vec<TopicPartiti
 /// Java's `StickyAssignor.assign` (eager): `members` in JoinGroup order with their previous
 /// assignments in [`sticky_user_data`], the partition count of each topic, the racks of the
 /// partitions' replicas (for rack-aware assignment). Every member gets an entry.
-pub fn sticky_assign(members: &[Member], partitions_per_topic: &BTreeMap<String, i32>, racks: &PartitionRacks) -> Result<BTreeMap<String, Vec<TopicPartition>>> {
+pub fn sticky_assign(
+    members: &[Member],
+    partitions_per_topic: &BTreeMap<String, i32>,
+    racks: &PartitionRacks,
+) -> Result<BTreeMap<String, Vec<TopicPartition>>> {
     let (assignment, _, _) = sticky_core(members, partitions_per_topic, racks, "sticky", |m| sticky_member_data(m.user_data.as_ref()))?;
     Ok(assignment)
 }

@@ -647,7 +647,12 @@ fn build_fetch(
         rack_id: ByteString::from(config.client_rack.clone().unwrap_or_default()),
         forgotten_topics_data: forgotten
             .into_iter()
-            .map(|(t, ps)| ForgottenTopic { topic: ByteString::from(t.to_owned()), topic_id: id_of(t), partitions: ps.into_iter().collect(), ..Default::default() })
+            .map(|(t, ps)| ForgottenTopic {
+                topic: ByteString::from(t.to_owned()),
+                topic_id: id_of(t),
+                partitions: ps.into_iter().collect(),
+                ..Default::default()
+            })
             .collect(),
         ..Default::default()
     };
@@ -814,11 +819,17 @@ mod tests {
         let offsets: Vec<i64> = f.records.iter().map(|r| r.offset).collect();
         assert_eq!(offsets, vec![4, 5, 7, 8]);
         assert_eq!(f.next_offset, 9);
-        let f = parse_partition(&topic, TopicPartition::new("t", 0), 0, read(), vec![], IsolationLevel::ReadUncommitted, &opts, VecDeque::new()).unwrap().0.unwrap();
+        let f = parse_partition(&topic, TopicPartition::new("t", 0), 0, read(), vec![], IsolationLevel::ReadUncommitted, &opts, VecDeque::new())
+            .unwrap()
+            .0
+            .unwrap();
         let offsets: Vec<i64> = f.records.iter().map(|r| r.offset).collect();
         assert_eq!(offsets, vec![0, 1, 2, 4, 5, 7, 8], "control records are never returned");
         // From the middle of a batch, and past the markers only.
-        let f = parse_partition(&topic, TopicPartition::new("t", 0), 5, read(), vec![], IsolationLevel::ReadUncommitted, &opts, VecDeque::new()).unwrap().0.unwrap();
+        let f = parse_partition(&topic, TopicPartition::new("t", 0), 5, read(), vec![], IsolationLevel::ReadUncommitted, &opts, VecDeque::new())
+            .unwrap()
+            .0
+            .unwrap();
         assert_eq!(f.records.front().map(|r| r.offset), Some(5));
     }
 
@@ -841,7 +852,8 @@ mod tests {
         raw.truncate(raw.len() - 5);
         let read = read_batches(&response(&Bytes::from(raw)), &opts).remove(0).remove(0);
         assert_eq!(read.len(), 2, "the complete batch, then the partial one");
-        let f = parse_partition(&topic, TopicPartition::new("t", 0), 0, read, vec![], IsolationLevel::ReadUncommitted, &opts, VecDeque::new()).unwrap().0.unwrap();
+        let f =
+            parse_partition(&topic, TopicPartition::new("t", 0), 0, read, vec![], IsolationLevel::ReadUncommitted, &opts, VecDeque::new()).unwrap().0.unwrap();
         assert_eq!((f.records.len(), f.next_offset), (3, 3));
         // A flipped bit in the first batch's records: its CRC fails the partition.
         let mut bad = whole.clone();

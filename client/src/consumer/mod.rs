@@ -39,10 +39,10 @@ use crate::assignor::Assignor;
 use crate::cluster::Client;
 use crate::error::{ConsumerError, Error, Result};
 use crate::future::ClientFuture;
-#[cfg(feature = "telemetry")]
-use crate::telemetry::Telemetry;
 use crate::group::coordinator::Coordinator;
 use crate::group::{Group, GroupProtocol};
+#[cfg(feature = "telemetry")]
+use crate::telemetry::Telemetry;
 use crate::topic_partition::TopicPartition;
 
 pub use self::listener::{ListenerFuture, RebalanceListener};

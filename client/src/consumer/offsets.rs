@@ -8,12 +8,12 @@ use tokio::time::Instant;
 use tracing::warn;
 
 use super::{Consumer, OffsetAndMetadata, OffsetSpec};
-use crate::offsets::ListedOffset;
 use crate::error::{Error, GroupError, Result};
+use crate::future::ClientFuture;
 use crate::group::coordinator::Coordinator;
 use crate::offsets::Committer;
+use crate::offsets::ListedOffset;
 use crate::topic_partition::TopicPartition;
-use crate::future::ClientFuture;
 
 impl Consumer {
     /// Offsets by [`OffsetSpec`] (ListOffsets at each leader): `(offset, leader epoch)`;
@@ -61,7 +61,10 @@ impl Consumer {
     /// }
     /// # Ok(()) }
     /// ```
-    pub fn offsets_for_times<'a>(&'a self, times: &'a BTreeMap<TopicPartition, i64>) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, Option<ListedOffset>>>> {
+    pub fn offsets_for_times<'a>(
+        &'a self,
+        times: &'a BTreeMap<TopicPartition, i64>,
+    ) -> ClientFuture<'a, Result<BTreeMap<TopicPartition, Option<ListedOffset>>>> {
         ClientFuture::boxed(self.offsets_for_times_boxed(times))
     }
 
@@ -71,12 +74,7 @@ impl Consumer {
         }
         let specs: Vec<_> = times.iter().map(|(tp, t)| (tp.clone(), OffsetSpec::Timestamp(*t))).collect();
         let mut found = crate::offsets::list_offsets(&self.client, &specs, self.config.isolation_level.wire(), self.config.retry_backoff).await?;
-        Ok(times
-            .keys()
-            .map(|tp| {
-                (tp.clone(), found.remove(tp))
-            })
-            .collect())
+        Ok(times.keys().map(|tp| (tp.clone(), found.remove(tp))).collect())
     }
 
     /// How many records an assigned partition's position is behind its end (the high

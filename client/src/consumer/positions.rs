@@ -19,19 +19,14 @@ impl Consumer {
     /// Positions for partitions that have none: the committed offset (with a group id and no
     /// explicit reset), else the reset policy.
     pub(super) async fn resolve_positions(&mut self) -> Result<()> {
-        let missing: Vec<TopicPartition> =
-            self.subscription.partitions.iter().filter(|(_, s)| s.position.is_none()).map(|(tp, _)| tp.clone()).collect();
+        let missing: Vec<TopicPartition> = self.subscription.partitions.iter().filter(|(_, s)| s.position.is_none()).map(|(tp, _)| tp.clone()).collect();
         if missing.is_empty() {
             return Ok(());
         }
         let mut need_reset: Vec<(TopicPartition, OffsetReset)> = Vec::new();
         let from_committed: Vec<TopicPartition> =
             missing.iter().filter(|tp| self.subscription.partitions.get(*tp).is_some_and(|s| s.reset.is_none())).cloned().collect();
-        let committed = if self.config.group_id.is_some() && !from_committed.is_empty() {
-            self.committed(&from_committed).await?
-        } else {
-            BTreeMap::new()
-        };
+        let committed = if self.config.group_id.is_some() && !from_committed.is_empty() { self.committed(&from_committed).await? } else { BTreeMap::new() };
         for tp in &missing {
             let Some(st) = self.subscription.partitions.get_mut(tp) else { continue };
             match (st.reset, committed.get(tp)) {
@@ -50,10 +45,8 @@ impl Consumer {
         if need_reset.is_empty() {
             return Ok(());
         }
-        let specs: Vec<(TopicPartition, OffsetSpec)> = need_reset
-            .into_iter()
-            .map(|(tp, r)| (tp, if r == OffsetReset::Earliest { OffsetSpec::Earliest } else { OffsetSpec::Latest }))
-            .collect();
+        let specs: Vec<(TopicPartition, OffsetSpec)> =
+            need_reset.into_iter().map(|(tp, r)| (tp, if r == OffsetReset::Earliest { OffsetSpec::Earliest } else { OffsetSpec::Latest })).collect();
         let found = self.list_offsets(&specs).await?;
         for (tp, spec) in specs {
             if let (Some(st), Some(o)) = (self.subscription.partitions.get_mut(&tp), found.get(&tp)) {

@@ -12,9 +12,9 @@ use tracing::{debug, info, warn};
 use super::listener::{Callback, RebalanceListener};
 use super::{Consumer, ConsumerGroupMetadata, OffsetAndMetadata};
 use crate::error::{ConsumerError, Error, Result};
+use crate::future::ClientFuture;
 use crate::group::{Group, GroupConfig, GroupProtocol, TopicPattern};
 use crate::topic_partition::TopicPartition;
-use crate::future::ClientFuture;
 
 impl Consumer {
     /// Subscribes to `topics` as a member of the configured group (joining at the next poll).

@@ -8,10 +8,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use kwire::messages::{
-    consumer_protocol_assignment::TopicPartition as AssignedTopicPartition,
-    consumer_protocol_subscription::TopicPartition as OwnedTopicPartition, join_group_request::JoinGroupRequestProtocol,
-    join_group_response::JoinGroupResponseMember, leave_group_request::MemberIdentity, sync_group_request::SyncGroupRequestAssignment,
-    ConsumerProtocolAssignment, ConsumerProtocolSubscription, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, SyncGroupRequest,
+    consumer_protocol_assignment::TopicPartition as AssignedTopicPartition, consumer_protocol_subscription::TopicPartition as OwnedTopicPartition,
+    join_group_request::JoinGroupRequestProtocol, join_group_response::JoinGroupResponseMember, leave_group_request::MemberIdentity,
+    sync_group_request::SyncGroupRequestAssignment, ConsumerProtocolAssignment, ConsumerProtocolSubscription, JoinGroupRequest, JoinGroupResponse,
+    LeaveGroupRequest, SyncGroupRequest,
 };
 use kwire::{ApiKey, ByteString, Bytes, ErrorCode, Message, RequestKind, ResponseKind};
 use tracing::{info, warn};
@@ -34,8 +34,8 @@ fn encode_versioned<M: Message>(m: &M, version: i16) -> Result<Bytes> {
 /// Reads a version-prefixed consumer protocol message (a newer version than ours is read as
 /// ours: fields are only ever added at the end).
 fn decode_versioned<M: Message>(raw: &Bytes, what: &str) -> Result<(M, i16)> {
-    let (version, m) = M::from_version_prefixed(&mut raw.clone())
-        .map_err(|e| Error::Protocol { addr: "group coordinator".into(), message: format!("{what}: {e}") })?;
+    let (version, m) =
+        M::from_version_prefixed(&mut raw.clone()).map_err(|e| Error::Protocol { addr: "group coordinator".into(), message: format!("{what}: {e}") })?;
     Ok((m, version))
 }
 
@@ -162,11 +162,7 @@ impl Group {
         let protocol = join.protocol_name.as_deref().unwrap_or("");
         info!(group, generation = join.generation_id, member = %my_id, leader = %join.leader, protocol, members = join.members.len(), "joined");
         self.snapshot = None; // set again if this member leads
-        let assignments = if join.leader[..] == my_id[..] && !join.skip_assignment {
-            self.lead(protocol, &join.members).await?
-        } else {
-            Vec::new()
-        };
+        let assignments = if join.leader[..] == my_id[..] && !join.skip_assignment { self.lead(protocol, &join.members).await? } else { Vec::new() };
         Ok(Joined::Generation { response: Box::new(join), assignments })
     }
 
@@ -183,10 +179,8 @@ impl Group {
         for tp in owned {
             by_topic.entry(tp.topic.as_str()).or_default().push(tp.partition);
         }
-        let owned_partitions: Vec<OwnedTopicPartition> = by_topic
-            .into_iter()
-            .map(|(t, ps)| OwnedTopicPartition { topic: ByteString::from(t.to_owned()), partitions: ps.into_iter().collect() })
-            .collect();
+        let owned_partitions: Vec<OwnedTopicPartition> =
+            by_topic.into_iter().map(|(t, ps)| OwnedTopicPartition { topic: ByteString::from(t.to_owned()), partitions: ps.into_iter().collect() }).collect();
         let mut protocols = Vec::with_capacity(self.config.assignors.len());
         for a in &self.config.assignors {
             let user_data = match a {
@@ -239,8 +233,7 @@ impl Group {
         if all.iter().any(|t| !metadata.topics.contains_key(*t)) {
             metadata = client.refresh_metadata().await?;
         }
-        let counts: BTreeMap<String, i32> =
-            all.iter().filter_map(|t| metadata.topics.get(*t).map(|i| (t.to_string(), i.partitions.len() as i32))).collect();
+        let counts: BTreeMap<String, i32> = all.iter().filter_map(|t| metadata.topics.get(*t).map(|i| (t.to_string(), i.partitions.len() as i32))).collect();
         self.snapshot = Some(all.iter().map(|t| (t.to_string(), counts.get(*t).copied().unwrap_or(0))).collect());
         self.snapshot_checked = tokio::time::Instant::now();
         // Rack-aware assignment: the racks of each partition's replicas, when members have racks.
@@ -324,12 +317,7 @@ impl Group {
             return Ok(Some(BTreeSet::new()));
         }
         let (a, _): (ConsumerProtocolAssignment, _) = decode_versioned(&sync.assignment, "ConsumerProtocolAssignment")?;
-        Ok(Some(
-            a.assigned_partitions
-                .iter()
-                .flat_map(|t| t.partitions.iter().map(move |p| TopicPartition::new(t.topic.to_string(), *p)))
-                .collect(),
-        ))
+        Ok(Some(a.assigned_partitions.iter().flat_map(|t| t.partitions.iter().map(move |p| TopicPartition::new(t.topic.to_string(), *p))).collect()))
     }
 }
 

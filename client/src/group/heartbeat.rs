@@ -196,7 +196,10 @@ pub(super) async fn consumer(
             subscribed_topic_regex: if full { regex.clone().map(ByteString::from) } else { None },
             server_assignor: None,
             topic_partitions: changed.then(|| {
-                owned.iter().map(|(id, ps)| HeartbeatTopicPartitions { topic_id: *id, partitions: ps.iter().copied().collect(), ..Default::default() }).collect()
+                owned
+                    .iter()
+                    .map(|(id, ps)| HeartbeatTopicPartitions { topic_id: *id, partitions: ps.iter().copied().collect(), ..Default::default() })
+                    .collect()
             }),
             ..Default::default()
         };

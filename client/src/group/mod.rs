@@ -300,8 +300,7 @@ impl Group {
             }
         }
         let metadata = client.metadata();
-        let now: BTreeMap<String, i32> =
-            snapshot.keys().map(|t| (t.clone(), metadata.topics.get(t).map_or(0, |i| i.partitions.len() as i32))).collect();
+        let now: BTreeMap<String, i32> = snapshot.keys().map(|t| (t.clone(), metadata.topics.get(t).map_or(0, |i| i.partitions.len() as i32))).collect();
         if now != snapshot {
             info!(before = ?snapshot, now = ?now, "subscribed topics changed: rebalancing");
             self.lock().rejoin.get_or_insert(ErrorCode::NONE);

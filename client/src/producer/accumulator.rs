@@ -551,7 +551,11 @@ impl Accumulator {
                 // A batch that may have been written keeps its sequence for good: once its
                 // partition's sequences start over it fails with its outcome unknown, never
                 // to go again under new ones (rule 2 of `idempotence`).
-                while queue.batches.front().is_some_and(|b| b.uncertain && b.sequence.is_some() && !queue.sequences.owns(b.sequence) && !crate::mutation::resend_uncertain()) {
+                while queue
+                    .batches
+                    .front()
+                    .is_some_and(|b| b.uncertain && b.sequence.is_some() && !queue.sequences.owns(b.sequence) && !crate::mutation::resend_uncertain())
+                {
                     if let Some(b) = queue.batches.pop_front() {
                         tracing::trace!(%topic, partition, sequence = ?b.sequence, records = b.records.len(), "sequences started over: its outcome is unknown");
                         unknown.push((topic.clone(), partition, b));

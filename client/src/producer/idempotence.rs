@@ -218,10 +218,7 @@ pub(crate) struct Idempotence {
 /// fails that batch and bumps its epoch, as Java's does.)
 pub(crate) fn is_fatal(e: &Error) -> bool {
     matches!(e, Error::Producer(crate::error::ProducerError::Fenced { code: ErrorCode::PRODUCER_FENCED, .. }))
-        || matches!(
-            e,
-            Error::Authorization { code: ErrorCode::CLUSTER_AUTHORIZATION_FAILED | ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED, .. }
-        )
+        || matches!(e, Error::Authorization { code: ErrorCode::CLUSTER_AUTHORIZATION_FAILED | ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED, .. })
 }
 
 impl Idempotence {

@@ -43,10 +43,10 @@ use crate::cluster::Client;
 use crate::error::{Error, ProducerError, Result};
 use crate::future::ClientFuture;
 use crate::metrics::ProducerMetrics;
-#[cfg(feature = "telemetry")]
-use crate::telemetry::Telemetry;
 use crate::random::Random;
 use crate::retry::Backoff;
+#[cfg(feature = "telemetry")]
+use crate::telemetry::Telemetry;
 
 pub use self::delivery::{Delivery, RecordMetadata};
 
@@ -564,11 +564,7 @@ impl Producer {
         self.lock().usable()?;
         let size = record.size();
         if size > cfg.max_request_size || size > cfg.buffer_memory {
-            return Err(Error::Producer(ProducerError::RecordTooLarge {
-                size,
-                max_request_size: cfg.max_request_size,
-                buffer_memory: cfg.buffer_memory,
-            }));
+            return Err(Error::Producer(ProducerError::RecordTooLarge { size, max_request_size: cfg.max_request_size, buffer_memory: cfg.buffer_memory }));
         }
         // The clock is read only if something has to wait.
         let mut deadline = None;

@@ -346,16 +346,11 @@ impl BrokerSender {
                 }
                 // `records` is nullable in the 3.9 specs, not in later ones: `From` covers both.
                 #[allow(clippy::useless_conversion)]
-                by_topic.entry(&**topic).or_default().push(PartitionProduceData {
-                    index: *partition,
-                    records: Some(bytes).into(),
-                    ..Default::default()
-                });
+                by_topic.entry(&**topic).or_default().push(PartitionProduceData { index: *partition, records: Some(bytes).into(), ..Default::default() });
             }
         }
         let metadata = self.shared.client.metadata();
-        let ids: BTreeMap<String, Uuid> =
-            by_topic.keys().map(|t| (t.to_string(), metadata.topics.get(*t).map_or(Uuid::ZERO, |i| i.id))).collect();
+        let ids: BTreeMap<String, Uuid> = by_topic.keys().map(|t| (t.to_string(), metadata.topics.get(*t).map_or(Uuid::ZERO, |i| i.id))).collect();
         if records > 0 {
             metrics.record_send.increment(records as u64);
             metrics.records_per_request.record(records as f64);

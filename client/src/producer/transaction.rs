@@ -36,10 +36,10 @@ use super::Producer;
 use crate::cluster::Client;
 use crate::consumer::{ConsumerGroupMetadata, OffsetAndMetadata};
 use crate::error::{Error, Resource, Result, TransactionError, TransactionState};
+use crate::future::ClientFuture;
 use crate::group::coordinator::{Coordinator, CoordinatorKind};
 use crate::retry::Backoff;
 use crate::topic_partition::TopicPartition;
-use crate::future::ClientFuture;
 
 /// The feature whose finalized level picks the protocol (KIP-890).
 const TRANSACTION_VERSION: &str = "transaction.version";
@@ -393,9 +393,7 @@ pub(crate) fn severity(e: &Error) -> Severity {
 /// batch (out of retries, out of time) do too.
 pub(crate) fn batch_severity(e: &Error) -> Severity {
     match e.code() {
-        Some(ErrorCode::PRODUCER_FENCED | ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED | ErrorCode::CLUSTER_AUTHORIZATION_FAILED) => {
-            Severity::Fatal
-        }
+        Some(ErrorCode::PRODUCER_FENCED | ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED | ErrorCode::CLUSTER_AUTHORIZATION_FAILED) => Severity::Fatal,
         _ if matches!(e, Error::Transaction(TransactionError::Fatal(_))) => Severity::Fatal,
         _ => Severity::Abortable,
     }
@@ -415,8 +413,7 @@ pub(crate) struct TxnCoordinator {
 
 /// A coordinator's error code, as an error about the transactional id.
 fn coordinator_error(id: &str, api: ApiKey, code: ErrorCode, message: Option<&str>) -> Error {
-    Error::broker(code, message.map(str::to_owned), format!("{} for transactional id {id}", api.name()))
-        .about(Resource::TransactionalId(id.to_owned()))
+    Error::broker(code, message.map(str::to_owned), format!("{} for transactional id {id}", api.name())).about(Resource::TransactionalId(id.to_owned()))
 }
 
 /// The error code of a transaction coordinator's answer with one (0 for others).
@@ -536,7 +533,11 @@ impl TxnCoordinator {
             v3_and_below_producer_epoch: pid.1,
             v3_and_below_topics: topics
                 .iter()
-                .map(|(t, ps)| AddPartitionsToTxnTopic { name: ByteString::from(t.to_string()), partitions: ps.iter().copied().collect(), ..Default::default() })
+                .map(|(t, ps)| AddPartitionsToTxnTopic {
+                    name: ByteString::from(t.to_string()),
+                    partitions: ps.iter().copied().collect(),
+                    ..Default::default()
+                })
                 .collect(),
             ..Default::default()
         };
@@ -602,10 +603,7 @@ impl TxnCoordinator {
     /// The group's coordinator (one per group, cached).
     fn group_coordinator(&self, group: &str) -> Coordinator {
         let mut groups = self.groups.lock().unwrap_or_else(|p| p.into_inner());
-        groups
-            .entry(group.to_owned())
-            .or_insert_with(|| Coordinator::new(self.coordinator.client().clone(), group, self.retry_backoff))
-            .clone()
+        groups.entry(group.to_owned()).or_insert_with(|| Coordinator::new(self.coordinator.client().clone(), group, self.retry_backoff)).clone()
     }
 
     /// TxnOffsetCommit to the group's coordinator, as the consumer's member (KIP-447): a
@@ -817,15 +815,15 @@ impl Producer {
     /// coordinator adds them (TxnOffsetCommit v5+). The group's coordinator refuses the offsets
     /// of a member that is no longer in the generation (KIP-447): the transaction must then be
     /// aborted ([`TransactionError::Abortable`]).
-    pub fn send_offsets_to_transaction<'a>(&'a self, offsets: &'a BTreeMap<TopicPartition, OffsetAndMetadata>, group: &'a ConsumerGroupMetadata) -> ClientFuture<'a, Result<()>> {
+    pub fn send_offsets_to_transaction<'a>(
+        &'a self,
+        offsets: &'a BTreeMap<TopicPartition, OffsetAndMetadata>,
+        group: &'a ConsumerGroupMetadata,
+    ) -> ClientFuture<'a, Result<()>> {
         ClientFuture::boxed(self.send_offsets_to_transaction_boxed(offsets, group))
     }
 
-    async fn send_offsets_to_transaction_boxed(
-        &self,
-        offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
-        group: &ConsumerGroupMetadata,
-    ) -> Result<()> {
+    async fn send_offsets_to_transaction_boxed(&self, offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>, group: &ConsumerGroupMetadata) -> Result<()> {
         let txn = self.txn("send_offsets_to_transaction")?;
         let _op = txn.op.lock().await;
         let pid = self.txn_check(|t| t.check_offsets())?;

@@ -77,12 +77,7 @@ impl OAuthBearerToken {
         let header = B64URL.encode(br#"{"alg":"none"}"#);
         let claims = serde_json::json!({ "sub": principal.as_str(), "iat": iat, "exp": exp });
         let value = format!("{header}.{}.", B64URL.encode(claims.to_string()));
-        OAuthBearerToken {
-            value,
-            expires_at: UNIX_EPOCH + Duration::from_secs(exp),
-            principal: Some(principal),
-            extensions: Vec::new(),
-        }
+        OAuthBearerToken { value, expires_at: UNIX_EPOCH + Duration::from_secs(exp), principal: Some(principal), extensions: Vec::new() }
     }
 
     /// The principal the token names (for logs; the broker takes it from the token).
@@ -125,9 +120,7 @@ fn jwt_claims(jwt: &str) -> Result<serde_json::Map<String, serde_json::Value>, O
     let (Some(_header), Some(payload)) = (parts.next(), parts.next()) else {
         return Err(OAuthError::InvalidToken("not a JWT (header.payload.signature)".into()));
     };
-    let json = B64URL
-        .decode(payload.trim_end_matches('='))
-        .map_err(|e| OAuthError::InvalidToken(format!("the JWT's payload is not base64url: {e}")))?;
+    let json = B64URL.decode(payload.trim_end_matches('=')).map_err(|e| OAuthError::InvalidToken(format!("the JWT's payload is not base64url: {e}")))?;
     match serde_json::from_slice(&json) {
         Ok(serde_json::Value::Object(claims)) => Ok(claims),
         Ok(_) => Err(OAuthError::InvalidToken("the JWT's payload is not a JSON object".into())),
@@ -278,14 +271,7 @@ impl OAuthBearer {
     }
 
     fn with_parts(provider: Arc<dyn TokenProvider>, refresh: RefreshPolicy, extensions: Vec<(String, String)>) -> OAuthBearer {
-        let shared = Shared {
-            provider,
-            refresh,
-            extensions,
-            current: tokio::sync::Mutex::new(None),
-            fetched: AtomicU64::new(0),
-            refreshes: AtomicU64::new(0),
-        };
+        let shared = Shared { provider, refresh, extensions, current: tokio::sync::Mutex::new(None), fetched: AtomicU64::new(0), refreshes: AtomicU64::new(0) };
         OAuthBearer { shared: Arc::new(shared) }
     }
 
@@ -379,9 +365,7 @@ impl OAuthBearer {
         // Kafka's server takes a token of these characters only (its AUTH_PATTERN).
         let token_ok = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.');
         if token.value.is_empty() || !token.value.bytes().all(token_ok) {
-            return Err(OAuthError::InvalidToken(
-                "a bearer token must be letters, digits, '-', '_' and '.' (a JWT), and not empty".into(),
-            ));
+            return Err(OAuthError::InvalidToken("a bearer token must be letters, digits, '-', '_' and '.' (a JWT), and not empty".into()));
         }
         let mut extensions: Vec<(&str, &str)> = Vec::new();
         for (key, value) in self.shared.extensions.iter().chain(&token.extensions) {
@@ -521,8 +505,12 @@ mod tests {
 
     #[tokio::test]
     async fn tokens_are_refreshed_in_the_background_while_the_settings_live() {
-        let o = OAuthBearer::new(|| async { Ok::<_, OAuthError>(OAuthBearerToken::new("t", Duration::from_secs(2))) })
-            .refresh_policy(RefreshPolicy { window_factor: 0.5, window_jitter: 0.0, min_period: Duration::ZERO, buffer: Duration::ZERO });
+        let o = OAuthBearer::new(|| async { Ok::<_, OAuthError>(OAuthBearerToken::new("t", Duration::from_secs(2))) }).refresh_policy(RefreshPolicy {
+            window_factor: 0.5,
+            window_jitter: 0.0,
+            min_period: Duration::ZERO,
+            buffer: Duration::ZERO,
+        });
         o.token().await.unwrap();
         // Due after 1 s: fetched then without anyone asking.
         tokio::time::sleep(Duration::from_millis(1600)).await;

@@ -107,7 +107,8 @@ mod tests {
 
     #[test]
     fn wire_codes_are_kip_932s() {
-        let codes: Vec<i8> = [AcknowledgeType::Accept, AcknowledgeType::Release, AcknowledgeType::Reject, AcknowledgeType::Renew].iter().map(|t| t.wire()).collect();
+        let codes: Vec<i8> =
+            [AcknowledgeType::Accept, AcknowledgeType::Release, AcknowledgeType::Reject, AcknowledgeType::Renew].iter().map(|t| t.wire()).collect();
         assert_eq!(codes, vec![1, 2, 3, RENEW]);
         assert!(codes.iter().all(|c| AcknowledgeType::from_wire(*c).is_some_and(|t| t.wire() == *c)));
         assert_eq!(AcknowledgeType::from_wire(GAP), None);

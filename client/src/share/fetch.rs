@@ -22,8 +22,8 @@ use tracing::{debug, warn};
 use super::acks::{batches, GAP, RENEW};
 use super::{AcknowledgementCommit, ShareConsumerConfig, ShareRecord};
 use crate::cluster::{BrokerInfo, Client};
-use crate::consumer::ConsumerRecord;
 use crate::conn::InFlight;
+use crate::consumer::ConsumerRecord;
 use crate::error::{ConsumerError, Error, Resource, Result};
 use crate::topic_partition::TopicPartition;
 
@@ -229,7 +229,15 @@ impl Fetcher {
     /// Takes `node`'s pending acknowledgements that can go in a ShareAcknowledge at the
     /// session's epoch (advancing it), reporting those that cannot. `None` when there is
     /// nothing to send.
-    async fn take_ack(&mut self, client: &Client, node: i32, filter: impl Fn(&Tip) -> bool, group: &str, member_id: &str, closing: bool) -> Option<(Acks, RequestKind, i16)> {
+    async fn take_ack(
+        &mut self,
+        client: &Client,
+        node: i32,
+        filter: impl Fn(&Tip) -> bool,
+        group: &str,
+        member_id: &str,
+        closing: bool,
+    ) -> Option<(Acks, RequestKind, i16)> {
         let mut acks: Acks = BTreeMap::new();
         if let Some(all) = self.pending.get_mut(&node) {
             let tips: Vec<Tip> = all.keys().filter(|t| filter(t)).copied().collect();
@@ -266,7 +274,10 @@ impl Fetcher {
                     (*tip, renew)
                 })
                 .collect();
-            let e = Error::UnsupportedVersion { api: ApiKey::ShareAcknowledge, reason: format!("renewing acquisition locks needs v2, broker {node} uses v{version}") };
+            let e = Error::UnsupportedVersion {
+                api: ApiKey::ShareAcknowledge,
+                reason: format!("renewing acquisition locks needs v2, broker {node} uses v{version}"),
+            };
             self.report(&renewals, Some(&e), &HashMap::new(), ApiKey::ShareAcknowledge);
         }
         let request_epoch = if closing { -1 } else { epoch };
@@ -478,7 +489,16 @@ impl Fetcher {
 
     /// Takes one ShareFetch response in: session, acknowledgement outcomes, records.
     #[allow(clippy::too_many_arguments)]
-    fn fetched(&mut self, client: &Client, node: i32, group: &str, acks: &Acks, result: Result<Option<ResponseKind>>, assigned: &BTreeMap<Tip, Arc<str>>, options: &DecodeOptions) -> Result<bool> {
+    fn fetched(
+        &mut self,
+        client: &Client,
+        node: i32,
+        group: &str,
+        acks: &Acks,
+        result: Result<Option<ResponseKind>>,
+        assigned: &BTreeMap<Tip, Arc<str>>,
+        options: &DecodeOptions,
+    ) -> Result<bool> {
         let response = match result {
             Ok(Some(ResponseKind::ShareFetch(r))) => r,
             Ok(other) => {
@@ -513,8 +533,7 @@ impl Fetcher {
                     | ErrorCode::SHARE_SESSION_LIMIT_REACHED
                     | ErrorCode::UNKNOWN_MEMBER_ID
                     | ErrorCode::FENCED_MEMBER_EPOCH
-            )
-                || e.is_retriable()
+            ) || e.is_retriable()
                 || Client::needs_metadata_refresh(code)
             {
                 debug!(node, code = ?code.name(), "share session reset");
@@ -563,7 +582,8 @@ impl Fetcher {
                         continue;
                     }
                     // Not authorized, say: the other partitions are still taken in.
-                    let e = Error::broker(code, p.error_message.as_deref().map(str::to_owned), format!("share fetch {tp}")).about(Resource::Topic(tp.topic.clone()));
+                    let e = Error::broker(code, p.error_message.as_deref().map(str::to_owned), format!("share fetch {tp}"))
+                        .about(Resource::Topic(tp.topic.clone()));
                     failed = failed.or(Some(e));
                     continue;
                 }
@@ -627,7 +647,12 @@ fn build_fetch(
             .map(|a| {
                 batches(a)
                     .into_iter()
-                    .map(|b| FetchAckBatch { first_offset: b.first, last_offset: b.last, acknowledge_types: b.types.into_iter().collect(), ..Default::default() })
+                    .map(|b| FetchAckBatch {
+                        first_offset: b.first,
+                        last_offset: b.last,
+                        acknowledge_types: b.types.into_iter().collect(),
+                        ..Default::default()
+                    })
                     .collect()
             })
             .unwrap_or_default();

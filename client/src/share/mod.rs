@@ -39,9 +39,9 @@ use self::membership::{HeartbeatConfig, Membership};
 use crate::cluster::Client;
 use crate::consumer::ConsumerRecord;
 use crate::error::{Error, Result, ShareError};
+use crate::future::ClientFuture;
 use crate::group::coordinator::Coordinator;
 use crate::topic_partition::TopicPartition;
-use crate::future::ClientFuture;
 
 pub use self::acks::AcknowledgeType;
 
@@ -409,7 +409,8 @@ impl ShareConsumer {
         if self.config.acknowledgement_mode == AcknowledgementMode::Implicit {
             return Err(Error::Share(ShareError::ImplicitMode));
         }
-        let not_delivered = || Error::Share(ShareError::NotDelivered { partition: TopicPartition::new(record.topic.to_string(), record.partition), offset: record.offset });
+        let not_delivered =
+            || Error::Share(ShareError::NotDelivered { partition: TopicPartition::new(record.topic.to_string(), record.partition), offset: record.offset });
         let tip = self.assigned_tip(record).ok_or_else(not_delivered)?;
         self.fetcher.acknowledge(tip, record.offset, ty.wire()).ok_or_else(not_delivered)
     }

@@ -28,11 +28,7 @@ impl Broker {
             return None;
         };
         let text = std::fs::read_to_string(&spec).unwrap_or_else(|e| panic!("KWIRE_BROKER={spec}: {e}"));
-        let vars = text
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-            .collect();
+        let vars = text.lines().filter_map(|l| l.split_once('=')).map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned())).collect();
         Some(Broker { vars, env_file: PathBuf::from(spec) })
     }
 
@@ -237,13 +233,19 @@ pub async fn move_leader(admin_client: &Client, topic: &str, partition: i32) -> 
         }],
         ..Default::default()
     };
-    let ResponseKind::AlterPartitionReassignments(r) = admin_client.call_controller(alter).await.unwrap() else { panic!("not an AlterPartitionReassignments response") };
+    let ResponseKind::AlterPartitionReassignments(r) = admin_client.call_controller(alter).await.unwrap() else {
+        panic!("not an AlterPartitionReassignments response")
+    };
     assert_eq!(r.error_code, 0);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
         let elect = ElectLeadersRequest {
             election_type: 0,
-            topic_partitions: Some(vec![TopicPartitions { topic: topic.to_owned().into(), partitions: [partition].into_iter().collect(), ..Default::default() }]),
+            topic_partitions: Some(vec![TopicPartitions {
+                topic: topic.to_owned().into(),
+                partitions: [partition].into_iter().collect(),
+                ..Default::default()
+            }]),
             timeout_ms: 30_000,
             ..Default::default()
         };

@@ -115,31 +115,19 @@ fn entity_visits(f: &Field, entity: Entity, field: &TokenStream) -> (TokenStream
     let id = field_ident(&f.name);
     // Lowering checked that the field (or its elements) has the entity's type.
     let (value, value_mut) = match entity {
-        Entity::TopicName | Entity::GroupId | Entity::TransactionalId => {
-            (quote!(rt::visit::EntityValue::Str(v)), quote!(rt::visit::EntityMut::Str(v)))
-        }
+        Entity::TopicName | Entity::GroupId | Entity::TransactionalId => (quote!(rt::visit::EntityValue::Str(v)), quote!(rt::visit::EntityMut::Str(v))),
         Entity::BrokerId => (quote!(rt::visit::EntityValue::Int32(*v)), quote!(rt::visit::EntityMut::Int32(v))),
         Entity::ProducerId => (quote!(rt::visit::EntityValue::Int64(*v)), quote!(rt::visit::EntityMut::Int64(v))),
         Entity::TopicId => (quote!(rt::visit::EntityValue::Uuid(*v)), quote!(rt::visit::EntityMut::Uuid(v))),
     };
     match (&f.ty, f.is_option()) {
-        (FieldType::Array(_), false) => (
-            quote!(for v in &self.#id { f(#field, #value); }),
-            quote!(for v in &mut self.#id { f(#field, #value_mut); }),
-        ),
-        (FieldType::Array(_), true) => (
-            quote!(for v in self.#id.iter().flatten() { f(#field, #value); }),
-            quote!(for v in self.#id.iter_mut().flatten() { f(#field, #value_mut); }),
-        ),
+        (FieldType::Array(_), false) => (quote!(for v in &self.#id { f(#field, #value); }), quote!(for v in &mut self.#id { f(#field, #value_mut); })),
+        (FieldType::Array(_), true) => {
+            (quote!(for v in self.#id.iter().flatten() { f(#field, #value); }), quote!(for v in self.#id.iter_mut().flatten() { f(#field, #value_mut); }))
+        }
         // A nullable string: read-only visits skip null; rewriting sees the Option.
-        (_, true) => (
-            quote!(if let Some(v) = &self.#id { f(#field, #value); }),
-            quote!(f(#field, rt::visit::EntityMut::NullableStr(&mut self.#id));),
-        ),
-        (_, false) => (
-            quote!({ let v = &self.#id; f(#field, #value); }),
-            quote!({ let v = &mut self.#id; f(#field, #value_mut); }),
-        ),
+        (_, true) => (quote!(if let Some(v) = &self.#id { f(#field, #value); }), quote!(f(#field, rt::visit::EntityMut::NullableStr(&mut self.#id));)),
+        (_, false) => (quote!({ let v = &self.#id; f(#field, #value); }), quote!({ let v = &mut self.#id; f(#field, #value_mut); })),
     }
 }
 
@@ -149,9 +137,7 @@ fn endpoint_visits(s: &Struct, e: &EndpointFields<'_>) -> (TokenStream, TokenStr
     let host = field_ident(&e.host.name);
     let port = field_ident(&e.port.name);
     let (port_read, port_mut) = match e.port.ty {
-        FieldType::Fixed(crate::wire::Fixed::Uint16) => {
-            (quote!(i32::from(self.#port)), quote!(rt::visit::PortMut::Uint16(&mut self.#port)))
-        }
+        FieldType::Fixed(crate::wire::Fixed::Uint16) => (quote!(i32::from(self.#port)), quote!(rt::visit::PortMut::Uint16(&mut self.#port))),
         _ => (quote!(self.#port), quote!(rt::visit::PortMut::Int32(&mut self.#port))),
     };
     let opt = |f: Option<&Field>, read: &dyn Fn(proc_macro2::Ident) -> TokenStream| match f {
@@ -209,10 +195,7 @@ fn emit_keyed(s: &Struct) -> Option<TokenStream> {
         ([ty], [expr]) => (ty.clone(), expr.clone()),
         _ => (quote!((#(#types),*)), quote!((#(#exprs),*))),
     };
-    let doc = format!(
-        "Keyed by {} (the spec's `mapKey` fields).",
-        keys.iter().map(|f| format!("`{}`", f.name)).collect::<Vec<_>>().join(", ")
-    );
+    let doc = format!("Keyed by {} (the spec's `mapKey` fields).", keys.iter().map(|f| format!("`{}`", f.name)).collect::<Vec<_>>().join(", "));
     Some(quote! {
         #[doc = #doc]
         impl rt::visit::Keyed for #name {

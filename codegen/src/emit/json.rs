@@ -11,9 +11,9 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::body::version_param;
-use crate::config::Options;
 use super::cond::{bool_expr, cond, Cond};
 use super::types::{default_expr, differs_from_default, field_ident, field_type, struct_ident};
+use crate::config::Options;
 use crate::model::{Model, Struct};
 
 /// The JSON key of a field: its spec name with the first letter lower-cased, as Kafka's
@@ -33,10 +33,7 @@ pub(crate) fn emit_struct_json(s: &Struct, top: bool, options: &Options) -> Toke
     let to = to_json_body(s);
     let from = from_json_body(s);
     let (to, from) = if top {
-        (
-            quote!(rt::json::message_to_json::<Self>(version, || { #to })),
-            quote!(rt::json::message_from_json::<Self>(version, || { #from })),
-        )
+        (quote!(rt::json::message_to_json::<Self>(version, || { #to })), quote!(rt::json::message_from_json::<Self>(version, || { #from })))
     } else {
         (to, from)
     };
@@ -148,13 +145,9 @@ pub(crate) fn emit_dispatch_json(model: &Model, options: &Options) -> TokenStrea
         let (enum_name, word) = if request { ("RequestKind", "request") } else { ("ResponseKind", "response") };
         let enum_ident = format_ident!("{}", enum_name);
         let pairs = super::index::dispatch_pairs(model, request);
-        let from = pairs.iter().map(|(v, t)| {
-            quote!(Some(ApiKey::#v) => <#t as rt::json::VersionedJson>::from_json(value, version).map(Self::#v),)
-        });
+        let from = pairs.iter().map(|(v, t)| quote!(Some(ApiKey::#v) => <#t as rt::json::VersionedJson>::from_json(value, version).map(Self::#v),));
         let to = pairs.iter().map(|(v, _)| quote!(Self::#v(m) => rt::json::VersionedJson::to_json(m, version),));
-        let removed = (pairs.len() < model.apis.len()).then(|| {
-            quote!(Some(k) => Err(rt::json::unsupported_version(k.name(), version)),)
-        });
+        let removed = (pairs.len() < model.apis.len()).then(|| quote!(Some(k) => Err(rt::json::unsupported_version(k.name(), version)),));
         let from_doc = format!("Reads the {word} body of `api_key` at `version` from Kafka's JSON form.");
         let to_doc = format!("The {word} body in Kafka's JSON form at `version`.");
         quote! {

@@ -90,11 +90,7 @@ fn message_file(model: &Model, msg: &Message, options: &Options) -> Result<Gener
     }
     // The response, by the api's index (lowering checked that the names agree).
     let response = match msg.kind {
-        MessageKind::Request => msg
-            .api_key
-            .and_then(|k| model.apis.iter().find(|a| a.key == k))
-            .and_then(|a| a.response)
-            .and_then(|i| model.messages.get(i)),
+        MessageKind::Request => msg.api_key.and_then(|k| model.apis.iter().find(|a| a.key == k)).and_then(|a| a.response).and_then(|i| model.messages.get(i)),
         MessageKind::Response | MessageKind::Header | MessageKind::Data => None,
     };
     if let Some(resp) = response {
@@ -118,7 +114,6 @@ fn message_file(model: &Model, msg: &Message, options: &Options) -> Result<Gener
 }
 
 fn format_file(name: &str, header: &str, tokens: TokenStream) -> Result<String, crate::Error> {
-    let file = syn::parse2::<syn::File>(tokens)
-        .map_err(|e| crate::Error::Emit { file: name.to_string(), message: e.to_string() })?;
+    let file = syn::parse2::<syn::File>(tokens).map_err(|e| crate::Error::Emit { file: name.to_string(), message: e.to_string() })?;
     Ok(format!("{header}{}", prettyplease::unparse(&file)))
 }

@@ -4,8 +4,8 @@
 use proc_macro2::{Literal, TokenStream};
 use quote::quote;
 
-use super::cond::{cond, Cond};
 use super::body::tagged_fields;
+use super::cond::{cond, Cond};
 use super::types::{field_ident, struct_ident};
 use crate::model::{DefaultValue, Field, FieldType, Struct};
 use crate::plan::Check;
@@ -66,14 +66,21 @@ fn sample_value(f: &Field, ty: &FieldType) -> TokenStream {
                     let d = match &f.default {
                         DefaultValue::Int(v) if own => {
                             let abs = Literal::i64_unsuffixed(v.unsigned_abs() as i64);
-                            if *v < 0 { quote!(-#abs) } else { quote!(#abs) }
+                            if *v < 0 {
+                                quote!(-#abs)
+                            } else {
+                                quote!(#abs)
+                            }
                         }
                         _ => quote!(0),
                     };
                     quote!(rng.#m(#d))
                 }
                 (DefaultKind::Float, Some(m)) => match &f.default {
-                    DefaultValue::Float(v) => { let l = Literal::f64_unsuffixed(*v); quote!(rng.#m(#l)) }
+                    DefaultValue::Float(v) => {
+                        let l = Literal::f64_unsuffixed(*v);
+                        quote!(rng.#m(#l))
+                    }
                     _ => quote!(rng.#m(0.0)),
                 },
                 (DefaultKind::Uuid, Some(m)) => quote!(rng.#m()),

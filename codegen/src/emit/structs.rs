@@ -10,8 +10,8 @@ use proc_macro2::{Literal, TokenStream};
 use quote::quote;
 
 use super::body::version_param;
-use crate::config::Options;
 use super::types::{default_expr, field_ident, field_type, struct_ident};
+use crate::config::Options;
 use crate::model::{DefaultValue, Field, Message, Struct};
 use crate::version::VersionRange;
 

@@ -122,8 +122,7 @@ pub fn differs_from_default(f: &Field, value: &TokenStream) -> TokenStream {
             },
             FieldType::Struct(_) => compare(),
         },
-        (DefaultValue::Natural, true)
-        | (DefaultValue::Bool(_) | DefaultValue::Int(_) | DefaultValue::Float(_) | DefaultValue::Str(_), _) => compare(),
+        (DefaultValue::Natural, true) | (DefaultValue::Bool(_) | DefaultValue::Int(_) | DefaultValue::Float(_) | DefaultValue::Str(_), _) => compare(),
     }
 }
 

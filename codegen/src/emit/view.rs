@@ -31,10 +31,7 @@ fn borrowing(msg: &Message) -> BTreeSet<&str> {
                 || s.fields.iter().any(|f| match &f.ty {
                     FieldType::Fixed(_) => false,
                     FieldType::Struct(n) => out.contains(n.as_str()),
-                    FieldType::String
-                    | FieldType::Bytes
-                    | FieldType::Records
-                    | FieldType::Array(_) => true,
+                    FieldType::String | FieldType::Bytes | FieldType::Records | FieldType::Array(_) => true,
                 });
             if borrows {
                 out.insert(s.name.as_str());
@@ -130,39 +127,17 @@ fn skip_body(s: &Struct, borrowing: &BTreeSet<&str>) -> TokenStream {
 /// `cfg` goes before each item (the views' gate).
 pub fn emit_views(msg: &Message, cfg: &TokenStream) -> TokenStream {
     let borrowing = borrowing(msg);
-    msg.structs
-        .iter()
-        .enumerate()
-        .map(|(i, s)| emit_view(msg, s, i == 0, &borrowing, cfg))
-        .collect()
+    msg.structs.iter().enumerate().map(|(i, s)| emit_view(msg, s, i == 0, &borrowing, cfg)).collect()
 }
 
-fn emit_view(
-    msg: &Message,
-    s: &Struct,
-    top: bool,
-    borrowing: &BTreeSet<&str>,
-    cfg: &TokenStream,
-) -> TokenStream {
+fn emit_view(msg: &Message, s: &Struct, top: bool, borrowing: &BTreeSet<&str>, cfg: &TokenStream) -> TokenStream {
     let owned = struct_ident(&s.name);
     let name = view_ident(&s.name);
     let borrows = borrowing.contains(s.name.as_str());
-    let (ty, lt) = if borrows {
-        (quote!(#name<'a>), quote!(<'a>))
-    } else {
-        (quote!(#name), TokenStream::new())
-    };
+    let (ty, lt) = if borrows { (quote!(#name<'a>), quote!(<'a>)) } else { (quote!(#name), TokenStream::new()) };
     // A view without borrowed fields has no lifetime of its own; its decode body takes one.
-    let lt_param = if borrows {
-        TokenStream::new()
-    } else {
-        quote!('a,)
-    };
-    let anon = if borrows {
-        quote!(#name<'_>)
-    } else {
-        quote!(#name)
-    };
+    let lt_param = if borrows { TokenStream::new() } else { quote!('a,) };
+    let anon = if borrows { quote!(#name<'_>) } else { quote!(#name) };
 
     let doc = doc_attrs(&format!(
         "[`{}`] read in place from a frame, without allocating: decoding it checks all of it, \
@@ -173,11 +148,7 @@ fn emit_view(
     let fields = s.fields.iter().map(|f| {
         let id = field_ident(&f.name);
         let base = view_type(&f.ty, borrowing);
-        let ty = if f.is_option() {
-            quote!(Option<#base>)
-        } else {
-            base
-        };
+        let ty = if f.is_option() { quote!(Option<#base>) } else { base };
         let doc = doc_attrs(&field_doc(f));
         quote! {
             #doc
@@ -195,9 +166,7 @@ fn emit_view(
         let d = view_default_expr(f);
         quote!(#id: #d,)
     });
-    let tagged_default = s
-        .has_tagged_section()
-        .then(|| quote!(tagged_fields: rt::view::TaggedView::default(),));
+    let tagged_default = s.has_tagged_section().then(|| quote!(tagged_fields: rt::view::TaggedView::default(),));
 
     let owned_fields = s.fields.iter().map(|f| {
         let id = field_ident(&f.name);
@@ -210,11 +179,7 @@ fn emit_view(
         quote!(#id: #value,)
     });
     let unknown = s.has_tagged_section().then(|| {
-        let known = s
-            .fields
-            .iter()
-            .filter_map(|f| f.tag)
-            .map(Literal::u32_unsuffixed);
+        let known = s.fields.iter().filter_map(|f| f.tag).map(Literal::u32_unsuffixed);
         quote!(unknown_tagged_fields: self.tagged_fields.unknown(&[#(#known),*]),)
     });
 
@@ -223,11 +188,7 @@ fn emit_view(
     let skip = skip_body(s, borrowing);
     let skip_version = version_param(&skip);
     let version = version_param(&body);
-    let buf = if super::body::uses_ident(&body, "buf") {
-        quote!(buf)
-    } else {
-        quote!(_buf)
-    };
+    let buf = if super::body::uses_ident(&body, "buf") { quote!(buf) } else { quote!(_buf) };
     let method_lt = if borrows { TokenStream::new() } else { quote!(<'a>) };
     let top_impls = top.then(|| {
         let fq = Literal::string(&msg.name);

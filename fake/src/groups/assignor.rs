@@ -60,7 +60,8 @@ pub(crate) fn uniform(members: &[MemberSpec], partitions: &BTreeMap<Uuid, i32>) 
             }
         }
     }
-    let all: Vec<(Uuid, i32)> = partitions.iter().filter(|(t, _)| members.iter().any(|m| m.subscribed.contains(t))).flat_map(|(t, n)| (0..*n).map(move |p| (*t, p))).collect();
+    let all: Vec<(Uuid, i32)> =
+        partitions.iter().filter(|(t, _)| members.iter().any(|m| m.subscribed.contains(t))).flat_map(|(t, n)| (0..*n).map(move |p| (*t, p))).collect();
     if homogeneous {
         let total = all.len();
         let n = members.len();
@@ -128,7 +129,10 @@ pub(crate) fn uniform(members: &[MemberSpec], partitions: &BTreeMap<Uuid, i32>) 
             for p in 0..*n {
                 let Some(owner) = out.iter().find(|(_, a)| a.get(topic).is_some_and(|s| s.contains(&p))).map(|(id, _)| id.clone()) else { continue };
                 let owner_count = out.get(&owner).map_or(0, count);
-                let target = subscribers(topic).into_iter().filter(|id| out.get(*id).map_or(0, count) + 1 < owner_count).min_by_key(|id| (out.get(*id).map_or(0, count), id.to_string()));
+                let target = subscribers(topic)
+                    .into_iter()
+                    .filter(|id| out.get(*id).map_or(0, count) + 1 < owner_count)
+                    .min_by_key(|id| (out.get(*id).map_or(0, count), id.to_string()));
                 if let Some(target) = target {
                     if let Some(set) = out.get_mut(&owner).and_then(|a| a.get_mut(topic)) {
                         set.remove(&p);

@@ -177,7 +177,8 @@ impl ClassicGroup {
         if self.members.is_empty() {
             return !protocol_type.is_empty() && !protocols.is_empty();
         }
-        self.protocol_type.as_deref() == Some(protocol_type) && protocols.iter().any(|(name, _)| self.members.values().all(|m| m.protocols.iter().any(|(n, _)| n == name)))
+        self.protocol_type.as_deref() == Some(protocol_type)
+            && protocols.iter().any(|(name, _)| self.members.values().all(|m| m.protocols.iter().any(|(n, _)| n == name)))
     }
 
     /// Whether the members use the consumer protocol (their metadata is a
@@ -205,7 +206,8 @@ impl ClassicGroup {
 
     /// A JoinGroup.
     pub(crate) fn join(&mut self, req: JoinRequest, rng: &mut fastrand::Rng) -> Joined {
-        if !(defaults::CLASSIC_MIN_SESSION_MS..=defaults::CLASSIC_MAX_SESSION_MS).contains(&i32::try_from(req.session_timeout.as_millis()).unwrap_or(i32::MAX)) {
+        if !(defaults::CLASSIC_MIN_SESSION_MS..=defaults::CLASSIC_MAX_SESSION_MS).contains(&i32::try_from(req.session_timeout.as_millis()).unwrap_or(i32::MAX))
+        {
             return Joined::Now(JoinOutcome::error(ErrorCode::INVALID_SESSION_TIMEOUT, &req.member_id));
         }
         if req.member_id.is_empty() {
@@ -366,7 +368,11 @@ impl ClassicGroup {
             leader,
             member_id: id.to_owned(),
             skip_assignment: false,
-            members: if with_members { self.members.iter().map(|(mid, m)| (mid.clone(), m.instance_id.clone(), m.metadata(&protocol))).collect() } else { vec![] },
+            members: if with_members {
+                self.members.iter().map(|(mid, m)| (mid.clone(), m.instance_id.clone(), m.metadata(&protocol))).collect()
+            } else {
+                vec![]
+            },
         }
     }
 
@@ -407,7 +413,8 @@ impl ClassicGroup {
     /// The protocol most members prefer among those all support (Kafka's vote).
     fn select_protocol(&self) -> String {
         let Some(first) = self.members.values().next() else { return String::new() };
-        let candidates: Vec<&str> = first.protocols.iter().map(|(n, _)| n.as_str()).filter(|name| self.members.values().all(|m| m.protocols.iter().any(|(n, _)| n == name))).collect();
+        let candidates: Vec<&str> =
+            first.protocols.iter().map(|(n, _)| n.as_str()).filter(|name| self.members.values().all(|m| m.protocols.iter().any(|(n, _)| n == name))).collect();
         let mut votes: BTreeMap<&str, usize> = BTreeMap::new();
         for m in self.members.values() {
             if let Some((name, _)) = m.protocols.iter().find(|(n, _)| candidates.contains(&n.as_str())) {
@@ -515,7 +522,14 @@ impl ClassicGroup {
     }
 
     /// A SyncGroup: its answer, or a wait for the leader's assignment.
-    pub(crate) fn sync(&mut self, member_id: &str, instance_id: Option<&str>, generation: i32, protocol: (Option<&str>, Option<&str>), assignments: Vec<(String, Bytes)>) -> Result<oneshot::Receiver<SyncOutcome>, SyncOutcome> {
+    pub(crate) fn sync(
+        &mut self,
+        member_id: &str,
+        instance_id: Option<&str>,
+        generation: i32,
+        protocol: (Option<&str>, Option<&str>),
+        assignments: Vec<(String, Bytes)>,
+    ) -> Result<oneshot::Receiver<SyncOutcome>, SyncOutcome> {
         self.validate_member(member_id, instance_id).map_err(|c| (c, Bytes::new()))?;
         if generation != self.generation {
             return Err((ErrorCode::ILLEGAL_GENERATION, Bytes::new()));
@@ -630,8 +644,12 @@ impl ClassicGroup {
         let before = self.pending.len();
         self.pending.retain(|_, deadline| *deadline > now);
         changed |= self.pending.len() != before;
-        let expired: Vec<String> =
-            self.members.iter().filter(|(_, m)| m.join_waiter.is_none() && m.sync_waiter.is_none() && now.duration_since(m.last_seen) > m.session_timeout).map(|(id, _)| id.clone()).collect();
+        let expired: Vec<String> = self
+            .members
+            .iter()
+            .filter(|(_, m)| m.join_waiter.is_none() && m.sync_waiter.is_none() && now.duration_since(m.last_seen) > m.session_timeout)
+            .map(|(id, _)| id.clone())
+            .collect();
         for id in expired {
             changed |= self.remove_member(&id);
         }

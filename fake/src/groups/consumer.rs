@@ -141,9 +141,17 @@ impl ConsumerGroup {
     }
 
     /// A ConsumerGroupHeartbeat (not a leave) on this group; `now` for sessions.
-    pub(crate) fn heartbeat(&mut self, req: &ConsumerGroupHeartbeatRequest, member_id: String, client_id: &str, topics: &TopicsView, now: Instant) -> Result<Answer, Refusal> {
+    pub(crate) fn heartbeat(
+        &mut self,
+        req: &ConsumerGroupHeartbeatRequest,
+        member_id: String,
+        client_id: &str,
+        topics: &TopicsView,
+        now: Instant,
+    ) -> Result<Answer, Refusal> {
         let joining = req.member_epoch == 0;
-        let owned: Option<Assignment> = req.topic_partitions.as_ref().map(|tps| tps.iter().map(|t| (t.topic_id, t.partitions.iter().copied().collect())).collect());
+        let owned: Option<Assignment> =
+            req.topic_partitions.as_ref().map(|tps| tps.iter().map(|t| (t.topic_id, t.partitions.iter().copied().collect())).collect());
         if let Some(re) = req.subscribed_topic_regex.as_deref() {
             if regex::Regex::new(re).is_err() {
                 return refuse(ErrorCode::INVALID_REGULAR_EXPRESSION, format!("SubscribedTopicRegex `{re}` is not a valid regular expression."));
@@ -180,7 +188,10 @@ impl ConsumerGroup {
                         m
                     }
                     Some(existing) if existing.id != member_id => {
-                        return refuse(ErrorCode::FENCED_INSTANCE_ID, format!("Static member {member_id} with instance id {instance} was fenced by member {}.", existing.id));
+                        return refuse(
+                            ErrorCode::FENCED_INSTANCE_ID,
+                            format!("Static member {member_id} with instance id {instance} was fenced by member {}.", existing.id),
+                        );
                     }
                     Some(existing) => {
                         check_epoch(&existing, req.member_epoch, owned.as_ref())?;
@@ -211,7 +222,8 @@ impl ConsumerGroup {
         }
         member.client_id = client_id.to_owned();
         member.last_seen = now;
-        let subscription_changed = Self::member_topics(&member, topics) != Self::member_topics(&old, topics) || member.topic_names != old.topic_names || member.regex != old.regex;
+        let subscription_changed =
+            Self::member_topics(&member, topics) != Self::member_topics(&old, topics) || member.topic_names != old.topic_names || member.regex != old.regex;
         if let Some(i) = &member.instance_id {
             self.static_members.insert(i.clone(), member.id.clone());
         }
@@ -231,7 +243,8 @@ impl ConsumerGroup {
         let before = self.members.get(&member_id).map(|m| m.assigned.clone()).unwrap_or_default();
         self.reconcile(&member_id, owned.as_ref(), subscription_changed, topics, now);
         let member = self.members.get(&member_id).ok_or((ErrorCode::UNKNOWN_MEMBER_ID, String::new()))?;
-        let full = req.rebalance_timeout_ms != -1 && (req.subscribed_topic_names.is_some() || req.subscribed_topic_regex.is_some()) && req.topic_partitions.is_some();
+        let full =
+            req.rebalance_timeout_ms != -1 && (req.subscribed_topic_names.is_some() || req.subscribed_topic_regex.is_some()) && req.topic_partitions.is_some();
         let assignment = (joining || full || member.assigned != before).then(|| member.assigned.clone());
         Ok(Answer { member_id: member.id.clone(), epoch: member.epoch, assignment })
     }
@@ -376,7 +389,12 @@ impl ConsumerGroup {
             }
             Some(instance) => match self.static_members.get(instance) {
                 None => return refuse(ErrorCode::UNKNOWN_MEMBER_ID, format!("Instance id {instance} is unknown.")),
-                Some(existing) if existing != member_id => return refuse(ErrorCode::FENCED_INSTANCE_ID, format!("Static member {member_id} with instance id {instance} was fenced by member {existing}.")),
+                Some(existing) if existing != member_id => {
+                    return refuse(
+                        ErrorCode::FENCED_INSTANCE_ID,
+                        format!("Static member {member_id} with instance id {instance} was fenced by member {existing}."),
+                    )
+                }
                 Some(existing) => existing.clone(),
             },
         };
@@ -475,7 +493,8 @@ mod tests {
             member_epoch: epoch,
             rebalance_timeout_ms: if epoch == 0 { 60_000 } else { -1 },
             subscribed_topic_names: (epoch == 0).then(|| vec![ByteString::from_static("t")]),
-            topic_partitions: owned.map(|o| o.iter().map(|(t, ps)| TopicPartitions { topic_id: *t, partitions: ps.iter().copied().collect(), ..Default::default() }).collect()),
+            topic_partitions: owned
+                .map(|o| o.iter().map(|(t, ps)| TopicPartitions { topic_id: *t, partitions: ps.iter().copied().collect(), ..Default::default() }).collect()),
             ..Default::default()
         }
     }

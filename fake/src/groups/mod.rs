@@ -180,7 +180,16 @@ impl Groups {
 
     /// TxnOffsetCommit: offsets held for `producer_id`'s transaction.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn stage(&mut self, producer_id: i64, group: &str, topic: &str, partition: i32, offset: i64, leader_epoch: i32, metadata: Option<kwire::ByteString>) {
+    pub(crate) fn stage(
+        &mut self,
+        producer_id: i64,
+        group: &str,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        leader_epoch: i32,
+        metadata: Option<kwire::ByteString>,
+    ) {
         self.offsets.stage(producer_id, group, topic, partition, offsets::Committed { offset, leader_epoch, metadata });
     }
 

@@ -129,7 +129,8 @@ impl SharePartition {
                 _ => (false, None),
             };
             for offset in self.end.max(stored.base_offset)..=stored.last_offset {
-                let aborted = self.rules.read_committed && txn_pid.is_some_and(|pid| aborted.iter().any(|a| a.producer_id == pid && (a.first_offset..=a.last_offset).contains(&offset)));
+                let aborted = self.rules.read_committed
+                    && txn_pid.is_some_and(|pid| aborted.iter().any(|a| a.producer_id == pid && (a.first_offset..=a.last_offset).contains(&offset)));
                 if control || aborted {
                     self.records.insert(offset, InFlight { state: RecordState::Archived, delivery_count: 0 });
                 } else {
@@ -201,7 +202,8 @@ impl SharePartition {
 
     /// Locks that ran out: their records go back. Whether any did.
     pub(crate) fn expire(&mut self, now: Instant) -> bool {
-        let expired: Vec<i64> = self.records.iter().filter(|(_, r)| matches!(&r.state, RecordState::Acquired { until, .. } if *until <= now)).map(|(o, _)| *o).collect();
+        let expired: Vec<i64> =
+            self.records.iter().filter(|(_, r)| matches!(&r.state, RecordState::Acquired { until, .. } if *until <= now)).map(|(o, _)| *o).collect();
         for o in &expired {
             if let Some(mut r) = self.records.remove(o) {
                 self.back(&mut r);
@@ -214,7 +216,8 @@ impl SharePartition {
 
     /// Every record `member` holds goes back.
     pub(crate) fn release_member(&mut self, member: &str) {
-        let held: Vec<i64> = self.records.iter().filter(|(_, r)| matches!(&r.state, RecordState::Acquired { member: m, .. } if m == member)).map(|(o, _)| *o).collect();
+        let held: Vec<i64> =
+            self.records.iter().filter(|(_, r)| matches!(&r.state, RecordState::Acquired { member: m, .. } if m == member)).map(|(o, _)| *o).collect();
         for o in held {
             if let Some(mut r) = self.records.remove(&o) {
                 self.back(&mut r);

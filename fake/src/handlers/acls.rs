@@ -27,7 +27,8 @@ fn refused(ctx: &Ctx<'_>, operation: i8) -> Option<(ErrorCode, &'static str)> {
 }
 
 pub(super) fn create_acls(ctx: &Ctx<'_>, req: &CreateAclsRequest) -> CreateAclsResponse {
-    let result = |code: ErrorCode, message: Option<String>| AclCreationResult { error_code: code.0, error_message: message.as_deref().map(s), ..Default::default() };
+    let result =
+        |code: ErrorCode, message: Option<String>| AclCreationResult { error_code: code.0, error_message: message.as_deref().map(s), ..Default::default() };
     if let Some((code, message)) = refused(ctx, op::ALTER) {
         return CreateAclsResponse { results: req.creations.iter().map(|_| result(code, Some(message.to_owned()))).collect(), ..Default::default() };
     }
@@ -71,16 +72,27 @@ pub(super) fn describe_acls(ctx: &Ctx<'_>, req: &DescribeAclsRequest) -> Describ
         permission: req.permission_type,
     };
     if filter.is_unknown() {
-        return DescribeAclsResponse { error_code: ErrorCode::INVALID_REQUEST.0, error_message: Some(s("The filter has an unknown field")), ..Default::default() };
+        return DescribeAclsResponse {
+            error_code: ErrorCode::INVALID_REQUEST.0,
+            error_message: Some(s("The filter has an unknown field")),
+            ..Default::default()
+        };
     }
     let state = ctx.inner.state();
     // One entry per resource pattern, its ACLs beneath.
     let mut resources: Vec<DescribeAclsResource> = Vec::new();
     for a in state.acls.matching(&filter) {
-        let entry = AclDescription { principal: s(&a.principal), host: s(&a.host), operation: a.operation, permission_type: a.permission, ..Default::default() };
+        let entry =
+            AclDescription { principal: s(&a.principal), host: s(&a.host), operation: a.operation, permission_type: a.permission, ..Default::default() };
         match resources.iter_mut().find(|r| r.resource_type == a.resource_type && *r.resource_name == *a.name && r.pattern_type == a.pattern_type) {
             Some(r) => r.acls.push(entry),
-            None => resources.push(DescribeAclsResource { resource_type: a.resource_type, resource_name: s(&a.name), pattern_type: a.pattern_type, acls: vec![entry], ..Default::default() }),
+            None => resources.push(DescribeAclsResource {
+                resource_type: a.resource_type,
+                resource_name: s(&a.name),
+                pattern_type: a.pattern_type,
+                acls: vec![entry],
+                ..Default::default()
+            }),
         }
     }
     DescribeAclsResponse { resources, ..Default::default() }
@@ -88,7 +100,8 @@ pub(super) fn describe_acls(ctx: &Ctx<'_>, req: &DescribeAclsRequest) -> Describ
 
 pub(super) fn delete_acls(ctx: &Ctx<'_>, req: &DeleteAclsRequest) -> DeleteAclsResponse {
     if let Some((code, message)) = refused(ctx, op::ALTER) {
-        let filter_results = req.filters.iter().map(|_| DeleteAclsFilterResult { error_code: code.0, error_message: Some(s(message)), ..Default::default() }).collect();
+        let filter_results =
+            req.filters.iter().map(|_| DeleteAclsFilterResult { error_code: code.0, error_message: Some(s(message)), ..Default::default() }).collect();
         return DeleteAclsResponse { filter_results, ..Default::default() };
     }
     let mut state = ctx.inner.state();
@@ -106,7 +119,11 @@ pub(super) fn delete_acls(ctx: &Ctx<'_>, req: &DeleteAclsRequest) -> DeleteAclsR
                 permission: f.permission_type,
             };
             if filter.is_unknown() {
-                return DeleteAclsFilterResult { error_code: ErrorCode::INVALID_REQUEST.0, error_message: Some(s("The filter has an unknown field")), ..Default::default() };
+                return DeleteAclsFilterResult {
+                    error_code: ErrorCode::INVALID_REQUEST.0,
+                    error_message: Some(s("The filter has an unknown field")),
+                    ..Default::default()
+                };
             }
             let matching_acls = state
                 .acls

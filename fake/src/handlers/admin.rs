@@ -4,12 +4,14 @@
 use std::collections::BTreeMap;
 
 use kwire::messages::{
-    alter_configs_response, create_partitions_response::CreatePartitionsTopicResult,
+    alter_configs_response,
+    create_partitions_response::CreatePartitionsTopicResult,
     create_topics_response::{CreatableTopicConfigs, CreatableTopicResult},
     delete_topics_response::DeletableTopicResult,
     describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult},
-    incremental_alter_configs_response, AlterConfigsRequest, AlterConfigsResponse, CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse,
-    DeleteTopicsRequest, DeleteTopicsResponse, ListConfigResourcesRequest, ListConfigResourcesResponse, DescribeConfigsRequest, DescribeConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+    incremental_alter_configs_response, AlterConfigsRequest, AlterConfigsResponse, CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest,
+    CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse, DescribeConfigsRequest, DescribeConfigsResponse, IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse, ListConfigResourcesRequest, ListConfigResourcesResponse,
 };
 use kwire::{ErrorCode, Uuid};
 
@@ -52,7 +54,10 @@ pub(crate) fn create_topics(ctx: &Ctx<'_>, req: &CreateTopicsRequest) -> CreateT
         } else if state.topics.contains_key(&*t.name) {
             Some((ErrorCode::TOPIC_ALREADY_EXISTS, format!("Topic '{}' already exists.", &*t.name)))
         } else if !t.assignments.is_empty() && (t.num_partitions != -1 || t.replication_factor != -1) {
-            Some((ErrorCode::INVALID_REQUEST, "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.".into()))
+            Some((
+                ErrorCode::INVALID_REQUEST,
+                "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.".into(),
+            ))
         } else if !t.assignments.is_empty() {
             Some((ErrorCode::INVALID_REQUEST, "Replica assignments are not supported by this fake cluster.".into()))
         } else if partitions <= 0 || partitions > MAX_PARTITIONS {
@@ -62,7 +67,8 @@ pub(crate) fn create_topics(ctx: &Ctx<'_>, req: &CreateTopicsRequest) -> CreateT
         } else {
             error
         };
-        let mut result = CreatableTopicResult { name: t.name.clone(), topic_config_error_code: 0, num_partitions: -1, replication_factor: -1, ..Default::default() };
+        let mut result =
+            CreatableTopicResult { name: t.name.clone(), topic_config_error_code: 0, num_partitions: -1, replication_factor: -1, ..Default::default() };
         match error {
             Some((code, message)) => {
                 result.error_code = code.0;
@@ -107,8 +113,11 @@ pub(crate) fn create_topics(ctx: &Ctx<'_>, req: &CreateTopicsRequest) -> CreateT
 pub(crate) fn delete_topics(ctx: &Ctx<'_>, req: &DeleteTopicsRequest) -> DeleteTopicsResponse {
     let mut state = ctx.inner.state();
     // v6+ names topics by name or id; earlier versions by name.
-    let asked: Vec<(Option<String>, Uuid)> =
-        if ctx.version >= 6 { req.topics.iter().map(|t| (t.name.as_deref().map(str::to_owned), t.topic_id)).collect() } else { req.topic_names.iter().map(|n| (Some(n.to_string()), Uuid::ZERO)).collect() };
+    let asked: Vec<(Option<String>, Uuid)> = if ctx.version >= 6 {
+        req.topics.iter().map(|t| (t.name.as_deref().map(str::to_owned), t.topic_id)).collect()
+    } else {
+        req.topic_names.iter().map(|n| (Some(n.to_string()), Uuid::ZERO)).collect()
+    };
     let mut responses = Vec::new();
     for (name, id) in asked {
         let found = match &name {
@@ -150,7 +159,11 @@ pub(crate) fn create_partitions(ctx: &Ctx<'_>, req: &CreatePartitionsRequest) ->
                 None => Err((ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, format!("The topic '{}' does not exist.", &*t.name))),
                 Some(topic) if t.count <= topic.partitions.len() as i32 => {
                     let now = topic.partitions.len();
-                    let message = if t.count as usize == now { format!("Topic already has {now} partitions.") } else { format!("Topic currently has {now} partitions, which is higher than the requested {}.", t.count) };
+                    let message = if t.count as usize == now {
+                        format!("Topic already has {now} partitions.")
+                    } else {
+                        format!("Topic currently has {now} partitions, which is higher than the requested {}.", t.count)
+                    };
                     Err((ErrorCode::INVALID_PARTITIONS, message))
                 }
                 Some(_) if t.count > MAX_PARTITIONS => Err((ErrorCode::INVALID_PARTITIONS, "Too many partitions.".into())),
@@ -237,7 +250,13 @@ pub(crate) fn describe_configs(ctx: &Ctx<'_>, req: &DescribeConfigsRequest) -> D
                                     value: Some(s(set.map_or(*default, String::as_str))),
                                     read_only: false,
                                     is_default: ctx.version == 0 && set.is_none(),
-                                    config_source: if ctx.version == 0 { -1 } else if set.is_some() { DYNAMIC_TOPIC_CONFIG } else { DEFAULT_CONFIG },
+                                    config_source: if ctx.version == 0 {
+                                        -1
+                                    } else if set.is_some() {
+                                        DYNAMIC_TOPIC_CONFIG
+                                    } else {
+                                        DEFAULT_CONFIG
+                                    },
                                     is_sensitive: false,
                                     ..Default::default()
                                 }
@@ -279,7 +298,13 @@ pub(crate) fn describe_configs(ctx: &Ctx<'_>, req: &DescribeConfigsRequest) -> D
                                 value: Some(s(value.as_deref().unwrap_or(default))),
                                 read_only: false,
                                 is_default: ctx.version == 0 && value.is_none(),
-                                config_source: if ctx.version == 0 { -1 } else if value.is_some() { GROUP_CONFIG } else { DEFAULT_CONFIG },
+                                config_source: if ctx.version == 0 {
+                                    -1
+                                } else if value.is_some() {
+                                    GROUP_CONFIG
+                                } else {
+                                    DEFAULT_CONFIG
+                                },
                                 is_sensitive: false,
                                 ..Default::default()
                             }
@@ -368,7 +393,8 @@ pub(crate) fn incremental_alter_configs(ctx: &Ctx<'_>, req: &IncrementalAlterCon
         .resources
         .iter()
         .map(|r| {
-            let changes: Vec<(String, i8, Option<String>)> = r.configs.iter().map(|c| (c.name.to_string(), c.config_operation, c.value.as_deref().map(str::to_owned))).collect();
+            let changes: Vec<(String, i8, Option<String>)> =
+                r.configs.iter().map(|c| (c.name.to_string(), c.config_operation, c.value.as_deref().map(str::to_owned))).collect();
             let outcome = match r.resource_type {
                 TOPIC => alter_topic(ctx, &r.resource_name, &changes, false, req.validate_only),
                 BROKER => Ok(()),
@@ -376,7 +402,13 @@ pub(crate) fn incremental_alter_configs(ctx: &Ctx<'_>, req: &IncrementalAlterCon
                 t => Err((ErrorCode::INVALID_REQUEST, format!("Unsupported resource type {t}"))),
             };
             let (code, message) = outcome.map_or_else(|(c, m)| (c, Some(s(&m))), |()| (ErrorCode::NONE, None));
-            incremental_alter_configs_response::AlterConfigsResourceResponse { error_code: code.0, error_message: message, resource_type: r.resource_type, resource_name: r.resource_name.clone(), ..Default::default() }
+            incremental_alter_configs_response::AlterConfigsResourceResponse {
+                error_code: code.0,
+                error_message: message,
+                resource_type: r.resource_type,
+                resource_name: r.resource_name.clone(),
+                ..Default::default()
+            }
         })
         .collect();
     IncrementalAlterConfigsResponse { responses, ..Default::default() }
@@ -394,7 +426,13 @@ pub(crate) fn alter_configs(ctx: &Ctx<'_>, req: &AlterConfigsRequest) -> AlterCo
                 t => Err((ErrorCode::INVALID_REQUEST, format!("Unsupported resource type {t}"))),
             };
             let (code, message) = outcome.map_or_else(|(c, m)| (c, Some(s(&m))), |()| (ErrorCode::NONE, None));
-            alter_configs_response::AlterConfigsResourceResponse { error_code: code.0, error_message: message, resource_type: r.resource_type, resource_name: r.resource_name.clone(), ..Default::default() }
+            alter_configs_response::AlterConfigsResourceResponse {
+                error_code: code.0,
+                error_message: message,
+                resource_type: r.resource_type,
+                resource_name: r.resource_name.clone(),
+                ..Default::default()
+            }
         })
         .collect();
     AlterConfigsResponse { responses, ..Default::default() }
@@ -410,7 +448,13 @@ pub(crate) fn list_config_resources(ctx: &Ctx<'_>, req: &ListConfigResourcesRequ
     if !ctx.authorized(crate::acl::op::DESCRIBE_CONFIGS, crate::acl::resource::CLUSTER, crate::acl::CLUSTER_NAME) {
         return ListConfigResourcesResponse { error_code: ErrorCode::CLUSTER_AUTHORIZATION_FAILED.0, ..Default::default() };
     }
-    let types: Vec<i8> = if ctx.version == 0 { vec![CLIENT_METRICS] } else if req.resource_types.is_empty() { vec![TOPIC, BROKER, CLIENT_METRICS, GROUP] } else { req.resource_types.iter().copied().collect() };
+    let types: Vec<i8> = if ctx.version == 0 {
+        vec![CLIENT_METRICS]
+    } else if req.resource_types.is_empty() {
+        vec![TOPIC, BROKER, CLIENT_METRICS, GROUP]
+    } else {
+        req.resource_types.iter().copied().collect()
+    };
     if types.iter().any(|t| ![TOPIC, BROKER, CLIENT_METRICS, GROUP].contains(t)) {
         return ListConfigResourcesResponse { error_code: ErrorCode::UNSUPPORTED_VERSION.0, ..Default::default() };
     }

@@ -46,7 +46,18 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
                 .map(|t| produce_response::TopicProduceResponse {
                     name: t.name.clone(),
                     topic_id: t.topic_id,
-                    partition_responses: t.partition_data.iter().map(|p| produce_response::PartitionProduceResponse { index: p.index, error_code: c, base_offset: -1, log_append_time_ms: -1, log_start_offset: -1, ..Default::default() }).collect(),
+                    partition_responses: t
+                        .partition_data
+                        .iter()
+                        .map(|p| produce_response::PartitionProduceResponse {
+                            index: p.index,
+                            error_code: c,
+                            base_offset: -1,
+                            log_append_time_ms: -1,
+                            log_start_offset: -1,
+                            ..Default::default()
+                        })
+                        .collect(),
                     ..Default::default()
                 })
                 .collect(),
@@ -64,7 +75,16 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
                     partitions: t
                         .partitions
                         .iter()
-                        .map(|p| fetch_response::PartitionData { partition_index: p.partition, error_code: c, high_watermark: -1, last_stable_offset: -1, log_start_offset: -1, preferred_read_replica: -1, records: Some(Default::default()), ..Default::default() })
+                        .map(|p| fetch_response::PartitionData {
+                            partition_index: p.partition,
+                            error_code: c,
+                            high_watermark: -1,
+                            last_stable_offset: -1,
+                            log_start_offset: -1,
+                            preferred_read_replica: -1,
+                            records: Some(Default::default()),
+                            ..Default::default()
+                        })
                         .collect(),
                     ..Default::default()
                 })
@@ -78,7 +98,18 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
                 .iter()
                 .map(|t| list_offsets_response::ListOffsetsTopicResponse {
                     name: t.name.clone(),
-                    partitions: t.partitions.iter().map(|p| list_offsets_response::ListOffsetsPartitionResponse { partition_index: p.partition_index, error_code: c, timestamp: -1, offset: -1, leader_epoch: -1, ..Default::default() }).collect(),
+                    partitions: t
+                        .partitions
+                        .iter()
+                        .map(|p| list_offsets_response::ListOffsetsPartitionResponse {
+                            partition_index: p.partition_index,
+                            error_code: c,
+                            timestamp: -1,
+                            offset: -1,
+                            leader_epoch: -1,
+                            ..Default::default()
+                        })
+                        .collect(),
                     ..Default::default()
                 })
                 .collect(),
@@ -91,7 +122,13 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
                 .topics
                 .iter()
                 .flatten()
-                .map(|t| metadata_response::MetadataResponseTopic { error_code: c, name: t.name.clone(), topic_id: t.topic_id, topic_authorized_operations: i32::MIN, ..Default::default() })
+                .map(|t| metadata_response::MetadataResponseTopic {
+                    error_code: c,
+                    name: t.name.clone(),
+                    topic_id: t.topic_id,
+                    topic_authorized_operations: i32::MIN,
+                    ..Default::default()
+                })
                 .collect(),
             cluster_authorized_operations: i32::MIN,
             controller_id: -1,
@@ -105,7 +142,15 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
                 .map(|t| offset_commit_response::OffsetCommitResponseTopic {
                     name: t.name.clone(),
                     topic_id: t.topic_id,
-                    partitions: t.partitions.iter().map(|p| offset_commit_response::OffsetCommitResponsePartition { partition_index: p.partition_index, error_code: c, ..Default::default() }).collect(),
+                    partitions: t
+                        .partitions
+                        .iter()
+                        .map(|p| offset_commit_response::OffsetCommitResponsePartition {
+                            partition_index: p.partition_index,
+                            error_code: c,
+                            ..Default::default()
+                        })
+                        .collect(),
                     ..Default::default()
                 })
                 .collect(),
@@ -121,7 +166,17 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
                 .flatten()
                 .map(|t| offset_fetch_response::OffsetFetchResponseTopic {
                     name: t.name.clone(),
-                    partitions: t.partition_indexes.iter().map(|p| offset_fetch_response::OffsetFetchResponsePartition { partition_index: *p, committed_offset: -1, committed_leader_epoch: -1, error_code: c, ..Default::default() }).collect(),
+                    partitions: t
+                        .partition_indexes
+                        .iter()
+                        .map(|p| offset_fetch_response::OffsetFetchResponsePartition {
+                            partition_index: *p,
+                            committed_offset: -1,
+                            committed_leader_epoch: -1,
+                            error_code: c,
+                            ..Default::default()
+                        })
+                        .collect(),
                     ..Default::default()
                 })
                 .collect(),
@@ -130,7 +185,11 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
         .into(),
         RequestKind::OffsetFetch(r) => OffsetFetchResponse {
             error_code: c,
-            groups: r.groups.iter().map(|g| offset_fetch_response::OffsetFetchResponseGroup { group_id: g.group_id.clone(), error_code: c, ..Default::default() }).collect(),
+            groups: r
+                .groups
+                .iter()
+                .map(|g| offset_fetch_response::OffsetFetchResponseGroup { group_id: g.group_id.clone(), error_code: c, ..Default::default() })
+                .collect(),
             ..Default::default()
         }
         .into(),
@@ -141,7 +200,15 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
                 .map(|t| txn_offset_commit_response::TxnOffsetCommitResponseTopic {
                     name: t.name.clone(),
                     topic_id: t.topic_id,
-                    partitions: t.partitions.iter().map(|p| txn_offset_commit_response::TxnOffsetCommitResponsePartition { partition_index: p.partition_index, error_code: c, ..Default::default() }).collect(),
+                    partitions: t
+                        .partitions
+                        .iter()
+                        .map(|p| txn_offset_commit_response::TxnOffsetCommitResponsePartition {
+                            partition_index: p.partition_index,
+                            error_code: c,
+                            ..Default::default()
+                        })
+                        .collect(),
                     ..Default::default()
                 })
                 .collect(),
@@ -153,7 +220,15 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
                 ts.iter()
                     .map(|t| add_partitions_to_txn_response::AddPartitionsToTxnTopicResult {
                         name: t.name.clone(),
-                        results_by_partition: t.partitions.iter().map(|p| add_partitions_to_txn_response::AddPartitionsToTxnPartitionResult { partition_index: *p, partition_error_code: c, ..Default::default() }).collect(),
+                        results_by_partition: t
+                            .partitions
+                            .iter()
+                            .map(|p| add_partitions_to_txn_response::AddPartitionsToTxnPartitionResult {
+                                partition_index: *p,
+                                partition_error_code: c,
+                                ..Default::default()
+                            })
+                            .collect(),
                         ..Default::default()
                     })
                     .collect()
@@ -165,21 +240,53 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
             }
         }
         RequestKind::CreateTopics(r) => CreateTopicsResponse {
-            topics: r.topics.iter().map(|t| create_topics_response::CreatableTopicResult { name: t.name.clone(), error_code: c, error_message: message.clone(), num_partitions: -1, replication_factor: -1, ..Default::default() }).collect(),
+            topics: r
+                .topics
+                .iter()
+                .map(|t| create_topics_response::CreatableTopicResult {
+                    name: t.name.clone(),
+                    error_code: c,
+                    error_message: message.clone(),
+                    num_partitions: -1,
+                    replication_factor: -1,
+                    ..Default::default()
+                })
+                .collect(),
             ..Default::default()
         }
         .into(),
         RequestKind::DeleteTopics(r) => DeleteTopicsResponse {
             responses: if version >= 6 {
-                r.topics.iter().map(|t| delete_topics_response::DeletableTopicResult { name: t.name.clone(), topic_id: t.topic_id, error_code: c, error_message: message.clone(), ..Default::default() }).collect()
+                r.topics
+                    .iter()
+                    .map(|t| delete_topics_response::DeletableTopicResult {
+                        name: t.name.clone(),
+                        topic_id: t.topic_id,
+                        error_code: c,
+                        error_message: message.clone(),
+                        ..Default::default()
+                    })
+                    .collect()
             } else {
-                r.topic_names.iter().map(|n| delete_topics_response::DeletableTopicResult { name: Some(n.clone()), error_code: c, ..Default::default() }).collect()
+                r.topic_names
+                    .iter()
+                    .map(|n| delete_topics_response::DeletableTopicResult { name: Some(n.clone()), error_code: c, ..Default::default() })
+                    .collect()
             },
             ..Default::default()
         }
         .into(),
         RequestKind::CreatePartitions(r) => CreatePartitionsResponse {
-            results: r.topics.iter().map(|t| create_partitions_response::CreatePartitionsTopicResult { name: t.name.clone(), error_code: c, error_message: message.clone(), ..Default::default() }).collect(),
+            results: r
+                .topics
+                .iter()
+                .map(|t| create_partitions_response::CreatePartitionsTopicResult {
+                    name: t.name.clone(),
+                    error_code: c,
+                    error_message: message.clone(),
+                    ..Default::default()
+                })
+                .collect(),
             ..Default::default()
         }
         .into(),
@@ -189,7 +296,16 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
                 .iter()
                 .map(|t| delete_records_response::DeleteRecordsTopicResult {
                     name: t.name.clone(),
-                    partitions: t.partitions.iter().map(|p| delete_records_response::DeleteRecordsPartitionResult { partition_index: p.partition_index, low_watermark: -1, error_code: c, ..Default::default() }).collect(),
+                    partitions: t
+                        .partitions
+                        .iter()
+                        .map(|p| delete_records_response::DeleteRecordsPartitionResult {
+                            partition_index: p.partition_index,
+                            low_watermark: -1,
+                            error_code: c,
+                            ..Default::default()
+                        })
+                        .collect(),
                     ..Default::default()
                 })
                 .collect(),
@@ -202,7 +318,17 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
                 .iter()
                 .map(|t| offset_for_leader_epoch_response::OffsetForLeaderTopicResult {
                     topic: t.topic.clone(),
-                    partitions: t.partitions.iter().map(|p| offset_for_leader_epoch_response::EpochEndOffset { error_code: c, partition: p.partition, leader_epoch: -1, end_offset: -1, ..Default::default() }).collect(),
+                    partitions: t
+                        .partitions
+                        .iter()
+                        .map(|p| offset_for_leader_epoch_response::EpochEndOffset {
+                            error_code: c,
+                            partition: p.partition,
+                            leader_epoch: -1,
+                            end_offset: -1,
+                            ..Default::default()
+                        })
+                        .collect(),
                     ..Default::default()
                 })
                 .collect(),
@@ -213,7 +339,13 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
             results: r
                 .resources
                 .iter()
-                .map(|res| describe_configs_response::DescribeConfigsResult { error_code: c, error_message: message.clone(), resource_type: res.resource_type, resource_name: res.resource_name.clone(), ..Default::default() })
+                .map(|res| describe_configs_response::DescribeConfigsResult {
+                    error_code: c,
+                    error_message: message.clone(),
+                    resource_type: res.resource_type,
+                    resource_name: res.resource_name.clone(),
+                    ..Default::default()
+                })
                 .collect(),
             ..Default::default()
         }
@@ -222,7 +354,13 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
             responses: r
                 .resources
                 .iter()
-                .map(|res| incremental_alter_configs_response::AlterConfigsResourceResponse { error_code: c, error_message: message.clone(), resource_type: res.resource_type, resource_name: res.resource_name.clone(), ..Default::default() })
+                .map(|res| incremental_alter_configs_response::AlterConfigsResourceResponse {
+                    error_code: c,
+                    error_message: message.clone(),
+                    resource_type: res.resource_type,
+                    resource_name: res.resource_name.clone(),
+                    ..Default::default()
+                })
                 .collect(),
             ..Default::default()
         }
@@ -231,18 +369,32 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
             responses: r
                 .resources
                 .iter()
-                .map(|res| alter_configs_response::AlterConfigsResourceResponse { error_code: c, error_message: message.clone(), resource_type: res.resource_type, resource_name: res.resource_name.clone(), ..Default::default() })
+                .map(|res| alter_configs_response::AlterConfigsResourceResponse {
+                    error_code: c,
+                    error_message: message.clone(),
+                    resource_type: res.resource_type,
+                    resource_name: res.resource_name.clone(),
+                    ..Default::default()
+                })
                 .collect(),
             ..Default::default()
         }
         .into(),
         RequestKind::DescribeGroups(r) => DescribeGroupsResponse {
-            groups: r.groups.iter().map(|g| describe_groups_response::DescribedGroup { error_code: c, group_id: g.clone(), authorized_operations: i32::MIN, ..Default::default() }).collect(),
+            groups: r
+                .groups
+                .iter()
+                .map(|g| describe_groups_response::DescribedGroup { error_code: c, group_id: g.clone(), authorized_operations: i32::MIN, ..Default::default() })
+                .collect(),
             ..Default::default()
         }
         .into(),
         RequestKind::DeleteGroups(r) => DeleteGroupsResponse {
-            results: r.groups_names.iter().map(|g| delete_groups_response::DeletableGroupResult { group_id: g.clone(), error_code: c, ..Default::default() }).collect(),
+            results: r
+                .groups_names
+                .iter()
+                .map(|g| delete_groups_response::DeletableGroupResult { group_id: g.clone(), error_code: c, ..Default::default() })
+                .collect(),
             ..Default::default()
         }
         .into(),
@@ -252,7 +404,16 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
                 .iter()
                 .map(|t| describe_producers_response::TopicResponse {
                     name: t.name.clone(),
-                    partitions: t.partition_indexes.iter().map(|p| describe_producers_response::PartitionResponse { partition_index: *p, error_code: c, error_message: message.clone(), ..Default::default() }).collect(),
+                    partitions: t
+                        .partition_indexes
+                        .iter()
+                        .map(|p| describe_producers_response::PartitionResponse {
+                            partition_index: *p,
+                            error_code: c,
+                            error_message: message.clone(),
+                            ..Default::default()
+                        })
+                        .collect(),
                     ..Default::default()
                 })
                 .collect(),
@@ -270,7 +431,15 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
                         .iter()
                         .map(|t| write_txn_markers_response::WritableTxnMarkerTopicResult {
                             name: t.name.clone(),
-                            partitions: t.partition_indexes.iter().map(|p| write_txn_markers_response::WritableTxnMarkerPartitionResult { partition_index: *p, error_code: c, ..Default::default() }).collect(),
+                            partitions: t
+                                .partition_indexes
+                                .iter()
+                                .map(|p| write_txn_markers_response::WritableTxnMarkerPartitionResult {
+                                    partition_index: *p,
+                                    error_code: c,
+                                    ..Default::default()
+                                })
+                                .collect(),
                             ..Default::default()
                         })
                         .collect(),
@@ -281,12 +450,20 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
         }
         .into(),
         RequestKind::CreateAcls(r) => CreateAclsResponse {
-            results: r.creations.iter().map(|_| create_acls_response::AclCreationResult { error_code: c, error_message: message.clone(), ..Default::default() }).collect(),
+            results: r
+                .creations
+                .iter()
+                .map(|_| create_acls_response::AclCreationResult { error_code: c, error_message: message.clone(), ..Default::default() })
+                .collect(),
             ..Default::default()
         }
         .into(),
         RequestKind::DeleteAcls(r) => DeleteAclsResponse {
-            filter_results: r.filters.iter().map(|_| delete_acls_response::DeleteAclsFilterResult { error_code: c, error_message: message.clone(), ..Default::default() }).collect(),
+            filter_results: r
+                .filters
+                .iter()
+                .map(|_| delete_acls_response::DeleteAclsFilterResult { error_code: c, error_message: message.clone(), ..Default::default() })
+                .collect(),
             ..Default::default()
         }
         .into(),
@@ -297,7 +474,15 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
                 .flat_map(|d| d.topics.iter())
                 .map(|t| alter_replica_log_dirs_response::AlterReplicaLogDirTopicResult {
                     topic_name: t.name.clone(),
-                    partitions: t.partitions.iter().map(|p| alter_replica_log_dirs_response::AlterReplicaLogDirPartitionResult { partition_index: *p, error_code: c, ..Default::default() }).collect(),
+                    partitions: t
+                        .partitions
+                        .iter()
+                        .map(|p| alter_replica_log_dirs_response::AlterReplicaLogDirPartitionResult {
+                            partition_index: *p,
+                            error_code: c,
+                            ..Default::default()
+                        })
+                        .collect(),
                     ..Default::default()
                 })
                 .collect(),
@@ -305,7 +490,11 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
         }
         .into(),
         // v3+ has a top-level code; before, a result with it.
-        RequestKind::DescribeLogDirs(_) if version < 3 => DescribeLogDirsResponse { results: vec![describe_log_dirs_response::DescribeLogDirsResult { error_code: c, ..Default::default() }], ..Default::default() }.into(),
+        RequestKind::DescribeLogDirs(_) if version < 3 => DescribeLogDirsResponse {
+            results: vec![describe_log_dirs_response::DescribeLogDirsResult { error_code: c, ..Default::default() }],
+            ..Default::default()
+        }
+        .into(),
         RequestKind::AlterClientQuotas(r) => AlterClientQuotasResponse {
             entries: r
                 .entries
@@ -313,7 +502,15 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
                 .map(|e| alter_client_quotas_response::EntryData {
                     error_code: c,
                     error_message: message.clone(),
-                    entity: e.entity.iter().map(|d| alter_client_quotas_response::EntityData { entity_type: d.entity_type.clone(), entity_name: d.entity_name.clone(), ..Default::default() }).collect(),
+                    entity: e
+                        .entity
+                        .iter()
+                        .map(|d| alter_client_quotas_response::EntityData {
+                            entity_type: d.entity_type.clone(),
+                            entity_name: d.entity_name.clone(),
+                            ..Default::default()
+                        })
+                        .collect(),
                     ..Default::default()
                 })
                 .collect(),
@@ -328,38 +525,104 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
                 }
             }
             AlterUserScramCredentialsResponse {
-                results: users.into_iter().map(|user| alter_user_scram_credentials_response::AlterUserScramCredentialsResult { user, error_code: c, error_message: message.clone(), ..Default::default() }).collect(),
+                results: users
+                    .into_iter()
+                    .map(|user| alter_user_scram_credentials_response::AlterUserScramCredentialsResult {
+                        user,
+                        error_code: c,
+                        error_message: message.clone(),
+                        ..Default::default()
+                    })
+                    .collect(),
                 ..Default::default()
             }
             .into()
         }
         RequestKind::DescribeTransactions(r) => DescribeTransactionsResponse {
-            transaction_states: r.transactional_ids.iter().map(|id| describe_transactions_response::TransactionState { error_code: c, transactional_id: id.clone(), producer_id: -1, producer_epoch: -1, ..Default::default() }).collect(),
+            transaction_states: r
+                .transactional_ids
+                .iter()
+                .map(|id| describe_transactions_response::TransactionState {
+                    error_code: c,
+                    transactional_id: id.clone(),
+                    producer_id: -1,
+                    producer_epoch: -1,
+                    ..Default::default()
+                })
+                .collect(),
             ..Default::default()
         }
         .into(),
         RequestKind::ConsumerGroupDescribe(r) => ConsumerGroupDescribeResponse {
-            groups: r.group_ids.iter().map(|g| consumer_group_describe_response::DescribedGroup { error_code: c, error_message: message.clone(), group_id: g.clone(), authorized_operations: i32::MIN, ..Default::default() }).collect(),
+            groups: r
+                .group_ids
+                .iter()
+                .map(|g| consumer_group_describe_response::DescribedGroup {
+                    error_code: c,
+                    error_message: message.clone(),
+                    group_id: g.clone(),
+                    authorized_operations: i32::MIN,
+                    ..Default::default()
+                })
+                .collect(),
             ..Default::default()
         }
         .into(),
         RequestKind::ShareGroupDescribe(r) => ShareGroupDescribeResponse {
-            groups: r.group_ids.iter().map(|g| share_group_describe_response::DescribedGroup { error_code: c, error_message: message.clone(), group_id: g.clone(), authorized_operations: i32::MIN, ..Default::default() }).collect(),
+            groups: r
+                .group_ids
+                .iter()
+                .map(|g| share_group_describe_response::DescribedGroup {
+                    error_code: c,
+                    error_message: message.clone(),
+                    group_id: g.clone(),
+                    authorized_operations: i32::MIN,
+                    ..Default::default()
+                })
+                .collect(),
             ..Default::default()
         }
         .into(),
         RequestKind::StreamsGroupDescribe(r) => StreamsGroupDescribeResponse {
-            groups: r.group_ids.iter().map(|g| streams_group_describe_response::DescribedGroup { error_code: c, error_message: message.clone(), group_id: g.clone(), authorized_operations: i32::MIN, ..Default::default() }).collect(),
+            groups: r
+                .group_ids
+                .iter()
+                .map(|g| streams_group_describe_response::DescribedGroup {
+                    error_code: c,
+                    error_message: message.clone(),
+                    group_id: g.clone(),
+                    authorized_operations: i32::MIN,
+                    ..Default::default()
+                })
+                .collect(),
             ..Default::default()
         }
         .into(),
         RequestKind::DescribeTopicPartitions(r) => DescribeTopicPartitionsResponse {
-            topics: r.topics.iter().map(|t| describe_topic_partitions_response::DescribeTopicPartitionsResponseTopic { error_code: c, name: Some(t.name.clone()), topic_authorized_operations: i32::MIN, ..Default::default() }).collect(),
+            topics: r
+                .topics
+                .iter()
+                .map(|t| describe_topic_partitions_response::DescribeTopicPartitionsResponseTopic {
+                    error_code: c,
+                    name: Some(t.name.clone()),
+                    topic_authorized_operations: i32::MIN,
+                    ..Default::default()
+                })
+                .collect(),
             ..Default::default()
         }
         .into(),
         RequestKind::DescribeShareGroupOffsets(r) => DescribeShareGroupOffsetsResponse {
-            groups: r.groups.iter().map(|g| describe_share_group_offsets_response::DescribeShareGroupOffsetsResponseGroup { group_id: g.group_id.clone(), error_code: c, error_message: message.clone(), ..Default::default() }).collect(),
+            groups: r
+                .groups
+                .iter()
+                .map(|g| describe_share_group_offsets_response::DescribeShareGroupOffsetsResponseGroup {
+                    group_id: g.group_id.clone(),
+                    error_code: c,
+                    error_message: message.clone(),
+                    ..Default::default()
+                })
+                .collect(),
             ..Default::default()
         }
         .into(),
@@ -369,7 +632,16 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
                 .iter()
                 .map(|t| initialize_share_group_state_response::InitializeStateResult {
                     topic_id: t.topic_id,
-                    partitions: t.partitions.iter().map(|p| initialize_share_group_state_response::PartitionResult { partition: p.partition, error_code: c, error_message: message.clone(), ..Default::default() }).collect(),
+                    partitions: t
+                        .partitions
+                        .iter()
+                        .map(|p| initialize_share_group_state_response::PartitionResult {
+                            partition: p.partition,
+                            error_code: c,
+                            error_message: message.clone(),
+                            ..Default::default()
+                        })
+                        .collect(),
                     ..Default::default()
                 })
                 .collect(),
@@ -382,7 +654,18 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
                 .iter()
                 .map(|t| read_share_group_state_response::ReadStateResult {
                     topic_id: t.topic_id,
-                    partitions: t.partitions.iter().map(|p| read_share_group_state_response::PartitionResult { partition: p.partition, error_code: c, error_message: message.clone(), state_epoch: -1, start_offset: -1, ..Default::default() }).collect(),
+                    partitions: t
+                        .partitions
+                        .iter()
+                        .map(|p| read_share_group_state_response::PartitionResult {
+                            partition: p.partition,
+                            error_code: c,
+                            error_message: message.clone(),
+                            state_epoch: -1,
+                            start_offset: -1,
+                            ..Default::default()
+                        })
+                        .collect(),
                     ..Default::default()
                 })
                 .collect(),
@@ -395,7 +678,16 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
                 .iter()
                 .map(|t| write_share_group_state_response::WriteStateResult {
                     topic_id: t.topic_id,
-                    partitions: t.partitions.iter().map(|p| write_share_group_state_response::PartitionResult { partition: p.partition, error_code: c, error_message: message.clone(), ..Default::default() }).collect(),
+                    partitions: t
+                        .partitions
+                        .iter()
+                        .map(|p| write_share_group_state_response::PartitionResult {
+                            partition: p.partition,
+                            error_code: c,
+                            error_message: message.clone(),
+                            ..Default::default()
+                        })
+                        .collect(),
                     ..Default::default()
                 })
                 .collect(),
@@ -408,7 +700,16 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
                 .iter()
                 .map(|t| delete_share_group_state_response::DeleteStateResult {
                     topic_id: t.topic_id,
-                    partitions: t.partitions.iter().map(|p| delete_share_group_state_response::PartitionResult { partition: p.partition, error_code: c, error_message: message.clone(), ..Default::default() }).collect(),
+                    partitions: t
+                        .partitions
+                        .iter()
+                        .map(|p| delete_share_group_state_response::PartitionResult {
+                            partition: p.partition,
+                            error_code: c,
+                            error_message: message.clone(),
+                            ..Default::default()
+                        })
+                        .collect(),
                     ..Default::default()
                 })
                 .collect(),
@@ -421,7 +722,19 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
                 .iter()
                 .map(|t| read_share_group_state_summary_response::ReadStateSummaryResult {
                     topic_id: t.topic_id,
-                    partitions: t.partitions.iter().map(|p| read_share_group_state_summary_response::PartitionResult { partition: p.partition, error_code: c, error_message: message.clone(), state_epoch: -1, leader_epoch: -1, start_offset: -1, ..Default::default() }).collect(),
+                    partitions: t
+                        .partitions
+                        .iter()
+                        .map(|p| read_share_group_state_summary_response::PartitionResult {
+                            partition: p.partition,
+                            error_code: c,
+                            error_message: message.clone(),
+                            state_epoch: -1,
+                            leader_epoch: -1,
+                            start_offset: -1,
+                            ..Default::default()
+                        })
+                        .collect(),
                     ..Default::default()
                 })
                 .collect(),
@@ -436,7 +749,16 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
                 .flatten()
                 .map(|t| elect_leaders_response::ReplicaElectionResult {
                     topic: t.topic.clone(),
-                    partition_result: t.partitions.iter().map(|p| elect_leaders_response::PartitionResult { partition_id: *p, error_code: c, error_message: message.clone(), ..Default::default() }).collect(),
+                    partition_result: t
+                        .partitions
+                        .iter()
+                        .map(|p| elect_leaders_response::PartitionResult {
+                            partition_id: *p,
+                            error_code: c,
+                            error_message: message.clone(),
+                            ..Default::default()
+                        })
+                        .collect(),
                     ..Default::default()
                 })
                 .collect(),
@@ -445,7 +767,18 @@ pub(crate) fn response(request: &RequestKind, version: i16, code: ErrorCode) -> 
         .into(),
         // v4+ answers per key.
         RequestKind::FindCoordinator(r) if version >= 4 => FindCoordinatorResponse {
-            coordinators: r.coordinator_keys.iter().map(|k| find_coordinator_response::Coordinator { key: k.clone(), node_id: -1, port: -1, error_code: c, error_message: message.clone(), ..Default::default() }).collect(),
+            coordinators: r
+                .coordinator_keys
+                .iter()
+                .map(|k| find_coordinator_response::Coordinator {
+                    key: k.clone(),
+                    node_id: -1,
+                    port: -1,
+                    error_code: c,
+                    error_message: message.clone(),
+                    ..Default::default()
+                })
+                .collect(),
             ..Default::default()
         }
         .into(),
@@ -629,7 +962,9 @@ mod tests {
             ApiKey::DescribeShareGroupOffsets => RequestKind::DescribeShareGroupOffsets(DescribeShareGroupOffsetsRequest::default()),
             ApiKey::AlterShareGroupOffsets => RequestKind::AlterShareGroupOffsets(AlterShareGroupOffsetsRequest::default()),
             ApiKey::DeleteShareGroupOffsets => RequestKind::DeleteShareGroupOffsets(DeleteShareGroupOffsetsRequest::default()),
-            ApiKey::StreamsGroupTopologyDescriptionUpdate => RequestKind::StreamsGroupTopologyDescriptionUpdate(StreamsGroupTopologyDescriptionUpdateRequest::default()),
+            ApiKey::StreamsGroupTopologyDescriptionUpdate => {
+                RequestKind::StreamsGroupTopologyDescriptionUpdate(StreamsGroupTopologyDescriptionUpdateRequest::default())
+            }
             ApiKey::UnregisterController => RequestKind::UnregisterController(UnregisterControllerRequest::default()),
         }
     }
@@ -642,7 +977,8 @@ mod tests {
             for api in ApiKey::ALL.iter().copied() {
                 let Some(range) = release.versions(api) else { continue };
                 for version in range.lo..=range.hi {
-                    let body = response(&empty(api), version, ErrorCode::UNSUPPORTED_VERSION).unwrap_or_else(|| panic!("Kafka {release}: no error response for {} v{version}", api.name()));
+                    let body = response(&empty(api), version, ErrorCode::UNSUPPORTED_VERSION)
+                        .unwrap_or_else(|| panic!("Kafka {release}: no error response for {} v{version}", api.name()));
                     let mut out = BytesMut::new();
                     if let Err(e) = body.encode(&mut out, version) {
                         panic!("Kafka {release}: {} v{version}'s error response does not encode: {e}", api.name());

@@ -109,7 +109,11 @@ fn session(ctx: &Ctx<'_>, req: &FetchRequest) -> Result<Option<(i32, bool)>, Err
 
 /// The epoch after `epoch` (wrapping to 1, as Kafka's `nextEpoch`).
 fn next_epoch(epoch: i32) -> i32 {
-    if epoch == i32::MAX { 1 } else { epoch + 1 }
+    if epoch == i32::MAX {
+        1
+    } else {
+        epoch + 1
+    }
 }
 
 /// The request with every partition of session `id`.
@@ -219,7 +223,12 @@ fn fetch_once(ctx: &Ctx<'_>, req: &FetchRequest) -> (FetchResponse, usize, bool)
                             total += size;
                             data.records = Some(records.freeze());
                             if committed && version >= 4 {
-                                data.aborted_transactions = Some(aborted.iter().map(|a| AbortedTransaction { producer_id: a.producer_id, first_offset: a.first_offset, ..Default::default() }).collect());
+                                data.aborted_transactions = Some(
+                                    aborted
+                                        .iter()
+                                        .map(|a| AbortedTransaction { producer_id: a.producer_id, first_offset: a.first_offset, ..Default::default() })
+                                        .collect(),
+                                );
                             }
                             None
                         }

@@ -59,7 +59,12 @@ pub(super) fn join_response(outcome: JoinOutcome, version: i16) -> JoinGroupResp
         members: outcome
             .members
             .into_iter()
-            .map(|(member_id, instance, metadata)| join_group_response::JoinGroupResponseMember { member_id: s(&member_id), group_instance_id: instance.as_deref().map(s), metadata, ..Default::default() })
+            .map(|(member_id, instance, metadata)| join_group_response::JoinGroupResponseMember {
+                member_id: s(&member_id),
+                group_instance_id: instance.as_deref().map(s),
+                metadata,
+                ..Default::default()
+            })
             .collect(),
         ..Default::default()
     }
@@ -124,7 +129,13 @@ pub(super) async fn sync_group(ctx: &Ctx<'_>, req: &SyncGroupRequest) -> SyncGro
         };
         let protocol = Some((group.protocol_type.clone(), group.protocol_name.clone()));
         let assignments = req.assignments.iter().map(|a| (a.member_id.to_string(), a.assignment.clone())).collect();
-        let waited = group.sync(&req.member_id, req.group_instance_id.as_deref(), req.generation_id, (req.protocol_type.as_deref(), req.protocol_name.as_deref()), assignments);
+        let waited = group.sync(
+            &req.member_id,
+            req.group_instance_id.as_deref(),
+            req.generation_id,
+            (req.protocol_type.as_deref(), req.protocol_name.as_deref()),
+            assignments,
+        );
         (waited, protocol)
     };
     let (code, assignment) = match waited {
@@ -175,7 +186,12 @@ pub(super) fn leave_group(ctx: &Ctx<'_>, req: &LeaveGroupRequest) -> LeaveGroupR
                 Group::Classic(g) => g.leave(&m.member_id, m.group_instance_id.as_deref()),
                 _ => ErrorCode::UNKNOWN_MEMBER_ID,
             };
-            leave_group_response::MemberResponse { member_id: m.member_id.clone(), group_instance_id: m.group_instance_id.clone(), error_code: code.0, ..Default::default() }
+            leave_group_response::MemberResponse {
+                member_id: m.member_id.clone(),
+                group_instance_id: m.group_instance_id.clone(),
+                error_code: code.0,
+                ..Default::default()
+            }
         })
         .collect();
     LeaveGroupResponse { error_code: ErrorCode::NONE.0, members, ..Default::default() }
@@ -186,7 +202,15 @@ pub(super) fn leave_group(ctx: &Ctx<'_>, req: &LeaveGroupRequest) -> LeaveGroupR
 
 /// Kafka's checks of an offset commit against its group (`OffsetMetadataManager`): a group
 /// that does not exist is created (empty, classic) by a commit from outside any generation.
-pub(crate) fn validate_commit(ctx: &Ctx<'_>, groups: &mut Groups, group: &str, member_id: &str, instance_id: Option<&str>, generation: i32, transactional: bool) -> Result<(), ErrorCode> {
+pub(crate) fn validate_commit(
+    ctx: &Ctx<'_>,
+    groups: &mut Groups,
+    group: &str,
+    member_id: &str,
+    instance_id: Option<&str>,
+    generation: i32,
+    transactional: bool,
+) -> Result<(), ErrorCode> {
     match groups.groups.get_mut(group) {
         None if generation < 0 => {
             groups.groups.insert(group.to_owned(), new_classic(ctx));
@@ -205,7 +229,9 @@ pub(super) fn offset_commit(ctx: &Ctx<'_>, req: &OffsetCommitRequest) -> OffsetC
     let state = &mut *guard;
     let group_error = match coordinates(ctx, state, &req.group_id) {
         Err(code) => Err(code),
-        Ok(()) => validate_commit(ctx, &mut state.groups, &req.group_id, &req.member_id, req.group_instance_id.as_deref(), req.generation_id_or_member_epoch, false),
+        Ok(()) => {
+            validate_commit(ctx, &mut state.groups, &req.group_id, &req.member_id, req.group_instance_id.as_deref(), req.generation_id_or_member_epoch, false)
+        }
     };
     let topics = req
         .topics
@@ -224,7 +250,9 @@ pub(super) fn offset_commit(ctx: &Ctx<'_>, req: &OffsetCommitRequest) -> OffsetC
                         Err(code) => code,
                         Ok(()) if !exists && t.name.is_empty() => ErrorCode::UNKNOWN_TOPIC_ID,
                         Ok(()) if !exists => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
-                        Ok(()) if p.committed_metadata.as_ref().is_some_and(|m| m.len() > defaults::OFFSET_METADATA_MAX) => ErrorCode::OFFSET_METADATA_TOO_LARGE,
+                        Ok(()) if p.committed_metadata.as_ref().is_some_and(|m| m.len() > defaults::OFFSET_METADATA_MAX) => {
+                            ErrorCode::OFFSET_METADATA_TOO_LARGE
+                        }
                         Ok(()) => {
                             let c = Committed { offset: p.committed_offset, leader_epoch: p.committed_leader_epoch, metadata: p.committed_metadata.clone() };
                             state.groups.offsets.commit(&req.group_id, name.as_deref().unwrap_or_default(), p.partition_index, c);
@@ -264,10 +292,13 @@ pub(super) fn offset_fetch(ctx: &Ctx<'_>, req: &OffsetFetchRequest) -> OffsetFet
     type Found<'a> = Vec<(String, Vec<(i32, Option<&'a Committed>)>)>;
     let lookup = |group_id: &str, asked: Option<Vec<(String, Vec<i32>)>>| -> Found<'_> {
         match asked {
-            Some(list) => list.into_iter().map(|(topic, parts)| {
-                let found = parts.into_iter().map(|p| (p, groups.offsets.get(group_id, &topic, p))).collect();
-                (topic, found)
-            }).collect(),
+            Some(list) => list
+                .into_iter()
+                .map(|(topic, parts)| {
+                    let found = parts.into_iter().map(|p| (p, groups.offsets.get(group_id, &topic, p))).collect();
+                    (topic, found)
+                })
+                .collect(),
             None => groups.offsets.all(group_id).into_iter().map(|(t, ps)| (t, ps.into_iter().map(|(p, c)| (p, Some(c))).collect())).collect(),
         }
     };
@@ -277,12 +308,22 @@ pub(super) fn offset_fetch(ctx: &Ctx<'_>, req: &OffsetFetchRequest) -> OffsetFet
             .groups
             .iter()
             .map(|g| {
-                let group_error = coordinates(ctx, &state, &g.group_id).and_then(|()| validate_fetch(groups, &g.group_id, g.member_id.as_deref(), g.member_epoch));
+                let group_error =
+                    coordinates(ctx, &state, &g.group_id).and_then(|()| validate_fetch(groups, &g.group_id, g.member_id.as_deref(), g.member_epoch));
                 if let Err(code) = group_error {
                     return offset_fetch_response::OffsetFetchResponseGroup { group_id: g.group_id.clone(), error_code: code.0, ..Default::default() };
                 }
                 // v10 names topics by id.
-                let asked = g.topics.as_ref().map(|ts| ts.iter().map(|t| (if t.name.is_empty() { state.topic_name("", t.topic_id).unwrap_or_default() } else { t.name.to_string() }, t.partition_indexes.to_vec())).collect());
+                let asked = g.topics.as_ref().map(|ts| {
+                    ts.iter()
+                        .map(|t| {
+                            (
+                                if t.name.is_empty() { state.topic_name("", t.topic_id).unwrap_or_default() } else { t.name.to_string() },
+                                t.partition_indexes.to_vec(),
+                            )
+                        })
+                        .collect()
+                });
                 offset_fetch_response::OffsetFetchResponseGroup {
                     group_id: g.group_id.clone(),
                     error_code: ErrorCode::NONE.0,
@@ -403,7 +444,13 @@ pub(super) fn list_groups(ctx: &Ctx<'_>, req: &ListGroupsRequest) -> ListGroupsR
         .filter(|(id, _)| state.coordinator(0, id, &ctx.inner.config) == Some(ctx.broker))
         .filter(|(_, (_, st, _))| states.is_empty() || states.contains(&st.to_lowercase()))
         .filter(|(_, (_, _, ty))| types.is_empty() || types.contains(ty))
-        .map(|(id, (protocol_type, group_state, group_type))| list_groups_response::ListedGroup { group_id: s(&id), protocol_type: s(&protocol_type), group_state: s(&group_state), group_type: s(&group_type), ..Default::default() })
+        .map(|(id, (protocol_type, group_state, group_type))| list_groups_response::ListedGroup {
+            group_id: s(&id),
+            protocol_type: s(&protocol_type),
+            group_state: s(&group_state),
+            group_type: s(&group_type),
+            ..Default::default()
+        })
         .collect();
     ListGroupsResponse { error_code: ErrorCode::NONE.0, groups, ..Default::default() }
 }
@@ -435,7 +482,11 @@ pub(super) fn describe_groups(ctx: &Ctx<'_>, req: &DescribeGroupsRequest) -> Des
                             group_instance_id: m.instance_id.as_deref().map(s),
                             client_id: s(&m.client_id),
                             client_host: s(&m.client_host),
-                            member_metadata: if stable { m.protocols.iter().find(|(n, _)| *n == protocol).map(|(_, b)| b.clone()).unwrap_or_default() } else { Bytes::new() },
+                            member_metadata: if stable {
+                                m.protocols.iter().find(|(n, _)| *n == protocol).map(|(_, b)| b.clone()).unwrap_or_default()
+                            } else {
+                                Bytes::new()
+                            },
                             member_assignment: if stable { m.assignment.clone() } else { Bytes::new() },
                             ..Default::default()
                         })
@@ -489,7 +540,12 @@ pub(super) fn delete_groups(ctx: &Ctx<'_>, req: &DeleteGroupsRequest) -> DeleteG
                     ErrorCode::NONE
                 }
             };
-            delete_groups_response::DeletableGroupResult { group_id: id.clone(), error_code: code.0, error_message: (code != ErrorCode::NONE).then(|| code.message().map(s)).flatten(), ..Default::default() }
+            delete_groups_response::DeletableGroupResult {
+                group_id: id.clone(),
+                error_code: code.0,
+                error_message: (code != ErrorCode::NONE).then(|| code.message().map(s)).flatten(),
+                ..Default::default()
+            }
         })
         .collect();
     DeleteGroupsResponse { results, ..Default::default() }
@@ -500,13 +556,17 @@ pub(super) fn delete_groups(ctx: &Ctx<'_>, req: &DeleteGroupsRequest) -> DeleteG
 
 fn assignment_of(a: &Assignment) -> consumer_group_heartbeat_response::Assignment {
     consumer_group_heartbeat_response::Assignment {
-        topic_partitions: a.iter().map(|(t, ps)| consumer_group_heartbeat_response::TopicPartitions { topic_id: *t, partitions: ps.iter().copied().collect(), ..Default::default() }).collect(),
+        topic_partitions: a
+            .iter()
+            .map(|(t, ps)| consumer_group_heartbeat_response::TopicPartitions { topic_id: *t, partitions: ps.iter().copied().collect(), ..Default::default() })
+            .collect(),
         ..Default::default()
     }
 }
 
 pub(super) fn consumer_group_heartbeat(ctx: &Ctx<'_>, req: &ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse {
-    let refuse = |code: ErrorCode, message: String| ConsumerGroupHeartbeatResponse { error_code: code.0, error_message: Some(s(&message)), ..Default::default() };
+    let refuse =
+        |code: ErrorCode, message: String| ConsumerGroupHeartbeatResponse { error_code: code.0, error_message: Some(s(&message)), ..Default::default() };
     // GroupCoordinatorService's checks of the request.
     let epoch = req.member_epoch;
     if (ctx.version >= 1 || epoch > 0 || epoch == -1) && req.member_id.is_empty() {
@@ -542,7 +602,9 @@ pub(super) fn consumer_group_heartbeat(ctx: &Ctx<'_>, req: &ConsumerGroupHeartbe
         return refuse(code, code.message().unwrap_or_default().to_owned());
     }
     let group_id = req.group_id.to_string();
-    let session = std::time::Duration::from_millis(u64::try_from(state.groups.config_i64(&group_id, "consumer.session.timeout.ms", defaults::CONSUMER_SESSION_MS)).unwrap_or(45_000));
+    let session = std::time::Duration::from_millis(
+        u64::try_from(state.groups.config_i64(&group_id, "consumer.session.timeout.ms", defaults::CONSUMER_SESSION_MS)).unwrap_or(45_000),
+    );
     let interval = state.groups.config_i64(&group_id, "consumer.heartbeat.interval.ms", defaults::CONSUMER_HEARTBEAT_MS);
     let topics = topics_view(&state.topics);
     let groups = &mut state.groups.groups;
@@ -586,7 +648,12 @@ fn described(a: &Assignment, names: &BTreeMap<Uuid, String>) -> consumer_group_d
     consumer_group_describe_response::Assignment {
         topic_partitions: a
             .iter()
-            .map(|(t, ps)| consumer_group_describe_response::TopicPartitions { topic_id: *t, topic_name: s(names.get(t).map_or("", |n| n.as_str())), partitions: ps.iter().copied().collect(), ..Default::default() })
+            .map(|(t, ps)| consumer_group_describe_response::TopicPartitions {
+                topic_id: *t,
+                topic_name: s(names.get(t).map_or("", |n| n.as_str())),
+                partitions: ps.iter().copied().collect(),
+                ..Default::default()
+            })
             .collect(),
         ..Default::default()
     }
@@ -672,7 +739,9 @@ pub(super) fn share_group_heartbeat(ctx: &Ctx<'_>, req: &ShareGroupHeartbeatRequ
         return refuse(code, code.message().unwrap_or_default().to_owned());
     }
     let group_id = req.group_id.to_string();
-    let session = std::time::Duration::from_millis(u64::try_from(state.groups.config_i64(&group_id, "share.session.timeout.ms", defaults::SHARE_SESSION_MS)).unwrap_or(45_000));
+    let session = std::time::Duration::from_millis(
+        u64::try_from(state.groups.config_i64(&group_id, "share.session.timeout.ms", defaults::SHARE_SESSION_MS)).unwrap_or(45_000),
+    );
     let interval = state.groups.config_i64(&group_id, "share.heartbeat.interval.ms", defaults::SHARE_HEARTBEAT_MS);
     let topics = topics_view(&state.topics);
     match state.groups.groups.get(&group_id) {
@@ -702,7 +771,14 @@ pub(super) fn share_group_heartbeat(ctx: &Ctx<'_>, req: &ShareGroupHeartbeatRequ
             member_epoch: answer.epoch,
             heartbeat_interval_ms: i32::try_from(interval).unwrap_or(5000),
             assignment: answer.assignment.map(|a| share_group_heartbeat_response::Assignment {
-                topic_partitions: a.iter().map(|(t, ps)| share_group_heartbeat_response::TopicPartitions { topic_id: *t, partitions: ps.iter().copied().collect(), ..Default::default() }).collect(),
+                topic_partitions: a
+                    .iter()
+                    .map(|(t, ps)| share_group_heartbeat_response::TopicPartitions {
+                        topic_id: *t,
+                        partitions: ps.iter().copied().collect(),
+                        ..Default::default()
+                    })
+                    .collect(),
                 ..Default::default()
             }),
             ..Default::default()
@@ -743,7 +819,12 @@ pub(super) fn share_group_describe(ctx: &Ctx<'_>, req: &ShareGroupDescribeReques
                                 topic_partitions: m
                                     .assigned
                                     .iter()
-                                    .map(|(t, ps)| share_group_describe_response::TopicPartitions { topic_id: *t, topic_name: s(names.get(t).map_or("", |n| n.as_str())), partitions: ps.iter().copied().collect(), ..Default::default() })
+                                    .map(|(t, ps)| share_group_describe_response::TopicPartitions {
+                                        topic_id: *t,
+                                        topic_name: s(names.get(t).map_or("", |n| n.as_str())),
+                                        partitions: ps.iter().copied().collect(),
+                                        ..Default::default()
+                                    })
                                     .collect(),
                                 ..Default::default()
                             },

@@ -2,7 +2,10 @@
 //! broker's `log.dirs`), holding the replicas it has; moving a replica to any other directory
 //! is LOG_DIR_NOT_FOUND, as on a broker without it.
 
-use kwire::messages::{alter_replica_log_dirs_response, describe_log_dirs_response, AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse, DescribeLogDirsRequest, DescribeLogDirsResponse};
+use kwire::messages::{
+    alter_replica_log_dirs_response, describe_log_dirs_response, AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse, DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+};
 use kwire::ErrorCode;
 
 use super::{s, Ctx};
@@ -51,7 +54,14 @@ pub(super) fn describe(ctx: &Ctx<'_>, req: &DescribeLogDirsRequest) -> DescribeL
     }
     // Disk sizes are v4+.
     let v4 = ctx.version >= 4;
-    let dir = DescribeLogDirsResult { error_code: 0, log_dir: s(&log_dir(ctx.broker)), topics, total_bytes: if v4 { DISK_BYTES } else { -1 }, usable_bytes: if v4 { DISK_BYTES - used } else { -1 }, ..Default::default() };
+    let dir = DescribeLogDirsResult {
+        error_code: 0,
+        log_dir: s(&log_dir(ctx.broker)),
+        topics,
+        total_bytes: if v4 { DISK_BYTES } else { -1 },
+        usable_bytes: if v4 { DISK_BYTES - used } else { -1 },
+        ..Default::default()
+    };
     DescribeLogDirsResponse { results: vec![dir], ..Default::default() }
 }
 

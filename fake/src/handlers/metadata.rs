@@ -5,7 +5,8 @@ use kwire::messages::{
     describe_cluster_response::DescribeClusterBroker,
     find_coordinator_response::Coordinator,
     metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic},
-    ApiVersionsResponse, DescribeClusterRequest, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, DescribeClusterResponse, FindCoordinatorRequest, FindCoordinatorResponse, MetadataRequest, MetadataResponse,
+    ApiVersionsResponse, DescribeClusterRequest, DescribeClusterResponse, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse,
+    FindCoordinatorRequest, FindCoordinatorResponse, MetadataRequest, MetadataResponse,
 };
 use kwire::{ApiKey, ErrorCode, SmallVec, Uuid};
 
@@ -33,9 +34,15 @@ pub(super) fn api_versions(ctx: &Ctx<'_>) -> ApiVersionsResponse {
     ApiVersionsResponse {
         error_code: ErrorCode::NONE.0,
         api_keys,
-        supported_features: features.iter().map(|(n, level)| SupportedFeatureKey { name: s(n), min_version: release.min_feature_level(n), max_version: *level, ..Default::default() }).collect(),
+        supported_features: features
+            .iter()
+            .map(|(n, level)| SupportedFeatureKey { name: s(n), min_version: release.min_feature_level(n), max_version: *level, ..Default::default() })
+            .collect(),
         finalized_features_epoch: if finalized.is_empty() { -1 } else { 1 },
-        finalized_features: finalized.iter().map(|(n, level)| FinalizedFeatureKey { name: s(n), max_version_level: *level, min_version_level: *level, ..Default::default() }).collect(),
+        finalized_features: finalized
+            .iter()
+            .map(|(n, level)| FinalizedFeatureKey { name: s(n), max_version_level: *level, min_version_level: *level, ..Default::default() })
+            .collect(),
         ..Default::default()
     }
 }
@@ -81,7 +88,13 @@ pub(super) fn metadata(ctx: &Ctx<'_>, req: &MetadataRequest) -> MetadataResponse
             None => match state.topics.iter().find(|(_, t)| t.id == id) {
                 Some((n, _)) => n.clone(),
                 None => {
-                    topics.push(MetadataResponseTopic { error_code: ErrorCode::UNKNOWN_TOPIC_ID.0, name: None, topic_id: id, topic_authorized_operations: OPS_OMITTED, ..Default::default() });
+                    topics.push(MetadataResponseTopic {
+                        error_code: ErrorCode::UNKNOWN_TOPIC_ID.0,
+                        name: None,
+                        topic_id: id,
+                        topic_authorized_operations: OPS_OMITTED,
+                        ..Default::default()
+                    });
                     continue;
                 }
             },
@@ -90,12 +103,22 @@ pub(super) fn metadata(ctx: &Ctx<'_>, req: &MetadataRequest) -> MetadataResponse
         // (all topics) is left out.
         if !ctx.authorized_in(&state, acl::op::DESCRIBE, acl::resource::TOPIC, &name) {
             if req.topics.as_ref().is_some_and(|l| !l.is_empty()) {
-                topics.push(MetadataResponseTopic { error_code: ErrorCode::TOPIC_AUTHORIZATION_FAILED.0, name: Some(s(&name)), topic_authorized_operations: OPS_OMITTED, ..Default::default() });
+                topics.push(MetadataResponseTopic {
+                    error_code: ErrorCode::TOPIC_AUTHORIZATION_FAILED.0,
+                    name: Some(s(&name)),
+                    topic_authorized_operations: OPS_OMITTED,
+                    ..Default::default()
+                });
             }
             continue;
         }
         if !valid_name(&name) {
-            topics.push(MetadataResponseTopic { error_code: ErrorCode::INVALID_TOPIC_EXCEPTION.0, name: Some(s(&name)), topic_authorized_operations: OPS_OMITTED, ..Default::default() });
+            topics.push(MetadataResponseTopic {
+                error_code: ErrorCode::INVALID_TOPIC_EXCEPTION.0,
+                name: Some(s(&name)),
+                topic_authorized_operations: OPS_OMITTED,
+                ..Default::default()
+            });
             continue;
         }
         if !state.topics.contains_key(&name) && auto_create {
@@ -103,7 +126,12 @@ pub(super) fn metadata(ctx: &Ctx<'_>, req: &MetadataRequest) -> MetadataResponse
             state.create_topic(&name, partitions, replicas, Default::default());
         }
         let Some(topic) = state.topics.get(&name) else {
-            topics.push(MetadataResponseTopic { error_code: ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0, name: Some(s(&name)), topic_authorized_operations: OPS_OMITTED, ..Default::default() });
+            topics.push(MetadataResponseTopic {
+                error_code: ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0,
+                name: Some(s(&name)),
+                topic_authorized_operations: OPS_OMITTED,
+                ..Default::default()
+            });
             continue;
         };
         let partitions = topic
@@ -149,7 +177,14 @@ pub(super) fn metadata(ctx: &Ctx<'_>, req: &MetadataRequest) -> MetadataResponse
 pub(super) fn describe_cluster(ctx: &Ctx<'_>, _req: &DescribeClusterRequest) -> DescribeClusterResponse {
     let brokers = brokers(ctx)
         .into_iter()
-        .map(|(broker_id, host, port, rack)| DescribeClusterBroker { broker_id, host: s(&host), port, rack: rack.as_deref().map(s), is_fenced: false, ..Default::default() })
+        .map(|(broker_id, host, port, rack)| DescribeClusterBroker {
+            broker_id,
+            host: s(&host),
+            port,
+            rack: rack.as_deref().map(s),
+            is_fenced: false,
+            ..Default::default()
+        })
         .collect();
     DescribeClusterResponse {
         error_code: ErrorCode::NONE.0,
@@ -184,13 +219,28 @@ pub(super) fn find_coordinator(ctx: &Ctx<'_>, req: &FindCoordinatorRequest) -> F
             .iter()
             .map(|key| {
                 let (node_id, host, port, code) = find(key);
-                Coordinator { key: key.clone(), node_id, host: s(&host), port, error_code: code.0, error_message: (!code.is_ok()).then(|| s(code.message().unwrap_or(""))), ..Default::default() }
+                Coordinator {
+                    key: key.clone(),
+                    node_id,
+                    host: s(&host),
+                    port,
+                    error_code: code.0,
+                    error_message: (!code.is_ok()).then(|| s(code.message().unwrap_or(""))),
+                    ..Default::default()
+                }
             })
             .collect();
         return FindCoordinatorResponse { coordinators, ..Default::default() };
     }
     let (node_id, host, port, code) = find(&req.key);
-    FindCoordinatorResponse { error_code: code.0, error_message: (!code.is_ok()).then(|| s(code.message().unwrap_or(""))), node_id, host: s(&host), port, ..Default::default() }
+    FindCoordinatorResponse {
+        error_code: code.0,
+        error_message: (!code.is_ok()).then(|| s(code.message().unwrap_or(""))),
+        node_id,
+        host: s(&host),
+        port,
+        ..Default::default()
+    }
 }
 
 /// DescribeTopicPartitions (KIP-966): the topics asked for (every topic for none), by name,
@@ -200,7 +250,8 @@ pub(super) fn describe_topic_partitions(ctx: &Ctx<'_>, req: &DescribeTopicPartit
     use kwire::messages::describe_topic_partitions_response::{Cursor, DescribeTopicPartitionsResponsePartition, DescribeTopicPartitionsResponseTopic};
     const MAX_PARTITIONS: i32 = 2000;
     let state = ctx.inner.state();
-    let mut names: Vec<String> = if req.topics.is_empty() { state.topics.keys().cloned().collect() } else { req.topics.iter().map(|t| t.name.to_string()).collect() };
+    let mut names: Vec<String> =
+        if req.topics.is_empty() { state.topics.keys().cloned().collect() } else { req.topics.iter().map(|t| t.name.to_string()).collect() };
     names.sort();
     names.dedup();
     let (cursor_topic, mut cursor_partition) = match &req.cursor {
@@ -211,7 +262,12 @@ pub(super) fn describe_topic_partitions(ctx: &Ctx<'_>, req: &DescribeTopicPartit
     if let Some(t) = &cursor_topic {
         if !req.topics.is_empty() && !names.contains(t) {
             return DescribeTopicPartitionsResponse {
-                topics: vec![DescribeTopicPartitionsResponseTopic { error_code: ErrorCode::INVALID_REQUEST.0, name: Some(s(t)), topic_authorized_operations: OPS_OMITTED, ..Default::default() }],
+                topics: vec![DescribeTopicPartitionsResponseTopic {
+                    error_code: ErrorCode::INVALID_REQUEST.0,
+                    name: Some(s(t)),
+                    topic_authorized_operations: OPS_OMITTED,
+                    ..Default::default()
+                }],
                 ..Default::default()
             };
         }
@@ -228,7 +284,12 @@ pub(super) fn describe_topic_partitions(ctx: &Ctx<'_>, req: &DescribeTopicPartit
             // Asked for by name: an error entry; an unauthorized topic of "all" is left out.
             if !req.topics.is_empty() {
                 let code = if authorized { ErrorCode::UNKNOWN_TOPIC_OR_PARTITION } else { ErrorCode::TOPIC_AUTHORIZATION_FAILED };
-                topics.push(DescribeTopicPartitionsResponseTopic { error_code: code.0, name: Some(s(&name)), topic_authorized_operations: OPS_OMITTED, ..Default::default() });
+                topics.push(DescribeTopicPartitionsResponseTopic {
+                    error_code: code.0,
+                    name: Some(s(&name)),
+                    topic_authorized_operations: OPS_OMITTED,
+                    ..Default::default()
+                });
             }
             continue;
         };
@@ -256,7 +317,14 @@ pub(super) fn describe_topic_partitions(ctx: &Ctx<'_>, req: &DescribeTopicPartit
                 ..Default::default()
             });
         }
-        topics.push(DescribeTopicPartitionsResponseTopic { name: Some(s(&name)), topic_id: topic.id, is_internal: false, partitions, topic_authorized_operations: OPS_OMITTED, ..Default::default() });
+        topics.push(DescribeTopicPartitionsResponseTopic {
+            name: Some(s(&name)),
+            topic_id: topic.id,
+            is_internal: false,
+            partitions,
+            topic_authorized_operations: OPS_OMITTED,
+            ..Default::default()
+        });
         if next_cursor.is_some() {
             break;
         }

@@ -48,7 +48,8 @@ pub(super) fn list_offsets(ctx: &Ctx<'_>, req: &ListOffsetsRequest) -> ListOffse
                 .partitions
                 .iter()
                 .map(|p| {
-                    let mut out = ListOffsetsPartitionResponse { partition_index: p.partition_index, timestamp: -1, offset: -1, leader_epoch: -1, ..Default::default() };
+                    let mut out =
+                        ListOffsetsPartitionResponse { partition_index: p.partition_index, timestamp: -1, offset: -1, leader_epoch: -1, ..Default::default() };
                     let partition = state.topics.get(&*t.name).and_then(|topic| topic.partition(p.partition_index));
                     match led(ctx, partition, p.current_leader_epoch) {
                         Err(code) => out.error_code = code.0,

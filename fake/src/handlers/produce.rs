@@ -48,7 +48,8 @@ pub(super) fn produce(ctx: &Ctx<'_>, req: &ProduceRequest) -> Option<ProduceResp
         let state = &mut *guard;
         let up: BTreeMap<i32, bool> = state.brokers.iter().map(|(id, b)| (*id, b.up)).collect();
         for t in &req.topic_data {
-            let name = if version >= 13 { state.topics.iter().find(|(_, topic)| topic.id == t.topic_id).map(|(n, _)| n.clone()) } else { Some(t.name.to_string()) };
+            let name =
+                if version >= 13 { state.topics.iter().find(|(_, topic)| topic.id == t.topic_id).map(|(n, _)| n.clone()) } else { Some(t.name.to_string()) };
             let mut partition_responses = Vec::new();
             for p in &t.partition_data {
                 let mut out = PartitionProduceResponse { index: p.index, base_offset: -1, log_append_time_ms: -1, log_start_offset: -1, ..Default::default() };
@@ -71,7 +72,14 @@ pub(super) fn produce(ctx: &Ctx<'_>, req: &ProduceRequest) -> Option<ProduceResp
                     }
                     let records: Option<Bytes> = p.records.clone();
                     let records = records.filter(|r| !r.is_empty()).ok_or((ErrorCode::CORRUPT_MESSAGE, None))?;
-                    let mut verify = Verify { txns: &mut state.txns, topic: name, partition: p.index, version, verification: ctx.inner.config.transaction_verification, now_ms: now };
+                    let mut verify = Verify {
+                        txns: &mut state.txns,
+                        topic: name,
+                        partition: p.index,
+                        version,
+                        verification: ctx.inner.config.transaction_verification,
+                        now_ms: now,
+                    };
                     let leader_epoch = partition.leader_epoch;
                     let log_start = partition.log.log_start();
                     partition.log.append(records, now, leader_epoch, rules, &mut verify).map(|a| (a, log_start)).map_err(|e| (e.code, None))

@@ -4,8 +4,9 @@
 //! `kraft.version` 0): the controller is the first live broker, the other brokers observe.
 
 use kwire::messages::{
-    describe_quorum_response, update_features_response, AddRaftVoterResponse, DescribeQuorumRequest, DescribeQuorumResponse, RemoveRaftVoterResponse, UnregisterBrokerRequest, UnregisterBrokerResponse, UnregisterControllerRequest,
-    UnregisterControllerResponse, UpdateFeaturesRequest, UpdateFeaturesResponse,
+    describe_quorum_response, update_features_response, AddRaftVoterResponse, DescribeQuorumRequest, DescribeQuorumResponse, RemoveRaftVoterResponse,
+    UnregisterBrokerRequest, UnregisterBrokerResponse, UnregisterControllerRequest, UnregisterControllerResponse, UpdateFeaturesRequest,
+    UpdateFeaturesResponse,
 };
 use kwire::{ErrorCode, Uuid};
 
@@ -34,14 +35,31 @@ pub(super) fn describe_quorum(ctx: &Ctx<'_>, req: &DescribeQuorumRequest) -> Des
         let code = ErrorCode::CLUSTER_AUTHORIZATION_FAILED;
         return DescribeQuorumResponse { error_code: code.0, error_message: message(code), ..Default::default() };
     }
-    let asked_metadata = matches!(req.topics.as_slice(), [t] if *t.topic_name == *METADATA_TOPIC && matches!(t.partitions.as_slice(), [p] if p.partition_index == 0));
+    let asked_metadata =
+        matches!(req.topics.as_slice(), [t] if *t.topic_name == *METADATA_TOPIC && matches!(t.partitions.as_slice(), [p] if p.partition_index == 0));
     if !asked_metadata {
         // Only the metadata partition has a quorum.
         let code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
         let topics = req
             .topics
             .iter()
-            .map(|t| TopicData { topic_name: t.topic_name.clone(), partitions: t.partitions.iter().map(|p| PartitionData { partition_index: p.partition_index, error_code: code.0, error_message: message(code), leader_id: -1, leader_epoch: -1, high_watermark: -1, ..Default::default() }).collect(), ..Default::default() })
+            .map(|t| TopicData {
+                topic_name: t.topic_name.clone(),
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|p| PartitionData {
+                        partition_index: p.partition_index,
+                        error_code: code.0,
+                        error_message: message(code),
+                        leader_id: -1,
+                        leader_epoch: -1,
+                        high_watermark: -1,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
             .collect();
         return DescribeQuorumResponse { topics, ..Default::default() };
     }
@@ -74,22 +92,46 @@ pub(super) fn describe_quorum(ctx: &Ctx<'_>, req: &DescribeQuorumRequest) -> Des
         ..Default::default()
     };
     let (host, port) = ctx.inner.address(controller, ctx.listener);
-    let nodes = if v < 2 { Vec::new() } else { vec![Node { node_id: controller, listeners: vec![Listener { name: s("CONTROLLER"), host: s(&host), port: u16::try_from(port).unwrap_or(0), ..Default::default() }], ..Default::default() }] };
-    DescribeQuorumResponse { topics: vec![TopicData { topic_name: s(METADATA_TOPIC), partitions: vec![partition], ..Default::default() }], nodes, ..Default::default() }
+    let nodes = if v < 2 {
+        Vec::new()
+    } else {
+        vec![Node {
+            node_id: controller,
+            listeners: vec![Listener { name: s("CONTROLLER"), host: s(&host), port: u16::try_from(port).unwrap_or(0), ..Default::default() }],
+            ..Default::default()
+        }]
+    };
+    DescribeQuorumResponse {
+        topics: vec![TopicData { topic_name: s(METADATA_TOPIC), partitions: vec![partition], ..Default::default() }],
+        nodes,
+        ..Default::default()
+    }
 }
 
 /// One feature update's outcome, as `FeatureControlManager` decides it.
-fn check_update(ctx: &Ctx<'_>, finalized: &std::collections::BTreeMap<String, i16>, feature: &str, level: i16, upgrade_type: i8) -> Result<(), (ErrorCode, String)> {
+fn check_update(
+    ctx: &Ctx<'_>,
+    finalized: &std::collections::BTreeMap<String, i16>,
+    feature: &str,
+    level: i16,
+    upgrade_type: i8,
+) -> Result<(), (ErrorCode, String)> {
     let release = ctx.inner.config.release;
     let Some((_, max)) = release.features().iter().find(|(n, _)| *n == feature) else {
-        return Err((ErrorCode::INVALID_UPDATE_VERSION, format!("Invalid update version {level} for feature {feature}. The controller does not support the given feature.")));
+        return Err((
+            ErrorCode::INVALID_UPDATE_VERSION,
+            format!("Invalid update version {level} for feature {feature}. The controller does not support the given feature."),
+        ));
     };
     if !(UPGRADE..=UNSAFE_DOWNGRADE).contains(&upgrade_type) {
         return Err((ErrorCode::INVALID_REQUEST, format!("Unknown upgrade type {upgrade_type}")));
     }
     let min = release.min_feature_level(feature);
     if level > *max || (level < min && !(feature != "metadata.version" && level == 0)) {
-        return Err((ErrorCode::INVALID_UPDATE_VERSION, format!("Invalid update version {level} for feature {feature}. Local controller supports versions {min}-{max}")));
+        return Err((
+            ErrorCode::INVALID_UPDATE_VERSION,
+            format!("Invalid update version {level} for feature {feature}. Local controller supports versions {min}-{max}"),
+        ));
     }
     let current = finalized.get(feature).copied().unwrap_or(0);
     if level < current {
@@ -97,7 +139,10 @@ fn check_update(ctx: &Ctx<'_>, finalized: &std::collections::BTreeMap<String, i1
             return Err((ErrorCode::INVALID_UPDATE_VERSION, format!("Invalid update version {level} for feature {feature}. Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade.")));
         }
         if feature == "metadata.version" {
-            return Err((ErrorCode::INVALID_UPDATE_VERSION, format!("Invalid metadata.version {level}. Unsafe metadata downgrade is not supported in this version.")));
+            return Err((
+                ErrorCode::INVALID_UPDATE_VERSION,
+                format!("Invalid metadata.version {level}. Unsafe metadata downgrade is not supported in this version."),
+            ));
         }
     }
     Ok(())
@@ -108,7 +153,14 @@ pub(super) fn update_features(ctx: &Ctx<'_>, req: &UpdateFeaturesRequest) -> Upd
     if !ctx.authorized(op::ALTER, resource::CLUSTER, CLUSTER_NAME) {
         let code = ErrorCode::CLUSTER_AUTHORIZATION_FAILED;
         // Per-feature results are v0-1.
-        let results = if ctx.version >= 2 { Vec::new() } else { req.feature_updates.iter().map(|u| UpdatableFeatureResult { feature: u.feature.clone(), error_code: code.0, error_message: message(code), ..Default::default() }).collect() };
+        let results = if ctx.version >= 2 {
+            Vec::new()
+        } else {
+            req.feature_updates
+                .iter()
+                .map(|u| UpdatableFeatureResult { feature: u.feature.clone(), error_code: code.0, error_message: message(code), ..Default::default() })
+                .collect()
+        };
         return UpdateFeaturesResponse { error_code: code.0, error_message: message(code), results, ..Default::default() };
     }
     let mut state = ctx.inner.state();
@@ -117,8 +169,20 @@ pub(super) fn update_features(ctx: &Ctx<'_>, req: &UpdateFeaturesRequest) -> Upd
     let mut changes = Vec::new();
     for u in &req.feature_updates {
         // v0 says downgrade with a flag: a safe downgrade.
-        let upgrade_type = if ctx.version == 0 { if u.allow_downgrade { SAFE_DOWNGRADE } else { UPGRADE } } else { u.upgrade_type };
-        let outcome = if u.feature.is_empty() { Err((ErrorCode::INVALID_REQUEST, "Feature names must not be empty".to_owned())) } else { check_update(ctx, &state.features, &u.feature, u.max_version_level, upgrade_type) };
+        let upgrade_type = if ctx.version == 0 {
+            if u.allow_downgrade {
+                SAFE_DOWNGRADE
+            } else {
+                UPGRADE
+            }
+        } else {
+            u.upgrade_type
+        };
+        let outcome = if u.feature.is_empty() {
+            Err((ErrorCode::INVALID_REQUEST, "Feature names must not be empty".to_owned()))
+        } else {
+            check_update(ctx, &state.features, &u.feature, u.max_version_level, upgrade_type)
+        };
         match outcome {
             Ok(()) => {
                 changes.push((u.feature.to_string(), u.max_version_level));

@@ -3,7 +3,10 @@
 
 use std::collections::BTreeSet;
 
-use kwire::messages::{alter_client_quotas_response, describe_client_quotas_response, AlterClientQuotasRequest, AlterClientQuotasResponse, DescribeClientQuotasRequest, DescribeClientQuotasResponse};
+use kwire::messages::{
+    alter_client_quotas_response, describe_client_quotas_response, AlterClientQuotasRequest, AlterClientQuotasResponse, DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
+};
 use kwire::ErrorCode;
 
 use super::{s, Ctx};
@@ -11,7 +14,8 @@ use crate::acl::{op, resource, CLUSTER_NAME};
 use crate::quotas::{check_entity, check_value, Entity, MATCH_ANY, MATCH_DEFAULT, MATCH_EXACT};
 
 pub(super) fn describe(ctx: &Ctx<'_>, req: &DescribeClientQuotasRequest) -> DescribeClientQuotasResponse {
-    let refuse = |code: ErrorCode, why: String| DescribeClientQuotasResponse { error_code: code.0, error_message: Some(s(&why)), entries: None, ..Default::default() };
+    let refuse =
+        |code: ErrorCode, why: String| DescribeClientQuotasResponse { error_code: code.0, error_message: Some(s(&why)), entries: None, ..Default::default() };
     if !ctx.authorized(op::DESCRIBE_CONFIGS, resource::CLUSTER, CLUSTER_NAME) {
         return refuse(ErrorCode::CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.".into());
     }
@@ -29,7 +33,10 @@ pub(super) fn describe(ctx: &Ctx<'_>, req: &DescribeClientQuotasRequest) -> Desc
         components.push((c.entity_type.to_string(), c.match_type, c.r#match.as_deref().map(str::to_owned)));
     }
     if types.contains("ip") && types.len() > 1 {
-        return refuse(ErrorCode::INVALID_REQUEST, "Invalid entity filter component combination, IP filter component should not be used with user or clientId filter component.".into());
+        return refuse(
+            ErrorCode::INVALID_REQUEST,
+            "Invalid entity filter component combination, IP filter component should not be used with user or clientId filter component.".into(),
+        );
     }
     let state = ctx.inner.state();
     let entries = state
@@ -37,7 +44,10 @@ pub(super) fn describe(ctx: &Ctx<'_>, req: &DescribeClientQuotasRequest) -> Desc
         .describe(&components, req.strict)
         .into_iter()
         .map(|(entity, values)| describe_client_quotas_response::EntryData {
-            entity: entity.iter().map(|(t, n)| describe_client_quotas_response::EntityData { entity_type: s(t), entity_name: n.as_deref().map(s), ..Default::default() }).collect(),
+            entity: entity
+                .iter()
+                .map(|(t, n)| describe_client_quotas_response::EntityData { entity_type: s(t), entity_name: n.as_deref().map(s), ..Default::default() })
+                .collect(),
             values: values.iter().map(|(k, v)| describe_client_quotas_response::ValueData { key: s(k), value: *v, ..Default::default() }).collect(),
             ..Default::default()
         })
@@ -85,7 +95,15 @@ pub(super) fn alter(ctx: &Ctx<'_>, req: &AlterClientQuotasRequest) -> AlterClien
             alter_client_quotas_response::EntryData {
                 error_code: code.0,
                 error_message: why.as_deref().map(s),
-                entity: e.entity.iter().map(|d| alter_client_quotas_response::EntityData { entity_type: d.entity_type.clone(), entity_name: d.entity_name.clone(), ..Default::default() }).collect(),
+                entity: e
+                    .entity
+                    .iter()
+                    .map(|d| alter_client_quotas_response::EntityData {
+                        entity_type: d.entity_type.clone(),
+                        entity_name: d.entity_name.clone(),
+                        ..Default::default()
+                    })
+                    .collect(),
                 ..Default::default()
             }
         })

@@ -6,8 +6,8 @@
 use std::collections::BTreeSet;
 
 use kwire::messages::{
-    alter_partition_reassignments_response, elect_leaders_response, AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, ElectLeadersRequest, ElectLeadersResponse, ListPartitionReassignmentsRequest,
-    ListPartitionReassignmentsResponse,
+    alter_partition_reassignments_response, elect_leaders_response, AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse,
+    ElectLeadersRequest, ElectLeadersResponse, ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
 };
 use kwire::ErrorCode;
 
@@ -34,7 +34,10 @@ fn check_replicas(state: &State, replicas: &[i32], current: usize, allow_rf_chan
         return Err((ErrorCode::INVALID_REPLICA_ASSIGNMENT, format!("The manual partition assignment includes broker {b}, but no such broker is registered.")));
     }
     if !allow_rf_change && replicas.len() != current {
-        return Err((ErrorCode::INVALID_REPLICATION_FACTOR, "The replication factor is changed from the current one and the request does not allow it.".into()));
+        return Err((
+            ErrorCode::INVALID_REPLICATION_FACTOR,
+            "The replication factor is changed from the current one and the request does not allow it.".into(),
+        ));
     }
     Ok(())
 }
@@ -43,7 +46,12 @@ pub(super) fn alter(ctx: &Ctx<'_>, req: &AlterPartitionReassignmentsRequest) -> 
     use alter_partition_reassignments_response::*;
     if refused_cluster(ctx, op::ALTER) {
         let code = ErrorCode::CLUSTER_AUTHORIZATION_FAILED;
-        return AlterPartitionReassignmentsResponse { error_code: code.0, error_message: Some(s(code.message().unwrap_or(""))), allow_replication_factor_change: req.allow_replication_factor_change, ..Default::default() };
+        return AlterPartitionReassignmentsResponse {
+            error_code: code.0,
+            error_message: Some(s(code.message().unwrap_or(""))),
+            allow_replication_factor_change: req.allow_replication_factor_change,
+            ..Default::default()
+        };
     }
     let allow_rf_change = ctx.version < 1 || req.allow_replication_factor_change;
     let mut state = ctx.inner.state();
@@ -78,7 +86,12 @@ pub(super) fn alter(ctx: &Ctx<'_>, req: &AlterPartitionReassignmentsRequest) -> 
                 }
                 Err((code, why)) => (code, Some(why)),
             };
-            partitions.push(ReassignablePartitionResponse { partition_index: p.partition_index, error_code: code.0, error_message: message.as_deref().map(s), ..Default::default() });
+            partitions.push(ReassignablePartitionResponse {
+                partition_index: p.partition_index,
+                error_code: code.0,
+                error_message: message.as_deref().map(s),
+                ..Default::default()
+            });
         }
         responses.push(ReassignableTopicResponse { name: t.name.clone(), partitions, ..Default::default() });
     }
@@ -106,7 +119,20 @@ pub(super) fn elect_leaders(ctx: &Ctx<'_>, req: &ElectLeadersRequest) -> ElectLe
             .topic_partitions
             .iter()
             .flatten()
-            .map(|t| ReplicaElectionResult { topic: t.topic.clone(), partition_result: t.partitions.iter().map(|p| PartitionResult { partition_id: *p, error_code: code.0, error_message: Some(s(code.message().unwrap_or(""))), ..Default::default() }).collect(), ..Default::default() })
+            .map(|t| ReplicaElectionResult {
+                topic: t.topic.clone(),
+                partition_result: t
+                    .partitions
+                    .iter()
+                    .map(|p| PartitionResult {
+                        partition_id: *p,
+                        error_code: code.0,
+                        error_message: Some(s(code.message().unwrap_or(""))),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
             .collect();
         return ElectLeadersResponse { error_code: if ctx.version >= 1 { code.0 } else { 0 }, replica_election_results: results, ..Default::default() };
     }
@@ -148,7 +174,12 @@ pub(super) fn elect_leaders(ctx: &Ctx<'_>, req: &ElectLeadersRequest) -> ElectLe
             if all && code == ErrorCode::ELECTION_NOT_NEEDED {
                 continue;
             }
-            out.push(PartitionResult { partition_id: p, error_code: code.0, error_message: (!code.is_ok()).then(|| s(code.message().unwrap_or(""))), ..Default::default() });
+            out.push(PartitionResult {
+                partition_id: p,
+                error_code: code.0,
+                error_message: (!code.is_ok()).then(|| s(code.message().unwrap_or(""))),
+                ..Default::default()
+            });
         }
         if !out.is_empty() {
             results.push(ReplicaElectionResult { topic: s(&topic), partition_result: out, ..Default::default() });

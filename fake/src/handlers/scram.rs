@@ -17,13 +17,21 @@ use crate::scram::{Credential, Mechanism, MAX_ITERATIONS, MIN_ITERATIONS};
 
 pub(super) fn describe(ctx: &Ctx<'_>, req: &DescribeUserScramCredentialsRequest) -> DescribeUserScramCredentialsResponse {
     if !ctx.authorized(op::DESCRIBE, resource::CLUSTER, CLUSTER_NAME) {
-        return DescribeUserScramCredentialsResponse { error_code: ErrorCode::CLUSTER_AUTHORIZATION_FAILED.0, error_message: Some(s("Cluster authorization failed.")), ..Default::default() };
+        return DescribeUserScramCredentialsResponse {
+            error_code: ErrorCode::CLUSTER_AUTHORIZATION_FAILED.0,
+            error_message: Some(s("Cluster authorization failed.")),
+            ..Default::default()
+        };
     }
     let state = ctx.inner.state();
-    let info = |creds: &BTreeMap<Mechanism, Credential>| creds.iter().map(|(m, c)| CredentialInfo { mechanism: m.kafka_type(), iterations: c.iterations, ..Default::default() }).collect();
+    let info = |creds: &BTreeMap<Mechanism, Credential>| {
+        creds.iter().map(|(m, c)| CredentialInfo { mechanism: m.kafka_type(), iterations: c.iterations, ..Default::default() }).collect()
+    };
     let results = match req.users.as_deref() {
         // Null or empty: every user with a credential.
-        None | Some([]) => state.scram.users.iter().map(|(u, c)| DescribeUserScramCredentialsResult { user: s(u), credential_infos: info(c), ..Default::default() }).collect(),
+        None | Some([]) => {
+            state.scram.users.iter().map(|(u, c)| DescribeUserScramCredentialsResult { user: s(u), credential_infos: info(c), ..Default::default() }).collect()
+        }
         Some(users) => {
             let mut seen = BTreeMap::new();
             for u in users {

@@ -57,7 +57,16 @@ fn acknowledge(state: &mut State, broker: i32, group: &str, member: &str, tip: &
 #[allow(clippy::too_many_arguments)]
 /// A share session step (Kafka's `SharePartitionManager.newContext`): the partitions to fetch
 /// from, or the error of the whole request.
-fn session_step(state: &mut State, broker: i32, group: &str, member: &str, epoch: i32, added: &[Tip], forgotten: &[Tip], has_acks: bool) -> Result<BTreeSet<Tip>, ErrorCode> {
+fn session_step(
+    state: &mut State,
+    broker: i32,
+    group: &str,
+    member: &str,
+    epoch: i32,
+    added: &[Tip],
+    forgotten: &[Tip],
+    has_acks: bool,
+) -> Result<BTreeSet<Tip>, ErrorCode> {
     let key = (broker, group.to_owned(), member.to_owned());
     let sessions = &mut state.groups.sessions.by_key;
     match epoch {
@@ -121,7 +130,11 @@ pub(super) async fn share_fetch(ctx: &Ctx<'_>, req: &ShareFetchRequest) -> Share
         let requested: Vec<Tip> = req.topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, p.partition_index))).collect();
         let forgotten: Vec<Tip> = req.forgotten_topics_data.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, *p))).collect();
         let has_acks = req.topics.iter().any(|t| t.partitions.iter().any(|p| !p.acknowledgement_batches.is_empty()));
-        let closing_partitions = if epoch == -1 { state.groups.sessions.by_key.get(&(ctx.broker, group.to_owned(), member.to_owned())).map(|s| s.partitions.clone()).unwrap_or_default() } else { BTreeSet::new() };
+        let closing_partitions = if epoch == -1 {
+            state.groups.sessions.by_key.get(&(ctx.broker, group.to_owned(), member.to_owned())).map(|s| s.partitions.clone()).unwrap_or_default()
+        } else {
+            BTreeSet::new()
+        };
         let partitions = match session_step(state, ctx.broker, group, member, epoch, &requested, &forgotten, has_acks) {
             Ok(p) => p,
             Err(code) => return top(code),
@@ -133,7 +146,11 @@ pub(super) async fn share_fetch(ctx: &Ctx<'_>, req: &ShareFetchRequest) -> Share
                 }
                 let batches: AckBatches = p.acknowledgement_batches.iter().map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.to_vec())).collect();
                 let renew = batches.iter().any(|b| b.2.contains(&RENEW));
-                let code = if renew && !req.is_renew_ack { ErrorCode::INVALID_REQUEST } else { acknowledge(state, ctx.broker, group, member, &(t.topic_id, p.partition_index), &batches) };
+                let code = if renew && !req.is_renew_ack {
+                    ErrorCode::INVALID_REQUEST
+                } else {
+                    acknowledge(state, ctx.broker, group, member, &(t.topic_id, p.partition_index), &batches)
+                };
                 ack_codes.insert((t.topic_id, p.partition_index), code);
             }
         }
@@ -165,7 +182,15 @@ pub(super) async fn share_fetch(ctx: &Ctx<'_>, req: &ShareFetchRequest) -> Share
 }
 
 /// One pass: acquires records in every partition of the session, within `max_records`.
-fn acquire_once(ctx: &Ctx<'_>, group: &str, member: &str, partitions: &BTreeSet<Tip>, ack_codes: &BTreeMap<Tip, ErrorCode>, max_records: usize, lock: Duration) -> (ShareFetchResponse, bool) {
+fn acquire_once(
+    ctx: &Ctx<'_>,
+    group: &str,
+    member: &str,
+    partitions: &BTreeSet<Tip>,
+    ack_codes: &BTreeMap<Tip, ErrorCode>,
+    max_records: usize,
+    lock: Duration,
+) -> (ShareFetchResponse, bool) {
     let mut guard = ctx.inner.state();
     let state = &mut *guard;
     let mut budget = max_records;
@@ -174,7 +199,8 @@ fn acquire_once(ctx: &Ctx<'_>, group: &str, member: &str, partitions: &BTreeSet<
     let mut leaders = BTreeSet::new();
     let all: BTreeSet<Tip> = partitions.iter().chain(ack_codes.keys()).copied().collect();
     for tip in all {
-        let mut data = PartitionData { partition_index: tip.1, current_leader: leader_of(state, &tip), records: Some(Default::default()), ..Default::default() };
+        let mut data =
+            PartitionData { partition_index: tip.1, current_leader: leader_of(state, &tip), records: Some(Default::default()), ..Default::default() };
         if let Some(code) = ack_codes.get(&tip) {
             data.acknowledge_error_code = code.0;
         }
@@ -190,7 +216,12 @@ fn acquire_once(ctx: &Ctx<'_>, group: &str, member: &str, partitions: &BTreeSet<
                     let rules = rules(&state.groups, group);
                     let earliest = state.groups.config(group, "share.auto.offset.reset") == "earliest";
                     let Some(log) = state.topics.get(&name).and_then(|t| t.partition(tip.1)).map(|p| &p.log) else { continue };
-                    let sp = state.groups.share_partitions.by_key.entry((group.to_owned(), tip.0, tip.1)).or_insert_with(|| SharePartition::new(if earliest { log.log_start() } else { log.high_watermark() }, rules));
+                    let sp = state
+                        .groups
+                        .share_partitions
+                        .by_key
+                        .entry((group.to_owned(), tip.0, tip.1))
+                        .or_insert_with(|| SharePartition::new(if earliest { log.log_start() } else { log.high_watermark() }, rules));
                     let got = sp.acquire(member, log, budget, Instant::now());
                     let n: i64 = got.ranges.iter().map(|(f, l, _)| l - f + 1).sum();
                     budget = budget.saturating_sub(usize::try_from(n).unwrap_or(0));
@@ -202,7 +233,11 @@ fn acquire_once(ctx: &Ctx<'_>, group: &str, member: &str, partitions: &BTreeSet<
                             records.extend_from_slice(b);
                         }
                         data.records = Some(records.freeze());
-                        data.acquired_records = got.ranges.iter().map(|(f, l, c)| AcquiredRecords { first_offset: *f, last_offset: *l, delivery_count: *c, ..Default::default() }).collect();
+                        data.acquired_records = got
+                            .ranges
+                            .iter()
+                            .map(|(f, l, c)| AcquiredRecords { first_offset: *f, last_offset: *l, delivery_count: *c, ..Default::default() })
+                            .collect();
                     }
                 }
                 Ok(_) => {}
@@ -236,7 +271,11 @@ pub(super) fn share_acknowledge(ctx: &Ctx<'_>, req: &ShareAcknowledgeRequest) ->
     }
     let mut guard = ctx.inner.state();
     let state = &mut *guard;
-    let closing_partitions = if epoch == -1 { state.groups.sessions.by_key.get(&(ctx.broker, group.to_owned(), member.to_owned())).map(|s| s.partitions.clone()).unwrap_or_default() } else { BTreeSet::new() };
+    let closing_partitions = if epoch == -1 {
+        state.groups.sessions.by_key.get(&(ctx.broker, group.to_owned(), member.to_owned())).map(|s| s.partitions.clone()).unwrap_or_default()
+    } else {
+        BTreeSet::new()
+    };
     if let Err(code) = session_step(state, ctx.broker, group, member, epoch, &[], &[], true) {
         return top(code);
     }
@@ -252,12 +291,17 @@ pub(super) fn share_acknowledge(ctx: &Ctx<'_>, req: &ShareAcknowledgeRequest) ->
                     let tip = (t.topic_id, p.partition_index);
                     let batches: AckBatches = p.acknowledgement_batches.iter().map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.to_vec())).collect();
                     let renew = batches.iter().any(|b| b.2.contains(&RENEW));
-                    let code = if renew && !req.is_renew_ack { ErrorCode::INVALID_REQUEST } else { acknowledge(state, ctx.broker, group, member, &tip, &batches) };
+                    let code =
+                        if renew && !req.is_renew_ack { ErrorCode::INVALID_REQUEST } else { acknowledge(state, ctx.broker, group, member, &tip, &batches) };
                     let leader = leader_of(state, &tip);
                     share_acknowledge_response::PartitionData {
                         partition_index: p.partition_index,
                         error_code: code.0,
-                        current_leader: share_acknowledge_response::LeaderIdAndEpoch { leader_id: leader.leader_id, leader_epoch: leader.leader_epoch, ..Default::default() },
+                        current_leader: share_acknowledge_response::LeaderIdAndEpoch {
+                            leader_id: leader.leader_id,
+                            leader_epoch: leader.leader_epoch,
+                            ..Default::default()
+                        },
                         ..Default::default()
                     }
                 })

@@ -3,8 +3,9 @@
 //! set or dropped while the group has no members.
 
 use kwire::messages::{
-    alter_share_group_offsets_response, delete_share_group_offsets_response, describe_share_group_offsets_response, AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse, DeleteShareGroupOffsetsRequest,
-    DeleteShareGroupOffsetsResponse, DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse,
+    alter_share_group_offsets_response, delete_share_group_offsets_response, describe_share_group_offsets_response, AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsResponse, DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse, DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
 };
 use kwire::ErrorCode;
 
@@ -66,7 +67,13 @@ pub(super) fn describe(ctx: &Ctx<'_>, req: &DescribeShareGroupOffsetsRequest) ->
                     let partitions = partitions
                         .into_iter()
                         .map(|p| {
-                            let mut r = DescribeShareGroupOffsetsResponsePartition { partition_index: p, start_offset: -1, leader_epoch: -1, lag: -1, ..Default::default() };
+                            let mut r = DescribeShareGroupOffsetsResponsePartition {
+                                partition_index: p,
+                                start_offset: -1,
+                                leader_epoch: -1,
+                                lag: -1,
+                                ..Default::default()
+                            };
                             match topic.and_then(|t| t.partition(p)) {
                                 None => {
                                     r.error_code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0;
@@ -77,7 +84,17 @@ pub(super) fn describe(ctx: &Ctx<'_>, req: &DescribeShareGroupOffsetsRequest) ->
                                         r.start_offset = sp.start;
                                         r.leader_epoch = part.leader_epoch;
                                         // KIP-1226: the records from the start offset not yet done with.
-                                        let done = sp.records.values().filter(|f| matches!(f.state, crate::groups::share_partition::RecordState::Acknowledged | crate::groups::share_partition::RecordState::Archived)).count() as i64;
+                                        let done = sp
+                                            .records
+                                            .values()
+                                            .filter(|f| {
+                                                matches!(
+                                                    f.state,
+                                                    crate::groups::share_partition::RecordState::Acknowledged
+                                                        | crate::groups::share_partition::RecordState::Archived
+                                                )
+                                            })
+                                            .count() as i64;
                                         if ctx.version >= 1 {
                                             r.lag = (part.log.high_watermark() - sp.start - done).max(0);
                                         }
@@ -110,7 +127,8 @@ pub(super) fn alter(ctx: &Ctx<'_>, req: &AlterShareGroupOffsetsRequest) -> Alter
     }
     let mut responses = Vec::new();
     for t in &req.topics {
-        let topic = state.topics.get(&*t.topic_name).map(|tp| (tp.id, tp.partitions.iter().map(|p| (p.log.log_start(), p.log.high_watermark())).collect::<Vec<_>>()));
+        let topic =
+            state.topics.get(&*t.topic_name).map(|tp| (tp.id, tp.partitions.iter().map(|p| (p.log.log_start(), p.log.high_watermark())).collect::<Vec<_>>()));
         let mut partitions = Vec::new();
         for p in &t.partitions {
             let bounds = topic.as_ref().and_then(|(_, ps)| usize::try_from(p.partition_index).ok().and_then(|i| ps.get(i).copied()));
@@ -127,9 +145,19 @@ pub(super) fn alter(ctx: &Ctx<'_>, req: &AlterShareGroupOffsetsRequest) -> Alter
                 }
                 _ => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
             };
-            partitions.push(AlterShareGroupOffsetsResponsePartition { partition_index: p.partition_index, error_code: code.0, error_message: message(code), ..Default::default() });
+            partitions.push(AlterShareGroupOffsetsResponsePartition {
+                partition_index: p.partition_index,
+                error_code: code.0,
+                error_message: message(code),
+                ..Default::default()
+            });
         }
-        responses.push(AlterShareGroupOffsetsResponseTopic { topic_name: t.topic_name.clone(), topic_id: topic.map_or(kwire::Uuid::ZERO, |(id, _)| id), partitions, ..Default::default() });
+        responses.push(AlterShareGroupOffsetsResponseTopic {
+            topic_name: t.topic_name.clone(),
+            topic_id: topic.map_or(kwire::Uuid::ZERO, |(id, _)| id),
+            partitions,
+            ..Default::default()
+        });
     }
     AlterShareGroupOffsetsResponse { responses, ..Default::default() }
 }
@@ -158,7 +186,13 @@ pub(super) fn delete(ctx: &Ctx<'_>, req: &DeleteShareGroupOffsetsRequest) -> Del
                 }
                 None => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
             };
-            DeleteShareGroupOffsetsResponseTopic { topic_name: t.topic_name.clone(), topic_id: id.unwrap_or(kwire::Uuid::ZERO), error_code: code.0, error_message: message(code), ..Default::default() }
+            DeleteShareGroupOffsetsResponseTopic {
+                topic_name: t.topic_name.clone(),
+                topic_id: id.unwrap_or(kwire::Uuid::ZERO),
+                error_code: code.0,
+                error_message: message(code),
+                ..Default::default()
+            }
         })
         .collect();
     DeleteShareGroupOffsetsResponse { responses, ..Default::default() }

@@ -46,7 +46,9 @@ pub(super) fn initialize(ctx: &Ctx<'_>, req: &InitializeShareGroupStateRequest) 
                 .partitions
                 .iter()
                 .map(|p| {
-                    let r = check(ctx, ok, &req.group_id, t.topic_id, p.partition).and_then(|()| ctx.inner.state().share_states.initialize((req.group_id.to_string(), t.topic_id, p.partition), p.state_epoch, p.start_offset));
+                    let r = check(ctx, ok, &req.group_id, t.topic_id, p.partition).and_then(|()| {
+                        ctx.inner.state().share_states.initialize((req.group_id.to_string(), t.topic_id, p.partition), p.state_epoch, p.start_offset)
+                    });
                     let code = r.err().unwrap_or(ErrorCode::NONE);
                     PartitionResult { partition: p.partition, error_code: code.0, error_message: message(code), ..Default::default() }
                 })
@@ -70,14 +72,25 @@ pub(super) fn read(ctx: &Ctx<'_>, req: &ReadShareGroupStateRequest) -> ReadShare
                 .iter()
                 .map(|p| {
                     let mut out = PartitionResult { partition: p.partition, state_epoch: -1, start_offset: -1, ..Default::default() };
-                    let r = check(ctx, ok, &req.group_id, t.topic_id, p.partition).and_then(|()| ctx.inner.state().share_states.read(&(req.group_id.to_string(), t.topic_id, p.partition), p.leader_epoch));
+                    let r = check(ctx, ok, &req.group_id, t.topic_id, p.partition)
+                        .and_then(|()| ctx.inner.state().share_states.read(&(req.group_id.to_string(), t.topic_id, p.partition), p.leader_epoch));
                     match r {
                         // Never initialised: no state yet, as an uninitialised share partition reads.
                         Ok(None) => {}
                         Ok(Some(st)) => {
                             out.state_epoch = st.state_epoch;
                             out.start_offset = st.start_offset;
-                            out.state_batches = st.batches.iter().map(|b| StateBatch { first_offset: b.first, last_offset: b.last, delivery_state: b.delivery_state, delivery_count: b.delivery_count, ..Default::default() }).collect();
+                            out.state_batches = st
+                                .batches
+                                .iter()
+                                .map(|b| StateBatch {
+                                    first_offset: b.first,
+                                    last_offset: b.last,
+                                    delivery_state: b.delivery_state,
+                                    delivery_count: b.delivery_count,
+                                    ..Default::default()
+                                })
+                                .collect();
                         }
                         Err(code) => {
                             out.error_code = code.0;
@@ -105,8 +118,16 @@ pub(super) fn summary(ctx: &Ctx<'_>, req: &ReadShareGroupStateSummaryRequest) ->
                 .partitions
                 .iter()
                 .map(|p| {
-                    let mut out = PartitionResult { partition: p.partition, state_epoch: -1, leader_epoch: -1, start_offset: -1, delivery_complete_count: -1, ..Default::default() };
-                    let r = check(ctx, ok, &req.group_id, t.topic_id, p.partition).and_then(|()| ctx.inner.state().share_states.read(&(req.group_id.to_string(), t.topic_id, p.partition), p.leader_epoch));
+                    let mut out = PartitionResult {
+                        partition: p.partition,
+                        state_epoch: -1,
+                        leader_epoch: -1,
+                        start_offset: -1,
+                        delivery_complete_count: -1,
+                        ..Default::default()
+                    };
+                    let r = check(ctx, ok, &req.group_id, t.topic_id, p.partition)
+                        .and_then(|()| ctx.inner.state().share_states.read(&(req.group_id.to_string(), t.topic_id, p.partition), p.leader_epoch));
                     match r {
                         Ok(None) => {}
                         Ok(Some(st)) => {
@@ -146,9 +167,19 @@ pub(super) fn write(ctx: &Ctx<'_>, req: &WriteShareGroupStateRequest) -> WriteSh
                         leader_epoch: p.leader_epoch,
                         start_offset: p.start_offset,
                         delivery_complete_count: p.delivery_complete_count,
-                        batches: p.state_batches.iter().map(|b| StateBatch { first: b.first_offset, last: b.last_offset, delivery_state: b.delivery_state, delivery_count: b.delivery_count }).collect(),
+                        batches: p
+                            .state_batches
+                            .iter()
+                            .map(|b| StateBatch {
+                                first: b.first_offset,
+                                last: b.last_offset,
+                                delivery_state: b.delivery_state,
+                                delivery_count: b.delivery_count,
+                            })
+                            .collect(),
                     };
-                    let r = check(ctx, ok, &req.group_id, t.topic_id, p.partition).and_then(|()| ctx.inner.state().share_states.write((req.group_id.to_string(), t.topic_id, p.partition), new));
+                    let r = check(ctx, ok, &req.group_id, t.topic_id, p.partition)
+                        .and_then(|()| ctx.inner.state().share_states.write((req.group_id.to_string(), t.topic_id, p.partition), new));
                     let code = r.err().unwrap_or(ErrorCode::NONE);
                     PartitionResult { partition: p.partition, error_code: code.0, error_message: message(code), ..Default::default() }
                 })
@@ -171,7 +202,8 @@ pub(super) fn delete(ctx: &Ctx<'_>, req: &DeleteShareGroupStateRequest) -> Delet
                 .partitions
                 .iter()
                 .map(|p| {
-                    let r = check(ctx, ok, &req.group_id, t.topic_id, p.partition).map(|()| ctx.inner.state().share_states.by_key.remove(&(req.group_id.to_string(), t.topic_id, p.partition)));
+                    let r = check(ctx, ok, &req.group_id, t.topic_id, p.partition)
+                        .map(|()| ctx.inner.state().share_states.by_key.remove(&(req.group_id.to_string(), t.topic_id, p.partition)));
                     let code = r.err().unwrap_or(ErrorCode::NONE);
                     PartitionResult { partition: p.partition, error_code: code.0, error_message: message(code), ..Default::default() }
                 })

@@ -4,8 +4,8 @@
 //! without `group.streams.topology.description.plugin` refuses it.
 
 use kwire::messages::{
-    streams_group_describe_response, streams_group_heartbeat_response, StreamsGroupDescribeRequest, StreamsGroupDescribeResponse, StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse,
-    StreamsGroupTopologyDescriptionUpdateRequest, StreamsGroupTopologyDescriptionUpdateResponse,
+    streams_group_describe_response, streams_group_heartbeat_response, StreamsGroupDescribeRequest, StreamsGroupDescribeResponse, StreamsGroupHeartbeatRequest,
+    StreamsGroupHeartbeatResponse, StreamsGroupTopologyDescriptionUpdateRequest, StreamsGroupTopologyDescriptionUpdateResponse,
 };
 use kwire::ErrorCode;
 
@@ -47,12 +47,19 @@ pub(super) fn heartbeat(ctx: &Ctx<'_>, req: &StreamsGroupHeartbeatRequest) -> St
         if group.members.remove(&member_id).is_some() {
             group.reassign(&partitions);
         }
-        return StreamsGroupHeartbeatResponse { member_id: req.member_id.clone(), member_epoch: req.member_epoch, heartbeat_interval_ms: HEARTBEAT_MS, ..Default::default() };
+        return StreamsGroupHeartbeatResponse {
+            member_id: req.member_id.clone(),
+            member_epoch: req.member_epoch,
+            heartbeat_interval_ms: HEARTBEAT_MS,
+            ..Default::default()
+        };
     }
     let joining = req.member_epoch == 0;
     match group.members.get(&member_id) {
         None if !joining => return refuse(ErrorCode::UNKNOWN_MEMBER_ID, format!("Member {member_id} is not a member of group {group_id}.")),
-        Some(m) if !joining && req.member_epoch > m.epoch => return refuse(ErrorCode::FENCED_MEMBER_EPOCH, format!("The member epoch {} is newer than the group's {}.", req.member_epoch, m.epoch)),
+        Some(m) if !joining && req.member_epoch > m.epoch => {
+            return refuse(ErrorCode::FENCED_MEMBER_EPOCH, format!("The member epoch {} is newer than the group's {}.", req.member_epoch, m.epoch))
+        }
         _ => {}
     }
     if joining && req.topology.is_none() {
@@ -60,7 +67,11 @@ pub(super) fn heartbeat(ctx: &Ctx<'_>, req: &StreamsGroupHeartbeatRequest) -> St
     }
     let mut changed = joining && !group.members.contains_key(&member_id);
     if let Some(t) = &req.topology {
-        let topology: Vec<Subtopology> = t.subtopologies.iter().map(|st| Subtopology { id: st.subtopology_id.to_string(), source_topics: st.source_topics.iter().map(|n| n.to_string()).collect() }).collect();
+        let topology: Vec<Subtopology> = t
+            .subtopologies
+            .iter()
+            .map(|st| Subtopology { id: st.subtopology_id.to_string(), source_topics: st.source_topics.iter().map(|n| n.to_string()).collect() })
+            .collect();
         if group.topology != topology || group.topology_epoch != t.epoch {
             group.topology = topology;
             group.topology_epoch = t.epoch;
@@ -94,7 +105,9 @@ pub(super) fn heartbeat(ctx: &Ctx<'_>, req: &StreamsGroupHeartbeatRequest) -> St
         group.reassign(&partitions);
     }
     let Some(m) = group.members.get(&member_id) else { return refuse(ErrorCode::UNKNOWN_MEMBER_ID, String::new()) };
-    let tasks = |t: &std::collections::BTreeMap<String, Vec<i32>>| Some(t.iter().map(|(id, ps)| TaskIds { subtopology_id: s(id), partitions: ps.iter().copied().collect(), ..Default::default() }).collect());
+    let tasks = |t: &std::collections::BTreeMap<String, Vec<i32>>| {
+        Some(t.iter().map(|(id, ps)| TaskIds { subtopology_id: s(id), partitions: ps.iter().copied().collect(), ..Default::default() }).collect())
+    };
     let v0 = ctx.version == 0;
     StreamsGroupHeartbeatResponse {
         member_id: req.member_id.clone(),
@@ -129,13 +142,24 @@ pub(super) fn describe(ctx: &Ctx<'_>, req: &StreamsGroupDescribeRequest) -> Stre
                 out.error_message = Some(s(&format!("Group {id} not found.")));
                 return out;
             };
-            let tasks = |t: &std::collections::BTreeMap<String, Vec<i32>>| t.iter().map(|(sid, ps)| TaskIds { subtopology_id: s(sid), partitions: ps.iter().copied().collect(), ..Default::default() }).collect::<Vec<_>>();
+            let tasks = |t: &std::collections::BTreeMap<String, Vec<i32>>| {
+                t.iter().map(|(sid, ps)| TaskIds { subtopology_id: s(sid), partitions: ps.iter().copied().collect(), ..Default::default() }).collect::<Vec<_>>()
+            };
             out.group_state = s(g.state_name());
             out.group_epoch = g.group_epoch;
             out.assignment_epoch = g.group_epoch;
             out.topology = Some(Topology {
                 epoch: g.topology_epoch,
-                subtopologies: Some(g.topology.iter().map(|st| Subtopology { subtopology_id: s(&st.id), source_topics: st.source_topics.iter().map(|t| s(t)).collect(), ..Default::default() }).collect()),
+                subtopologies: Some(
+                    g.topology
+                        .iter()
+                        .map(|st| Subtopology {
+                            subtopology_id: s(&st.id),
+                            source_topics: st.source_topics.iter().map(|t| s(t)).collect(),
+                            ..Default::default()
+                        })
+                        .collect(),
+                ),
                 ..Default::default()
             });
             out.members = g
@@ -171,7 +195,10 @@ pub(super) fn topology_description_update(ctx: &Ctx<'_>, req: &StreamsGroupTopol
     } else if !state.groups.streams.get(&*req.group_id).is_some_and(|g| g.members.contains_key(&*req.member_id)) {
         (ErrorCode::UNKNOWN_MEMBER_ID, format!("Member {} is not a member of group {}.", req.member_id, req.group_id))
     } else {
-        (ErrorCode::UNSUPPORTED_VERSION, "Topology descriptions are kept only through a plugin, and group.streams.topology.description.plugin is not configured.".to_owned())
+        (
+            ErrorCode::UNSUPPORTED_VERSION,
+            "Topology descriptions are kept only through a plugin, and group.streams.topology.description.plugin is not configured.".to_owned(),
+        )
     };
     StreamsGroupTopologyDescriptionUpdateResponse { error_code: code.0, error_message: Some(s(&why)), ..Default::default() }
 }

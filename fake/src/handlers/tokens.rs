@@ -5,8 +5,8 @@
 
 use kwire::messages::{
     describe_delegation_token_response::{DescribedDelegationToken, DescribedDelegationTokenRenewer},
-    CreateDelegationTokenRequest, CreateDelegationTokenResponse, DescribeDelegationTokenRequest, DescribeDelegationTokenResponse, ExpireDelegationTokenRequest, ExpireDelegationTokenResponse,
-    RenewDelegationTokenRequest, RenewDelegationTokenResponse,
+    CreateDelegationTokenRequest, CreateDelegationTokenResponse, DescribeDelegationTokenRequest, DescribeDelegationTokenResponse, ExpireDelegationTokenRequest,
+    ExpireDelegationTokenResponse, RenewDelegationTokenRequest, RenewDelegationTokenResponse,
 };
 use kwire::{Bytes, ErrorCode};
 

@@ -10,9 +10,10 @@ use kwire::messages::{
     describe_transactions_response::{self, TopicData},
     list_transactions_response,
     txn_offset_commit_response::{TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic},
-    AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, DescribeProducersRequest, DescribeProducersResponse, DescribeTransactionsRequest,
-    DescribeTransactionsResponse, EndTxnRequest, EndTxnResponse, ListTransactionsRequest, ListTransactionsResponse,
-    InitProducerIdRequest, InitProducerIdResponse, TxnOffsetCommitRequest, TxnOffsetCommitResponse, WriteTxnMarkersRequest, WriteTxnMarkersResponse,
+    AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, DescribeProducersRequest,
+    DescribeProducersResponse, DescribeTransactionsRequest, DescribeTransactionsResponse, EndTxnRequest, EndTxnResponse, InitProducerIdRequest,
+    InitProducerIdResponse, ListTransactionsRequest, ListTransactionsResponse, TxnOffsetCommitRequest, TxnOffsetCommitResponse, WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
 };
 use kwire::ErrorCode;
 
@@ -101,7 +102,8 @@ pub(crate) fn end_timed_out(state: &mut State, now_ms: i64) {
     for id in state.txns.timed_out(now_ms) {
         end(state, &id, false, true, now_ms);
     }
-    let preparing: Vec<String> = state.txns.by_id.iter().filter(|(_, m)| matches!(m.state, TxnState::PrepareCommit | TxnState::PrepareAbort)).map(|(id, _)| id.clone()).collect();
+    let preparing: Vec<String> =
+        state.txns.by_id.iter().filter(|(_, m)| matches!(m.state, TxnState::PrepareCommit | TxnState::PrepareAbort)).map(|(id, _)| id.clone()).collect();
     for id in preparing {
         write_markers(state, &id, now_ms);
     }
@@ -110,7 +112,14 @@ pub(crate) fn end_timed_out(state: &mut State, now_ms: i64) {
 pub(super) fn init_producer_id(ctx: &Ctx<'_>, req: &InitProducerIdRequest) -> InitProducerIdResponse {
     let now = ctx.inner.now_ms();
     let mut state = ctx.inner.state();
-    let answer = |code: ErrorCode, pid: i64, epoch: i16| InitProducerIdResponse { error_code: code.0, producer_id: pid, producer_epoch: epoch, ongoing_txn_producer_id: -1, ongoing_txn_producer_epoch: -1, ..Default::default() };
+    let answer = |code: ErrorCode, pid: i64, epoch: i16| InitProducerIdResponse {
+        error_code: code.0,
+        producer_id: pid,
+        producer_epoch: epoch,
+        ongoing_txn_producer_id: -1,
+        ongoing_txn_producer_epoch: -1,
+        ..Default::default()
+    };
     let Some(id) = req.transactional_id.as_deref().filter(|id| !id.is_empty()) else {
         // An idempotent producer: a new id, or (KIP-360) its own with the next epoch.
         if req.producer_id >= 0 {
@@ -203,17 +212,33 @@ pub(super) fn add_partitions(ctx: &Ctx<'_>, req: &AddPartitionsToTxnRequest) -> 
             req.v3_and_below_topics.iter().map(|t| (t.name.to_string(), t.partitions.to_vec())).collect(),
         )]
     } else {
-        req.transactions.iter().map(|t| (t.transactional_id.to_string(), t.producer_id, t.producer_epoch, t.verify_only, t.topics.iter().map(|t| (t.name.to_string(), t.partitions.to_vec())).collect())).collect()
+        req.transactions
+            .iter()
+            .map(|t| {
+                (
+                    t.transactional_id.to_string(),
+                    t.producer_id,
+                    t.producer_epoch,
+                    t.verify_only,
+                    t.topics.iter().map(|t| (t.name.to_string(), t.partitions.to_vec())).collect(),
+                )
+            })
+            .collect()
     };
     let mut results = Vec::new();
     for (id, pid, epoch, verify_only, topics) in batch {
         let partitions: Vec<(String, i32)> = topics.iter().flat_map(|(t, ps)| ps.iter().map(move |p| (t.clone(), *p))).collect();
-        let unknown: BTreeSet<(String, i32)> = partitions.iter().filter(|(t, p)| state.topics.get(t).and_then(|topic| topic.partition(*p)).is_none()).cloned().collect();
+        let unknown: BTreeSet<(String, i32)> =
+            partitions.iter().filter(|(t, p)| state.topics.get(t).and_then(|topic| topic.partition(*p)).is_none()).cloned().collect();
         let outcome = coordinates(ctx, &state, &id).and_then(|()| {
             if verify_only {
                 let meta = state.txns.by_id.get(&id);
                 check_producer(meta, pid, epoch)?;
-                return if meta.is_some_and(|m| m.state == TxnState::Ongoing && partitions.iter().all(|p| m.partitions.contains(p))) { Ok(()) } else { Err(ErrorCode::INVALID_TXN_STATE) };
+                return if meta.is_some_and(|m| m.state == TxnState::Ongoing && partitions.iter().all(|p| m.partitions.contains(p))) {
+                    Ok(())
+                } else {
+                    Err(ErrorCode::INVALID_TXN_STATE)
+                };
             }
             if !unknown.is_empty() {
                 return Err(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
@@ -229,7 +254,10 @@ pub(super) fn add_partitions(ctx: &Ctx<'_>, req: &AddPartitionsToTxnRequest) -> 
             .iter()
             .map(|(t, ps)| AddPartitionsToTxnTopicResult {
                 name: s(t),
-                results_by_partition: ps.iter().map(|p| AddPartitionsToTxnPartitionResult { partition_index: *p, partition_error_code: code(t, *p).0, ..Default::default() }).collect(),
+                results_by_partition: ps
+                    .iter()
+                    .map(|p| AddPartitionsToTxnPartitionResult { partition_index: *p, partition_error_code: code(t, *p).0, ..Default::default() })
+                    .collect(),
                 ..Default::default()
             })
             .collect();
@@ -240,7 +268,10 @@ pub(super) fn add_partitions(ctx: &Ctx<'_>, req: &AddPartitionsToTxnRequest) -> 
         return AddPartitionsToTxnResponse { results_by_topic_v3_and_below, ..Default::default() };
     }
     AddPartitionsToTxnResponse {
-        results_by_transaction: results.into_iter().map(|(id, topic_results)| AddPartitionsToTxnResult { transactional_id: s(&id), topic_results, ..Default::default() }).collect(),
+        results_by_transaction: results
+            .into_iter()
+            .map(|(id, topic_results)| AddPartitionsToTxnResult { transactional_id: s(&id), topic_results, ..Default::default() })
+            .collect(),
         ..Default::default()
     }
 }
@@ -328,7 +359,16 @@ pub(super) fn txn_offset_commit(ctx: &Ctx<'_>, req: &TxnOffsetCommitRequest) -> 
     // KIP-447: the group checks the member and its generation (a consumer group member's epoch)
     // as Kafka's GroupCoordinator does; a commit from outside any generation passes.
     let group = if coordinator.or(added).or(producer).is_none() {
-        super::groups::validate_commit(ctx, &mut state.groups, &req.group_id, &req.member_id, req.group_instance_id.as_deref(), req.generation_id_or_member_epoch, true).err()
+        super::groups::validate_commit(
+            ctx,
+            &mut state.groups,
+            &req.group_id,
+            &req.member_id,
+            req.group_instance_id.as_deref(),
+            req.generation_id_or_member_epoch,
+            true,
+        )
+        .err()
     } else {
         None
     };
@@ -351,7 +391,15 @@ pub(super) fn txn_offset_commit(ctx: &Ctx<'_>, req: &TxnOffsetCommitRequest) -> 
                         if state.topics.get(&name).and_then(|topic| topic.partition(p.partition_index)).is_none() {
                             return ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
                         }
-                        state.groups.stage(req.producer_id, &req.group_id, &name, p.partition_index, p.committed_offset, p.committed_leader_epoch, p.committed_metadata.clone());
+                        state.groups.stage(
+                            req.producer_id,
+                            &req.group_id,
+                            &name,
+                            p.partition_index,
+                            p.committed_offset,
+                            p.committed_leader_epoch,
+                            p.committed_metadata.clone(),
+                        );
                         ErrorCode::NONE
                     });
                     TxnOffsetCommitResponsePartition { partition_index: p.partition_index, error_code: code.0, ..Default::default() }
@@ -411,7 +459,13 @@ pub(super) fn describe_transactions(ctx: &Ctx<'_>, req: &DescribeTransactionsReq
         .transactional_ids
         .iter()
         .map(|id| {
-            let mut out = describe_transactions_response::TransactionState { transactional_id: id.clone(), producer_id: -1, producer_epoch: -1, transaction_start_time_ms: -1, ..Default::default() };
+            let mut out = describe_transactions_response::TransactionState {
+                transactional_id: id.clone(),
+                producer_id: -1,
+                producer_epoch: -1,
+                transaction_start_time_ms: -1,
+                ..Default::default()
+            };
             match (coordinates(ctx, &state, id), state.txns.by_id.get(&**id)) {
                 (Err(code), _) => out.error_code = code.0,
                 (Ok(()), None) => out.error_code = ErrorCode::TRANSACTIONAL_ID_NOT_FOUND.0,
@@ -425,7 +479,8 @@ pub(super) fn describe_transactions(ctx: &Ctx<'_>, req: &DescribeTransactionsReq
                     for (t, p) in &m.partitions {
                         by_topic.entry(t).or_default().push(*p);
                     }
-                    out.topics = by_topic.into_iter().map(|(t, ps)| TopicData { topic: s(t), partitions: ps.into_iter().collect(), ..Default::default() }).collect();
+                    out.topics =
+                        by_topic.into_iter().map(|(t, ps)| TopicData { topic: s(t), partitions: ps.into_iter().collect(), ..Default::default() }).collect();
                 }
             }
             out
@@ -448,7 +503,12 @@ pub(super) fn list_transactions(ctx: &Ctx<'_>, req: &ListTransactionsRequest) ->
         .filter(|(_, m)| req.state_filters.is_empty() || req.state_filters.iter().any(|f| &**f == m.state.name()))
         .filter(|(_, m)| req.producer_id_filters.is_empty() || req.producer_id_filters.contains(&m.producer_id))
         .filter(|(_, m)| req.duration_filter < 0 || (m.state == TxnState::Ongoing && now - m.started_ms >= req.duration_filter))
-        .map(|(id, m)| list_transactions_response::TransactionState { transactional_id: s(id), producer_id: m.producer_id, transaction_state: s(m.state.name()), ..Default::default() })
+        .map(|(id, m)| list_transactions_response::TransactionState {
+            transactional_id: s(id),
+            producer_id: m.producer_id,
+            transaction_state: s(m.state.name()),
+            ..Default::default()
+        })
         .collect();
     ListTransactionsResponse { unknown_state_filters, transaction_states, ..Default::default() }
 }
@@ -479,7 +539,9 @@ pub(super) fn write_txn_markers(ctx: &Ctx<'_>, req: &WriteTxnMarkersRequest) -> 
                                 _ if !allowed => ErrorCode::CLUSTER_AUTHORIZATION_FAILED,
                                 None => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
                                 Some(part) if part.leader != ctx.broker => ErrorCode::NOT_LEADER_OR_FOLLOWER,
-                                Some(part) if part.log.producers().iter().any(|(pid, epoch, ..)| *pid == m.producer_id && *epoch > m.producer_epoch) => ErrorCode::INVALID_PRODUCER_EPOCH,
+                                Some(part) if part.log.producers().iter().any(|(pid, epoch, ..)| *pid == m.producer_id && *epoch > m.producer_epoch) => {
+                                    ErrorCode::INVALID_PRODUCER_EPOCH
+                                }
                                 Some(part) => {
                                     let leader_epoch = part.leader_epoch;
                                     part.log.append_marker(m.producer_id, m.producer_epoch, m.transaction_result, m.coordinator_epoch, now, leader_epoch);

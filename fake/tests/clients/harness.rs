@@ -154,10 +154,7 @@ pub fn run_with_timeout(cmd: &mut Command, stdin: Option<Vec<u8>>, timeout: Dura
 
 /// Writes what a real client used to `target/tmp/broker-versions/<test>.txt` and prints it.
 pub fn record_versions(test: &str, versions: &BTreeMap<String, BTreeSet<i16>>) {
-    let text: String = versions
-        .iter()
-        .map(|(api, vs)| format!("{api} {}\n", vs.iter().map(i16::to_string).collect::<Vec<_>>().join(",")))
-        .collect();
+    let text: String = versions.iter().map(|(api, vs)| format!("{api} {}\n", vs.iter().map(i16::to_string).collect::<Vec<_>>().join(","))).collect();
     println!("api versions used by {test}:\n{text}");
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("broker-versions");
     let _ = std::fs::create_dir_all(&dir);

@@ -88,10 +88,7 @@ impl RecordBatch {
         if options.verify_crc {
             let computed = crc32c::crc32c(raw.get(CRC_START..).unwrap_or_default());
             if computed != crc {
-                return Err(invalid(
-                    RecordsError::BatchCrc { base_offset, stored: crc, computed },
-                    total.saturating_sub(CRC_START),
-                ));
+                return Err(invalid(RecordsError::BatchCrc { base_offset, stored: crc, computed }, total.saturating_sub(CRC_START)));
             }
         }
         let codec = (attributes & ATTR_COMPRESSION_MASK) as u8;
@@ -99,10 +96,7 @@ impl RecordBatch {
             return Err(invalid(RecordsError::UnknownCodec { codec, legacy: false }, total.saturating_sub(CRC_START)));
         };
         if record_count < 0 {
-            return Err(invalid(
-                RecordsError::NegativeCount { what: "record", count: i64::from(record_count) },
-                total.saturating_sub(57),
-            ));
+            return Err(invalid(RecordsError::NegativeCount { what: "record", count: i64::from(record_count) }, total.saturating_sub(57)));
         }
         Ok(RecordBatch {
             raw,
@@ -256,17 +250,8 @@ impl RecordBatch {
         if count > data.len() / MIN_RECORD_SIZE {
             return Err(invalid(RecordsError::RecordCountExceeds { count, len: data.len() }, data.len()));
         }
-        let log_append_time =
-            (self.timestamp_type() == TimestampType::LogAppendTime).then_some(self.max_timestamp);
-        Ok(RecordIter {
-            data,
-            pos: 0,
-            left: count,
-            base_offset: self.base_offset,
-            base_timestamp: self.base_timestamp,
-            log_append_time,
-            failed: false,
-        })
+        let log_append_time = (self.timestamp_type() == TimestampType::LogAppendTime).then_some(self.max_timestamp);
+        Ok(RecordIter { data, pos: 0, left: count, base_offset: self.base_offset, base_timestamp: self.base_timestamp, log_append_time, failed: false })
     }
 
     /// The control records of a control batch, typed. Fails when the batch is not a control

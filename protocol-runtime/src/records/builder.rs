@@ -4,19 +4,14 @@ use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::error::{EncodeError, RecordsEncodeError};
 
-use super::batch::{
-    ATTR_COMPRESSION_MASK, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE, ATTR_TRANSACTIONAL, BATCH_HEADER_SIZE, CRC_START,
-};
-use super::control::{ControlRecord, EndTxnMarker};
-use super::legacy::{encode_message, ATTR_TIMESTAMP_TYPE as LEGACY_ATTR_TIMESTAMP_TYPE};
+use super::batch::{ATTR_COMPRESSION_MASK, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE, ATTR_TRANSACTIONAL, BATCH_HEADER_SIZE, CRC_START};
+use super::compression::{compress_bound, compress_to};
 #[cfg(feature = "lz4")]
 use super::compression::{lz4_begin_in_place, lz4_frame_in_place, lz4_unframe_stored};
-use super::compression::{compress_bound, compress_to};
+use super::control::{ControlRecord, EndTxnMarker};
+use super::legacy::{encode_message, ATTR_TIMESTAMP_TYPE as LEGACY_ATTR_TIMESTAMP_TYPE};
 use super::record::{body_len, write_record, Record, Stage};
-use super::{
-    compress, encode_invalid, Compression, TimestampType, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH,
-    NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP,
-};
+use super::{compress, encode_invalid, Compression, TimestampType, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP};
 
 /// A buffer a batch is written into: a caller's `Vec`, or a chunk of the pool.
 trait BatchBuf: BufMut + AsMut<[u8]> {
@@ -94,20 +89,13 @@ fn records_size(records: &[Record], base_offset: i64, base_timestamp: i64) -> Re
             return Err(encode_invalid(RecordsEncodeError::RecordTooLarge));
         }
         // body <= i32::MAX: the cast is exact and the sum cannot overflow.
-        len = len
-            .checked_add(crate::varint::varint_len(body as i32) + body as usize)
-            .ok_or_else(|| encode_invalid(RecordsEncodeError::BatchTooLarge(None)))?;
+        len = len.checked_add(crate::varint::varint_len(body as i32) + body as usize).ok_or_else(|| encode_invalid(RecordsEncodeError::BatchTooLarge(None)))?;
     }
     Ok(len)
 }
 
 /// Appends the records and returns the largest timestamp.
-fn write_records<B: BufMut>(
-    records: &[Record],
-    base_offset: i64,
-    base_timestamp: i64,
-    out: &mut B,
-) -> Result<Option<i64>, EncodeError> {
+fn write_records<B: BufMut>(records: &[Record], base_offset: i64, base_timestamp: i64, out: &mut B) -> Result<Option<i64>, EncodeError> {
     let mut stage = Stage::new();
     let mut max_timestamp = None::<i64>;
     for r in records {
@@ -374,8 +362,7 @@ impl RecordBatchBuilder {
     fn write(&self, records: &[Record], out: &mut impl BatchBuf, records_len: Option<usize>) -> Result<(), EncodeError> {
         let (base_offset, base_timestamp) = self.bases(records);
         let last_offset_delta = records.last().map_or(0, |r| r.offset.wrapping_sub(base_offset) as i32);
-        let count =
-            i32::try_from(records.len()).map_err(|_| encode_invalid(RecordsEncodeError::TooManyRecords))?;
+        let count = i32::try_from(records.len()).map_err(|_| encode_invalid(RecordsEncodeError::TooManyRecords))?;
 
         let compressed = self.compression != Compression::None;
         let records_len = match records_len {
@@ -451,8 +438,7 @@ impl RecordBatchBuilder {
             }
         }
         let batch_len = out.as_mut().len() - start - super::LOG_OVERHEAD;
-        let batch_len =
-            i32::try_from(batch_len).map_err(|_| encode_invalid(RecordsEncodeError::BatchTooLarge(Some(batch_len))))?;
+        let batch_len = i32::try_from(batch_len).map_err(|_| encode_invalid(RecordsEncodeError::BatchTooLarge(Some(batch_len))))?;
         if let Some(slot) = out.as_mut().get_mut(start + 8..start + 12) {
             slot.copy_from_slice(&batch_len.to_be_bytes());
         }
@@ -478,11 +464,7 @@ impl RecordBatchBuilder {
     ) -> Result<Bytes, EncodeError> {
         let marker = EndTxnMarker { version: 0, coordinator_epoch };
         let record = if commit { ControlRecord::Commit(marker) } else { ControlRecord::Abort(marker) };
-        let mut b = RecordBatchBuilder::new()
-            .base_offset(offset)
-            .producer(producer_id, producer_epoch, NO_SEQUENCE)
-            .transactional(true)
-            .control(true);
+        let mut b = RecordBatchBuilder::new().base_offset(offset).producer(producer_id, producer_epoch, NO_SEQUENCE).transactional(true).control(true);
         b.append_control(offset, timestamp, &record)?;
         b.build()
     }

@@ -225,8 +225,7 @@ mod lz4_reuse {
     pub(super) fn unframe_stored(buf: &mut [u8], frame: usize, data: usize, end: usize) -> Option<usize> {
         let len = end.checked_sub(data)?;
         let word = (len as u32 | UNCOMPRESSED).to_le_bytes();
-        let one_stored_block =
-            data == frame + 7 + 4 && len <= BLOCK && end <= buf.len() && buf.get(frame + 7..data) == Some(&word[..]);
+        let one_stored_block = data == frame + 7 + 4 && len <= BLOCK && end <= buf.len() && buf.get(frame + 7..data) == Some(&word[..]);
         if !one_stored_block {
             return None;
         }
@@ -404,14 +403,10 @@ mod lz4_reuse {
             // Incompressible data: the frame holds it as it is, and it is handed out uncopied,
             // as an uncompressed batch's records are slices of the response.
             let out = data.slice(start..end);
-            return (out.len() <= limit).then_some(())
-                .and_then(|()| checked(&layout, &out))
-                .map(|()| out);
+            return (out.len() <= limit).then_some(()).and_then(|()| checked(&layout, &out)).map(|()| out);
         }
         pool::write_into(layout.bound.min(limit), |out| {
-            pool::with_scratch(|block| inflate(data, &layout, limit, out, block))
-                .and_then(|()| checked(&layout, out))
-                .ok_or(())
+            pool::with_scratch(|block| inflate(data, &layout, limit, out, block)).and_then(|()| checked(&layout, out)).ok_or(())
         })
         .ok()
     }
@@ -474,9 +469,8 @@ mod zstd_reuse {
             };
             // Whatever the last frame left (an error mid-frame), this one starts afresh.
             let _ = ctx.reset(ResetDirective::SessionOnly);
-            let result = pool::write_out(|out| {
-                read_into(Compression::Zstd, zstd::stream::read::Decoder::with_context(&data[..], &mut ctx), out, limit, data.len())
-            });
+            let result =
+                pool::write_out(|out| read_into(Compression::Zstd, zstd::stream::read::Decoder::with_context(&data[..], &mut ctx), out, limit, data.len()));
             if ctx.sizeof() <= KEEP_AT_MOST {
                 *slot = Some(ctx);
             }
@@ -798,7 +792,9 @@ pub(super) mod tests {
         let text = |n: usize| -> Vec<u8> { b"kafka record value ".iter().copied().cycle().take(n).collect() };
         for data in [Vec::new(), b"k".to_vec(), text(1000), noise(1000), text(70_000), noise(70_000), noise(300_000), [text(90_000), noise(90_000)].concat()] {
             for block_size in [BlockSize::Max64KB, BlockSize::Max256KB, BlockSize::Max1MB, BlockSize::Max4MB] {
-                for (linked, block_sums, content_sum, content_size) in [(false, false, false, false), (false, false, true, true), (false, true, false, false), (true, false, true, false)] {
+                for (linked, block_sums, content_sum, content_size) in
+                    [(false, false, false, false), (false, false, true, true), (false, true, false, false), (true, false, true, false)]
+                {
                     let mut info = FrameInfo::new().block_size(block_size).block_checksums(block_sums).content_checksum(content_sum);
                     info = info.block_mode(if linked { BlockMode::Linked } else { BlockMode::Independent });
                     if content_size {
@@ -807,7 +803,8 @@ pub(super) mod tests {
                     let mut enc = FrameEncoder::with_frame_info(info, Vec::new());
                     enc.write_all(&data).unwrap();
                     let frame = Bytes::from(enc.finish().unwrap());
-                    let what = format!("{} bytes, {block_size:?}, linked {linked}, block sums {block_sums}, sum {content_sum}, size {content_size}", data.len());
+                    let what =
+                        format!("{} bytes, {block_size:?}, linked {linked}, block sums {block_sums}, sum {content_sum}, size {content_size}", data.len());
                     assert_eq!(lz4_reuse::read_frame(&frame, 1 << 30).is_some(), !linked && !block_sums, "{what}");
                     assert_eq!(&decompress_bytes(Compression::Lz4, &frame, 1 << 30).unwrap()[..], &data[..], "{what}");
                     if !data.is_empty() {

@@ -157,11 +157,7 @@ impl ControlRecord {
                     return Err(invalid(RecordsError::EndTxnMarkerNullValue, 0));
                 };
                 let marker = EndTxnMarker::decode(value)?;
-                Ok(if key.kind == ControlRecordType::Commit {
-                    ControlRecord::Commit(marker)
-                } else {
-                    ControlRecord::Abort(marker)
-                })
+                Ok(if key.kind == ControlRecordType::Commit { ControlRecord::Commit(marker) } else { ControlRecord::Abort(marker) })
             }
             _ => Ok(ControlRecord::Other { key, value: record.value.clone() }),
         }
@@ -170,12 +166,8 @@ impl ControlRecord {
     /// The record's key and value in wire form.
     pub fn to_key_value(&self) -> (Bytes, Option<Bytes>) {
         match self {
-            ControlRecord::Commit(m) => {
-                (ControlRecordKey { version: 0, kind: ControlRecordType::Commit }.encode(), Some(m.encode()))
-            }
-            ControlRecord::Abort(m) => {
-                (ControlRecordKey { version: 0, kind: ControlRecordType::Abort }.encode(), Some(m.encode()))
-            }
+            ControlRecord::Commit(m) => (ControlRecordKey { version: 0, kind: ControlRecordType::Commit }.encode(), Some(m.encode())),
+            ControlRecord::Abort(m) => (ControlRecordKey { version: 0, kind: ControlRecordType::Abort }.encode(), Some(m.encode())),
             ControlRecord::Other { key, value } => (key.encode(), value.clone()),
         }
     }

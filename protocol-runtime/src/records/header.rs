@@ -50,7 +50,10 @@ impl Header {
 #[derive(Clone)]
 enum Repr {
     /// `count` headers already validated, still in wire form.
-    Raw { count: usize, bytes: Bytes },
+    Raw {
+        count: usize,
+        bytes: Bytes,
+    },
     Owned(Vec<Header>),
 }
 

@@ -72,10 +72,7 @@ impl LegacyMessage {
         if options.verify_crc {
             let computed = crc32fast::hash(raw.get(16..).unwrap_or_default());
             if computed != crc {
-                return Err(invalid(
-                    RecordsError::MessageCrc { offset, stored: crc, computed },
-                    total.saturating_sub(16),
-                ));
+                return Err(invalid(RecordsError::MessageCrc { offset, stored: crc, computed }, total.saturating_sub(16)));
             }
         }
         let attributes = b.get_i8();
@@ -157,12 +154,7 @@ impl LegacyMessage {
     /// [`LegacyMessage::records`] with explicit options (decompression limit).
     pub fn records_with(&self, options: &DecodeOptions) -> Result<Vec<Record>, DecodeError> {
         if self.compression == Compression::None {
-            return Ok(vec![Record::new(
-                self.offset,
-                self.timestamp.unwrap_or(NO_TIMESTAMP),
-                self.key.clone(),
-                self.value.clone(),
-            )]);
+            return Ok(vec![Record::new(self.offset, self.timestamp.unwrap_or(NO_TIMESTAMP), self.key.clone(), self.value.clone())]);
         }
         let Some(value) = &self.value else {
             return Err(invalid(RecordsError::CompressedNullValue, 0));
@@ -177,11 +169,7 @@ impl LegacyMessage {
         let log_append = (self.timestamp_type() == TimestampType::LogAppendTime).then_some(self.timestamp).flatten();
         let mut out = Vec::with_capacity(inner.len());
         for m in inner {
-            let offset = if self.magic == 0 || absolute_base < 0 {
-                m.offset
-            } else {
-                absolute_base.wrapping_add(m.offset)
-            };
+            let offset = if self.magic == 0 || absolute_base < 0 { m.offset } else { absolute_base.wrapping_add(m.offset) };
             let timestamp = log_append.or(m.timestamp).unwrap_or(NO_TIMESTAMP);
             out.push(Record::new(offset, timestamp, m.key, m.value));
         }
@@ -198,10 +186,7 @@ impl LegacyMessage {
             head.advance(8);
             let size = head.get_i32();
             if size < 0 || size as usize > set.len().saturating_sub(LOG_OVERHEAD) {
-                return Err(invalid(
-                    RecordsError::InnerMessageSizeExceeds { size, remaining: set.len().saturating_sub(LOG_OVERHEAD) },
-                    set.len(),
-                ));
+                return Err(invalid(RecordsError::InnerMessageSizeExceeds { size, remaining: set.len().saturating_sub(LOG_OVERHEAD) }, set.len()));
             }
             // size <= set.len() - LOG_OVERHEAD was checked above.
             let trailing = set.len().saturating_sub(LOG_OVERHEAD).saturating_sub(size as usize);
@@ -217,18 +202,8 @@ impl LegacyMessage {
 }
 
 /// Writes one message: `offset`, size, CRC-32, magic, attributes, timestamp (magic 1), key, value.
-pub(crate) fn encode_message<B: BufMut>(
-    buf: &mut B,
-    offset: i64,
-    magic: i8,
-    attributes: i8,
-    timestamp: i64,
-    key: Option<&[u8]>,
-    value: Option<&[u8]>,
-) {
-    let mut body = Vec::with_capacity(
-        18usize.saturating_add(key.map_or(0, <[u8]>::len)).saturating_add(value.map_or(0, <[u8]>::len)),
-    );
+pub(crate) fn encode_message<B: BufMut>(buf: &mut B, offset: i64, magic: i8, attributes: i8, timestamp: i64, key: Option<&[u8]>, value: Option<&[u8]>) {
+    let mut body = Vec::with_capacity(18usize.saturating_add(key.map_or(0, <[u8]>::len)).saturating_add(value.map_or(0, <[u8]>::len)));
     body.put_i8(magic);
     body.put_i8(attributes);
     if magic > 0 {

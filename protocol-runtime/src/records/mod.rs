@@ -95,8 +95,7 @@ pub enum Compression {
 
 impl Compression {
     /// Every codec, in attribute order.
-    pub const ALL: [Compression; 5] =
-        [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd];
+    pub const ALL: [Compression; 5] = [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd];
 
     /// The codec id of the attributes' low three bits.
     pub const fn id(self) -> u8 {
@@ -301,11 +300,7 @@ impl Batches {
         let size = size as usize;
         if size > head.remaining() {
             let bytes = self.buf.split_off(0);
-            return Ok(Some(Batch::Partial(PartialBatch {
-                base_offset: Some(base_offset),
-                declared_size: Some(size),
-                bytes,
-            })));
+            return Ok(Some(Batch::Partial(PartialBatch { base_offset: Some(base_offset), declared_size: Some(size), bytes })));
         }
         let Some(&magic) = head.chunk().get(MAGIC_OFFSET - LOG_OVERHEAD) else {
             return Err(invalid(RecordsError::EntryTooSmallForMagic(size), available));

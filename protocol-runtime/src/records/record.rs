@@ -126,10 +126,7 @@ pub(crate) fn range_at(b: &[u8], pos: &mut usize, len: usize) -> Result<Range<us
     let start = *pos;
     let remaining = b.len().saturating_sub(start);
     if len > remaining {
-        return Err(DecodeError::new(
-            DecodeErrorKind::LengthExceedsRemaining { length: len as u64, remaining },
-            remaining,
-        ));
+        return Err(DecodeError::new(DecodeErrorKind::LengthExceedsRemaining { length: len as u64, remaining }, remaining));
     }
     // len <= b.len() - start was checked above.
     let end = start.saturating_add(len);
@@ -150,13 +147,7 @@ fn nullable_at(b: &[u8], pos: &mut usize) -> Result<Option<Range<usize>>, Decode
 /// Reads one length-prefixed record from `data` at `pos`. Keys, values and headers are slices of
 /// `data`; nothing else is allocated.
 #[inline]
-pub(crate) fn decode_record(
-    data: &Bytes,
-    pos: &mut usize,
-    base_offset: i64,
-    base_timestamp: i64,
-    log_append_time: Option<i64>,
-) -> Result<Record, DecodeError> {
+pub(crate) fn decode_record(data: &Bytes, pos: &mut usize, base_offset: i64, base_timestamp: i64, log_append_time: Option<i64>) -> Result<Record, DecodeError> {
     let all: &[u8] = data;
     let len = varint_at(all, pos)?;
     if len < 0 {
@@ -214,10 +205,7 @@ fn nullable_len(b: Option<&Bytes>) -> u64 {
 pub(crate) fn body_len(r: &Record, offset_delta: i32, ts_delta: i64) -> u64 {
     // attributes, timestamp delta, offset delta: at most 16 bytes.
     let fixed = (varlong_len(ts_delta) as u64).wrapping_add(varint_len(offset_delta) as u64).wrapping_add(1);
-    fixed
-        .saturating_add(nullable_len(r.key.as_ref()))
-        .saturating_add(nullable_len(r.value.as_ref()))
-        .saturating_add(r.headers.size())
+    fixed.saturating_add(nullable_len(r.key.as_ref())).saturating_add(nullable_len(r.value.as_ref())).saturating_add(r.headers.size())
 }
 
 /// Unsigned LEB128 of `v < 2^56` in the low bytes of a `u64` (little-endian), and its length:
@@ -339,13 +327,7 @@ impl Cursor<'_> {
 
 /// Appends the record with its length prefix, through `stage` unless it is too large for it.
 #[inline(always)]
-pub(crate) fn write_record<B: BufMut>(
-    out: &mut B,
-    stage: &mut Stage,
-    r: &Record,
-    offset_delta: i32,
-    ts_delta: i64,
-) -> Result<(), EncodeError> {
+pub(crate) fn write_record<B: BufMut>(out: &mut B, stage: &mut Stage, r: &Record, offset_delta: i32, ts_delta: i64) -> Result<(), EncodeError> {
     match stage.record(r, offset_delta, ts_delta) {
         Some(bytes) => out.put_slice(bytes),
         None => write_large(out, r, offset_delta, ts_delta)?,
