@@ -256,7 +256,7 @@ impl Client {
     /// and replaces the cache. Concurrent callers share one refresh; one sooner than
     /// `metadata_refresh_backoff` after the last waits for it.
     pub async fn refresh_metadata(&self) -> Result<Arc<ClusterMetadata>> {
-        self.refresh(None).await
+        self.refresh(None, false).await
     }
 
     /// Reads Metadata for the topics the producer uses ([`topic`](Client::topic)) and
@@ -264,7 +264,7 @@ impl Client {
     /// discipline as [`refresh_metadata`](Client::refresh_metadata).
     pub(crate) async fn refresh_in_use(&self) -> Result<Arc<ClusterMetadata>> {
         let topics: Vec<String> = self.inner.in_use.lock().map(|t| t.iter().cloned().collect()).unwrap_or_default();
-        self.refresh((!topics.is_empty()).then_some(topics)).await
+        self.refresh((!topics.is_empty()).then_some(topics), false).await
     }
 
     /// Asks for a refresh of the topics in use in the background and returns at once (Java's
@@ -284,8 +284,9 @@ impl Client {
     }
 
     /// One Metadata request, for `topics` (merged into the cache) or every topic (replacing
-    /// it), at most one in flight and one per `metadata_refresh_backoff`.
-    async fn refresh(&self, topics: Option<Vec<String>>) -> Result<Arc<ClusterMetadata>> {
+    /// it), at most one in flight and one per `metadata_refresh_backoff`; with `create`, a
+    /// broker with `auto.create.topics.enable` creates those of `topics` that do not exist.
+    async fn refresh(&self, topics: Option<Vec<String>>, create: bool) -> Result<Arc<ClusterMetadata>> {
         let before = self.metadata().fetched_at;
         let mut last_request = self.inner.refresh.lock().await;
         let current = self.metadata();
@@ -306,7 +307,7 @@ impl Client {
             }
             let mut last = None;
             for addr in addrs {
-                let request = metadata_request(topics.as_deref());
+                let request = metadata_request(topics.as_deref(), create);
                 match self.call_addr(&addr, request).await {
                     Ok(ResponseKind::Metadata(r)) => {
                         let mut m = parse_metadata(r);
@@ -349,6 +350,14 @@ impl Client {
     /// An unknown topic is asked for (under the refresh backoff); a known one with partitions
     /// without a leader is returned as it is, and an update asked for in the background.
     pub fn topic<'a>(&'a self, topic: &'a str) -> ClientFuture<'a, Result<Arc<TopicInfo>>> {
+        self.topic_with(topic, false)
+    }
+
+    /// [`topic`](Client::topic), and with `create` an unknown topic is asked for alone with
+    /// `allow_auto_topic_creation`, as Java's producer asks for every topic it sends to and its
+    /// consumer for the topics it subscribes to (`allow.auto.create.topics`): a broker with
+    /// `auto.create.topics.enable` creates it.
+    pub(crate) fn topic_with<'a>(&'a self, topic: &'a str, create: bool) -> ClientFuture<'a, Result<Arc<TopicInfo>>> {
         let m = self.metadata();
         if let Some(t) = m.topics.get(topic) {
             if t.partitions.iter().any(|p| p.leader < 0) {
@@ -359,7 +368,7 @@ impl Client {
         }
         self.use_topic(topic);
         ClientFuture::boxed(async move {
-            let m = self.refresh_in_use().await?;
+            let m = if create { self.refresh(Some(vec![topic.to_owned()]), true).await? } else { self.refresh_in_use().await? };
             m.topics.get(topic).cloned().ok_or_else(|| Error::UnknownTopicOrPartition(topic.to_owned()))
         })
     }
@@ -413,7 +422,7 @@ impl Client {
     /// Metadata for specific topics straight from a broker (not cached): for topics this
     /// principal may only describe by name.
     pub async fn fetch_topic_metadata(&self, topics: &[&str]) -> Result<ClusterMetadata> {
-        match self.call_any(metadata_request(Some(topics))).await? {
+        match self.call_any(metadata_request(Some(topics), false)).await? {
             ResponseKind::Metadata(r) => Ok(parse_metadata(r)),
             other => Err(Error::UnexpectedResponse(format!("{:?} to Metadata", other.api_key()))),
         }
@@ -626,11 +635,12 @@ impl Client {
     }
 }
 
-/// A Metadata request for `topics`, or every topic; never creating one.
-fn metadata_request<T: AsRef<str>>(topics: Option<&[T]>) -> MetadataRequest {
+/// A Metadata request for `topics`, or every topic; `create`: those that do not exist are
+/// created where the broker allows it.
+fn metadata_request<T: AsRef<str>>(topics: Option<&[T]>, create: bool) -> MetadataRequest {
     let topics = topics
         .map(|topics| topics.iter().map(|t| MetadataRequestTopic { name: Some(ByteString::from(t.as_ref().to_owned())), ..Default::default() }).collect());
-    MetadataRequest { topics, allow_auto_topic_creation: false, ..Default::default() }
+    MetadataRequest { topics, allow_auto_topic_creation: create, ..Default::default() }
 }
 
 /// A Metadata response's partitions, sorted by index.

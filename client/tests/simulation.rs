@@ -12,7 +12,9 @@
 //! reader: the fake's storage, not the client): every acknowledged record is in the log
 //! exactly once, at the offset it was acknowledged with; nothing is written twice; each
 //! partition holds the records in the order they were sent; the run ends within its bound and
-//! nothing panics; once the faults stop, every record sent afterwards is acknowledged.
+//! nothing panics; once the faults stop, every record sent afterwards is acknowledged. The
+//! exactly-once copier, the consumer group and the share group have invariants of their own,
+//! each stated on its scenario.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
@@ -20,8 +22,9 @@ use std::time::Duration;
 
 use kwire::{ApiKey, ErrorCode};
 use kwire_client::{
-    Acks, Client, ClientConfig, Connector, Consumer, ConsumerConfig, Error, IsolationLevel, OffsetAndMetadata, OffsetReset, Producer, ProducerConfig,
-    ProducerRecord, RecordMetadata, TopicPartition, TransactionError,
+    AcknowledgeType, AcknowledgementCommit, AcknowledgementMode, Acks, Admin, Client, ClientConfig, Connector, Consumer, ConsumerConfig, Error, IsolationLevel,
+    OffsetAndMetadata, OffsetReset, Producer, ProducerConfig, ProducerRecord, RecordMetadata, ShareConsumer, ShareConsumerConfig, TopicPartition,
+    TransactionError,
 };
 use kwire_fake::{Action, Cluster, ClusterConfig, FaultConfig, FaultKind, Hook};
 
@@ -803,4 +806,325 @@ async fn consumer_group(seed: u64) -> Result<String, String> {
 #[test]
 fn consumer_group_under_faults() {
     simulate("consumer_group_under_faults", 0..1000, consumer_group);
+}
+
+/// What the share group's members were given and what the brokers confirmed, in the order it
+/// happened: the audit's evidence.
+#[derive(Default)]
+struct ShareLedger {
+    /// Per record (partition, offset): each delivery to the application, (member, count).
+    deliveries: BTreeMap<(i32, i64), Vec<(u64, i16)>>,
+    /// Per record: the confirmed final acknowledgement (accept or reject) and the delivery
+    /// count of the acquisition it settled.
+    settled: BTreeMap<(i32, i64), (AcknowledgeType, i16)>,
+    /// The first rule a delivery or confirmation broke.
+    broken: Option<String>,
+}
+
+type Ledger = std::sync::Arc<std::sync::Mutex<ShareLedger>>;
+
+impl ShareLedger {
+    /// A record handed to member `who` by poll: it must not have been settled at an earlier
+    /// delivery, nor handed out before at this delivery count, nor past the delivery limit.
+    fn deliver(&mut self, who: u64, partition: i32, offset: i64, count: i16, limit: i16) {
+        let at = (partition, offset);
+        let before = self.deliveries.entry(at).or_default();
+        let broken = if count < 1 || count > limit {
+            Some(format!("{partition}@{offset} delivered with count {count} (limit {limit})"))
+        } else if let Some((m, _)) = before.iter().find(|(_, c)| *c == count) {
+            Some(format!("{partition}@{offset} delivered twice at count {count}: to member {m:x} and {who:x}"))
+        } else if let Some((ty, c)) = self.settled.get(&at).filter(|(_, c)| *c < count) {
+            Some(format!("{partition}@{offset} delivered again (count {count}) after its {ty:?} at count {c} was confirmed"))
+        } else {
+            None
+        };
+        before.push((who, count));
+        if self.broken.is_none() {
+            self.broken = broken;
+        }
+    }
+
+    /// A broker's confirmation that member `who` accepted or rejected these records: settled
+    /// at the member's latest delivery of each, which must be the latest delivery of all.
+    fn confirm(&mut self, who: u64, commit: &AcknowledgementCommit) {
+        if commit.error.is_some() {
+            return;
+        }
+        for (offset, ty) in &commit.acknowledgements {
+            if !matches!(ty, AcknowledgeType::Accept | AcknowledgeType::Reject) {
+                continue;
+            }
+            let at = (commit.partition.partition, *offset);
+            let seen = self.deliveries.get(&at).map(Vec::as_slice).unwrap_or_default();
+            let Some(mine) = seen.iter().filter(|(m, _)| *m == who).map(|(_, c)| *c).max() else {
+                self.broken.get_or_insert_with(|| format!("{}@{offset}: {ty:?} confirmed for member {who:x}, which was never given it", at.0));
+                continue;
+            };
+            if let Some((m, c)) = seen.iter().find(|(_, c)| *c > mine) {
+                self.broken.get_or_insert_with(|| {
+                    format!("{}@{offset}: {ty:?} at count {mine} confirmed for member {who:x}, but member {m:x} was given it later at count {c}", at.0)
+                });
+            }
+            if let Some(before) = self.settled.insert(at, (*ty, mine)) {
+                self.broken.get_or_insert_with(|| format!("{}@{offset}: settled twice, {before:?} then {ty:?} at count {mine}", at.0));
+            }
+        }
+    }
+}
+
+const SHARE_LIMIT: i16 = 4;
+
+/// One share group member (explicit acknowledgement): polls, accepts most records, releases
+/// or rejects some, now and then takes longer than the acquisition lock (`lock_ms`) over them,
+/// commits now and then or lets the next poll carry its acknowledgements; crashes (dropped
+/// without closing) and comes back. Once `calm`, it accepts everything at once.
+async fn share_member(
+    cluster: Cluster,
+    seed: u64,
+    who: usize,
+    lock_ms: u64,
+    ledger: Ledger,
+    stop: std::rc::Rc<std::cell::Cell<bool>>,
+    calm: std::rc::Rc<std::cell::Cell<bool>>,
+    errors: std::rc::Rc<std::cell::RefCell<BTreeMap<String, usize>>>,
+) {
+    let mut rng = fastrand::Rng::with_seed(seed ^ (who as u64).wrapping_mul(0x51a7e));
+    let mut incarnation = 0u64;
+    while !stop.get() {
+        incarnation += 1;
+        let id = (who as u64) << 32 | incarnation;
+        let Ok(client) = connect(&cluster, seed ^ (who as u64) << 8 ^ incarnation << 16, Duration::from_secs(2)).await else {
+            continue;
+        };
+        let config = ShareConsumerConfig {
+            max_poll_records: rng.usize(1..50),
+            fetch_max_wait: Duration::from_millis(100),
+            heartbeat_interval: Duration::from_millis(500),
+            request_timeout: Duration::from_secs(2),
+            ..ShareConsumerConfig::new(GROUP).acknowledgement_mode(AcknowledgementMode::Explicit)
+        };
+        let Ok(mut consumer) = ShareConsumer::new(client, config) else {
+            continue;
+        };
+        let confirmations = ledger.clone();
+        consumer.set_acknowledgement_commit_callback(move |c| confirmations.lock().unwrap().confirm(id, c));
+        if consumer.subscribe(&[TOPIC]).is_err() {
+            continue;
+        }
+        let crash_after = if rng.u32(0..3) == 0 { Some(rng.usize(1..60)) } else { None };
+        let mut polls = 0;
+        while !stop.get() {
+            polls += 1;
+            if !calm.get() && crash_after.is_some_and(|n| polls > n) {
+                *errors.borrow_mut().entry("crashed".into()).or_default() += 1;
+                break;
+            }
+            match consumer.poll(Duration::from_millis(200)).await {
+                Ok(records) => {
+                    if !records.is_empty() && !calm.get() && rng.u32(0..20) == 0 {
+                        // Slow processing: the locks may run out meanwhile, the records go to
+                        // another member, and the acknowledgements below are refused.
+                        tokio::time::sleep(Duration::from_millis(rng.u64(0..2 * lock_ms))).await;
+                    }
+                    for r in &records {
+                        ledger.lock().unwrap().deliver(id, r.partition, r.offset, r.delivery_count, SHARE_LIMIT);
+                        let ty = match (calm.get(), rng.u32(0..100)) {
+                            (true, _) | (false, 0..=84) => AcknowledgeType::Accept,
+                            (false, 85..=94) => AcknowledgeType::Release,
+                            _ => AcknowledgeType::Reject,
+                        };
+                        if let Err(e) = consumer.acknowledge(r, ty) {
+                            *errors.borrow_mut().entry(format!("acknowledge: {}", kind(&e))).or_default() += 1;
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_millis(rng.u64(0..30))).await;
+                    if rng.bool() {
+                        if let Err(e) = consumer.commit_sync().await {
+                            *errors.borrow_mut().entry(format!("commit: {}", kind(&e))).or_default() += 1;
+                        }
+                    }
+                }
+                Err(e) => {
+                    *errors.borrow_mut().entry(format!("poll: {}", kind(&e))).or_default() += 1;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+        if stop.get() {
+            let _ = consumer.close().await;
+        }
+    }
+}
+
+/// Where a share group has got to in each partition of `TOPIC`: its start offset against the
+/// log's end, read by an admin client (every record before the start offset is done with).
+async fn share_progress(cluster: &Cluster, admin: &Admin) -> Result<Vec<(i64, i64)>, String> {
+    let partitions: Vec<TopicPartition> = (0..PARTITIONS).map(|p| TopicPartition::new(TOPIC, p)).collect();
+    let offsets = admin.list_share_group_offsets(GROUP, Some(&partitions)).await.map_err(|e| e.to_string())?;
+    let mut progress = Vec::new();
+    for tp in &partitions {
+        let start = offsets.get(tp).and_then(|o| o.as_ref().ok()).map_or(-1, |o| o.start_offset);
+        progress.push((start, cluster.offsets(TOPIC, tp.partition).map_err(|e| e.to_string())?.2));
+    }
+    Ok(progress)
+}
+
+/// A share group of three members through the faulty network and cluster (brokers stopping,
+/// leaders and the coordinator moving, ShareFetch, ShareAcknowledge and heartbeat answers lost
+/// or refused), members crashing: no record is delivered again once its acceptance or
+/// rejection was confirmed, no acquisition is delivered twice, no delivery count passes the
+/// limit; once the faults stop, the group gets through every partition (its start offset
+/// reaches the log's end) and every record sent afterwards is delivered and accepted.
+async fn share_group(seed: u64) -> Result<String, String> {
+    let plan = plan(seed);
+    let mut rng = fastrand::Rng::with_seed(seed ^ 0x5ba7e);
+    let cluster = Cluster::start(ClusterConfig::default().brokers(3).seed(seed).clock_start_ms(1_700_000_000_000));
+    cluster.create_topic(TOPIC, PARTITIONS, 3).map_err(|e| e.to_string())?;
+    let lock_ms = rng.u64(3000..15_000);
+    for (name, value) in [
+        ("share.auto.offset.reset", "earliest".to_string()),
+        ("share.record.lock.duration.ms", lock_ms.to_string()),
+        ("share.delivery.count.limit", SHARE_LIMIT.to_string()),
+    ] {
+        cluster.set_group_config(GROUP, name, &value).map_err(|e| e.to_string())?;
+    }
+    let records = plan.records.min(1200);
+    let produce = |from: usize, n: usize| {
+        let cluster = cluster.clone();
+        async move {
+            let client = connect(&cluster, seed ^ from as u64, Duration::from_secs(2)).await?;
+            let producer = Producer::new(client, ProducerConfig { enable_metrics_push: false, ..Default::default() }).map_err(|e| e.to_string())?;
+            let mut deliveries = Vec::new();
+            for seq in from..from + n {
+                deliveries.push(producer.send(ProducerRecord::new(TOPIC, format!("v{seq}")).key(format!("k{seq}"))).await.map_err(|e| e.to_string())?);
+            }
+            for d in deliveries {
+                d.await.map_err(|e| format!("input: {e}"))?;
+            }
+            producer.close().await.map_err(|e| e.to_string())
+        }
+    };
+    produce(0, records).await?;
+    // The producer scenario's schedule, minus what only concerns transactions, plus what a
+    // share group goes through.
+    let mut operations: Vec<(Duration, Operation)> =
+        plan.operations.iter().filter(|(_, op)| !matches!(op, Operation::LoseResponse(_) | Operation::Refuse(..))).cloned().collect();
+    for (at, _) in plan.operations.iter().filter(|(_, op)| matches!(op, Operation::LoseResponse(_) | Operation::Refuse(..))) {
+        let op = match rng.u32(0..7) {
+            0 => Operation::LoseResponse(ApiKey::ShareFetch),
+            1 => Operation::LoseResponse(ApiKey::ShareAcknowledge),
+            2 => Operation::LoseResponse(ApiKey::ShareGroupHeartbeat),
+            3 => Operation::Refuse(ApiKey::ShareFetch, ErrorCode::NOT_LEADER_OR_FOLLOWER, rng.usize(1..4)),
+            4 => Operation::Refuse(ApiKey::ShareAcknowledge, ErrorCode::NOT_LEADER_OR_FOLLOWER, rng.usize(1..4)),
+            5 => Operation::Refuse(
+                ApiKey::ShareGroupHeartbeat,
+                [ErrorCode::COORDINATOR_NOT_AVAILABLE, ErrorCode::NOT_COORDINATOR][rng.usize(0..2)],
+                rng.usize(1..4),
+            ),
+            _ => Operation::MoveCoordinator(false, rng.i32(0..3)),
+        };
+        operations.push((*at, op));
+    }
+    operations.sort_by_key(|(at, _)| *at);
+    cluster.set_faults(Some(
+        FaultConfig::new(seed).percent(plan.fault_percent).window(plan.fault_window).max_delay(Duration::from_millis(500)).late(Duration::from_secs(3)),
+    ));
+    let ledger: Ledger = Default::default();
+    let stop = std::rc::Rc::new(std::cell::Cell::new(false));
+    let calm = std::rc::Rc::new(std::cell::Cell::new(false));
+    let errors: std::rc::Rc<std::cell::RefCell<BTreeMap<String, usize>>> = Default::default();
+    let calm_records = plan.calm;
+    let local = tokio::task::LocalSet::new();
+    let outcome = local
+        .run_until(async {
+            let members: Vec<_> = (0..MEMBERS)
+                .map(|who| {
+                    tokio::task::spawn_local(share_member(cluster.clone(), seed, who, lock_ms, ledger.clone(), stop.clone(), calm.clone(), errors.clone()))
+                })
+                .collect();
+            let start = tokio::time::Instant::now();
+            let deadline = start + Duration::from_secs(900);
+            let mut ops = operations.into_iter().peekable();
+            let mut admin = None;
+            loop {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                if let Some(broken) = ledger.lock().unwrap().broken.clone() {
+                    return Err(broken);
+                }
+                while ops.peek().is_some_and(|(at, _)| start + *at <= tokio::time::Instant::now()) {
+                    if let Some((_, op)) = ops.next() {
+                        apply(&cluster, &op);
+                    }
+                }
+                if ops.peek().is_none() && !calm.get() {
+                    calm.set(true);
+                    cluster.set_faults(None);
+                    cluster.unhook_all();
+                    for b in 0..3 {
+                        let _ = cluster.start_broker(b);
+                    }
+                    produce(records, calm_records).await?;
+                    admin = Some(Admin::new(connect(&cluster, seed ^ 0xad, Duration::from_secs(2)).await?));
+                }
+                if let Some(admin) = &admin {
+                    let progress = share_progress(&cluster, admin).await?;
+                    if progress.iter().all(|(start, end)| start == end) {
+                        // The members close, which hands them the outcomes of what their last
+                        // fetches carried.
+                        stop.set(true);
+                        for m in members {
+                            tokio::time::timeout(Duration::from_secs(60), m)
+                                .await
+                                .map_err(|_| "a member did not close within a minute")?
+                                .map_err(|e| e.to_string())?;
+                        }
+                        return Ok(());
+                    }
+                    if tokio::time::Instant::now() > deadline {
+                        return Err(format!("the share group did not get through the topic in time: (start, end) {progress:?}; {:?}", errors.borrow()));
+                    }
+                }
+            }
+        })
+        .await;
+    stop.set(true);
+    outcome?;
+    let ledger = ledger.lock().unwrap();
+    // The records sent after the faults stopped: each delivered and its acceptance confirmed.
+    let mut calm_offsets = 0;
+    for p in 0..PARTITIONS {
+        for r in cluster.records(TOPIC, p).map_err(|e| e.to_string())? {
+            let seq: usize =
+                r.record.value.as_deref().and_then(|v| std::str::from_utf8(v).ok()).and_then(|v| v.strip_prefix('v')).and_then(|v| v.parse().ok()).unwrap_or(0);
+            if seq < records {
+                continue;
+            }
+            calm_offsets += 1;
+            if !matches!(ledger.settled.get(&(p, r.record.offset)), Some((AcknowledgeType::Accept, _))) {
+                return Err(format!(
+                    "record {seq} at {p}@{}, sent after the faults stopped, was not accepted: delivered {:?}",
+                    r.record.offset,
+                    ledger.deliveries.get(&(p, r.record.offset))
+                ));
+            }
+        }
+    }
+    if calm_offsets != calm_records {
+        return Err(format!("{calm_offsets} of the {calm_records} records sent after the faults stopped are in the log"));
+    }
+    let delivered = ledger.deliveries.len();
+    let again = ledger.deliveries.values().filter(|d| d.len() > 1).count();
+    let rejected = ledger.settled.values().filter(|(ty, _)| *ty == AcknowledgeType::Reject).count();
+    Ok(format!(
+        "{} records, {delivered} delivered ({again} more than once), {} settled ({rejected} rejected); {:?}; {:?}",
+        records + calm_records,
+        ledger.settled.len(),
+        errors.borrow(),
+        cluster.fault_counts()
+    ))
+}
+
+#[test]
+fn share_group_under_faults() {
+    simulate("share_group_under_faults", 0..500, share_group);
 }

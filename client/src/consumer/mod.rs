@@ -149,6 +149,10 @@ pub struct ConsumerConfig {
     /// client-metrics subscription asks for them (KIP-714; feature `telemetry`, without which
     /// nothing is pushed).
     pub enable_metrics_push: bool,
+    /// `allow.auto.create.topics` (true): subscribing to topics by name asks the brokers for
+    /// them with `allow_auto_topic_creation`, so a broker with `auto.create.topics.enable`
+    /// creates those that do not exist (never for a pattern, as Java's consumer).
+    pub allow_auto_create_topics: bool,
 }
 
 impl Default for ConsumerConfig {
@@ -174,6 +178,7 @@ impl Default for ConsumerConfig {
             retry_backoff: Duration::from_millis(100),
             client_rack: None,
             enable_metrics_push: true,
+            allow_auto_create_topics: true,
         }
     }
 }

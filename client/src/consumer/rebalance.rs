@@ -72,10 +72,31 @@ impl Consumer {
             rack: self.config.client_rack.clone(),
         };
         let group = Group::new(config, coordinator, topics, pattern)?;
+        self.create_unknown(topics);
         self.set_assignment(&BTreeSet::new());
         self.group = Some(group);
         self.listener_error = None;
         Ok(())
+    }
+
+    /// Subscribed topics not in the metadata are asked for with `allow_auto_topic_creation`
+    /// (`allow.auto.create.topics`), in the background: once the broker has created them, the
+    /// group's assignment takes them in as it does any new partitions.
+    fn create_unknown(&self, topics: &[&str]) {
+        let metadata = self.client.metadata();
+        let unknown: Vec<String> = topics.iter().filter(|t| !metadata.topics.contains_key(**t)).map(|t| t.to_string()).collect();
+        if !self.config.allow_auto_create_topics || unknown.is_empty() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let client = self.client.clone();
+        runtime.spawn(async move {
+            for topic in &unknown {
+                if let Err(e) = client.topic_with(topic, true).await {
+                    tracing::debug!(topic, error = %e, "subscribed topic not created");
+                }
+            }
+        });
     }
 
     /// Subscribes as [`subscribe`](Consumer::subscribe) does, with `listener` told of every

@@ -578,13 +578,14 @@ impl Producer {
                 .map_err(|_| Error::Producer(ProducerError::Closed))?,
         };
         let topic = loop {
-            match self.shared.client.topic(&record.topic).await {
+            // As Java's producer: a topic that does not exist is created where the broker allows.
+            match self.shared.client.topic_with(&record.topic, true).await {
                 Ok(t) if !t.partitions.is_empty() => break t,
                 Ok(_) | Err(Error::UnknownTopicOrPartition(_)) if tokio::time::Instant::now() < deadline() => {
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
                 Ok(_) | Err(Error::UnknownTopicOrPartition(_)) => {
-                    return Err(Error::UnknownTopicOrPartition(format!("{} not in metadata after {:?}", record.topic, cfg.max_block)))
+                    return Err(Error::UnknownTopicOrPartition(format!("topic {} not present in metadata after {:?} (max_block)", record.topic, cfg.max_block)))
                 }
                 Err(e) => return Err(e),
             }

@@ -111,7 +111,11 @@ pub(super) async fn heartbeat(coordinator: Coordinator, config: HeartbeatConfig,
     let mut first = true;
     // Whether the broker has the subscription: a request carries it only when it may not.
     let mut acknowledged = false;
+    let mut refused_join = false;
     loop {
+        if std::mem::take(&mut refused_join) {
+            tokio::time::sleep(config.retry_backoff).await;
+        }
         if !first {
             let interval = shared.lock().heartbeat_interval.unwrap_or(config.heartbeat_interval);
             tokio::select! {
@@ -191,6 +195,10 @@ pub(super) async fn heartbeat(coordinator: Coordinator, config: HeartbeatConfig,
                 first = true;
                 drop(m);
                 shared.news.notify_waiters();
+                // The join itself refused (Kafka's coordinator fences an epoch-0 join of a
+                // member it still holds at a later epoch, until that member's session ends):
+                // again after the backoff, or the heartbeats go back to back.
+                refused_join = epoch == 0;
             }
             code if coordinator_moved(code) => {
                 drop(m);
