@@ -23,6 +23,7 @@ use tokio::sync::mpsc;
 use crate::error::CliError;
 use crate::format::{print_json, Table};
 use crate::message::{request_json, response_json};
+use crate::secrets::Secrets;
 
 /// `kwire tap`.
 #[derive(Args, Debug)]
@@ -47,6 +48,8 @@ pub struct TapArgs {
     /// Stops after this long: `30s`, `5m`, `500ms`, or seconds.
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
+    #[command(flatten)]
+    pub secrets: crate::ShowSecrets,
 }
 
 /// `30s`, `5m`, `1h`, `500ms`, or a number of seconds.
@@ -110,6 +113,8 @@ struct State {
     abandoned: u64,
     /// Frames forwarded but not shown: the printer was [`MAX_QUEUED_BYTES`] behind.
     not_shown: u64,
+    /// Withholds secrets from every body before anything is printed from it.
+    secrets: Secrets,
 }
 
 /// Requests awaiting a response that the tap remembers (their connections may have closed).
@@ -156,7 +161,7 @@ pub async fn run(upstream: String, args: TapArgs, out: &mut impl Write) -> Resul
             _ => {}
         });
     let proxy = Proxy::start(config).await.map_err(CliError::Proxy)?;
-    let mut state = State::default();
+    let mut state = State { secrets: Secrets::new(args.secrets.show_secrets), ..State::default() };
     let deadline = args.duration.map(|d| tokio::time::Instant::now() + d);
     let stop = stop_signal();
     tokio::pin!(stop);
@@ -317,8 +322,9 @@ impl State {
                 None => "all topics".into(),
                 Some(ts) => format!("topics={}", ts.iter().map(|t| self.topic(t)).collect::<Vec<_>>().join(",")),
             },
+            Some(ApiKey::SaslAuthenticate) => crate::secrets::sasl_summary(body).unwrap_or_default(),
             _ => {
-                for field in ["groupId", "transactionalId", "key"] {
+                for field in ["groupId", "transactionalId", "key", "mechanism"] {
                     if let Some(v) = body.get(field).and_then(Value::as_str) {
                         return format!("{field}={v}");
                     }
@@ -406,7 +412,10 @@ impl State {
     fn frame(&mut self, seen: Seen, json: bool, out: &mut impl Write) -> Result<(), CliError> {
         self.frames += 1;
         let request = seen.direction == FrameDirection::Request;
-        let decoded = if request { request_json(&seen.payload) } else { response_json(&seen.payload, seen.api_key, seen.api_version) };
+        let mut decoded = if request { request_json(&seen.payload) } else { response_json(&seen.payload, seen.api_key, seen.api_version) };
+        if let Ok((_, body)) = &mut decoded {
+            self.secrets.apply(seen.connection, seen.api_key, request, body);
+        }
         let name = api_name(seen.api_key);
         let stats = self.apis.entry(seen.api_key).or_default();
         let len = seen.payload.len() as u64 + 4;
@@ -549,6 +558,36 @@ impl State {
         )
         .map_err(CliError::io)
     }
+}
+
+/// Frames as the proxy's hook would hand them over (`(request, api key, version, correlation
+/// id, payload)` on connection 1), printed as `kwire tap` prints them, summary included: for
+/// tests of what the tap's output holds.
+#[cfg(test)]
+pub(crate) fn render(frames: &[(bool, i16, i16, i32, Vec<u8>)], json: bool, show_secrets: bool) -> Vec<u8> {
+    let mut state = State { secrets: Secrets::new(show_secrets), ..State::default() };
+    let mut out = Vec::new();
+    for (request, api_key, api_version, correlation_id, payload) in frames {
+        let direction = if *request { FrameDirection::Request } else { FrameDirection::Response };
+        let seen = Seen {
+            connection: 1,
+            direction,
+            api_key: *api_key,
+            api_version: *api_version,
+            correlation_id: *correlation_id,
+            mode: FrameMode::Pass,
+            payload: payload.clone(),
+            at: Instant::now(),
+            wall: SystemTime::now(),
+        };
+        if let Err(e) = state.frame(seen, json, &mut out) {
+            out.extend_from_slice(e.to_string().as_bytes());
+        }
+    }
+    if let Err(e) = state.summary(json, &mut out) {
+        out.extend_from_slice(e.to_string().as_bytes());
+    }
+    out
 }
 
 /// Error codes other than NONE anywhere in a response body.
