@@ -10,7 +10,8 @@
 //!
 //! Withheld:
 //! - SaslAuthenticate request and response `authBytes` (PLAIN passwords, SCRAM nonces, salts,
-//!   iterations, proofs and signatures, OAUTHBEARER tokens, GSSAPI tokens);
+//!   iterations, proofs and signatures, OAUTHBEARER tokens, GSSAPI tokens), and the bare
+//!   tokens that follow a SaslHandshake v0 ([`Secrets::sasl_token`], called by tap and pcap);
 //! - delegation-token HMACs: CreateDelegationToken and DescribeDelegationToken responses,
 //!   RenewDelegationToken and ExpireDelegationToken requests (token ids stay);
 //! - AlterUserScramCredentials upsertions' `salt` and `saltedPassword` (iterations stay);

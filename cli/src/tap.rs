@@ -7,7 +7,7 @@
 //! and what the broker answered (before the proxy rewrote broker addresses for the client); a
 //! frame that does not decode is printed with the error and was forwarded all the same.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -115,6 +115,9 @@ struct State {
     not_shown: u64,
     /// Withholds secrets from every body before anything is printed from it.
     secrets: Secrets,
+    /// Connections after a SaslHandshake v0, until a Kafka request follows: their SASL tokens
+    /// are bare size-prefixed bytes, whose "api key" and "correlation id" are secret bytes.
+    raw_sasl: HashSet<u64>,
 }
 
 /// Requests awaiting a response that the tap remembers (their connections may have closed).
@@ -412,6 +415,20 @@ impl State {
     fn frame(&mut self, seen: Seen, json: bool, out: &mut impl Write) -> Result<(), CliError> {
         self.frames += 1;
         let request = seen.direction == FrameDirection::Request;
+        if request {
+            let valid = ApiKey::from_i16(seen.api_key).is_some_and(|api| api.info().valid.contains(seen.api_version));
+            if !valid && self.raw_sasl.contains(&seen.connection) {
+                return self.sasl_token(&seen, json, out);
+            }
+            if seen.api_key == ApiKey::SaslHandshake.key() && seen.api_version == 0 {
+                if self.raw_sasl.len() >= MAX_PENDING {
+                    self.raw_sasl.clear();
+                }
+                self.raw_sasl.insert(seen.connection);
+            } else {
+                self.raw_sasl.remove(&seen.connection);
+            }
+        }
         let mut decoded = if request { request_json(&seen.payload) } else { response_json(&seen.payload, seen.api_key, seen.api_version) };
         if let Ok((_, body)) = &mut decoded {
             self.secrets.apply(seen.connection, seen.api_key, request, body);
@@ -502,6 +519,19 @@ impl State {
             writeln!(out, "{text}").map_err(CliError::io)?;
         }
         Ok(())
+    }
+
+    /// A bare SASL token from the client, withheld: no api, version or correlation id (its
+    /// bytes), one line even in text form (no response is paired with it).
+    fn sasl_token(&mut self, seen: &Seen, json: bool, out: &mut impl Write) -> Result<(), CliError> {
+        let token = self.secrets.sasl_token(seen.connection, true, &seen.payload);
+        if json {
+            let line = json!({"timestamp": seen.wall.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis()), "connection": seen.connection,
+                "direction": "request", "size": seen.payload.len() + 4, "forwarded": mode_name(seen.mode), "saslToken": token});
+            return print_json(out, &line);
+        }
+        let text = crate::secrets::sasl_summary(&json!({"authBytes": token})).unwrap_or_else(|| format!("{} bytes", seen.payload.len()));
+        writeln!(out, "c{} SASL token (after SaslHandshake v0) {text}", seen.connection).map_err(CliError::io)
     }
 
     /// Per-api counts and latencies: a table, or with --json one object `{"summary": ...}`.

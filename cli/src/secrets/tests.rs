@@ -869,3 +869,58 @@ fn pcap_withholds_bare_tokens_after_a_handshake_v0() {
         assert_eq!(lines[4]["apiKey"], 3, "{}", lines[4]);
     }
 }
+
+#[test]
+fn tap_withholds_bare_tokens_after_a_handshake_v0() {
+    // The proxy hands a bare token over with an "api key", "version" and "correlation id" read
+    // from its bytes, as it reads any frame.
+    let token = b"\0a\0password-1234".to_vec();
+    let (key, version, corr) = kwire::header::peek_request_start(&token).unwrap();
+    let mut hs = Vec::new();
+    SaslHandshakeRequest { mechanism: "PLAIN".into() }.encode(&mut hs, 0).unwrap();
+    let mut hs_resp = Vec::new();
+    SaslHandshakeResponse { mechanisms: vec!["PLAIN".into()], ..Default::default() }.encode(&mut hs_resp, 0).unwrap();
+    let frames: Frames = vec![
+        (true, 17, 0, 1, request_payload(ApiKey::SaslHandshake, 0, 1, &hs)),
+        (false, 17, 0, 1, response_payload(ApiKey::SaslHandshake, 0, 1, &hs_resp)),
+        (true, key, version, corr, token),
+    ];
+    for json in [false, true] {
+        let out = crate::tap::render(&frames, json, false);
+        let text = String::from_utf8_lossy(&out);
+        assert_eq!(leak(&out, b"password-1234"), None, "{text}");
+        // The correlation id the token's bytes would make (ten digits, no timestamp's).
+        assert!(!text.contains(&corr.to_string()) && !text.contains("Api97"), "{text}");
+        assert!(text.contains("\"saslToken\":{\"withheld\":true,\"length\":16,\"mechanism\":\"PLAIN\",\"user\":\"a\"}") || !json, "{text}");
+        assert!(text.contains("c1 SASL token (after SaslHandshake v0) PLAIN user=a, 16 bytes withheld") || json, "{text}");
+    }
+}
+
+#[test]
+fn what_is_not_secret_is_kept() {
+    // The KIP-714 client identity, handshake mechanisms, owners and token ids, SCRAM
+    // iterations as DescribeUserScramCredentials lists them, null and ordinary config values.
+    let bodies = [
+        (ApiKey::GetTelemetrySubscriptions, true, json!({"clientInstanceId": "AAAAAAAAAAAAAAAAAAAAAQ"})),
+        (
+            ApiKey::PushTelemetry,
+            true,
+            json!({"clientInstanceId": "AAAAAAAAAAAAAAAAAAAAAQ", "subscriptionId": 1, "terminating": false, "compressionType": 0, "metrics": ""}),
+        ),
+        (ApiKey::SaslHandshake, false, json!({"errorCode": 0, "mechanisms": ["PLAIN", "SCRAM-SHA-512"]})),
+        (ApiKey::CreateDelegationToken, true, json!({"ownerPrincipalType": "User", "ownerPrincipalName": "alice", "renewers": [], "maxLifetimeMs": -1})),
+        (ApiKey::DescribeUserScramCredentials, false, json!({"results": [{"user": "alice", "credentialInfos": [{"mechanism": 1, "iterations": 8192}]}]})),
+        (
+            ApiKey::DescribeConfigs,
+            false,
+            json!({"results": [{"configs": [{"name": "ssl.key.password", "value": null, "isSensitive": true}, {"name": "retention.ms", "value": "1"}]}]}),
+        ),
+        (ApiKey::Fetch, false, json!({"responses": [{"topic": "orders", "partitions": [{"records": "AAEC"}]}]})),
+    ];
+    for (api, request, body) in bodies {
+        let mut b = body.clone();
+        let mut secrets = Secrets::new(false);
+        secrets.apply(1, api.key(), request, &mut b);
+        assert_eq!(b, body, "{api:?}");
+    }
+}
