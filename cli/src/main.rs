@@ -23,6 +23,7 @@ mod message;
 mod pcap;
 mod produce;
 mod records;
+mod secrets;
 mod tap;
 mod topics;
 mod versions;
@@ -213,6 +214,20 @@ struct DecodeArgs {
     /// Pretty-prints the JSON.
     #[arg(long)]
     pretty: bool,
+    #[command(flatten)]
+    secrets: ShowSecrets,
+}
+
+/// `--show-secrets`, for every command that prints decoded frames.
+#[derive(Args, Clone, Copy, Debug)]
+pub struct ShowSecrets {
+    /// Print secrets as they are on the wire. By default they are withheld: SASL auth bytes
+    /// (replaced by their length, the mechanism and the user name), OAuth tokens, SCRAM
+    /// proofs, salts and credentials, delegation-token HMACs, password-like config values
+    /// (names containing password, secret, passphrase or jaas.config, ending in .key, or marked
+    /// sensitive), Envelope payloads and the KRaft metadata log.
+    #[arg(long)]
+    pub show_secrets: bool,
 }
 
 #[derive(Args)]
@@ -240,6 +255,8 @@ struct PcapArgs {
     /// Broker ports (repeatable); traffic to them is requests. Default 9092.
     #[arg(long = "port")]
     ports: Vec<u16>,
+    #[command(flatten)]
+    secrets: ShowSecrets,
 }
 
 #[derive(Args)]
@@ -351,15 +368,16 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Apis { json } => apis::run(&mut out, json)?,
         Command::Completions { shell } => clap_complete::generate(shell, &mut Cli::command(), "kwire", &mut out),
         Command::Decode(a) => {
+            let mut secrets = secrets::Secrets::new(a.secrets.show_secrets);
             if a.jsonl {
-                message::decode_jsonl(std::io::stdin().lock(), &mut out)?;
+                message::decode_jsonl(std::io::stdin().lock(), &mut out, &mut secrets)?;
             } else {
                 let bytes = input::bytes(a.hex.as_deref())?;
                 let json = if a.frame {
-                    message::decode_frame(&bytes, a.direction, a.api_key, a.api_version)?
+                    message::decode_frame(&bytes, a.direction, a.api_key, a.api_version, &mut secrets)?
                 } else {
                     let (key, version, request) = message::body_args(a.api_key, a.api_version, a.direction)?;
-                    message::decode_body(key, version, request, &bytes)?
+                    message::decode_body(key, version, request, &bytes, &mut secrets)?
                 };
                 input::print_json(&mut out, &json, a.pretty)?;
             }
@@ -380,7 +398,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Pcap(a) => {
             let ports = if a.ports.is_empty() { vec![9092] } else { a.ports };
-            pcap::run(&a.file, &ports, &mut out)?;
+            pcap::run(&a.file, &ports, secrets::Secrets::new(a.secrets.show_secrets), &mut out)?;
         }
         Command::Records(a) => {
             if a.jsonl {

@@ -12,6 +12,7 @@ use kwire::{ApiKey, Bytes, Decode, RequestKind, ResponseKind, VersionedJson};
 
 use crate::error::{CliError, InputError};
 use crate::input;
+use crate::secrets::Secrets;
 use crate::Direction;
 
 /// The api key, version and direction a body command needs.
@@ -63,9 +64,11 @@ fn body_json(key: i16, version: i16, request: bool, mut buf: Bytes) -> Result<Va
     Ok(json)
 }
 
-/// Decodes a message body to JSON.
-pub fn decode_body(key: i16, version: i16, request: bool, bytes: &[u8]) -> Result<Value, CliError> {
-    Ok(body_json(key, version, request, Bytes::copy_from_slice(bytes))?)
+/// Decodes a message body to JSON, secrets withheld unless `secrets` shows them.
+pub fn decode_body(key: i16, version: i16, request: bool, bytes: &[u8], secrets: &mut Secrets) -> Result<Value, CliError> {
+    let mut json = body_json(key, version, request, Bytes::copy_from_slice(bytes))?;
+    secrets.apply(0, key, request, &mut json);
+    Ok(json)
 }
 
 /// A request payload (a frame without its size): header and body JSON.
@@ -106,16 +109,18 @@ pub fn frame_payload(frame: &[u8]) -> Result<&[u8], CliError> {
     Ok(payload)
 }
 
-/// Decodes a whole frame: a request is self-describing; a response needs the api key and version.
-pub fn decode_frame(frame: &[u8], dir: Direction, key: Option<i16>, version: Option<i16>) -> Result<Value, CliError> {
+/// Decodes a whole frame: a request is self-describing; a response needs the api key and
+/// version. Secrets are withheld unless `secrets` shows them.
+pub fn decode_frame(frame: &[u8], dir: Direction, key: Option<i16>, version: Option<i16>, secrets: &mut Secrets) -> Result<Value, CliError> {
     let payload = frame_payload(frame)?;
-    let (header, body) = if dir.response {
+    let (key, (head, mut body)) = if dir.response {
         let (key, version, _) = body_args(key, version, dir)?;
-        response_json(payload, key, version)
+        (key, response_json(payload, key, version)?)
     } else {
-        request_json(payload)
-    }?;
-    Ok(json!({"header": header, "body": body}))
+        (header::peek_request_start(payload).map_or(-1, |(key, _, _)| key), request_json(payload)?)
+    };
+    secrets.apply(0, key, !dir.response, &mut body);
+    Ok(json!({"header": head, "body": body}))
 }
 
 fn kind(line: &Value) -> Result<bool, CliError> {
@@ -126,14 +131,15 @@ fn kind(line: &Value) -> Result<bool, CliError> {
     }
 }
 
-/// `decode --jsonl`.
-pub fn decode_jsonl(input: impl BufRead, out: &mut impl Write) -> Result<(), CliError> {
+/// `decode --jsonl`: the lines are one connection's frames (a SaslHandshake line names the
+/// mechanism of the SaslAuthenticate lines after it).
+pub fn decode_jsonl(input: impl BufRead, out: &mut impl Write, secrets: &mut Secrets) -> Result<(), CliError> {
     input::jsonl(input, out, "json", |line| {
         let key = input::int_field(line, "apiKey")?;
         let version = input::int_field(line, "apiVersion")?;
         let request = kind(line)?;
         let bytes = input::parse_hex(input::str_field(line, "hex")?)?;
-        decode_body(key, version, request, &bytes)
+        decode_body(key, version, request, &bytes, secrets)
     })
 }
 

@@ -7,7 +7,7 @@
 //! and what the broker answered (before the proxy rewrote broker addresses for the client); a
 //! frame that does not decode is printed with the error and was forwarded all the same.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -23,6 +23,7 @@ use tokio::sync::mpsc;
 use crate::error::CliError;
 use crate::format::{print_json, Table};
 use crate::message::{request_json, response_json};
+use crate::secrets::Secrets;
 
 /// `kwire tap`.
 #[derive(Args, Debug)]
@@ -47,6 +48,8 @@ pub struct TapArgs {
     /// Stops after this long: `30s`, `5m`, `500ms`, or seconds.
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
+    #[command(flatten)]
+    pub secrets: crate::ShowSecrets,
 }
 
 /// `30s`, `5m`, `1h`, `500ms`, or a number of seconds.
@@ -110,6 +113,11 @@ struct State {
     abandoned: u64,
     /// Frames forwarded but not shown: the printer was [`MAX_QUEUED_BYTES`] behind.
     not_shown: u64,
+    /// Withholds secrets from every body before anything is printed from it.
+    secrets: Secrets,
+    /// Connections after a SaslHandshake v0, until a Kafka request follows: their SASL tokens
+    /// are bare size-prefixed bytes, whose "api key" and "correlation id" are secret bytes.
+    raw_sasl: HashSet<u64>,
 }
 
 /// Requests awaiting a response that the tap remembers (their connections may have closed).
@@ -156,7 +164,7 @@ pub async fn run(upstream: String, args: TapArgs, out: &mut impl Write) -> Resul
             _ => {}
         });
     let proxy = Proxy::start(config).await.map_err(CliError::Proxy)?;
-    let mut state = State::default();
+    let mut state = State { secrets: Secrets::new(args.secrets.show_secrets), ..State::default() };
     let deadline = args.duration.map(|d| tokio::time::Instant::now() + d);
     let stop = stop_signal();
     tokio::pin!(stop);
@@ -317,8 +325,9 @@ impl State {
                 None => "all topics".into(),
                 Some(ts) => format!("topics={}", ts.iter().map(|t| self.topic(t)).collect::<Vec<_>>().join(",")),
             },
+            Some(ApiKey::SaslAuthenticate) => crate::secrets::sasl_summary(body).unwrap_or_default(),
             _ => {
-                for field in ["groupId", "transactionalId", "key"] {
+                for field in ["groupId", "transactionalId", "key", "mechanism"] {
                     if let Some(v) = body.get(field).and_then(Value::as_str) {
                         return format!("{field}={v}");
                     }
@@ -406,7 +415,24 @@ impl State {
     fn frame(&mut self, seen: Seen, json: bool, out: &mut impl Write) -> Result<(), CliError> {
         self.frames += 1;
         let request = seen.direction == FrameDirection::Request;
-        let decoded = if request { request_json(&seen.payload) } else { response_json(&seen.payload, seen.api_key, seen.api_version) };
+        if request {
+            let valid = ApiKey::from_i16(seen.api_key).is_some_and(|api| api.info().valid.contains(seen.api_version));
+            if !valid && self.raw_sasl.contains(&seen.connection) {
+                return self.sasl_token(&seen, json, out);
+            }
+            if seen.api_key == ApiKey::SaslHandshake.key() && seen.api_version == 0 {
+                if self.raw_sasl.len() >= MAX_PENDING {
+                    self.raw_sasl.clear();
+                }
+                self.raw_sasl.insert(seen.connection);
+            } else {
+                self.raw_sasl.remove(&seen.connection);
+            }
+        }
+        let mut decoded = if request { request_json(&seen.payload) } else { response_json(&seen.payload, seen.api_key, seen.api_version) };
+        if let Ok((_, body)) = &mut decoded {
+            self.secrets.apply(seen.connection, seen.api_key, request, body);
+        }
         let name = api_name(seen.api_key);
         let stats = self.apis.entry(seen.api_key).or_default();
         let len = seen.payload.len() as u64 + 4;
@@ -495,6 +521,19 @@ impl State {
         Ok(())
     }
 
+    /// A bare SASL token from the client, withheld: no api, version or correlation id (its
+    /// bytes), one line even in text form (no response is paired with it).
+    fn sasl_token(&mut self, seen: &Seen, json: bool, out: &mut impl Write) -> Result<(), CliError> {
+        let token = self.secrets.sasl_token(seen.connection, true, &seen.payload);
+        if json {
+            let line = json!({"timestamp": seen.wall.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis()), "connection": seen.connection,
+                "direction": "request", "size": seen.payload.len() + 4, "forwarded": mode_name(seen.mode), "saslToken": token});
+            return print_json(out, &line);
+        }
+        let text = crate::secrets::sasl_summary(&json!({"authBytes": token})).unwrap_or_else(|| format!("{} bytes", seen.payload.len()));
+        writeln!(out, "c{} SASL token (after SaslHandshake v0) {text}", seen.connection).map_err(CliError::io)
+    }
+
     /// Per-api counts and latencies: a table, or with --json one object `{"summary": ...}`.
     fn summary(&mut self, json: bool, out: &mut impl Write) -> Result<(), CliError> {
         let mut rows = Vec::new();
@@ -549,6 +588,36 @@ impl State {
         )
         .map_err(CliError::io)
     }
+}
+
+/// Frames as the proxy's hook would hand them over (`(request, api key, version, correlation
+/// id, payload)` on connection 1), printed as `kwire tap` prints them, summary included: for
+/// tests of what the tap's output holds.
+#[cfg(test)]
+pub(crate) fn render(frames: &[(bool, i16, i16, i32, Vec<u8>)], json: bool, show_secrets: bool) -> Vec<u8> {
+    let mut state = State { secrets: Secrets::new(show_secrets), ..State::default() };
+    let mut out = Vec::new();
+    for (request, api_key, api_version, correlation_id, payload) in frames {
+        let direction = if *request { FrameDirection::Request } else { FrameDirection::Response };
+        let seen = Seen {
+            connection: 1,
+            direction,
+            api_key: *api_key,
+            api_version: *api_version,
+            correlation_id: *correlation_id,
+            mode: FrameMode::Pass,
+            payload: payload.clone(),
+            at: Instant::now(),
+            wall: SystemTime::now(),
+        };
+        if let Err(e) = state.frame(seen, json, &mut out) {
+            out.extend_from_slice(e.to_string().as_bytes());
+        }
+    }
+    if let Err(e) = state.summary(json, &mut out) {
+        out.extend_from_slice(e.to_string().as_bytes());
+    }
+    out
 }
 
 /// Error codes other than NONE anywhere in a response body.

@@ -26,6 +26,7 @@ use self::frames::{Framer, Item};
 use self::tcp::{Chunk, HalfStream};
 use crate::error::{CaptureError, CliError, InputError};
 use crate::message::{request_json, response_json};
+use crate::secrets::Secrets;
 
 /// One direction of a connection.
 #[derive(Default)]
@@ -36,25 +37,33 @@ struct Side {
 
 /// A client-broker connection.
 struct Conn {
+    /// Numbered in the order seen: the connection the secrets rule knows it by.
+    id: u64,
     client: SocketAddr,
     broker: SocketAddr,
     requests: Side,
     responses: Side,
     pending: InFlight,
+    /// After a SaslHandshake v0, until a Kafka request follows: SASL tokens travel as bare
+    /// size-prefixed bytes, which read as a frame would print their bytes as an api key, a
+    /// version and a correlation id.
+    raw_sasl: bool,
 }
 
 struct Decoder<'a, W: Write> {
     ports: &'a [u16],
     conns: HashMap<(SocketAddr, SocketAddr), Conn>,
+    next_id: u64,
+    secrets: Secrets,
     out: &'a mut W,
 }
 
-/// Reads `path` and prints its Kafka messages. A corrupt capture prints what came before the
-/// damage and then fails.
-pub fn run(path: &Path, ports: &[u16], out: &mut impl Write) -> Result<(), CliError> {
+/// Reads `path` and prints its Kafka messages, secrets withheld unless `secrets` shows them. A
+/// corrupt capture prints what came before the damage and then fails.
+pub fn run(path: &Path, ports: &[u16], secrets: Secrets, out: &mut impl Write) -> Result<(), CliError> {
     let capture_error = |what| CliError::Input(InputError::Capture { path: path.to_path_buf(), what });
     let mut cap = Capture::open(path).map_err(capture_error)?;
-    let mut dec = Decoder { ports, conns: HashMap::new(), out };
+    let mut dec = Decoder { ports, conns: HashMap::new(), next_id: 0, secrets, out };
     let mut last = Duration::ZERO;
     let mut failure = None;
     loop {
@@ -106,8 +115,11 @@ impl<W: Write> Decoder<'_, W> {
             self.finish_conn(&key, seg.time)?;
             self.conns.remove(&key);
         }
-        let conn =
-            self.conns.entry(key).or_insert_with(|| Conn { client, broker, requests: Side::default(), responses: Side::default(), pending: InFlight::new() });
+        let next_id = &mut self.next_id;
+        let conn = self.conns.entry(key).or_insert_with(|| {
+            *next_id += 1;
+            Conn { id: *next_id, client, broker, requests: Side::default(), responses: Side::default(), pending: InFlight::new(), raw_sasl: false }
+        });
         let side = if request { &mut conn.requests } else { &mut conn.responses };
         let mut chunks = Vec::new();
         side.stream.push(seg.seq, seg.syn, &seg.payload, &mut chunks);
@@ -131,18 +143,33 @@ impl<W: Write> Decoder<'_, W> {
             framer.push(&[], request, &conn.pending, true, &mut items);
         }
         for item in items {
-            let line = Self::item_line(conn, request, item, time);
+            let line = Self::item_line(conn, &mut self.secrets, request, item, time);
             writeln!(self.out, "{line}").map_err(CliError::io)?;
         }
         Ok(())
     }
 
-    fn item_line(conn: &mut Conn, request: bool, item: Item, time: Duration) -> Value {
+    fn item_line(conn: &mut Conn, secrets: &mut Secrets, request: bool, item: Item, time: Duration) -> Value {
         let mut o = Map::new();
         o.insert("timestamp".into(), json!(timestamp(time)));
         o.insert("client".into(), json!(conn.client.to_string()));
         o.insert("broker".into(), json!(conn.broker.to_string()));
         o.insert("direction".into(), json!(if request { "request" } else { "response" }));
+        if let Item::Frame(payload) = &item {
+            let start = peek_request_start(payload);
+            let frame = if request {
+                start.is_some_and(|(key, version, _)| ApiKey::from_i16(key).is_some_and(|api| api.info().valid.contains(version)))
+            } else {
+                payload.get(..4).and_then(|c| c.try_into().ok()).map(i32::from_be_bytes).is_some_and(|corr| conn.pending.get(corr).is_some())
+            };
+            if conn.raw_sasl && !frame {
+                o.insert("saslToken".into(), secrets.sasl_token(conn.id, request, payload));
+                return Value::Object(o);
+            }
+            if request {
+                conn.raw_sasl = start.is_some_and(|(key, version, _)| key == ApiKey::SaslHandshake.key() && version == 0);
+            }
+        }
         match item {
             Item::Skipped(n, why) => {
                 o.insert("error".into(), json!(format!("skipped {n} bytes: {why}")));
@@ -163,7 +190,10 @@ impl<W: Write> Decoder<'_, W> {
                     }
                 }
                 match request_json(&payload) {
-                    Ok((header, body)) => {
+                    Ok((header, mut body)) => {
+                        if let Some((key, _, _)) = peek_request_start(&payload) {
+                            secrets.apply(conn.id, key, true, &mut body);
+                        }
                         o.insert("header".into(), header);
                         o.insert("body".into(), body);
                     }
@@ -182,7 +212,8 @@ impl<W: Write> Decoder<'_, W> {
                         o.insert("apiKey".into(), json!(api.key()));
                         o.insert("apiVersion".into(), json!(version));
                         match response_json(&payload, api.key(), version) {
-                            Ok((header, body)) => {
+                            Ok((header, mut body)) => {
+                                secrets.apply(conn.id, api.key(), false, &mut body);
                                 o.insert("header".into(), header);
                                 o.insert("body".into(), body);
                             }
