@@ -54,6 +54,30 @@ pub struct ConnectOptions {
     /// The seed of the client's random choices (backoff jitter, sticky partitions,
     /// re-authentication timing), for tests that replay a run exactly; from the OS when `None`.
     pub seed: Option<u64>,
+    /// The ApiVersions version each broker (by address) answered at, shared by the connections
+    /// made with these options: a broker older than this build (Kafka 3.x refuses ApiVersions
+    /// v4) is asked at its version from the second connection on, one round trip fewer.
+    pub api_versions_seen: ApiVersionsSeen,
+}
+
+/// The ApiVersions request version brokers took, by address ([`ConnectOptions::api_versions_seen`]);
+/// clones share it.
+#[derive(Debug, Clone, Default)]
+pub struct ApiVersionsSeen(Arc<Mutex<HashMap<String, i16>>>);
+
+impl ApiVersionsSeen {
+    fn get(&self, addr: &str) -> Option<i16> {
+        self.0.lock().ok()?.get(addr).copied()
+    }
+
+    fn set(&self, addr: &str, version: i16) {
+        if let Ok(mut seen) = self.0.lock() {
+            // Bounded by the brokers a client is told of; a stale entry costs one refusal.
+            if seen.len() < 4096 || seen.contains_key(addr) {
+                seen.insert(addr.to_owned(), version);
+            }
+        }
+    }
 }
 
 /// Any stream a connection can run over: TCP, TLS, an in-memory pipe.
@@ -130,6 +154,7 @@ impl Default for ConnectOptions {
             max_frame_size: kwire::codec::DEFAULT_MAX_FRAME_SIZE,
             connector: None,
             seed: None,
+            api_versions_seen: ApiVersionsSeen::default(),
         }
     }
 }
@@ -496,7 +521,8 @@ impl Connection {
                 ..Default::default()
             })
         };
-        let mut version = ours.hi;
+        let seen = &self.shared.options.api_versions_seen;
+        let mut version = seen.get(&self.shared.addr).filter(|v| ours.contains(*v)).unwrap_or(ours.hi);
         let mut response = self.expect_api_versions(self.send(version, request()).await?)?;
         if response.error_code == ErrorCode::UNSUPPORTED_VERSION.0 {
             let theirs = response.api_keys.iter().find(|k| k.api_key == ApiKey::ApiVersions.key());
@@ -509,6 +535,7 @@ impl Connection {
             response = self.expect_api_versions(self.send(version, request()).await?)?;
         }
         Error::check(response.error_code, None, || format!("ApiVersions v{version} to {}", self.shared.addr))?;
+        seen.set(&self.shared.addr, version);
         let versions = Versions::new(&response);
         debug!(apis = response.api_keys.len(), "negotiated");
         *self.shared.negotiated.lock().map_err(|_| Error::Disconnected("poisoned".into()))? = Some(Arc::new(versions));

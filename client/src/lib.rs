@@ -62,7 +62,7 @@ pub use admin::{
 };
 pub use assignor::Assignor;
 pub use cluster::{BrokerInfo, Client, ClientConfig, ClusterMetadata, PartitionInfo, TopicInfo};
-pub use conn::{ConnectOptions, Connection, Connector, Transport, Versions};
+pub use conn::{ApiVersionsSeen, ConnectOptions, Connection, Connector, Transport, Versions};
 pub use consumer::{
     Consumer, ConsumerConfig, ConsumerGroupMetadata, ConsumerRecord, FetchStats, IsolationLevel, ListenerFuture, OffsetReset, RebalanceListener,
 };

@@ -1,14 +1,18 @@
-//! Topics created as Java's clients create them, against kwire-fake (which honours Metadata's
+//! kwire-client against kwire-fake: how it asks for topics and versions.
+//!
+//! Topics are created as Java's clients create them (the fake honours Metadata's
 //! `allow_auto_topic_creation` under `auto.create.topics.enable`, as Kafka's brokers do): the
 //! producer asks for every topic it sends to with it, the consumer for the topics it
 //! subscribes to unless `allow_auto_create_topics` is false, a plain lookup never; a topic that
-//! stays unknown fails the send after `max_block`, naming the topic.
+//! stays unknown fails the send after `max_block`, naming the topic. ApiVersions goes at the
+//! version a broker took before, so an older broker costs one refused request per address,
+//! not one per connection.
 
 use std::time::Duration;
 
-use kwire::RequestKind;
+use kwire::{ApiKey, RequestKind};
 use kwire_client::{Client, ClientConfig, Connector, Consumer, ConsumerConfig, Error, OffsetReset, Producer, ProducerConfig, ProducerRecord};
-use kwire_fake::{Cluster, ClusterConfig};
+use kwire_fake::{Cluster, ClusterConfig, Release};
 
 async fn client(cluster: &Cluster) -> Client {
     let config = ClientConfig::new(&cluster.bootstrap()).connector(Connector::new(cluster.connector())).seed(1).request_timeout(Duration::from_secs(5));
@@ -84,4 +88,28 @@ async fn the_consumer_creates_its_subscribed_topics_unless_told_not_to() {
     subscribe_and_poll(&cluster, "not-wanted", false).await;
     assert!(cluster.records("not-wanted", 0).is_err(), "allow_auto_create_topics false: not created");
     assert!(!asked_to_create(&cluster));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_older_broker_is_asked_at_its_api_versions_version_after_the_first_refusal() {
+    let cluster = Cluster::start(ClusterConfig::default().seed(8).release(Release::V3_9));
+    let config = ClientConfig::new(&cluster.bootstrap()).connector(Connector::new(cluster.connector())).seed(1);
+    // (version, refused) of every ApiVersions request the cluster took.
+    let asked =
+        |cluster: &Cluster| cluster.journal().iter().filter(|e| e.api == ApiKey::ApiVersions).map(|e| (e.version, !e.errors.is_empty())).collect::<Vec<_>>();
+    // Kafka 3.9 serves ApiVersions up to v4; this build asks at its newest first.
+    let theirs = Release::V3_9.versions(ApiKey::ApiVersions).expect("served").hi;
+    let ours = ApiKey::ApiVersions.info().versions(false).hi;
+    assert!(theirs < ours, "this build knows a newer ApiVersions than Kafka 3.9");
+    let first = Client::connect(config.clone()).await.expect("connected");
+    first.refresh_metadata().await.expect("metadata");
+    let before = asked(&cluster);
+    assert_eq!(before.first(), Some(&(ours, true)), "refused at first: {before:?}");
+    assert_eq!(before.get(1), Some(&(theirs, false)), "then taken at the broker's version: {before:?}");
+    // A second client made from the same settings shares what the first learnt: no refusal.
+    let second = Client::connect(config).await.expect("connected");
+    second.refresh_metadata().await.expect("metadata");
+    let after = asked(&cluster);
+    assert!(after.len() > before.len(), "the second client connected: {after:?}");
+    assert!(after[before.len()..].iter().all(|a| *a == (theirs, false)), "{after:?}");
 }
