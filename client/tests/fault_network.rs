@@ -248,6 +248,25 @@ async fn read_back(b: &Broker, topic: &str) -> Vec<(i32, i64, String, usize)> {
         .collect()
 }
 
+/// How many batches the log holds (runs of records with one producer id, epoch and base
+/// sequence): how finely a client cut its records, whichever client wrote them.
+async fn batches_in_log(b: &Broker, topic: &str, log: &[(i32, i64, String, usize)]) -> usize {
+    let reader = b.client().await;
+    let mut batches = 0;
+    for p in 0..PARTITIONS {
+        let count = log.iter().filter(|r| r.0 == p).count();
+        let mut last = None;
+        for f in common::fetch_all(&reader, topic, p, count).await {
+            let key = Some((f.producer_id, f.producer_epoch, f.base_sequence));
+            if key != last {
+                batches += 1;
+                last = key;
+            }
+        }
+    }
+    batches
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idempotent_producer_through_a_faulty_network_loses_and_duplicates_nothing() {
     let Some(b) = Broker::from_env("an_idempotent_producer_through_a_faulty_network_loses_and_duplicates_nothing") else { return };
@@ -351,6 +370,7 @@ async fn an_idempotent_producer_through_a_faulty_network_loses_and_duplicates_no
             Err(e) => tally(e),
         }
     }
+    let stats = producer.stats();
     tokio::time::timeout(Duration::from_secs(30), producer.close()).await.expect("closed in time").ok();
     let counts = proxy.fault_counts();
     assert_eq!((counts.total(), counts.connections >= faults_over.connections), (faults_over.total(), true), "no fault once disabled");
@@ -359,6 +379,7 @@ async fn an_idempotent_producer_through_a_faulty_network_loses_and_duplicates_no
     drop(proxy);
 
     let log = read_back(&b, &topic).await;
+    let batches = batches_in_log(&b, &topic, &log).await;
     let Audit { missing, duplicated, moved, out_of_order, counts: found } = audit(&log, &acked);
     if !duplicated.is_empty() {
         // The evidence: the batches (producer epoch and base sequence) each copy was written in.
@@ -381,7 +402,7 @@ async fn an_idempotent_producer_through_a_faulty_network_loses_and_duplicates_no
     println!(
         "fault network: {} records sent under faults, {} acknowledged, then {CALM} on the healed network ({} failed), {} errors ({errors:?}), {} in the log (read back by Java), \
          {} of them unacknowledged; faults over {} connections: {} dropped, {} delayed, {} stalled, {} reset, {} truncated, {} late; \
-         produced in {:.1}s, {:.1}s in all (seed {seed})",
+         produced in {:.1}s, {:.1}s in all (seed {seed}); {batches} batches in the log, {:?}",
         RECORDS,
         faulty_acked,
         calm_failed.len(),
@@ -396,7 +417,8 @@ async fn an_idempotent_producer_through_a_faulty_network_loses_and_duplicates_no
         counts.truncate,
         counts.late,
         produced_in.as_secs_f64(),
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        stats
     );
     // One line for scripts/fault-soak.sh's table.
     println!(
@@ -494,6 +516,7 @@ async fn java_producer_through_the_same_faulty_network() {
         }
     }
     let log = read_back(&b, &topic).await;
+    let batches = batches_in_log(&b, &topic, &log).await;
     let audit = audit(&log, &acked);
     println!(
         "soak: client=java seed={seed} sent={} acked={} failed={} in_log={} duplicated={} lost={} moved={} out_of_order={} produced_s={produced_in} recovered_s={recovered_in} faults={}",
@@ -509,7 +532,8 @@ async fn java_producer_through_the_same_faulty_network() {
     );
     println!(
         "java through the fault network: {RECORDS} records sent, {} acknowledged, {} failed ({failed:?}), {} in the log; \
-         faults over {} connections: {} dropped, {} delayed, {} stalled, {} reset, {} truncated, {} late; produced in {produced_in}s (seed {seed}); {audit:?}",
+         faults over {} connections: {} dropped, {} delayed, {} stalled, {} reset, {} truncated, {} late; produced in {produced_in}s (seed {seed}); \
+         {batches} batches in the log; {audit:?}",
         acked.len(),
         failed.values().sum::<usize>(),
         log.len(),
