@@ -16,8 +16,9 @@
 #     kafka-clients (every stage before this one uses the default build; each spec set is then
 #     compiled once, in the same target directory, so the dependencies are not built again);
 #  6. every Kafka release's specs from 2.4.0 on (scripts/releases.sh);
-#  7. the packaged crates built downstream, offline (scripts/package.sh), and the docs of every
-#     crate without a warning.
+#  7. the packaged crates built downstream, offline (scripts/package.sh), the docs of every
+#     crate without a warning, `cargo fmt --check` and clippy on every target with warnings
+#     denied.
 # Every stage runs even when an earlier one failed; a table of each stage's seconds and outcome
 # closes the run, then the tests that could not run and why, and `stages: N passed, M failed`.
 # A tool that cannot be had makes its tests skip with a reason (listed at the end), unless
@@ -117,6 +118,9 @@ else
 fi
 stage "package, built downstream offline" scripts/package.sh
 stage "docs without warnings" env RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps --workspace
+stage "format" cargo fmt --all --check
+# After the docs, whose dependency metadata it reuses: only the workspace's crates are linted.
+stage "clippy, every target" cargo clippy -q --workspace --all-targets -- -D warnings
 # Last: each rebuilds kwire in target/ with its own specs, which a later stage using the
 # default build would compile back.
 stage "kafka 3.9.0 alone (+ oracle 3.9.2)" single_release 3.9.0 3.9.2

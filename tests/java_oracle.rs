@@ -178,7 +178,7 @@ impl SpecIndex {
         let mut index = SpecIndex::default();
         for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
             let path = entry.expect("dir entry").path();
-            if !path.extension().is_some_and(|e| e == "json") {
+            if path.extension().is_none_or(|e| e != "json") {
                 continue;
             }
             let spec = read_spec(&path).unwrap_or_else(|e| panic!("{e}"));
@@ -321,7 +321,7 @@ fn explain(ctx: &Ctx, row: &str, column: &str, failures: &[String]) -> Option<(&
             // the jar's own spec, Java's ApiKeys, the spec kwire generated each version from
             // (the release that defines it, `ApiKey::info().origin`), and kwire's ApiInfo.
             let info = api.info();
-            let valid = ctx.build.versions_of(&info)?;
+            let valid = ctx.build.versions_of(info)?;
             let file = format!("{}Request.json", api.name());
             let jar_spec = ctx.jar_index.by_api.get(&(api.key(), "request".to_string())).ok_or(format!("the jar has no spec for api {key}"))?;
             let jar = spec_range(jar_spec["deprecatedVersions"].as_str());
@@ -1221,7 +1221,7 @@ fn check_tables(dir: &Path, build: &Build, matrix: &mut Matrix) {
             Some(k) => (|| {
                 let info = k.info();
                 // A merged build against the versions of the jar's release (`info.releases`).
-                let valid = build.versions_of(&info)?;
+                let valid = build.versions_of(info)?;
                 let unstable = if build.merged() {
                     info.releases.iter().find(|r| r.release == build.jar_release()).is_some_and(|r| r.latest_version_unstable)
                 } else {
@@ -1273,7 +1273,7 @@ fn check_tables(dir: &Path, build: &Build, matrix: &mut Matrix) {
         let info = k.info();
         let theirs = info.releases.iter().find(|r| r.release == rel).map_or(VersionRange::NONE, |r| r.valid);
         let spec = build.spec(build.jar_release, &format!("{}Request", k.name()));
-        if build.merged() && theirs.is_empty() && spec.map_or(true, |s| spec_range(s["validVersions"].as_str()).is_none()) {
+        if build.merged() && theirs.is_empty() && spec.is_none_or(|s| spec_range(s["validVersions"].as_str()).is_none()) {
             let by: Vec<&str> = info.releases.iter().filter(|r| !r.valid.is_empty()).map(|r| r.release).collect();
             matrix.only.insert((r, "table".into()), format!("not in {rel}, defined by {}", by.join(", ")));
         } else {

@@ -83,7 +83,7 @@ fn unstable_versions_only_on_opt_in() {
 #[test]
 fn map_key_arrays_keep_order_and_duplicates_with_lookups() {
     let topic = |name: &str, n| CreatableTopic { name: name.into(), num_partitions: n, ..Default::default() };
-    let topics = vec![topic("a", 1), topic("b", 2), topic("a", 3)];
+    let topics = [topic("a", 1), topic("b", 2), topic("a", 3)];
     assert_eq!(topics.find("a").map(|t| t.num_partitions), Some(1));
     assert_eq!(topics.find_all("a").map(|t| t.num_partitions).collect::<Vec<_>>(), vec![1, 3]);
     assert_eq!(topics.position("b"), Some(1));

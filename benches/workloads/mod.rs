@@ -305,6 +305,7 @@ pub mod kw {
     }
 
     /// The records `Bytes` of a W3 response, in encode order.
+    #[allow(clippy::useless_conversion)]
     pub fn w3_shared(m: &FetchResponse) -> Vec<Bytes> {
         // `Option::from`: records are nullable in the 3.9.0 specs, not in Kafka 4's.
         m.responses.iter().flat_map(|t| t.partitions.iter().filter_map(|p| Option::from(p.records.clone()))).collect()

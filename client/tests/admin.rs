@@ -326,7 +326,7 @@ async fn kafka_admin_agrees_on_acls_quotas_offsets_records_features() {
     );
 
     // Clean up: each deletion reported per item.
-    let deleted = admin.delete_acls(&[mine.clone()]).await.unwrap().remove(0).unwrap();
+    let deleted = admin.delete_acls(std::slice::from_ref(&mine)).await.unwrap().remove(0).unwrap();
     assert_eq!(deleted, expected_acls);
     admin
         .alter_client_quotas(&[QuotaAlteration { entity, ops: vec![("producer_byte_rate".into(), None), ("consumer_byte_rate".into(), None)] }])
@@ -532,7 +532,7 @@ async fn delegation_tokens_log_in_until_expired() {
     // A wrong HMAC is refused.
     let forged = kwire_client::DelegationToken { hmac: kwire::Bytes::from_static(b"forged"), ..token.clone() };
     let options = ConnectOptions { sasl: Some(Sasl::delegation_token(ScramMechanism::Sha256, &forged)), ..Default::default() };
-    let err = Connection::connect(sasl_addr, &options).await.err().expect("a forged token");
+    let err = Connection::connect(sasl_addr, &options).await.expect_err("a forged token");
     assert!(matches!(err, Error::Authentication { .. }), "{err:?}");
     admin.expire_delegation_token(&token.hmac, -1).await.unwrap();
     common::eventually("the expired token refused", || async { matches!(login(ScramMechanism::Sha256).await, Err(Error::Authentication { .. })) }).await;

@@ -730,7 +730,7 @@ async fn member(
 /// processes and commits the whole topic.
 async fn consumer_group(seed: u64) -> Result<String, String> {
     let plan = plan(seed);
-    let protocol = if seed % 2 == 0 { kwire_client::GroupProtocol::Consumer } else { kwire_client::GroupProtocol::Classic };
+    let protocol = if seed.is_multiple_of(2) { kwire_client::GroupProtocol::Consumer } else { kwire_client::GroupProtocol::Classic };
     let cluster = Cluster::start(ClusterConfig::default().brokers(3).seed(seed).clock_start_ms(1_700_000_000_000));
     cluster.create_topic(EVENTS, 6, 3).map_err(|e| e.to_string())?;
     let records = plan.records.min(1200);
@@ -878,6 +878,7 @@ const SHARE_LIMIT: i16 = 4;
 /// or rejects some, now and then takes longer than the acquisition lock (`lock_ms`) over them,
 /// commits now and then or lets the next poll carry its acknowledgements; crashes (dropped
 /// without closing) and comes back. Once `calm`, it accepts everything at once.
+#[allow(clippy::too_many_arguments)]
 async fn share_member(
     cluster: Cluster,
     seed: u64,

@@ -142,7 +142,7 @@ mod tests {
             }
             assert!(syn::parse_str::<Ident>(row.module).is_ok());
             assert_eq!(row.sample.is_none(), row.literal == DefaultKind::Bool);
-            assert!(row.sample.map_or(true, |m| syn::parse_str::<Ident>(m).is_ok()));
+            assert!(row.sample.is_none_or(|m| syn::parse_str::<Ident>(m).is_ok()));
             assert!(matches!(row.size, 1 | 2 | 4 | 8 | 16), "{}: arrays inline 16 / size elements", row.spec);
         }
         assert_eq!(Fixed::parse("string"), None);

@@ -200,6 +200,7 @@ impl kwire::runtime::sample::ViewMessageVisitor for SameOutcome<'_> {
 }
 
 /// Every target by name, as `run.sh` and the corpus test know them.
+#[allow(clippy::type_complexity)]
 pub const TARGETS: [(&str, fn(&[u8])); 7] = [
     ("decode_request", decode_request),
     ("decode_response", decode_response),

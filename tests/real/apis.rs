@@ -1,4 +1,8 @@
 //! One valid request per api, for any version, and what the answer must carry.
+// Records are nullable in Kafka 3.9.0's specs and not in 4.x's: `Option::from` builds on either.
+#![allow(clippy::useless_conversion)]
+// Messages gain fields in newer specs: `..Default::default()` keeps these literals building on every spec set.
+#![allow(clippy::needless_update)]
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -732,7 +736,7 @@ pub fn exercise(s: &mut Sweep, api: ApiKey, v: i16) -> R<String> {
             let r = s.conn.call(v, req)?;
             expect(&r, &[])?;
             let r = as_resp!(r, DescribeCluster);
-            if &*r.cluster_id != s.state.cluster_id || r.brokers.is_empty() {
+            if *r.cluster_id != s.state.cluster_id || r.brokers.is_empty() {
                 return Err(format!("cluster {} with {} brokers", r.cluster_id, r.brokers.len()));
             }
             Ok(format!("{} broker(s)", r.brokers.len()))

@@ -343,14 +343,11 @@ impl Sweep {
     pub fn common(&self) -> Vec<(ApiKey, VersionRange)> {
         let mut out = Vec::new();
         for k in &self.advertised.api_keys {
-            match ApiKey::from_i16(k.api_key) {
-                Some(api) => {
-                    let common = api.stable_versions().intersect(&VersionRange::new(k.min_version, k.max_version));
-                    if !common.is_empty() {
-                        out.push((api, common));
-                    }
+            if let Some(api) = ApiKey::from_i16(k.api_key) {
+                let common = api.stable_versions().intersect(&VersionRange::new(k.min_version, k.max_version));
+                if !common.is_empty() {
+                    out.push((api, common));
                 }
-                None => {}
             }
         }
         out

@@ -11,7 +11,7 @@ fn primes(n: usize) -> Vec<u64> {
     let mut out = Vec::new();
     let mut k = 2u64;
     while out.len() < n {
-        if (2..k).take_while(|d| d * d <= k).all(|d| k % d != 0) {
+        if (2..k).take_while(|d| d * d <= k).all(|d| !k.is_multiple_of(d)) {
             out.push(k);
         }
         k += 1;
