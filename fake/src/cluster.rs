@@ -52,8 +52,13 @@ pub(crate) enum Listener {
 pub enum Security {
     /// No authentication: the principal is `User:ANONYMOUS`.
     Plaintext,
-    /// SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) before any other request.
+    /// SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER when configured) before any other
+    /// request.
     SaslPlaintext,
+    /// TLS ([`ClusterConfig::tls`]'s certificate), no authentication.
+    Ssl,
+    /// TLS, then SASL.
+    SaslSsl,
 }
 
 /// Everything the brokers share: topics and logs, producers, transactions, groups.
@@ -216,8 +221,8 @@ impl Inner {
     /// listener's, and in-memory ones when the cluster has SASL users.
     pub(crate) fn needs_sasl(&self, listener: Listener) -> bool {
         match listener {
-            Listener::Memory => !self.config.sasl_plain.is_empty() || !self.config.sasl_scram.is_empty(),
-            Listener::Tcp(security) => security == Security::SaslPlaintext,
+            Listener::Memory => self.config.has_sasl(),
+            Listener::Tcp(security) => matches!(security, Security::SaslPlaintext | Security::SaslSsl),
         }
     }
 
@@ -388,7 +393,7 @@ impl Cluster {
     pub fn bootstrap(&self) -> String {
         let tcp = self.inner.tcp.lock().unwrap_or_else(|p| p.into_inner());
         (0..self.inner.config.brokers)
-            .map(|b| match tcp.range((b, Security::Plaintext)..=(b, Security::SaslPlaintext)).next() {
+            .map(|b| match tcp.range((b, Security::Plaintext)..=(b, Security::SaslSsl)).next() {
                 Some((_, a)) => a.to_string(),
                 None => format!("broker-{b}:{MEMORY_PORT}"),
             })
@@ -428,17 +433,31 @@ impl Cluster {
 
     /// Listens on TCP as well: broker `N` on `addr`'s port plus `N` (every broker on a free
     /// port when it is 0). Metadata answers on these connections give the TCP addresses.
-    /// SASL_PLAINTEXT when the cluster has SASL users, else PLAINTEXT. Returns each broker's
-    /// address.
+    /// SASL_PLAINTEXT when the cluster has SASL users, else PLAINTEXT; over TLS (SASL_SSL, SSL)
+    /// when it has a certificate ([`ClusterConfig::tls`]). Returns each broker's address.
     pub async fn listen(&self, addr: SocketAddr) -> io::Result<Vec<SocketAddr>> {
         let c = &self.inner.config;
-        let security = if c.sasl_plain.is_empty() && c.sasl_scram.is_empty() { Security::Plaintext } else { Security::SaslPlaintext };
+        let security = match (c.tls.is_some(), c.has_sasl()) {
+            (false, false) => Security::Plaintext,
+            (false, true) => Security::SaslPlaintext,
+            (true, false) => Security::Ssl,
+            (true, true) => Security::SaslSsl,
+        };
         self.listen_with(addr, security).await
     }
 
     /// Listens on TCP with `security` (a broker may have one listener of each: PLAINTEXT
     /// beside SASL_PLAINTEXT, as Kafka's `listeners` list them); otherwise as [`listen`](Self::listen).
+    /// SSL and SASL_SSL need [`ClusterConfig::tls`] (an `InvalidInput` error without it, or
+    /// when its certificate or key does not load).
     pub async fn listen_with(&self, addr: SocketAddr, security: Security) -> io::Result<Vec<SocketAddr>> {
+        let tls = match security {
+            Security::Plaintext | Security::SaslPlaintext => None,
+            Security::Ssl | Security::SaslSsl => match &self.inner.config.tls {
+                Some(identity) => Some(identity.acceptor()?),
+                None => return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("a {security:?} listener needs a certificate (ClusterConfig::tls)"))),
+            },
+        };
         let mut out = Vec::new();
         for broker in 0..self.inner.config.brokers {
             let mut at = addr;
@@ -449,7 +468,7 @@ impl Cluster {
             let local = listener.local_addr()?;
             self.inner.tcp.lock().unwrap_or_else(|p| p.into_inner()).insert((broker, security), local);
             out.push(local);
-            tokio::spawn(crate::server::accept(self.inner.clone(), broker, Listener::Tcp(security), listener));
+            tokio::spawn(crate::server::accept(self.inner.clone(), broker, Listener::Tcp(security), listener, tls.clone()));
         }
         Ok(out)
     }
