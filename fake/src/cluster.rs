@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use kwire::runtime::records::{Batch, Batches, Record};
 use kwire::{Bytes, ErrorCode, Uuid};
@@ -205,6 +206,8 @@ pub(crate) struct Inner {
     cut: Mutex<Vec<String>>,
     /// Bumped to close every connection of cut clients.
     pub(crate) cut_changed: watch::Sender<u64>,
+    /// Quota rate sensors and the throttles a test imposed.
+    throttling: Mutex<crate::throttle::Throttling>,
 }
 
 impl Inner {
@@ -232,6 +235,11 @@ impl Inner {
 
     pub(crate) fn hooks(&self) -> MutexGuard<'_, Hooks> {
         self.hooks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Taken after the state's lock when both are.
+    pub(crate) fn throttling(&self) -> MutexGuard<'_, crate::throttle::Throttling> {
+        self.throttling.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub(crate) fn journal(&self) -> MutexGuard<'_, Journal> {
@@ -378,6 +386,7 @@ impl Cluster {
             tcp: Mutex::new(BTreeMap::new()),
             cut: Mutex::new(Vec::new()),
             cut_changed: watch::channel(0).0,
+            throttling: Mutex::new(Default::default()),
         });
         tokio::spawn(crate::timers::run(Arc::downgrade(&inner)));
         Cluster { inner }
@@ -675,6 +684,43 @@ impl Cluster {
     pub fn cut_client(&self, client_id: &str) {
         self.inner.cut.lock().unwrap_or_else(|p| p.into_inner()).push(client_id.to_owned());
         self.inner.cut_changed.send_modify(|n| *n += 1);
+    }
+
+    /// Throttles a client: every response to `client_id` that has a `throttle_time_ms` carries
+    /// at least `throttle`, and its connection is not read for that long after (as a broker
+    /// whose quota the client exceeded), until [`clear_throttles`](Self::clear_throttles).
+    pub fn throttle_client(&self, client_id: &str, throttle: Duration) {
+        self.inner.throttling().imposed.push((crate::throttle::Target::Client(client_id.to_owned()), throttle));
+    }
+
+    /// Throttles every client of a broker as [`throttle_client`](Self::throttle_client) does one.
+    pub fn throttle_broker(&self, broker: i32, throttle: Duration) -> Result<(), ControlError> {
+        if !self.inner.state().brokers.contains_key(&broker) {
+            return Err(ControlError::UnknownBroker(broker));
+        }
+        self.inner.throttling().imposed.push((crate::throttle::Target::Broker(broker), throttle));
+        Ok(())
+    }
+
+    /// Removes the throttles of [`throttle_client`](Self::throttle_client) and
+    /// [`throttle_broker`](Self::throttle_broker) (quotas stay).
+    pub fn clear_throttles(&self) {
+        self.inner.throttling().imposed.clear();
+    }
+
+    /// Sets (`Some`) or removes (`None`) a client quota, as AlterClientQuotas would: `entity`
+    /// names `user` and/or `client-id` (`None`: the default), `key` is `producer_byte_rate`,
+    /// `consumer_byte_rate`, `request_percentage` or `controller_mutation_rate`. The byte rates
+    /// throttle Produce and Fetch on each broker (see the crate's README).
+    pub fn set_quota(&self, entity: &[(&str, Option<&str>)], key: &str, value: Option<f64>) -> Result<(), ControlError> {
+        let entity: crate::quotas::Entity = entity.iter().map(|(t, n)| ((*t).to_owned(), n.map(str::to_owned))).collect();
+        let invalid = |m: String| ControlError::Kafka(ErrorCode::INVALID_REQUEST, m);
+        crate::quotas::check_entity(&entity).map_err(invalid)?;
+        if let Some(v) = value {
+            crate::quotas::check_value(&entity, key, v).map_err(invalid)?;
+        }
+        self.inner.state().quotas.set(&entity, key, value);
+        Ok(())
     }
 
     /// Lets a cut client connect again.

@@ -41,6 +41,7 @@ mod scram;
 mod server;
 mod share_state;
 mod telemetry;
+mod throttle;
 mod timers;
 mod tls;
 mod tokens;

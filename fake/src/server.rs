@@ -4,10 +4,11 @@
 //! when a hook or the client's cut says so, or at a frame Kafka would close the connection for.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use kwire::codec::{FrameDecoder, OutboundResponse, RequestFrame, ServerCodec};
 use kwire::messages::{SaslAuthenticateResponse, SaslHandshakeResponse};
-use kwire::{ApiKey, ByteString, Bytes, BytesMut, ErrorCode, RequestKind, ResponseKind};
+use kwire::{ApiKey, ByteString, Bytes, BytesMut, Encode, ErrorCode, RequestKind, ResponseKind};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -16,7 +17,7 @@ use tracing::debug;
 use crate::cluster::{Inner, Listener};
 use crate::control::{Action, Entry, Seen};
 use crate::handlers::{self, Ctx, Reply};
-use crate::{oauth, scram};
+use crate::{oauth, scram, throttle};
 
 /// Where a connection is in SASL.
 enum Sasl {
@@ -91,7 +92,7 @@ fn mechanisms(inner: &Inner) -> Vec<&'static str> {
 }
 
 /// How long a TLS handshake may take before the connection is dropped.
-const TLS_HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Accepts TCP connections for `broker` until the cluster is gone; over TLS with `tls`.
 pub(crate) async fn accept(inner: Arc<Inner>, broker: i32, kind: Listener, listener: TcpListener, tls: Option<tokio_rustls::TlsAcceptor>) {
@@ -184,8 +185,10 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         } else {
             match codec.decode_request(&mut input) {
                 Ok(Some(frame)) => {
-                    let mut conn = Conn { broker, connection, listener, sasl: &mut sasl, principal: &mut principal, session: &mut session };
+                    let mut conn =
+                        Conn { broker, connection, listener, sasl: &mut sasl, principal: &mut principal, session: &mut session, mute: Duration::ZERO };
                     let keep_open = answer(&inner, &mut conn, &mut codec, &frame, &mut output).await;
+                    let mute = conn.mute;
                     if !output.is_empty() {
                         if stream.write_all(&output).await.is_err() {
                             return;
@@ -194,6 +197,13 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
                     }
                     if !keep_open {
                         return;
+                    }
+                    // A throttled client's connection is not read until its throttle time is over.
+                    if !mute.is_zero() {
+                        tokio::select! {
+                            _ = stopped.changed() => return,
+                            _ = tokio::time::sleep(mute) => {}
+                        }
                     }
                     continue;
                 }
@@ -224,6 +234,8 @@ struct Conn<'a> {
     sasl: &'a mut Sasl,
     principal: &'a mut Authenticated,
     session: &'a mut Option<Session>,
+    /// How long the connection is not read after this response (a throttle, KIP-219).
+    mute: Duration,
 }
 
 /// Handles one request, writing its response (if any) to `output`; false to close.
@@ -329,6 +341,13 @@ async fn answer(inner: &Arc<Inner>, conn: &mut Conn<'_>, codec: &mut ServerCodec
             }
         }
     }
+    let mut request = request;
+    if let RequestKind::Fetch(r) = &mut request {
+        if let Some(cap) = throttle::fetch_cap(&inner.state().quotas, &principal.principal, &client_id) {
+            r.max_bytes = r.max_bytes.min(cap);
+            r.min_bytes = r.min_bytes.min(r.max_bytes);
+        }
+    }
     let reply = match request {
         RequestKind::SaslHandshake(r) => Reply::Send(sasl_handshake(inner, sasl, conn.session.as_ref(), &r.mechanism, version).into()),
         RequestKind::SaslAuthenticate(r) => sasl_authenticate(inner, connection, sasl, principal, conn.session, &r.auth_bytes, version),
@@ -343,6 +362,8 @@ async fn answer(inner: &Arc<Inner>, conn: &mut Conn<'_>, codec: &mut ServerCodec
         Reply::SendAndClose(body) => (Some(body), true),
         Reply::Close => (None, true),
     };
+    let mut body = body;
+    throttle(inner, conn, frame, &client_id, api, version, &mut body).await;
     if lose {
         return false;
     }
@@ -352,6 +373,39 @@ async fn answer(inner: &Arc<Inner>, conn: &mut Conn<'_>, codec: &mut ServerCodec
         handlers::errors::corrupt_records(&mut body);
     }
     write(codec, frame, api, version, body, output) && !close
+}
+
+/// Quotas and a test's throttles: the throttle time set in the response (a Fetch over its quota
+/// answered empty), and the wait: the response delayed, or (KIP-219 versions) the connection
+/// muted after it.
+async fn throttle(inner: &Inner, conn: &mut Conn<'_>, frame: &RequestFrame, client_id: &str, api: ApiKey, version: i16, body: &mut Option<ResponseKind>) {
+    // Kafka counts a Produce's request bytes and a Fetch's response bytes.
+    let bytes = match (api, body.as_ref()) {
+        (ApiKey::Produce, _) => frame.header.encoded_len(frame.header_version) + frame.body.len(),
+        (_, Some(b)) => 4 + b.encoded_len(version),
+        (_, None) => 0,
+    };
+    let decision = {
+        let state = inner.state();
+        let who = throttle::Who { broker: conn.broker, principal: &conn.principal.principal, client_id };
+        inner.throttling().decide(&state.quotas, &who, api, bytes, inner.now_ms())
+    };
+    if decision.throttle_ms <= 0 {
+        return;
+    }
+    if let Some(b) = body.as_mut() {
+        if let (true, ResponseKind::Fetch(f)) = (decision.empty_fetch, &mut *b) {
+            f.responses.clear();
+            f.node_endpoints.clear();
+        }
+        throttle::set_throttle_time(b, decision.throttle_ms);
+    }
+    let wait = Duration::from_millis(decision.throttle_ms as u64);
+    if throttle::client_throttles(api, version) {
+        conn.mute = wait;
+    } else {
+        tokio::time::sleep(wait).await;
+    }
 }
 
 /// Encodes a response; false (close) when it cannot be.

@@ -7,14 +7,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+#[path = "support/bare.rs"]
+mod bare;
+
+use bare::Bare;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64URL;
 use base64::Engine;
-use kwire::codec::{ClientCodec, OutboundRequest};
 use kwire::messages::{MetadataRequest, SaslAuthenticateRequest, SaslHandshakeRequest};
-use kwire::{ApiKey, ByteString, Bytes, BytesMut, ErrorCode, RequestKind, ResponseKind};
+use kwire::{ApiKey, ByteString, Bytes, ErrorCode, RequestKind, ResponseKind};
 use kwire_client::{ConnectOptions, Connection, Connector, Error, OAuthBearer, OAuthBearerToken, OAuthError, RefreshPolicy, Sasl};
 use kwire_fake::{Cluster, ClusterConfig, OAuthBearerConfig};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 
 const START_MS: i64 = 1_700_000_000_000;
 
@@ -148,36 +150,11 @@ async fn the_plaintext_listener_offers_oauthbearer_only_when_configured() {
     }
 }
 
-/// A bare client on the codec: requests one at a time.
-struct Bare {
-    stream: DuplexStream,
-    codec: ClientCodec,
-    input: BytesMut,
-    next: i32,
-}
-
-impl Bare {
-    async fn call(&mut self, api: ApiKey, version: i16, body: RequestKind) -> Option<ResponseKind> {
-        self.next += 1;
-        let mut out = BytesMut::new();
-        self.codec.encode_request(OutboundRequest::new(api, version, self.next, body), &mut out).unwrap();
-        self.stream.write_all(&out).await.ok()?;
-        loop {
-            if let Some(frame) = self.codec.decode_response(&mut self.input).unwrap() {
-                return Some(frame.body);
-            }
-            if self.stream.read_buf(&mut self.input).await.ok()? == 0 {
-                return None; // closed
-            }
-        }
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn the_broker_closes_a_connection_whose_session_ended() {
     let cluster = cluster(OAuthBearerConfig::default());
     let stream = cluster.connect("broker-0:9092").await.unwrap();
-    let mut bare = Bare { stream, codec: ClientCodec::new(), input: BytesMut::new(), next: 0 };
+    let mut bare = Bare::new(stream, "kwire-bare");
     let Some(ResponseKind::SaslHandshake(h)) =
         bare.call(ApiKey::SaslHandshake, 1, SaslHandshakeRequest { mechanism: ByteString::from_static("OAUTHBEARER") }.into()).await
     else {
@@ -203,7 +180,7 @@ async fn the_broker_closes_a_connection_whose_session_ended() {
 async fn a_malformed_first_message_fails_without_a_reason() {
     let cluster = cluster(OAuthBearerConfig::default());
     let stream = cluster.connect("broker-0:9092").await.unwrap();
-    let mut bare = Bare { stream, codec: ClientCodec::new(), input: BytesMut::new(), next: 0 };
+    let mut bare = Bare::new(stream, "kwire-bare");
     bare.call(ApiKey::SaslHandshake, 1, SaslHandshakeRequest { mechanism: ByteString::from_static("OAUTHBEARER") }.into()).await.unwrap();
     let Some(ResponseKind::SaslAuthenticate(a)) = bare
         .call(ApiKey::SaslAuthenticate, 2, SaslAuthenticateRequest { auth_bytes: Bytes::from_static(b"n,,auth=Bearer x"), ..Default::default() }.into())
