@@ -339,7 +339,8 @@ impl Cluster {
     pub fn start(config: ClusterConfig) -> Cluster {
         let mut brokers = BTreeMap::new();
         for id in 0..config.brokers {
-            brokers.insert(id, BrokerState { up: true, rack: None, stopped: watch::channel(false).0 });
+            let rack = (!config.racks.is_empty()).then(|| config.racks[id as usize % config.racks.len()].clone());
+            brokers.insert(id, BrokerState { up: true, rack, stopped: watch::channel(false).0 });
         }
         let clock = Clock {
             start_ms: config
@@ -721,6 +722,26 @@ impl Cluster {
         }
         self.inner.state().quotas.set(&entity, key, value);
         Ok(())
+    }
+
+    /// Holds transaction markers: an EndTxn is answered (the transaction prepares to commit or
+    /// abort) but its markers are not written, so the partitions' last stable offsets stay at
+    /// the transaction's first record and read_committed consumers wait, and the producer's next
+    /// transaction gets CONCURRENT_TRANSACTIONS, as with a coordinator whose markers are slow;
+    /// until [`release_markers`](Self::release_markers).
+    pub fn hold_markers(&self) {
+        self.inner.state().txns.hold_markers = true;
+    }
+
+    /// Writes the markers held since [`hold_markers`](Self::hold_markers) and writes new ones at
+    /// once again.
+    pub fn release_markers(&self) {
+        let now = self.inner.now_ms();
+        let mut state = self.inner.state();
+        state.txns.hold_markers = false;
+        crate::handlers::end_timed_out(&mut state, now);
+        drop(state);
+        self.inner.wake();
     }
 
     /// Lets a cut client connect again.

@@ -35,6 +35,12 @@ pub struct ClusterConfig {
     /// The certificate and key of TLS listeners (SSL, SASL_SSL); without it only PLAINTEXT and
     /// SASL_PLAINTEXT listeners can start.
     pub tls: Option<TlsIdentity>,
+    /// Brokers' racks (`broker.rack`): broker N is in `racks[N % len]`; none when empty.
+    pub racks: Vec<String>,
+    /// Whether leaders choose a preferred read replica for consumers that send their rack
+    /// (`replica.selector.class=RackAwareReplicaSelector`, KIP-392; false: Kafka's default,
+    /// always the leader).
+    pub rack_aware_replica_selector: bool,
     /// Whether an ACL authorizer (Kafka's `StandardAuthorizer`) checks every request against
     /// the ACLs, [`super_users`](Self::super_users) aside (false: no authorizer, and the ACL apis
     /// answer SECURITY_DISABLED).
@@ -91,6 +97,8 @@ impl Default for ClusterConfig {
             sasl_scram: Vec::new(),
             oauthbearer: None,
             tls: None,
+            racks: Vec::new(),
+            rack_aware_replica_selector: false,
             acl_authorizer: false,
             super_users: Vec::new(),
             delegation_token_secret: None,
@@ -145,6 +153,18 @@ impl ClusterConfig {
     /// these options.
     pub fn sasl_oauthbearer(mut self, config: OAuthBearerConfig) -> Self {
         self.oauthbearer = Some(config);
+        self
+    }
+
+    /// Puts broker N in rack `racks[N % len]` ([`racks`](Self::racks)).
+    pub fn racks<S: AsRef<str>>(mut self, racks: &[S]) -> Self {
+        self.racks = racks.iter().map(|r| r.as_ref().to_owned()).collect();
+        self
+    }
+
+    /// Turns on the rack-aware replica selector ([`rack_aware_replica_selector`](Self::rack_aware_replica_selector)).
+    pub fn rack_aware_replica_selector(mut self) -> Self {
+        self.rack_aware_replica_selector = true;
         self
     }
 
