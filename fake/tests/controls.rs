@@ -1,6 +1,6 @@
 //! Cluster controls a test uses to put clients in the situations a real cluster produces: held
-//! transaction markers (the last stable offset stuck after a commit), and a preferred read
-//! replica chosen by rack (KIP-392). kwire-client and a bare codec client over the in-memory
+//! transaction markers (the last stable offset stuck after a commit), a preferred read replica
+//! chosen by rack (KIP-392), and compaction on demand. kwire-client and a bare codec client over the in-memory
 //! transport, on tokio's paused clock.
 
 #[path = "support/bare.rs"]
@@ -152,4 +152,75 @@ async fn the_leader_names_a_replica_in_the_consumers_rack() {
     let mut bare = Bare::new(plain.connect(&format!("broker-{leader}:9092")).await.unwrap(), "consumer");
     let p = partition(&mut bare, 12, fetch("near", 0, false, &format!("rack-{}", (leader + 1) % 3))).await;
     assert_eq!(p.preferred_read_replica, -1);
+}
+
+fn keyed(topic: &str, base: i64, records: &[(&str, Option<&str>)]) -> RequestKind {
+    let mut batch = RecordBatchBuilder::new();
+    for (i, (k, v)) in records.iter().enumerate() {
+        let value = v.map(|v| Bytes::from(v.to_owned()));
+        batch.append(Record::new(base + i as i64, 1_700_000_000_000, Some(Bytes::from(k.to_string())), value)).unwrap();
+    }
+    ProduceRequest {
+        acks: -1,
+        timeout_ms: 5000,
+        topic_data: vec![TopicProduceData {
+            name: topic.into(),
+            partition_data: vec![PartitionProduceData { index: 0, records: Some(batch.build().unwrap()), ..Default::default() }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+    .into()
+}
+
+#[tokio::test(start_paused = true)]
+async fn compaction_keeps_the_latest_record_of_each_key_at_its_offset() {
+    let cluster = Cluster::start(ClusterConfig::default().seed(3));
+    cluster.create_topic("compacted", 1, 1).unwrap();
+    assert!(
+        matches!(cluster.compact("compacted"), Err(kwire_fake::ControlError::Kafka(code, _)) if code == ErrorCode::INVALID_CONFIG),
+        "cleanup.policy=delete"
+    );
+    cluster.set_topic_config("compacted", "cleanup.policy", "compact").unwrap();
+    let mut bare = Bare::new(cluster.connect("broker-0:9092").await.unwrap(), "producer");
+    for request in [
+        keyed("compacted", 0, &[("k1", Some("a")), ("k2", Some("b")), ("k1", Some("c"))]),
+        keyed("compacted", 0, &[("k2", None), ("k3", Some("d"))]),
+        keyed("compacted", 0, &[("k1", Some("e"))]),
+    ] {
+        assert!(matches!(bare.call(ApiKey::Produce, 9, request).await, Some(ResponseKind::Produce(_))));
+    }
+    // An aborted transaction's record (offset 6) and its marker (7).
+    let config = ClientConfig::new(&cluster.bootstrap()).connector(Connector::new(cluster.connector())).seed(1);
+    let producer = Producer::new(
+        Client::connect(config).await.unwrap(),
+        ProducerConfig { transactional_id: Some("t".into()), enable_metrics_push: false, ..Default::default() },
+    )
+    .unwrap();
+    producer.init_transactions().await.unwrap();
+    producer.begin_transaction().await.unwrap();
+    producer.send(ProducerRecord::new("compacted", "f").key("k4")).await.unwrap().await.unwrap();
+    producer.abort_transaction().await.unwrap();
+    assert_eq!(cluster.offsets("compacted", 0).unwrap(), (0, 8, 8));
+
+    // k1@0, k2@1, k1@2, the tombstone k2@3 and the aborted k4@6 go.
+    assert_eq!(cluster.compact("compacted").unwrap(), 5);
+    let left: Vec<_> = cluster.records("compacted", 0).unwrap().into_iter().map(|r| (r.record.offset, r.record.value.unwrap())).collect();
+    assert_eq!(left, [(4, Bytes::from("d")), (5, Bytes::from("e"))]);
+    assert_eq!(cluster.offsets("compacted", 0).unwrap(), (0, 8, 8), "offsets unchanged");
+    // The second batch, rebuilt: its base offset and last offset as they were, a valid CRC.
+    let batches = cluster.batches("compacted", 0).unwrap();
+    assert_eq!(batches.len(), 3, "the first batch emptied and gone; the marker kept");
+    let Some(Ok(Batch::V2(second))) = Batches::new(batches[0].clone()).next() else { panic!() };
+    assert_eq!((second.base_offset(), second.last_offset(), second.record_count()), (3, 4, 1));
+    assert_eq!(second.crc(), crc32c::crc32c(&batches[0][21..]));
+    // A consumer reading from 0 gets them, and its next offset after the log is the end.
+    let mut reader = Bare::new(cluster.connect("broker-0:9092").await.unwrap(), "reader");
+    let p = partition(&mut reader, 12, fetch("compacted", 0, false, "")).await;
+    let read: Vec<Batch> = Batches::new(p.records.clone().unwrap()).flatten().collect();
+    assert_eq!(records(&p), 2);
+    let last = read.iter().filter_map(|b| if let Batch::V2(b) = b { Some(b.next_offset()) } else { None }).last();
+    assert_eq!(last, Some(8));
+    // Compacting again removes nothing.
+    assert_eq!(cluster.compact("compacted").unwrap(), 0);
 }
