@@ -14,7 +14,7 @@ use std::process::ExitCode;
 
 use kwire_fake::{Cluster, ClusterConfig, OAuthBearerConfig, Release, Security, TlsIdentity};
 
-const USAGE: &str = "usage: kwire-fake --listen HOST:PORT [--sasl-listen HOST:PORT] [--brokers N] [--as-version 3.9|4.4]
+const USAGE: &str = "usage: kwire-fake --listen HOST:PORT [--sasl-listen HOST:PORT] [--brokers N] [--as-version 2.8|3.9|4.0|4.4]
        [--sasl-plain USER:PASS]... [--sasl-scram USER:PASS]... [--sasl-oauthbearer] [--acl-authorizer] [--super-user PRINCIPAL]...
        [--delegation-token-secret KEY] [--tls-cert PEM --tls-key PEM] [--partitions N] [--no-auto-create] [--seed N] [--verbose]
 
