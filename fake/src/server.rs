@@ -343,7 +343,15 @@ async fn answer(inner: &Arc<Inner>, conn: &mut Conn<'_>, codec: &mut ServerCodec
     }
     let mut request = request;
     if let RequestKind::Fetch(r) = &mut request {
-        if let Some(cap) = throttle::fetch_cap(&inner.state().quotas, &principal.principal, &client_id) {
+        let cap = {
+            let state = inner.state();
+            if state.quotas.values.is_empty() {
+                None
+            } else {
+                throttle::fetch_cap(&state.quotas, &principal.principal, &client_id)
+            }
+        };
+        if let Some(cap) = cap {
             r.max_bytes = r.max_bytes.min(cap);
             r.min_bytes = r.min_bytes.min(r.max_bytes);
         }
@@ -379,16 +387,21 @@ async fn answer(inner: &Arc<Inner>, conn: &mut Conn<'_>, codec: &mut ServerCodec
 /// answered empty), and the wait: the response delayed, or (KIP-219 versions) the connection
 /// muted after it.
 async fn throttle(inner: &Inner, conn: &mut Conn<'_>, frame: &RequestFrame, client_id: &str, api: ApiKey, version: i16, body: &mut Option<ResponseKind>) {
-    // Kafka counts a Produce's request bytes and a Fetch's response bytes.
-    let bytes = match (api, body.as_ref()) {
-        (ApiKey::Produce, _) => frame.header.encoded_len(frame.header_version) + frame.body.len(),
-        (_, Some(b)) => 4 + b.encoded_len(version),
-        (_, None) => 0,
-    };
     let decision = {
         let state = inner.state();
+        let mut throttling = inner.throttling();
+        // The common case, no quota and no throttle: nothing to measure.
+        if state.quotas.values.is_empty() && throttling.imposed.is_empty() {
+            return;
+        }
+        // Kafka counts a Produce's request bytes and a Fetch's response bytes.
+        let bytes = match (api, body.as_ref()) {
+            (ApiKey::Produce, _) => frame.header.encoded_len(frame.header_version) + frame.body.len(),
+            (ApiKey::Fetch, Some(b)) => 4 + b.encoded_len(version),
+            _ => 0,
+        };
         let who = throttle::Who { broker: conn.broker, principal: &conn.principal.principal, client_id };
-        inner.throttling().decide(&state.quotas, &who, api, bytes, inner.now_ms())
+        throttling.decide(&state.quotas, &who, api, bytes, inner.now_ms())
     };
     if decision.throttle_ms <= 0 {
         return;
