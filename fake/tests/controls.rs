@@ -224,3 +224,38 @@ async fn compaction_keeps_the_latest_record_of_each_key_at_its_offset() {
     // Compacting again removes nothing.
     assert_eq!(cluster.compact("compacted").unwrap(), 0);
 }
+
+/// kwire-client's consumer in a follower's rack: sent there by the leader, it reads every record
+/// from the follower.
+#[tokio::test(start_paused = true)]
+async fn kwire_clients_consumer_reads_from_the_replica_in_its_rack() {
+    let cluster = Cluster::start(ClusterConfig::default().brokers(3).racks(&["rack-0", "rack-1", "rack-2"]).rack_aware_replica_selector().seed(4));
+    cluster.create_topic("near", 1, 3).unwrap();
+    let (leader, _) = cluster.leader("near", 0).unwrap();
+    let follower = (leader + 2) % 3;
+    let config = ClientConfig::new(&cluster.bootstrap()).connector(Connector::new(cluster.connector())).seed(1);
+    let producer = Producer::new(Client::connect(config.clone()).await.unwrap(), ProducerConfig { enable_metrics_push: false, ..Default::default() }).unwrap();
+    for i in 0..100 {
+        producer.send(ProducerRecord::new("near", format!("r{i}"))).await.unwrap().await.unwrap();
+    }
+    let consumer_config = kwire_client::ConsumerConfig {
+        auto_offset_reset: kwire_client::OffsetReset::Earliest,
+        enable_metrics_push: false,
+        client_rack: Some(format!("rack-{follower}")),
+        ..kwire_client::ConsumerConfig::group("near-group")
+    };
+    let mut consumer = kwire_client::Consumer::new(Client::connect(config.client_id("near-consumer")).await.unwrap(), consumer_config).unwrap();
+    consumer.assign([kwire_client::TopicPartition::new("near", 0)]).unwrap();
+    let mut read = 0;
+    for _ in 0..100 {
+        read += consumer.poll(Duration::from_millis(100)).await.unwrap().len();
+        if read >= 100 {
+            break;
+        }
+    }
+    assert_eq!(read, 100);
+    let fetches: Vec<_> = cluster.journal().into_iter().filter(|e| e.api == ApiKey::Fetch && e.client_id == "near-consumer").collect();
+    assert!(fetches.iter().any(|e| e.broker == leader), "first at the leader");
+    assert!(fetches.iter().any(|e| e.broker == follower), "then at the follower: {:?}", fetches.iter().map(|e| e.broker).collect::<Vec<_>>());
+    assert!(fetches.iter().all(|e| e.broker == leader || e.broker == follower));
+}
