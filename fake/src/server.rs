@@ -312,6 +312,7 @@ async fn answer(inner: &Arc<Inner>, conn: &mut Conn<'_>, codec: &mut ServerCodec
         request: request.clone(),
         action: None,
         errors: Vec::new(),
+        throttle_ms: 0,
     });
     let action = inner.hooks().decide(&Seen { broker, connection, client_id: &client_id, version, request: &request });
     if let Some(a) = action.as_ref().filter(|a| !matches!(a, Action::Pass)) {
@@ -371,7 +372,10 @@ async fn answer(inner: &Arc<Inner>, conn: &mut Conn<'_>, codec: &mut ServerCodec
         Reply::Close => (None, true),
     };
     let mut body = body;
-    throttle(inner, conn, frame, &client_id, api, version, &mut body).await;
+    let throttle_ms = throttle(inner, conn, frame, &client_id, api, version, &mut body).await;
+    if throttle_ms > 0 {
+        inner.journal().throttled(seq, throttle_ms);
+    }
     if lose {
         return false;
     }
@@ -385,14 +389,22 @@ async fn answer(inner: &Arc<Inner>, conn: &mut Conn<'_>, codec: &mut ServerCodec
 
 /// Quotas and a test's throttles: the throttle time set in the response (a Fetch over its quota
 /// answered empty), and the wait: the response delayed, or (KIP-219 versions) the connection
-/// muted after it.
-async fn throttle(inner: &Inner, conn: &mut Conn<'_>, frame: &RequestFrame, client_id: &str, api: ApiKey, version: i16, body: &mut Option<ResponseKind>) {
+/// muted after it. Returns the throttle time.
+async fn throttle(
+    inner: &Inner,
+    conn: &mut Conn<'_>,
+    frame: &RequestFrame,
+    client_id: &str,
+    api: ApiKey,
+    version: i16,
+    body: &mut Option<ResponseKind>,
+) -> i32 {
     let decision = {
         let state = inner.state();
         let mut throttling = inner.throttling();
         // The common case, no quota and no throttle: nothing to measure.
         if state.quotas.values.is_empty() && throttling.imposed.is_empty() {
-            return;
+            return 0;
         }
         // Kafka counts a Produce's request bytes and a Fetch's response bytes.
         let bytes = match (api, body.as_ref()) {
@@ -404,7 +416,7 @@ async fn throttle(inner: &Inner, conn: &mut Conn<'_>, frame: &RequestFrame, clie
         throttling.decide(&state.quotas, &who, api, bytes, inner.now_ms())
     };
     if decision.throttle_ms <= 0 {
-        return;
+        return 0;
     }
     if let Some(b) = body.as_mut() {
         if let (true, ResponseKind::Fetch(f)) = (decision.empty_fetch, &mut *b) {
@@ -419,6 +431,7 @@ async fn throttle(inner: &Inner, conn: &mut Conn<'_>, frame: &RequestFrame, clie
     } else {
         tokio::time::sleep(wait).await;
     }
+    decision.throttle_ms
 }
 
 /// Encodes a response; false (close) when it cannot be.

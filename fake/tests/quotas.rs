@@ -168,3 +168,29 @@ async fn a_test_throttles_a_client_or_a_broker() {
     assert_eq!(m.throttle_time_ms, 0);
     assert!(cluster.throttle_broker(9, Duration::from_secs(1)).is_err());
 }
+
+/// kwire-client's producer under a produce quota: every record written, the throttle times in
+/// the journal (`Entry::throttle_ms`), and time spent on them (the broker mutes the connection,
+/// the client backs off; the paused clock moves by at least half their sum).
+#[tokio::test(start_paused = true)]
+async fn kwire_clients_producer_is_throttled_and_goes_on() {
+    let cluster = cluster();
+    cluster.set_quota(&[("client-id", None)], "producer_byte_rate", Some(1000.0)).unwrap();
+    let config =
+        kwire_client::ClientConfig::new(&cluster.bootstrap()).connector(kwire_client::Connector::new(cluster.connector())).client_id("quota-producer").seed(1);
+    let client = kwire_client::Client::connect(config).await.unwrap();
+    let producer = kwire_client::Producer::new(
+        client,
+        kwire_client::ProducerConfig { linger: Duration::from_millis(1), enable_metrics_push: false, ..Default::default() },
+    )
+    .unwrap();
+    let start = Instant::now();
+    for i in 0..40 {
+        producer.send(kwire_client::ProducerRecord::new("q", vec![b'x'; 1000]).partition(0)).await.unwrap().await.unwrap_or_else(|e| panic!("record {i}: {e}"));
+    }
+    assert_eq!(cluster.records("q", 0).unwrap().len(), 40);
+    let throttles: Vec<i32> = cluster.journal().iter().filter(|e| e.api == ApiKey::Produce).map(|e| e.throttle_ms).collect();
+    let total: i64 = throttles.iter().map(|t| i64::from(*t)).sum();
+    assert!(total > 0, "{throttles:?}");
+    assert!(start.elapsed() >= Duration::from_millis(total as u64 / 2), "the client waited: {:?} for {total} ms of throttles", start.elapsed());
+}
