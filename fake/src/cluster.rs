@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use kwire::runtime::records::{Batch, Batches, Record};
 use kwire::{Bytes, ErrorCode, Uuid};
@@ -52,8 +53,13 @@ pub(crate) enum Listener {
 pub enum Security {
     /// No authentication: the principal is `User:ANONYMOUS`.
     Plaintext,
-    /// SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) before any other request.
+    /// SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER when configured) before any other
+    /// request.
     SaslPlaintext,
+    /// TLS ([`ClusterConfig::tls`]'s certificate), no authentication.
+    Ssl,
+    /// TLS, then SASL.
+    SaslSsl,
 }
 
 /// Everything the brokers share: topics and logs, producers, transactions, groups.
@@ -200,6 +206,8 @@ pub(crate) struct Inner {
     cut: Mutex<Vec<String>>,
     /// Bumped to close every connection of cut clients.
     pub(crate) cut_changed: watch::Sender<u64>,
+    /// Quota rate sensors and the throttles a test imposed.
+    throttling: Mutex<crate::throttle::Throttling>,
 }
 
 impl Inner {
@@ -216,8 +224,8 @@ impl Inner {
     /// listener's, and in-memory ones when the cluster has SASL users.
     pub(crate) fn needs_sasl(&self, listener: Listener) -> bool {
         match listener {
-            Listener::Memory => !self.config.sasl_plain.is_empty() || !self.config.sasl_scram.is_empty(),
-            Listener::Tcp(security) => security == Security::SaslPlaintext,
+            Listener::Memory => self.config.has_sasl(),
+            Listener::Tcp(security) => matches!(security, Security::SaslPlaintext | Security::SaslSsl),
         }
     }
 
@@ -227,6 +235,11 @@ impl Inner {
 
     pub(crate) fn hooks(&self) -> MutexGuard<'_, Hooks> {
         self.hooks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Taken after the state's lock when both are.
+    pub(crate) fn throttling(&self) -> MutexGuard<'_, crate::throttle::Throttling> {
+        self.throttling.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub(crate) fn journal(&self) -> MutexGuard<'_, Journal> {
@@ -326,7 +339,8 @@ impl Cluster {
     pub fn start(config: ClusterConfig) -> Cluster {
         let mut brokers = BTreeMap::new();
         for id in 0..config.brokers {
-            brokers.insert(id, BrokerState { up: true, rack: None, stopped: watch::channel(false).0 });
+            let rack = (!config.racks.is_empty()).then(|| config.racks[id as usize % config.racks.len()].clone());
+            brokers.insert(id, BrokerState { up: true, rack, stopped: watch::channel(false).0 });
         }
         let clock = Clock {
             start_ms: config
@@ -373,6 +387,7 @@ impl Cluster {
             tcp: Mutex::new(BTreeMap::new()),
             cut: Mutex::new(Vec::new()),
             cut_changed: watch::channel(0).0,
+            throttling: Mutex::new(Default::default()),
         });
         tokio::spawn(crate::timers::run(Arc::downgrade(&inner)));
         Cluster { inner }
@@ -388,7 +403,7 @@ impl Cluster {
     pub fn bootstrap(&self) -> String {
         let tcp = self.inner.tcp.lock().unwrap_or_else(|p| p.into_inner());
         (0..self.inner.config.brokers)
-            .map(|b| match tcp.range((b, Security::Plaintext)..=(b, Security::SaslPlaintext)).next() {
+            .map(|b| match tcp.range((b, Security::Plaintext)..=(b, Security::SaslSsl)).next() {
                 Some((_, a)) => a.to_string(),
                 None => format!("broker-{b}:{MEMORY_PORT}"),
             })
@@ -428,17 +443,31 @@ impl Cluster {
 
     /// Listens on TCP as well: broker `N` on `addr`'s port plus `N` (every broker on a free
     /// port when it is 0). Metadata answers on these connections give the TCP addresses.
-    /// SASL_PLAINTEXT when the cluster has SASL users, else PLAINTEXT. Returns each broker's
-    /// address.
+    /// SASL_PLAINTEXT when the cluster has SASL users, else PLAINTEXT; over TLS (SASL_SSL, SSL)
+    /// when it has a certificate ([`ClusterConfig::tls`]). Returns each broker's address.
     pub async fn listen(&self, addr: SocketAddr) -> io::Result<Vec<SocketAddr>> {
         let c = &self.inner.config;
-        let security = if c.sasl_plain.is_empty() && c.sasl_scram.is_empty() { Security::Plaintext } else { Security::SaslPlaintext };
+        let security = match (c.tls.is_some(), c.has_sasl()) {
+            (false, false) => Security::Plaintext,
+            (false, true) => Security::SaslPlaintext,
+            (true, false) => Security::Ssl,
+            (true, true) => Security::SaslSsl,
+        };
         self.listen_with(addr, security).await
     }
 
     /// Listens on TCP with `security` (a broker may have one listener of each: PLAINTEXT
     /// beside SASL_PLAINTEXT, as Kafka's `listeners` list them); otherwise as [`listen`](Self::listen).
+    /// SSL and SASL_SSL need [`ClusterConfig::tls`] (an `InvalidInput` error without it, or
+    /// when its certificate or key does not load).
     pub async fn listen_with(&self, addr: SocketAddr, security: Security) -> io::Result<Vec<SocketAddr>> {
+        let tls = match security {
+            Security::Plaintext | Security::SaslPlaintext => None,
+            Security::Ssl | Security::SaslSsl => match &self.inner.config.tls {
+                Some(identity) => Some(identity.acceptor()?),
+                None => return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("a {security:?} listener needs a certificate (ClusterConfig::tls)"))),
+            },
+        };
         let mut out = Vec::new();
         for broker in 0..self.inner.config.brokers {
             let mut at = addr;
@@ -449,7 +478,7 @@ impl Cluster {
             let local = listener.local_addr()?;
             self.inner.tcp.lock().unwrap_or_else(|p| p.into_inner()).insert((broker, security), local);
             out.push(local);
-            tokio::spawn(crate::server::accept(self.inner.clone(), broker, Listener::Tcp(security), listener));
+            tokio::spawn(crate::server::accept(self.inner.clone(), broker, Listener::Tcp(security), listener, tls.clone()));
         }
         Ok(out)
     }
@@ -656,6 +685,77 @@ impl Cluster {
     pub fn cut_client(&self, client_id: &str) {
         self.inner.cut.lock().unwrap_or_else(|p| p.into_inner()).push(client_id.to_owned());
         self.inner.cut_changed.send_modify(|n| *n += 1);
+    }
+
+    /// Throttles a client: every response to `client_id` that has a `throttle_time_ms` carries
+    /// at least `throttle`, and its connection is not read for that long after (as a broker
+    /// whose quota the client exceeded), until [`clear_throttles`](Self::clear_throttles).
+    pub fn throttle_client(&self, client_id: &str, throttle: Duration) {
+        self.inner.throttling().imposed.push((crate::throttle::Target::Client(client_id.to_owned()), throttle));
+    }
+
+    /// Throttles every client of a broker as [`throttle_client`](Self::throttle_client) does one.
+    pub fn throttle_broker(&self, broker: i32, throttle: Duration) -> Result<(), ControlError> {
+        if !self.inner.state().brokers.contains_key(&broker) {
+            return Err(ControlError::UnknownBroker(broker));
+        }
+        self.inner.throttling().imposed.push((crate::throttle::Target::Broker(broker), throttle));
+        Ok(())
+    }
+
+    /// Removes the throttles of [`throttle_client`](Self::throttle_client) and
+    /// [`throttle_broker`](Self::throttle_broker) (quotas stay).
+    pub fn clear_throttles(&self) {
+        self.inner.throttling().imposed.clear();
+    }
+
+    /// Sets (`Some`) or removes (`None`) a client quota, as AlterClientQuotas would: `entity`
+    /// names `user` and/or `client-id` (`None`: the default), `key` is `producer_byte_rate`,
+    /// `consumer_byte_rate`, `request_percentage` or `controller_mutation_rate`. The byte rates
+    /// throttle Produce and Fetch on each broker (see the crate's README).
+    pub fn set_quota(&self, entity: &[(&str, Option<&str>)], key: &str, value: Option<f64>) -> Result<(), ControlError> {
+        let entity: crate::quotas::Entity = entity.iter().map(|(t, n)| ((*t).to_owned(), n.map(str::to_owned))).collect();
+        let invalid = |m: String| ControlError::Kafka(ErrorCode::INVALID_REQUEST, m);
+        crate::quotas::check_entity(&entity).map_err(invalid)?;
+        if let Some(v) = value {
+            crate::quotas::check_value(&entity, key, v).map_err(invalid)?;
+        }
+        self.inner.state().quotas.set(&entity, key, value);
+        Ok(())
+    }
+
+    /// Compacts every partition of a `cleanup.policy=compact` topic now, as Kafka's log cleaner
+    /// would (everything below the last stable offset is cleanable): the latest record of each
+    /// key stays at its offset, tombstones, keyless records and aborted transactions' records
+    /// go. Returns the records removed; INVALID_CONFIG for a topic that is not compacted.
+    pub fn compact(&self, topic: &str) -> Result<usize, ControlError> {
+        let mut state = self.inner.state();
+        let t = state.topics.get_mut(topic).ok_or_else(|| ControlError::UnknownPartition(topic.to_owned()))?;
+        let policy = t.configs.get("cleanup.policy").map_or("delete", String::as_str);
+        if !policy.split(',').any(|p| p.trim() == "compact") {
+            return Err(ControlError::Kafka(ErrorCode::INVALID_CONFIG, format!("{topic} has cleanup.policy={policy}: nothing to compact")));
+        }
+        Ok(t.partitions.iter_mut().map(|p| p.log.compact()).sum())
+    }
+
+    /// Holds transaction markers: an EndTxn is answered (the transaction prepares to commit or
+    /// abort) but its markers are not written, so the partitions' last stable offsets stay at
+    /// the transaction's first record and read_committed consumers wait, and the producer's next
+    /// transaction gets CONCURRENT_TRANSACTIONS, as with a coordinator whose markers are slow;
+    /// until [`release_markers`](Self::release_markers).
+    pub fn hold_markers(&self) {
+        self.inner.state().txns.hold_markers = true;
+    }
+
+    /// Writes the markers held since [`hold_markers`](Self::hold_markers) and writes new ones at
+    /// once again.
+    pub fn release_markers(&self) {
+        let now = self.inner.now_ms();
+        let mut state = self.inner.state();
+        state.txns.hold_markers = false;
+        crate::handlers::end_timed_out(&mut state, now);
+        drop(state);
+        self.inner.wake();
     }
 
     /// Lets a cut client connect again.

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::oauth::OAuthBearerConfig;
+use crate::tls::TlsIdentity;
 use crate::versions::Release;
 
 /// A fake cluster's settings, with Kafka's defaults where Kafka has one.
@@ -27,6 +29,18 @@ pub struct ClusterConfig {
     /// SCRAM users: a SCRAM-SHA-256 and a SCRAM-SHA-512 credential each, as `kafka-storage
     /// format --add-scram` makes them (4096 iterations).
     pub sasl_scram: Vec<(String, String)>,
+    /// SASL/OAUTHBEARER with unsecured JWS tokens (Kafka's default validator: `alg` "none",
+    /// the `sub` claim the principal, `exp` checked); `None`: not offered.
+    pub oauthbearer: Option<OAuthBearerConfig>,
+    /// The certificate and key of TLS listeners (SSL, SASL_SSL); without it only PLAINTEXT and
+    /// SASL_PLAINTEXT listeners can start.
+    pub tls: Option<TlsIdentity>,
+    /// Brokers' racks (`broker.rack`): broker N is in `racks[N % len]`; none when empty.
+    pub racks: Vec<String>,
+    /// Whether leaders choose a preferred read replica for consumers that send their rack
+    /// (`replica.selector.class=RackAwareReplicaSelector`, KIP-392; false: Kafka's default,
+    /// always the leader).
+    pub rack_aware_replica_selector: bool,
     /// Whether an ACL authorizer (Kafka's `StandardAuthorizer`) checks every request against
     /// the ACLs, [`super_users`](Self::super_users) aside (false: no authorizer, and the ACL apis
     /// answer SECURITY_DISABLED).
@@ -81,6 +95,10 @@ impl Default for ClusterConfig {
             seed: 0,
             sasl_plain: Vec::new(),
             sasl_scram: Vec::new(),
+            oauthbearer: None,
+            tls: None,
+            racks: Vec::new(),
+            rack_aware_replica_selector: false,
             acl_authorizer: false,
             super_users: Vec::new(),
             delegation_token_secret: None,
@@ -129,6 +147,36 @@ impl ClusterConfig {
     pub fn sasl_scram(mut self, user: &str, password: &str) -> Self {
         self.sasl_scram.push((user.to_owned(), password.to_owned()));
         self
+    }
+
+    /// Offers SASL/OAUTHBEARER, validating tokens as Kafka's unsecured validator does with
+    /// these options.
+    pub fn sasl_oauthbearer(mut self, config: OAuthBearerConfig) -> Self {
+        self.oauthbearer = Some(config);
+        self
+    }
+
+    /// Puts broker N in rack `racks[N % len]` ([`racks`](Self::racks)).
+    pub fn racks<S: AsRef<str>>(mut self, racks: &[S]) -> Self {
+        self.racks = racks.iter().map(|r| r.as_ref().to_owned()).collect();
+        self
+    }
+
+    /// Turns on the rack-aware replica selector ([`rack_aware_replica_selector`](Self::rack_aware_replica_selector)).
+    pub fn rack_aware_replica_selector(mut self) -> Self {
+        self.rack_aware_replica_selector = true;
+        self
+    }
+
+    /// Sets [`tls`](Self::tls).
+    pub fn tls(mut self, identity: TlsIdentity) -> Self {
+        self.tls = Some(identity);
+        self
+    }
+
+    /// Whether listeners authenticate: any SASL user, or OAUTHBEARER.
+    pub fn has_sasl(&self) -> bool {
+        !self.sasl_plain.is_empty() || !self.sasl_scram.is_empty() || self.oauthbearer.is_some()
     }
 
     /// Turns the ACL authorizer on, with these super users (`User:admin`; a bare name is taken

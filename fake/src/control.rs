@@ -206,6 +206,8 @@ pub struct Entry {
     pub action: Option<String>,
     /// The error codes of the response, in order (empty without a response).
     pub errors: Vec<ErrorCode>,
+    /// The throttle time of the response in ms, from a quota or a test's throttle (0: none).
+    pub throttle_ms: i32,
 }
 
 /// The last requests, up to a capacity.
@@ -246,6 +248,12 @@ impl Journal {
     pub(crate) fn answered(&mut self, seq: u64, errors: Vec<ErrorCode>) {
         if let Some(e) = self.entries.iter_mut().rev().find(|e| e.seq == seq) {
             e.errors = errors;
+        }
+    }
+
+    pub(crate) fn throttled(&mut self, seq: u64, ms: i32) {
+        if let Some(e) = self.entries.iter_mut().rev().find(|e| e.seq == seq) {
+            e.throttle_ms = ms;
         }
     }
 

@@ -35,12 +35,15 @@ mod groups;
 mod handlers;
 mod log;
 mod network;
+mod oauth;
 mod quotas;
 mod scram;
 mod server;
 mod share_state;
 mod telemetry;
+mod throttle;
 mod timers;
+mod tls;
 mod tokens;
 mod topics;
 mod txn;
@@ -50,6 +53,8 @@ pub use cluster::{Cluster, Connecting, ControlError, LoggedRecord, Security, MEM
 pub use config::ClusterConfig;
 pub use control::{Action, Entry, Hook, HookId, Responder, Seen};
 pub use network::{Direction, FaultConfig, FaultCounts, FaultKind, Plan};
+pub use oauth::OAuthBearerConfig;
+pub use tls::TlsIdentity;
 pub use versions::Release;
 
 /// The README's examples, compiled and run as doctests.

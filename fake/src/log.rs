@@ -414,6 +414,69 @@ impl PartitionLog {
         (out, aborted)
     }
 
+    /// Compacts the log as Kafka's cleaner compacts a `cleanup.policy=compact` log, every batch
+    /// below the last stable offset being cleanable (there is no active segment here): of each
+    /// key the latest record is kept, tombstones are removed (as once `delete.retention.ms` has
+    /// passed), so are records without a key and records of aborted transactions; offsets do not
+    /// change. A batch keeps its base offset, last offset, producer fields and codec, as
+    /// `MemoryRecords.filterTo` writes it; an emptied batch goes; transaction markers stay.
+    /// Returns how many records went.
+    pub(crate) fn compact(&mut self) -> usize {
+        let upper = self.last_stable();
+        let aborted = |pid: i64, offset: i64| self.aborted.iter().any(|a| a.producer_id == pid && (a.first_offset..=a.last_offset).contains(&offset));
+        let cleanable = |s: &Stored| s.last_offset < upper;
+        // Kafka's offset map: each key's latest offset in the cleanable part.
+        let mut latest: BTreeMap<Bytes, i64> = BTreeMap::new();
+        let data = |s: &Stored| -> Option<RecordBatch> {
+            match Batches::new(s.bytes.clone()).next() {
+                Some(Ok(Batch::V2(b))) if !b.is_control() => Some(b),
+                _ => None,
+            }
+        };
+        for stored in self.batches.iter().filter(|s| cleanable(s)) {
+            let Some(b) = data(stored) else { continue };
+            for r in b.records().into_iter().flatten().flatten() {
+                if !(b.is_transactional() && aborted(b.producer_id(), r.offset)) {
+                    if let Some(key) = r.key {
+                        latest.insert(key, r.offset);
+                    }
+                }
+            }
+        }
+        let mut removed = 0;
+        let mut kept = Vec::with_capacity(self.batches.len());
+        for stored in std::mem::take(&mut self.batches) {
+            let Some(b) = data(&stored).filter(|_| cleanable(&stored)) else {
+                kept.push(stored);
+                continue;
+            };
+            let all: Vec<_> = b.records().into_iter().flatten().flatten().collect();
+            let total = all.len();
+            let retained: Vec<_> = all
+                .into_iter()
+                .filter(|r| {
+                    let dropped = b.is_transactional() && aborted(b.producer_id(), r.offset);
+                    !dropped && r.value.is_some() && r.key.as_ref().is_some_and(|k| latest.get(k) == Some(&r.offset))
+                })
+                .collect();
+            removed += total - retained.len();
+            if retained.len() == total {
+                kept.push(stored);
+            } else if !retained.is_empty() {
+                match rebuild(&b, &retained) {
+                    Some(bytes) => kept.push(Stored { bytes, ..stored }),
+                    // Cannot happen with records read from a valid batch; keep it as it was.
+                    None => {
+                        removed -= total - retained.len();
+                        kept.push(stored);
+                    }
+                }
+            }
+        }
+        self.batches = kept;
+        removed
+    }
+
     /// The aborted transactions, oldest first.
     pub(crate) fn aborted(&self) -> &[Aborted] {
         &self.aborted
@@ -482,6 +545,31 @@ impl PartitionLog {
 
 /// Sets a v2 batch's timestamp type to LogAppendTime and its max timestamp to `now`, and its
 /// CRC again (both are covered by it).
+/// A batch with only `records` of `original`: its base offset, producer fields, leader epoch,
+/// timestamp type and codec, and its last offset delta (so a consumer's next offset after it is
+/// the same), the CRC computed again.
+fn rebuild(original: &RecordBatch, records: &[kwire::runtime::records::Record]) -> Option<Bytes> {
+    let mut builder = kwire::runtime::records::RecordBatchBuilder::new()
+        .base_offset(original.base_offset())
+        .partition_leader_epoch(original.partition_leader_epoch())
+        .compression(original.compression())
+        .timestamp_type(original.timestamp_type())
+        .producer(original.producer_id(), original.producer_epoch(), original.base_sequence())
+        .transactional(original.is_transactional());
+    for r in records {
+        builder.append(r.clone()).ok()?;
+    }
+    let mut bytes = BytesMut::from(&builder.build().ok()?[..]);
+    // lastOffsetDelta at 23..27; the CRC-32C at 17..21 covers attributes onward (from 21).
+    if bytes.len() < 61 {
+        return None;
+    }
+    bytes[23..27].copy_from_slice(&original.last_offset_delta().to_be_bytes());
+    let crc = crc32c::crc32c(&bytes[21..]);
+    bytes[17..21].copy_from_slice(&crc.to_be_bytes());
+    Some(bytes.freeze())
+}
+
 fn set_log_append_time(bytes: &mut BytesMut, now_ms: i64) {
     if bytes.len() < 61 {
         return;

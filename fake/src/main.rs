@@ -12,17 +12,19 @@
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
-use kwire_fake::{Cluster, ClusterConfig, Release, Security};
+use kwire_fake::{Cluster, ClusterConfig, OAuthBearerConfig, Release, Security, TlsIdentity};
 
-const USAGE: &str = "usage: kwire-fake --listen HOST:PORT [--sasl-listen HOST:PORT] [--brokers N] [--as-version 3.9|4.4]
-       [--sasl-plain USER:PASS]... [--sasl-scram USER:PASS]... [--acl-authorizer] [--super-user PRINCIPAL]...
-       [--delegation-token-secret KEY] [--partitions N] [--no-auto-create] [--seed N] [--verbose]
+const USAGE: &str = "usage: kwire-fake --listen HOST:PORT [--sasl-listen HOST:PORT] [--brokers N] [--as-version 2.8|3.9|4.0|4.4]
+       [--sasl-plain USER:PASS]... [--sasl-scram USER:PASS]... [--sasl-oauthbearer] [--acl-authorizer] [--super-user PRINCIPAL]...
+       [--delegation-token-secret KEY] [--tls-cert PEM --tls-key PEM] [--partitions N] [--no-auto-create] [--seed N] [--verbose]
 
 Broker N listens on PORT+N (every broker on a free port with PORT 0). Without --sasl-listen, the
 --listen listeners authenticate when SASL users are given; with it, only its listeners do.
---sasl-scram makes SCRAM-SHA-256 and -512 credentials. --acl-authorizer turns ACLs on
+--sasl-scram makes SCRAM-SHA-256 and -512 credentials; --sasl-oauthbearer takes unsecured JWS tokens
+(alg none, the sub claim the principal, exp checked), as Kafka's default OAUTHBEARER validator. --acl-authorizer turns ACLs on
 (StandardAuthorizer; super users, e.g. User:admin, may do anything). --verbose writes a line per
-request to stderr.";
+request to stderr. With --tls-cert and --tls-key (a PEM certificate chain and its key), every
+listener is TLS: SSL, or SASL_SSL where it authenticates.";
 
 struct Args {
     listen: SocketAddr,
@@ -35,6 +37,7 @@ fn parse_args() -> Result<Args, String> {
     let mut sasl_listen = None;
     let mut authorizer = false;
     let mut super_users: Vec<String> = Vec::new();
+    let (mut tls_cert, mut tls_key) = (None, None);
     let mut config = ClusterConfig::default();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -53,7 +56,10 @@ fn parse_args() -> Result<Args, String> {
                 let (user, pass) = v.split_once(':').ok_or("--sasl-scram takes USER:PASS")?;
                 config = config.sasl_scram(user, pass);
             }
+            "--sasl-oauthbearer" => config = config.sasl_oauthbearer(OAuthBearerConfig::default()),
             "--acl-authorizer" => authorizer = true,
+            "--tls-cert" => tls_cert = Some(value("--tls-cert")?),
+            "--tls-key" => tls_key = Some(value("--tls-key")?),
             "--super-user" => super_users.push(value("--super-user")?),
             "--delegation-token-secret" => {
                 let v = value("--delegation-token-secret")?;
@@ -91,8 +97,16 @@ fn parse_args() -> Result<Args, String> {
     } else if !super_users.is_empty() {
         return Err("--super-user needs --acl-authorizer".into());
     }
-    if sasl_listen.is_some() && config.sasl_plain.is_empty() && config.sasl_scram.is_empty() {
-        return Err("--sasl-listen needs a --sasl-plain or --sasl-scram user".into());
+    match (tls_cert, tls_key) {
+        (Some(cert), Some(key)) => {
+            let identity = TlsIdentity::from_files(cert.as_ref(), key.as_ref()).map_err(|e| format!("--tls-cert/--tls-key: {e}"))?;
+            config = config.tls(identity);
+        }
+        (None, None) => {}
+        _ => return Err("--tls-cert and --tls-key go together".into()),
+    }
+    if sasl_listen.is_some() && !config.has_sasl() {
+        return Err("--sasl-listen needs a --sasl-plain or --sasl-scram user, or --sasl-oauthbearer".into());
     }
     Ok(Args { listen: listen.ok_or(USAGE)?, sasl_listen, config })
 }
@@ -116,9 +130,12 @@ fn main() -> ExitCode {
         let cluster = Cluster::start(config);
         let addrs = match sasl_listen {
             Some(sasl) => {
-                let sasl_addrs = cluster.listen_with(sasl, Security::SaslPlaintext).await?;
-                println!("sasl_plaintext on {}", sasl_addrs.iter().map(ToString::to_string).collect::<Vec<_>>().join(","));
-                cluster.listen_with(listen, Security::Plaintext).await?
+                let tls = cluster.config().tls.is_some();
+                let (authenticated, plain) = if tls { (Security::SaslSsl, Security::Ssl) } else { (Security::SaslPlaintext, Security::Plaintext) };
+                let sasl_addrs = cluster.listen_with(sasl, authenticated).await?;
+                let name = if tls { "sasl_ssl" } else { "sasl_plaintext" };
+                println!("{name} on {}", sasl_addrs.iter().map(ToString::to_string).collect::<Vec<_>>().join(","));
+                cluster.listen_with(listen, plain).await?
             }
             None => cluster.listen(listen).await?,
         };

@@ -4,10 +4,11 @@
 //! when a hook or the client's cut says so, or at a frame Kafka would close the connection for.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use kwire::codec::{FrameDecoder, OutboundResponse, RequestFrame, ServerCodec};
 use kwire::messages::{SaslAuthenticateResponse, SaslHandshakeResponse};
-use kwire::{ApiKey, ByteString, Bytes, BytesMut, ErrorCode, RequestKind, ResponseKind};
+use kwire::{ApiKey, ByteString, Bytes, BytesMut, Encode, ErrorCode, RequestKind, ResponseKind};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -16,7 +17,7 @@ use tracing::debug;
 use crate::cluster::{Inner, Listener};
 use crate::control::{Action, Entry, Seen};
 use crate::handlers::{self, Ctx, Reply};
-use crate::scram;
+use crate::{oauth, scram, throttle};
 
 /// Where a connection is in SASL.
 enum Sasl {
@@ -29,6 +30,7 @@ enum Sasl {
     Authenticate {
         raw: bool,
         step: Step,
+        mechanism: String,
     },
     Done,
 }
@@ -38,6 +40,13 @@ enum Step {
     Plain,
     ScramFirst(scram::Mechanism),
     ScramFinal(Box<scram::Exchange>),
+    /// OAUTHBEARER's client first message.
+    OAuthBearer,
+    /// OAUTHBEARER after its error reply (this JSON): the client's `%x01` ends the exchange with
+    /// the failure (RFC 7628 section 3.2.3).
+    OAuthBearerRefused(String),
+    /// A re-authentication that asked for another mechanism: its first token fails with this.
+    BadMechanism(String),
 }
 
 /// A token's outcome: the bytes to answer, and the principal once authenticated.
@@ -49,13 +58,44 @@ pub(crate) struct Authenticated {
     pub(crate) principal: String,
     /// Through a delegation token (SCRAM with `tokenauth=true`).
     pub(crate) token: bool,
+    /// When the credential expires (an OAUTHBEARER token's `exp`), in ms since the epoch: the
+    /// session's end, after which a request other than a re-authentication closes the
+    /// connection (KIP-368).
+    pub(crate) expires_ms: Option<i64>,
 }
 
-/// The mechanisms a SASL listener offers (`sasl.enabled.mechanisms`).
-const MECHANISMS: [&str; 3] = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];
+impl Authenticated {
+    pub(crate) fn anonymous() -> Authenticated {
+        Authenticated { principal: String::from("User:ANONYMOUS"), token: false, expires_ms: None }
+    }
 
-/// Accepts TCP connections for `broker` until the cluster is gone.
-pub(crate) async fn accept(inner: Arc<Inner>, broker: i32, kind: Listener, listener: TcpListener) {
+    fn user(principal: String) -> Authenticated {
+        Authenticated { principal, token: false, expires_ms: None }
+    }
+}
+
+/// What a SASL connection has authenticated with, for re-authentication (KIP-368).
+struct Session {
+    mechanism: String,
+    /// The client authenticated with SaslAuthenticate v1 or later, so it may re-authenticate.
+    reauth: bool,
+}
+
+/// The mechanisms a SASL listener offers (`sasl.enabled.mechanisms`): OAUTHBEARER when the
+/// cluster validates tokens.
+fn mechanisms(inner: &Inner) -> Vec<&'static str> {
+    let mut m = vec!["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];
+    if inner.config.oauthbearer.is_some() {
+        m.push("OAUTHBEARER");
+    }
+    m
+}
+
+/// How long a TLS handshake may take before the connection is dropped.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Accepts TCP connections for `broker` until the cluster is gone; over TLS with `tls`.
+pub(crate) async fn accept(inner: Arc<Inner>, broker: i32, kind: Listener, listener: TcpListener, tls: Option<tokio_rustls::TlsAcceptor>) {
     let weak = Arc::downgrade(&inner);
     drop(inner);
     loop {
@@ -73,7 +113,21 @@ pub(crate) async fn accept(inner: Arc<Inner>, broker: i32, kind: Listener, liste
         let Some(stopped) = stopped else { continue };
         let connection = inner.next_connection();
         debug!(broker, connection, %peer, "accepted");
-        tokio::spawn(serve(inner, broker, connection, kind, stream, stopped));
+        match &tls {
+            None => {
+                tokio::spawn(serve(inner, broker, connection, kind, stream, stopped));
+            }
+            Some(acceptor) => {
+                let handshake = acceptor.accept(stream);
+                tokio::spawn(async move {
+                    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, handshake).await {
+                        Ok(Ok(stream)) => serve(inner, broker, connection, kind, stream, stopped).await,
+                        Ok(Err(e)) => closing(&inner, connection, &format!("the TLS handshake failed: {e}")),
+                        Err(_) => closing(&inner, connection, "the TLS handshake timed out"),
+                    }
+                });
+            }
+        }
     }
 }
 
@@ -93,7 +147,8 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     let mut input = BytesMut::with_capacity(64 << 10);
     let mut output = BytesMut::new();
     let mut sasl = if inner.needs_sasl(listener) { Sasl::Handshake } else { Sasl::Off };
-    let mut principal = Authenticated { principal: String::from("User:ANONYMOUS"), token: false };
+    let mut principal = Authenticated::anonymous();
+    let mut session: Option<Session> = None;
     let mut cut = inner.cut_changed.subscribe();
     loop {
         if *stopped.borrow() {
@@ -105,6 +160,9 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
                     let Sasl::Authenticate { step, .. } = std::mem::replace(&mut sasl, Sasl::Done) else { return };
                     match sasl_step(&inner, step, &token, &mut sasl, true) {
                         Ok((answer, who)) => {
+                            if who.is_some() {
+                                session = Some(Session { mechanism: String::new(), reauth: false });
+                            }
                             if let Some(who) = who {
                                 principal = who;
                             }
@@ -127,7 +185,10 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         } else {
             match codec.decode_request(&mut input) {
                 Ok(Some(frame)) => {
-                    let keep_open = answer(&inner, broker, connection, listener, &mut codec, &frame, &mut sasl, &mut principal, &mut output).await;
+                    let mut conn =
+                        Conn { broker, connection, listener, sasl: &mut sasl, principal: &mut principal, session: &mut session, mute: Duration::ZERO };
+                    let keep_open = answer(&inner, &mut conn, &mut codec, &frame, &mut output).await;
+                    let mute = conn.mute;
                     if !output.is_empty() {
                         if stream.write_all(&output).await.is_err() {
                             return;
@@ -136,6 +197,13 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
                     }
                     if !keep_open {
                         return;
+                    }
+                    // A throttled client's connection is not read until its throttle time is over.
+                    if !mute.is_zero() {
+                        tokio::select! {
+                            _ = stopped.changed() => return,
+                            _ = tokio::time::sleep(mute) => {}
+                        }
                     }
                     continue;
                 }
@@ -158,19 +226,21 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     }
 }
 
-/// Handles one request, writing its response (if any) to `output`; false to close.
-#[allow(clippy::too_many_arguments)]
-async fn answer(
-    inner: &Arc<Inner>,
+/// A connection's state that requests read and change.
+struct Conn<'a> {
     broker: i32,
     connection: u64,
     listener: Listener,
-    codec: &mut ServerCodec,
-    frame: &RequestFrame,
-    sasl: &mut Sasl,
-    principal: &mut Authenticated,
-    output: &mut BytesMut,
-) -> bool {
+    sasl: &'a mut Sasl,
+    principal: &'a mut Authenticated,
+    session: &'a mut Option<Session>,
+    /// How long the connection is not read after this response (a throttle, KIP-219).
+    mute: Duration,
+}
+
+/// Handles one request, writing its response (if any) to `output`; false to close.
+async fn answer(inner: &Arc<Inner>, conn: &mut Conn<'_>, codec: &mut ServerCodec, frame: &RequestFrame, output: &mut BytesMut) -> bool {
+    let Conn { broker, connection, listener, .. } = *conn;
     let version = frame.version();
     let api = match frame.api_key() {
         Ok(api) => api,
@@ -187,6 +257,16 @@ async fn answer(
     if inner.is_cut(&client_id) {
         return false;
     }
+    // KIP-368: once the credential's session is over, only a re-authentication is served (as
+    // Kafka's processor, which closes an expired channel at its next request).
+    if let Some(expires) = conn.principal.expires_ms {
+        let reauth = api == ApiKey::SaslHandshake && matches!(conn.sasl, Sasl::Done) && conn.session.as_ref().is_some_and(|s| s.reauth);
+        if !reauth && matches!(conn.sasl, Sasl::Done) && inner.now_ms() > expires {
+            closing(inner, connection, &format!("a {} request after the SASL session expired", api.name()));
+            return false;
+        }
+    }
+    let (sasl, principal) = (&mut *conn.sasl, &mut *conn.principal);
     // As Kafka: an ApiVersions version it does not serve gets UNSUPPORTED_VERSION at v0 with the
     // ApiVersions range, so that the client can retry with a version both sides know.
     if let Some(range) = inner.config.release.versions(ApiKey::ApiVersions) {
@@ -237,6 +317,7 @@ async fn answer(
         request: request.clone(),
         action: None,
         errors: Vec::new(),
+        throttle_ms: 0,
     });
     let action = inner.hooks().decide(&Seen { broker, connection, client_id: &client_id, version, request: &request });
     if let Some(a) = action.as_ref().filter(|a| !matches!(a, Action::Pass)) {
@@ -266,9 +347,24 @@ async fn answer(
             }
         }
     }
+    let mut request = request;
+    if let RequestKind::Fetch(r) = &mut request {
+        let cap = {
+            let state = inner.state();
+            if state.quotas.values.is_empty() {
+                None
+            } else {
+                throttle::fetch_cap(&state.quotas, &principal.principal, &client_id)
+            }
+        };
+        if let Some(cap) = cap {
+            r.max_bytes = r.max_bytes.min(cap);
+            r.min_bytes = r.min_bytes.min(r.max_bytes);
+        }
+    }
     let reply = match request {
-        RequestKind::SaslHandshake(r) => Reply::Send(sasl_handshake(sasl, &r.mechanism, version).into()),
-        RequestKind::SaslAuthenticate(r) => sasl_authenticate(inner, connection, sasl, principal, &r.auth_bytes),
+        RequestKind::SaslHandshake(r) => Reply::Send(sasl_handshake(inner, sasl, conn.session.as_ref(), &r.mechanism, version).into()),
+        RequestKind::SaslAuthenticate(r) => sasl_authenticate(inner, connection, sasl, principal, conn.session, &r.auth_bytes, version),
         request => {
             let ctx = Ctx { inner, broker, version, listener, client_id: &client_id, principal: principal.principal.as_str(), token_auth: principal.token };
             handlers::handle(&ctx, request).await
@@ -280,6 +376,11 @@ async fn answer(
         Reply::SendAndClose(body) => (Some(body), true),
         Reply::Close => (None, true),
     };
+    let mut body = body;
+    let throttle_ms = throttle(inner, conn, frame, &client_id, api, version, &mut body).await;
+    if throttle_ms > 0 {
+        inner.journal().throttled(seq, throttle_ms);
+    }
     if lose {
         return false;
     }
@@ -289,6 +390,53 @@ async fn answer(
         handlers::errors::corrupt_records(&mut body);
     }
     write(codec, frame, api, version, body, output) && !close
+}
+
+/// Quotas and a test's throttles: the throttle time set in the response (a Fetch over its quota
+/// answered empty), and the wait: the response delayed, or (KIP-219 versions) the connection
+/// muted after it. Returns the throttle time.
+async fn throttle(
+    inner: &Inner,
+    conn: &mut Conn<'_>,
+    frame: &RequestFrame,
+    client_id: &str,
+    api: ApiKey,
+    version: i16,
+    body: &mut Option<ResponseKind>,
+) -> i32 {
+    let decision = {
+        let state = inner.state();
+        let mut throttling = inner.throttling();
+        // The common case, no quota and no throttle: nothing to measure.
+        if state.quotas.values.is_empty() && throttling.imposed.is_empty() {
+            return 0;
+        }
+        // Kafka counts a Produce's request bytes and a Fetch's response bytes.
+        let bytes = match (api, body.as_ref()) {
+            (ApiKey::Produce, _) => frame.header.encoded_len(frame.header_version) + frame.body.len(),
+            (ApiKey::Fetch, Some(b)) => 4 + b.encoded_len(version),
+            _ => 0,
+        };
+        let who = throttle::Who { broker: conn.broker, principal: &conn.principal.principal, client_id };
+        throttling.decide(&state.quotas, &who, api, bytes, inner.now_ms())
+    };
+    if decision.throttle_ms <= 0 {
+        return 0;
+    }
+    if let Some(b) = body.as_mut() {
+        if let (true, ResponseKind::Fetch(f)) = (decision.empty_fetch, &mut *b) {
+            f.responses.clear();
+            f.node_endpoints.clear();
+        }
+        throttle::set_throttle_time(b, decision.throttle_ms);
+    }
+    let wait = Duration::from_millis(decision.throttle_ms as u64);
+    if throttle::client_throttles(api, version) {
+        conn.mute = wait;
+    } else {
+        tokio::time::sleep(wait).await;
+    }
+    decision.throttle_ms
 }
 
 /// Encodes a response; false (close) when it cannot be.
@@ -303,59 +451,107 @@ fn write(codec: &mut ServerCodec, frame: &RequestFrame, api: ApiKey, version: i1
     }
 }
 
-fn sasl_handshake(sasl: &mut Sasl, mechanism: &str, version: i16) -> SaslHandshakeResponse {
-    let mechanisms = MECHANISMS.iter().map(|m| ByteString::from_static(m)).collect();
+fn sasl_handshake(inner: &Inner, sasl: &mut Sasl, session: Option<&Session>, mechanism: &str, version: i16) -> SaslHandshakeResponse {
+    let enabled = mechanisms(inner);
     let raw = version == 0;
+    let step = |mechanism: &str| match (mechanism, scram::Mechanism::from_name(mechanism)) {
+        ("PLAIN", _) => Some(Step::Plain),
+        ("OAUTHBEARER", _) if inner.config.oauthbearer.is_some() => Some(Step::OAuthBearer),
+        (_, Some(m)) => Some(Step::ScramFirst(m)),
+        _ => None,
+    };
     let error_code = match sasl {
         // A PLAINTEXT listener, or a second handshake: Kafka answers ILLEGAL_SASL_STATE.
-        Sasl::Off | Sasl::Authenticate { .. } | Sasl::Done => ErrorCode::ILLEGAL_SASL_STATE,
-        Sasl::Handshake => match (mechanism, scram::Mechanism::from_name(mechanism)) {
-            ("PLAIN", _) => {
-                *sasl = Sasl::Authenticate { raw, step: Step::Plain };
+        Sasl::Off | Sasl::Authenticate { .. } => ErrorCode::ILLEGAL_SASL_STATE,
+        // A re-authentication (KIP-368), from a client that authenticated with SaslAuthenticate
+        // v1+: the same mechanism, or the next token fails (Kafka's REAUTH_BAD_MECHANISM).
+        Sasl::Done => match (session.filter(|s| s.reauth && !raw), step(mechanism)) {
+            (None, _) => ErrorCode::ILLEGAL_SASL_STATE,
+            (Some(_), None) => ErrorCode::UNSUPPORTED_SASL_MECHANISM,
+            (Some(s), Some(next)) => {
+                let step = if s.mechanism == mechanism {
+                    next
+                } else {
+                    Step::BadMechanism(format!(
+                        "SASL mechanism '{mechanism}' requested by client is not supported for re-authentication of mechanism '{}'",
+                        s.mechanism
+                    ))
+                };
+                *sasl = Sasl::Authenticate { raw, step, mechanism: mechanism.to_owned() };
                 ErrorCode::NONE
             }
-            (_, Some(m)) => {
-                *sasl = Sasl::Authenticate { raw, step: Step::ScramFirst(m) };
+        },
+        Sasl::Handshake => match step(mechanism) {
+            Some(step) => {
+                *sasl = Sasl::Authenticate { raw, step, mechanism: mechanism.to_owned() };
                 ErrorCode::NONE
             }
-            _ => ErrorCode::UNSUPPORTED_SASL_MECHANISM,
+            None => ErrorCode::UNSUPPORTED_SASL_MECHANISM,
         },
     };
     // (`..Default::default()` for spec sets whose response has more fields.)
     #[allow(clippy::needless_update)]
-    SaslHandshakeResponse { error_code: error_code.0, mechanisms, ..Default::default() }
+    SaslHandshakeResponse { error_code: error_code.0, mechanisms: enabled.into_iter().map(ByteString::from_static).collect(), ..Default::default() }
 }
 
 /// A SaslAuthenticate request: the mechanism's next step; a failure answers
-/// SASL_AUTHENTICATION_FAILED and closes, as Kafka does.
-fn sasl_authenticate(inner: &Inner, connection: u64, sasl: &mut Sasl, principal: &mut Authenticated, token: &Bytes) -> Reply {
-    let response = |error_code: ErrorCode, message: Option<&str>, auth_bytes: Vec<u8>| -> ResponseKind {
+/// SASL_AUTHENTICATION_FAILED and closes, as Kafka does. Once authenticated, the session
+/// lifetime is the credential's remaining life (KIP-368; Kafka's `connections.max.reauth.ms`
+/// unset), and a re-authentication must keep the principal.
+fn sasl_authenticate(
+    inner: &Inner,
+    connection: u64,
+    sasl: &mut Sasl,
+    principal: &mut Authenticated,
+    session: &mut Option<Session>,
+    token: &Bytes,
+    version: i16,
+) -> Reply {
+    let response = |error_code: ErrorCode, message: Option<&str>, auth_bytes: Vec<u8>, session_lifetime_ms: i64| -> ResponseKind {
         SaslAuthenticateResponse {
             error_code: error_code.0,
             error_message: message.map(|m| ByteString::from(m.to_owned())),
             auth_bytes: Bytes::from(auth_bytes),
-            session_lifetime_ms: 0,
+            // The field is v1+.
+            session_lifetime_ms: if version >= 1 { session_lifetime_ms } else { 0 },
             ..Default::default()
         }
         .into()
     };
-    let step = match std::mem::replace(sasl, Sasl::Done) {
-        Sasl::Authenticate { raw: false, step } => step,
+    let (step, mechanism) = match std::mem::replace(sasl, Sasl::Done) {
+        Sasl::Authenticate { raw: false, step, mechanism } => (step, mechanism),
         other => {
             *sasl = other;
-            return Reply::Send(response(ErrorCode::ILLEGAL_SASL_STATE, Some("Unexpected SaslAuthenticate request: no SaslHandshake first"), Vec::new()));
+            return Reply::Send(response(ErrorCode::ILLEGAL_SASL_STATE, Some("Unexpected SaslAuthenticate request: no SaslHandshake first"), Vec::new(), 0));
         }
     };
-    match sasl_step(inner, step, token, sasl, false) {
+    let reauthenticating = session.is_some();
+    let outcome = sasl_step(inner, step, token, sasl, false).and_then(|(answer, who)| match who {
+        Some(who) if reauthenticating && who.principal != principal.principal => {
+            let (from, to) = (principal.principal.replacen(':', ".", 1), who.principal.replacen(':', ".", 1));
+            Err(format!("Cannot change principals during re-authentication from {from}: {to}"))
+        }
+        who => Ok((answer, who)),
+    });
+    match outcome {
         Ok((answer, who)) => {
+            let mut lifetime = 0;
             if let Some(who) = who {
+                lifetime = who.expires_ms.map_or(0, |e| (e - inner.now_ms()).max(0));
                 *principal = who;
+                let reauth = session.as_ref().is_some_and(|s| s.reauth) || version > 0;
+                *session = Some(Session { mechanism, reauth });
             }
-            Reply::Send(response(ErrorCode::NONE, None, answer))
+            Reply::Send(response(ErrorCode::NONE, None, answer, lifetime))
+        }
+        // An empty reason: Kafka's server threw outside the SASL exceptions, and closes unanswered.
+        Err(why) if why.is_empty() => {
+            closing(inner, connection, "a SASL token the mechanism could not process");
+            Reply::Close
         }
         Err(why) => {
             closing(inner, connection, &why);
-            Reply::SendAndClose(response(ErrorCode::SASL_AUTHENTICATION_FAILED, Some(&why), Vec::new()))
+            Reply::SendAndClose(response(ErrorCode::SASL_AUTHENTICATION_FAILED, Some(&why), Vec::new(), 0))
         }
     }
 }
@@ -366,7 +562,7 @@ fn sasl_step(inner: &Inner, step: Step, token: &[u8], sasl: &mut Sasl, raw: bool
         Step::Plain => match plain_user(inner, token) {
             Some(user) => {
                 *sasl = Sasl::Done;
-                Ok((Vec::new(), Some(Authenticated { principal: format!("User:{user}"), token: false })))
+                Ok((Vec::new(), Some(Authenticated::user(format!("User:{user}")))))
             }
             None => Err("Authentication failed: Invalid username or password".into()),
         },
@@ -383,7 +579,7 @@ fn sasl_step(inner: &Inner, step: Step, token: &[u8], sasl: &mut Sasl, raw: bool
                 }
             };
             let (exchange, first) = scram::server_first(mechanism, token, find, &nonce)?;
-            *sasl = Sasl::Authenticate { raw, step: Step::ScramFinal(Box::new(exchange)) };
+            *sasl = Sasl::Authenticate { raw, step: Step::ScramFinal(Box::new(exchange)), mechanism: mechanism.name().to_owned() };
             Ok((first.into_bytes(), None))
         }
         Step::ScramFinal(exchange) => {
@@ -395,8 +591,48 @@ fn sasl_step(inner: &Inner, step: Step, token: &[u8], sasl: &mut Sasl, raw: bool
             } else {
                 format!("User:{}", exchange.user)
             };
-            Ok((last.into_bytes(), Some(Authenticated { principal, token: exchange.token_auth })))
+            Ok((last.into_bytes(), Some(Authenticated { principal, token: exchange.token_auth, expires_ms: None })))
         }
+        Step::OAuthBearerRefused(json) if token == [0x01] => Err(json),
+        Step::OAuthBearer | Step::OAuthBearerRefused(_) => oauthbearer(inner, token, sasl, raw),
+        Step::BadMechanism(why) => Err(why),
+    }
+}
+
+/// OAUTHBEARER's client first message (RFC 7628): a token the unsecured validator accepts
+/// authenticates its principal; one it refuses gets the error reply, and the exchange waits for
+/// the client's acknowledgement (or another first message, as Kafka's server allows).
+fn oauthbearer(inner: &Inner, message: &[u8], sasl: &mut Sasl, raw: bool) -> Stepped {
+    // Kafka tells the client nothing more for a malformed message (a `SaslException`).
+    let generic = || "Authentication failed during authentication due to invalid credentials with SASL mechanism OAUTHBEARER".to_owned();
+    let Some(config) = inner.config.oauthbearer.as_ref() else { return Err(generic()) };
+    let first = oauth::parse_initial_response(message).map_err(|why| {
+        debug!(why, "OAUTHBEARER first message refused");
+        generic()
+    })?;
+    match oauth::validate(&first.token, config, inner.now_ms()) {
+        Ok(valid) => {
+            if !first.authzid.is_empty() && first.authzid != valid.principal {
+                return Err(format!(
+                    "Authentication failed: Client requested an authorization id ({}) that is different from the token's principal name ({})",
+                    first.authzid, valid.principal
+                ));
+            }
+            *sasl = Sasl::Done;
+            Ok((Vec::new(), Some(Authenticated { principal: format!("User:{}", valid.principal), token: false, expires_ms: Some(valid.expires_ms) })))
+        }
+        Err(refusal) => match refusal.json() {
+            Some(json) => {
+                // The reason for the log only: the client gets the status.
+                if let oauth::Refusal::Token { why, .. } = &refusal {
+                    debug!(why = why.as_str(), "OAUTHBEARER token refused");
+                }
+                *sasl = Sasl::Authenticate { raw, step: Step::OAuthBearerRefused(json.clone()), mechanism: "OAUTHBEARER".into() };
+                Ok((json.into_bytes(), None))
+            }
+            // Kafka's validator throws on it and the connection closes unanswered.
+            None => Err(String::new()),
+        },
     }
 }
 

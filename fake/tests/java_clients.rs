@@ -85,3 +85,23 @@ fn java_clients_3_9_against_the_fake_as_3_9() {
 fn java_clients_4_4_against_the_fake_as_4_4() {
     flows("java_clients_4_4", "4.4", "4.4.0", true);
 }
+
+/// OAUTHBEARER (SASL_PLAINTEXT) with Java's unsecured login module making the tokens
+/// (tests/clients/JavaOAuth.java): Admin, a producer and a consumer group authenticate, and a
+/// token without `sub` is refused with `invalid_token`.
+#[test]
+fn java_clients_4_4_oauthbearer() {
+    let test = "java_clients_4_4_oauthbearer";
+    let Some(lib) = kafka_lib(test, "4.4.0") else { return };
+    let broker = Broker::start(&["--as-version", "4.4", "--sasl-oauthbearer"]);
+    let (ok, output) = java(&lib, "JavaOAuth.java", &[&broker.addr]);
+    assert!(ok, "Java's clients over OAUTHBEARER against kwire-fake:\n{output}\nbroker log (last lines):\n{}", tail(&broker.log()));
+    let versions = broker.versions_used("java-oauth");
+    for api in ["SaslHandshake", "SaslAuthenticate", "CreateTopics", "Produce", "Fetch"] {
+        assert!(versions.contains_key(api), "Java's clients never sent {api}: {versions:?}");
+    }
+    // The refused token's connection was closed; the others never were.
+    let closed = broker.log().lines().filter(|l| l.starts_with("closing")).count();
+    assert!(closed >= 1 && broker.log().lines().filter(|l| l.starts_with("closing")).all(|l| l.contains("invalid_token")), "{}", tail(&broker.log()));
+    assert!(broker.stop().is_some_and(|s| s.success()), "kwire-fake did not stop cleanly on SIGTERM");
+}

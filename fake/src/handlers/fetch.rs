@@ -107,6 +107,20 @@ fn session(ctx: &Ctx<'_>, req: &FetchRequest) -> Result<Option<(i32, bool)>, Err
     }
 }
 
+/// Kafka's `RackAwareReplicaSelector` on the leader, for a consumer's Fetch v11+ with a rack:
+/// the leader itself (no preferred replica) when it is in the consumer's rack or no replica is,
+/// else a replica in that rack that is up (every replica is caught up here: the lowest id).
+fn preferred_read_replica(ctx: &Ctx<'_>, state: &crate::cluster::State, partition: &crate::topics::Partition, req: &FetchRequest) -> Option<i32> {
+    if !ctx.inner.config.rack_aware_replica_selector || ctx.version < 11 || partition.leader != ctx.broker || req.replica_id >= 0 || req.rack_id.is_empty() {
+        return None;
+    }
+    let in_rack = |b: i32| state.up(b) && state.brokers.get(&b).and_then(|s| s.rack.as_deref()) == Some(&*req.rack_id);
+    if in_rack(partition.leader) {
+        return None;
+    }
+    partition.replicas.iter().copied().filter(|b| in_rack(*b)).min()
+}
+
 /// The epoch after `epoch` (wrapping to 1, as Kafka's `nextEpoch`).
 fn next_epoch(epoch: i32) -> i32 {
     if epoch == i32::MAX {
@@ -183,7 +197,9 @@ fn fetch_once(ctx: &Ctx<'_>, req: &FetchRequest) -> (FetchResponse, usize, bool)
                 (None, _) | (_, None) => Some(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
                 (Some(_), Some(partition)) => {
                     let log = &partition.log;
-                    if partition.leader != ctx.broker {
+                    // KIP-392: a consumer that sends its metadata (v11+) may read from a follower.
+                    let follower_read = version >= 11 && req.replica_id < 0 && req.replica_state.replica_id < 0 && partition.replicas.contains(&ctx.broker);
+                    if partition.leader != ctx.broker && !follower_read {
                         if version >= 12 && partition.leader >= 0 {
                             data.current_leader = LeaderIdAndEpoch { leader_id: partition.leader, leader_epoch: partition.leader_epoch, ..Default::default() };
                             leaders.insert(partition.leader);
@@ -202,7 +218,11 @@ fn fetch_once(ctx: &Ctx<'_>, req: &FetchRequest) -> (FetchResponse, usize, bool)
                             .then(|| log.epoch_end(p.last_fetched_epoch))
                             .flatten()
                             .filter(|(epoch, end)| *epoch < p.last_fetched_epoch || *end < p.fetch_offset);
-                        if let Some((epoch, end)) = diverged {
+                        if let Some(replica) = preferred_read_replica(ctx, &state, partition, req) {
+                            // The leader sends the consumer elsewhere and reads nothing.
+                            data.preferred_read_replica = replica;
+                            None
+                        } else if let Some((epoch, end)) = diverged {
                             data.diverging_epoch = EpochEndOffset { epoch, end_offset: end, ..Default::default() };
                             None
                         } else if p.fetch_offset < log.log_start() || p.fetch_offset > log.end() {

@@ -12,7 +12,6 @@ use kwire::{Bytes, ErrorCode};
 
 use super::{s, Ctx};
 use crate::acl::{op, resource};
-use crate::cluster::{Listener, Security};
 use crate::scram::Mechanism;
 use crate::tokens::{Token, MAX_LIFETIME_MS, RENEW_INTERVAL_MS};
 
@@ -21,10 +20,8 @@ fn refused(ctx: &Ctx<'_>) -> Option<ErrorCode> {
     if ctx.inner.config.delegation_token_secret.is_none() {
         return Some(ErrorCode::DELEGATION_TOKEN_AUTH_DISABLED);
     }
-    let sasl = match ctx.listener {
-        Listener::Tcp(security) => security == Security::SaslPlaintext,
-        Listener::Memory => ctx.inner.needs_sasl(ctx.listener),
-    };
+    // SASL_PLAINTEXT or SASL_SSL (an SSL listener's principal is anonymous: one-way TLS).
+    let sasl = ctx.inner.needs_sasl(ctx.listener);
     (!sasl || ctx.token_auth).then_some(ErrorCode::DELEGATION_TOKEN_REQUEST_NOT_ALLOWED)
 }
 

@@ -1,0 +1,319 @@
+//! Quotas enforced with throttle times, as Kafka's `ClientQuotaManager` does it: each broker
+//! measures a produce or fetch byte rate per quota entity over 11 samples of 1 s
+//! (`quota.window.num`, `quota.window.size.seconds`), and a rate over the quota answers with
+//! `throttle_time_ms` = (rate - quota) / quota × the measured window, rounded; the broker then
+//! stops reading the connection for that long (KIP-219). Besides, a test may impose a throttle on
+//! a client or a broker ([`Cluster::throttle_client`](crate::Cluster::throttle_client)).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kwire::{ApiKey, ResponseKind};
+
+use crate::quotas::{Entity, Quotas};
+
+/// Samples of a rate (`quota.window.num`).
+const SAMPLES: usize = 11;
+/// One sample's span in ms (`quota.window.size.seconds`).
+const WINDOW_MS: i64 = 1000;
+
+/// One sample of a rate: when its window started, and what it recorded.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    start_ms: i64,
+    value: f64,
+}
+
+/// Kafka's `Rate` over a `SampledStat`: a sum of samples over the time they cover.
+#[derive(Debug, Default)]
+struct Rate {
+    samples: Vec<Sample>,
+    current: usize,
+}
+
+impl Rate {
+    fn record(&mut self, value: f64, now: i64) {
+        if self.samples.is_empty() {
+            self.samples.push(Sample { start_ms: now, value: 0.0 });
+        }
+        if now - self.samples[self.current].start_ms >= WINDOW_MS {
+            // The next sample, reused once there are SAMPLES.
+            self.current = (self.current + 1) % SAMPLES;
+            let fresh = Sample { start_ms: now, value: 0.0 };
+            match self.samples.get_mut(self.current) {
+                Some(s) => *s = fresh,
+                None => self.samples.push(fresh),
+            }
+        }
+        self.samples[self.current].value += value;
+    }
+
+    /// The rate per second at `now`, and the window it is measured over (ms).
+    fn measure(&mut self, now: i64) -> (f64, i64) {
+        // Samples older than the whole window are reset (`purgeObsoleteSamples`).
+        let expire = SAMPLES as i64 * WINDOW_MS;
+        for s in &mut self.samples {
+            if now - s.start_ms > expire {
+                *s = Sample { start_ms: now, value: 0.0 };
+            }
+        }
+        let total: f64 = self.samples.iter().map(|s| s.value).sum();
+        let oldest = self.samples.iter().map(|s| s.start_ms).min().unwrap_or(now);
+        // `Rate.windowSize`: at least SAMPLES - 1 full windows.
+        let mut elapsed = now - oldest;
+        let full = elapsed / WINDOW_MS;
+        let min_full = SAMPLES as i64 - 1;
+        if full < min_full {
+            elapsed += (min_full - full) * WINDOW_MS;
+        }
+        (total / (elapsed as f64 / 1000.0), elapsed)
+    }
+}
+
+/// Which quota a request counts against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Produce,
+    Fetch,
+}
+
+impl Kind {
+    fn key(self) -> &'static str {
+        match self {
+            Kind::Produce => "producer_byte_rate",
+            Kind::Fetch => "consumer_byte_rate",
+        }
+    }
+}
+
+/// Whom a test's throttle applies to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Target {
+    Client(String),
+    Broker(i32),
+}
+
+/// The brokers' rate sensors and the throttles a test imposed.
+#[derive(Debug, Default)]
+pub(crate) struct Throttling {
+    /// (broker, kind, user tag, client-id tag): the tags are the names of the types of the
+    /// quota entity that matched, empty for types it has not (Kafka's quota metric tags).
+    sensors: BTreeMap<(i32, Kind, String, String), Rate>,
+    pub(crate) imposed: Vec<(Target, Duration)>,
+}
+
+/// The quota of `key` for this user and client id, as Kafka's default quota callback finds it
+/// (the most specific of user and client id, user, default user and client id, ..., default
+/// client id), with the sensor's tags.
+fn quota(quotas: &Quotas, user: &str, client_id: &str, key: &str) -> Option<(f64, String, String)> {
+    // Per entity type: absent (None), the default (Some(None)) or a name.
+    type Level<'a> = (Option<Option<&'a str>>, Option<Option<&'a str>>);
+    let levels: [Level<'_>; 8] = [
+        (Some(Some(user)), Some(Some(client_id))),
+        (Some(Some(user)), Some(None)),
+        (Some(Some(user)), None),
+        (Some(None), Some(Some(client_id))),
+        (Some(None), Some(None)),
+        (Some(None), None),
+        (None, Some(Some(client_id))),
+        (None, Some(None)),
+    ];
+    levels.into_iter().find_map(|(u, c)| {
+        let mut entity = Entity::new();
+        if let Some(u) = u {
+            entity.insert("user".into(), u.map(str::to_owned));
+        }
+        if let Some(c) = c {
+            entity.insert("client-id".into(), c.map(str::to_owned));
+        }
+        let value = *quotas.values.get(&entity)?.get(key)?;
+        Some((value, if u.is_some() { user.to_owned() } else { String::new() }, if c.is_some() { client_id.to_owned() } else { String::new() }))
+    })
+}
+
+/// The most a Fetch may return under the client's fetch quota: the quota's bytes over a full
+/// window (Kafka's `maxValueInQuotaWindow`, which caps the request's `max_bytes`), so that a
+/// consumer moves on instead of being answered empty for ever.
+pub(crate) fn fetch_cap(quotas: &Quotas, principal: &str, client_id: &str) -> Option<i32> {
+    let user = principal.split_once(':').map_or(principal, |(_, n)| n);
+    let (bound, _, _) = quota(quotas, user, client_id, Kind::Fetch.key())?;
+    let window_s = (SAMPLES as f64 - 1.0) * WINDOW_MS as f64 / 1000.0;
+    Some((bound * window_s).min(f64::from(i32::MAX)) as i32)
+}
+
+/// Whose request: the broker it came to, its principal and client id.
+#[derive(Clone, Copy)]
+pub(crate) struct Who<'a> {
+    pub(crate) broker: i32,
+    pub(crate) principal: &'a str,
+    pub(crate) client_id: &'a str,
+}
+
+/// What a request's quota check decided.
+pub(crate) struct Decision {
+    /// The throttle time the response carries, in ms.
+    pub(crate) throttle_ms: i32,
+    /// A Fetch over its quota: answered empty, as Kafka's `getThrottledResponse`.
+    pub(crate) empty_fetch: bool,
+}
+
+impl Throttling {
+    /// Records a Produce's request bytes or a Fetch's response bytes against their quota on
+    /// `broker`, and decides the throttle (the larger of the quota's and one a test imposed).
+    pub(crate) fn decide(&mut self, quotas: &Quotas, who: &Who<'_>, api: ApiKey, bytes: usize, now: i64) -> Decision {
+        let Who { broker, principal, client_id } = *who;
+        let imposed = self
+            .imposed
+            .iter()
+            .filter(|(t, _)| match t {
+                Target::Client(c) => c == client_id,
+                Target::Broker(b) => *b == broker,
+            })
+            .map(|(_, d)| d.as_millis().min(i32::MAX as u128) as i32)
+            .max()
+            .unwrap_or(0);
+        let kind = match api {
+            ApiKey::Produce => Kind::Produce,
+            ApiKey::Fetch => Kind::Fetch,
+            _ => return Decision { throttle_ms: imposed, empty_fetch: false },
+        };
+        // The user entity is the principal's name (`User:alice` -> alice).
+        let user = principal.split_once(':').map_or(principal, |(_, n)| n);
+        let Some((bound, user_tag, client_tag)) = quota(quotas, user, client_id, kind.key()) else {
+            return Decision { throttle_ms: imposed, empty_fetch: false };
+        };
+        let rate = self.sensors.entry((broker, kind, user_tag, client_tag)).or_default();
+        rate.record(bytes as f64, now);
+        let (value, window_ms) = rate.measure(now);
+        let mut quota_ms = 0;
+        if value > bound {
+            // `ClientQuotaManager.throttleTime`; a zero quota throttles as long as can be.
+            let ms = if bound > 0.0 { ((value - bound) / bound * window_ms as f64).round() } else { f64::from(i32::MAX) };
+            quota_ms = ms.min(f64::from(i32::MAX)) as i32;
+            if kind == Kind::Fetch {
+                // The empty answer sends nothing: what was recorded comes off again.
+                rate.record(-(bytes as f64), now);
+            }
+        }
+        Decision { throttle_ms: quota_ms.max(imposed), empty_fetch: kind == Kind::Fetch && quota_ms > 0 }
+    }
+}
+
+/// Whether the client, not the broker, waits out the throttle at this version (KIP-219: the
+/// response goes at once and the broker mutes the connection); before, the broker delays the
+/// response. Produce v6 and Fetch v8 are where that changed; other apis are taken as after it.
+pub(crate) fn client_throttles(api: ApiKey, version: i16) -> bool {
+    match api {
+        ApiKey::Produce => version >= 6,
+        ApiKey::Fetch => version >= 8,
+        _ => true,
+    }
+}
+
+/// Sets a response's `throttle_time_ms` (ignorable: a version without the field drops it).
+pub(crate) fn set_throttle_time(body: &mut ResponseKind, ms: i32) {
+    macro_rules! set {
+        ($($api:ident),*) => {
+            match body {
+                $(ResponseKind::$api(r) => r.throttle_time_ms = r.throttle_time_ms.max(ms),)*
+                _ => {}
+            }
+        };
+    }
+    set!(
+        AddOffsetsToTxn,
+        AddPartitionsToTxn,
+        AlterClientQuotas,
+        AlterConfigs,
+        AlterPartitionReassignments,
+        AlterReplicaLogDirs,
+        AlterUserScramCredentials,
+        ApiVersions,
+        ConsumerGroupDescribe,
+        ConsumerGroupHeartbeat,
+        CreateAcls,
+        CreateDelegationToken,
+        CreatePartitions,
+        CreateTopics,
+        DeleteAcls,
+        DeleteGroups,
+        DeleteRecords,
+        DeleteTopics,
+        DescribeAcls,
+        DescribeClientQuotas,
+        DescribeCluster,
+        DescribeConfigs,
+        DescribeDelegationToken,
+        DescribeGroups,
+        DescribeLogDirs,
+        DescribeProducers,
+        DescribeTopicPartitions,
+        DescribeTransactions,
+        DescribeUserScramCredentials,
+        ElectLeaders,
+        EndTxn,
+        ExpireDelegationToken,
+        Fetch,
+        FindCoordinator,
+        GetTelemetrySubscriptions,
+        Heartbeat,
+        IncrementalAlterConfigs,
+        InitProducerId,
+        JoinGroup,
+        LeaveGroup,
+        ListGroups,
+        ListOffsets,
+        ListPartitionReassignments,
+        ListTransactions,
+        Metadata,
+        OffsetCommit,
+        OffsetDelete,
+        OffsetFetch,
+        OffsetForLeaderEpoch,
+        Produce,
+        PushTelemetry,
+        RenewDelegationToken,
+        ShareAcknowledge,
+        ShareFetch,
+        ShareGroupDescribe,
+        ShareGroupHeartbeat,
+        SyncGroup,
+        TxnOffsetCommit
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_first_burst_is_measured_over_ten_windows() {
+        let mut r = Rate::default();
+        r.record(2000.0, 0);
+        assert_eq!(r.measure(0), (200.0, 10_000));
+        // 12 s later the first sample has expired.
+        r.record(500.0, 12_000);
+        assert_eq!(r.measure(12_000), (50.0, 10_000));
+        // Samples a second apart: the window covers them.
+        let mut r = Rate::default();
+        for t in 0..15 {
+            r.record(100.0, t * 1000);
+        }
+        let (rate, window) = r.measure(14_000);
+        assert_eq!(window, 10_000);
+        assert!((rate - 110.0).abs() < 1e-9, "{rate}");
+    }
+
+    #[test]
+    fn the_most_specific_quota_wins() {
+        let mut q = Quotas::default();
+        let entity = |pairs: &[(&str, Option<&str>)]| -> Entity { pairs.iter().map(|(t, n)| ((*t).to_owned(), n.map(str::to_owned))).collect() };
+        q.set(&entity(&[("client-id", None)]), "producer_byte_rate", Some(1.0));
+        q.set(&entity(&[("user", Some("alice"))]), "producer_byte_rate", Some(2.0));
+        q.set(&entity(&[("user", Some("alice")), ("client-id", Some("c"))]), "producer_byte_rate", Some(3.0));
+        assert_eq!(quota(&q, "alice", "c", "producer_byte_rate"), Some((3.0, "alice".into(), "c".into())));
+        assert_eq!(quota(&q, "alice", "d", "producer_byte_rate"), Some((2.0, "alice".into(), String::new())));
+        assert_eq!(quota(&q, "bob", "d", "producer_byte_rate"), Some((1.0, String::new(), "d".into())));
+        assert_eq!(quota(&q, "bob", "d", "consumer_byte_rate"), None);
+    }
+}
