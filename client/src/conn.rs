@@ -55,8 +55,9 @@ pub struct ConnectOptions {
     /// re-authentication timing), for tests that replay a run exactly; from the OS when `None`.
     pub seed: Option<u64>,
     /// The ApiVersions version each broker (by address) answered at, shared by the connections
-    /// made with these options: a broker older than this build (Kafka 3.x refuses ApiVersions
-    /// v4) is asked at its version from the second connection on, one round trip fewer.
+    /// made with these options: a broker older than this build (Kafka 3.9 refuses this build's
+    /// newest ApiVersions, v5) is asked at its version from the second connection on, one round
+    /// trip fewer.
     pub api_versions_seen: ApiVersionsSeen,
 }
 
