@@ -273,7 +273,8 @@ async fn answer(inner: &Arc<Inner>, conn: &mut Conn<'_>, codec: &mut ServerCodec
         if let Some(answer) = frame.unsupported_api_versions(range) {
             // Journaled, refused: a test sees how often a client asks too new a version.
             let request = frame.decode_body().unwrap_or_else(|_| RequestKind::ApiVersions(Default::default()));
-            let entry = Entry { seq: 0, at_ms: inner.now_ms(), broker, connection, client_id, api, version, request, action: None, errors: Vec::new(), throttle_ms: 0 };
+            let entry =
+                Entry { seq: 0, at_ms: inner.now_ms(), broker, connection, client_id, api, version, request, action: None, errors: Vec::new(), throttle_ms: 0 };
             let seq = inner.journal().push(entry);
             inner.journal().answered(seq, vec![ErrorCode::UNSUPPORTED_VERSION]);
             return codec.encode_response(answer, output).is_ok();
