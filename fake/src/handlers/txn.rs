@@ -121,11 +121,9 @@ pub(super) fn init_producer_id(ctx: &Ctx<'_>, req: &InitProducerIdRequest) -> In
         ..Default::default()
     };
     let Some(id) = req.transactional_id.as_deref().filter(|id| !id.is_empty()) else {
-        // An idempotent producer: a new id, or (KIP-360) its own with the next epoch.
-        if req.producer_id >= 0 {
-            let epoch = req.producer_epoch.saturating_add(1);
-            return if epoch == i16::MAX { answer(ErrorCode::NONE, allocate(&mut state), 0) } else { answer(ErrorCode::NONE, req.producer_id, epoch) };
-        }
+        // An idempotent producer: always a new id at epoch 0, whatever id and epoch it names, as
+        // Kafka's transaction coordinator answers a request without a transactional id (it
+        // bumps an idempotent producer's epoch itself, KIP-360, without asking).
         let pid = allocate(&mut state);
         return answer(ErrorCode::NONE, pid, 0);
     };
