@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packages every crate of the workspace for crates.io (`cargo package`, in dependency order:
-# kwire-runtime, kwire-build, kwire, kwire-client, kwire-proxy, kwire-cli), kwire with the
+# kwire-runtime, kwire-build, kwire, kwire-client, kwire-fake, kwire-proxy, kwire-cli), kwire with the
 # default releases' spec files (and their LICENSE and NOTICE) bundled under message-specs/ at
 # packaging time, never committed. Then, in a scratch directory with no ../shared beside it,
 # offline, with the packaged .crate files standing in for crates.io: builds and runs a downstream
@@ -17,7 +17,7 @@ bundled=(LICENSE NOTICE "${releases[@]}")
 cleanup() { for b in "${bundled[@]}"; do rm -rf "message-specs/$b"; done; }
 trap cleanup EXIT
 for b in "${bundled[@]}"; do cp -r "$shared/$b" message-specs/; done
-crates=(kwire-runtime kwire-build kwire kwire-client kwire-proxy kwire-cli)
+crates=(kwire-runtime kwire-build kwire kwire-client kwire-fake kwire-proxy kwire-cli)
 # --no-verify: the downstream builds below verify the packages, offline and in one target.
 cargo package --workspace --allow-dirty --no-verify 2>&1 | grep -v '^warning: ignoring' || true
 version=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"]=="kwire"))')
