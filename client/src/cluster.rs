@@ -199,10 +199,14 @@ struct Inner {
     update_pending: AtomicBool,
     /// Reconnection backoff jitter.
     random: Random,
+    /// Member ids of a seeded client's groups (`None`: from the OS).
+    member_ids: Option<Random>,
 }
 
 impl Inner {
-    fn new(config: ClientConfig, metadata: Arc<ClusterMetadata>) -> Arc<Inner> {
+    /// `member_ids`: those of the client this one is made from (its clones and derived clients
+    /// draw from one sequence, so that their members' ids differ).
+    fn new(config: ClientConfig, metadata: Arc<ClusterMetadata>, member_ids: Option<Random>) -> Arc<Inner> {
         Arc::new(Inner {
             metadata: RwLock::new(metadata),
             slots: Mutex::new(HashMap::new()),
@@ -210,6 +214,7 @@ impl Inner {
             in_use: Mutex::new(BTreeSet::new()),
             update_pending: AtomicBool::new(false),
             random: Random::new(config.connection.seed, "cluster"),
+            member_ids: member_ids.or_else(|| config.connection.seed.map(|seed| Random::new(Some(seed), "member"))),
             config,
         })
     }
@@ -223,6 +228,13 @@ pub struct Client {
 }
 
 impl Client {
+    /// A new member id for a KIP-848 or share group member on this client (see
+    /// [`group::new_member_id`](crate::group::new_member_id)): drawn from the seed when the
+    /// client has one.
+    pub(crate) fn new_member_id(&self) -> Result<String> {
+        crate::group::new_member_id(self.inner.member_ids.as_ref())
+    }
+
     /// Connects to the cluster: reads Metadata from the first bootstrap broker that answers,
     /// and starts the periodic metadata refresh.
     pub fn connect(config: ClientConfig) -> ClientFuture<'static, Result<Client>> {
@@ -233,7 +245,7 @@ impl Client {
         if config.bootstrap.is_empty() {
             return Err(Error::Config("no bootstrap address".into()));
         }
-        let inner = Inner::new(config, Arc::new(ClusterMetadata::default()));
+        let inner = Inner::new(config, Arc::new(ClusterMetadata::default()), None);
         let client = Client { inner };
         client.refresh_metadata().await?;
         let weak = Arc::downgrade(&client.inner);
@@ -433,7 +445,7 @@ impl Client {
     /// the group is complete, must not hold up other users' requests on a shared connection
     /// (a broker handles one request per connection at a time).
     pub fn with_own_connections(&self) -> Client {
-        let inner = Inner::new(self.inner.config.clone(), self.metadata());
+        let inner = Inner::new(self.inner.config.clone(), self.metadata(), self.inner.member_ids.clone());
         tokio::spawn(periodic_refresh(Arc::downgrade(&inner), inner.config.metadata_max_age));
         Client { inner }
     }

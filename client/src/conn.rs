@@ -52,7 +52,9 @@ pub struct ConnectOptions {
     /// an in-memory transport such as kwire-fake's, for tests that need no port.
     pub connector: Option<Connector>,
     /// The seed of the client's random choices (backoff jitter, sticky partitions,
-    /// re-authentication timing), for tests that replay a run exactly; from the OS when `None`.
+    /// re-authentication timing, the member ids of its consumers' KIP-848 and share groups),
+    /// for tests that replay a run exactly; from the OS when `None`. Members of one group need
+    /// clients of different seeds (or their ids collide).
     pub seed: Option<u64>,
     /// The ApiVersions version each broker (by address) answered at, shared by the connections
     /// made with these options: a broker older than this build (Kafka 3.9 refuses this build's

@@ -50,6 +50,11 @@ impl Random {
         self.with(|r| r.f64())
     }
 
+    /// Fills `bytes` with draws.
+    pub(crate) fn fill(&self, bytes: &mut [u8]) {
+        self.with(|r| r.fill(bytes))
+    }
+
     /// Uniform in [0, 2^31).
     pub(crate) fn positive(&self) -> u32 {
         self.with(|r| r.u32(..) & 0x7fff_ffff)

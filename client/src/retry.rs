@@ -29,12 +29,26 @@ impl Backoff {
 
     /// The wait after `failures` failed attempts (1 for the first retry).
     pub(crate) fn delay(&self, failures: u32) -> Duration {
-        let exp = self.initial.saturating_mul(1u32 << failures.min(16).saturating_sub(1));
-        let d = exp.min(self.max);
+        let d = self.unjittered(failures);
         match &self.jitter {
             Some(random) => d.mul_f64(0.8 + 0.4 * random.unit()),
             None => d,
         }
+    }
+
+    /// The least [`delay`](Backoff::delay) can be after `failures` failed attempts: the
+    /// jitter's floor.
+    pub(crate) fn floor(&self, failures: u32) -> Duration {
+        let d = self.unjittered(failures);
+        if self.jitter.is_some() {
+            d.mul_f64(0.8)
+        } else {
+            d
+        }
+    }
+
+    fn unjittered(&self, failures: u32) -> Duration {
+        self.initial.saturating_mul(1u32 << failures.min(16).saturating_sub(1)).min(self.max)
     }
 }
 

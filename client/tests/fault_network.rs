@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use common::{unique, Broker};
 use kwire_client::{Acks, Admin, Client, ClientConfig, Error, NewTopic, Producer, ProducerConfig, ProducerError, ProducerRecord};
-use kwire_proxy::{Config, FaultConfig, FaultKind, Proxy};
+use kwire_proxy::{Config, FaultConfig, FaultKind, FrameDirection, Proxy};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
 const RECORDS: usize = 20_000;
@@ -180,6 +180,51 @@ fn faults(seed: u64) -> FaultConfig {
         .late(Duration::from_secs(4))
 }
 
+/// The requests a client sent through the proxy, by api, and the connections that carried them:
+/// what the faults had to strike (they strike per window of frames, so a client sending more
+/// frames meets more of them).
+#[derive(Clone, Default)]
+struct Requests(Arc<std::sync::Mutex<Tally>>);
+
+#[derive(Default)]
+struct Tally {
+    by_api: BTreeMap<&'static str, usize>,
+    connections: std::collections::BTreeSet<u64>,
+    /// The batches in the Produce requests (one per partition a request carries).
+    batches: usize,
+}
+
+impl Requests {
+    /// The proxy's configuration with this tally watching its frames.
+    fn watch(&self, config: Config) -> Config {
+        let tally = self.clone();
+        config.on_frame(move |f| {
+            if f.direction == FrameDirection::Request {
+                let name = kwire::ApiKey::from_i16(f.api_key).map_or("unknown", |k| k.name());
+                let batches = match kwire::codec::RequestFrame::parse(bytes::Bytes::copy_from_slice(f.received)).map(|r| r.decode_body()) {
+                    Ok(Ok(kwire::RequestKind::Produce(p))) => p.topic_data.iter().map(|t| t.partition_data.len()).sum(),
+                    _ => 0,
+                };
+                let mut t = tally.0.lock().unwrap_or_else(|p| p.into_inner());
+                *t.by_api.entry(name).or_default() += 1;
+                t.connections.insert(f.connection);
+                t.batches += batches;
+            }
+        })
+    }
+}
+
+impl std::fmt::Display for Requests {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let t = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        write!(f, "{} requests on {} connections (", t.by_api.values().sum::<usize>(), t.connections.len())?;
+        for (i, (api, n)) in t.by_api.iter().enumerate() {
+            write!(f, "{}{api} {n}", if i == 0 { "" } else { ", " })?;
+        }
+        write!(f, "; {} batches in the Produce requests)", t.batches)
+    }
+}
+
 /// What the log read back shows of the acknowledged records (`seq -> (partition, offset)`):
 /// the first few missing, written twice, found elsewhere than acknowledged, out of send order.
 #[derive(Debug, Default)]
@@ -286,7 +331,8 @@ async fn an_idempotent_producer_through_a_faulty_network_loses_and_duplicates_no
     Admin::new(b.client().await).create_topic(NewTopic::new(&topic, PARTITIONS)).await.unwrap();
 
     let seed = seed();
-    let proxy = Proxy::start(Config::new(b.var("PLAINTEXT")).faults(faults(seed))).await.unwrap();
+    let requests = Requests::default();
+    let proxy = Proxy::start(requests.watch(Config::new(b.var("PLAINTEXT")).faults(faults(seed)))).await.unwrap();
     let mut errors: BTreeMap<String, usize> = BTreeMap::new();
     let mut unexplained = Vec::new();
     let mut tally = |e: Error| match kind(&e) {
@@ -342,6 +388,7 @@ async fn an_idempotent_producer_through_a_faulty_network_loses_and_duplicates_no
     // connections), what it is given now gets through. The counts are read after the switch,
     // so that a fault striking at the moment of the switch is counted before.
     proxy.set_faults_enabled(false);
+    let requests_faulty = requests.to_string();
     let healed = Instant::now();
     let faults_over = proxy.fault_counts();
     let mut calm = Vec::with_capacity(CALM);
@@ -403,7 +450,7 @@ async fn an_idempotent_producer_through_a_faulty_network_loses_and_duplicates_no
     println!(
         "fault network: {} records sent under faults, {} acknowledged, then {CALM} on the healed network ({} failed), {} errors ({errors:?}), {} in the log (read back by Java), \
          {} of them unacknowledged; faults over {} connections: {} dropped, {} delayed, {} stalled, {} reset, {} truncated, {} late; \
-         produced in {:.1}s, {:.1}s in all (seed {seed}); {batches} batches in the log, {:?}",
+         produced in {:.1}s, {:.1}s in all (seed {seed}); {batches} batches in the log, {:?}; under faults {requests_faulty}",
         RECORDS,
         faulty_acked,
         calm_failed.len(),
@@ -467,7 +514,8 @@ async fn java_producer_through_the_same_faulty_network() {
     let topic = unique("kw-faults-java");
     Admin::new(b.client().await).create_topic(NewTopic::new(&topic, PARTITIONS)).await.unwrap();
     let seed = seed();
-    let proxy = Proxy::start(Config::new(b.var("PLAINTEXT")).faults(faults(seed))).await.unwrap();
+    let requests = Requests::default();
+    let proxy = Proxy::start(requests.watch(Config::new(b.var("PLAINTEXT")).faults(faults(seed)))).await.unwrap();
     let dir = std::env::temp_dir().join(unique("kw-fault-java"));
     let bootstrap = proxy.bootstrap().to_string();
     // The faulty rounds, then (once Java says so) the healed network and the calm records.
@@ -482,11 +530,13 @@ async fn java_producer_through_the_same_faulty_network() {
     let mut stdin = child.stdin.take().expect("stdin");
     let mut out = Vec::new();
     let mut counts = None;
+    let mut requests_faulty = String::new();
     let run = async {
         while let Some(line) = lines.next_line().await.expect("java's output") {
             if line == "faulty done" {
                 proxy.set_faults_enabled(false);
                 counts = Some(proxy.fault_counts());
+                requests_faulty = requests.to_string();
                 stdin.write_all(b"heal\n").await.expect("java's stdin");
                 stdin.flush().await.expect("java's stdin");
             }
@@ -534,7 +584,7 @@ async fn java_producer_through_the_same_faulty_network() {
     println!(
         "java through the fault network: {RECORDS} records sent, {} acknowledged, {} failed ({failed:?}), {} in the log; \
          faults over {} connections: {} dropped, {} delayed, {} stalled, {} reset, {} truncated, {} late; produced in {produced_in}s (seed {seed}); \
-         {batches} batches in the log; {audit:?}",
+         {batches} batches in the log; {audit:?}; under faults {requests_faulty}",
         acked.len(),
         failed.values().sum::<usize>(),
         log.len(),

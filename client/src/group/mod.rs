@@ -110,11 +110,25 @@ fn to_bytestrings(v: &[String]) -> Vec<ByteString> {
     v.iter().map(|s| ByteString::from(s.clone())).collect()
 }
 
-/// A random member id as Java's consumers make them for KIP-848 (a base64url UUID).
-fn random_member_id() -> Result<String> {
+/// A new member id, as Java's consumers make them (KIP-848, KIP-1082) and its share consumer
+/// (KIP-932): `Uuid.randomUuid()`, a version 4 UUID in Kafka's base64url form, never starting
+/// with '-' (which command lines would take for an option). From the OS, or from `seeded`
+/// (a seeded client's draws, so that a simulated run replays).
+pub(crate) fn new_member_id(seeded: Option<&crate::random::Random>) -> Result<String> {
     use base64::Engine;
-    let bytes = crate::sasl::random_bytes(16).map_err(|e| Error::Group(GroupError::NoRandomness(e)))?;
-    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+    loop {
+        let mut bytes = [0u8; 16];
+        match seeded {
+            Some(random) => random.fill(&mut bytes),
+            None => bytes.copy_from_slice(&crate::sasl::random_bytes(16).map_err(|e| Error::Group(GroupError::NoRandomness(e)))?),
+        }
+        bytes[6] = (bytes[6] & 0x0f) | 0x40;
+        bytes[8] = (bytes[8] & 0x3f) | 0x80;
+        let id = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+        if !id.starts_with('-') {
+            return Ok(id);
+        }
+    }
 }
 
 /// A subscription by pattern (Java's `subscribe(Pattern)`, KIP-848's `SubscriptionPattern`).
@@ -177,7 +191,7 @@ impl Group {
     pub(crate) fn new(config: GroupConfig, coordinator: Coordinator, topics: &[&str], pattern: Option<TopicPattern>) -> Result<Group> {
         let member_id = match config.protocol {
             // KIP-1082: the member makes its own id.
-            GroupProtocol::Consumer => random_member_id()?,
+            GroupProtocol::Consumer => coordinator.client().new_member_id()?,
             GroupProtocol::Classic => String::new(),
         };
         Ok(Group {
@@ -368,5 +382,32 @@ impl Group {
             }
             GroupProtocol::Consumer => kip848::leave(&self.coordinator, &self.config, &self.topics, &member_id).await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::new_member_id;
+    use crate::random::Random;
+
+    #[test]
+    fn member_ids_are_kafka_uuids_and_a_seed_replays_them() {
+        use base64::Engine;
+        let seeded = Random::new(Some(7), "member");
+        let again = Random::new(Some(7), "member");
+        for random in [None, Some(&seeded)] {
+            for _ in 0..200 {
+                let id = new_member_id(random).unwrap();
+                assert_eq!(id.len(), 22);
+                assert!(!id.starts_with('-'));
+                let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(&id).unwrap();
+                assert_eq!((bytes[6] >> 4, bytes[8] >> 6), (4, 2), "{id}");
+            }
+        }
+        let seeded = Random::new(Some(7), "member");
+        let ids: Vec<String> = (0..5).map(|_| new_member_id(Some(&seeded)).unwrap()).collect();
+        let replayed: Vec<String> = (0..5).map(|_| new_member_id(Some(&again)).unwrap()).collect();
+        assert_eq!(ids, replayed);
+        assert_eq!(ids.iter().collect::<std::collections::BTreeSet<_>>().len(), 5, "{ids:?}");
     }
 }

@@ -21,6 +21,17 @@ use crate::error::{Error, ProducerError, Result};
 use crate::partitioner::{next_partition, partition_for_key, LoadStats};
 use crate::random::Random;
 
+/// When a batch that failed may go again: by itself at `at` (its jittered backoff), or from
+/// `earliest` (the jitter's floor) in a request its leader sends anyway. Java's drain draws the
+/// jitter anew at every check, so retries that failed together go again together; drawn once
+/// per batch here, they would otherwise leave in as many requests as partitions, and a faulty
+/// network strikes per frame.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RetryAt {
+    pub(crate) earliest: Instant,
+    pub(crate) at: Instant,
+}
+
 /// Records of one partition sent (and resent) together.
 pub(crate) struct Batch {
     /// The records, their offsets their indexes; encoded when the batch is sent.
@@ -38,7 +49,8 @@ pub(crate) struct Batch {
     /// The producer id, epoch and base sequence this batch was last given (kept for resends
     /// unless its partition's sequences are rewritten).
     pub(crate) sequence: Option<Sequenced>,
-    pub(crate) retry_at: Option<Instant>,
+    /// When it may go again after a failed attempt.
+    pub(crate) retry_at: Option<RetryAt>,
     pub(crate) last_error: Option<Error>,
     /// An attempt may have been written (or may yet be): the batch keeps its sequence for good
     /// (rule 1 of `idempotence`).
@@ -588,8 +600,13 @@ impl Accumulator {
                 }
                 let due = front.created + cfg.linger;
                 let ready = urgent || queue.batches.len() > 1 || front.is_full(cfg) || now >= due || front.attempts > 0;
-                if let Some(t) = front.retry_at.filter(|t| now < *t) {
-                    out.next = Some(out.next.map_or(t, |n: Instant| n.min(t)));
+                if let Some(RetryAt { earliest, at }) = front.retry_at.filter(|r| now < r.at) {
+                    out.next = Some(out.next.map_or(at, |n: Instant| n.min(at)));
+                    if now >= earliest {
+                        if let Some(leader) = metadata.leader(topic, partition) {
+                            lingering.push((topic.clone(), partition as usize, leader));
+                        }
+                    }
                     continue;
                 }
                 if !ready {
@@ -619,8 +636,9 @@ impl Accumulator {
             }
         }
         // As Java's `drainBatchesForOneNode`: a broker with a request to send gets the first
-        // batch of each of its partitions, lingering or not, so that a request carries what there
-        // is rather than leaving the rest for requests of their own (fewer, fuller requests).
+        // batch of each of its partitions, lingering (or a retry past its backoff's floor) or
+        // not, so that a request carries what there is rather than leaving the rest for requests
+        // of their own (fewer, fuller requests).
         for (topic, partition, leader) in lingering {
             let Some(batches) = out.by_node.get_mut(&leader) else {
                 continue;

@@ -26,7 +26,7 @@ use kwire::{ByteString, ErrorCode, RequestKind, ResponseKind, Uuid};
 use tokio::sync::mpsc;
 use tracing::{debug, trace, warn, Instrument};
 
-use super::accumulator::{delivery_timeout, observed_ratio, ReadyBatch};
+use super::accumulator::{delivery_timeout, observed_ratio, ReadyBatch, RetryAt};
 use super::idempotence::{init_producer_id, is_fatal, may_be_written};
 use super::transaction::{batch_severity, severity, Severity, LAST_BEFORE_V2};
 use super::Shared;
@@ -441,7 +441,9 @@ impl BrokerSender {
                         let retry = may_retry && state.idempotence.can_retry(sequences, batch.sequence, batch.records.len(), &e, log_start_offset);
                         if retry {
                             debug!(%topic, partition, attempts = batch.attempts, sequence = ?batch.sequence, error = %e, "retrying");
-                            batch.retry_at = Some(Instant::now() + shared.backoff.delay(batch.attempts));
+                            let now = Instant::now();
+                            batch.retry_at =
+                                Some(RetryAt { earliest: now + shared.backoff.floor(batch.attempts), at: now + shared.backoff.delay(batch.attempts) });
                             batch.last_error = Some(e);
                             metrics.record_retry.increment(batch.records.len() as u64);
                             state.accumulator.requeue(&topic, partition, batch);

@@ -14,7 +14,7 @@ use kwire::{ApiKey, ByteString, ErrorCode, RequestKind, ResponseKind, Uuid};
 use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
-use crate::error::{Error, GroupError, Result};
+use crate::error::Error;
 use crate::group::coordinator::{coordinator_moved, Coordinator};
 
 /// An assignment: partitions by topic id.
@@ -80,24 +80,6 @@ impl Membership {
         m.assignment.clear();
         m.changed = false;
         m.stopped = false;
-    }
-}
-
-/// A random member id as Java's share consumer makes it (`Uuid.randomUuid()`: a version 4
-/// UUID in Kafka's base64url form, never starting with '-', which command lines would take
-/// for an option).
-pub(super) fn random_member_id() -> Result<String> {
-    use base64::Engine;
-    loop {
-        let mut bytes = crate::sasl::random_bytes(16).map_err(|e| Error::Group(GroupError::NoRandomness(e)))?;
-        if let (Some(version), Some(variant)) = (bytes.get(6).copied(), bytes.get(8).copied()) {
-            bytes[6] = (version & 0x0f) | 0x40;
-            bytes[8] = (variant & 0x3f) | 0x80;
-        }
-        let id = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
-        if !id.starts_with('-') {
-            return Ok(id);
-        }
     }
 }
 
@@ -245,22 +227,5 @@ pub(super) async fn leave(coordinator: &Coordinator, config: &HeartbeatConfig, m
         Ok(ResponseKind::ShareGroupHeartbeat(r)) => warn!(group, code = ?ErrorCode(r.error_code).name(), "leaving heartbeat refused"),
         Ok(other) => warn!(group, response = ?other.api_key(), "not a ShareGroupHeartbeat response"),
         Err(e) => warn!(group, error = %e, "leaving heartbeat failed"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn member_ids_are_kafka_uuids() {
-        use base64::Engine;
-        for _ in 0..200 {
-            let id = random_member_id().unwrap();
-            assert_eq!(id.len(), 22);
-            assert!(!id.starts_with('-'));
-            let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(&id).unwrap();
-            assert_eq!((bytes[6] >> 4, bytes[8] >> 6), (4, 2), "{id}");
-        }
     }
 }

@@ -197,7 +197,7 @@ impl ShareConsumer {
         let client = client.with_own_connections();
         let coordinator = Coordinator::new(client.clone(), &config.group_id, config.retry_backoff);
         // KIP-932: the member makes its own id, kept for its lifetime.
-        let membership = Membership::new(membership::random_member_id()?);
+        let membership = Membership::new(client.new_member_id()?);
         Ok(ShareConsumer {
             client,
             config,
