@@ -16,7 +16,7 @@
 # `kwire pcap` against tshark (cli/tests/pcap_interop.rs; needs root, tcpdump, tshark).
 # Broker logs stay in target/kafka/<version>/ when something fails.
 #
-#   scripts/broker-sweep.sh --fake [RELEASE...]  (or KWIRE_SWEEP_FAKE=1; default: 3.9 4.4)
+#   scripts/broker-sweep.sh --fake [RELEASE...]  (or KWIRE_SWEEP_FAKE=1; default: 3.9 4.0 4.4)
 #
 # sweeps kwire-fake instead: its binary imitating each release, set up as scripts/kafka.sh sets up
 # a broker (PLAINTEXT and SASL_PLAINTEXT listeners, PLAIN users admin and alice, SCRAM user alice,
@@ -29,10 +29,12 @@ cd "$(dirname "$0")/.."
 fake=${KWIRE_SWEEP_FAKE:-0}
 if [ "${1-}" = --fake ]; then fake=1; shift; fi
 
-# fake_sweep RELEASE...: builds kwire-fake and the sweep (only those), then per release starts
-# the binary, writes its env file, runs the sweep and stops it.
+# fake_sweep RELEASE...: per release, starts kwire-fake imitating it (scripts/lib/fake.sh),
+# runs the sweep against it and stops it.
 fake_sweep() {
-  [ $# -gt 0 ] || set -- 3.9 4.4
+  # 2.8 by hand: a ZooKeeper-era broker advertises the inter-broker apis (LeaderAndIsr,
+  # UpdateMetadata, ...) this client-side sweep has no request for.
+  [ $# -gt 0 ] || set -- 3.9 4.0 4.4
   mkdir -p target/broker-sweep
   export CARGO_PROFILE_DEV_DEBUG=${CARGO_PROFILE_DEV_DEBUG:-0} CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
   # The workspace build's binaries (nothing to build after `cargo test --workspace`; a narrower
@@ -40,47 +42,22 @@ fake_sweep() {
   # builds for its own tests.
   . scripts/lib/testbins.sh
   test_bins_build target/broker-sweep/fake-build.log || { tail -40 target/broker-sweep/fake-build.log >&2; exit 1; }
-  local bin=${CARGO_TARGET_DIR:-target}/debug/kwire-fake summary=() status=0 pid=""
-  [ -x "$bin" ] || { echo "no $bin: the workspace build makes it" >&2; exit 1; }
-  trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true' EXIT
+  . scripts/lib/fake.sh
+  trap fake_stop EXIT
+  local summary=() status=0
   for release in "$@"; do
-    local dir=target/kwire-fake/$release out
-    rm -rf "$dir"
-    mkdir -p "$dir"
-    out=$dir/stdout
-    "$bin" --listen 127.0.0.1:0 --sasl-listen 127.0.0.1:0 --as-version "$release" --no-auto-create \
-      --sasl-plain admin:admin-secret --sasl-plain alice:alice-secret --sasl-scram alice:alice-secret \
-      --acl-authorizer --super-user User:ANONYMOUS --super-user User:admin \
-      --delegation-token-secret kwire-test-token-secret >"$out" 2>"$dir/stderr" &
-    pid=$!
-    for _ in $(seq 100); do grep -q "^listening on" "$out" 2>/dev/null && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    if ! grep -q "^listening on" "$out"; then
-      cat "$dir/stderr" >&2
+    local dir=target/kwire-fake/$release
+    if ! fake_start "$release" "$dir"; then
       summary+=("broker sweep: kwire-fake $release did not start (see $dir)")
       status=1
       continue
     fi
-    local plain sasl
-    plain=$(sed -n 's/^listening on //p' "$out" | cut -d, -f1)
-    sasl=$(sed -n 's/^sasl_plaintext on //p' "$out" | cut -d, -f1)
-    {
-      echo "KAFKA_VERSION=$release"
-      echo "KWIRE_FAKE=1"
-      echo "KAFKA_NODES=1"
-      echo "PLAINTEXT=$plain"
-      echo "SASL_PLAINTEXT=$sasl"
-      echo "SASL_PLAIN_USERS=admin:admin-secret,alice:alice-secret"
-      echo "SASL_SCRAM_USERS=alice:alice-secret"
-      echo "BOOTSTRAP=$plain"
-    } >"$dir/env"
     local log=target/broker-sweep/kwire-fake-$release.log
     if ! KWIRE_BROKER="$PWD/$dir/env" KWIRE_REQUIRE_BROKER=1 test_bin_exec kwire:broker_real --nocapture >"$log" 2>&1; then
       status=1
       grep -A30 "panicked" "$log" | head -40 || true
     fi
-    kill "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-    pid=""
+    fake_stop
     local table=target/broker-sweep/kwire-fake-$release.txt
     if [ -f "$table" ]; then
       echo "== kwire-fake $release"

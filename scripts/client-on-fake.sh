@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # kwire-client's broker tests (client/tests/*.rs) against kwire-fake instead of Apache Kafka:
-# the fake's binary imitating a release, set up as scripts/kafka.sh sets up a broker (PLAINTEXT
-# and SASL_PLAINTEXT listeners, PLAIN users admin and alice, SCRAM user alice, ACLs with
-# ANONYMOUS and admin as super users, a delegation-token secret, no topic auto-creation), each test
-# binary run once against it. Prints a table, a row per test binary: passed, failed, and the
+# the fake's binary imitating a release, set up as scripts/kafka.sh sets up a broker
+# (scripts/lib/fake.sh), each test binary run once against it. Prints a table, a row per test binary: passed, failed, and the
 # failed tests; and writes it to target/client-on-fake/<release>.md. What fails here needs a
 # real broker (TLS, OAUTHBEARER, a JVM's logs, three nodes, killed processes, ...) or shows
 # where the fake falls short of Kafka.
@@ -25,32 +23,10 @@ export CARGO_PROFILE_DEV_DEBUG=${CARGO_PROFILE_DEV_DEBUG:-0} CARGO_INCREMENTAL=$
 . scripts/lib/testbins.sh
 echo "client-on-fake: building" >&2
 test_bins_build "$out/build.log" || { tail -30 "$out/build.log" >&2; exit 1; }
-lib=$(scripts/kafka.sh classpath "$jars" 2>/dev/null | tail -1)
-
 dir=$out/$release
-rm -rf "$dir"
-mkdir -p "$dir"
-pid=""
-trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true' EXIT
-target/debug/kwire-fake --listen 127.0.0.1:0 --sasl-listen 127.0.0.1:0 --as-version "$release" \
-  --sasl-plain admin:admin-secret --sasl-plain alice:alice-secret --sasl-scram alice:alice-secret \
-  --acl-authorizer --super-user User:ANONYMOUS --super-user User:admin --delegation-token-secret kwire-test-token-secret --no-auto-create >"$dir/stdout" 2>"$dir/stderr" &
-pid=$!
-for _ in $(seq 100); do grep -q "^listening on" "$dir/stdout" 2>/dev/null && break; sleep 0.1; done
-grep -q "^listening on" "$dir/stdout" || { cat "$dir/stderr" >&2; exit 1; }
-plain=$(sed -n 's/^listening on //p' "$dir/stdout" | cut -d, -f1)
-sasl=$(sed -n 's/^sasl_plaintext on //p' "$dir/stdout" | cut -d, -f1)
-cat >"$dir/env" <<EOF
-KAFKA_VERSION=$jars
-KWIRE_FAKE=1
-KAFKA_NODES=1
-PLAINTEXT=$plain
-SASL_PLAINTEXT=$sasl
-SASL_PLAIN_USERS=admin:admin-secret,alice:alice-secret
-SASL_SCRAM_USERS=alice:alice-secret
-BOOTSTRAP=$plain
-KAFKA_LIB=$lib
-EOF
+. scripts/lib/fake.sh
+trap fake_stop EXIT
+fake_start "$release" "$dir" "$jars"
 
 table=$out/$release.md
 {

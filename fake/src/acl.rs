@@ -28,6 +28,7 @@ pub(crate) mod op {
     pub(crate) const ALL: i8 = 2;
     pub(crate) const READ: i8 = 3;
     pub(crate) const WRITE: i8 = 4;
+    pub(crate) const CREATE: i8 = 5;
     pub(crate) const DELETE: i8 = 6;
     pub(crate) const ALTER: i8 = 7;
     pub(crate) const DESCRIBE: i8 = 8;

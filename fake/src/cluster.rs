@@ -426,7 +426,7 @@ impl Cluster {
         };
         let connection = self.inner.next_connection();
         let (client, server) = network::open(&self.inner, connection);
-        tokio::spawn(crate::server::serve(self.inner.clone(), broker, connection, Listener::Memory, server, stopped));
+        tokio::spawn(crate::server::serve(self.inner.clone(), broker, connection, Listener::Memory, server, stopped, None));
         Ok(client)
     }
 

@@ -17,6 +17,7 @@ use kwire_fake::{Cluster, ClusterConfig, OAuthBearerConfig, Release, Security, T
 const USAGE: &str = "usage: kwire-fake --listen HOST:PORT [--sasl-listen HOST:PORT] [--brokers N] [--as-version 2.8|3.9|4.0|4.4]
        [--sasl-plain USER:PASS]... [--sasl-scram USER:PASS]... [--sasl-oauthbearer] [--acl-authorizer] [--super-user PRINCIPAL]...
        [--delegation-token-secret KEY] [--tls-cert PEM --tls-key PEM] [--partitions N] [--no-auto-create] [--seed N] [--verbose]
+       [--tls-client-ca PEM] [--rack RACK]... [--rack-aware-replica-selector]
 
 Broker N listens on PORT+N (every broker on a free port with PORT 0). Without --sasl-listen, the
 --listen listeners authenticate when SASL users are given; with it, only its listeners do.
@@ -24,7 +25,11 @@ Broker N listens on PORT+N (every broker on a free port with PORT 0). Without --
 (alg none, the sub claim the principal, exp checked), as Kafka's default OAUTHBEARER validator. --acl-authorizer turns ACLs on
 (StandardAuthorizer; super users, e.g. User:admin, may do anything). --verbose writes a line per
 request to stderr. With --tls-cert and --tls-key (a PEM certificate chain and its key), every
-listener is TLS: SSL, or SASL_SSL where it authenticates.";
+listener is TLS: SSL, or SASL_SSL where it authenticates; --tls-client-ca requires every client to
+present a certificate a CA of that PEM file signed (ssl.client.auth=required), and its subject
+names an SSL connection's principal (User:CN=alice,OU=eng,O=acme). --rack puts broker N in the (N mod count)th
+rack given (broker.rack); --rack-aware-replica-selector makes leaders name a replica in a
+consumer's rack as its preferred read replica (KIP-392's RackAwareReplicaSelector).";
 
 struct Args {
     listen: SocketAddr,
@@ -37,8 +42,9 @@ fn parse_args() -> Result<Args, String> {
     let mut sasl_listen = None;
     let mut authorizer = false;
     let mut super_users: Vec<String> = Vec::new();
-    let (mut tls_cert, mut tls_key) = (None, None);
+    let (mut tls_cert, mut tls_key, mut tls_client_ca) = (None, None, None);
     let mut config = ClusterConfig::default();
+    let mut racks: Vec<String> = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value\n{USAGE}"));
@@ -60,6 +66,7 @@ fn parse_args() -> Result<Args, String> {
             "--acl-authorizer" => authorizer = true,
             "--tls-cert" => tls_cert = Some(value("--tls-cert")?),
             "--tls-key" => tls_key = Some(value("--tls-key")?),
+            "--tls-client-ca" => tls_client_ca = Some(value("--tls-client-ca")?),
             "--super-user" => super_users.push(value("--super-user")?),
             "--delegation-token-secret" => {
                 let v = value("--delegation-token-secret")?;
@@ -87,10 +94,15 @@ fn parse_args() -> Result<Args, String> {
                 config = config.seed(v.parse().map_err(|_| format!("--seed {v}: not a number"))?);
             }
             "--no-auto-create" => config = config.auto_create_topics(false),
+            "--rack" => racks.push(value("--rack")?),
+            "--rack-aware-replica-selector" => config = config.rack_aware_replica_selector(),
             "--verbose" => config = config.log_requests(true),
             "--help" | "-h" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
+    }
+    if !racks.is_empty() {
+        config = config.racks(&racks);
     }
     if authorizer {
         config = config.acl_authorizer(&super_users);
@@ -99,9 +111,13 @@ fn parse_args() -> Result<Args, String> {
     }
     match (tls_cert, tls_key) {
         (Some(cert), Some(key)) => {
-            let identity = TlsIdentity::from_files(cert.as_ref(), key.as_ref()).map_err(|e| format!("--tls-cert/--tls-key: {e}"))?;
+            let mut identity = TlsIdentity::from_files(cert.as_ref(), key.as_ref()).map_err(|e| format!("--tls-cert/--tls-key: {e}"))?;
+            if let Some(ca) = tls_client_ca {
+                identity = identity.require_client_certificates(std::fs::read(&ca).map_err(|e| format!("--tls-client-ca {ca}: {e}"))?);
+            }
             config = config.tls(identity);
         }
+        (None, None) if tls_client_ca.is_some() => return Err("--tls-client-ca needs --tls-cert and --tls-key".into()),
         (None, None) => {}
         _ => return Err("--tls-cert and --tls-key go together".into()),
     }

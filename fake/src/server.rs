@@ -115,13 +115,17 @@ pub(crate) async fn accept(inner: Arc<Inner>, broker: i32, kind: Listener, liste
         debug!(broker, connection, %peer, "accepted");
         match &tls {
             None => {
-                tokio::spawn(serve(inner, broker, connection, kind, stream, stopped));
+                tokio::spawn(serve(inner, broker, connection, kind, stream, stopped, None));
             }
             Some(acceptor) => {
                 let handshake = acceptor.accept(stream);
                 tokio::spawn(async move {
                     match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, handshake).await {
-                        Ok(Ok(stream)) => serve(inner, broker, connection, kind, stream, stopped).await,
+                        Ok(Ok(stream)) => {
+                            // A client certificate names the principal (until SASL does).
+                            let certified = crate::tls::principal(stream.get_ref().1.peer_certificates());
+                            serve(inner, broker, connection, kind, stream, stopped, certified).await
+                        }
                         Ok(Err(e)) => closing(&inner, connection, &format!("the TLS handshake failed: {e}")),
                         Err(_) => closing(&inner, connection, "the TLS handshake timed out"),
                     }
@@ -131,7 +135,8 @@ pub(crate) async fn accept(inner: Arc<Inner>, broker: i32, kind: Listener, liste
     }
 }
 
-/// Serves one connection until it ends.
+/// Serves one connection until it ends; `certified`: the principal its TLS client certificate
+/// names.
 pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     inner: Arc<Inner>,
     broker: i32,
@@ -139,6 +144,7 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     listener: Listener,
     mut stream: S,
     mut stopped: watch::Receiver<bool>,
+    certified: Option<String>,
 ) {
     // The sans-io codec over a plain read loop: after a v0 SaslHandshake the next frame is a
     // bare SASL token with no request header.
@@ -147,7 +153,7 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     let mut input = BytesMut::with_capacity(64 << 10);
     let mut output = BytesMut::new();
     let mut sasl = if inner.needs_sasl(listener) { Sasl::Handshake } else { Sasl::Off };
-    let mut principal = Authenticated::anonymous();
+    let mut principal = certified.map_or_else(Authenticated::anonymous, Authenticated::user);
     let mut session: Option<Session> = None;
     let mut cut = inner.cut_changed.subscribe();
     loop {

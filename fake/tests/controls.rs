@@ -5,6 +5,8 @@
 
 #[path = "support/bare.rs"]
 mod bare;
+#[path = "clients/harness.rs"]
+mod harness;
 
 use std::time::Duration;
 
@@ -15,7 +17,9 @@ use kwire::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kwire::messages::{FetchRequest, ProduceRequest};
 use kwire::runtime::records::{Batch, Batches, Record, RecordBatchBuilder};
 use kwire::{ApiKey, Bytes, ErrorCode, RequestKind, ResponseKind};
-use kwire_client::{Client, ClientConfig, Connector, Producer, ProducerConfig, ProducerRecord};
+use kwire_client::{
+    Admin, Client, ClientConfig, Connector, Consumer, ConsumerConfig, NewTopic, OffsetReset, Producer, ProducerConfig, ProducerRecord, TopicPartition,
+};
 use kwire_fake::{Cluster, ClusterConfig, Release};
 
 fn fetch(topic: &str, offset: i64, committed: bool, rack: &str) -> RequestKind {
@@ -258,4 +262,35 @@ async fn kwire_clients_consumer_reads_from_the_replica_in_its_rack() {
     assert!(fetches.iter().any(|e| e.broker == leader), "first at the leader");
     assert!(fetches.iter().any(|e| e.broker == follower), "then at the follower: {:?}", fetches.iter().map(|e| e.broker).collect::<Vec<_>>());
     assert!(fetches.iter().all(|e| e.broker == leader || e.broker == follower));
+}
+
+/// The binary's `--rack` and `--rack-aware-replica-selector` over TCP: the brokers advertise
+/// their racks, and a consumer in a follower's rack reads from that follower.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_puts_brokers_in_racks_and_a_consumer_reads_from_its_own() {
+    let broker = harness::Broker::start(&["--brokers", "3", "--rack", "r0", "--rack", "r1", "--rack", "r2", "--rack-aware-replica-selector"]);
+    let client = Client::connect(ClientConfig::new(&broker.addr)).await.unwrap();
+    let racks: Vec<(i32, Option<String>)> = client.metadata().brokers.values().map(|b| (b.id, b.rack.clone())).collect();
+    assert_eq!(racks, (0..3).map(|id| (id, Some(format!("r{id}")))).collect::<Vec<_>>());
+    Admin::new(client.clone()).create_topic(NewTopic::new("racked", 1).replication_factor(3)).await.unwrap();
+    let info = client.topic("racked").await.unwrap();
+    let leader = info.partitions[0].leader;
+    let follower = (leader + 1) % 3;
+    let producer = Producer::new(client.clone(), ProducerConfig::default()).unwrap();
+    for i in 0..10 {
+        producer.send(ProducerRecord::new("racked", format!("v{i}")).partition(0)).await.unwrap().await.unwrap();
+    }
+    let config = ConsumerConfig { auto_offset_reset: OffsetReset::Earliest, client_rack: Some(format!("r{follower}")), ..Default::default() };
+    let mut consumer = Consumer::new(Client::connect(ClientConfig::new(&broker.addr)).await.unwrap(), config).unwrap();
+    consumer.assign([TopicPartition::new("racked", 0)]).unwrap();
+    let mut read = Vec::new();
+    for _ in 0..50 {
+        read.extend(consumer.poll(Duration::from_millis(100)).await.unwrap().into_iter().map(|r| r.offset));
+        if read.len() >= 10 {
+            break;
+        }
+    }
+    assert_eq!(read, (0..10).collect::<Vec<i64>>());
+    let by_node = consumer.stats().fetches_by_node;
+    assert!(by_node.get(&follower).is_some_and(|n| *n >= 1), "the follower in r{follower} served the consumer: {by_node:?}");
 }

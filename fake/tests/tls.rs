@@ -17,8 +17,10 @@ use kwire_client::{Admin, Client, ClientConfig, Error, NewTopic, OAuthBearerToke
 use kwire_fake::{Cluster, ClusterConfig, Security, TlsIdentity};
 
 /// A CA (`ca.pem`) and a broker certificate it signed for 127.0.0.1 and localhost
-/// (`broker.pem`, `broker.key`), and another CA (`stranger.pem`), in a new directory; `None`
-/// (skipped) without openssl.
+/// (`broker.pem`, `broker.key`), client certificates it signed for alice (`alice.pem`,
+/// `alice.key`: `/O=acme, Inc./OU=eng/CN=alice`) and mallory (`mallory.pem`, `mallory.key`),
+/// and another CA (`stranger.pem`) and a client certificate it signed (`outsider.pem`,
+/// `outsider.key`), in a new directory; `None` (skipped) without openssl.
 fn certificates(test: &str) -> Option<PathBuf> {
     if missing_tool(test, "openssl", &["version"]) {
         return None;
@@ -51,7 +53,35 @@ fn certificates(test: &str) -> Option<PathBuf> {
         "-extfile",
         "ext.cnf",
     ]);
+    // An extension makes them X.509 v3, which webpki requires.
+    std::fs::write(dir.join("client.cnf"), "extendedKeyUsage=clientAuth\n").unwrap();
+    for (who, subject, ca) in [("alice", "/O=acme, Inc./OU=eng/CN=alice", "ca"), ("mallory", "/CN=mallory", "ca"), ("outsider", "/CN=outsider", "stranger")] {
+        openssl(&[&["req"][..], &ec, &["-keyout", &format!("{who}.key"), "-out", &format!("{who}.csr"), "-subj", subject]].concat());
+        let (csr, pem, ca_pem, ca_key) = (format!("{who}.csr"), format!("{who}.pem"), format!("{ca}.pem"), format!("{ca}.key"));
+        openssl(&["x509", "-req", "-in", &csr, "-CA", &ca_pem, "-CAkey", &ca_key, "-CAcreateserial", "-out", &pem, "-days", "2", "-extfile", "client.cnf"]);
+    }
     Some(dir)
+}
+
+/// The subject of the certificate in `pem` as Java names it (`X500Principal.getName()`, what
+/// Kafka's default principal builder makes an SSL principal of); `None` without Java.
+fn java_subject(test: &str, pem: &Path) -> Option<String> {
+    if missing_tool(test, "java", &["-version"]) {
+        return None;
+    }
+    let dir = pem.parent().expect("a directory");
+    let source = dir.join("Subject.java");
+    std::fs::write(
+        &source,
+        "public class Subject { public static void main(String[] a) throws Exception { \
+         try (var in = new java.io.FileInputStream(a[0])) { \
+         var c = (java.security.cert.X509Certificate) java.security.cert.CertificateFactory.getInstance(\"X.509\").generateCertificate(in); \
+         System.out.println(c.getSubjectX500Principal().getName()); } } }",
+    )
+    .unwrap();
+    let out = Command::new("java").arg(&source).arg(pem).output().expect("java runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    Some(String::from_utf8(out.stdout).unwrap().trim().to_owned())
 }
 
 fn identity(dir: &Path) -> TlsIdentity {
@@ -119,6 +149,49 @@ async fn sasl_ssl_authenticates_inside_tls() {
         Err(Error::Authentication { message, .. }) => assert!(message.contains("SASL_AUTHENTICATION_FAILED"), "{message}"),
         other => panic!("{:?}", other.map(|_| ())),
     }
+}
+
+/// `ssl.client.auth=required`: a client without a certificate, or with one another CA signed,
+/// is refused at the handshake; one with a certificate is the principal its subject names,
+/// exactly as Java writes it, and the authorizer judges that principal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_certificates_are_required_and_name_the_principal() {
+    let test = "client_certificates";
+    let Some(dir) = certificates(test) else { return };
+    let alice = java_subject(test, &dir.join("alice.pem")).unwrap_or_else(|| "CN=alice,OU=eng,O=acme\\, Inc.".into());
+    assert_eq!(alice, "CN=alice,OU=eng,O=acme\\, Inc.");
+    let ca = std::fs::read(dir.join("ca.pem")).unwrap();
+    let cluster = Cluster::start(ClusterConfig::default().tls(identity(&dir).require_client_certificates(ca)).acl_authorizer(&[format!("User:{alice}")]));
+    let addrs = cluster.listen_with(any_port(), Security::Ssl).await.expect("SSL listeners");
+    let bootstrap = addrs[0].to_string();
+    let as_who = |who: &str| {
+        let tls = TlsConfig::ca_file(dir.join("ca.pem"));
+        let tls = if who.is_empty() {
+            tls
+        } else {
+            tls.client_cert(std::fs::read(dir.join(format!("{who}.pem"))).unwrap(), std::fs::read(dir.join(format!("{who}.key"))).unwrap())
+        };
+        ClientConfig::new(&bootstrap).tls(tls).client_id(format!("as-{who}")).request_timeout(Duration::from_secs(5))
+    };
+
+    // alice, a super user by her certificate's subject, creates a topic and writes to it.
+    let client = Client::connect(as_who("alice")).await.expect("alice's certificate");
+    Admin::new(client.clone()).create_topic(NewTopic::new("certified", 1)).await.expect("created by alice");
+    producer(client).send(ProducerRecord::new("certified", "from alice")).await.unwrap().await.expect("produced");
+
+    // mallory's certificate is good, but his principal has no ACL: the topic is hidden from him
+    // and he may not create one.
+    let client = Client::connect(as_who("mallory")).await.expect("mallory's certificate");
+    assert!(client.topic("certified").await.is_err(), "mallory sees alice's topic");
+    let refused = Admin::new(client).create_topic(NewTopic::new("not-yours", 1)).await.unwrap_err();
+    assert!(refused.to_string().contains("AUTHORIZATION_FAILED"), "{refused}");
+
+    // No certificate, or one from another CA: refused before any request.
+    let before = cluster.journal().len();
+    for who in ["", "outsider"] {
+        assert!(Client::connect(as_who(who)).await.is_err(), "{who:?} got through");
+    }
+    assert_eq!(cluster.journal().len(), before, "no request got past TLS");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -16,6 +16,7 @@ use kwire::messages::{
 use kwire::{ErrorCode, Uuid};
 
 use super::{s, Ctx};
+use crate::acl::{op, resource};
 use crate::topics::{check_config, valid_name, Partition, DEFAULTS};
 
 /// Config resource types (`ConfigResource.Type`).
@@ -49,7 +50,12 @@ pub(crate) fn create_topics(ctx: &Ctx<'_>, req: &CreateTopicsRequest) -> CreateT
                 configs.insert(c.name.to_string(), v.to_string());
             }
         }
-        let error = if !valid_name(&t.name) {
+        // CREATE on the cluster, or on the topic (Kafka's `ControllerApis.createTopics`).
+        let may_create = ctx.authorized_in(&state, op::CREATE, resource::CLUSTER, crate::acl::CLUSTER_NAME)
+            || ctx.authorized_in(&state, op::CREATE, resource::TOPIC, &t.name);
+        let error = if !may_create {
+            Some((ErrorCode::TOPIC_AUTHORIZATION_FAILED, "Authorization failed.".into()))
+        } else if !valid_name(&t.name) {
             Some((ErrorCode::INVALID_TOPIC_EXCEPTION, format!("Topic name {} is invalid", &*t.name)))
         } else if state.topics.contains_key(&*t.name) {
             Some((ErrorCode::TOPIC_ALREADY_EXISTS, format!("Topic '{}' already exists.", &*t.name)))
@@ -125,6 +131,16 @@ pub(crate) fn delete_topics(ctx: &Ctx<'_>, req: &DeleteTopicsRequest) -> DeleteT
             None => state.topics.iter().find(|(_, t)| t.id == id).map(|(n, t)| (n.clone(), t.id)),
         };
         let mut out = DeletableTopicResult { name: name.as_deref().map(s), topic_id: id, ..Default::default() };
+        // DELETE on the topic; by name, checked before it is known to exist.
+        let named = found.as_ref().map(|(n, _)| n.as_str()).or(name.as_deref());
+        if named.is_some_and(|n| !ctx.authorized_in(&state, op::DELETE, resource::TOPIC, n)) {
+            out.error_code = ErrorCode::TOPIC_AUTHORIZATION_FAILED.0;
+            if ctx.version >= 5 {
+                out.error_message = ErrorCode::TOPIC_AUTHORIZATION_FAILED.message().map(s);
+            }
+            responses.push(out);
+            continue;
+        }
         match found {
             Some((n, topic_id)) => {
                 state.topics.remove(&n);

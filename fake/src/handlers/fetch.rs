@@ -13,6 +13,7 @@ use kwire::messages::{
 use kwire::{Bytes, BytesMut, ErrorCode, Uuid};
 
 use super::{s, Ctx};
+use crate::acl::{op, resource};
 use crate::fetch_sessions::SessionPartition;
 
 /// Read committed (KIP-98).
@@ -192,7 +193,12 @@ fn fetch_once(ctx: &Ctx<'_>, req: &FetchRequest) -> (FetchResponse, usize, bool)
                 ..Default::default()
             };
             let partition = found.and_then(|(_, topic)| topic.partition(p.partition));
+            // A consumer needs READ on the topic (asked for by name, before it is known to
+            // exist: a name it may not read is not told whether it does).
+            let named = if version >= 13 { found.map(|(n, _)| n.as_str()) } else { Some(&*t.topic) };
+            let denied = req.replica_id < 0 && named.is_some_and(|n| !ctx.authorized_in(&state, op::READ, resource::TOPIC, n));
             let error = match (found, partition) {
+                _ if denied => Some(ErrorCode::TOPIC_AUTHORIZATION_FAILED),
                 (None, _) if version >= 13 => Some(ErrorCode::UNKNOWN_TOPIC_ID),
                 (None, _) | (_, None) => Some(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
                 (Some(_), Some(partition)) => {

@@ -10,6 +10,7 @@ use kwire::messages::{
 use kwire::{Bytes, ErrorCode, Uuid};
 
 use super::{s, Ctx};
+use crate::acl::{op, resource};
 use crate::log::TxnCheck;
 use crate::txn::Transactions;
 
@@ -59,6 +60,9 @@ pub(super) fn produce(ctx: &Ctx<'_>, req: &ProduceRequest) -> Option<ProduceResp
                         return Err((ErrorCode::INVALID_REQUIRED_ACKS, None));
                     }
                     let name = name.as_deref().ok_or((unknown, None))?;
+                    if !ctx.authorized_in(state, op::WRITE, resource::TOPIC, name) {
+                        return Err((ErrorCode::TOPIC_AUTHORIZATION_FAILED, None));
+                    }
                     let topic = state.topics.get_mut(name).ok_or((ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, None))?;
                     let rules = topic.append_rules(version);
                     let min_isr = topic.min_isr();
