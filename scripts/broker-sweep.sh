@@ -36,7 +36,6 @@ fake_sweep() {
   # UpdateMetadata, ...) this client-side sweep has no request for.
   [ $# -gt 0 ] || set -- 3.9 4.0 4.4
   mkdir -p target/broker-sweep
-  export CARGO_PROFILE_DEV_DEBUG=${CARGO_PROFILE_DEV_DEBUG:-0} CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
   # The workspace build's binaries (nothing to build after `cargo test --workspace`; a narrower
   # cargo selection would compile kwire again): the sweep, and kwire-fake, which the workspace
   # builds for its own tests.

@@ -19,7 +19,6 @@ out=target/client-on-fake
 # this; the binary's row says so.
 per_binary=${KWIRE_FAKE_PER_BINARY:-120}
 mkdir -p "$out"
-export CARGO_PROFILE_DEV_DEBUG=${CARGO_PROFILE_DEV_DEBUG:-0} CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 . scripts/lib/testbins.sh
 echo "client-on-fake: building" >&2
 test_bins_build "$out/build.log" || { tail -30 "$out/build.log" >&2; exit 1; }

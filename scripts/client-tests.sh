@@ -7,9 +7,6 @@
 #
 #   scripts/client-tests.sh [--no-cluster] [VERSION...]   (default: 4.4.0; e.g. 4.4.0 3.9.2)
 #
-# With 3.9.2, the binaries that pass against kwire-fake imitating 3.9 run against it instead
-# (the list below; 4.4.0 still runs every binary against Apache Kafka).
-#
 # Then, unless --no-cluster, a 3-node cluster of the first version for tests/cluster.rs and
 # tests/consumer_cluster.rs (leaders on several brokers, a leader moved under the producer and
 # under the consumer; leaders killed and restarted under an idempotent producer) and
@@ -51,17 +48,6 @@ for t in "${all_tests[@]}"; do
   [[ " ${alone[*]} " == *" $t "* ]] || side_by_side+=("$t")
 done
 
-# Whole test binaries that pass against kwire-fake imitating 3.9 (scripts/client-on-fake.sh
-# says what passes there): with 3.9.2 they run against the fake instead, in seconds where a
-# broker takes minutes (group sessions, transaction timeouts); Kafka 4.4.0 still judges them, and
-# 3.9.2 every other binary.
-on_fake=()
-for t in consumer consumer_assignor consumer_java consumer_rebalance java_consumer metrics partitioner producer share_consumer transactions; do
-  on_fake+=("kwire-client:$t")
-done
-fake_release() { case $1 in 3.9.*) echo 3.9 ;; esac; }
-. scripts/lib/fake.sh
-
 echo "client-tests: building" >&2
 test_bins_build target/client-tests/build.log || {
   tail -40 target/client-tests/build.log >&2
@@ -84,25 +70,10 @@ run() {
 
 for version in "$@"; do
   t0=$SECONDS
-  release=$(fake_release "$version")
-  on_broker=()
-  for t in "${side_by_side[@]}"; do
-    [ -n "$release" ] && [[ " ${on_fake[*]} " == *" $t "* ]] || on_broker+=("$t")
-  done
-  if [ -n "$release" ]; then
-    if fake_start "$release" "$logs/fake-$release" "$version"; then
-      run "kwire-fake $release" "$logs/fake-$release.log" KWIRE_BROKER="$PWD/$logs/fake-$release/env" KWIRE_REQUIRE_BROKER=1 -- "${on_fake[@]}"
-      fake_stop
-    else
-      echo "client-tests: kwire-fake $release did not start" >&2
-      failed=$((failed + 1)) status=1
-    fi
-    echo "client-tests: kwire-fake $release took $((SECONDS - t0))s" >&2
-  fi
   broker "$version" || { running=""; continue; }
   # The cluster tests have a run of their own below.
   harness="--skip three_nodes_routing_and_a_moved_leader --skip a_leader_change_during_consumption_skips_nothing --skip a_consumer_fetches_from_the_follower_in_its_rack --skip a_classic_group_assigns_each_member_the_partitions_in_its_rack --skip transactions_under_killed_brokers_and_both_protocols" run "Kafka $version" "target/client-tests/$version.log" \
-    KWIRE_BROKER="$PWD/target/kafka/$version/env" KWIRE_REQUIRE_BROKER=1 -- "${on_broker[@]}"
+    KWIRE_BROKER="$PWD/target/kafka/$version/env" KWIRE_REQUIRE_BROKER=1 -- "${side_by_side[@]}"
   run "Kafka $version, alone" "target/client-tests/$version-alone.log" \
     KWIRE_BROKER="$PWD/target/kafka/$version/env" KWIRE_REQUIRE_BROKER=1 -- "${alone[@]}"
   # And once more with a seed of the day (each version its own): over the days CI goes through

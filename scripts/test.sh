@@ -27,6 +27,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 shared=../shared/message-specs
+# CI's build settings (no debug info, no incremental state), also when run by hand: the scripts
+# below build the workspace's test binaries with them (scripts/lib/testbins.sh), and a build
+# with other settings would be a second one beside it.
+export CARGO_PROFILE_DEV_DEBUG=${CARGO_PROFILE_DEV_DEBUG:-0} CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 [ -d /usr/local/go/bin ] && export PATH="/usr/local/go/bin:$PATH"
 mkdir -p target
 # Tests that skip for a missing tool append "test: reason" here (see tests/support/skip.rs).

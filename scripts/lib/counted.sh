@@ -4,12 +4,7 @@
 # directory) and may set `jobs` (binaries side by side, 1 by default); the totals are in
 # `passed`, `failed` and `status`, and `running` names the broker to stop on exit.
 passed=0 failed=0 status=0 running=""
-# On exit: the broker, and kwire-fake if the caller started one (scripts/lib/fake.sh).
-stop_servers() {
-  [ -z "$running" ] || scripts/kafka.sh stop $running >/dev/null 2>&1 || true
-  ! declare -F fake_stop >/dev/null || fake_stop
-}
-trap stop_servers EXIT
+trap '[ -n "$running" ] && scripts/kafka.sh stop $running >/dev/null 2>&1' EXIT
 . scripts/lib/testbins.sh
 
 # counted NAME LOG ENV... -- SPEC... [-- ARGS...]: test binaries (testbins.sh), their counts

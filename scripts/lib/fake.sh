@@ -1,5 +1,5 @@
 # Sourced by the scripts that point tests at kwire-fake instead of Apache Kafka (broker-sweep.sh
-# --fake, client-tests.sh, client-on-fake.sh): the fake's binary set up as scripts/kafka.sh sets
+# --fake, client-on-fake.sh): the fake's binary set up as scripts/kafka.sh sets
 # up a broker (PLAINTEXT and SASL_PLAINTEXT listeners, PLAIN users admin and alice, SCRAM user
 # alice, ACLs with ANONYMOUS and admin as super users, a delegation-token secret, no topic
 # auto-creation), and an env file the tests read as they read a broker's.

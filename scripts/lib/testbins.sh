@@ -18,6 +18,9 @@
 #                                    fails if any failed
 
 test_bins_list=target/test-bins.tsv
+# The settings CI builds with (.ci/run): no debug info, no incremental state. Another setting
+# would compile the whole workspace again, beside the first build (tens of GB).
+export CARGO_PROFILE_DEV_DEBUG=${CARGO_PROFILE_DEV_DEBUG:-0} CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 
 test_bins_build() {
   local log=$1
