@@ -846,6 +846,45 @@ public class BatchFill {
         out
     }
 
+    /// Retries that failed together go again together, as Java's drain (which draws the
+    /// backoff's jitter at every check) sends them: once one partition's retry is due, the
+    /// others past their backoff's floor join its request; one whose floor is still ahead waits.
+    #[test]
+    fn retries_past_their_backoffs_floor_join_a_request_their_broker_sends() {
+        let cfg = ProducerConfig { linger: Duration::ZERO, idempotence: false, ..Default::default() };
+        let name: Arc<str> = "t".into();
+        let partitions =
+            (0..3).map(|index| PartitionInfo { index, leader: 1, leader_epoch: 0, replicas: vec![1], isr: vec![1], error: ErrorCode::NONE }).collect();
+        let info = Arc::new(TopicInfo { name: "t".into(), id: kwire::Uuid::ZERO, internal: false, partitions });
+        let mut metadata = ClusterMetadata::default();
+        metadata.topics.insert("t".into(), info.clone());
+        let memory = Arc::new(Semaphore::new(Semaphore::MAX_PERMITS));
+        let mut acc = Accumulator::default();
+        for p in 0..3 {
+            let permit = memory.clone().try_acquire_many_owned(40).expect("memory");
+            let record = NewRecord { partition: Some(p), key: None, value: Some(Bytes::from_static(b"v")), headers: Vec::new(), timestamp: 0, size: 40 };
+            acc.append(&cfg, &name, &info, record, permit, None).expect("appended");
+        }
+        let mut idem = Idempotence::default();
+        let start = Instant::now();
+        let sent = acc.drain(&cfg, &metadata, &mut idem, None, start);
+        let batches = sent.by_node.into_values().flatten().collect::<Vec<_>>();
+        assert_eq!(batches.len(), 3, "one request, every partition");
+        // The request fails; each partition's retry gets its own jittered backoff.
+        acc.request_answered(1);
+        let ms = |n: u64| start + Duration::from_millis(n);
+        for (ReadyBatch { topic, partition, mut batch }, (earliest, at)) in batches.into_iter().zip([(40, 45), (40, 55), (52, 60)]) {
+            acc.answered(&topic, partition);
+            batch.attempts = 1;
+            batch.retry_at = Some(RetryAt { earliest: ms(earliest), at: ms(at) });
+            acc.requeue(&topic, partition, batch);
+        }
+        let partitions = |d: Drained| d.by_node.into_values().flatten().map(|b| b.partition).collect::<Vec<_>>();
+        assert!(partitions(acc.drain(&cfg, &metadata, &mut idem, None, ms(44))).is_empty(), "none is due yet");
+        assert_eq!(partitions(acc.drain(&cfg, &metadata, &mut idem, None, ms(45))), [0, 1], "the second joins the first's request");
+        assert_eq!(partitions(acc.drain(&cfg, &metadata, &mut idem, None, ms(60))), [2], "the third, whose floor was ahead, goes at its own time");
+    }
+
     /// Batches fill where Java's `ProducerBatch` fills them (its `MemoryRecordsBuilder`'s
     /// record sizes, header and compressed-size estimate), and the topic's compression ratio
     /// estimate follows Java's `CompressionRatioEstimator` to the bit.
