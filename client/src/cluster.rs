@@ -214,7 +214,9 @@ impl Inner {
             in_use: Mutex::new(BTreeSet::new()),
             update_pending: AtomicBool::new(false),
             random: Random::new(config.connection.seed, "cluster"),
-            member_ids: member_ids.or_else(|| config.connection.seed.map(|seed| Random::new(Some(seed), "member"))),
+            // Per client id too: clients given one seed but different ids (a test's members)
+            // must not make the same member ids.
+            member_ids: member_ids.or_else(|| config.connection.seed.map(|seed| Random::new(Some(seed), &format!("member {}", config.connection.client_id)))),
             config,
         })
     }

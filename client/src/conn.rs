@@ -53,8 +53,8 @@ pub struct ConnectOptions {
     pub connector: Option<Connector>,
     /// The seed of the client's random choices (backoff jitter, sticky partitions,
     /// re-authentication timing, the member ids of its consumers' KIP-848 and share groups),
-    /// for tests that replay a run exactly; from the OS when `None`. Members of one group need
-    /// clients of different seeds (or their ids collide).
+    /// for tests that replay a run exactly; from the OS when `None`. Member ids are drawn per
+    /// seed and client id: members of one group need clients that differ in one of them.
     pub seed: Option<u64>,
     /// The ApiVersions version each broker (by address) answered at, shared by the connections
     /// made with these options: a broker older than this build (Kafka 3.9 refuses this build's
