@@ -642,3 +642,343 @@ async fn refusals_name_the_group_or_topic() {
     assert!(matches!(e, Error::Authorization { resource: Resource::Cluster, .. }), "{e:?}");
     admin.delete_topics(&[&topic]).await.unwrap().remove(0).unwrap();
 }
+
+/// The names one run of [`authorizer_probes`] works on.
+struct AclNames {
+    /// A topic alice may READ (and so DESCRIBE).
+    readable: String,
+    /// A topic she has no ACL on.
+    hidden: String,
+    group: String,
+    transactional_id: String,
+}
+
+/// A request built for the version its connection uses.
+type Probe = Box<dyn Fn(i16) -> kwire::RequestKind>;
+
+/// Requests alice sends, each answered with error codes the authorizer decides, with the label
+/// they are reported under; `ids`: the two topics' ids (OffsetCommit and OffsetFetch v10 name
+/// topics by id). Ignorable fields of every version are set; the version sent picks.
+fn authorizer_probes(n: &AclNames, ids: [kwire::Uuid; 2]) -> Vec<(&'static str, Probe)> {
+    use kwire::messages::*;
+    let s = |v: &str| kwire::ByteString::from(v.to_owned());
+    let both = [n.readable.as_str(), n.hidden.as_str()];
+    let named = [(n.readable.clone(), ids[0]), (n.hidden.clone(), ids[1])];
+    let commit = OffsetCommitRequest {
+        group_id: s(&n.group),
+        generation_id_or_member_epoch: -1,
+        topics: named
+            .iter()
+            .map(|(t, id)| offset_commit_request::OffsetCommitRequestTopic {
+                name: s(t),
+                topic_id: *id,
+                partitions: vec![offset_commit_request::OffsetCommitRequestPartition { committed_offset: 0, committed_leader_epoch: -1, ..Default::default() }],
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    // One group at the top up to v7, a list of groups from v8.
+    let group = n.group.clone();
+    let offset_fetch = move |v: i16| -> kwire::RequestKind {
+        let s = |v: &str| kwire::ByteString::from(v.to_owned());
+        if v < 8 {
+            let topics = named.iter().map(|(t, _)| offset_fetch_request::OffsetFetchRequestTopic {
+                name: s(t),
+                partition_indexes: kwire::smallvec![0],
+                ..Default::default()
+            });
+            return OffsetFetchRequest { group_id: s(&group), topics: Some(topics.collect()), ..Default::default() }.into();
+        }
+        let topics = named.iter().map(|(t, id)| offset_fetch_request::OffsetFetchRequestTopics {
+            name: s(t),
+            topic_id: *id,
+            partition_indexes: kwire::smallvec![0],
+            ..Default::default()
+        });
+        let groups =
+            vec![offset_fetch_request::OffsetFetchRequestGroup { group_id: s(&group), member_epoch: -1, topics: Some(topics.collect()), ..Default::default() }];
+        OffsetFetchRequest { groups, ..Default::default() }.into()
+    };
+    let list_offsets = ListOffsetsRequest {
+        replica_id: -1,
+        topics: both
+            .iter()
+            .map(|t| list_offsets_request::ListOffsetsTopic {
+                name: s(t),
+                partitions: vec![list_offsets_request::ListOffsetsPartition {
+                    timestamp: -1,
+                    current_leader_epoch: -1,
+                    max_num_offsets: 1,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let join = JoinGroupRequest {
+        group_id: s(&n.group),
+        session_timeout_ms: 10_000,
+        rebalance_timeout_ms: 10_000,
+        protocol_type: s("consumer"),
+        protocols: vec![join_group_request::JoinGroupRequestProtocol { name: s("range"), ..Default::default() }],
+        ..Default::default()
+    };
+    // One key up to v3, a list of keys from v4.
+    let find = |key_type: i8, key: &str| -> Probe {
+        let key = s(key);
+        Box::new(move |v| {
+            let r = FindCoordinatorRequest { key_type, ..Default::default() };
+            if v < 4 { FindCoordinatorRequest { key: key.clone(), ..r } } else { FindCoordinatorRequest { coordinator_keys: vec![key.clone()], ..r } }.into()
+        })
+    };
+    let config = |resource_type: i8, name: &str| describe_configs_request::DescribeConfigsResource {
+        resource_type,
+        resource_name: s(name),
+        configuration_keys: None,
+        ..Default::default()
+    };
+    let alter = |resource_type: i8, name: &str| incremental_alter_configs_request::AlterConfigsResource {
+        resource_type,
+        resource_name: s(name),
+        configs: vec![incremental_alter_configs_request::AlterableConfig {
+            name: s("retention.ms"),
+            config_operation: 0,
+            value: Some(s("1000000")),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let txn_id = s(&n.transactional_id);
+    let fixed = |r: kwire::RequestKind| -> Probe { Box::new(move |_| r.clone()) };
+    let mut probes: Vec<(&'static str, Probe)> = vec![
+        ("OffsetFetch", Box::new(offset_fetch)),
+        ("FindCoordinator group", find(0, &n.group)),
+        ("FindCoordinator transaction", find(1, &n.transactional_id)),
+    ];
+    let requests: Vec<(&'static str, kwire::RequestKind)> = vec![
+        ("ListOffsets", list_offsets.into()),
+        ("OffsetCommit", commit.into()),
+        ("JoinGroup", join.into()),
+        ("DescribeGroups", DescribeGroupsRequest { groups: vec![s(&n.group)], ..Default::default() }.into()),
+        ("DeleteGroups", DeleteGroupsRequest { groups_names: vec![s(&n.group)], ..Default::default() }.into()),
+        (
+            "OffsetDelete",
+            OffsetDeleteRequest {
+                group_id: s(&n.group),
+                topics: vec![offset_delete_request::OffsetDeleteRequestTopic {
+                    name: s(&n.readable),
+                    partitions: vec![offset_delete_request::OffsetDeleteRequestPartition { partition_index: 0 }],
+                }],
+            }
+            .into(),
+        ),
+        (
+            "DescribeConfigs",
+            DescribeConfigsRequest { resources: vec![config(2, &n.readable), config(2, &n.hidden), config(4, "")], ..Default::default() }.into(),
+        ),
+        (
+            "IncrementalAlterConfigs",
+            IncrementalAlterConfigsRequest { resources: vec![alter(2, &n.readable)], validate_only: true, ..Default::default() }.into(),
+        ),
+        (
+            "CreatePartitions",
+            CreatePartitionsRequest {
+                topics: vec![create_partitions_request::CreatePartitionsTopic { name: s(&n.readable), count: 2, ..Default::default() }],
+                timeout_ms: 5_000,
+                validate_only: true,
+                ..Default::default()
+            }
+            .into(),
+        ),
+        (
+            "DeleteRecords",
+            DeleteRecordsRequest {
+                topics: vec![delete_records_request::DeleteRecordsTopic {
+                    name: s(&n.readable),
+                    partitions: vec![delete_records_request::DeleteRecordsPartition { partition_index: 0, offset: 0, ..Default::default() }],
+                    ..Default::default()
+                }],
+                timeout_ms: 5_000,
+                ..Default::default()
+            }
+            .into(),
+        ),
+        (
+            "DescribeProducers",
+            DescribeProducersRequest {
+                topics: both
+                    .iter()
+                    .map(|t| describe_producers_request::TopicRequest { name: s(t), partition_indexes: kwire::smallvec![0], ..Default::default() })
+                    .collect(),
+                ..Default::default()
+            }
+            .into(),
+        ),
+        (
+            "InitProducerId idempotent",
+            InitProducerIdRequest { transactional_id: None, transaction_timeout_ms: -1, producer_id: -1, producer_epoch: -1, ..Default::default() }.into(),
+        ),
+        (
+            "InitProducerId transactional",
+            InitProducerIdRequest {
+                transactional_id: Some(txn_id.clone()),
+                transaction_timeout_ms: 60_000,
+                producer_id: -1,
+                producer_epoch: -1,
+                ..Default::default()
+            }
+            .into(),
+        ),
+        ("EndTxn", EndTxnRequest { transactional_id: txn_id.clone(), producer_id: 1, producer_epoch: 0, committed: true, ..Default::default() }.into()),
+        (
+            "AddOffsetsToTxn",
+            AddOffsetsToTxnRequest { transactional_id: txn_id.clone(), producer_id: 1, producer_epoch: 0, group_id: s(&n.group), ..Default::default() }.into(),
+        ),
+        (
+            "TxnOffsetCommit",
+            TxnOffsetCommitRequest {
+                transactional_id: txn_id.clone(),
+                group_id: s(&n.group),
+                producer_id: 1,
+                producer_epoch: 0,
+                generation_id_or_member_epoch: -1,
+                topics: vec![txn_offset_commit_request::TxnOffsetCommitRequestTopic {
+                    name: s(&n.readable),
+                    partitions: vec![txn_offset_commit_request::TxnOffsetCommitRequestPartition { committed_leader_epoch: -1, ..Default::default() }],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }
+            .into(),
+        ),
+        (
+            "ConsumerGroupHeartbeat",
+            ConsumerGroupHeartbeatRequest {
+                group_id: s(&n.group),
+                member_id: s("kw-acl-member-0000000"),
+                rebalance_timeout_ms: 10_000,
+                subscribed_topic_names: Some(vec![s(&n.hidden)]),
+                topic_partitions: Some(Vec::new()),
+                ..Default::default()
+            }
+            .into(),
+        ),
+    ];
+    probes.extend(requests.into_iter().map(|(label, r)| (label, fixed(r))));
+    probes
+}
+
+/// Each probe's error codes (field and code, in wire order); a transport failure is a test
+/// failure.
+type Decisions = Vec<(String, Vec<(&'static str, kwire::ErrorCode)>)>;
+
+/// Creates the two topics and alice's READ on one (as `admin`), then sends every probe as
+/// `alice`: once as she is, once more after READ on the group and WRITE on the transactional
+/// id are granted.
+async fn authorizer_decisions(admin: &Admin, alice: &kwire_client::Client, n: &AclNames) -> Decisions {
+    use kwire::Visit;
+    use kwire_client::{AclBinding, AclOperation, AclPermission, ResourceType};
+
+    let mut ids = [kwire::Uuid::ZERO; 2];
+    for (t, id) in [&n.readable, &n.hidden].into_iter().zip(&mut ids) {
+        *id = admin.create_topic(NewTopic::new(t, 1)).await.unwrap().id;
+    }
+    let allow = |resource: ResourceType, name: &str, operation: AclOperation| AclBinding::new(resource, name, "User:alice", operation, AclPermission::Allow);
+    for created in admin.create_acls(&[allow(ResourceType::Topic, &n.readable, AclOperation::Read)]).await.unwrap() {
+        created.unwrap();
+    }
+    let mut out = Decisions::new();
+    for round in ["before", "after"] {
+        if round == "after" {
+            wait_for_group_coordinator(admin, &n.group).await;
+            let acls =
+                [allow(ResourceType::Group, &n.group, AclOperation::Read), allow(ResourceType::TransactionalId, &n.transactional_id, AclOperation::Write)];
+            for created in admin.create_acls(&acls).await.unwrap() {
+                created.unwrap();
+            }
+        }
+        for (label, build) in authorizer_probes(n, ids) {
+            // The transaction probes past the authorizer meet the transaction coordinator's
+            // state, which the broker's earlier tests shaped: only their refusals are judged.
+            if round == "after" && (label.contains("Txn") || label.starts_with("InitProducerId transactional") || label == "FindCoordinator transaction") {
+                continue;
+            }
+            let response = alice.call_any_versioned(build(0).api_key(), &build).await.unwrap_or_else(|e| panic!("{label}: {e}"));
+            out.push((format!("{label}, {round}"), response.errors()));
+        }
+    }
+    out
+}
+
+/// Waits (30 s at most) until the group's coordinator is ready: a fresh broker creates its
+/// offsets topic on the first lookup and answers COORDINATOR_NOT_AVAILABLE meanwhile.
+async fn wait_for_group_coordinator(admin: &Admin, group: &str) {
+    use kwire::messages::FindCoordinatorRequest;
+    let key = kwire::ByteString::from(group.to_owned());
+    let build = |v: i16| -> kwire::RequestKind {
+        if v < 4 {
+            FindCoordinatorRequest { key: key.clone(), ..Default::default() }.into()
+        } else {
+            FindCoordinatorRequest { coordinator_keys: vec![key.clone()], ..Default::default() }.into()
+        }
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let response = admin.client().call_any_versioned(ApiKey::FindCoordinator, build).await.unwrap();
+        let errors = kwire::Visit::errors(&response);
+        if errors.is_empty() {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "no coordinator for {group} in 30 s: {errors:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// kwire-fake's authorizer judged by Kafka's: the same principal, topics, group, transactional
+/// id and ACLs on the broker and on the fake (advertising the broker's release); every probe
+/// answers with the same error codes on both, before and after alice is let in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fakes_authorizer_decides_as_kafkas() {
+    use kwire_client::{Client, ClientConfig, Connector, Sasl};
+    use kwire_fake::{Cluster, ClusterConfig, Release};
+
+    let Some(b) = Broker::from_env("the_fakes_authorizer_decides_as_kafkas") else { return };
+    let n = AclNames {
+        readable: unique("kw-acl-readable"),
+        hidden: unique("kw-acl-hidden"),
+        group: unique("kw-acl-group"),
+        transactional_id: unique("kw-acl-txn"),
+    };
+    let admin = Admin::new(b.client().await);
+    let alice = Client::connect(ClientConfig::new(b.var("SASL_PLAINTEXT")).sasl(Sasl::plain("alice", "alice-secret"))).await.unwrap();
+    let on_broker = authorizer_decisions(&admin, &alice, &n).await;
+
+    let release: Release = b.version().get(..3).unwrap_or_default().parse().unwrap();
+    let cluster = Cluster::start(
+        ClusterConfig::default()
+            .brokers(1)
+            .release(release)
+            .sasl_plain("admin", "admin-secret")
+            .sasl_plain("alice", "alice-secret")
+            .acl_authorizer(&["User:admin"]),
+    );
+    let connect = |user: &str, password: &str| {
+        Client::connect(ClientConfig::new(&cluster.bootstrap()).connector(Connector::new(cluster.connector())).sasl(Sasl::plain(user, password)))
+    };
+    let fake_admin = Admin::new(connect("admin", "admin-secret").await.unwrap());
+    let on_fake = authorizer_decisions(&fake_admin, &connect("alice", "alice-secret").await.unwrap(), &n).await;
+
+    // One line per probe, so a difference reads as a diff.
+    let lines = |d: &Decisions| d.iter().map(|(label, codes)| format!("{label}: {codes:?}")).collect::<Vec<_>>();
+    assert_eq!(lines(&on_fake), lines(&on_broker), "the fake (left) and Kafka {} (right)", b.version());
+    // The probes decide something: refusals of each kind were seen.
+    let seen: Vec<kwire::ErrorCode> = on_broker.iter().flat_map(|(_, c)| c.iter().map(|(_, code)| *code)).collect();
+    for code in
+        [kwire::ErrorCode::TOPIC_AUTHORIZATION_FAILED, kwire::ErrorCode::GROUP_AUTHORIZATION_FAILED, kwire::ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED]
+    {
+        assert!(seen.contains(&code), "{code:?} never seen");
+    }
+    admin.delete_topics(&[&n.readable, &n.hidden]).await.unwrap();
+}

@@ -9,7 +9,9 @@ use std::collections::BTreeSet;
 pub(crate) mod resource {
     pub(crate) const ANY: i8 = 1;
     pub(crate) const TOPIC: i8 = 2;
+    pub(crate) const GROUP: i8 = 3;
     pub(crate) const CLUSTER: i8 = 4;
+    pub(crate) const TRANSACTIONAL_ID: i8 = 5;
     pub(crate) const DELEGATION_TOKEN: i8 = 6;
     pub(crate) const USER: i8 = 7;
 }
@@ -35,6 +37,7 @@ pub(crate) mod op {
     pub(crate) const CLUSTER_ACTION: i8 = 9;
     pub(crate) const DESCRIBE_CONFIGS: i8 = 10;
     pub(crate) const ALTER_CONFIGS: i8 = 11;
+    pub(crate) const IDEMPOTENT_WRITE: i8 = 12;
     pub(crate) const CREATE_TOKENS: i8 = 13;
 }
 
@@ -188,6 +191,29 @@ impl Acls {
         }
         allowed
     }
+
+    /// Kafka's `authorizeByResourceType`: whether some resource of the type may get the
+    /// operation, by an ALLOW binding that no DENY binding covers (a DENY of the wildcard, of the
+    /// same literal name, or of a prefix of its name).
+    pub(crate) fn allows_any(&self, principal: &str, host: &str, operation: i8, resource_type: i8) -> bool {
+        let applies = |a: &&Acl| {
+            a.resource_type == resource_type
+                && (a.operation == operation || a.operation == op::ALL)
+                && (a.principal == principal || a.principal == "User:*")
+                && (a.host == host || a.host == WILDCARD)
+        };
+        let denies: Vec<&Acl> = self.acls.iter().filter(applies).filter(|a| a.permission == permission::DENY).collect();
+        if denies.iter().any(|d| d.pattern_type == pattern::LITERAL && d.name == WILDCARD) {
+            return false;
+        }
+        self.acls.iter().filter(applies).filter(|a| a.permission == permission::ALLOW).any(|a| {
+            !denies.iter().any(|d| match d.pattern_type {
+                pattern::LITERAL => a.pattern_type == pattern::LITERAL && d.name == a.name,
+                pattern::PREFIXED => a.name.starts_with(&d.name),
+                _ => false,
+            })
+        })
+    }
 }
 
 #[cfg(test)]
@@ -225,6 +251,11 @@ mod tests {
         assert!(!acls.allows("User:alice", "1.2.3.4", op::DESCRIBE, resource::TOPIC, "orders"), "no ACL: denied");
         assert!(validate(&acl("x", pattern::MATCH, "User:bob", op::READ, permission::ALLOW)).is_err());
         assert!(validate(&acl("x", pattern::LITERAL, "bob", op::READ, permission::ALLOW)).is_err());
-        assert_eq!(acls.remove(&f(Some("orders"), pattern::MATCH)).len(), 3);
+        assert!(acls.allows_any("User:bob", "1.2.3.4", op::WRITE, resource::TOPIC), "WRITE on a prefix");
+        assert!(!acls.allows_any("User:alice", "1.2.3.4", op::WRITE, resource::TOPIC), "no ALLOW at all");
+        assert!(!acls.allows_any("User:eve", "1.2.3.4", op::WRITE, resource::TOPIC), "the wildcard DENY");
+        acls.acls.insert(acl("or", pattern::PREFIXED, "User:bob", op::WRITE, permission::DENY));
+        assert!(!acls.allows_any("User:bob", "1.2.3.4", op::WRITE, resource::TOPIC), "a shorter prefix DENY covers the ALLOW");
+        assert_eq!(acls.remove(&f(Some("orders"), pattern::MATCH)).len(), 4);
     }
 }

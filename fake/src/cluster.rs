@@ -22,6 +22,7 @@ use crate::groups::Groups;
 use crate::network::{self, FaultConfig, Network};
 use crate::quotas::Quotas;
 use crate::scram::ScramCredentials;
+use crate::server::Peer;
 use crate::share_state::ShareStates;
 use crate::telemetry::Telemetry;
 use crate::tokens::Tokens;
@@ -30,6 +31,9 @@ use crate::txn::Transactions;
 
 /// The port every broker of the in-memory network listens on (`broker-N:9092`).
 pub const MEMORY_PORT: u16 = 9092;
+/// The client address an in-memory connection has for ACLs (a loopback one, as a local TCP
+/// client's).
+const MEMORY_HOST: &str = "127.0.0.1";
 
 /// One broker's state.
 #[derive(Debug)]
@@ -426,7 +430,7 @@ impl Cluster {
         };
         let connection = self.inner.next_connection();
         let (client, server) = network::open(&self.inner, connection);
-        tokio::spawn(crate::server::serve(self.inner.clone(), broker, connection, Listener::Memory, server, stopped, None));
+        tokio::spawn(crate::server::serve(self.inner.clone(), broker, connection, Listener::Memory, server, stopped, Peer::new(MEMORY_HOST.into(), None)));
         Ok(client)
     }
 

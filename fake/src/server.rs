@@ -115,7 +115,7 @@ pub(crate) async fn accept(inner: Arc<Inner>, broker: i32, kind: Listener, liste
         debug!(broker, connection, %peer, "accepted");
         match &tls {
             None => {
-                tokio::spawn(serve(inner, broker, connection, kind, stream, stopped, None));
+                tokio::spawn(serve(inner, broker, connection, kind, stream, stopped, Peer::new(peer.ip().to_string(), None)));
             }
             Some(acceptor) => {
                 let handshake = acceptor.accept(stream);
@@ -124,7 +124,7 @@ pub(crate) async fn accept(inner: Arc<Inner>, broker: i32, kind: Listener, liste
                         Ok(Ok(stream)) => {
                             // A client certificate names the principal (until SASL does).
                             let certified = crate::tls::principal(stream.get_ref().1.peer_certificates());
-                            serve(inner, broker, connection, kind, stream, stopped, certified).await
+                            serve(inner, broker, connection, kind, stream, stopped, Peer::new(peer.ip().to_string(), certified)).await
                         }
                         Ok(Err(e)) => closing(&inner, connection, &format!("the TLS handshake failed: {e}")),
                         Err(_) => closing(&inner, connection, "the TLS handshake timed out"),
@@ -135,8 +135,21 @@ pub(crate) async fn accept(inner: Arc<Inner>, broker: i32, kind: Listener, liste
     }
 }
 
-/// Serves one connection until it ends; `certified`: the principal its TLS client certificate
-/// names.
+/// Who is at the other end of a connection, as the authorizer sees it.
+pub(crate) struct Peer {
+    /// The client's address, without its port (what an ACL's host names).
+    host: String,
+    /// The principal its TLS client certificate names.
+    certified: Option<String>,
+}
+
+impl Peer {
+    pub(crate) fn new(host: String, certified: Option<String>) -> Peer {
+        Peer { host, certified }
+    }
+}
+
+/// Serves one connection until it ends.
 pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     inner: Arc<Inner>,
     broker: i32,
@@ -144,7 +157,7 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     listener: Listener,
     mut stream: S,
     mut stopped: watch::Receiver<bool>,
-    certified: Option<String>,
+    peer: Peer,
 ) {
     // The sans-io codec over a plain read loop: after a v0 SaslHandshake the next frame is a
     // bare SASL token with no request header.
@@ -153,6 +166,7 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     let mut input = BytesMut::with_capacity(64 << 10);
     let mut output = BytesMut::new();
     let mut sasl = if inner.needs_sasl(listener) { Sasl::Handshake } else { Sasl::Off };
+    let Peer { host, certified } = peer;
     let mut principal = certified.map_or_else(Authenticated::anonymous, Authenticated::user);
     let mut session: Option<Session> = None;
     let mut cut = inner.cut_changed.subscribe();
@@ -191,8 +205,16 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         } else {
             match codec.decode_request(&mut input) {
                 Ok(Some(frame)) => {
-                    let mut conn =
-                        Conn { broker, connection, listener, sasl: &mut sasl, principal: &mut principal, session: &mut session, mute: Duration::ZERO };
+                    let mut conn = Conn {
+                        broker,
+                        connection,
+                        listener,
+                        host: &host,
+                        sasl: &mut sasl,
+                        principal: &mut principal,
+                        session: &mut session,
+                        mute: Duration::ZERO,
+                    };
                     let keep_open = answer(&inner, &mut conn, &mut codec, &frame, &mut output).await;
                     let mute = conn.mute;
                     if !output.is_empty() {
@@ -237,6 +259,7 @@ struct Conn<'a> {
     broker: i32,
     connection: u64,
     listener: Listener,
+    host: &'a str,
     sasl: &'a mut Sasl,
     principal: &'a mut Authenticated,
     session: &'a mut Option<Session>,
@@ -246,7 +269,7 @@ struct Conn<'a> {
 
 /// Handles one request, writing its response (if any) to `output`; false to close.
 async fn answer(inner: &Arc<Inner>, conn: &mut Conn<'_>, codec: &mut ServerCodec, frame: &RequestFrame, output: &mut BytesMut) -> bool {
-    let Conn { broker, connection, listener, .. } = *conn;
+    let Conn { broker, connection, listener, host, .. } = *conn;
     let version = frame.version();
     let api = match frame.api_key() {
         Ok(api) => api,
@@ -369,12 +392,13 @@ async fn answer(inner: &Arc<Inner>, conn: &mut Conn<'_>, codec: &mut ServerCodec
             r.min_bytes = r.min_bytes.min(r.max_bytes);
         }
     }
-    let reply = match request {
-        RequestKind::SaslHandshake(r) => Reply::Send(sasl_handshake(inner, sasl, conn.session.as_ref(), &r.mechanism, version).into()),
-        RequestKind::SaslAuthenticate(r) => sasl_authenticate(inner, connection, sasl, principal, conn.session, &r.auth_bytes, version),
+    let (reply, busy) = match request {
+        RequestKind::SaslHandshake(r) => (Reply::Send(sasl_handshake(inner, sasl, conn.session.as_ref(), &r.mechanism, version).into()), Duration::ZERO),
+        RequestKind::SaslAuthenticate(r) => (sasl_authenticate(inner, connection, sasl, principal, conn.session, &r.auth_bytes, version), Duration::ZERO),
         request => {
-            let ctx = Ctx { inner, broker, version, listener, client_id: &client_id, principal: principal.principal.as_str(), token_auth: principal.token };
-            handlers::handle(&ctx, request).await
+            let ctx =
+                Ctx { inner, broker, version, listener, client_id: &client_id, host, principal: principal.principal.as_str(), token_auth: principal.token };
+            throttle::Busy::new(handlers::handle(&ctx, request)).await
         }
     };
     let (body, close) = match reply {
@@ -384,7 +408,7 @@ async fn answer(inner: &Arc<Inner>, conn: &mut Conn<'_>, codec: &mut ServerCodec
         Reply::Close => (None, true),
     };
     let mut body = body;
-    let throttle_ms = throttle(inner, conn, frame, &client_id, api, version, &mut body).await;
+    let throttle_ms = throttle(inner, conn, frame, (&client_id, busy), api, version, &mut body).await;
     if throttle_ms > 0 {
         inner.journal().throttled(seq, throttle_ms);
     }
@@ -401,22 +425,24 @@ async fn answer(inner: &Arc<Inner>, conn: &mut Conn<'_>, codec: &mut ServerCodec
 
 /// Quotas and a test's throttles: the throttle time set in the response (a Fetch over its quota
 /// answered empty), and the wait: the response delayed, or (KIP-219 versions) the connection
-/// muted after it. Returns the throttle time.
+/// muted after it; a throttle the handler set (partition mutations) counts too. `asked`: the
+/// client id, and the time the handler was busy. Returns the throttle time.
 async fn throttle(
     inner: &Inner,
     conn: &mut Conn<'_>,
     frame: &RequestFrame,
-    client_id: &str,
+    (client_id, busy): (&str, Duration),
     api: ApiKey,
     version: i16,
     body: &mut Option<ResponseKind>,
 ) -> i32 {
-    let decision = {
+    let decided = body.as_mut().and_then(throttle::throttle_time).map_or(0, |ms| *ms);
+    let mut decision = {
         let state = inner.state();
         let mut throttling = inner.throttling();
         // The common case, no quota and no throttle: nothing to measure.
         if state.quotas.values.is_empty() && throttling.imposed.is_empty() {
-            return 0;
+            return decided;
         }
         // Kafka counts a Produce's request bytes and a Fetch's response bytes.
         let bytes = match (api, body.as_ref()) {
@@ -425,8 +451,9 @@ async fn throttle(
             _ => 0,
         };
         let who = throttle::Who { broker: conn.broker, principal: &conn.principal.principal, client_id };
-        throttling.decide(&state.quotas, &who, api, bytes, inner.now_ms())
+        throttling.decide(&state.quotas, &who, api, bytes, busy, inner.now_ms())
     };
+    decision.throttle_ms = decision.throttle_ms.max(decided);
     if decision.throttle_ms <= 0 {
         return 0;
     }

@@ -1,12 +1,18 @@
 //! Quotas enforced with throttle times, as Kafka's `ClientQuotaManager` does it: each broker
-//! measures a produce or fetch byte rate per quota entity over 11 samples of 1 s
+//! measures a produce or fetch byte rate, and the share of a request handler's time
+//! (`request_percentage`, `ClientRequestQuotaManager`), per quota entity over 11 samples of 1 s
 //! (`quota.window.num`, `quota.window.size.seconds`), and a rate over the quota answers with
 //! `throttle_time_ms` = (rate - quota) / quota × the measured window, rounded; the broker then
-//! stops reading the connection for that long (KIP-219). Besides, a test may impose a throttle on
-//! a client or a broker ([`Cluster::throttle_client`](crate::Cluster::throttle_client)).
+//! stops reading the connection for that long (KIP-219). Partition mutations (KIP-599:
+//! `controller_mutation_rate`) draw on a token bucket instead, cluster-wide, and versions that can
+//! say so refuse a topic once it is empty (THROTTLING_QUOTA_EXCEEDED). Besides, a test may impose
+//! a throttle on a client or a broker ([`Cluster::throttle_client`](crate::Cluster::throttle_client)).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use kwire::{ApiKey, ResponseKind};
 
@@ -75,6 +81,8 @@ impl Rate {
 enum Kind {
     Produce,
     Fetch,
+    /// Request handler time, in percent of one thread.
+    Request,
 }
 
 impl Kind {
@@ -82,8 +90,103 @@ impl Kind {
         match self {
             Kind::Produce => "producer_byte_rate",
             Kind::Fetch => "consumer_byte_rate",
+            Kind::Request => "request_percentage",
         }
     }
+}
+
+/// Kafka's `TokenBucket`: credits the quota refills per second, up to a burst of a whole window's
+/// worth (samples × window × quota); a recording may take them below zero.
+#[derive(Debug, Default)]
+struct TokenBucket {
+    tokens: f64,
+    last_ms: i64,
+}
+
+impl TokenBucket {
+    fn refill(&mut self, quota: f64, now: i64) -> f64 {
+        let burst = SAMPLES as f64 * (WINDOW_MS as f64 / 1000.0) * quota;
+        self.tokens = (self.tokens + quota * (now - self.last_ms) as f64 / 1000.0).min(burst);
+        self.last_ms = now;
+        burst
+    }
+
+    fn record(&mut self, quota: f64, value: f64, now: i64) {
+        let burst = self.refill(quota, now);
+        self.tokens = (self.tokens - value).min(burst);
+    }
+
+    fn measure(&mut self, quota: f64, now: i64) -> f64 {
+        self.refill(quota, now);
+        self.tokens
+    }
+}
+
+/// `ControllerMutationQuotaManager.throttleTimeMs`: how long the bucket takes to climb back to
+/// zero.
+fn refill_ms(tokens: f64, quota: f64) -> i32 {
+    if quota <= 0.0 {
+        return i32::MAX;
+    }
+    (-tokens / quota * 1000.0).round().min(f64::from(i32::MAX)) as i32
+}
+
+/// One request's partition-mutation quota (Kafka's `ControllerMutationQuota`): strict from the
+/// versions that can answer THROTTLING_QUOTA_EXCEEDED (a topic is refused while the bucket is
+/// below zero), permissive before (every topic goes, and the response is throttled).
+#[derive(Debug)]
+pub(crate) struct MutationQuota {
+    strict: bool,
+    /// The last throttle a recording decided (`lastThrottleTimeMs`).
+    throttle_ms: i32,
+}
+
+impl MutationQuota {
+    pub(crate) fn new(version: i16, strict_since: i16) -> MutationQuota {
+        MutationQuota { strict: version >= strict_since, throttle_ms: 0 }
+    }
+
+    /// The throttle time the response carries.
+    pub(crate) fn throttle_ms(&self) -> i32 {
+        self.throttle_ms
+    }
+}
+
+/// Measures the time a request's handler spends being polled: the thread time Kafka's request
+/// quota counts, without the waits (a fetch's max wait, a join's rebalance) in between.
+pub(crate) struct Busy<F> {
+    inner: Pin<Box<F>>,
+    busy: Duration,
+}
+
+impl<F: Future> Busy<F> {
+    pub(crate) fn new(inner: F) -> Busy<F> {
+        Busy { inner: Box::pin(inner), busy: Duration::ZERO }
+    }
+}
+
+impl<F: Future> Future for Busy<F> {
+    type Output = (F::Output, Duration);
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let started = Instant::now();
+        let polled = self.inner.as_mut().poll(cx);
+        self.busy += started.elapsed();
+        polled.map(|out| (out, self.busy))
+    }
+}
+
+/// Apis only brokers send (`ApiKeys.clusterAction`): exempt from the request quota.
+fn cluster_action(api: ApiKey) -> bool {
+    matches!(
+        api,
+        ApiKey::WriteTxnMarkers
+            | ApiKey::InitializeShareGroupState
+            | ApiKey::ReadShareGroupState
+            | ApiKey::WriteShareGroupState
+            | ApiKey::DeleteShareGroupState
+            | ApiKey::ReadShareGroupStateSummary
+    )
 }
 
 /// Whom a test's throttle applies to.
@@ -93,12 +196,17 @@ pub(crate) enum Target {
     Broker(i32),
 }
 
+/// A rate sensor: (broker, kind, user tag, client-id tag).
+type SensorKey = (i32, Kind, String, String);
+
 /// The brokers' rate sensors and the throttles a test imposed.
 #[derive(Debug, Default)]
 pub(crate) struct Throttling {
     /// (broker, kind, user tag, client-id tag): the tags are the names of the types of the
     /// quota entity that matched, empty for types it has not (Kafka's quota metric tags).
-    sensors: BTreeMap<(i32, Kind, String, String), Rate>,
+    sensors: BTreeMap<SensorKey, Rate>,
+    /// (user tag, client-id tag): the controller's partition-mutation buckets.
+    mutations: BTreeMap<(String, String), TokenBucket>,
     pub(crate) imposed: Vec<(Target, Duration)>,
 }
 
@@ -135,10 +243,14 @@ fn quota(quotas: &Quotas, user: &str, client_id: &str, key: &str) -> Option<(f64
 /// window (Kafka's `maxValueInQuotaWindow`, which caps the request's `max_bytes`), so that a
 /// consumer moves on instead of being answered empty for ever.
 pub(crate) fn fetch_cap(quotas: &Quotas, principal: &str, client_id: &str) -> Option<i32> {
-    let user = principal.split_once(':').map_or(principal, |(_, n)| n);
-    let (bound, _, _) = quota(quotas, user, client_id, Kind::Fetch.key())?;
+    let (bound, _, _) = quota(quotas, user_of(principal), client_id, Kind::Fetch.key())?;
     let window_s = (SAMPLES as f64 - 1.0) * WINDOW_MS as f64 / 1000.0;
     Some((bound * window_s).min(f64::from(i32::MAX)) as i32)
+}
+
+/// The user a principal names (`User:alice` -> alice): a quota entity's user.
+fn user_of(principal: &str) -> &str {
+    principal.split_once(':').map_or(principal, |(_, n)| n)
 }
 
 /// Whose request: the broker it came to, its principal and client id.
@@ -158,9 +270,36 @@ pub(crate) struct Decision {
 }
 
 impl Throttling {
-    /// Records a Produce's request bytes or a Fetch's response bytes against their quota on
-    /// `broker`, and decides the throttle (the larger of the quota's and one a test imposed).
-    pub(crate) fn decide(&mut self, quotas: &Quotas, who: &Who<'_>, api: ApiKey, bytes: usize, now: i64) -> Decision {
+    /// Records `partitions` created or deleted by one topic of a CreateTopics, CreatePartitions
+    /// or DeleteTopics against the principal's `controller_mutation_rate`; false when a strict
+    /// `quota` refuses the topic (THROTTLING_QUOTA_EXCEEDED).
+    pub(crate) fn mutate(&mut self, quotas: &Quotas, who: &Who<'_>, quota: &mut MutationQuota, partitions: usize, now: i64) -> bool {
+        let Some((bound, user_tag, client_tag)) = self::quota(quotas, user_of(who.principal), who.client_id, "controller_mutation_rate") else {
+            return true;
+        };
+        let bucket = self.mutations.entry((user_tag, client_tag)).or_default();
+        if quota.strict {
+            // Checked before recording: the topic that empties the bucket still goes.
+            let tokens = bucket.measure(bound, now);
+            if tokens < 0.0 {
+                quota.throttle_ms = refill_ms(tokens, bound);
+                return false;
+            }
+            bucket.record(bound, partitions as f64, now);
+        } else {
+            bucket.record(bound, partitions as f64, now);
+            let tokens = bucket.measure(bound, now);
+            if tokens < 0.0 {
+                quota.throttle_ms = refill_ms(tokens, bound);
+            }
+        }
+        true
+    }
+
+    /// Records `bytes` (a Produce's request, a Fetch's response) and `busy` (the handler's
+    /// time) against the quotas on `broker`, and decides the throttle: the largest of the
+    /// quotas' and one a test imposed.
+    pub(crate) fn decide(&mut self, quotas: &Quotas, who: &Who<'_>, api: ApiKey, bytes: usize, busy: Duration, now: i64) -> Decision {
         let Who { broker, principal, client_id } = *who;
         let imposed = self
             .imposed
@@ -172,30 +311,51 @@ impl Throttling {
             .map(|(_, d)| d.as_millis().min(i32::MAX as u128) as i32)
             .max()
             .unwrap_or(0);
-        let kind = match api {
-            ApiKey::Produce => Kind::Produce,
-            ApiKey::Fetch => Kind::Fetch,
-            _ => return Decision { throttle_ms: imposed, empty_fetch: false },
+        let user = user_of(principal);
+        // Request time as Kafka records it: percent-seconds of one thread (`nanosToPercentage`).
+        let request_ms = if cluster_action(api) {
+            0
+        } else {
+            let percent_seconds = busy.as_nanos() as f64 * 100.0 / 1e9;
+            self.record(quotas, (broker, Kind::Request, user, client_id), percent_seconds, now).map_or(0, |(ms, _)| ms)
         };
-        // The user entity is the principal's name (`User:alice` -> alice).
-        let user = principal.split_once(':').map_or(principal, |(_, n)| n);
-        let Some((bound, user_tag, client_tag)) = quota(quotas, user, client_id, kind.key()) else {
-            return Decision { throttle_ms: imposed, empty_fetch: false };
+        let bytes_kind = match api {
+            ApiKey::Produce => Some(Kind::Produce),
+            ApiKey::Fetch => Some(Kind::Fetch),
+            _ => None,
         };
-        let rate = self.sensors.entry((broker, kind, user_tag, client_tag)).or_default();
-        rate.record(bytes as f64, now);
-        let (value, window_ms) = rate.measure(now);
-        let mut quota_ms = 0;
-        if value > bound {
-            // `ClientQuotaManager.throttleTime`; a zero quota throttles as long as can be.
-            let ms = if bound > 0.0 { ((value - bound) / bound * window_ms as f64).round() } else { f64::from(i32::MAX) };
-            quota_ms = ms.min(f64::from(i32::MAX)) as i32;
-            if kind == Kind::Fetch {
-                // The empty answer sends nothing: what was recorded comes off again.
-                rate.record(-(bytes as f64), now);
+        let bytes_ms = bytes_kind.and_then(|k| self.record(quotas, (broker, k, user, client_id), bytes as f64, now));
+        let bytes_ms = match bytes_ms {
+            Some((ms, rate)) if ms > 0 || request_ms > 0 => {
+                if api == ApiKey::Fetch {
+                    // A throttled fetch is answered empty: what was recorded comes off again.
+                    if let Some(rate) = self.sensors.get_mut(&rate) {
+                        rate.record(-(bytes as f64), now);
+                    }
+                }
+                ms
             }
+            Some((ms, _)) => ms,
+            None => 0,
+        };
+        let quota_ms = bytes_ms.max(request_ms);
+        Decision { throttle_ms: quota_ms.max(imposed), empty_fetch: api == ApiKey::Fetch && quota_ms > 0 }
+    }
+
+    /// Records `value` on the sensor of the quota `kind` finds for this user and client id (none
+    /// without a quota): the throttle it decides (`ClientQuotaManager.throttleTime`; a zero quota
+    /// throttles as long as can be), and the sensor's key.
+    fn record(&mut self, quotas: &Quotas, (broker, kind, user, client_id): (i32, Kind, &str, &str), value: f64, now: i64) -> Option<(i32, SensorKey)> {
+        let (bound, user_tag, client_tag) = quota(quotas, user, client_id, kind.key())?;
+        let key = (broker, kind, user_tag, client_tag);
+        let rate = self.sensors.entry(key.clone()).or_default();
+        rate.record(value, now);
+        let (measured, window_ms) = rate.measure(now);
+        if measured <= bound {
+            return Some((0, key));
         }
-        Decision { throttle_ms: quota_ms.max(imposed), empty_fetch: kind == Kind::Fetch && quota_ms > 0 }
+        let ms = if bound > 0.0 { ((measured - bound) / bound * window_ms as f64).round() } else { f64::from(i32::MAX) };
+        Some((ms.min(f64::from(i32::MAX)) as i32, key))
     }
 }
 
@@ -210,17 +370,25 @@ pub(crate) fn client_throttles(api: ApiKey, version: i16) -> bool {
     }
 }
 
-/// Sets a response's `throttle_time_ms` (ignorable: a version without the field drops it).
+/// Sets a response's `throttle_time_ms` (ignorable: a version without the field drops it) to
+/// `ms` unless it already says longer.
 pub(crate) fn set_throttle_time(body: &mut ResponseKind, ms: i32) {
-    macro_rules! set {
+    if let Some(field) = throttle_time(body) {
+        *field = (*field).max(ms);
+    }
+}
+
+/// A response's `throttle_time_ms`, for the apis that have one.
+pub(crate) fn throttle_time(body: &mut ResponseKind) -> Option<&mut i32> {
+    macro_rules! field {
         ($($api:ident),*) => {
             match body {
-                $(ResponseKind::$api(r) => r.throttle_time_ms = r.throttle_time_ms.max(ms),)*
-                _ => {}
+                $(ResponseKind::$api(r) => Some(&mut r.throttle_time_ms),)*
+                _ => None,
             }
         };
     }
-    set!(
+    field!(
         AddOffsetsToTxn,
         AddPartitionsToTxn,
         AlterClientQuotas,
@@ -279,7 +447,7 @@ pub(crate) fn set_throttle_time(body: &mut ResponseKind, ms: i32) {
         ShareGroupHeartbeat,
         SyncGroup,
         TxnOffsetCommit
-    );
+    )
 }
 
 #[cfg(test)]

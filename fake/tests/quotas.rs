@@ -11,9 +11,9 @@ use std::time::Duration;
 use bare::Bare;
 use kwire::messages::fetch_request::{FetchPartition, FetchTopic};
 use kwire::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kwire::messages::{FetchRequest, MetadataRequest, ProduceRequest};
+use kwire::messages::{CreateTopicsRequest, FetchRequest, MetadataRequest, ProduceRequest};
 use kwire::runtime::records::{Record, RecordBatchBuilder};
-use kwire::{ApiKey, Bytes, RequestKind, ResponseKind};
+use kwire::{ApiKey, Bytes, ErrorCode, RequestKind, ResponseKind};
 use kwire_fake::{Cluster, ClusterConfig};
 use tokio::time::Instant;
 
@@ -193,4 +193,66 @@ async fn kwire_clients_producer_is_throttled_and_goes_on() {
     let total: i64 = throttles.iter().map(|t| i64::from(*t)).sum();
     assert!(total > 0, "{throttles:?}");
     assert!(start.elapsed() >= Duration::from_millis(total as u64 / 2), "the client waited: {:?} for {total} ms of throttles", start.elapsed());
+}
+
+fn create_topics(topics: &[(&str, i32)]) -> RequestKind {
+    use kwire::messages::create_topics_request::CreatableTopic;
+    let topics = topics.iter().map(|(name, partitions)| CreatableTopic {
+        name: (*name).into(),
+        num_partitions: *partitions,
+        replication_factor: 1,
+        ..Default::default()
+    });
+    CreateTopicsRequest { topics: topics.collect(), timeout_ms: 5000, ..Default::default() }.into()
+}
+
+/// (error code per topic, throttle time) of a CreateTopics.
+async fn created(bare: &mut Bare, version: i16, topics: &[(&str, i32)]) -> (Vec<ErrorCode>, i32) {
+    match bare.call(ApiKey::CreateTopics, version, create_topics(topics)).await {
+        Some(ResponseKind::CreateTopics(r)) => (r.topics.iter().map(|t| ErrorCode(t.error_code)).collect(), r.throttle_time_ms),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn partition_mutations_draw_on_a_token_bucket_as_kip_599_says() {
+    let cluster = cluster();
+    // One partition a second: a burst of 11 (11 samples of 1 s), refilled at 1 a second.
+    cluster.set_quota(&[("client-id", Some("admin"))], "controller_mutation_rate", Some(1.0)).unwrap();
+    let mut admin = client(&cluster, "admin").await;
+    // v6+ is strict: a topic goes while the bucket is not below zero, even one that takes it
+    // there (11 - 10 = 1, then 1 - 5 = -4); the next is refused, and the throttle is the time the
+    // bucket takes to climb back to zero (4 s).
+    let (codes, throttle) = created(&mut admin, 7, &[("m-a", 10), ("m-b", 5), ("m-c", 1)]).await;
+    assert_eq!(codes, [ErrorCode::NONE, ErrorCode::NONE, ErrorCode::THROTTLING_QUOTA_EXCEEDED]);
+    assert_eq!(throttle, 4000);
+    assert!(cluster.records("m-b", 4).is_ok() && cluster.records("m-c", 0).is_err());
+
+    // The connection was muted for the throttle: by the next request the bucket is back at zero,
+    // which is not below it, so m-c goes now, and takes it to -1.
+    let (codes, throttle) = created(&mut admin, 7, &[("m-c", 1)]).await;
+    assert_eq!((codes, throttle), (vec![ErrorCode::NONE], 0));
+
+    // Before v6 the quota is permissive: every topic goes, and the response is throttled.
+    let (codes, throttle) = created(&mut admin, 5, &[("m-d", 2)]).await;
+    assert_eq!((codes, throttle), (vec![ErrorCode::NONE], 3000));
+
+    // Another client id has no quota.
+    let mut other = client(&cluster, "other").await;
+    assert_eq!(created(&mut other, 7, &[("m-e", 50)]).await, (vec![ErrorCode::NONE], 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn request_time_over_its_percentage_is_throttled() {
+    let cluster = cluster();
+    // A share of a thread no request can stay under: any handler time is over it.
+    cluster.set_quota(&[("client-id", Some("busy"))], "request_percentage", Some(1e-9)).unwrap();
+    let mut busy = client(&cluster, "busy").await;
+    let Some(ResponseKind::Metadata(m)) = busy.call(ApiKey::Metadata, 12, metadata()).await else { panic!("no metadata") };
+    assert!(m.throttle_time_ms > 0, "{}", m.throttle_time_ms);
+    let journaled = cluster.journal().iter().filter(|e| e.api == ApiKey::Metadata).map(|e| e.throttle_ms).collect::<Vec<_>>();
+    assert_eq!(journaled, [m.throttle_time_ms]);
+    let mut other = client(&cluster, "other").await;
+    let Some(ResponseKind::Metadata(m)) = other.call(ApiKey::Metadata, 12, metadata()).await else { panic!("no metadata") };
+    assert_eq!(m.throttle_time_ms, 0, "another client id has no quota");
 }

@@ -16,7 +16,9 @@ use kwire::messages::{
 use kwire::{ErrorCode, Uuid};
 
 use super::{s, Ctx};
-use crate::acl::{op, resource};
+use crate::acl::{op, resource, CLUSTER_NAME};
+use crate::quotas::Quotas;
+use crate::throttle::{MutationQuota, Throttling, Who};
 use crate::topics::{check_config, valid_name, Partition, DEFAULTS};
 
 /// Config resource types (`ConfigResource.Type`).
@@ -37,6 +39,7 @@ pub(crate) fn create_topics(ctx: &Ctx<'_>, req: &CreateTopicsRequest) -> CreateT
     let mut state = ctx.inner.state();
     let brokers = state.brokers.len() as i32;
     let mut results = Vec::new();
+    let mut quota = MutationQuota::new(version, 6);
     for t in &req.topics {
         let partitions = if t.num_partitions == -1 { ctx.inner.config.default_partitions } else { t.num_partitions };
         let replicas = if t.replication_factor == -1 { ctx.inner.config.default_replication.min(brokers as i16) } else { t.replication_factor };
@@ -73,6 +76,7 @@ pub(crate) fn create_topics(ctx: &Ctx<'_>, req: &CreateTopicsRequest) -> CreateT
         } else {
             error
         };
+        let error = error.or_else(|| (!mutate(ctx, &state, &mut quota, partitions as usize)).then(quota_exceeded));
         let mut result =
             CreatableTopicResult { name: t.name.clone(), topic_config_error_code: 0, num_partitions: -1, replication_factor: -1, ..Default::default() };
         match error {
@@ -113,7 +117,7 @@ pub(crate) fn create_topics(ctx: &Ctx<'_>, req: &CreateTopicsRequest) -> CreateT
     }
     drop(state);
     ctx.inner.wake();
-    CreateTopicsResponse { topics: results, ..Default::default() }
+    CreateTopicsResponse { topics: results, throttle_time_ms: quota.throttle_ms(), ..Default::default() }
 }
 
 pub(crate) fn delete_topics(ctx: &Ctx<'_>, req: &DeleteTopicsRequest) -> DeleteTopicsResponse {
@@ -125,6 +129,7 @@ pub(crate) fn delete_topics(ctx: &Ctx<'_>, req: &DeleteTopicsRequest) -> DeleteT
         req.topic_names.iter().map(|n| (Some(n.to_string()), Uuid::ZERO)).collect()
     };
     let mut responses = Vec::new();
+    let mut quota = MutationQuota::new(ctx.version, 5);
     for (name, id) in asked {
         let found = match &name {
             Some(n) => state.topics.get(n).map(|t| (n.clone(), t.id)),
@@ -138,6 +143,14 @@ pub(crate) fn delete_topics(ctx: &Ctx<'_>, req: &DeleteTopicsRequest) -> DeleteT
             if ctx.version >= 5 {
                 out.error_message = ErrorCode::TOPIC_AUTHORIZATION_FAILED.message().map(s);
             }
+            responses.push(out);
+            continue;
+        }
+        let partitions = found.as_ref().and_then(|(n, _)| state.topics.get(n)).map_or(0, |t| t.partitions.len());
+        if found.is_some() && !mutate(ctx, &state, &mut quota, partitions) {
+            let (code, message) = quota_exceeded();
+            out.error_code = code.0;
+            out.error_message = Some(s(&message));
             responses.push(out);
             continue;
         }
@@ -159,7 +172,7 @@ pub(crate) fn delete_topics(ctx: &Ctx<'_>, req: &DeleteTopicsRequest) -> DeleteT
     }
     drop(state);
     ctx.inner.wake();
-    DeleteTopicsResponse { responses, ..Default::default() }
+    DeleteTopicsResponse { responses, throttle_time_ms: quota.throttle_ms(), ..Default::default() }
 }
 
 pub(crate) fn create_partitions(ctx: &Ctx<'_>, req: &CreatePartitionsRequest) -> CreatePartitionsResponse {
@@ -167,11 +180,18 @@ pub(crate) fn create_partitions(ctx: &Ctx<'_>, req: &CreatePartitionsRequest) ->
     let state = &mut *guard;
     let ids: Vec<i32> = state.brokers.keys().copied().collect();
     let up: BTreeMap<i32, bool> = state.brokers.iter().map(|(id, b)| (*id, b.up)).collect();
+    let mut throttling = ctx.inner.throttling();
+    let mut quota = MutationQuota::new(ctx.version, 3);
     let results = req
         .topics
         .iter()
         .map(|t| {
+            let allowed = ctx.authorized_in(state, op::ALTER, resource::TOPIC, &t.name);
             let outcome = match state.topics.get_mut(&*t.name) {
+                _ if !allowed => {
+                    // Kafka's own words (`ControllerApis.createPartitions`).
+                    Err((ErrorCode::TOPIC_AUTHORIZATION_FAILED, "The topic authorization is failed.".to_owned()))
+                }
                 None => Err((ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, format!("The topic '{}' does not exist.", &*t.name))),
                 Some(topic) if t.count <= topic.partitions.len() as i32 => {
                     let now = topic.partitions.len();
@@ -184,6 +204,7 @@ pub(crate) fn create_partitions(ctx: &Ctx<'_>, req: &CreatePartitionsRequest) ->
                 }
                 Some(_) if t.count > MAX_PARTITIONS => Err((ErrorCode::INVALID_PARTITIONS, "Too many partitions.".into())),
                 Some(_) if t.assignments.is_some() => Err((ErrorCode::INVALID_REQUEST, "Replica assignments are not supported by this fake cluster.".into())),
+                Some(topic) if !mutate_in(ctx, &state.quotas, &mut throttling, &mut quota, t.count as usize - topic.partitions.len()) => Err(quota_exceeded()),
                 Some(topic) => {
                     if !req.validate_only {
                         let replicas = topic.partitions.first().map_or(1, |p| p.replicas.len());
@@ -204,9 +225,10 @@ pub(crate) fn create_partitions(ctx: &Ctx<'_>, req: &CreatePartitionsRequest) ->
             CreatePartitionsTopicResult { name: t.name.clone(), error_code: code.0, error_message: message, ..Default::default() }
         })
         .collect();
+    drop(throttling);
     drop(guard);
     ctx.inner.wake();
-    CreatePartitionsResponse { results, ..Default::default() }
+    CreatePartitionsResponse { results, throttle_time_ms: quota.throttle_ms(), ..Default::default() }
 }
 
 /// A broker's configs as DescribeConfigs shows them: (name, value, read-only), Kafka's
@@ -240,6 +262,50 @@ fn broker_configs(ctx: &Ctx<'_>, broker: &str) -> Vec<(&'static str, String, boo
     out
 }
 
+/// A config resource's alteration, if this principal may ALTER_CONFIGS on it: the error and
+/// message of its result (a refusal has none, as Kafka's `ApiError(error, null)`).
+fn altered(ctx: &Ctx<'_>, resource_type: i8, name: &str, alter: impl FnOnce() -> Result<(), (ErrorCode, String)>) -> (ErrorCode, Option<kwire::ByteString>) {
+    let access = config_access(ctx, &ctx.inner.state(), op::ALTER_CONFIGS, resource_type, name);
+    match access.map(|()| alter()) {
+        Err(code) => (code, None),
+        Ok(Err((code, message))) => (code, Some(s(&message))),
+        Ok(Ok(())) => (ErrorCode::NONE, None),
+    }
+}
+
+/// THROTTLING_QUOTA_EXCEEDED as the controller words it.
+fn quota_exceeded() -> (ErrorCode, String) {
+    let code = ErrorCode::THROTTLING_QUOTA_EXCEEDED;
+    (code, code.message().unwrap_or_default().to_owned())
+}
+
+/// Records `partitions` created or deleted against the principal's partition-mutation quota;
+/// false when the quota refuses them.
+fn mutate(ctx: &Ctx<'_>, state: &crate::cluster::State, quota: &mut MutationQuota, partitions: usize) -> bool {
+    mutate_in(ctx, &state.quotas, &mut ctx.inner.throttling(), quota, partitions)
+}
+
+fn mutate_in(ctx: &Ctx<'_>, quotas: &Quotas, throttling: &mut Throttling, quota: &mut MutationQuota, partitions: usize) -> bool {
+    let who = Who { broker: ctx.broker, principal: ctx.principal, client_id: ctx.client_id };
+    throttling.mutate(quotas, &who, quota, partitions, ctx.inner.now_ms())
+}
+
+/// Whether this principal may do `operation` (DESCRIBE_CONFIGS, ALTER_CONFIGS) on a config
+/// resource: a topic's or group's own ACLs, the cluster's for brokers, loggers and client
+/// metrics; refused with the resource kind's authorization error.
+fn config_access(ctx: &Ctx<'_>, state: &crate::cluster::State, operation: i8, resource_type: i8, name: &str) -> Result<(), ErrorCode> {
+    let (allowed, code) = match resource_type {
+        TOPIC => (ctx.authorized_in(state, operation, resource::TOPIC, name), ErrorCode::TOPIC_AUTHORIZATION_FAILED),
+        GROUP => (ctx.authorized_in(state, operation, resource::GROUP, name), ErrorCode::GROUP_AUTHORIZATION_FAILED),
+        _ => (ctx.authorized_in(state, operation, resource::CLUSTER, CLUSTER_NAME), ErrorCode::CLUSTER_AUTHORIZATION_FAILED),
+    };
+    if allowed {
+        Ok(())
+    } else {
+        Err(code)
+    }
+}
+
 pub(crate) fn describe_configs(ctx: &Ctx<'_>, req: &DescribeConfigsRequest) -> DescribeConfigsResponse {
     let state = ctx.inner.state();
     let results = req
@@ -248,6 +314,11 @@ pub(crate) fn describe_configs(ctx: &Ctx<'_>, req: &DescribeConfigsRequest) -> D
         .map(|r| {
             let wanted = |name: &str| r.configuration_keys.as_ref().is_none_or(|keys| keys.iter().any(|k| &**k == name));
             let mut result = DescribeConfigsResult { resource_type: r.resource_type, resource_name: r.resource_name.clone(), ..Default::default() };
+            if let Err(code) = config_access(ctx, &state, op::DESCRIBE_CONFIGS, r.resource_type, &r.resource_name) {
+                result.error_code = code.0;
+                result.error_message = code.message().map(s);
+                return result;
+            }
             match r.resource_type {
                 TOPIC => match state.topics.get(&*r.resource_name) {
                     None => {
@@ -411,13 +482,12 @@ pub(crate) fn incremental_alter_configs(ctx: &Ctx<'_>, req: &IncrementalAlterCon
         .map(|r| {
             let changes: Vec<(String, i8, Option<String>)> =
                 r.configs.iter().map(|c| (c.name.to_string(), c.config_operation, c.value.as_deref().map(str::to_owned))).collect();
-            let outcome = match r.resource_type {
+            let (code, message) = altered(ctx, r.resource_type, &r.resource_name, || match r.resource_type {
                 TOPIC => alter_topic(ctx, &r.resource_name, &changes, false, req.validate_only),
                 BROKER => Ok(()),
                 GROUP => alter_group(ctx, &r.resource_name, &changes, req.validate_only),
                 t => Err((ErrorCode::INVALID_REQUEST, format!("Unsupported resource type {t}"))),
-            };
-            let (code, message) = outcome.map_or_else(|(c, m)| (c, Some(s(&m))), |()| (ErrorCode::NONE, None));
+            });
             incremental_alter_configs_response::AlterConfigsResourceResponse {
                 error_code: code.0,
                 error_message: message,
@@ -436,12 +506,11 @@ pub(crate) fn alter_configs(ctx: &Ctx<'_>, req: &AlterConfigsRequest) -> AlterCo
         .iter()
         .map(|r| {
             let changes: Vec<(String, i8, Option<String>)> = r.configs.iter().map(|c| (c.name.to_string(), 0, c.value.as_deref().map(str::to_owned))).collect();
-            let outcome = match r.resource_type {
+            let (code, message) = altered(ctx, r.resource_type, &r.resource_name, || match r.resource_type {
                 TOPIC => alter_topic(ctx, &r.resource_name, &changes, true, req.validate_only),
                 BROKER => Ok(()),
                 t => Err((ErrorCode::INVALID_REQUEST, format!("Unsupported resource type {t}"))),
-            };
-            let (code, message) = outcome.map_or_else(|(c, m)| (c, Some(s(&m))), |()| (ErrorCode::NONE, None));
+            });
             alter_configs_response::AlterConfigsResourceResponse {
                 error_code: code.0,
                 error_message: message,

@@ -13,6 +13,7 @@ use kwire::{Bytes, ErrorCode, Uuid};
 use tokio::time::Instant;
 
 use super::{s, Ctx};
+use crate::acl::{op, resource, CLUSTER_NAME};
 use crate::cluster::State;
 use crate::groups::assignor::Assignment;
 use crate::groups::classic::{ClassicGroup, JoinOutcome, JoinRequest, Joined};
@@ -246,7 +247,7 @@ pub(super) fn offset_commit(ctx: &Ctx<'_>, req: &OffsetCommitRequest) -> OffsetC
                     // v10 names topics by id.
                     let name = state.topic_name(&t.name, t.topic_id);
                     let exists = name.as_deref().and_then(|n| state.topics.get(n)).is_some_and(|topic| topic.partition(p.partition_index).is_some());
-                    let code = match group_error {
+                    let code = match group_error.and_then(|()| ctx.topic_access(state, op::READ, name.as_deref().unwrap_or(&t.name))) {
                         Err(code) => code,
                         Ok(()) if !exists && t.name.is_empty() => ErrorCode::UNKNOWN_TOPIC_ID,
                         Ok(()) if !exists => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
@@ -288,18 +289,26 @@ pub(super) fn offset_fetch(ctx: &Ctx<'_>, req: &OffsetFetchRequest) -> OffsetFet
     let version = ctx.version;
     let state = ctx.inner.state();
     let groups = &state.groups;
-    // (topic, partitions) asked for, or every committed one when the list is null.
-    type Found<'a> = Vec<(String, Vec<(i32, Option<&'a Committed>)>)>;
+    // (topic, partitions) asked for, or every committed one when the list is null; a topic
+    // without DESCRIBE is refused when named and left out when not.
+    type Found<'a> = Vec<(String, Vec<(i32, Result<Option<&'a Committed>, ErrorCode>)>)>;
     let lookup = |group_id: &str, asked: Option<Vec<(String, Vec<i32>)>>| -> Found<'_> {
         match asked {
             Some(list) => list
                 .into_iter()
                 .map(|(topic, parts)| {
-                    let found = parts.into_iter().map(|p| (p, groups.offsets.get(group_id, &topic, p))).collect();
+                    let access = ctx.topic_access(&state, op::DESCRIBE, &topic);
+                    let found = parts.into_iter().map(|p| (p, access.map(|()| groups.offsets.get(group_id, &topic, p)))).collect();
                     (topic, found)
                 })
                 .collect(),
-            None => groups.offsets.all(group_id).into_iter().map(|(t, ps)| (t, ps.into_iter().map(|(p, c)| (p, Some(c))).collect())).collect(),
+            None => groups
+                .offsets
+                .all(group_id)
+                .into_iter()
+                .filter(|(t, _)| ctx.topic_access(&state, op::DESCRIBE, t).is_ok())
+                .map(|(t, ps)| (t, ps.into_iter().map(|(p, c)| (p, Ok(Some(c)))).collect()))
+                .collect(),
         }
     };
     let epoch = |c: Option<&Committed>| if version >= 5 { c.map_or(-1, |c| c.leader_epoch) } else { -1 };
@@ -308,8 +317,9 @@ pub(super) fn offset_fetch(ctx: &Ctx<'_>, req: &OffsetFetchRequest) -> OffsetFet
             .groups
             .iter()
             .map(|g| {
-                let group_error =
-                    coordinates(ctx, &state, &g.group_id).and_then(|()| validate_fetch(groups, &g.group_id, g.member_id.as_deref(), g.member_epoch));
+                let group_error = group_access(ctx, &state, op::DESCRIBE, &g.group_id)
+                    .and_then(|()| coordinates(ctx, &state, &g.group_id))
+                    .and_then(|()| validate_fetch(groups, &g.group_id, g.member_id.as_deref(), g.member_epoch));
                 if let Err(code) = group_error {
                     return offset_fetch_response::OffsetFetchResponseGroup { group_id: g.group_id.clone(), error_code: code.0, ..Default::default() };
                 }
@@ -338,13 +348,14 @@ pub(super) fn offset_fetch(ctx: &Ctx<'_>, req: &OffsetFetchRequest) -> OffsetFet
                                     // KIP-447: offsets a transaction holds are not given to a consumer that wants
                                     // stable ones; it asks again.
                                     let unstable = req.require_stable && groups.offsets.unstable(&g.group_id, &name, p);
-                                    let c = c.filter(|_| !unstable);
+                                    let code = fetched_code(&c, unstable);
+                                    let c = c.ok().flatten().filter(|_| !unstable);
                                     offset_fetch_response::OffsetFetchResponsePartitions {
                                         partition_index: p,
                                         committed_offset: c.map_or(-1, |c| c.offset),
                                         committed_leader_epoch: epoch(c),
                                         metadata: Some(c.and_then(|c| c.metadata.clone()).unwrap_or_default()),
-                                        error_code: if unstable { ErrorCode::UNSTABLE_OFFSET_COMMIT.0 } else { ErrorCode::NONE.0 },
+                                        error_code: code.0,
                                         ..Default::default()
                                     }
                                 })
@@ -370,13 +381,14 @@ pub(super) fn offset_fetch(ctx: &Ctx<'_>, req: &OffsetFetchRequest) -> OffsetFet
                 .into_iter()
                 .map(|(p, c)| {
                     let unstable = version >= 7 && req.require_stable && groups.offsets.unstable(&req.group_id, &name, p);
-                    let c = c.filter(|_| !unstable);
+                    let code = fetched_code(&c, unstable);
+                    let c = c.ok().flatten().filter(|_| !unstable);
                     offset_fetch_response::OffsetFetchResponsePartition {
                         partition_index: p,
                         committed_offset: c.map_or(-1, |c| c.offset),
                         committed_leader_epoch: epoch(c),
                         metadata: Some(c.and_then(|c| c.metadata.clone()).unwrap_or_default()),
-                        error_code: if unstable { ErrorCode::UNSTABLE_OFFSET_COMMIT.0 } else { ErrorCode::NONE.0 },
+                        error_code: code.0,
                         ..Default::default()
                     }
                 })
@@ -385,6 +397,24 @@ pub(super) fn offset_fetch(ctx: &Ctx<'_>, req: &OffsetFetchRequest) -> OffsetFet
         })
         .collect();
     OffsetFetchResponse { topics, error_code: ErrorCode::NONE.0, ..Default::default() }
+}
+
+/// A partition's error in an OffsetFetch response: its topic's refusal, or an unstable offset.
+fn fetched_code(found: &Result<Option<&Committed>, ErrorCode>, unstable: bool) -> ErrorCode {
+    match found {
+        Err(code) => *code,
+        Ok(_) if unstable => ErrorCode::UNSTABLE_OFFSET_COMMIT,
+        Ok(_) => ErrorCode::NONE,
+    }
+}
+
+/// GROUP_AUTHORIZATION_FAILED unless this principal may do `operation` on group `id`.
+fn group_access(ctx: &Ctx<'_>, state: &State, operation: i8, id: &str) -> Result<(), ErrorCode> {
+    if ctx.authorized_in(state, operation, resource::GROUP, id) {
+        Ok(())
+    } else {
+        Err(ErrorCode::GROUP_AUTHORIZATION_FAILED)
+    }
 }
 
 /// OffsetDelete: a group's offsets of topics it does not subscribe to.
@@ -413,7 +443,9 @@ pub(super) fn offset_delete(ctx: &Ctx<'_>, req: &OffsetDeleteRequest) -> OffsetD
                 .partitions
                 .iter()
                 .map(|p| {
-                    let code = if subscribed.iter().any(|x| *x == *t.name) {
+                    let code = if let Err(code) = ctx.topic_access(state, op::READ, &t.name) {
+                        code
+                    } else if subscribed.iter().any(|x| *x == *t.name) {
                         ErrorCode::GROUP_SUBSCRIBED_TO_TOPIC
                     } else {
                         state.groups.offsets.delete(&req.group_id, &t.name, p.partition_index);
@@ -435,7 +467,9 @@ pub(super) fn list_groups(ctx: &Ctx<'_>, req: &ListGroupsRequest) -> ListGroupsR
     let states: Vec<String> = req.states_filter.iter().map(|f| f.to_lowercase()).collect();
     let types: Vec<String> = req.types_filter.iter().map(|f| f.to_lowercase()).collect();
     let mut listed: BTreeMap<String, (String, String, String)> = BTreeMap::new();
-    for (id, g) in &state.groups.groups {
+    // DESCRIBE on the cluster lists every group; else those the principal may DESCRIBE.
+    let every = ctx.authorized_in(&state, op::DESCRIBE, resource::CLUSTER, CLUSTER_NAME);
+    for (id, g) in state.groups.groups.iter().filter(|(id, _)| every || group_access(ctx, &state, op::DESCRIBE, id).is_ok()) {
         listed.insert(id.clone(), (g.protocol_type(), g.state_name().to_owned(), g.type_name().to_owned()));
     }
     let groups = listed
@@ -463,7 +497,7 @@ pub(super) fn describe_groups(ctx: &Ctx<'_>, req: &DescribeGroupsRequest) -> Des
         .iter()
         .map(|id| {
             let mut out = describe_groups_response::DescribedGroup { group_id: id.clone(), authorized_operations: i32::MIN, ..Default::default() };
-            if let Err(code) = coordinates(ctx, &state, id) {
+            if let Err(code) = group_access(ctx, &state, op::DESCRIBE, id).and_then(|()| coordinates(ctx, &state, id)) {
                 out.error_code = code.0;
                 return out;
             }
@@ -529,7 +563,7 @@ pub(super) fn delete_groups(ctx: &Ctx<'_>, req: &DeleteGroupsRequest) -> DeleteG
         .groups_names
         .iter()
         .map(|id| {
-            let code = match coordinates(ctx, state, id) {
+            let code = match group_access(ctx, state, op::DELETE, id).and_then(|()| coordinates(ctx, state, id)) {
                 Err(code) => code,
                 Ok(()) if !state.groups.exists(id) => ErrorCode::GROUP_ID_NOT_FOUND,
                 Ok(()) if state.groups.groups.get(&**id).is_some_and(|g| !g.is_empty()) => ErrorCode::NON_EMPTY_GROUP,
@@ -667,7 +701,7 @@ pub(super) fn consumer_group_describe(ctx: &Ctx<'_>, req: &ConsumerGroupDescribe
         .iter()
         .map(|id| {
             let mut out = consumer_group_describe_response::DescribedGroup { group_id: id.clone(), authorized_operations: i32::MIN, ..Default::default() };
-            if let Err(code) = coordinates(ctx, &state, id) {
+            if let Err(code) = group_access(ctx, &state, op::DESCRIBE, id).and_then(|()| coordinates(ctx, &state, id)) {
                 out.error_code = code.0;
                 return out;
             }
@@ -795,7 +829,7 @@ pub(super) fn share_group_describe(ctx: &Ctx<'_>, req: &ShareGroupDescribeReques
         .iter()
         .map(|id| {
             let mut out = share_group_describe_response::DescribedGroup { group_id: id.clone(), authorized_operations: i32::MIN, ..Default::default() };
-            if let Err(code) = coordinates(ctx, &state, id) {
+            if let Err(code) = group_access(ctx, &state, op::DESCRIBE, id).and_then(|()| coordinates(ctx, &state, id)) {
                 out.error_code = code.0;
                 return out;
             }

@@ -205,6 +205,15 @@ pub(super) fn find_coordinator(ctx: &Ctx<'_>, req: &FindCoordinatorRequest) -> F
         if req.key_type == 1 && key.is_empty() {
             return (-1, String::new(), -1, ErrorCode::INVALID_REQUEST);
         }
+        // DESCRIBE on the group or transactional id; share-state keys are brokers' (CLUSTER_ACTION).
+        let (allowed, refused) = match req.key_type {
+            0 => (ctx.authorized(acl::op::DESCRIBE, acl::resource::GROUP, key), ErrorCode::GROUP_AUTHORIZATION_FAILED),
+            1 => (ctx.authorized(acl::op::DESCRIBE, acl::resource::TRANSACTIONAL_ID, key), ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+            _ => (ctx.authorized(acl::op::CLUSTER_ACTION, acl::resource::CLUSTER, acl::CLUSTER_NAME), ErrorCode::CLUSTER_AUTHORIZATION_FAILED),
+        };
+        if !allowed {
+            return (-1, String::new(), -1, refused);
+        }
         match ctx.inner.state().coordinator(req.key_type, key, &ctx.inner.config) {
             Some(node) => {
                 let (host, port) = ctx.inner.address(node, ctx.listener);

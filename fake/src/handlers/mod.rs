@@ -3,6 +3,7 @@
 
 mod acls;
 pub(crate) mod admin;
+mod authorize;
 pub(crate) mod errors;
 mod fetch;
 mod groups;
@@ -38,6 +39,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) version: i16,
     pub(crate) listener: Listener,
     pub(crate) client_id: &'a str,
+    /// The client's address, as an ACL's host names it.
+    pub(crate) host: &'a str,
     /// The authenticated principal (`User:ANONYMOUS` without SASL).
     pub(crate) principal: &'a str,
     /// Authenticated with a delegation token.
@@ -51,16 +54,32 @@ impl Ctx<'_> {
         if self.unrestricted() {
             return true;
         }
-        self.inner.state().acls.allows(self.principal, "", operation, resource_type, name)
+        self.inner.state().acls.allows(self.principal, self.host, operation, resource_type, name)
     }
 
     /// [`authorized`](Self::authorized) with the state already locked.
     pub(crate) fn authorized_in(&self, state: &crate::cluster::State, operation: i8, resource_type: i8, name: &str) -> bool {
-        self.unrestricted() || state.acls.allows(self.principal, "", operation, resource_type, name)
+        self.unrestricted() || state.acls.allows(self.principal, self.host, operation, resource_type, name)
+    }
+
+    /// TOPIC_AUTHORIZATION_FAILED unless this principal may do `operation` on topic `name`, with
+    /// the state already locked.
+    pub(crate) fn topic_access(&self, state: &crate::cluster::State, operation: i8, name: &str) -> Result<(), ErrorCode> {
+        if self.authorized_in(state, operation, crate::acl::resource::TOPIC, name) {
+            Ok(())
+        } else {
+            Err(ErrorCode::TOPIC_AUTHORIZATION_FAILED)
+        }
+    }
+
+    /// Whether some resource of the type may get the operation (Kafka's
+    /// `authorizeByResourceType`), with the state already locked.
+    pub(crate) fn authorized_any_in(&self, state: &crate::cluster::State, operation: i8, resource_type: i8) -> bool {
+        self.unrestricted() || state.acls.allows_any(self.principal, self.host, operation, resource_type)
     }
 
     /// No authorizer, or a super user.
-    fn unrestricted(&self) -> bool {
+    pub(crate) fn unrestricted(&self) -> bool {
         let c = &self.inner.config;
         !c.acl_authorizer || c.super_users.iter().any(|u| u == self.principal)
     }
@@ -81,6 +100,9 @@ pub(crate) enum Reply {
 /// Handles one request (SASL aside: the connection does that).
 pub(crate) async fn handle(ctx: &Ctx<'_>, request: RequestKind) -> Reply {
     let send = |r: ResponseKind| Reply::Send(r);
+    if let Some(code) = authorize::refusal(ctx, &request) {
+        return errors_or_close(&request, ctx.version, code);
+    }
     match request {
         RequestKind::ApiVersions(_) => send(metadata::api_versions(ctx).into()),
         RequestKind::Metadata(r) => send(metadata::metadata(ctx, &r).into()),

@@ -10,6 +10,7 @@ use kwire::messages::{
 use kwire::{smallvec, ErrorCode};
 
 use super::Ctx;
+use crate::acl::{op, resource, CLUSTER_NAME};
 use crate::topics::Partition;
 
 /// The leader check every partition request makes: the partition, if this broker leads it
@@ -51,7 +52,7 @@ pub(super) fn list_offsets(ctx: &Ctx<'_>, req: &ListOffsetsRequest) -> ListOffse
                     let mut out =
                         ListOffsetsPartitionResponse { partition_index: p.partition_index, timestamp: -1, offset: -1, leader_epoch: -1, ..Default::default() };
                     let partition = state.topics.get(&*t.name).and_then(|topic| topic.partition(p.partition_index));
-                    match led(ctx, partition, p.current_leader_epoch) {
+                    match ctx.topic_access(&state, op::DESCRIBE, &t.name).and_then(|()| led(ctx, partition, p.current_leader_epoch)) {
                         Err(code) => out.error_code = code.0,
                         Ok(partition) => {
                             let log = &partition.log;
@@ -103,7 +104,11 @@ pub(super) fn offset_for_leader_epoch(ctx: &Ctx<'_>, req: &OffsetForLeaderEpochR
                 .map(|p| {
                     let partition = state.topics.get(&*t.topic).and_then(|topic| topic.partition(p.partition));
                     let mut out = EpochEndOffset { partition: p.partition, leader_epoch: -1, end_offset: -1, ..Default::default() };
-                    match led(ctx, partition, p.current_leader_epoch) {
+                    // Followers may (CLUSTER_ACTION); clients need DESCRIBE on the topic.
+                    let allowed = ctx.authorized_in(&state, op::CLUSTER_ACTION, resource::CLUSTER, CLUSTER_NAME)
+                        || ctx.authorized_in(&state, op::DESCRIBE, resource::TOPIC, &t.topic);
+                    let access = if allowed { Ok(()) } else { Err(ErrorCode::TOPIC_AUTHORIZATION_FAILED) };
+                    match access.and_then(|()| led(ctx, partition, p.current_leader_epoch)) {
                         Err(code) => out.error_code = code.0,
                         // Older than every epoch known, Kafka answers with undefined ones.
                         Ok(partition) => {
@@ -134,6 +139,10 @@ pub(super) fn delete_records(ctx: &Ctx<'_>, req: &DeleteRecordsRequest) -> Delet
                 .iter()
                 .map(|p| {
                     let mut out = DeleteRecordsPartitionResult { partition_index: p.partition_index, low_watermark: -1, ..Default::default() };
+                    if let Err(code) = ctx.topic_access(&state, op::DELETE, &t.name) {
+                        out.error_code = code.0;
+                        return out;
+                    }
                     let partition = state.topics.get_mut(&*t.name).and_then(|topic| topic.partition_mut(p.partition_index));
                     match partition {
                         None => out.error_code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0,

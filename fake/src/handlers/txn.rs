@@ -18,6 +18,7 @@ use kwire::messages::{
 use kwire::ErrorCode;
 
 use super::{s, Ctx};
+use crate::acl::{op, resource};
 use crate::cluster::State;
 use crate::txn::{check_producer, TxnMeta, TxnState};
 
@@ -228,7 +229,12 @@ pub(super) fn add_partitions(ctx: &Ctx<'_>, req: &AddPartitionsToTxnRequest) -> 
         let partitions: Vec<(String, i32)> = topics.iter().flat_map(|(t, ps)| ps.iter().map(move |p| (t.clone(), *p))).collect();
         let unknown: BTreeSet<(String, i32)> =
             partitions.iter().filter(|(t, p)| state.topics.get(t).and_then(|topic| topic.partition(*p)).is_none()).cloned().collect();
-        let outcome = coordinates(ctx, &state, &id).and_then(|()| {
+        // A client's request (v0-3) needs WRITE on each topic; brokers' (v4+) were let in whole.
+        let refused: BTreeSet<(String, i32)> =
+            partitions.iter().filter(|(t, _)| ctx.version <= 3 && ctx.topic_access(&state, op::WRITE, t).is_err()).cloned().collect();
+        // Refused or unknown partitions fail the request before the coordinator sees it.
+        let outcome = if !verify_only && (!refused.is_empty() || !unknown.is_empty()) { Err(ErrorCode::OPERATION_NOT_ATTEMPTED) } else { Ok(()) };
+        let outcome = outcome.and_then(|()| coordinates(ctx, &state, &id)).and_then(|()| {
             if verify_only {
                 let meta = state.txns.by_id.get(&id);
                 check_producer(meta, pid, epoch)?;
@@ -238,14 +244,12 @@ pub(super) fn add_partitions(ctx: &Ctx<'_>, req: &AddPartitionsToTxnRequest) -> 
                     Err(ErrorCode::INVALID_TXN_STATE)
                 };
             }
-            if !unknown.is_empty() {
-                return Err(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
-            }
             state.txns.add(&id, pid, epoch, &partitions, None, now)
         });
         let code = |t: &str, p: i32| match outcome {
             Ok(()) => ErrorCode::NONE,
-            Err(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION) if !unknown.contains(&(t.to_owned(), p)) => ErrorCode::OPERATION_NOT_ATTEMPTED,
+            Err(ErrorCode::OPERATION_NOT_ATTEMPTED) if refused.contains(&(t.to_owned(), p)) => ErrorCode::TOPIC_AUTHORIZATION_FAILED,
+            Err(ErrorCode::OPERATION_NOT_ATTEMPTED) if unknown.contains(&(t.to_owned(), p)) => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
             Err(code) => code,
         };
         let topic_results: Vec<AddPartitionsToTxnTopicResult> = topics
@@ -386,6 +390,9 @@ pub(super) fn txn_offset_commit(ctx: &Ctx<'_>, req: &TxnOffsetCommitRequest) -> 
                         let Some(name) = state.topic_name(&t.name, t.topic_id) else {
                             return if t.name.is_empty() { ErrorCode::UNKNOWN_TOPIC_ID } else { ErrorCode::UNKNOWN_TOPIC_OR_PARTITION };
                         };
+                        if let Err(code) = ctx.topic_access(state, op::READ, &name) {
+                            return code;
+                        }
                         if state.topics.get(&name).and_then(|topic| topic.partition(p.partition_index)).is_none() {
                             return ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
                         }
@@ -423,6 +430,7 @@ pub(super) fn describe_producers(ctx: &Ctx<'_>, req: &DescribeProducersRequest) 
                     let partition = state.topics.get(&*t.name).and_then(|topic| topic.partition(*p));
                     let mut out = PartitionResponse { partition_index: *p, ..Default::default() };
                     match partition {
+                        _ if ctx.topic_access(&state, op::READ, &t.name).is_err() => out.error_code = ErrorCode::TOPIC_AUTHORIZATION_FAILED.0,
                         None => out.error_code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0,
                         Some(partition) if partition.leader != ctx.broker => out.error_code = ErrorCode::NOT_LEADER_OR_FOLLOWER.0,
                         Some(partition) => {
@@ -464,7 +472,12 @@ pub(super) fn describe_transactions(ctx: &Ctx<'_>, req: &DescribeTransactionsReq
                 transaction_start_time_ms: -1,
                 ..Default::default()
             };
-            match (coordinates(ctx, &state, id), state.txns.by_id.get(&**id)) {
+            let access = if ctx.authorized_in(&state, op::DESCRIBE, resource::TRANSACTIONAL_ID, id) {
+                Ok(())
+            } else {
+                Err(ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+            };
+            match (access.and_then(|()| coordinates(ctx, &state, id)), state.txns.by_id.get(&**id)) {
                 (Err(code), _) => out.error_code = code.0,
                 (Ok(()), None) => out.error_code = ErrorCode::TRANSACTIONAL_ID_NOT_FOUND.0,
                 (Ok(()), Some(m)) => {
@@ -474,7 +487,8 @@ pub(super) fn describe_transactions(ctx: &Ctx<'_>, req: &DescribeTransactionsReq
                     out.producer_id = m.producer_id;
                     out.producer_epoch = m.epoch;
                     let mut by_topic: std::collections::BTreeMap<&str, Vec<i32>> = Default::default();
-                    for (t, p) in &m.partitions {
+                    // Topics the principal may not DESCRIBE are left out.
+                    for (t, p) in m.partitions.iter().filter(|(t, _)| ctx.topic_access(&state, op::DESCRIBE, t).is_ok()) {
                         by_topic.entry(t).or_default().push(*p);
                     }
                     out.topics =
@@ -498,6 +512,7 @@ pub(super) fn list_transactions(ctx: &Ctx<'_>, req: &ListTransactionsRequest) ->
         .iter()
         // Each broker lists the transactions it coordinates.
         .filter(|(id, _)| state.coordinator(1, id, &ctx.inner.config) == Some(ctx.broker))
+        .filter(|(id, _)| ctx.authorized_in(&state, op::DESCRIBE, resource::TRANSACTIONAL_ID, id))
         .filter(|(_, m)| req.state_filters.is_empty() || req.state_filters.iter().any(|f| &**f == m.state.name()))
         .filter(|(_, m)| req.producer_id_filters.is_empty() || req.producer_id_filters.contains(&m.producer_id))
         .filter(|(_, m)| req.duration_filter < 0 || (m.state == TxnState::Ongoing && now - m.started_ms >= req.duration_filter))
