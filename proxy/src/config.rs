@@ -29,7 +29,10 @@ options:
   --max-connections N     client connections served at once (default 1024)
   --max-frame BYTES       the largest frame either side may send (default 104857600)
   --max-listeners N       brokers the proxy stands in for (default 64)
-  --trace DIR             every frame in both directions, one file per connection (costly)
+  --trace DIR             every frame in both directions, one file per connection (costly);
+                          frames that can carry secrets (SASL, delegation tokens, SCRAM
+                          credentials, configs) are cut after their header
+  --trace-secrets         trace those frames whole, secrets and all
   -h, --help              this text
 
 It prints `proxy: listening LOCAL -> UPSTREAM` for each listener (the first is the bootstrap one;
@@ -63,8 +66,13 @@ pub struct Config {
     /// per frame: `DIRECTION API VERSION CORRELATION MODE HEX`, DIRECTION being `c2p` (read from
     /// the client), `p2u` (written to the broker), `u2p` (read from the broker) or `p2c` (written
     /// to the client), MODE `in` for frames read, else `pass`, `rewritten` or `local` (answered
-    /// by the proxy), HEX the frame with its size prefix. Costly: for tests.
+    /// by the proxy), HEX the frame with its size prefix. Frames of the apis that can carry a
+    /// secret ([`carries_secrets`](crate::carries_secrets)) are cut after their header (the api
+    /// key, version and correlation id of a request, the correlation id of a response; the size
+    /// prefix still says how long they were) unless [`Config::trace_secrets`]. Costly: for tests.
     pub trace: Option<PathBuf>,
+    /// Trace the frames that can carry secrets whole (default false).
+    pub trace_secrets: bool,
     /// Faults to inject (tests only).
     pub faults: Option<FaultConfig>,
     /// Where events go (default: nowhere).
@@ -88,6 +96,7 @@ impl std::fmt::Debug for Config {
             .field("max_frame", &self.max_frame)
             .field("max_listeners", &self.max_listeners)
             .field("trace", &self.trace)
+            .field("trace_secrets", &self.trace_secrets)
             .field("faults", &self.faults)
             .field("on_event", &self.on_event.as_ref().map(|_| "Fn(&Event)"))
             .field("on_frame", &self.on_frame.as_ref().map(|_| "Fn(&Frame)"))
@@ -109,6 +118,7 @@ impl Config {
             max_frame: 100 * 1024 * 1024,
             max_listeners: 64,
             trace: None,
+            trace_secrets: false,
             faults: None,
             on_event: None,
             on_frame: None,
@@ -132,6 +142,7 @@ impl Config {
                 "--max-frame" => config.max_frame = number(value()?)?,
                 "--max-listeners" => config.max_listeners = number(value()?)?,
                 "--trace" => config.trace = Some(value()?.into()),
+                "--trace-secrets" => config.trace_secrets = true,
                 "-h" | "--help" => return Ok(None),
                 other => return Err(format!("unknown argument {other}")),
             }
@@ -196,6 +207,12 @@ impl Config {
     /// Sets [`Config::trace`].
     pub fn trace(mut self, dir: impl Into<PathBuf>) -> Config {
         self.trace = Some(dir.into());
+        self
+    }
+
+    /// Sets [`Config::trace_secrets`].
+    pub fn trace_secrets(mut self, yes: bool) -> Config {
+        self.trace_secrets = yes;
         self
     }
 

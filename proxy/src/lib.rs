@@ -78,7 +78,7 @@ pub use config::{Config, EventHook, FrameHook, USAGE};
 pub use conn::MAX_IN_FLIGHT;
 pub use error::ProxyError;
 pub use fault::{FaultConfig, FaultCounts, FaultKind};
-pub use trace::{Frame, FrameDirection, FrameMode};
+pub use trace::{carries_secrets, Frame, FrameDirection, FrameMode};
 
 /// What the proxy reports as it runs, to the hook set with [`Config::on_event`].
 #[derive(Debug)]
@@ -225,7 +225,7 @@ impl Shared {
                 .fold(Selection::none(), |s, k| s.versions(*k, k.response_endpoint_versions()));
             (Selection::none(), endpoints.api(ApiKey::ApiVersions))
         };
-        let trace = config.trace.clone().map(trace::Traces::new).transpose()?;
+        let trace = config.trace.clone().map(|dir| trace::Traces::new(dir, config.trace_secrets)).transpose()?;
         let faults = config.faults.clone().map(fault::Injector::new);
         Ok(Shared {
             connections: Arc::new(Semaphore::new(config.max_connections)),

@@ -499,7 +499,8 @@ fn sasl_passes_through_the_proxy() {
     if skip::missing_tool("sasl_passes_through_the_proxy", "kcat", &["-V"]) {
         return;
     }
-    let proxy = Proxy::start(&env["SASL_PLAINTEXT"], &[]);
+    // Traced whole (the SASL frames too, asked for by name), so passing them untouched shows.
+    let proxy = Proxy::start(&env["SASL_PLAINTEXT"], &["--trace-secrets"]);
     let sasl = ["-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=PLAIN", "-X", "sasl.username=admin", "-X", "sasl.password=admin-secret"];
     let topic = unique("kw-proxy-sasl");
     java(&env, &["create", &env["PLAINTEXT"], &topic, "0", "1", "1"]);

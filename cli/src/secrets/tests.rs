@@ -924,3 +924,14 @@ fn what_is_not_secret_is_kept() {
         assert_eq!(b, body, "{api:?}");
     }
 }
+
+/// The proxy's traces cut frames by api and direction ([`kwire_proxy::carries_secrets`]); every
+/// place this rule withholds must be in such a frame. Fetch is the exception: only the KRaft
+/// metadata log's records carry secrets, between controllers and brokers, not through a
+/// client's proxy.
+#[test]
+fn the_proxys_traces_cut_every_frame_this_rule_withholds_from() {
+    for r in RULES.iter().filter(|r| r.api != ApiKey::Fetch) {
+        assert!(kwire_proxy::carries_secrets(r.api, r.request), "{:?} {}: the proxy's trace keeps it", r.api, if r.request { "request" } else { "response" });
+    }
+}
