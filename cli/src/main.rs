@@ -218,6 +218,17 @@ struct DecodeArgs {
     secrets: ShowSecrets,
 }
 
+/// `--records`, for the commands that print captured traffic.
+#[derive(Args, Clone, Copy, Debug)]
+pub struct ShowRecords {
+    /// Shows the records of Produce requests and Fetch responses: offsets, timestamps, keys,
+    /// values and headers (text where they are UTF-8 text, else base64; the Schema Registry's
+    /// framing named; at most 1 KiB of each), control batches by marker, at most N records per
+    /// frame (100 with --records alone).
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "100")]
+    pub records: Option<usize>,
+}
+
 /// `--show-secrets`, for every command that prints decoded frames.
 #[derive(Args, Clone, Copy, Debug)]
 pub struct ShowSecrets {
@@ -255,6 +266,8 @@ struct PcapArgs {
     /// Broker ports (repeatable); traffic to them is requests. Default 9092.
     #[arg(long = "port")]
     ports: Vec<u16>,
+    #[command(flatten)]
+    records: ShowRecords,
     #[command(flatten)]
     secrets: ShowSecrets,
 }
@@ -398,7 +411,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Pcap(a) => {
             let ports = if a.ports.is_empty() { vec![9092] } else { a.ports };
-            pcap::run(&a.file, &ports, secrets::Secrets::new(a.secrets.show_secrets), &mut out)?;
+            pcap::run(&a.file, &ports, secrets::Secrets::new(a.secrets.show_secrets), a.records.records, &mut out)?;
         }
         Command::Records(a) => {
             if a.jsonl {

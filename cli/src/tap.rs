@@ -49,6 +49,8 @@ pub struct TapArgs {
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
     #[command(flatten)]
+    pub records: crate::ShowRecords,
+    #[command(flatten)]
     pub secrets: crate::ShowSecrets,
 }
 
@@ -84,6 +86,8 @@ struct Seen {
 struct Pending {
     at: Instant,
     summary: String,
+    /// `--records`: the request's records, printed under the line with its response.
+    records: Vec<String>,
 }
 
 /// Per-api counts.
@@ -115,6 +119,8 @@ struct State {
     not_shown: u64,
     /// Withholds secrets from every body before anything is printed from it.
     secrets: Secrets,
+    /// `--records`: the records shown per frame.
+    records: Option<usize>,
     /// Connections after a SaslHandshake v0, until a Kafka request follows: their SASL tokens
     /// are bare size-prefixed bytes, whose "api key" and "correlation id" are secret bytes.
     raw_sasl: HashSet<u64>,
@@ -164,7 +170,7 @@ pub async fn run(upstream: String, args: TapArgs, out: &mut impl Write) -> Resul
             _ => {}
         });
     let proxy = Proxy::start(config).await.map_err(CliError::Proxy)?;
-    let mut state = State { secrets: Secrets::new(args.secrets.show_secrets), ..State::default() };
+    let mut state = State { secrets: Secrets::new(args.secrets.show_secrets), records: args.records.records, ..State::default() };
     let deadline = args.duration.map(|d| tokio::time::Instant::now() + d);
     let stop = stop_signal();
     tokio::pin!(stop);
@@ -260,6 +266,32 @@ fn count_records(records: &Value) -> (u64, u64) {
     (count, bytes.len() as u64)
 }
 
+/// One record in text: offset, timestamp, key, value and headers.
+fn record_line(at: &str, r: &Value) -> String {
+    let mut line =
+        format!("{at} @{} ts={} key={} value={}", int(r, "offset").unwrap_or(-1), int(r, "timestamp").unwrap_or(-1), shown(&r["key"]), shown(&r["value"]));
+    let headers: Vec<String> =
+        arr(r, "headers").iter().map(|h| format!("{}={}", h.get("key").and_then(Value::as_str).unwrap_or("?"), shown(&h["value"]))).collect();
+    if !headers.is_empty() {
+        line.push_str(&format!(" headers: {}", headers.join(" ")));
+    }
+    line
+}
+
+/// A key, value or header value as [`crate::records::expand`] shows it, in text: quoted text,
+/// `base64:...`, `schema-id=N:...`, `schema-guid=...`, `(N B)` after a cut one.
+fn shown(v: &Value) -> String {
+    let cut = |o: &Value| int(o, "length").map_or_else(String::new, |n| format!("...({n} B)"));
+    match v {
+        Value::Null => "null".into(),
+        Value::String(s) => format!("{s:?}"),
+        o if o.get("schemaId").is_some() => format!("schema-id={}:{}", int(o, "schemaId").unwrap_or(-1), shown(&o["payload"])),
+        o if o.get("schemaGuid").is_some() => format!("schema-guid={}", o["schemaGuid"].as_str().unwrap_or("?")),
+        o if o.get("text").is_some() => format!("{:?}{}", o["text"].as_str().unwrap_or_default(), cut(o)),
+        o => format!("base64:{}{}", o.get("base64").and_then(Value::as_str).unwrap_or_default(), cut(o)),
+    }
+}
+
 fn size(bytes: u64) -> String {
     match bytes {
         0..=1023 => format!("{bytes} B"),
@@ -284,6 +316,48 @@ impl State {
         }
         let id = t.get("topicId").and_then(Value::as_str).unwrap_or("?");
         self.topics.get(id).cloned().unwrap_or_else(|| id.to_owned())
+    }
+
+    /// `--records`: decodes the body's records (after the summary counted them) and returns
+    /// their lines for the text form.
+    fn expand_records(&self, key: i16, request: bool, body: &mut Value) -> Vec<String> {
+        let Some(mut budget) = self.records else { return Vec::new() };
+        crate::records::expand(key, request, body, &mut budget);
+        self.record_lines(key, request, body)
+    }
+
+    /// One indented line per record the body's records show (those
+    /// [`crate::records::expand`] decoded), under its topic and partition.
+    fn record_lines(&self, key: i16, request: bool, body: &Value) -> Vec<String> {
+        let (topics, partitions, index) = match (ApiKey::from_i16(key), request) {
+            (Some(ApiKey::Produce), true) => ("topicData", "partitionData", "index"),
+            (Some(ApiKey::Fetch | ApiKey::ShareFetch), false) => ("responses", "partitions", "partitionIndex"),
+            _ => return Vec::new(),
+        };
+        let mut lines = Vec::new();
+        for t in arr(body, topics) {
+            let topic = self.topic(t);
+            for p in arr(t, partitions) {
+                let at = format!("  {topic} p{}", int(p, index).unwrap_or(-1));
+                for b in p.get("records").map_or(&[][..], |r| arr(r, "batches")) {
+                    if let Some(e) = b.get("error").and_then(Value::as_str) {
+                        lines.push(format!("{at} batch at {}: {e}", int(b, "baseOffset").unwrap_or(-1)));
+                    }
+                    for r in arr(b, "records") {
+                        lines.push(match r.get("marker").and_then(Value::as_str) {
+                            Some(marker) => {
+                                format!("{at} @{} {marker} marker (producer {})", int(r, "offset").unwrap_or(-1), int(b, "producerId").unwrap_or(-1))
+                            }
+                            None => record_line(&at, r),
+                        });
+                    }
+                    if let Some(n) = int(b, "omittedRecords") {
+                        lines.push(format!("{at} ... {n} more record(s) not shown"));
+                    }
+                }
+            }
+        }
+        lines
     }
 
     /// The short form of a request; counts the records of Produce requests.
@@ -465,21 +539,22 @@ impl State {
         }
         let key = (seen.connection, seen.correlation_id);
         let text = match (request, decoded) {
-            (true, Ok((header, body))) => {
+            (true, Ok((header, mut body))) => {
                 let summary = self.request_summary(seen.api_key, &body);
+                let records = self.expand_records(seen.api_key, true, &mut body);
                 let acks0 = seen.api_key == ApiKey::Produce.key() && int(&body, "acks") == Some(0);
                 line.insert("header".into(), header);
                 line.insert("body".into(), body);
                 if acks0 {
-                    Some(format!("{head} {summary}"))
+                    Some(std::iter::once(format!("{head} {summary}")).chain(records).collect::<Vec<_>>().join("\n"))
                 } else {
-                    self.pending.insert(key, Pending { at: seen.at, summary });
+                    self.pending.insert(key, Pending { at: seen.at, summary, records });
                     None
                 }
             }
             (true, Err(e)) => {
                 line.insert("error".into(), json!(e.to_string()));
-                self.pending.insert(key, Pending { at: seen.at, summary: "(undecodable)".into() });
+                self.pending.insert(key, Pending { at: seen.at, summary: "(undecodable)".into(), records: Vec::new() });
                 Some(format!("{head} undecodable request: {e}"))
             }
             (false, decoded) => {
@@ -491,10 +566,11 @@ impl State {
                         s.latencies_ms.push(ms);
                     }
                 }
-                let request_summary = pending.map(|p| p.summary).unwrap_or_default();
+                let (request_summary, mut records) = pending.map(|p| (p.summary, p.records)).unwrap_or_default();
                 let (response_summary, errors) = match decoded {
-                    Ok((header, body)) => {
+                    Ok((header, mut body)) => {
                         let (text, errors) = self.response_summary(seen.api_key, &body);
+                        records.extend(self.expand_records(seen.api_key, false, &mut body));
                         line.insert("header".into(), header);
                         line.insert("body".into(), body);
                         (text, errors)
@@ -509,7 +585,7 @@ impl State {
                 }
                 let req = if request_summary.is_empty() { String::new() } else { format!(" {request_summary}") };
                 let ms = ms.map_or_else(String::new, |ms| format!(", {ms:.1} ms"));
-                Some(format!("{head}{req} -> {response_summary}{ms}"))
+                Some(std::iter::once(format!("{head}{req} -> {response_summary}{ms}")).chain(records).collect::<Vec<_>>().join("\n"))
             }
         };
         if json {
@@ -591,11 +667,11 @@ impl State {
 }
 
 /// Frames as the proxy's hook would hand them over (`(request, api key, version, correlation
-/// id, payload)` on connection 1), printed as `kwire tap` prints them, summary included: for
-/// tests of what the tap's output holds.
+/// id, payload)` on connection 1), printed as `kwire tap` prints them (`records`: with
+/// `--records N`), summary included: for tests of what the tap's output holds.
 #[cfg(test)]
-pub(crate) fn render(frames: &[(bool, i16, i16, i32, Vec<u8>)], json: bool, show_secrets: bool) -> Vec<u8> {
-    let mut state = State { secrets: Secrets::new(show_secrets), ..State::default() };
+pub(crate) fn render(frames: &[(bool, i16, i16, i32, Vec<u8>)], json: bool, show_secrets: bool, records: Option<usize>) -> Vec<u8> {
+    let mut state = State { secrets: Secrets::new(show_secrets), records, ..State::default() };
     let mut out = Vec::new();
     for (request, api_key, api_version, correlation_id, payload) in frames {
         let direction = if *request { FrameDirection::Request } else { FrameDirection::Response };

@@ -702,6 +702,40 @@ fn tap_decodes_what_java_clients_send_and_counts_their_records() {
     eprintln!("tap test: {:?}", started.elapsed());
 }
 
+/// `tap --records`: what kcat produces (keys, values, headers; one value binary) shows in the
+/// Produce lines and again, read back by kcat, in the Fetch lines; `--records 1` shows one
+/// record of a frame and says how many it left out.
+#[test]
+fn tap_records_shows_keys_values_and_headers() {
+    let Some(b) = Broker::from_env("tap_records_shows_keys_values_and_headers") else { return };
+    let topic = b.topic("cli-tap-records", 1);
+    let tap = Tap::start(&b, &["--records"]);
+    let boot = tap.bootstrap.clone();
+    let kcat = |args: &[&str], stdin: &[u8]| ok(run("kcat", &[&["-b", boot.as_str()], args].concat(), stdin), &format!("kcat {args:?}"));
+    // One produce request (linger), three records: text, a header, bytes that are not UTF-8.
+    let input = b"k1:hello\nk2:world\nk3:\xff\xfe\n";
+    kcat(&["-P", "-t", &topic, "-K", ":", "-H", "trace=t-1", "-X", "linger.ms=200"], input);
+    // Keys only: the third value is not text.
+    let read = kcat(&["-C", "-t", &topic, "-o", "beginning", "-c", "3", "-e", "-f", "%k\n"], b"");
+    assert_eq!(read.lines().collect::<Vec<_>>(), ["k1", "k2", "k3"]);
+    let out = tap.stop();
+    for (key, value) in [("k1", "\"hello\""), ("k2", "\"world\""), ("k3", "base64://4=")] {
+        let (shown, record) = (format!("  {topic} p0 @"), format!("key=\"{key}\" value={value} headers: trace=\"t-1\""));
+        let lines: Vec<&str> = out.lines().filter(|l| l.starts_with(&shown) && l.ends_with(&record)).collect();
+        // Once under the Produce line, once under a Fetch line.
+        assert!(lines.len() >= 2, "{record}:\n{out}");
+    }
+    // Counted as without --records.
+    assert!(out.contains("records produced 3, fetched 3"), "{out}");
+
+    let tap = Tap::start(&b, &["--records", "1"]);
+    let boot = tap.bootstrap.clone();
+    ok(run("kcat", &["-b", boot.as_str(), "-C", "-t", &topic, "-o", "beginning", "-c", "3", "-e", "-f", "%k\n"], b""), "kcat");
+    let out = tap.stop();
+    assert!(out.lines().any(|l| l.trim_start().starts_with(&format!("{topic} p0 ... 2 more record(s) not shown"))), "{out}");
+    b.kwire_ok(&["topics", "delete", &topic], b"");
+}
+
 /// The hex of a base64 string (the JSON of a records field), without another dependency.
 fn hex_of_base64(s: &str) -> String {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

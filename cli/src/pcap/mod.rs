@@ -55,15 +55,18 @@ struct Decoder<'a, W: Write> {
     conns: HashMap<(SocketAddr, SocketAddr), Conn>,
     next_id: u64,
     secrets: Secrets,
+    /// `--records`: the records shown per frame.
+    records: Option<usize>,
     out: &'a mut W,
 }
 
-/// Reads `path` and prints its Kafka messages, secrets withheld unless `secrets` shows them. A
-/// corrupt capture prints what came before the damage and then fails.
-pub fn run(path: &Path, ports: &[u16], secrets: Secrets, out: &mut impl Write) -> Result<(), CliError> {
+/// Reads `path` and prints its Kafka messages, secrets withheld unless `secrets` shows them, and
+/// with `records` (`--records`) at most that many records of each frame decoded. A corrupt
+/// capture prints what came before the damage and then fails.
+pub fn run(path: &Path, ports: &[u16], secrets: Secrets, records: Option<usize>, out: &mut impl Write) -> Result<(), CliError> {
     let capture_error = |what| CliError::Input(InputError::Capture { path: path.to_path_buf(), what });
     let mut cap = Capture::open(path).map_err(capture_error)?;
-    let mut dec = Decoder { ports, conns: HashMap::new(), next_id: 0, secrets, out };
+    let mut dec = Decoder { ports, conns: HashMap::new(), next_id: 0, secrets, records, out };
     let mut last = Duration::ZERO;
     let mut failure = None;
     loop {
@@ -143,13 +146,14 @@ impl<W: Write> Decoder<'_, W> {
             framer.push(&[], request, &conn.pending, true, &mut items);
         }
         for item in items {
-            let line = Self::item_line(conn, &mut self.secrets, request, item, time);
+            let line = Self::item_line(conn, (&mut self.secrets, self.records), request, item, time);
             writeln!(self.out, "{line}").map_err(CliError::io)?;
         }
         Ok(())
     }
 
-    fn item_line(conn: &mut Conn, secrets: &mut Secrets, request: bool, item: Item, time: Duration) -> Value {
+    /// One item's JSON line; `shown`: the secrets rule, and the records to show per frame.
+    fn item_line(conn: &mut Conn, (secrets, records): (&mut Secrets, Option<usize>), request: bool, item: Item, time: Duration) -> Value {
         let mut o = Map::new();
         o.insert("timestamp".into(), json!(timestamp(time)));
         o.insert("client".into(), json!(conn.client.to_string()));
@@ -193,6 +197,9 @@ impl<W: Write> Decoder<'_, W> {
                     Ok((header, mut body)) => {
                         if let Some((key, _, _)) = peek_request_start(&payload) {
                             secrets.apply(conn.id, key, true, &mut body);
+                            if let Some(mut budget) = records {
+                                crate::records::expand(key, true, &mut body, &mut budget);
+                            }
                         }
                         o.insert("header".into(), header);
                         o.insert("body".into(), body);
@@ -214,6 +221,9 @@ impl<W: Write> Decoder<'_, W> {
                         match response_json(&payload, api.key(), version) {
                             Ok((header, mut body)) => {
                                 secrets.apply(conn.id, api.key(), false, &mut body);
+                                if let Some(mut budget) = records {
+                                    crate::records::expand(api.key(), false, &mut body, &mut budget);
+                                }
                                 o.insert("header".into(), header);
                                 o.insert("body".into(), body);
                             }

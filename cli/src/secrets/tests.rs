@@ -650,15 +650,19 @@ fn outputs(c: &Case, version: i16, frames: &Frames, show: bool) -> Vec<(String, 
     crate::message::decode_jsonl(lines.as_bytes(), &mut text, &mut Secrets::new(show)).unwrap_or_else(|e| panic!("{}: {e}", c.name));
     out.push(("decode --jsonl".into(), text, true));
     // tap, both forms.
-    out.push(("tap".into(), crate::tap::render(frames, false, show), false));
-    out.push(("tap --json".into(), crate::tap::render(frames, true, show), true));
+    out.push(("tap".into(), crate::tap::render(frames, false, show, None), false));
+    out.push(("tap --json".into(), crate::tap::render(frames, true, show, None), true));
+    out.push(("tap --records".into(), crate::tap::render(frames, false, show, Some(100)), false));
+    out.push(("tap --json --records".into(), crate::tap::render(frames, true, show, Some(100)), true));
     // pcap.
     let path = std::env::temp_dir().join(format!("kwire-secrets-{}-{}.pcap", std::process::id(), COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
     write_pcap(&path, frames);
-    let mut text = Vec::new();
-    crate::pcap::run(&path, &[9092], Secrets::new(show), &mut text).unwrap_or_else(|e| panic!("{}: {e}", c.name));
+    for records in [None, Some(100)] {
+        let mut text = Vec::new();
+        crate::pcap::run(&path, &[9092], Secrets::new(show), records, &mut text).unwrap_or_else(|e| panic!("{}: {e}", c.name));
+        out.push((if records.is_some() { "pcap --records" } else { "pcap" }.into(), text, true));
+    }
     let _ = std::fs::remove_file(&path);
-    out.push(("pcap".into(), text, true));
     out
 }
 
@@ -716,7 +720,7 @@ fn every_secret_is_withheld_from_every_output_at_every_version() {
 fn the_tap_line_names_the_mechanism_and_user() {
     let c = &sasl_cases()[0];
     let frames = exchange(c, 2, &(c.body)(2).unwrap_or_default(), &(c.other)(2).unwrap_or_default());
-    let text = String::from_utf8_lossy(&crate::tap::render(&frames, false, false)).to_string();
+    let text = String::from_utf8_lossy(&crate::tap::render(&frames, false, false, None)).to_string();
     assert!(text.contains("c1 SaslHandshake v1 corr=1 mechanism=PLAIN -> ok"), "{text}");
     assert!(text.contains("c1 SaslAuthenticate v2 corr=2 PLAIN user=alice, 18 bytes withheld -> ok"), "{text}");
 }
@@ -854,7 +858,7 @@ fn pcap_withholds_bare_tokens_after_a_handshake_v0() {
         let path = std::env::temp_dir().join(format!("kwire-secrets-v0-{}-{show}.pcap", std::process::id()));
         write_pcap(&path, &frames);
         let mut out = Vec::new();
-        crate::pcap::run(&path, &[9092], Secrets::new(show), &mut out).unwrap();
+        crate::pcap::run(&path, &[9092], Secrets::new(show), None, &mut out).unwrap();
         let _ = std::fs::remove_file(&path);
         let lines: Vec<Value> = String::from_utf8_lossy(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(lines.len(), 5, "{lines:?}");
@@ -886,7 +890,7 @@ fn tap_withholds_bare_tokens_after_a_handshake_v0() {
         (true, key, version, corr, token),
     ];
     for json in [false, true] {
-        let out = crate::tap::render(&frames, json, false);
+        let out = crate::tap::render(&frames, json, false, None);
         let text = String::from_utf8_lossy(&out);
         assert_eq!(leak(&out, b"password-1234"), None, "{text}");
         // The correlation id the token's bytes would make (ten digits, no timestamp's).
