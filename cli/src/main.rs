@@ -24,6 +24,7 @@ mod pcap;
 mod produce;
 mod records;
 mod secrets;
+mod talkers;
 mod tap;
 mod topics;
 mod versions;
@@ -229,6 +230,29 @@ pub struct ShowRecords {
     pub records: Option<usize>,
 }
 
+/// `--report` and `--target`, for the commands that print captured traffic.
+#[derive(Args, Clone, Debug)]
+pub struct ShowReport {
+    /// Ends with what each client would meet on `--target`'s brokers: api versions removed
+    /// there (KIP-896's in 4.0), deprecated ones, the classic group protocol, Transactions V1,
+    /// and the oldest client releases known to send what it serves.
+    #[arg(long)]
+    pub report: bool,
+    /// The release of the upgrade `--report` looks at (default 4.0; implies --report).
+    #[arg(long, value_name = "RELEASE")]
+    pub target: Option<String>,
+}
+
+impl ShowReport {
+    /// The target release, when a report is asked for.
+    pub fn target(&self) -> Result<Option<talkers::Target>, CliError> {
+        if !self.report && self.target.is_none() {
+            return Ok(None);
+        }
+        talkers::Target::parse(self.target.as_deref().unwrap_or("4.0")).map(Some)
+    }
+}
+
 /// `--show-secrets`, for every command that prints decoded frames.
 #[derive(Args, Clone, Copy, Debug)]
 pub struct ShowSecrets {
@@ -268,6 +292,8 @@ struct PcapArgs {
     ports: Vec<u16>,
     #[command(flatten)]
     records: ShowRecords,
+    #[command(flatten)]
+    report: ShowReport,
     #[command(flatten)]
     secrets: ShowSecrets,
 }
@@ -411,7 +437,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Pcap(a) => {
             let ports = if a.ports.is_empty() { vec![9092] } else { a.ports };
-            pcap::run(&a.file, &ports, secrets::Secrets::new(a.secrets.show_secrets), a.records.records, &mut out)?;
+            let shown = pcap::Shown { secrets: secrets::Secrets::new(a.secrets.show_secrets), records: a.records.records, report: a.report.target()? };
+            pcap::run(&a.file, &ports, shown, &mut out)?;
         }
         Command::Records(a) => {
             if a.jsonl {

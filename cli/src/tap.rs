@@ -24,6 +24,7 @@ use crate::error::CliError;
 use crate::format::{print_json, Table};
 use crate::message::{request_json, response_json};
 use crate::secrets::Secrets;
+use crate::talkers::{Talkers, Target};
 
 /// `kwire tap`.
 #[derive(Args, Debug)]
@@ -50,6 +51,8 @@ pub struct TapArgs {
     pub duration: Option<Duration>,
     #[command(flatten)]
     pub records: crate::ShowRecords,
+    #[command(flatten)]
+    pub report: crate::ShowReport,
     #[command(flatten)]
     pub secrets: crate::ShowSecrets,
 }
@@ -121,6 +124,10 @@ struct State {
     secrets: Secrets,
     /// `--records`: the records shown per frame.
     records: Option<usize>,
+    /// Who is talking: the clients in the summary.
+    talkers: Talkers,
+    /// `--report`: the release whose upgrade the summary looks at.
+    target: Option<Target>,
     /// Connections after a SaslHandshake v0, until a Kafka request follows: their SASL tokens
     /// are bare size-prefixed bytes, whose "api key" and "correlation id" are secret bytes.
     raw_sasl: HashSet<u64>,
@@ -135,6 +142,7 @@ const MAX_QUEUED_BYTES: usize = 256 << 20;
 
 /// Runs the tap until a signal, `--count` or `--duration`.
 pub async fn run(upstream: String, args: TapArgs, out: &mut impl Write) -> Result<(), CliError> {
+    let target = args.report.target()?;
     let (tx, mut rx) = mpsc::unbounded_channel::<Seen>();
     let queued = Arc::new(AtomicUsize::new(0));
     let skipped = Arc::new(AtomicU64::new(0));
@@ -170,7 +178,7 @@ pub async fn run(upstream: String, args: TapArgs, out: &mut impl Write) -> Resul
             _ => {}
         });
     let proxy = Proxy::start(config).await.map_err(CliError::Proxy)?;
-    let mut state = State { secrets: Secrets::new(args.secrets.show_secrets), records: args.records.records, ..State::default() };
+    let mut state = State { secrets: Secrets::new(args.secrets.show_secrets), records: args.records.records, target, ..State::default() };
     let deadline = args.duration.map(|d| tokio::time::Instant::now() + d);
     let stop = stop_signal();
     tokio::pin!(stop);
@@ -230,7 +238,7 @@ async fn stop_signal() {
     }
 }
 
-fn api_name(key: i16) -> String {
+pub(crate) fn api_name(key: i16) -> String {
     ApiKey::from_i16(key).map_or_else(|| format!("Api{key}"), |k| k.name().to_owned())
 }
 
@@ -242,7 +250,7 @@ fn mode_name(mode: FrameMode) -> &'static str {
     }
 }
 
-fn error_name(code: i64) -> String {
+pub(crate) fn error_name(code: i64) -> String {
     i16::try_from(code).ok().and_then(|c| ErrorCode(c).name()).map_or_else(|| format!("error {code}"), str::to_owned)
 }
 
@@ -304,7 +312,7 @@ fn arr<'a>(v: &'a Value, key: &str) -> &'a [Value] {
     v.get(key).and_then(Value::as_array).map_or(&[], Vec::as_slice)
 }
 
-fn int(v: &Value, key: &str) -> Option<i64> {
+pub(crate) fn int(v: &Value, key: &str) -> Option<i64> {
     v.get(key).and_then(Value::as_i64)
 }
 
@@ -588,6 +596,7 @@ impl State {
                 Some(std::iter::once(format!("{head}{req} -> {response_summary}{ms}")).chain(records).collect::<Vec<_>>().join("\n"))
             }
         };
+        self.talkers.observe(seen.connection, &line);
         if json {
             return print_json(out, &Value::Object(line));
         }
@@ -644,7 +653,7 @@ impl State {
                 out,
                 &json!({"summary": {"frames": self.frames, "undecodable": self.undecodable, "producedRecords": self.produced_records,
                     "fetchedRecords": self.fetched_records, "unanswered": self.pending.len() as u64 + self.abandoned,
-                    "notShown": self.not_shown, "apis": rows}}),
+                    "notShown": self.not_shown, "apis": rows, "clients": self.talkers.json(self.target.as_ref())}}),
             );
         }
         writeln!(out).map_err(CliError::io)?;
@@ -662,7 +671,8 @@ impl State {
                 n => format!("; {n} frame(s) forwarded but not shown (the output fell behind)"),
             }
         )
-        .map_err(CliError::io)
+        .map_err(CliError::io)?;
+        self.talkers.print_text(self.target.as_ref(), out)
     }
 }
 

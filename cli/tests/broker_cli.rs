@@ -736,6 +736,37 @@ fn tap_records_shows_keys_values_and_headers() {
     b.kwire_ok(&["topics", "delete", &topic], b"");
 }
 
+/// `tap --report`: each client by the name it gives (ApiVersions v3+) and its client id, what
+/// it used; and against 4.0, what it would lose. librdkafka (kcat) speaks what 4.0 serves; made
+/// to speak as to a 0.9 broker (no ApiVersions, Produce v1; a 3.x broker still serves that) it
+/// is told that 4.0 removed Produce v1 and which releases would do.
+#[test]
+fn tap_report_names_clients_and_what_an_upgrade_removes() {
+    let Some(b) = Broker::from_env("tap_report_names_clients_and_what_an_upgrade_removes") else { return };
+    let topic = b.topic("cli-tap-report", 1);
+    let tap = Tap::start(&b, &["--report", "--target", "4.0"]);
+    let boot = tap.bootstrap.clone();
+    let kcat = |args: &[&str]| ok(run("kcat", &[&["-b", boot.as_str(), "-P", "-t", topic.as_str()], args].concat(), b"one\n"), &format!("kcat {args:?}"));
+    kcat(&["-X", "client.id=modern-kcat"]);
+    let old = b.var("KAFKA_VERSION").starts_with('3');
+    if old {
+        kcat(&["-X", "client.id=old-kcat", "-X", "api.version.request=false", "-X", "broker.version.fallback=0.9.0"]);
+    }
+    let out = tap.stop();
+    let report = out.split("\nupgrade to Kafka 4.0:\n").nth(1).unwrap_or_else(|| panic!("no report:\n{out}"));
+    // kcat's own name and version, and its client id, head its row and its lines.
+    let modern = out.lines().find(|l| l.starts_with("librdkafka ") && l.contains(" modern-kcat ")).unwrap_or_else(|| panic!("{out}"));
+    let name = modern.split("  ").next().unwrap().to_owned();
+    assert!(out.contains(&format!("  {name} (modern-kcat): ApiVersions v3")), "{out}");
+    assert!(report.contains(&format!("  {name} (modern-kcat): nothing 4.0 lacks")), "{report}");
+    if old {
+        assert!(out.lines().any(|l| l.starts_with("(not named)") && l.contains(" old-kcat ")), "{out}");
+        assert!(report.contains("  (not named) (old-kcat): Produce v1: removed in 4.0 (it serves v3-v12)"), "{report}");
+        assert!(report.contains("  (not named) (old-kcat): upgrade: to java 3.6.2 or librdkafka 2.0.2 or later"), "{report}");
+    }
+    b.kwire_ok(&["topics", "delete", &topic], b"");
+}
+
 /// The hex of a base64 string (the JSON of a records field), without another dependency.
 fn hex_of_base64(s: &str) -> String {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

@@ -177,6 +177,20 @@ fn compare_capture(mut capture: impl FnMut(u32) -> (PathBuf, u16), compare_topic
         .find(|(_, _, rows)| !rows.is_empty())
         .expect("three captures in a row held no Kafka traffic (is tcpdump capturing on lo?)");
     let ours = ours(&pcap, port, matches!(session, Session::JavaClients(_)));
+    // --report: one last line with the clients, which sent every request counted above.
+    let report = Command::new(env!("CARGO_BIN_EXE_kwire")).args(["pcap", pcap.to_str().unwrap(), "--port", &port.to_string(), "--report"]).output().unwrap();
+    assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
+    let text = String::from_utf8(report.stdout).unwrap();
+    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let clients = last["clients"].as_array().unwrap_or_else(|| panic!("no clients line: {last}"));
+    let requests: u64 = clients.iter().map(|c| c["requests"].as_u64().unwrap()).sum();
+    assert_eq!(requests, ours.requests.len() as u64, "{last}");
+    for c in clients {
+        assert_eq!(c["upgrade"]["target"], "4.0", "{c}");
+        assert!(!c["upgrade"]["findings"].as_array().unwrap().is_empty(), "{c}");
+        // Every client here sends ApiVersions v3+, which names its software.
+        assert_ne!(c["client"], "(not named)", "{c}");
+    }
 
     let mut theirs_requests = BTreeMap::new();
     let mut theirs_responses = BTreeSet::new();

@@ -27,6 +27,7 @@ use self::tcp::{Chunk, HalfStream};
 use crate::error::{CaptureError, CliError, InputError};
 use crate::message::{request_json, response_json};
 use crate::secrets::Secrets;
+use crate::talkers::{Talkers, Target};
 
 /// One direction of a connection.
 #[derive(Default)]
@@ -54,19 +55,27 @@ struct Decoder<'a, W: Write> {
     ports: &'a [u16],
     conns: HashMap<(SocketAddr, SocketAddr), Conn>,
     next_id: u64,
-    secrets: Secrets,
-    /// `--records`: the records shown per frame.
-    records: Option<usize>,
+    shown: Shown,
+    /// Who is talking, for `--report`.
+    talkers: Talkers,
     out: &'a mut W,
 }
 
-/// Reads `path` and prints its Kafka messages, secrets withheld unless `secrets` shows them, and
-/// with `records` (`--records`) at most that many records of each frame decoded. A corrupt
-/// capture prints what came before the damage and then fails.
-pub fn run(path: &Path, ports: &[u16], secrets: Secrets, records: Option<usize>, out: &mut impl Write) -> Result<(), CliError> {
+/// What the output shows: secrets (withheld unless asked for), records (`--records`: at most
+/// that many per frame), and with a target release (`--report`) a last line with each client
+/// and what it would meet there.
+pub struct Shown {
+    pub secrets: Secrets,
+    pub records: Option<usize>,
+    pub report: Option<Target>,
+}
+
+/// Reads `path` and prints its Kafka messages as `shown` says. A corrupt capture prints what
+/// came before the damage and then fails.
+pub fn run(path: &Path, ports: &[u16], shown: Shown, out: &mut impl Write) -> Result<(), CliError> {
     let capture_error = |what| CliError::Input(InputError::Capture { path: path.to_path_buf(), what });
     let mut cap = Capture::open(path).map_err(capture_error)?;
-    let mut dec = Decoder { ports, conns: HashMap::new(), next_id: 0, secrets, records, out };
+    let mut dec = Decoder { ports, conns: HashMap::new(), next_id: 0, shown, talkers: Talkers::default(), out };
     let mut last = Duration::ZERO;
     let mut failure = None;
     loop {
@@ -146,7 +155,10 @@ impl<W: Write> Decoder<'_, W> {
             framer.push(&[], request, &conn.pending, true, &mut items);
         }
         for item in items {
-            let line = Self::item_line(conn, (&mut self.secrets, self.records), request, item, time);
+            let line = Self::item_line(conn, (&mut self.shown.secrets, self.shown.records), request, item, time);
+            if let (Some(_), Value::Object(o)) = (&self.shown.report, &line) {
+                self.talkers.observe(conn.id, o);
+            }
             writeln!(self.out, "{line}").map_err(CliError::io)?;
         }
         Ok(())
@@ -160,6 +172,7 @@ impl<W: Write> Decoder<'_, W> {
         o.insert("broker".into(), json!(conn.broker.to_string()));
         o.insert("direction".into(), json!(if request { "request" } else { "response" }));
         if let Item::Frame(payload) = &item {
+            o.insert("size".into(), json!(payload.len() + 4));
             let start = peek_request_start(payload);
             let frame = if request {
                 start.is_some_and(|(key, version, _)| ApiKey::from_i16(key).is_some_and(|api| api.info().valid.contains(version)))
@@ -259,6 +272,10 @@ impl<W: Write> Decoder<'_, W> {
         keys.sort();
         for key in keys {
             self.finish_conn(&key, time)?;
+        }
+        if self.shown.report.is_some() {
+            let clients = self.talkers.json(self.shown.report.as_ref());
+            crate::format::print_json(self.out, &json!({"clients": clients}))?;
         }
         Ok(())
     }
