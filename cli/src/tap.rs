@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -17,7 +18,7 @@ use base64::Engine;
 use clap::Args;
 use kwire::runtime::json::serde_json::{json, Map, Value};
 use kwire::{ApiKey, ErrorCode};
-use kwire_proxy::{Config, Event, FrameDirection, FrameMode, Proxy};
+use kwire_proxy::{Config, Event, FrameDirection, FrameMode, Proxy, ServerTls, UpstreamTls};
 use tokio::sync::mpsc;
 
 use crate::error::CliError;
@@ -49,6 +50,26 @@ pub struct TapArgs {
     /// Stops after this long: `30s`, `5m`, `500ms`, or seconds.
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
+    /// Terminates clients' TLS with this certificate chain (PEM), so their frames can be read
+    /// (without it a client's TLS is relayed unread); with --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Requires clients' certificates, signed by this CA (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
+    /// Speaks TLS to the brokers (an SSL or SASL_SSL listener), checking their certificates
+    /// against this CA (PEM).
+    #[arg(long, value_name = "FILE")]
+    pub upstream_ca: Option<PathBuf>,
+    /// The tap's client certificate towards the brokers (PEM), with --upstream-key.
+    #[arg(long, value_name = "FILE", requires_all = ["upstream_key", "upstream_ca"])]
+    pub upstream_cert: Option<PathBuf>,
+    /// The private key of --upstream-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "upstream_cert")]
+    pub upstream_key: Option<PathBuf>,
     #[command(flatten)]
     pub records: crate::ShowRecords,
     #[command(flatten)]
@@ -150,6 +171,13 @@ pub async fn run(upstream: String, args: TapArgs, out: &mut impl Write) -> Resul
     let mut config = Config::new(upstream.clone()).listen(args.listen.clone()).port(args.port);
     if let Some(a) = &args.advertise {
         config = config.advertise(a.clone());
+    }
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        config = config.tls(ServerTls { cert: cert.clone(), key: key.clone(), client_ca: args.tls_client_ca.clone() });
+    }
+    if let Some(ca) = &args.upstream_ca {
+        let cert = args.upstream_cert.clone().zip(args.upstream_key.clone());
+        config = config.upstream_tls(UpstreamTls { ca: ca.clone(), cert });
     }
     let config = config
         .on_frame(move |f| {

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::fault::FaultConfig;
+use crate::tls::{ServerTls, UpstreamTls};
 use crate::trace::Frame;
 use crate::Event;
 
@@ -33,6 +34,13 @@ options:
                           frames that can carry secrets (SASL, delegation tokens, SCRAM
                           credentials, configs) are cut after their header
   --trace-secrets         trace those frames whole, secrets and all
+  --tls-cert FILE         terminate clients' TLS with this certificate chain (PEM) ...
+  --tls-key FILE          ... and its private key (PEM); the frames are then read (without
+                          them a client's TLS is relayed unread)
+  --tls-client-ca FILE    require client certificates this CA (PEM) signed
+  --upstream-ca FILE      speak TLS to the brokers, checking them against this CA (PEM)
+  --upstream-cert FILE    the proxy's client certificate towards the brokers (PEM) ...
+  --upstream-key FILE     ... and its private key
   -h, --help              this text
 
 It prints `proxy: listening LOCAL -> UPSTREAM` for each listener (the first is the bootstrap one;
@@ -73,6 +81,11 @@ pub struct Config {
     pub trace: Option<PathBuf>,
     /// Trace the frames that can carry secrets whole (default false).
     pub trace_secrets: bool,
+    /// Terminate clients' TLS with the proxy's own certificate, and read the frames (default:
+    /// a client's TLS is relayed unread).
+    pub tls: Option<ServerTls>,
+    /// Speak TLS to the brokers (default: plain TCP).
+    pub upstream_tls: Option<UpstreamTls>,
     /// Faults to inject (tests only).
     pub faults: Option<FaultConfig>,
     /// Where events go (default: nowhere).
@@ -97,6 +110,8 @@ impl std::fmt::Debug for Config {
             .field("max_listeners", &self.max_listeners)
             .field("trace", &self.trace)
             .field("trace_secrets", &self.trace_secrets)
+            .field("tls", &self.tls)
+            .field("upstream_tls", &self.upstream_tls)
             .field("faults", &self.faults)
             .field("on_event", &self.on_event.as_ref().map(|_| "Fn(&Event)"))
             .field("on_frame", &self.on_frame.as_ref().map(|_| "Fn(&Frame)"))
@@ -119,6 +134,8 @@ impl Config {
             max_listeners: 64,
             trace: None,
             trace_secrets: false,
+            tls: None,
+            upstream_tls: None,
             faults: None,
             on_event: None,
             on_frame: None,
@@ -128,6 +145,8 @@ impl Config {
     /// Parses the binary's command line (without the program name); `Ok(None)` for `--help`.
     pub fn from_args(args: impl IntoIterator<Item = String>) -> Result<Option<Config>, String> {
         let mut config = Config::new("");
+        let mut tls_files: (Option<PathBuf>, Option<PathBuf>, Option<PathBuf>) = (None, None, None);
+        let mut upstream_files: (Option<PathBuf>, Option<PathBuf>, Option<PathBuf>) = (None, None, None);
         let mut args = args.into_iter();
         while let Some(flag) = args.next() {
             let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -143,10 +162,27 @@ impl Config {
                 "--max-listeners" => config.max_listeners = number(value()?)?,
                 "--trace" => config.trace = Some(value()?.into()),
                 "--trace-secrets" => config.trace_secrets = true,
+                "--tls-cert" => tls_files.0 = Some(PathBuf::from(value()?)),
+                "--tls-key" => tls_files.1 = Some(PathBuf::from(value()?)),
+                "--tls-client-ca" => tls_files.2 = Some(PathBuf::from(value()?)),
+                "--upstream-ca" => upstream_files.0 = Some(PathBuf::from(value()?)),
+                "--upstream-cert" => upstream_files.1 = Some(PathBuf::from(value()?)),
+                "--upstream-key" => upstream_files.2 = Some(PathBuf::from(value()?)),
                 "-h" | "--help" => return Ok(None),
                 other => return Err(format!("unknown argument {other}")),
             }
         }
+        config.tls = match tls_files {
+            (Some(cert), Some(key), client_ca) => Some(ServerTls { cert, key, client_ca }),
+            (None, None, None) => None,
+            _ => return Err("--tls-cert and --tls-key go together (and --tls-client-ca with them)".into()),
+        };
+        config.upstream_tls = match upstream_files {
+            (Some(ca), None, None) => Some(UpstreamTls { ca, cert: None }),
+            (Some(ca), Some(cert), Some(key)) => Some(UpstreamTls { ca, cert: Some((cert, key)) }),
+            (None, None, None) => None,
+            _ => return Err("--upstream-ca is needed for TLS to the brokers, and --upstream-cert and --upstream-key go together".into()),
+        };
         if config.upstream.is_empty() {
             return Err("--upstream HOST:PORT is required".into());
         }
@@ -216,6 +252,18 @@ impl Config {
         self
     }
 
+    /// Sets [`Config::tls`].
+    pub fn tls(mut self, tls: ServerTls) -> Config {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// Sets [`Config::upstream_tls`].
+    pub fn upstream_tls(mut self, tls: UpstreamTls) -> Config {
+        self.upstream_tls = Some(tls);
+        self
+    }
+
     /// Sets [`Config::faults`].
     pub fn faults(mut self, faults: FaultConfig) -> Config {
         self.faults = Some(faults);
@@ -258,5 +306,16 @@ mod tests {
         assert!(Config::from_args(args("--upstream b:1 --max-frame x")).is_err());
         assert!(Config::from_args(args("--upstream b:1 --bogus")).is_err());
         assert!(Config::from_args(args("--upstream")).is_err());
+    }
+
+    #[test]
+    fn tls_flags_go_together() {
+        use super::{ServerTls, UpstreamTls};
+        let c = Config::from_args(args("--upstream b:1 --tls-cert c.pem --tls-key k.pem --upstream-ca ca.pem --trace-secrets")).unwrap().unwrap();
+        assert_eq!(c.tls, Some(ServerTls { cert: "c.pem".into(), key: "k.pem".into(), client_ca: None }));
+        assert_eq!(c.upstream_tls, Some(UpstreamTls { ca: "ca.pem".into(), cert: None }));
+        assert!(c.trace_secrets);
+        assert!(Config::from_args(args("--upstream b:1 --tls-cert c.pem")).unwrap_err().contains("--tls-key"));
+        assert!(Config::from_args(args("--upstream b:1 --upstream-cert c.pem --upstream-key k.pem")).unwrap_err().contains("--upstream-ca"));
     }
 }

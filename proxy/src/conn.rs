@@ -8,8 +8,7 @@ use std::time::Duration;
 use bytes::Buf;
 use kwire::codec::{CodecError, FrameDecoder, RequestFrame};
 use kwire::{ApiKey, Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{ReadHalf, WriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::fault::{Action, ConnFaults, Direction};
@@ -25,7 +24,15 @@ pub const MAX_IN_FLIGHT: usize = 4096;
 const TLS_HANDSHAKE: u8 = 0x16;
 
 type InFlight = Mutex<HashMap<i32, (i16, i16)>>;
-type ClientWriter<'a> = tokio::sync::Mutex<WriteHalf<'a>>;
+/// The client's write side: the requests task writes the proxy's own answers there too.
+type ClientWriter<W> = tokio::sync::Mutex<W>;
+
+/// A TLS (or plain) stream of either side.
+trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
+
+/// How long a TLS handshake may take, either side.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How a direction ended the connection.
 enum End {
@@ -56,7 +63,8 @@ pub(crate) async fn serve(shared: &Arc<Shared>, mut client: TcpStream, upstream:
     }
     let mut server = TcpStream::connect(upstream).await.map_err(|e| ProxyError::io(format!("connecting to {upstream}"), e))?;
     let _ = server.set_nodelay(true);
-    if first == [TLS_HANDSHAKE] {
+    let terminate = shared.tls.as_ref().filter(|_| first == [TLS_HANDSHAKE]);
+    if first == [TLS_HANDSHAKE] && terminate.is_none() {
         // Not terminated: relayed opaque (see the crate docs).
         tokio::io::copy_bidirectional(&mut client, &mut server).await.map_err(|e| ProxyError::io("relaying TLS", e))?;
         return Ok(());
@@ -64,6 +72,28 @@ pub(crate) async fn serve(shared: &Arc<Shared>, mut client: TcpStream, upstream:
     let trace = shared.trace.as_ref().and_then(|t| t.connection(id).map_err(|e| shared.event(e)).ok());
     let faults = ConnFaults::new(shared.faults.as_ref(), id);
     let conn = Conn { shared, id, frames: FrameDecoder::new(shared.config.max_frame), in_flight: Mutex::default(), trace, faults, late: Default::default() };
+    if terminate.is_some() || shared.upstream_tls.is_some() {
+        let client: Box<dyn Stream> = match terminate {
+            Some(acceptor) => Box::new(handshake(acceptor.accept(client), "the client's TLS handshake".into()).await?),
+            None => Box::new(client),
+        };
+        let server: Box<dyn Stream> = match &shared.upstream_tls {
+            Some(connector) => {
+                let name = crate::tls::server_name(upstream)?;
+                Box::new(handshake(connector.connect(name, server), format!("the TLS handshake with {upstream}")).await?)
+            }
+            None => Box::new(server),
+        };
+        // Over TLS a reset fault closes the connection (no RST under the TLS layer).
+        let (client_read, client_write) = tokio::io::split(client);
+        let (server_read, server_write) = tokio::io::split(server);
+        let client_write = tokio::sync::Mutex::new(client_write);
+        return tokio::select! {
+            r = conn.requests(client_read, server_write, &client_write) => r,
+            r = conn.responses(server_read, &client_write) => r,
+        }
+        .map(|_| ());
+    }
     let end = {
         let (client_read, client_write) = client.split();
         let (server_read, server_write) = server.split();
@@ -85,7 +115,15 @@ pub(crate) async fn serve(shared: &Arc<Shared>, mut client: TcpStream, upstream:
 
 /// Reads the next frame's payload (after its size prefix) with the shared frame decoder;
 /// `None` at the end of the stream.
-async fn read_frame(r: &mut ReadHalf<'_>, buf: &mut BytesMut, frames: &FrameDecoder, side: &str) -> Result<Option<Bytes>, ProxyError> {
+/// A TLS handshake, bounded by [`TLS_HANDSHAKE_TIMEOUT`].
+async fn handshake<S>(accept: impl std::future::Future<Output = std::io::Result<S>>, what: String) -> Result<S, ProxyError> {
+    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, accept).await {
+        Ok(done) => done.map_err(|e| ProxyError::io(what, e)),
+        Err(_) => Err(ProxyError::io(what, std::io::Error::new(std::io::ErrorKind::TimedOut, "no TLS handshake within 10 s"))),
+    }
+}
+
+async fn read_frame(r: &mut (impl AsyncRead + Unpin), buf: &mut BytesMut, frames: &FrameDecoder, side: &str) -> Result<Option<Bytes>, ProxyError> {
     loop {
         if let Some(frame) = frames.decode(buf).map_err(ProxyError::Frame)? {
             return Ok(Some(frame.freeze()));
@@ -102,7 +140,7 @@ async fn read_frame(r: &mut ReadHalf<'_>, buf: &mut BytesMut, frames: &FrameDeco
 }
 
 /// Writes the first `len` bytes of the frame of `payload` (its size prefix, then the payload).
-async fn write_frame(w: &mut WriteHalf<'_>, payload: &Bytes, len: usize, side: &str) -> Result<(), ProxyError> {
+async fn write_frame(w: &mut (impl AsyncWrite + Unpin), payload: &Bytes, len: usize, side: &str) -> Result<(), ProxyError> {
     let size = i32::try_from(payload.len()).map_err(|_| ProxyError::Frame(CodecError::EncodedFrameTooLarge { size: payload.len(), max: i32::MAX as usize }))?;
     let prefix = size.to_be_bytes();
     let mut frame = Buf::chain(&prefix[..], payload.clone()).take(len);
@@ -128,7 +166,7 @@ impl Conn<'_> {
 
     /// Forwards one frame (4 + `payload.len()` bytes on the wire) as the fault injector says;
     /// `Some` when the connection is to end.
-    async fn forward(&self, direction: Direction, w: &mut WriteHalf<'_>, payload: &Bytes, side: &str) -> Result<Option<End>, ProxyError> {
+    async fn forward(&self, direction: Direction, w: &mut (impl AsyncWrite + Unpin), payload: &Bytes, side: &str) -> Result<Option<End>, ProxyError> {
         let whole = payload.len().saturating_add(4);
         let (action, struck) = self.faults.before(direction, whole);
         if let Some(kind) = struck {
@@ -158,7 +196,12 @@ impl Conn<'_> {
         }
     }
 
-    async fn requests(&self, mut client: ReadHalf<'_>, mut server: WriteHalf<'_>, client_write: &ClientWriter<'_>) -> Result<End, ProxyError> {
+    async fn requests<W: AsyncWrite + Unpin>(
+        &self,
+        mut client: impl AsyncRead + Unpin,
+        mut server: impl AsyncWrite + Unpin,
+        client_write: &ClientWriter<W>,
+    ) -> Result<End, ProxyError> {
         let shared = self.shared;
         let mut buf = BytesMut::new();
         while let Some(payload) = read_frame(&mut client, &mut buf, &self.frames, "client").await? {
@@ -212,7 +255,7 @@ impl Conn<'_> {
         Ok(End::Closed)
     }
 
-    async fn responses(&self, mut server: ReadHalf<'_>, client: &ClientWriter<'_>) -> Result<End, ProxyError> {
+    async fn responses<W: AsyncWrite + Unpin>(&self, mut server: impl AsyncRead + Unpin, client: &ClientWriter<W>) -> Result<End, ProxyError> {
         let shared = self.shared;
         let mut buf = BytesMut::new();
         while let Some(payload) = read_frame(&mut server, &mut buf, &self.frames, "broker").await? {
@@ -237,7 +280,7 @@ impl Conn<'_> {
             }
             self.observe(FrameDirection::Response, (key, version, correlation_id), frame_mode(mode), &payload, &out);
             let mut w = client.lock().await;
-            if let Some(end) = self.forward(Direction::Responses, &mut w, &out, "client").await? {
+            if let Some(end) = self.forward(Direction::Responses, &mut *w, &out, "client").await? {
                 return Ok(end);
             }
         }

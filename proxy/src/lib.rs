@@ -61,6 +61,7 @@ mod conn;
 mod error;
 pub mod fault;
 mod rewrite;
+mod tls;
 mod trace;
 
 use std::collections::HashMap;
@@ -78,6 +79,7 @@ pub use config::{Config, EventHook, FrameHook, USAGE};
 pub use conn::MAX_IN_FLIGHT;
 pub use error::ProxyError;
 pub use fault::{FaultConfig, FaultCounts, FaultKind};
+pub use tls::{ServerTls, UpstreamTls};
 pub use trace::{carries_secrets, Frame, FrameDirection, FrameMode};
 
 /// What the proxy reports as it runs, to the hook set with [`Config::on_event`].
@@ -209,6 +211,10 @@ pub(crate) struct Shared {
     pub trace: Option<trace::Traces>,
     /// The fault injector.
     pub faults: Option<fault::Injector>,
+    /// Terminates clients' TLS ([`Config::tls`]).
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
+    /// Speaks TLS to the brokers ([`Config::upstream_tls`]).
+    pub upstream_tls: Option<tokio_rustls::TlsConnector>,
     shutdown: watch::Sender<bool>,
 }
 
@@ -227,6 +233,8 @@ impl Shared {
         };
         let trace = config.trace.clone().map(|dir| trace::Traces::new(dir, config.trace_secrets)).transpose()?;
         let faults = config.faults.clone().map(fault::Injector::new);
+        let tls = config.tls.as_ref().map(tls::ServerTls::acceptor).transpose()?;
+        let upstream_tls = config.upstream_tls.as_ref().map(tls::UpstreamTls::connector).transpose()?;
         Ok(Shared {
             connections: Arc::new(Semaphore::new(config.max_connections)),
             config,
@@ -238,6 +246,8 @@ impl Shared {
             tenant,
             trace,
             faults,
+            tls,
+            upstream_tls,
             shutdown: watch::Sender::new(false),
         })
     }
