@@ -235,17 +235,18 @@ mod tests {
     #[test]
     fn causes_are_named() {
         let plain = ConnectOptions::default();
-        let tls = |m: &str| Error::Tls { addr: "b:9093".into(), message: m.into() };
+        let tls = |m: &str| Error::Tls { addr: "b:9093".into(), message: m.into(), cause: None };
         assert!(cause_of(&tls("invalid peer certificate: UnknownIssuer"), &plain).contains("not signed by a CA trusted here"));
         assert!(cause_of(&tls("invalid peer certificate: NotValidForName"), &plain).contains("does not name this host"));
         assert!(cause_of(&tls("handshake timed out"), &plain).contains("does not speak TLS"));
         let auth = Error::Authentication { mechanism: "PLAIN".into(), message: "SASL_AUTHENTICATION_FAILED".into() };
         assert!(cause_of(&auth, &plain).contains("wrong username or password"));
-        let refused = Error::Io { addr: "b:1".into(), message: "Connection refused (os error 111)".into() };
+        let refused = Error::Io { addr: "b:1".into(), message: "Connection refused (os error 111)".into(), cause: None };
         assert!(cause_of(&refused, &plain).contains("nothing listens there"));
         let closed = Error::Disconnected("connection to b:9093 is closed".into());
         assert!(cause_of(&closed, &plain).contains("may expect TLS"));
-        let alert = Error::Protocol { addr: "b:9093".into(), message: "frame of 352518912 bytes exceeds the maximum frame size of 104857600".into() };
+        let alert =
+            Error::Protocol { addr: "b:9093".into(), message: "frame of 352518912 bytes exceeds the maximum frame size of 104857600".into(), cause: None };
         assert!(cause_of(&alert, &plain).contains("like a TLS listener"));
     }
 }

@@ -263,7 +263,7 @@ impl Client {
 
     /// The current metadata snapshot.
     pub fn metadata(&self) -> Arc<ClusterMetadata> {
-        self.inner.metadata.read().map(|m| m.clone()).unwrap_or_default()
+        crate::sync::read(&self.inner.metadata).clone()
     }
 
     /// Reads Metadata for every topic from some broker (a known one, else the bootstrap list)
@@ -277,7 +277,7 @@ impl Client {
     /// updates them in the cache (every topic if none is in use yet), under the same
     /// discipline as [`refresh_metadata`](Client::refresh_metadata).
     pub(crate) async fn refresh_in_use(&self) -> Result<Arc<ClusterMetadata>> {
-        let topics: Vec<String> = self.inner.in_use.lock().map(|t| t.iter().cloned().collect()).unwrap_or_default();
+        let topics: Vec<String> = crate::sync::lock(&self.inner.in_use).iter().cloned().collect();
         self.refresh((!topics.is_empty()).then_some(topics), false).await
     }
 
@@ -339,9 +339,7 @@ impl Client {
                         }
                         let m = Arc::new(m);
                         debug!(brokers = m.brokers.len(), topics = m.topics.len(), "metadata refreshed");
-                        if let Ok(mut w) = self.inner.metadata.write() {
-                            *w = m.clone();
-                        }
+                        *crate::sync::write(&self.inner.metadata) = m.clone();
                         return Ok(m);
                     }
                     Ok(other) => last = Some(Error::UnexpectedResponse(format!("{:?} to Metadata", other.api_key()))),
@@ -388,10 +386,9 @@ impl Client {
     }
 
     fn use_topic(&self, topic: &str) {
-        if let Ok(mut in_use) = self.inner.in_use.lock() {
-            if !in_use.contains(topic) {
-                in_use.insert(topic.to_owned());
-            }
+        let mut in_use = crate::sync::lock(&self.inner.in_use);
+        if !in_use.contains(topic) {
+            in_use.insert(topic.to_owned());
         }
     }
 
@@ -405,7 +402,7 @@ impl Client {
         leaders: impl IntoIterator<Item = (&'a str, i32, i32, i32)>,
         endpoints: impl IntoIterator<Item = BrokerInfo>,
     ) -> usize {
-        let Ok(mut cache) = self.inner.metadata.write() else { return 0 };
+        let mut cache = crate::sync::write(&self.inner.metadata);
         let mut m = ClusterMetadata::clone(&cache);
         for b in endpoints {
             m.brokers.insert(b.id, b);
@@ -461,7 +458,7 @@ impl Client {
     /// another purpose (the group coordinator's, say).
     pub async fn connection_keyed(&self, key: &str, addr: &str) -> Result<Connection> {
         let slot = {
-            let mut slots = self.inner.slots.lock().map_err(|_| Error::Disconnected("poisoned".into()))?;
+            let mut slots = crate::sync::lock(&self.inner.slots);
             slots.entry(key.to_owned()).or_default().clone()
         };
         let mut slot = slot.lock().await;

@@ -70,15 +70,14 @@ pub struct ApiVersionsSeen(Arc<Mutex<HashMap<String, i16>>>);
 
 impl ApiVersionsSeen {
     fn get(&self, addr: &str) -> Option<i16> {
-        self.0.lock().ok()?.get(addr).copied()
+        crate::sync::lock(&self.0).get(addr).copied()
     }
 
     fn set(&self, addr: &str, version: i16) {
-        if let Ok(mut seen) = self.0.lock() {
-            // Bounded by the brokers a client is told of; a stale entry costs one refusal.
-            if seen.len() < 4096 || seen.contains_key(addr) {
-                seen.insert(addr.to_owned(), version);
-            }
+        let mut seen = crate::sync::lock(&self.0);
+        // Bounded by the brokers a client is told of; a stale entry costs one refusal.
+        if seen.len() < 4096 || seen.contains_key(addr) {
+            seen.insert(addr.to_owned(), version);
         }
     }
 }
@@ -310,8 +309,8 @@ impl Connection {
     }
 
     async fn connect_inner(addr: &str, options: &ConnectOptions) -> Result<Connection> {
-        let io_err = |e: std::io::Error| Error::Io { addr: addr.to_owned(), message: e.to_string() };
-        let timed_out = || Error::Io { addr: addr.to_owned(), message: format!("connect timed out after {:?}", options.connect_timeout) };
+        let io_err = |e: std::io::Error| Error::io(addr, e);
+        let timed_out = || Error::io(addr, std::io::Error::new(std::io::ErrorKind::TimedOut, format!("connect timed out after {:?}", options.connect_timeout)));
         let tcp: Box<dyn Transport> = match &options.connector {
             Some(connector) => tokio::time::timeout(options.connect_timeout, connector.connect(addr)).await.map_err(|_| timed_out())?.map_err(io_err)?,
             None => {
@@ -330,8 +329,8 @@ impl Connection {
                 let connector = tokio_rustls::TlsConnector::from(config);
                 let stream = tokio::time::timeout(options.connect_timeout, connector.connect(name, tcp))
                     .await
-                    .map_err(|_| Error::Tls { addr: addr.to_owned(), message: "handshake timed out".into() })?
-                    .map_err(|e| Error::Tls { addr: addr.to_owned(), message: e.to_string() })?;
+                    .map_err(|_| Error::tls(addr, std::io::Error::new(std::io::ErrorKind::TimedOut, "handshake timed out")))?
+                    .map_err(|e| Error::tls(addr, e))?;
                 debug!("TLS established");
                 Box::pin(stream)
             }
@@ -393,12 +392,7 @@ impl Connection {
 
     /// The broker's versions.
     pub fn versions(&self) -> Result<Arc<Versions>> {
-        self.shared
-            .negotiated
-            .lock()
-            .map_err(|_| Error::Disconnected("poisoned".into()))?
-            .clone()
-            .ok_or_else(|| Error::Disconnected(format!("{}: versions not negotiated", self.shared.addr)))
+        crate::sync::lock(&self.shared.negotiated).clone().ok_or_else(|| Error::Disconnected(format!("{}: versions not negotiated", self.shared.addr)))
     }
 
     /// The version this connection uses for `api`.
@@ -500,16 +494,14 @@ impl Connection {
     /// Closes the connection for `reason`: no request is sent on it any more, the io task
     /// ends and fails the requests in flight.
     fn close_with(&self, reason: Error) {
-        if let Ok(mut r) = self.shared.close_reason.lock() {
-            r.get_or_insert(reason);
-        }
+        crate::sync::lock(&self.shared.close_reason).get_or_insert(reason);
         self.shared.closed.store(true, Ordering::Release);
         self.shared.abort.notify_one();
     }
 
     /// The error that closed the connection, or a plain disconnection.
     fn closed_error(&self) -> Error {
-        let reason = self.shared.close_reason.lock().ok().and_then(|r| r.clone());
+        let reason = crate::sync::lock(&self.shared.close_reason).clone();
         reason.unwrap_or_else(|| Error::Disconnected(format!("connection to {} is closed", self.shared.addr)))
     }
 
@@ -541,7 +533,7 @@ impl Connection {
         seen.set(&self.shared.addr, version);
         let versions = Versions::new(&response);
         debug!(apis = response.api_keys.len(), "negotiated");
-        *self.shared.negotiated.lock().map_err(|_| Error::Disconnected("poisoned".into()))? = Some(Arc::new(versions));
+        *crate::sync::lock(&self.shared.negotiated) = Some(Arc::new(versions));
         Ok(())
     }
 
@@ -759,7 +751,7 @@ async fn io_task(mut framed: Stream, mut rx: mpsc::Receiver<Command>, abort: Arc
         tokio::select! {
             biased;
             () = abort.notified() => {
-                break Some(shared.upgrade().and_then(|s| s.close_reason.lock().ok().and_then(|r| r.clone()))
+                break Some(shared.upgrade().and_then(|s| crate::sync::lock(&s.close_reason).clone())
                     .unwrap_or_else(|| Error::Disconnected(format!("connection to {addr} closed"))));
             }
             frame = framed.next() => match frame {
@@ -811,9 +803,7 @@ async fn io_task(mut framed: Stream, mut rx: mpsc::Receiver<Command>, abort: Arc
     metrics.closed.increment(1);
     let e = error.unwrap_or_else(|| Error::Disconnected(format!("connection to {addr} dropped")));
     if let Some(s) = shared.upgrade() {
-        if let Ok(mut reason) = s.close_reason.lock() {
-            *reason = Some(e.clone());
-        }
+        *crate::sync::lock(&s.close_reason) = Some(e.clone());
         s.closed.store(true, Ordering::Release);
     }
     rx.close();

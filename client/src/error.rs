@@ -13,6 +13,11 @@ use crate::topic_partition::TopicPartition;
 /// A result with the client's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// The error beneath an [`Error`] (an I/O, TLS or decoding error), shared so that errors can be
+/// cloned; [`std::error::Error::source`] returns it, and it can be downcast to its type
+/// (`std::io::Error`, `rustls::Error` inside an I/O error, `kwire::DecodeError`, ...).
+pub type Cause = Arc<dyn std::error::Error + Send + Sync>;
+
 /// Why a client operation failed.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -23,6 +28,8 @@ pub enum Error {
         addr: String,
         /// What happened.
         message: String,
+        /// The I/O error, when one said it ([`source`](std::error::Error::source)).
+        cause: Option<Cause>,
     },
     /// The TLS handshake failed: an untrusted certificate, a name mismatch, ...
     Tls {
@@ -30,6 +37,8 @@ pub enum Error {
         addr: String,
         /// rustls's reason.
         message: String,
+        /// The error (an I/O error carrying rustls's, or a timeout's), when there was one.
+        cause: Option<Cause>,
     },
     /// A frame from the broker could not be read (a bad size, header or body): that
     /// connection is closed, others are not affected.
@@ -38,6 +47,8 @@ pub enum Error {
         addr: String,
         /// The codec's reason.
         message: String,
+        /// The codec's or decoder's error.
+        cause: Option<Cause>,
     },
     /// The broker answered with something that does not fit the request (another api, a
     /// missing partition, ...).
@@ -623,12 +634,25 @@ impl Error {
         match e {
             // A TLS alert after the handshake (TLS 1.3 servers refuse client certificates then).
             #[cfg(feature = "tls")]
-            CodecError::Io(e) if e.get_ref().is_some_and(|inner| inner.is::<tokio_rustls::rustls::Error>()) => {
-                Error::Tls { addr: addr.to_owned(), message: e.to_string() }
-            }
-            CodecError::Io(e) => Error::Io { addr: addr.to_owned(), message: e.to_string() },
-            e => Error::Protocol { addr: addr.to_owned(), message: e.to_string() },
+            CodecError::Io(e) if e.get_ref().is_some_and(|inner| inner.is::<tokio_rustls::rustls::Error>()) => Error::tls(addr, e),
+            CodecError::Io(e) => Error::io(addr, e),
+            e => Error::protocol(addr, e.to_string(), e),
         }
+    }
+
+    /// A transport failure talking with `addr`.
+    pub(crate) fn io(addr: &str, e: std::io::Error) -> Error {
+        Error::Io { addr: addr.to_owned(), message: e.to_string(), cause: Some(Arc::new(e)) }
+    }
+
+    /// A failed TLS handshake (or alert) with `addr`.
+    pub(crate) fn tls(addr: &str, e: std::io::Error) -> Error {
+        Error::Tls { addr: addr.to_owned(), message: e.to_string(), cause: Some(Arc::new(e)) }
+    }
+
+    /// Bytes from `addr` that do not decode: `message` says which, `e` why.
+    pub(crate) fn protocol(addr: &str, message: String, e: impl std::error::Error + Send + Sync + 'static) -> Error {
+        Error::Protocol { addr: addr.to_owned(), message, cause: Some(Arc::new(e)) }
     }
 
     pub(crate) fn negotiation(e: NegotiationError) -> Error {
@@ -643,9 +667,9 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Io { addr, message } => write!(f, "connection to {addr} failed: {message}"),
-            Error::Tls { addr, message } => write!(f, "TLS with {addr} failed: {message}"),
-            Error::Protocol { addr, message } => write!(f, "bad data from {addr}: {message}"),
+            Error::Io { addr, message, .. } => write!(f, "connection to {addr} failed: {message}"),
+            Error::Tls { addr, message, .. } => write!(f, "TLS with {addr} failed: {message}"),
+            Error::Protocol { addr, message, .. } => write!(f, "bad data from {addr}: {message}"),
             Error::UnexpectedResponse(m) => write!(f, "unexpected response: {m}"),
             Error::Timeout { api, after } => write!(f, "no {} response within {after:?}", api.name()),
             Error::UnsupportedVersion { api, reason } => write!(f, "{} unusable: {reason}", api.name()),
@@ -804,7 +828,11 @@ impl fmt::Display for ShareError {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
+            Error::Io { cause, .. } | Error::Tls { cause, .. } | Error::Protocol { cause, .. } => {
+                cause.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
+            }
             Error::OAuth(e) => Some(e),
+            Error::Transaction(TransactionError::Abortable(e) | TransactionError::Fatal(e)) => Some(&**e),
             _ => None,
         }
     }
@@ -813,6 +841,43 @@ impl std::error::Error for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The error beneath, as its own type.
+    fn cause<T: std::error::Error + 'static>(e: &Error) -> Option<&T> {
+        std::error::Error::source(e)?.downcast_ref::<T>()
+    }
+
+    #[tokio::test]
+    async fn transport_tls_and_decoding_errors_keep_their_causes() {
+        // Nothing listens there: the OS's refusal, with its kind.
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let options = crate::conn::ConnectOptions::default();
+        let e = crate::conn::Connection::connect(&closed.to_string(), &options).await.map(|_| ()).unwrap_err();
+        assert!(matches!(e, Error::Io { .. }), "{e:?}");
+        assert_eq!(cause::<std::io::Error>(&e).map(std::io::Error::kind), Some(std::io::ErrorKind::ConnectionRefused), "{e:?}");
+
+        // A TLS alert read after the handshake: the I/O error, and rustls's inside it.
+        #[cfg(feature = "tls")]
+        {
+            use tokio_rustls::rustls;
+            let alert = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+            let e = Error::codec("b:9093", CodecError::Io(std::io::Error::new(std::io::ErrorKind::InvalidData, alert)));
+            assert!(matches!(e, Error::Tls { .. }), "{e:?}");
+            let rustls_error = cause::<std::io::Error>(&e).and_then(|io| io.get_ref()).and_then(|inner| inner.downcast_ref::<rustls::Error>());
+            assert_eq!(rustls_error, Some(&rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer)));
+        }
+
+        // Bytes that do not decode: the codec's error.
+        let e = Error::codec("b:9092", CodecError::EncodedFrameTooLarge { size: 10, max: 5 });
+        assert!(matches!(e, Error::Protocol { .. }) && cause::<CodecError>(&e).is_some(), "{e:?}");
+
+        // A transaction's failure: the error that caused it.
+        let inner = Error::Timeout { api: ApiKey::Produce, after: Duration::from_secs(1) };
+        let e = Error::Transaction(TransactionError::Abortable(Box::new(inner)));
+        assert!(matches!(cause::<Error>(&e), Some(Error::Timeout { .. })), "{e:?}");
+        // Clones share the cause.
+        assert!(std::error::Error::source(&e.clone()).is_some());
+    }
 
     #[test]
     fn authorization_names_the_resource_its_code_is_about() {

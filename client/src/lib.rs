@@ -47,6 +47,7 @@ mod random;
 mod retry;
 mod sasl;
 mod share;
+mod sync;
 #[cfg(feature = "telemetry")]
 mod telemetry;
 #[cfg(feature = "tls")]

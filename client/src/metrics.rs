@@ -223,7 +223,7 @@ impl Samples {
 
     pub(crate) fn record(&self, v: f64) {
         self.0.facade.record(v);
-        let mut w = self.0.window.lock().unwrap_or_else(|p| p.into_inner());
+        let mut w = crate::sync::lock(&self.0.window);
         w.max = if w.count == 0 { v } else { w.max.max(v) };
         w.count += 1;
         w.sum += v;
@@ -231,7 +231,7 @@ impl Samples {
 
     /// The window's samples, and a new window.
     pub(crate) fn take(&self) -> Window {
-        std::mem::take(&mut *self.0.window.lock().unwrap_or_else(|p| p.into_inner()))
+        std::mem::take(&mut *crate::sync::lock(&self.0.window))
     }
 }
 
@@ -452,7 +452,7 @@ impl ConnectionMetrics {
     /// The handles of connections made under `client_id`.
     pub(crate) fn of(client_id: &str) -> Arc<ConnectionMetrics> {
         static BY_CLIENT_ID: OnceLock<Mutex<HashMap<String, Arc<ConnectionMetrics>>>> = OnceLock::new();
-        let mut all = BY_CLIENT_ID.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+        let mut all = crate::sync::lock(BY_CLIENT_ID.get_or_init(Default::default));
         all.entry(client_id.to_owned()).or_insert_with(|| Arc::new(ConnectionMetrics::new(client_id))).clone()
     }
 

@@ -41,7 +41,7 @@ impl Random {
 
     fn with<T>(&self, f: impl FnOnce(&mut fastrand::Rng) -> T) -> T {
         // A draw cannot panic: a poisoned lock still holds a usable generator.
-        let mut rng = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut rng = crate::sync::lock(&self.0);
         f(&mut rng)
     }
 

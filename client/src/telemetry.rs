@@ -82,12 +82,12 @@ impl Telemetry {
 
     /// The client instance id the brokers gave (Java's `clientInstanceId`), once they have.
     pub(crate) fn instance_id(&self) -> Option<Uuid> {
-        lock(&self.state).instance_id
+        crate::sync::lock(&self.state).instance_id
     }
 
     /// Sends the terminating push (if subscribed), waiting at most `timeout`.
     pub(crate) async fn close(&mut self, timeout: Duration) {
-        lock(&self.state).closing = true;
+        crate::sync::lock(&self.state).closing = true;
         self.wake.notify_one();
         if tokio::time::timeout(timeout, &mut self.task).await.is_err() {
             debug!("the terminating telemetry push did not finish in time");
@@ -107,10 +107,6 @@ pub(crate) async fn wait_instance_id(telemetry: &Telemetry, timeout: Duration) -
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-}
-
-fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
-    state.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn unix_nanos() -> u64 {
@@ -188,7 +184,7 @@ impl Pusher {
 
     /// Waits `d` or until the owner closes; returns whether it is closing.
     async fn sleep(&self, d: Duration) -> bool {
-        if lock(&self.state).closing {
+        if crate::sync::lock(&self.state).closing {
             return true;
         }
         tokio::select! {
@@ -196,7 +192,7 @@ impl Pusher {
             () = tokio::time::sleep(d) => {}
             () = self.wake.notified() => {}
         }
-        lock(&self.state).closing
+        crate::sync::lock(&self.state).closing
     }
 
     async fn subscribe(&self, instance_id: &mut Uuid) -> Result<Subscription> {
@@ -213,7 +209,7 @@ impl Pusher {
                 info!(client_instance_id = ?r.client_instance_id, "client telemetry instance id");
             }
             *instance_id = r.client_instance_id;
-            lock(&self.state).instance_id = Some(r.client_instance_id);
+            crate::sync::lock(&self.state).instance_id = Some(r.client_instance_id);
         }
         let interval = u64::try_from(r.push_interval_ms).ok().filter(|ms| *ms > 0).map_or(DEFAULT_INTERVAL, Duration::from_millis);
         let subscription = Subscription {

@@ -715,7 +715,7 @@ fn parse_partition(
     options: &DecodeOptions,
     mut out: VecDeque<ConsumerRecord>,
 ) -> Result<(Option<Fetched>, VecDeque<ConsumerRecord>)> {
-    let bad = |e: kwire::DecodeError| Error::Protocol { addr: tp.to_string(), message: format!("records of {tp}: {e}") };
+    let bad = |e: kwire::DecodeError| Error::protocol(&tp.to_string(), format!("records of {tp}: {e}"), e);
     aborted.reverse(); // pop the lowest first offset first
     let mut aborted_pids: HashSet<i64> = HashSet::new();
     out.clear();

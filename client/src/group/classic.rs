@@ -34,8 +34,7 @@ fn encode_versioned<M: Message>(m: &M, version: i16) -> Result<Bytes> {
 /// Reads a version-prefixed consumer protocol message (a newer version than ours is read as
 /// ours: fields are only ever added at the end).
 fn decode_versioned<M: Message>(raw: &Bytes, what: &str) -> Result<(M, i16)> {
-    let (version, m) =
-        M::from_version_prefixed(&mut raw.clone()).map_err(|e| Error::Protocol { addr: "group coordinator".into(), message: format!("{what}: {e}") })?;
+    let (version, m) = M::from_version_prefixed(&mut raw.clone()).map_err(|e| Error::protocol("group coordinator", format!("{what}: {e}"), e))?;
     Ok((m, version))
 }
 

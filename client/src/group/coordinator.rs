@@ -93,7 +93,7 @@ impl Coordinator {
     }
 
     fn cached(&self) -> std::sync::MutexGuard<'_, Option<String>> {
-        self.addr.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.addr)
     }
 
     /// Forgets the coordinator (it moved, or its connection failed).

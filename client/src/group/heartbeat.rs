@@ -11,7 +11,7 @@ use tokio::sync::Notify;
 use tracing::{debug, warn};
 
 use super::coordinator::{coordinator_moved, Coordinator};
-use super::{lock, millis, to_bytestrings, GroupConfig, Membership};
+use super::{millis, to_bytestrings, GroupConfig, Membership};
 use crate::error::{Error, GroupError};
 
 /// The classic protocol's Heartbeat loop: liveness, and the news of a rebalance.
@@ -24,7 +24,7 @@ pub(super) async fn classic(coordinator: Coordinator, config: Arc<GroupConfig>, 
             _ = wake.notified() => {}
         }
         let (member_id, generation, joined, stopped, idle) = {
-            let m = lock(&shared);
+            let m = crate::sync::lock(&shared);
             (m.member_id.clone(), m.generation, m.joined, m.stopped, m.poll_timed_out(config.max_poll_interval))
         };
         if stopped {
@@ -41,7 +41,7 @@ pub(super) async fn classic(coordinator: Coordinator, config: Arc<GroupConfig>, 
             if config.instance_id.is_none() {
                 super::classic::leave(&coordinator, &config, &member_id, generation).await;
             }
-            let mut m = lock(&shared);
+            let mut m = crate::sync::lock(&shared);
             m.left_idle = true;
             m.joined = false;
             if config.instance_id.is_none() {
@@ -70,7 +70,7 @@ pub(super) async fn classic(coordinator: Coordinator, config: Arc<GroupConfig>, 
                 continue;
             }
         };
-        let mut m = lock(&shared);
+        let mut m = crate::sync::lock(&shared);
         if m.generation != generation {
             continue; // a new generation came while this was in flight
         }
@@ -119,7 +119,7 @@ pub(super) async fn consumer(
     let mut reported: Option<Vec<(Uuid, Vec<i32>)>> = None;
     loop {
         if !first {
-            let interval = lock(&shared).heartbeat_interval.unwrap_or(config.heartbeat_interval);
+            let interval = crate::sync::lock(&shared).heartbeat_interval.unwrap_or(config.heartbeat_interval);
             tokio::select! {
                 biased;
                 _ = tokio::time::sleep(interval) => {}
@@ -128,7 +128,7 @@ pub(super) async fn consumer(
         }
         first = false;
         let (member_id, epoch, owned, stopped, idle, left) = {
-            let m = lock(&shared);
+            let m = crate::sync::lock(&shared);
             (m.member_id.clone(), m.generation, m.owned.clone(), m.stopped, m.poll_timed_out(config.max_poll_interval), m.left_idle)
         };
         if stopped {
@@ -151,7 +151,7 @@ pub(super) async fn consumer(
             if let Err(e) = coordinator.try_call(ApiKey::ConsumerGroupHeartbeat, |_| leave.clone().into(), None).await {
                 warn!(error = %e, "leaving heartbeat failed");
             }
-            let mut m = lock(&shared);
+            let mut m = crate::sync::lock(&shared);
             m.left_idle = true;
             m.generation = 0;
             m.owned.clear();
@@ -164,12 +164,12 @@ pub(super) async fn consumer(
             match coordinator.versions().await.and_then(|v| v.version(ApiKey::ConsumerGroupHeartbeat)) {
                 Ok(v) if v < 1 => {
                     let reason = format!("a topic pattern needs ConsumerGroupHeartbeat v1 or later (Kafka 4.0); the coordinator has v{v}");
-                    lock(&shared).fatal = Some(Error::UnsupportedVersion { api: ApiKey::ConsumerGroupHeartbeat, reason });
+                    crate::sync::lock(&shared).fatal = Some(Error::UnsupportedVersion { api: ApiKey::ConsumerGroupHeartbeat, reason });
                     return;
                 }
                 Ok(_) => regex_checked = true,
                 Err(e @ Error::UnsupportedVersion { .. }) => {
-                    lock(&shared).fatal = Some(e);
+                    crate::sync::lock(&shared).fatal = Some(e);
                     return;
                 }
                 Err(e) => {
@@ -218,7 +218,7 @@ pub(super) async fn consumer(
                 continue;
             }
             Err(e @ Error::UnsupportedVersion { .. }) => {
-                lock(&shared).fatal = Some(e);
+                crate::sync::lock(&shared).fatal = Some(e);
                 return;
             }
             Err(e) => {
@@ -232,7 +232,7 @@ pub(super) async fn consumer(
         // Fenced: whether to rejoin after the backoff rather than at once.
         let mut rejoin = None;
         {
-            let mut m = lock(&shared);
+            let mut m = crate::sync::lock(&shared);
             match ErrorCode(response.error_code) {
                 ErrorCode::NONE => {
                     if let Some(id) = response.member_id.as_deref().filter(|id| !id.is_empty()) {

@@ -97,11 +97,6 @@ fn lost_membership(code: ErrorCode) -> bool {
     matches!(code, ErrorCode::ILLEGAL_GENERATION | ErrorCode::UNKNOWN_MEMBER_ID | ErrorCode::FENCED_MEMBER_EPOCH | ErrorCode::STALE_MEMBER_EPOCH)
 }
 
-fn lock(m: &Mutex<Membership>) -> MutexGuard<'_, Membership> {
-    // Nothing panics under this lock; if something did, the data is still usable.
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 fn millis(d: Duration) -> i32 {
     d.as_millis().min(i32::MAX as u128) as i32
 }
@@ -210,7 +205,7 @@ impl Group {
     }
 
     fn lock(&self) -> MutexGuard<'_, Membership> {
-        lock(&self.shared)
+        crate::sync::lock(&self.shared)
     }
 
     /// The protocol.

@@ -52,7 +52,7 @@ struct CompletionState {
 
 impl Completion {
     fn lock(&self) -> MutexGuard<'_, CompletionState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.state)
     }
 }
 

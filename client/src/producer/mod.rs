@@ -390,8 +390,7 @@ impl Drop for StateGuard<'_> {
 
 impl Shared {
     fn lock(&self) -> StateGuard<'_> {
-        // A panic while holding the lock is a bug here; keep going with the data as it is.
-        let guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let guard = crate::sync::lock(&self.state);
         StateGuard { guard, fire: FireOnDrop { fired: Vec::new(), running: &self.firing, done: &self.done } }
     }
 
@@ -646,7 +645,7 @@ impl Producer {
         self.lock().accumulator.closed = true;
         self.wait_sent().await;
         self.shared.wake.notify_one();
-        let handle = self.sender.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let handle = crate::sync::lock(&self.sender).take();
         if let Some(h) = handle {
             let _ = h.await;
         }

@@ -602,7 +602,7 @@ impl TxnCoordinator {
 
     /// The group's coordinator (one per group, cached).
     fn group_coordinator(&self, group: &str) -> Coordinator {
-        let mut groups = self.groups.lock().unwrap_or_else(|p| p.into_inner());
+        let mut groups = crate::sync::lock(&self.groups);
         groups.entry(group.to_owned()).or_insert_with(|| Coordinator::new(self.coordinator.client().clone(), group, self.retry_backoff)).clone()
     }
 

@@ -721,7 +721,7 @@ fn acquired_offsets(acquired: &[(i64, i64, i16)], from: i64, seen: &BTreeSet<i64
 /// unread past its end.
 fn parse_partition(topic: &Arc<str>, partition: i32, records: &Bytes, mut acquired: Vec<(i64, i64, i16)>, options: &DecodeOptions) -> Result<Parsed> {
     let tp = || TopicPartition::new(topic.to_string(), partition);
-    let bad = |e: kwire::DecodeError| Error::Protocol { addr: tp().to_string(), message: format!("records of {}: {e}", tp()) };
+    let bad = |e: kwire::DecodeError| Error::protocol(&tp().to_string(), format!("records of {}: {e}", tp()), e);
     acquired.retain(|(first, last, _)| first <= last);
     acquired.sort_unstable();
     let count_of = |offset: i64| -> Option<i16> {

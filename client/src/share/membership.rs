@@ -63,8 +63,7 @@ impl Membership {
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, State> {
-        // Nothing panics under this lock; if something did, the data is still usable.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.state)
     }
 
     /// Stops the heartbeat loop at its next turn.
