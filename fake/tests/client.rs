@@ -149,3 +149,43 @@ async fn acls_decide_what_each_principal_may_do() {
     let fetch_errors: Vec<ErrorCode> = cluster.journal().iter().filter(|e| e.api == ApiKey::Fetch).flat_map(|e| e.errors.clone()).collect();
     assert!(fetch_errors.contains(&ErrorCode::TOPIC_AUTHORIZATION_FAILED), "{fetch_errors:?}");
 }
+
+/// A share consumer needs READ on its group and on the topic, as a consumer does: with
+/// DESCRIBE on the topic it joins and is assigned the partition, but its ShareFetch is refused
+/// there (TOPIC_AUTHORIZATION_FAILED) until READ is granted, and then it gets the records.
+#[tokio::test(start_paused = true)]
+async fn share_fetches_need_read_on_the_topic() {
+    use kwire_client::{ShareConsumer, ShareConsumerConfig};
+    let cluster = Cluster::start(ClusterConfig::default().seed(5).sasl_plain("admin", "a").sasl_plain("alice", "b").acl_authorizer(&["User:admin"]));
+    let as_user = |user: &str, password: &str| {
+        ClientConfig::new(&cluster.bootstrap()).connector(Connector::new(cluster.connector())).sasl(Sasl::plain(user, password)).seed(2)
+    };
+    let admin = Client::connect(as_user("admin", "a")).await.unwrap();
+    Admin::new(admin.clone()).create_topic(NewTopic::new("shared", 1)).await.unwrap();
+    let p = producer(admin.clone());
+    for i in 0..3 {
+        p.send(ProducerRecord::new("shared", format!("r{i}")).partition(0)).await.unwrap().await.unwrap();
+    }
+    cluster.set_group_config("workers", "share.auto.offset.reset", "earliest").unwrap();
+    let allow = |resource: ResourceType, name: &str, operation: AclOperation| AclBinding::new(resource, name, "User:alice", operation, AclPermission::Allow);
+    let acls = [allow(ResourceType::Group, "workers", AclOperation::Read), allow(ResourceType::Topic, "shared", AclOperation::Describe)];
+    for created in Admin::new(admin.clone()).create_acls(&acls).await.unwrap() {
+        created.unwrap();
+    }
+    let mut consumer = ShareConsumer::new(Client::connect(as_user("alice", "b")).await.unwrap(), ShareConsumerConfig::new("workers")).unwrap();
+    consumer.subscribe(&["shared"]).unwrap();
+    let refused =
+        |cluster: &Cluster| cluster.journal().iter().filter(|e| e.api == ApiKey::ShareFetch).any(|e| e.errors.contains(&ErrorCode::TOPIC_AUTHORIZATION_FAILED));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !refused(&cluster) {
+        assert!(tokio::time::Instant::now() < deadline, "no refused ShareFetch");
+        let got = consumer.poll(Duration::from_millis(500)).await.map(|r| r.len()).unwrap_or(0);
+        assert_eq!(got, 0, "records without READ on the topic");
+    }
+    Admin::new(admin).create_acls(&[allow(ResourceType::Topic, "shared", AclOperation::Read)]).await.unwrap().remove(0).unwrap();
+    let mut got = 0;
+    while got < 3 {
+        assert!(tokio::time::Instant::now() < deadline, "{got} records after READ");
+        got += consumer.poll(Duration::from_millis(500)).await.map(|r| r.len()).unwrap_or(0);
+    }
+}

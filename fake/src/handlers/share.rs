@@ -16,6 +16,7 @@ use kwire::{BytesMut, ErrorCode, Uuid};
 use tokio::time::Instant;
 
 use super::{s, Ctx};
+use crate::acl::op;
 use crate::cluster::State;
 use crate::groups::share_partition::{next_epoch, Rules, SharePartition, RENEW};
 use crate::groups::{defaults, Groups};
@@ -34,18 +35,20 @@ pub(super) fn rules(groups: &Groups, group: &str) -> Rules {
 }
 
 /// The leader's check of a partition: its name if this broker leads it.
-fn led_here(state: &State, broker: i32, tip: &Tip) -> Result<String, ErrorCode> {
+fn led_here(ctx: &Ctx<'_>, state: &State, tip: &Tip) -> Result<String, ErrorCode> {
     let name = state.topic_name("", tip.0).ok_or(ErrorCode::UNKNOWN_TOPIC_ID)?;
+    // READ on the topic, as for a consumer's fetch.
+    ctx.topic_access(state, op::READ, &name)?;
     let partition = state.topics.get(&name).and_then(|t| t.partition(tip.1)).ok_or(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)?;
-    if partition.leader != broker {
+    if partition.leader != ctx.broker {
         return Err(ErrorCode::NOT_LEADER_OR_FOLLOWER);
     }
     Ok(name)
 }
 
 /// Acknowledges `batches` of one partition for `member`.
-fn acknowledge(state: &mut State, broker: i32, group: &str, member: &str, tip: &Tip, batches: &AckBatches) -> ErrorCode {
-    if let Err(code) = led_here(state, broker, tip) {
+fn acknowledge(ctx: &Ctx<'_>, state: &mut State, group: &str, member: &str, tip: &Tip, batches: &AckBatches) -> ErrorCode {
+    if let Err(code) = led_here(ctx, state, tip) {
         return code;
     }
     match state.groups.share_partitions.by_key.get_mut(&(group.to_owned(), tip.0, tip.1)) {
@@ -149,7 +152,7 @@ pub(super) async fn share_fetch(ctx: &Ctx<'_>, req: &ShareFetchRequest) -> Share
                 let code = if renew && !req.is_renew_ack {
                     ErrorCode::INVALID_REQUEST
                 } else {
-                    acknowledge(state, ctx.broker, group, member, &(t.topic_id, p.partition_index), &batches)
+                    acknowledge(ctx, state, group, member, &(t.topic_id, p.partition_index), &batches)
                 };
                 ack_codes.insert((t.topic_id, p.partition_index), code);
             }
@@ -205,7 +208,7 @@ fn acquire_once(
             data.acknowledge_error_code = code.0;
         }
         if partitions.contains(&tip) {
-            match led_here(state, ctx.broker, &tip) {
+            match led_here(ctx, state, &tip) {
                 Err(code) => {
                     data.error_code = code.0;
                     if code == ErrorCode::NOT_LEADER_OR_FOLLOWER && data.current_leader.leader_id >= 0 {
@@ -291,8 +294,7 @@ pub(super) fn share_acknowledge(ctx: &Ctx<'_>, req: &ShareAcknowledgeRequest) ->
                     let tip = (t.topic_id, p.partition_index);
                     let batches: AckBatches = p.acknowledgement_batches.iter().map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.to_vec())).collect();
                     let renew = batches.iter().any(|b| b.2.contains(&RENEW));
-                    let code =
-                        if renew && !req.is_renew_ack { ErrorCode::INVALID_REQUEST } else { acknowledge(state, ctx.broker, group, member, &tip, &batches) };
+                    let code = if renew && !req.is_renew_ack { ErrorCode::INVALID_REQUEST } else { acknowledge(ctx, state, group, member, &tip, &batches) };
                     let leader = leader_of(state, &tip);
                     share_acknowledge_response::PartitionData {
                         partition_index: p.partition_index,
