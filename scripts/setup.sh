@@ -4,7 +4,8 @@
 #
 #   Debian packages: kcat (librdkafka) for the kwire-fake and proxy tests; tcpdump and tshark for
 #     the capture tests; a JDK 17, Maven and openssl for the Java oracle and the real Kafka
-#     brokers (their jars come from Maven Central at test time).
+#     brokers (their jars come from Maven Central at test time); Chromium, which opens the
+#     tap's --html page headless.
 #   Python packages: kafka-python and confluent-kafka (librdkafka) as independent clients, with
 #     the codecs kafka-python needs.
 #   Go (the benchmark peers' frame checks) is not installed here: Debian's is too old for
@@ -20,7 +21,7 @@ python_probe="import kafka, confluent_kafka, snappy, lz4, zstandard, xxhash"
 
 # command package: the Debian package that brings each command.
 wanted=(python3:python3 kcat:kcat tcpdump:tcpdump tshark:tshark java:openjdk-17-jdk-headless
-  javac:openjdk-17-jdk-headless mvn:maven openssl:openssl)
+  javac:openjdk-17-jdk-headless mvn:maven openssl:openssl chromium:chromium)
 apt=()
 for pair in "${wanted[@]}"; do
   command -v "${pair%%:*}" >/dev/null || apt+=("${pair#*:}")

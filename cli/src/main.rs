@@ -18,6 +18,7 @@ mod consume;
 mod error;
 mod format;
 mod groups;
+mod html;
 mod input;
 mod message;
 mod pcap;
@@ -241,6 +242,11 @@ pub struct ShowReport {
     /// The release of the upgrade `--report` looks at (default 4.0; implies --report).
     #[arg(long, value_name = "RELEASE")]
     pub target: Option<String>,
+    /// Also writes a self-contained page to FILE (no network needed to view it): the timeline
+    /// of responses per connection, latency histograms per api, clients with their bytes,
+    /// errors and throttles, and the --report findings.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
 }
 
 impl ShowReport {
@@ -437,7 +443,12 @@ fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Pcap(a) => {
             let ports = if a.ports.is_empty() { vec![9092] } else { a.ports };
-            let shown = pcap::Shown { secrets: secrets::Secrets::new(a.secrets.show_secrets), records: a.records.records, report: a.report.target()? };
+            let shown = pcap::Shown {
+                secrets: secrets::Secrets::new(a.secrets.show_secrets),
+                records: a.records.records,
+                report: a.report.target()?,
+                html: a.report.html.clone(),
+            };
             pcap::run(&a.file, &ports, shown, &mut out)?;
         }
         Command::Records(a) => {

@@ -187,6 +187,16 @@ impl Talkers {
         }
     }
 
+    /// How the page names a connection: its client's software and client id.
+    pub fn connection_label(&self, connection: u64) -> String {
+        let Some(c) = self.conns.get(&connection) else { return String::new() };
+        let software = c.software.as_ref().map_or_else(|| "(not named)".to_owned(), |(n, v)| format!("{n} {v}").trim().to_owned());
+        match &c.client_id {
+            Some(id) => format!("{software} ({id})"),
+            None => software,
+        }
+    }
+
     /// The connections summed per client (software, client id, principal), with the instance
     /// ids seen.
     fn clients(&self) -> BTreeMap<Who, (Stats, BTreeSet<String>)> {

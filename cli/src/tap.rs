@@ -23,6 +23,7 @@ use tokio::sync::mpsc;
 
 use crate::error::CliError;
 use crate::format::{print_json, Table};
+use crate::html::HtmlReport;
 use crate::message::{request_json, response_json};
 use crate::secrets::Secrets;
 use crate::talkers::{Talkers, Target};
@@ -149,6 +150,8 @@ struct State {
     talkers: Talkers,
     /// `--report`: the release whose upgrade the summary looks at.
     target: Option<Target>,
+    /// `--html FILE`: the page, written with the summary.
+    page: Option<(PathBuf, HtmlReport)>,
     /// Connections after a SaslHandshake v0, until a Kafka request follows: their SASL tokens
     /// are bare size-prefixed bytes, whose "api key" and "correlation id" are secret bytes.
     raw_sasl: HashSet<u64>,
@@ -206,7 +209,8 @@ pub async fn run(upstream: String, args: TapArgs, out: &mut impl Write) -> Resul
             _ => {}
         });
     let proxy = Proxy::start(config).await.map_err(CliError::Proxy)?;
-    let mut state = State { secrets: Secrets::new(args.secrets.show_secrets), records: args.records.records, target, ..State::default() };
+    let page = args.report.html.clone().map(|path| (path, HtmlReport::default()));
+    let mut state = State { secrets: Secrets::new(args.secrets.show_secrets), records: args.records.records, target, page, ..State::default() };
     let deadline = args.duration.map(|d| tokio::time::Instant::now() + d);
     let stop = stop_signal();
     tokio::pin!(stop);
@@ -625,6 +629,9 @@ impl State {
             }
         };
         self.talkers.observe(seen.connection, &line);
+        if let Some((_, page)) = &mut self.page {
+            page.observe(seen.connection, seen.wall.duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1000.0), &line);
+        }
         if json {
             return print_json(out, &Value::Object(line));
         }
@@ -647,8 +654,12 @@ impl State {
         writeln!(out, "c{} SASL token (after SaslHandshake v0) {text}", seen.connection).map_err(CliError::io)
     }
 
-    /// Per-api counts and latencies: a table, or with --json one object `{"summary": ...}`.
+    /// Per-api counts and latencies: a table, or with --json one object `{"summary": ...}`; and
+    /// the `--html` page.
     fn summary(&mut self, json: bool, out: &mut impl Write) -> Result<(), CliError> {
+        if let Some((path, page)) = &self.page {
+            page.write(path, &self.talkers, self.target.as_ref())?;
+        }
         let mut rows = Vec::new();
         let mut table = Table::new(&["API", "REQUESTS", "RESPONSES", "ERRORS", "UNDECODABLE", "BYTES-OUT", "BYTES-IN", "P50-MS", "P99-MS", "MAX-MS"]);
         for (key, s) in &mut self.apis {

@@ -7,6 +7,9 @@
 //! a closed port), each failure named.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
+#[path = "../../tests/support/skip.rs"]
+mod skip;
+
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -803,6 +806,55 @@ fn tap_reads_through_tls_both_ways() {
     }
     assert!(out.contains("records produced 2, fetched 2"), "{out}");
     assert!(out.lines().any(|l| l.starts_with("apache-kafka-java ")), "Java's consumer named itself:\n{out}");
+    b.kwire_ok(&["topics", "delete", &topic], b"");
+}
+
+/// `tap --html FILE` opened in a real browser (Chromium, headless): the page's script runs to
+/// its end with no console error (a content-security violation or a link out would print one),
+/// and draws what the tap's text summary says: one mark per response, and kcat's row with the
+/// same requests.
+#[test]
+fn tap_html_page_renders_in_a_browser() {
+    let Some(b) = Broker::from_env("tap_html_page_renders_in_a_browser") else { return };
+    if skip::missing_tool("tap_html_page_renders_in_a_browser", "chromium", &["--version"]) {
+        return;
+    }
+    let topic = b.topic("cli-tap-html", 1);
+    let dir = std::env::temp_dir().join(unique("kw-tap-html"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let page = dir.join("report.html");
+    let tap = Tap::start(&b, &["--report", "--html", page.to_str().unwrap()]);
+    let boot = tap.bootstrap.clone();
+    ok(run("kcat", &["-b", boot.as_str(), "-P", "-t", topic.as_str(), "-X", "client.id=html-kcat"], b"a\nb\nc\n"), "kcat -P");
+    ok(run("kcat", &["-b", boot.as_str(), "-C", "-t", topic.as_str(), "-o", "beginning", "-c", "3", "-e", "-X", "client.id=html-kcat"], b""), "kcat -C");
+    let out = tap.stop();
+    // The text summary's row for kcat: its requests.
+    let row = out.lines().find(|l| l.starts_with("librdkafka ") && l.contains(" html-kcat ")).unwrap_or_else(|| panic!("{out}"));
+    let requests: u64 = row.split_whitespace().nth(5).unwrap().parse().unwrap();
+    let responses: u64 = out.lines().filter(|l| l.starts_with("c") && l.contains(" -> ")).count() as u64;
+
+    let profile = dir.join("profile");
+    let browser = Command::new("timeout")
+        .args(["60", "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking"])
+        .args(["--disable-component-update", "--disable-sync", "--enable-logging=stderr", "--v=0"])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&browser.stdout);
+    let console = String::from_utf8_lossy(&browser.stderr);
+    assert!(browser.status.success(), "chromium: {console}");
+    assert!(dom.contains("data-rendered=\"yes\""), "the script did not finish:\n{console}");
+    let logged: Vec<&str> = console.lines().filter(|l| l.contains("CONSOLE")).collect();
+    assert!(logged.is_empty(), "the page logged: {logged:?}");
+    assert!(!console.contains("Refused to"), "{console}");
+    let marks = dom.matches("class=\"event\"").count() as u64;
+    assert_eq!(marks, responses, "one mark per response");
+    assert!(dom.contains(&format!("data-responses=\"{responses}\"")), "{dom}");
+    assert!(dom.contains(&format!("<td class=\"n requests\">{requests}</td>")), "kcat's {requests} requests:\n{dom}");
+    assert!(dom.contains("Upgrade to Kafka 4.0") && dom.contains("nothing 4.0 lacks"), "{dom}");
+    let _ = std::fs::remove_dir_all(&dir);
     b.kwire_ok(&["topics", "delete", &topic], b"");
 }
 

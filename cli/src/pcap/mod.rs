@@ -25,6 +25,7 @@ use self::capture::{Capture, Segment};
 use self::frames::{Framer, Item};
 use self::tcp::{Chunk, HalfStream};
 use crate::error::{CaptureError, CliError, InputError};
+use crate::html::HtmlReport;
 use crate::message::{request_json, response_json};
 use crate::secrets::Secrets;
 use crate::talkers::{Talkers, Target};
@@ -56,8 +57,9 @@ struct Decoder<'a, W: Write> {
     conns: HashMap<(SocketAddr, SocketAddr), Conn>,
     next_id: u64,
     shown: Shown,
-    /// Who is talking, for `--report`.
+    /// Who is talking, for `--report` and `--html`.
     talkers: Talkers,
+    page: HtmlReport,
     out: &'a mut W,
 }
 
@@ -68,6 +70,8 @@ pub struct Shown {
     pub secrets: Secrets,
     pub records: Option<usize>,
     pub report: Option<Target>,
+    /// `--html FILE`: the page written at the end.
+    pub html: Option<std::path::PathBuf>,
 }
 
 /// Reads `path` and prints its Kafka messages as `shown` says. A corrupt capture prints what
@@ -75,7 +79,7 @@ pub struct Shown {
 pub fn run(path: &Path, ports: &[u16], shown: Shown, out: &mut impl Write) -> Result<(), CliError> {
     let capture_error = |what| CliError::Input(InputError::Capture { path: path.to_path_buf(), what });
     let mut cap = Capture::open(path).map_err(capture_error)?;
-    let mut dec = Decoder { ports, conns: HashMap::new(), next_id: 0, shown, talkers: Talkers::default(), out };
+    let mut dec = Decoder { ports, conns: HashMap::new(), next_id: 0, shown, talkers: Talkers::default(), page: HtmlReport::default(), out };
     let mut last = Duration::ZERO;
     let mut failure = None;
     loop {
@@ -156,8 +160,11 @@ impl<W: Write> Decoder<'_, W> {
         }
         for item in items {
             let line = Self::item_line(conn, (&mut self.shown.secrets, self.shown.records), request, item, time);
-            if let (Some(_), Value::Object(o)) = (&self.shown.report, &line) {
+            if let (true, Value::Object(o)) = (self.shown.report.is_some() || self.shown.html.is_some(), &line) {
                 self.talkers.observe(conn.id, o);
+                if self.shown.html.is_some() {
+                    self.page.observe(conn.id, time.as_secs_f64() * 1000.0, o);
+                }
             }
             writeln!(self.out, "{line}").map_err(CliError::io)?;
         }
@@ -276,6 +283,9 @@ impl<W: Write> Decoder<'_, W> {
         if self.shown.report.is_some() {
             let clients = self.talkers.json(self.shown.report.as_ref());
             crate::format::print_json(self.out, &json!({"clients": clients}))?;
+        }
+        if let Some(path) = &self.shown.html {
+            self.page.write(path, &self.talkers, self.shown.report.as_ref())?;
         }
         Ok(())
     }

@@ -659,7 +659,7 @@ fn outputs(c: &Case, version: i16, frames: &Frames, show: bool) -> Vec<(String, 
     write_pcap(&path, frames);
     for records in [None, Some(100)] {
         let mut text = Vec::new();
-        crate::pcap::run(&path, &[9092], crate::pcap::Shown { secrets: Secrets::new(show), records, report: None }, &mut text)
+        crate::pcap::run(&path, &[9092], crate::pcap::Shown { secrets: Secrets::new(show), records, report: None, html: None }, &mut text)
             .unwrap_or_else(|e| panic!("{}: {e}", c.name));
         out.push((if records.is_some() { "pcap --records" } else { "pcap" }.into(), text, true));
     }
@@ -859,7 +859,7 @@ fn pcap_withholds_bare_tokens_after_a_handshake_v0() {
         let path = std::env::temp_dir().join(format!("kwire-secrets-v0-{}-{show}.pcap", std::process::id()));
         write_pcap(&path, &frames);
         let mut out = Vec::new();
-        crate::pcap::run(&path, &[9092], crate::pcap::Shown { secrets: Secrets::new(show), records: None, report: None }, &mut out).unwrap();
+        crate::pcap::run(&path, &[9092], crate::pcap::Shown { secrets: Secrets::new(show), records: None, report: None, html: None }, &mut out).unwrap();
         let _ = std::fs::remove_file(&path);
         let lines: Vec<Value> = String::from_utf8_lossy(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(lines.len(), 5, "{lines:?}");
