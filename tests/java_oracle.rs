@@ -1202,8 +1202,9 @@ fn check_tables(dir: &Path, build: &Build, matrix: &mut Matrix) {
             None => matrix.record(&r, "table", Err(format!("kwire has no error code {code} ({})", e["name"]))),
             Some(i) => {
                 // The message apart, so an explained message difference cannot hide another.
-                let ours = json!({"code": i.code, "name": i.name, "retriable": i.retriable});
-                let java = json!({"code": e["code"], "name": e["name"], "retriable": e["retriable"]});
+                let invalid = kwire::ErrorCode(i.code).invalidates_metadata();
+                let ours = json!({"code": i.code, "name": i.name, "retriable": i.retriable, "invalidMetadata": invalid});
+                let java = json!({"code": e["code"], "name": e["name"], "retriable": e["retriable"], "invalidMetadata": e["invalidMetadata"]});
                 matrix.record(&r, "table", json_diff("", &ours, &java).map_or(Ok(()), |d| Err(format!("differs at {d}"))));
                 let m = json_diff(".message", &json!(i.message), &e["message"]);
                 matrix.record(&r, "table", m.map_or(Ok(()), |d| Err(format!("differs at {d}"))));

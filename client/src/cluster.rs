@@ -630,19 +630,13 @@ impl Client {
         self.call_node(leader, body).await
     }
 
-    /// Whether an error code calls for fresh metadata (leadership or topic changed).
+    /// Whether an error code calls for fresh metadata (leadership or topic changed): the codes
+    /// Kafka's metadata-invalidating exceptions stand for ([`ErrorCode::invalidates_metadata`]),
+    /// and two Java's clients also refresh on though they are not among them: a leader epoch
+    /// the broker does not know yet (the fetcher's `requestMetadataUpdate`) and a request to a
+    /// broker that is no longer the controller (the admin client's).
     pub fn needs_metadata_refresh(code: ErrorCode) -> bool {
-        matches!(
-            code,
-            ErrorCode::NOT_LEADER_OR_FOLLOWER
-                | ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
-                | ErrorCode::LEADER_NOT_AVAILABLE
-                | ErrorCode::FENCED_LEADER_EPOCH
-                | ErrorCode::UNKNOWN_LEADER_EPOCH
-                | ErrorCode::NOT_CONTROLLER
-                | ErrorCode::UNKNOWN_TOPIC_ID
-                | ErrorCode::KAFKA_STORAGE_ERROR
-        )
+        code.invalidates_metadata() || matches!(code, ErrorCode::UNKNOWN_LEADER_EPOCH | ErrorCode::NOT_CONTROLLER)
     }
 }
 

@@ -203,6 +203,28 @@ impl ErrorCode {
         self.info().is_some_and(|i| i.retriable)
     }
 
+    /// True for the codes whose Java exception is an `InvalidMetadataException`: the client's
+    /// view of the cluster (a partition's leader, a topic) is out of date, and its metadata
+    /// should be refreshed before the request is retried.
+    pub fn invalidates_metadata(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::NOT_LEADER_OR_FOLLOWER
+                | ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
+                | ErrorCode::LEADER_NOT_AVAILABLE
+                | ErrorCode::FENCED_LEADER_EPOCH
+                | ErrorCode::UNKNOWN_TOPIC_ID
+                | ErrorCode::INCONSISTENT_TOPIC_ID
+                | ErrorCode::KAFKA_STORAGE_ERROR
+                | ErrorCode::REPLICA_NOT_AVAILABLE
+                | ErrorCode::NETWORK_EXCEPTION
+                | ErrorCode::LISTENER_NOT_FOUND
+                | ErrorCode::PREFERRED_LEADER_NOT_AVAILABLE
+                | ErrorCode::ELIGIBLE_LEADERS_NOT_AVAILABLE
+                | ErrorCode::ELECTION_NOT_NEEDED
+        )
+    }
+
     /// Kafka's default message.
     pub fn message(self) -> Option<&'static str> {
         self.info().map(|i| i.message)

@@ -28,6 +28,7 @@ import java.util.Random;
 import java.util.TreeMap;
 import java.util.jar.JarFile;
 import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.errors.InvalidMetadataException;
 import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.message.ApiMessageType;
 import org.apache.kafka.common.protocol.ApiKeys;
@@ -679,6 +680,7 @@ public final class Oracle {
                     .put("code", e.code())
                     .put("name", e.name())
                     .put("retriable", e.exception() instanceof RetriableException)
+                    .put("invalidMetadata", e.exception() instanceof InvalidMetadataException)
                     .put("message", e.message());
             }
             ArrayNode apis = root.putArray("apis");
