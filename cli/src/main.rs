@@ -340,11 +340,14 @@ async fn run_kafka(settings: connect::Settings, command: Command, out: &mut impl
     }
 }
 
-/// `kwire tap`: the proxy needs only the broker's address; TLS it could not read.
+/// `kwire tap`: the proxy needs the broker's address, and for a TLS listener the CA to check
+/// it against (`--upstream-ca`).
 fn run_tap(connect: &connect::ConnectArgs, args: tap::TapArgs) -> Result<(), CliError> {
     let settings = connect::Settings::from_args(connect)?;
-    if matches!(settings.protocol, connect::Protocol::Ssl | connect::Protocol::SaslSsl) {
-        return Err(CliError::Usage("tap: TLS connections are relayed unread; tap a PLAINTEXT or SASL_PLAINTEXT listener".into()));
+    if matches!(settings.protocol, connect::Protocol::Ssl | connect::Protocol::SaslSsl) && args.upstream_ca.is_none() {
+        return Err(CliError::Usage(
+            "tap: the listener speaks TLS: give --upstream-ca (the brokers' CA), and --tls-cert and --tls-key for the tap's own side".into(),
+        ));
     }
     let upstream = settings.bootstrap.ok_or_else(|| CliError::Usage("tap: which broker? give -b HOST:PORT".into()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(CliError::Io)?;

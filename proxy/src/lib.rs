@@ -34,9 +34,9 @@
 //!   by kwire's [`FrameDecoder`](kwire::codec::FrameDecoder), which reserves room as the bytes
 //!   arrive, so a size prefix alone costs at most 64 KiB.
 //! - **SASL** passes through: its frames are ordinary Kafka frames the proxy does not change.
-//!   **TLS** is not terminated: a connection opening with a TLS record is relayed as opaque
-//!   bytes, so endpoints inside it are not rewritten (terminate TLS in front of the proxy, or
-//!   advertise addresses that resolve to it).
+//!   **TLS** is terminated when [`Config::tls`] gives the proxy a certificate (and spoken to the
+//!   brokers with [`Config::upstream_tls`]); without it a connection opening with a TLS record
+//!   is relayed as opaque bytes, so endpoints inside it are not rewritten.
 //! - **Limits** ([`Config`]): connections (further clients are closed at once), frame size (a
 //!   larger frame closes its connection), at most [`MAX_IN_FLIGHT`] requests in flight per
 //!   connection, and brokers (listeners).
