@@ -381,7 +381,7 @@ impl Client {
         self.use_topic(topic);
         ClientFuture::boxed(async move {
             let m = if create { self.refresh(Some(vec![topic.to_owned()]), true).await? } else { self.refresh_in_use().await? };
-            m.topics.get(topic).cloned().ok_or_else(|| Error::UnknownTopicOrPartition(topic.to_owned()))
+            m.topics.get(topic).cloned().ok_or_else(|| Error::unknown(topic, None, "not in the cluster's metadata"))
         })
     }
 
@@ -621,11 +621,7 @@ impl Client {
     pub async fn call_leader(&self, topic: &str, partition: i32, body: impl Into<RequestKind>) -> Result<Option<ResponseKind>> {
         let leader = match self.metadata().leader(topic, partition) {
             Some(l) => l,
-            None => self
-                .refresh_metadata()
-                .await?
-                .leader(topic, partition)
-                .ok_or_else(|| Error::UnknownTopicOrPartition(format!("{topic}-{partition} has no known leader")))?,
+            None => self.refresh_metadata().await?.leader(topic, partition).ok_or_else(|| Error::unknown(topic, Some(partition), "no known leader"))?,
         };
         self.call_node(leader, body).await
     }

@@ -92,8 +92,15 @@ pub enum Error {
     Disconnected(String),
     /// A configuration value is not usable.
     Config(String),
-    /// Metadata does not know the topic or partition.
-    UnknownTopicOrPartition(String),
+    /// Metadata does not know the topic, or the partition, or its leader.
+    UnknownTopicOrPartition {
+        /// The topic.
+        topic: String,
+        /// The partition, where one was asked for.
+        partition: Option<i32>,
+        /// What was missing: `no known leader`, `the topic has 3 partitions`, ...
+        reason: String,
+    },
     /// Metadata names a broker (as a leader, say) that it does not list.
     UnknownBroker(i32),
     /// The principal may not do this to `resource` (a `*_AUTHORIZATION_FAILED` code).
@@ -127,7 +134,7 @@ pub enum Error {
         end_offset: i64,
     },
     /// A partition has no committed offset and the reset policy is `None`.
-    NoOffset(String),
+    NoOffset(TopicPartition),
     /// The consumer refused a call or could not read a partition: see [`ConsumerError`].
     Consumer(ConsumerError),
     /// Group membership or a group's offsets failed: see [`GroupError`].
@@ -570,7 +577,7 @@ impl Error {
         match self {
             Error::Io { .. } | Error::Timeout { .. } | Error::Disconnected(_) => true,
             Error::Broker { code, .. } => code.is_retriable(),
-            Error::UnknownTopicOrPartition(_) | Error::UnknownBroker(_) => true,
+            Error::UnknownTopicOrPartition { .. } | Error::UnknownBroker(_) => true,
             Error::Producer(e) => e.is_retriable(),
             Error::Group(e) => e.is_retriable(),
             Error::OAuth(e) => e.is_retriable(),
@@ -640,6 +647,11 @@ impl Error {
         }
     }
 
+    /// Metadata lacks `topic` (`partition`: or that partition of it), for `reason`.
+    pub(crate) fn unknown(topic: &str, partition: Option<i32>, reason: impl Into<String>) -> Error {
+        Error::UnknownTopicOrPartition { topic: topic.to_owned(), partition, reason: reason.into() }
+    }
+
     /// A transport failure talking with `addr`.
     pub(crate) fn io(addr: &str, e: std::io::Error) -> Error {
         Error::Io { addr: addr.to_owned(), message: e.to_string(), cause: Some(Arc::new(e)) }
@@ -687,7 +699,8 @@ impl fmt::Display for Error {
             }
             Error::Disconnected(m) => write!(f, "disconnected: {m}"),
             Error::Config(m) => write!(f, "configuration: {m}"),
-            Error::UnknownTopicOrPartition(m) => write!(f, "unknown topic or partition: {m}"),
+            Error::UnknownTopicOrPartition { topic, partition: Some(p), reason } => write!(f, "unknown topic or partition {topic}-{p}: {reason}"),
+            Error::UnknownTopicOrPartition { topic, partition: None, reason } => write!(f, "unknown topic {topic}: {reason}"),
             Error::UnknownBroker(id) => write!(f, "metadata lists no broker with node id {id}"),
             Error::Authorization { resource, code, message, context } => {
                 write!(f, "{context}: not authorized for {resource} ({})", code.name().unwrap_or("AUTHORIZATION_FAILED"))?;
@@ -877,6 +890,16 @@ mod tests {
         assert!(matches!(cause::<Error>(&e), Some(Error::Timeout { .. })), "{e:?}");
         // Clones share the cause.
         assert!(std::error::Error::source(&e.clone()).is_some());
+    }
+
+    #[test]
+    fn unknown_partitions_and_missing_offsets_say_which() {
+        let e = Error::unknown("orders", Some(3), "no known leader");
+        assert!(matches!(&e, Error::UnknownTopicOrPartition { topic, partition: Some(3), .. } if topic == "orders"), "{e:?}");
+        assert_eq!(e.to_string(), "unknown topic or partition orders-3: no known leader");
+        assert_eq!(Error::unknown("orders", None, "not in the cluster's metadata").to_string(), "unknown topic orders: not in the cluster's metadata");
+        let e = Error::NoOffset(TopicPartition::new("orders", 1));
+        assert!(matches!(&e, Error::NoOffset(tp) if tp.partition == 1), "{e:?}");
     }
 
     #[test]

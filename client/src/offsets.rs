@@ -170,7 +170,7 @@ pub(crate) async fn list_offsets(
         todo = again;
     }
     if let Some((tp, _)) = todo.first() {
-        return Err(Error::UnknownTopicOrPartition(format!("ListOffsets for {tp}: no leader answered")));
+        return Err(Error::unknown(&tp.topic, Some(tp.partition), "ListOffsets: no leader answered"));
     }
     Ok(out)
 }

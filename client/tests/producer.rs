@@ -199,9 +199,9 @@ async fn unknown_topics_and_partitions_are_typed_errors() {
     let config = ProducerConfig { max_block: Duration::from_millis(300), ..Default::default() };
     let producer = Producer::new(client.clone(), config).unwrap();
     let err = producer.send(ProducerRecord::new(&name, "x").partition(5)).await.err().expect("no partition 5");
-    assert!(matches!(err, Error::UnknownTopicOrPartition(_)), "{err:?}");
+    assert!(matches!(err, Error::UnknownTopicOrPartition { .. }), "{err:?}");
     let err = producer.send(ProducerRecord::new("kw-no-such-topic", "x")).await.err().expect("no such topic");
-    assert!(matches!(err, Error::UnknownTopicOrPartition(_)), "{err:?}");
+    assert!(matches!(err, Error::UnknownTopicOrPartition { .. }), "{err:?}");
     producer.close().await.unwrap();
 }
 

@@ -50,7 +50,7 @@ impl Admin {
         for (i, (tp, _)) in before.iter().enumerate() {
             match metadata.leader(&tp.topic, tp.partition) {
                 Some(leader) => by_leader.entry(leader).or_default().push(i),
-                None => results[i] = Some(Err(Error::UnknownTopicOrPartition(format!("{tp} has no known leader")))),
+                None => results[i] = Some(Err(Error::unknown(&tp.topic, Some(tp.partition), "no known leader"))),
             }
         }
         for (leader, indexes) in by_leader {

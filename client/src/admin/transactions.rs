@@ -156,7 +156,7 @@ impl Admin {
         let mut out = BTreeMap::new();
         for tp in partitions {
             let Some(leader) = metadata.leader(&tp.topic, tp.partition) else {
-                out.insert(tp.clone(), Err(Error::UnknownTopicOrPartition(format!("{tp} has no known leader"))));
+                out.insert(tp.clone(), Err(Error::unknown(&tp.topic, Some(tp.partition), "no known leader")));
                 continue;
             };
             let request = DescribeProducersRequest {
@@ -239,8 +239,9 @@ impl Admin {
 
     async fn abort_transaction_boxed(&self, partition: &TopicPartition, producer: &ActiveProducer) -> Result<()> {
         let metadata = self.client.refresh_metadata().await?;
-        let leader =
-            metadata.leader(&partition.topic, partition.partition).ok_or_else(|| Error::UnknownTopicOrPartition(format!("{partition} has no known leader")))?;
+        let leader = metadata
+            .leader(&partition.topic, partition.partition)
+            .ok_or_else(|| Error::unknown(&partition.topic, Some(partition.partition), "no known leader"))?;
         let epoch = i16::try_from(producer.producer_epoch).map_err(|_| Error::Config(format!("producer epoch {} out of range", producer.producer_epoch)))?;
         let request = WriteTxnMarkersRequest {
             markers: vec![WritableTxnMarker {

@@ -411,7 +411,7 @@ impl Consumer {
             return Err(Error::Consumer(ConsumerError::NotAssigned(tp.clone())));
         }
         self.resolve_positions().await?;
-        self.subscription.partitions.get(tp).and_then(|s| s.position).ok_or_else(|| Error::NoOffset(tp.to_string()))
+        self.subscription.partitions.get(tp).and_then(|s| s.position).ok_or_else(|| Error::NoOffset(tp.clone()))
     }
 
     /// The next batch of records (at most `max_poll_records`), waiting at most `timeout` for

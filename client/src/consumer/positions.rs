@@ -40,7 +40,7 @@ impl Consumer {
             }
         }
         if let Some((tp, _)) = need_reset.iter().find(|(_, r)| *r == OffsetReset::None) {
-            return Err(Error::NoOffset(tp.to_string()));
+            return Err(Error::NoOffset(tp.clone()));
         }
         if need_reset.is_empty() {
             return Ok(());

@@ -351,7 +351,7 @@ impl Accumulator {
         let queues = self.topics.entry(name.clone()).or_default();
         let (partition, sticky) = match (partition, &key) {
             (Some(p), _) if p >= 0 && (p as usize) < n => (p, false),
-            (Some(p), _) => return Err(Error::UnknownTopicOrPartition(format!("{name}-{p} (the topic has {n} partitions)"))),
+            (Some(p), _) => return Err(Error::unknown(name, Some(p), format!("the topic has {n} partitions"))),
             (None, Some(key)) if !cfg.partitioner_ignore_keys => (partition_for_key(key, n), false),
             (None, _) => match queues.sticky {
                 Some(s) if (s.partition as usize) < n => (s.partition, true),
@@ -370,7 +370,7 @@ impl Accumulator {
             }
         }
         let Some(queue) = queues.partitions.get_mut(partition as usize) else {
-            return Err(Error::UnknownTopicOrPartition(format!("{name}-{partition} (the topic has {n} partitions)")));
+            return Err(Error::unknown(name, Some(partition), format!("the topic has {n} partitions")));
         };
         let mut r = Record::new(0, timestamp, key, value);
         for (k, v) in headers {

@@ -580,11 +580,11 @@ impl Producer {
             // As Java's producer: a topic that does not exist is created where the broker allows.
             match self.shared.client.topic_with(&record.topic, true).await {
                 Ok(t) if !t.partitions.is_empty() => break t,
-                Ok(_) | Err(Error::UnknownTopicOrPartition(_)) if tokio::time::Instant::now() < deadline() => {
+                Ok(_) | Err(Error::UnknownTopicOrPartition { .. }) if tokio::time::Instant::now() < deadline() => {
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
-                Ok(_) | Err(Error::UnknownTopicOrPartition(_)) => {
-                    return Err(Error::UnknownTopicOrPartition(format!("topic {} not present in metadata after {:?} (max_block)", record.topic, cfg.max_block)))
+                Ok(_) | Err(Error::UnknownTopicOrPartition { .. }) => {
+                    return Err(Error::unknown(&record.topic, None, format!("not present in metadata after {:?} (max_block)", cfg.max_block)))
                 }
                 Err(e) => return Err(e),
             }

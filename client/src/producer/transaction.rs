@@ -381,7 +381,7 @@ pub(crate) fn severity(e: &Error) -> Severity {
         // Anything else a coordinator answers is unexpected: Java gives up on the producer.
         Some(_) => Severity::Fatal,
         None => match e {
-            Error::Producer(_) | Error::UnknownTopicOrPartition(_) => Severity::Abortable,
+            Error::Producer(_) | Error::UnknownTopicOrPartition { .. } => Severity::Abortable,
             _ => Severity::Fatal,
         },
     }
