@@ -94,6 +94,8 @@ pub fn jsonl(input: impl BufRead, out: &mut impl Write) -> Result<(), CliError> 
 const MAX_SHOWN_BYTES: usize = 1024;
 /// The most one batch may inflate to when shown (a zip bomb shows as an error).
 const MAX_INFLATED: usize = 16 << 20;
+/// The most headers of one record shown; the rest are counted.
+const MAX_SHOWN_HEADERS: usize = 32;
 
 /// Replaces the records blobs (base64 strings) of a Produce request's or a Fetch or ShareFetch
 /// response's body by their batches, readable; `budget` is how many more records the frame may
@@ -169,6 +171,7 @@ fn readable_record(r: &Record) -> Value {
     let headers: Vec<Value> = r
         .headers
         .iter()
+        .take(MAX_SHOWN_HEADERS)
         .map(|h| {
             let value = match h.value.as_deref() {
                 // Confluent's schema ids in headers: a version byte 1 and a 16-byte GUID.
@@ -180,13 +183,17 @@ fn readable_record(r: &Record) -> Value {
             json!({"key": h.key.to_string(), "value": value})
         })
         .collect();
-    json!({
+    let mut o = json!({
         "offset": r.offset,
         "timestamp": r.timestamp,
         "key": r.key.as_deref().map_or(Value::Null, readable),
         "value": r.value.as_deref().map_or(Value::Null, readable),
         "headers": headers,
-    })
+    });
+    if let (Some(more), Some(o)) = (r.headers.len().checked_sub(MAX_SHOWN_HEADERS).filter(|n| *n > 0), o.as_object_mut()) {
+        o.insert("omittedHeaders".into(), json!(more));
+    }
+    o
 }
 
 /// A GUID as its canonical text (8-4-4-4-12 hex digits).
@@ -281,6 +288,12 @@ mod readable_tests {
         expand(ApiKey::Produce.key(), true, &mut body, &mut budget);
         let b = &body["topicData"][0]["partitionData"][0]["records"]["batches"][0];
         assert_eq!(b["records"].as_array().map(Vec::len), Some(3));
+        // A record with many headers shows the first 32.
+        let many = (0..40).fold(Record::new(0, 0, None, None), |r, i| r.with_header(format!("h{i}"), None));
+        let mut many_body = produce_body(&batch(&[many], Compression::None));
+        expand(ApiKey::Produce.key(), true, &mut many_body, &mut 10);
+        let r = &many_body["topicData"][0]["partitionData"][0]["records"]["batches"][0]["records"][0];
+        assert_eq!((r["headers"].as_array().map(Vec::len), r["omittedHeaders"].as_u64()), (Some(32), Some(8)));
         assert_eq!(b["omittedRecords"], json!(7));
         assert_eq!(budget, 0);
 

@@ -146,6 +146,8 @@ struct State {
     secrets: Secrets,
     /// `--records`: the records shown per frame.
     records: Option<usize>,
+    /// Bytes of record lines held by pending requests (at most [`MAX_PENDING_RECORDS`]).
+    pending_records: usize,
     /// Who is talking: the clients in the summary.
     talkers: Talkers,
     /// `--report`: the release whose upgrade the summary looks at.
@@ -159,6 +161,10 @@ struct State {
 
 /// Requests awaiting a response that the tap remembers (their connections may have closed).
 const MAX_PENDING: usize = 65_536;
+
+/// Bytes of `--records` lines held for requests awaiting their response; past it a request's
+/// records are not kept (its line says so).
+const MAX_PENDING_RECORDS: usize = 64 << 20;
 
 /// Bytes of frames copied for the printer and not yet printed. Past it (a terminal slower than
 /// the traffic) frames are forwarded but not shown, and counted, so memory stays bounded.
@@ -314,6 +320,9 @@ fn record_line(at: &str, r: &Value) -> String {
         arr(r, "headers").iter().map(|h| format!("{}={}", h.get("key").and_then(Value::as_str).unwrap_or("?"), shown(&h["value"]))).collect();
     if !headers.is_empty() {
         line.push_str(&format!(" headers: {}", headers.join(" ")));
+    }
+    if let Some(n) = int(r, "omittedHeaders") {
+        line.push_str(&format!(" (and {n} more header(s))"));
     }
     line
 }
@@ -576,6 +585,7 @@ impl State {
             // Requests of connections that closed unanswered: forget them rather than grow.
             self.abandoned += self.pending.len() as u64;
             self.pending.clear();
+            self.pending_records = 0;
         }
         let key = (seen.connection, seen.correlation_id);
         let text = match (request, decoded) {
@@ -588,7 +598,18 @@ impl State {
                 if acks0 {
                     Some(std::iter::once(format!("{head} {summary}")).chain(records).collect::<Vec<_>>().join("\n"))
                 } else {
-                    self.pending.insert(key, Pending { at: seen.at, summary, records });
+                    let size: usize = records.iter().map(String::len).sum();
+                    let records = if self.pending_records + size <= MAX_PENDING_RECORDS {
+                        self.pending_records += size;
+                        records
+                    } else if records.is_empty() {
+                        records
+                    } else {
+                        vec![format!("  ({} record line(s) not kept: {} MiB of them await responses)", records.len(), MAX_PENDING_RECORDS >> 20)]
+                    };
+                    if let Some(old) = self.pending.insert(key, Pending { at: seen.at, summary, records }) {
+                        self.pending_records -= old.records.iter().map(String::len).sum::<usize>().min(self.pending_records);
+                    }
                     None
                 }
             }
@@ -607,6 +628,7 @@ impl State {
                     }
                 }
                 let (request_summary, mut records) = pending.map(|p| (p.summary, p.records)).unwrap_or_default();
+                self.pending_records -= records.iter().map(String::len).sum::<usize>().min(self.pending_records);
                 let (response_summary, errors) = match decoded {
                     Ok((header, mut body)) => {
                         let (text, errors) = self.response_summary(seen.api_key, &body);

@@ -113,8 +113,6 @@ pub(crate) async fn serve(shared: &Arc<Shared>, mut client: TcpStream, upstream:
     end.map(|_| ())
 }
 
-/// Reads the next frame's payload (after its size prefix) with the shared frame decoder;
-/// `None` at the end of the stream.
 /// A TLS handshake, bounded by [`TLS_HANDSHAKE_TIMEOUT`].
 async fn handshake<S>(accept: impl std::future::Future<Output = std::io::Result<S>>, what: String) -> Result<S, ProxyError> {
     match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, accept).await {
@@ -123,6 +121,8 @@ async fn handshake<S>(accept: impl std::future::Future<Output = std::io::Result<
     }
 }
 
+/// Reads the next frame's payload (after its size prefix) with the shared frame decoder;
+/// `None` at the end of the stream.
 async fn read_frame(r: &mut (impl AsyncRead + Unpin), buf: &mut BytesMut, frames: &FrameDecoder, side: &str) -> Result<Option<Bytes>, ProxyError> {
     loop {
         if let Some(frame) = frames.decode(buf).map_err(ProxyError::Frame)? {
