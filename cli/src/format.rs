@@ -228,6 +228,12 @@ impl Table {
     }
 }
 
+/// The value at quantile `q` (0-1) of `sorted` (ascending; nearest rank), if it has any.
+pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
+    let i = ((sorted.len() as f64 * q).ceil() as usize).saturating_sub(1);
+    sorted.get(i.min(sorted.len().saturating_sub(1))).copied()
+}
+
 /// Prints a JSON value on one line.
 pub fn print_json(out: &mut impl Write, v: &Value) -> Result<(), CliError> {
     writeln!(out, "{v}").map_err(CliError::io)

@@ -95,7 +95,7 @@ impl HtmlReport {
             .map(|api| {
                 let mut l = self.latencies.get(api).cloned().unwrap_or_default();
                 l.sort_by(f64::total_cmp);
-                let q = |q: f64| l.get(((l.len() as f64 * q).ceil() as usize).saturating_sub(1)).copied();
+                let q = |q: f64| crate::format::quantile(&l, q);
                 let mut buckets = vec![0u64; BUCKET_EDGES.len() + 1];
                 for ms in &l {
                     let b = BUCKET_EDGES.iter().position(|edge| ms < edge).unwrap_or(BUCKET_EDGES.len());

@@ -82,8 +82,7 @@ impl Stats {
     fn latency(&self, q: f64) -> Option<f64> {
         let mut l = self.latencies_ms.clone();
         l.sort_by(f64::total_cmp);
-        let i = ((l.len() as f64 * q).ceil() as usize).saturating_sub(1);
-        l.get(i).copied()
+        crate::format::quantile(&l, q)
     }
 }
 

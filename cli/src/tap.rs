@@ -686,11 +686,7 @@ impl State {
         let mut table = Table::new(&["API", "REQUESTS", "RESPONSES", "ERRORS", "UNDECODABLE", "BYTES-OUT", "BYTES-IN", "P50-MS", "P99-MS", "MAX-MS"]);
         for (key, s) in &mut self.apis {
             s.latencies_ms.sort_by(f64::total_cmp);
-            let pct = |q: f64| -> Option<f64> {
-                let n = s.latencies_ms.len();
-                let i = ((n as f64 * q).ceil() as usize).saturating_sub(1);
-                s.latencies_ms.get(i.min(n.saturating_sub(1))).copied()
-            };
+            let pct = |q: f64| crate::format::quantile(&s.latencies_ms, q);
             let (p50, p99, max) = (pct(0.5), pct(0.99), s.latencies_ms.last().copied());
             let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"));
             table.row(vec![
