@@ -43,6 +43,7 @@ pub use messages::{ApiKey, RequestKind, ResponseKind};
 pub mod header;
 pub mod negotiate;
 pub mod records;
+pub mod wireshark;
 
 /// Borrowed views (`XxxView<'a>` beside every message): read in place, without allocating.
 pub use kwire_runtime::view::{ArrayView, IntoOwned, MessageView, TaggedView, View, Viewed};

@@ -29,6 +29,7 @@ mod talkers;
 mod tap;
 mod topics;
 mod versions;
+mod wireshark;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -95,6 +96,14 @@ const TAP_EXAMPLES: &str = "Examples:
 One line per request and its response, e.g.
   c3 Produce v11 corr=7 topic=orders p0: 42 records 4.1 KB -> offset 1700, 1.3 ms
 and per-api counts and latencies on Ctrl-C, SIGTERM, --count or --duration.";
+const WIRESHARK_EXAMPLES: &str = "Examples:
+  kwire wireshark --port 9092 --port 9093 > kafka_kwire.lua
+  tshark -X lua_script:kafka_kwire.lua -Y kwire -r capture.pcap
+  tshark -X lua_script:kafka_kwire.lua -r capture.pcap -Y 'kwire.error_code != 0' -O kwire
+  cp kafka_kwire.lua ~/.local/lib/wireshark/plugins/     # Wireshark loads it at start
+
+Protocol `kwire`; header fields kwire.header.*, body fields kwire.<snake_case name>, record
+batches kwire.batch.*; malformed frames carry the expert info kwire.malformed.";
 const COMPLETIONS_EXAMPLES: &str = "Examples:
   kwire completions bash > /etc/bash_completion.d/kwire
   kwire completions zsh > \"${fpath[1]}/_kwire\"
@@ -127,6 +136,9 @@ enum Command {
     Pcap(PcapArgs),
     /// Decodes a records blob (record batches or legacy message sets) and prints its JSON.
     Records(RecordsArgs),
+    /// Prints a Wireshark dissector (Lua) for every api key and version of this build.
+    #[command(after_help = WIRESHARK_EXAMPLES)]
+    Wireshark(WiresharkArgs),
     /// Writes records from stdin or a file to a topic, one per line (or per -D delimiter).
     #[command(after_help = PRODUCE_EXAMPLES)]
     Produce(produce::ProduceArgs),
@@ -305,6 +317,17 @@ struct PcapArgs {
 }
 
 #[derive(Args)]
+struct WiresharkArgs {
+    /// TCP ports of Kafka listeners (repeatable). Default 9092.
+    #[arg(long = "port")]
+    ports: Vec<u16>,
+    /// Show SASL payloads, token HMACs, SCRAM salts and secret config values, which the
+    /// dissector otherwise withholds (its "Show secrets" preference starts on).
+    #[arg(long)]
+    show_secrets: bool,
+}
+
+#[derive(Args)]
 struct RecordsArgs {
     /// The records as hex; raw bytes are read from stdin otherwise.
     #[arg(long, conflicts_with = "jsonl")]
@@ -453,6 +476,10 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 html: a.report.html.clone(),
             };
             pcap::run(&a.file, &ports, shown, &mut out)?;
+        }
+        Command::Wireshark(a) => {
+            let ports = if a.ports.is_empty() { vec![9092] } else { a.ports };
+            out.write_all(wireshark::dissector(&ports, a.show_secrets).as_bytes()).map_err(CliError::io)?;
         }
         Command::Records(a) => {
             if a.jsonl {

@@ -154,6 +154,31 @@ const RULES: &[Rule] = &[
     rule(ApiKey::FetchSnapshot, RESP, &["topics", "partitions"], What::Bytes("unalignedRecords")),
 ];
 
+/// The rules as the Wireshark dissector's `SECRETS` table (see `kwire::wireshark::SECRETS_LINE`).
+/// Records are summarised there, never shown, so the metadata log needs no rule.
+pub fn lua_rules() -> String {
+    // Api key -> (request rules, response rules).
+    let mut apis: std::collections::BTreeMap<i16, (Vec<String>, Vec<String>)> = std::collections::BTreeMap::new();
+    for r in RULES {
+        let path: Vec<String> = r.path.iter().map(|p| format!("\"{p}\"")).collect();
+        let path = format!("{{ {} }}", path.join(", "));
+        let rule = match r.what {
+            What::Bytes(field) => format!("{{ path = {path}, bytes = \"{field}\" }}"),
+            What::Sasl => format!("{{ path = {path}, bytes = \"authBytes\" }}"),
+            What::Config { name, value } => format!("{{ path = {path}, config = {{ \"{name}\", \"{value}\" }} }}"),
+            What::MetadataLog(_) => continue,
+        };
+        let (request, response) = apis.entry(r.api.key()).or_default();
+        if r.request { request } else { response }.push(rule);
+    }
+    let mut out = String::from("local SECRETS = {\n");
+    for (api, (request, response)) in apis {
+        out.push_str(&format!("  [{api}] = {{ request = {{ {} }}, response = {{ {} }} }},\n", request.join(", "), response.join(", ")));
+    }
+    out.push('}');
+    out
+}
+
 /// Calls `f` on every object at `path` under `v`, walking arrays on the way element by element.
 fn each_object(v: &mut Value, path: &[&str], f: &mut dyn FnMut(&mut Map<String, Value>)) {
     match v {

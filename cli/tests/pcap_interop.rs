@@ -2,7 +2,9 @@
 //! `tests/pcap/make_capture.sh` against a tiny broker this test starts, decoded by
 //! `kwire pcap` and compared with what tshark's Kafka dissector reports for the same file:
 //! every request's api key, version and correlation id, every response's correlation id (and api
-//! key where tshark gives one), and topic names wherever tshark reports them.
+//! key where tshark gives one), and topic names wherever tshark reports them. Every capture is
+//! also run through `kwire wireshark`'s dissector, which must agree with `kwire pcap` on every
+//! field of every frame.
 //!
 //! Needs root (capturing on `lo`), tcpdump, tshark and python3 with confluent-kafka, as `.ci/run`
 //! installs them. `KWIRE_SKIP_INTEROP=1` skips it.
@@ -10,6 +12,8 @@
 
 #[path = "pcap/broker.rs"]
 mod broker;
+#[path = "wireshark/check.rs"]
+mod check;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -154,7 +158,8 @@ fn tshark(pcap: &Path, port: u16) -> Vec<TsharkRow> {
 enum Session {
     /// The librdkafka producer: exactly ApiVersions, Metadata and three Produce or more.
     Producer,
-    /// Kafka's Java admin, producer and consumer: at least these api keys.
+    /// Kafka's Java admin, producer and consumer, or kcat and kafka-python: at least these
+    /// api keys.
     JavaClients(&'static [i64]),
 }
 
@@ -162,7 +167,11 @@ fn compare(name: &str, cap: Option<i16>, compare_topics: bool) {
     compare_capture(|attempt| capture(&format!("{name}-{attempt}"), cap), compare_topics, Session::Producer);
 }
 
+/// Captures filter on the broker's port: two at once would see each other's traffic.
+static CAPTURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn compare_capture(mut capture: impl FnMut(u32) -> (PathBuf, u16), compare_topics: bool, session: Session) {
+    let _one_at_a_time = CAPTURING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     // A capture can come back empty when tcpdump is stopped before libpcap hands it the packets
     // (seen on one CI kernel); capture again rather than compare nothing.
     let (pcap, port, rows) = (1..=3)
@@ -177,6 +186,17 @@ fn compare_capture(mut capture: impl FnMut(u32) -> (PathBuf, u16), compare_topic
         .find(|(_, _, rows)| !rows.is_empty())
         .expect("three captures in a row held no Kafka traffic (is tcpdump capturing on lo?)");
     let ours = ours(&pcap, port, matches!(session, Session::JavaClients(_)));
+    let checked = check::against_kwire_pcap(Path::new(env!("CARGO_BIN_EXE_kwire")), &pcap, &[port], pcap.parent().unwrap());
+    assert_eq!(checked.frames, ours.requests.len() + ours.responses.len(), "the dissector shows every message kwire pcap does");
+    let builtin = check::builtin_coverage(&pcap, port);
+    eprintln!(
+        "{}: the dissector and kwire pcap agree on {} frames ({} field values, {} newer than the specs); tshark's built-in dissector decodes {} fully",
+        pcap.display(),
+        checked.frames,
+        checked.values,
+        checked.newer,
+        builtin.full_frames
+    );
     // --report: one last line with the clients, which sent every request counted above.
     let report = Command::new(env!("CARGO_BIN_EXE_kwire")).args(["pcap", pcap.to_str().unwrap(), "--port", &port.to_string(), "--report"]).output().unwrap();
     assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
@@ -261,16 +281,7 @@ fn java_clients_against_real_kafka_match_tshark() {
     if skip() {
         return;
     }
-    let Some(env) = std::env::var("KWIRE_BROKER").ok().filter(|s| !s.is_empty()) else {
-        assert!(std::env::var("KWIRE_REQUIRE_BROKER").map_or(true, |v| v != "1"), "KWIRE_BROKER is unset");
-        eprintln!("skipped: KWIRE_BROKER is unset (scripts/kafka.sh start VERSION writes the env file it names)");
-        return;
-    };
-    let text = std::fs::read_to_string(&env).unwrap_or_else(|e| panic!("{env}: {e}"));
-    let var = |k: &str| -> String {
-        text.lines().find_map(|l| l.strip_prefix(k).and_then(|r| r.strip_prefix('='))).unwrap_or_else(|| panic!("{env}: no {k}")).to_owned()
-    };
-    let (bootstrap, lib) = (var("PLAINTEXT"), var("KAFKA_LIB"));
+    let Some((bootstrap, lib)) = broker_env() else { return };
     let port: u16 = bootstrap.rsplit(':').next().unwrap().parse().unwrap();
     let dir = std::env::temp_dir().join(format!("kwire-pcap-java-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -293,5 +304,56 @@ fn java_clients_against_real_kafka_match_tshark() {
     // CreateTopics (admin), a classic group's FindCoordinator, JoinGroup, SyncGroup,
     // OffsetFetch, OffsetCommit and LeaveGroup.
     let expected: &'static [i64] = &[18, 3, 0, 1, 2, 22, 19, 10, 11, 14, 9, 8, 13];
+    compare_capture(capture, false, Session::JavaClients(expected));
+}
+
+/// The real broker of `KWIRE_BROKER` (the env file of `scripts/kafka.sh start VERSION`): its
+/// PLAINTEXT bootstrap address and its jars' folder. `None` (skip) when unset, unless
+/// `KWIRE_REQUIRE_BROKER=1`.
+fn broker_env() -> Option<(String, String)> {
+    let Some(env) = std::env::var("KWIRE_BROKER").ok().filter(|s| !s.is_empty()) else {
+        assert!(std::env::var("KWIRE_REQUIRE_BROKER").map_or(true, |v| v != "1"), "KWIRE_BROKER is unset");
+        eprintln!("skipped: KWIRE_BROKER is unset (scripts/kafka.sh start VERSION writes the env file it names)");
+        return None;
+    };
+    let text = std::fs::read_to_string(&env).unwrap_or_else(|e| panic!("{env}: {e}"));
+    let var = |k: &str| -> String {
+        text.lines().find_map(|l| l.strip_prefix(k).and_then(|r| r.strip_prefix('='))).unwrap_or_else(|| panic!("{env}: no {k}")).to_owned()
+    };
+    Some((var("PLAINTEXT"), var("KAFKA_LIB")))
+}
+
+/// kcat and kafka-python (cli/tests/pcap/kcat_and_python.sh) against the real broker of
+/// `KWIRE_BROKER`, as the Java clients above.
+#[test]
+fn kcat_and_kafka_python_against_real_kafka_match_tshark() {
+    if skip()
+        || skip::missing_tool("kcat and kafka-python captures", "kcat", &["-V"])
+        || skip::missing_tool("kcat and kafka-python captures", "python3", &["-c", "import kafka"])
+    {
+        return;
+    }
+    let Some((bootstrap, _)) = broker_env() else { return };
+    let port: u16 = bootstrap.rsplit(':').next().unwrap().parse().unwrap();
+    let dir = std::env::temp_dir().join(format!("kwire-pcap-kcat-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pcap");
+    let capture = |attempt: u32| {
+        let out = dir.join(format!("kcat-python-{attempt}.pcap"));
+        let topic = format!("kcat-python-pcap-{}-{attempt}", std::process::id());
+        let status = Command::new(here.join("make_capture.sh"))
+            .arg(&out)
+            .arg(port.to_string())
+            .arg(here.join("kcat_and_python.sh"))
+            .args([bootstrap.as_str(), topic.as_str()])
+            .status()
+            .expect("run make_capture.sh");
+        assert!(status.success(), "make_capture.sh with kcat and kafka-python failed: {status}");
+        (out, port)
+    };
+    // ApiVersions, Metadata, Produce, Fetch, ListOffsets, CreateTopics, and kafka-python's
+    // classic group: FindCoordinator, JoinGroup, SyncGroup, OffsetFetch, OffsetCommit, Heartbeat
+    // or LeaveGroup.
+    let expected: &'static [i64] = &[18, 3, 0, 1, 2, 19, 10, 11, 14, 9, 8];
     compare_capture(capture, false, Session::JavaClients(expected));
 }

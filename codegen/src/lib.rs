@@ -43,7 +43,7 @@ mod wire;
 use std::path::{Path, PathBuf};
 
 pub use config::{Config, Gate, Include};
-pub use emit::{GeneratedFile, INDEX_FILE};
+pub use emit::{GeneratedFile, DISSECTOR_FILE, INDEX_FILE};
 pub use error::Error;
 pub use spec::{find_source, release_name, SpecSource};
 

@@ -604,7 +604,7 @@ fn kafka_3_9_0_loads_and_generates() {
     assert_eq!(model.apis.len(), 88);
     assert!(model.apis.iter().all(|a| a.request.is_some() && a.response.is_some()));
     let files = generate(&dir).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(files.len(), model.messages.len() + 1);
+    assert_eq!(files.len(), model.messages.len() + 2, "a file per message, the index and the dissector");
 }
 
 #[test]
@@ -613,7 +613,7 @@ fn kafka_trunk_loads_and_generates() {
     let model = load_model(&dir).unwrap_or_else(|e| panic!("{e}"));
     assert!(model.apis.len() >= 88, "{} apis", model.apis.len());
     let files = generate(&dir).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(files.len(), model.messages.len() + 1);
+    assert_eq!(files.len(), model.messages.len() + 2, "a file per message, the index and the dissector");
 }
 
 /// `headerVersions` (Kafka after 4.3), validated as Kafka's `HeaderVersions.parse` does.

@@ -39,6 +39,16 @@ fn generated_code_matches_the_snapshots() {
             Some(expected) => format!("{}: generated code differs\n{}", path.display(), diff(&expected, &file.content)),
         });
     }
+    // The dissector's tables (what precedes the hand-written walker).
+    let lua = files.iter().find(|f| f.name == kwire_build::DISSECTOR_FILE).expect("the dissector");
+    let tables = lua.content.split("-- The walker:").next().unwrap_or_default();
+    let path = root.join("snapshots/dissector_tables.lua");
+    match std::fs::read_to_string(&path) {
+        Ok(expected) if expected == tables => {}
+        _ if update => std::fs::write(&path, tables).expect("write the snapshot"),
+        Ok(expected) => failures.push(format!("{}: generated tables differ\n{}", path.display(), diff(&expected, tables))),
+        Err(_) => failures.push(format!("{}: no snapshot yet", path.display())),
+    }
     assert!(failures.is_empty(), "{}\n\nIf the change is intended, rerun with {UPDATE_VAR}=1 and review the snapshot diff.", failures.join("\n\n"));
 }
 

@@ -12,6 +12,7 @@ mod size;
 mod structs;
 mod types;
 mod view;
+mod wireshark;
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -20,17 +21,18 @@ use crate::config::Options;
 use crate::model::{Message, MessageKind, Model};
 
 pub use index::module_name;
+pub use wireshark::{emit_dissector, DISSECTOR_FILE};
 
 /// One generated file: its name in the output directory and its formatted content.
 #[derive(Debug, Clone)]
 pub struct GeneratedFile {
     /// File name (`metadata_request.rs`, `messages.rs`).
     pub name: String,
-    /// Formatted Rust source.
+    /// Formatted Rust source; for [`DISSECTOR_FILE`], the Wireshark dissector in Lua.
     pub content: String,
 }
 
-/// Name of the index file, which `include!`s the others.
+/// Name of the index file, which `include!`s the other Rust files.
 pub const INDEX_FILE: &str = "messages.rs";
 
 /// Generates every file for the model, with kwire's own settings ([`crate::Config::new`]).
@@ -70,6 +72,9 @@ pub(crate) fn generate_with(model: &Model, options: &Options) -> Result<Vec<Gene
         #json
     };
     files.push(GeneratedFile { name: INDEX_FILE.to_string(), content: format_file(INDEX_FILE, header, index)? });
+    let releases: Vec<&str> = model.apis.first().map(|a| a.releases.iter().map(|r| r.release.as_str()).filter(|r| !r.is_empty()).collect()).unwrap_or_default();
+    let releases = if releases.is_empty() { "the specs".to_string() } else { releases.join(" and ") };
+    files.push(GeneratedFile { name: DISSECTOR_FILE.to_string(), content: emit_dissector(model, &releases) });
     Ok(files)
 }
 
