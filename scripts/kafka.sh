@@ -14,6 +14,7 @@
 # and SSL (a CA and broker certificate made here with openssl; client certificates requested,
 # not required: one signed by the CA makes its subject the principal, e.g. User:CN=me), the StandardAuthorizer with
 # ANONYMOUS (PLAINTEXT, SSL) and admin as super users, so ACLs apply to SASL users only.
+# SASL_SSL: the SASL users over TLS with the same certificate.
 # Two SASL_PLAINTEXT listeners for OAUTHBEARER: OAUTH checks RS256 JWTs with Kafka's OIDC
 # validator against a JWKS file made here (an RSA key the tests sign with; a second key the JWKS
 # does not hold, for refused signatures), sessions of 3 s (connections.max.reauth.ms) so tests see
@@ -270,9 +271,9 @@ start() {
   local cluster_id
   cluster_id=$("$java" -cp "$cp" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -1)
   local ports
-  # Four per node (PLAINTEXT, SASL_PLAINTEXT, SSL, CONTROLLER), then OAUTH and OAUTH_UNSECURED
-  # for a single node.
-  read -r -a ports <<<"$(free_ports $((nodes * 4 + (nodes == 1 ? 2 : 0))))"
+  # Four per node (PLAINTEXT, SASL_PLAINTEXT, SSL, CONTROLLER), then OAUTH, OAUTH_UNSECURED and
+  # SASL_SSL for a single node.
+  read -r -a ports <<<"$(free_ports $((nodes * 4 + (nodes == 1 ? 3 : 0))))"
   local voters="" i
   for i in $(seq "$nodes"); do voters+="${voters:+,}$i@127.0.0.1:${ports[$(((i - 1) * 4 + 3))]}"; done
   {
@@ -288,19 +289,22 @@ start() {
     log_config "$nd"
     local format_args=()
     if [ "$nodes" = 1 ]; then
-      local po=${ports[4]} pu=${ports[5]}
+      local po=${ports[4]} pu=${ports[5]} ps=${ports[6]}
       make_certs
       make_oauth_keys
       node_config 1 "$nd" \
-        "PLAINTEXT://127.0.0.1:$p0,SASL_PLAINTEXT://127.0.0.1:$p1,SSL://127.0.0.1:$p2,CONTROLLER://127.0.0.1:$pc,OAUTH://127.0.0.1:$po,OAUTH_UNSECURED://127.0.0.1:$pu" \
-        "PLAINTEXT://127.0.0.1:$p0,SASL_PLAINTEXT://127.0.0.1:$p1,SSL://127.0.0.1:$p2,OAUTH://127.0.0.1:$po,OAUTH_UNSECURED://127.0.0.1:$pu" \
-        "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,CONTROLLER:PLAINTEXT,OAUTH:SASL_PLAINTEXT,OAUTH_UNSECURED:SASL_PLAINTEXT" \
+        "PLAINTEXT://127.0.0.1:$p0,SASL_PLAINTEXT://127.0.0.1:$p1,SSL://127.0.0.1:$p2,CONTROLLER://127.0.0.1:$pc,OAUTH://127.0.0.1:$po,OAUTH_UNSECURED://127.0.0.1:$pu,SASL_SSL://127.0.0.1:$ps" \
+        "PLAINTEXT://127.0.0.1:$p0,SASL_PLAINTEXT://127.0.0.1:$p1,SSL://127.0.0.1:$p2,OAUTH://127.0.0.1:$po,OAUTH_UNSECURED://127.0.0.1:$pu,SASL_SSL://127.0.0.1:$ps" \
+        "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,CONTROLLER:PLAINTEXT,OAUTH:SASL_PLAINTEXT,OAUTH_UNSECURED:SASL_PLAINTEXT,SASL_SSL:SASL_SSL" \
         "$voters" >"$nd/server.properties"
       cat >>"$nd/server.properties" <<EOF
 sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
 listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret" user_alice="alice-secret";
 listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret" user_alice="alice-secret";
+listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 ssl.keystore.type=PKCS12
 ssl.keystore.location=$dir/certs/broker.p12
 ssl.keystore.password=kwire
@@ -325,6 +329,7 @@ EOF
         echo "PLAINTEXT=127.0.0.1:$p0"
         echo "SASL_PLAINTEXT=127.0.0.1:$p1"
         echo "SSL=127.0.0.1:$p2"
+        echo "SASL_SSL=127.0.0.1:$ps"
         echo "CONTROLLER=127.0.0.1:$pc"
         echo "SSL_CA=$dir/certs/ca.pem"
         echo "SASL_PLAIN_USERS=admin:admin-secret,alice:alice-secret"

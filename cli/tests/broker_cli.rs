@@ -809,6 +809,53 @@ fn tap_reads_through_tls_both_ways() {
     b.kwire_ok(&["topics", "delete", &topic], b"");
 }
 
+/// The tap between Kafka's Java producer and consumer and a SASL_SSL listener: TLS terminated
+/// towards the clients with the tap's own certificate and spoken to the broker, SASL (PLAIN)
+/// passed through. Every record arrives, and the password never appears in what the tap prints.
+#[test]
+fn tap_between_javas_clients_and_a_sasl_ssl_listener() {
+    let Some(b) = Broker::from_env("tap_between_javas_clients_and_a_sasl_ssl_listener") else { return };
+    let topic = b.topic("cli-tap-sasl-ssl", 1);
+    let ca = b.var("SSL_CA").to_owned();
+    let certs = std::path::Path::new(&ca).parent().unwrap().to_owned();
+    let (cert, key) = (certs.join("broker.pem"), certs.join("broker.key"));
+    let tap = Tap::start_on(&b, b.var("SASL_SSL"), &["--tls-cert", cert.to_str().unwrap(), "--tls-key", key.to_str().unwrap(), "--upstream-ca", &ca]);
+    let boot = tap.bootstrap.clone();
+    let dir = std::env::temp_dir().join(unique("kw-tap-sasl-ssl"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("client.properties");
+    let password = "admin-secret";
+    std::fs::write(
+        &config,
+        format!(
+            "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n\
+             sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username=\"admin\" password=\"{password}\";\n\
+             ssl.truststore.type=PEM\nssl.truststore.location={ca}\n"
+        ),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let produced = b.kafka_tool(
+        PRODUCER_PERFORMANCE,
+        &["--topic", &topic, "--num-records", "50", "--record-size", "100", "--throughput", "-1", "--producer.config", config]
+            .into_iter()
+            .chain(["--producer-props", &format!("bootstrap.servers={boot}"), "acks=all"])
+            .collect::<Vec<_>>(),
+    );
+    assert!(produced.lines().any(|l| l.starts_with("50 records sent")), "{produced}");
+    let consumed = b.kafka_tool(
+        CONSOLE_CONSUMER,
+        &["--bootstrap-server", &boot, "--topic", &topic, "--from-beginning", "--max-messages", "50", "--timeout-ms", "20000", "--consumer.config", config],
+    );
+    assert_eq!(consumed.lines().filter(|l| !l.contains("deprecated")).count(), 50, "{consumed}");
+    let out = tap.stop();
+    assert!(out.contains("records produced 50, fetched 50"), "{out}");
+    assert!(out.lines().any(|l| l.contains("SaslAuthenticate")), "{out}");
+    assert!(!out.contains(password), "the tap printed the password:\n{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+    b.kwire_ok(&["topics", "delete", &topic], b"");
+}
+
 /// `tap --html FILE` opened in a real browser (Chromium, headless): the page's script runs to
 /// its end with no console error (a content-security violation or a link out would print one),
 /// and draws what the tap's text summary says: one mark per response, and kcat's row with the
