@@ -18,7 +18,7 @@ use base64::Engine;
 use clap::Args;
 use kwire::runtime::json::serde_json::{json, Map, Value};
 use kwire::{ApiKey, ErrorCode};
-use kwire_proxy::{Config, Event, FrameDirection, FrameMode, Proxy, ServerTls, UpstreamTls};
+use kwire_proxy::{Config, Event, FrameDirection, FrameMode, Identity, Proxy, ServerTls, UpstreamTls};
 use tokio::sync::mpsc;
 
 use crate::error::CliError;
@@ -58,8 +58,14 @@ pub struct TapArgs {
     /// The private key of --tls-cert (PEM).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Or the certificate and key in a PKCS#12 keystore (`.p12`, as keytool writes them).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["tls_cert", "tls_key"])]
+    pub tls_p12: Option<PathBuf>,
+    /// A file whose first line is the --tls-p12 keystore's password.
+    #[arg(long, value_name = "FILE", requires = "tls_p12")]
+    pub tls_p12_password_file: Option<PathBuf>,
     /// Requires clients' certificates, signed by this CA (PEM).
-    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    #[arg(long, value_name = "FILE")]
     pub tls_client_ca: Option<PathBuf>,
     /// Speaks TLS to the brokers (an SSL or SASL_SSL listener), checking their certificates
     /// against this CA (PEM).
@@ -181,8 +187,26 @@ pub async fn run(upstream: String, args: TapArgs, out: &mut impl Write) -> Resul
     if let Some(a) = &args.advertise {
         config = config.advertise(a.clone());
     }
-    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
-        config = config.tls(ServerTls { cert: cert.clone(), key: key.clone(), client_ca: args.tls_client_ca.clone() });
+    let identity = match (&args.tls_cert, &args.tls_key, &args.tls_p12) {
+        (Some(cert), Some(key), _) => Some(Identity::Pem { cert: cert.clone(), key: key.clone() }),
+        (_, _, Some(path)) => {
+            let password = match &args.tls_p12_password_file {
+                Some(file) => std::fs::read_to_string(file)
+                    .map_err(|e| CliError::Usage(format!("--tls-p12-password-file {}: {e}", file.display())))?
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned(),
+                None => String::new(),
+            };
+            Some(Identity::Pkcs12 { path: path.clone(), password })
+        }
+        _ => None,
+    };
+    match identity {
+        Some(identity) => config = config.tls(ServerTls { identity, client_ca: args.tls_client_ca.clone() }),
+        None if args.tls_client_ca.is_some() => return Err(CliError::Usage("--tls-client-ca needs --tls-cert or --tls-p12".into())),
+        None => {}
     }
     if let Some(ca) = &args.upstream_ca {
         let cert = args.upstream_cert.clone().zip(args.upstream_key.clone());

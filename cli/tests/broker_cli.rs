@@ -810,7 +810,8 @@ fn tap_reads_through_tls_both_ways() {
 }
 
 /// The tap between Kafka's Java producer and consumer and a SASL_SSL listener: TLS terminated
-/// towards the clients with the tap's own certificate and spoken to the broker, SASL (PLAIN)
+/// towards the clients with the tap's own certificate (from a PKCS#12 keystore) and spoken to the
+/// broker, SASL (PLAIN)
 /// passed through. Every record arrives, and the password never appears in what the tap prints.
 #[test]
 fn tap_between_javas_clients_and_a_sasl_ssl_listener() {
@@ -818,11 +819,18 @@ fn tap_between_javas_clients_and_a_sasl_ssl_listener() {
     let topic = b.topic("cli-tap-sasl-ssl", 1);
     let ca = b.var("SSL_CA").to_owned();
     let certs = std::path::Path::new(&ca).parent().unwrap().to_owned();
-    let (cert, key) = (certs.join("broker.pem"), certs.join("broker.key"));
-    let tap = Tap::start_on(&b, b.var("SASL_SSL"), &["--tls-cert", cert.to_str().unwrap(), "--tls-key", key.to_str().unwrap(), "--upstream-ca", &ca]);
-    let boot = tap.bootstrap.clone();
     let dir = std::env::temp_dir().join(unique("kw-tap-sasl-ssl"));
     std::fs::create_dir_all(&dir).unwrap();
+    // The tap's certificate from a PKCS#12 keystore this time (scripts/kafka.sh's, password kwire).
+    let p12 = certs.join("broker.p12");
+    let password_file = dir.join("p12-password");
+    std::fs::write(&password_file, "kwire\n").unwrap();
+    let tap = Tap::start_on(
+        &b,
+        b.var("SASL_SSL"),
+        &["--tls-p12", p12.to_str().unwrap(), "--tls-p12-password-file", password_file.to_str().unwrap(), "--upstream-ca", &ca],
+    );
+    let boot = tap.bootstrap.clone();
     let config = dir.join("client.properties");
     let password = "admin-secret";
     std::fs::write(

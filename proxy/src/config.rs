@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::fault::FaultConfig;
-use crate::tls::{ServerTls, UpstreamTls};
+use crate::tls::{Identity, ServerTls, UpstreamTls};
 use crate::trace::Frame;
 use crate::Event;
 
@@ -37,6 +37,8 @@ options:
   --tls-cert FILE         terminate clients' TLS with this certificate chain (PEM) ...
   --tls-key FILE          ... and its private key (PEM); the frames are then read (without
                           them a client's TLS is relayed unread)
+  --tls-p12 FILE          or the certificate and key in a PKCS#12 keystore ...
+  --tls-p12-password-file FILE  ... whose password is this file's first line
   --tls-client-ca FILE    require client certificates this CA (PEM) signed
   --upstream-ca FILE      speak TLS to the brokers, checking them against this CA (PEM)
   --upstream-cert FILE    the proxy's client certificate towards the brokers (PEM) ...
@@ -147,6 +149,7 @@ impl Config {
         let mut config = Config::new("");
         let mut tls_files: (Option<PathBuf>, Option<PathBuf>, Option<PathBuf>) = (None, None, None);
         let mut upstream_files: (Option<PathBuf>, Option<PathBuf>, Option<PathBuf>) = (None, None, None);
+        let mut p12: (Option<PathBuf>, Option<PathBuf>) = (None, None);
         let mut args = args.into_iter();
         while let Some(flag) = args.next() {
             let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -165,6 +168,8 @@ impl Config {
                 "--tls-cert" => tls_files.0 = Some(PathBuf::from(value()?)),
                 "--tls-key" => tls_files.1 = Some(PathBuf::from(value()?)),
                 "--tls-client-ca" => tls_files.2 = Some(PathBuf::from(value()?)),
+                "--tls-p12" => p12.0 = Some(PathBuf::from(value()?)),
+                "--tls-p12-password-file" => p12.1 = Some(PathBuf::from(value()?)),
                 "--upstream-ca" => upstream_files.0 = Some(PathBuf::from(value()?)),
                 "--upstream-cert" => upstream_files.1 = Some(PathBuf::from(value()?)),
                 "--upstream-key" => upstream_files.2 = Some(PathBuf::from(value()?)),
@@ -172,10 +177,22 @@ impl Config {
                 other => return Err(format!("unknown argument {other}")),
             }
         }
-        config.tls = match tls_files {
-            (Some(cert), Some(key), client_ca) => Some(ServerTls { cert, key, client_ca }),
-            (None, None, None) => None,
-            _ => return Err("--tls-cert and --tls-key go together (and --tls-client-ca with them)".into()),
+        let identity = match (tls_files.0, tls_files.1, p12) {
+            (Some(cert), Some(key), (None, None)) => Some(Identity::Pem { cert, key }),
+            (None, None, (Some(path), password_file)) => {
+                let password = match password_file {
+                    Some(file) => read_password(&file)?,
+                    None => String::new(),
+                };
+                Some(Identity::Pkcs12 { path, password })
+            }
+            (None, None, (None, None)) => None,
+            _ => return Err("--tls-cert and --tls-key go together, or --tls-p12 (with --tls-p12-password-file), not both".into()),
+        };
+        config.tls = match (identity, tls_files.2) {
+            (Some(identity), client_ca) => Some(ServerTls { identity, client_ca }),
+            (None, None) => None,
+            (None, Some(_)) => return Err("--tls-client-ca needs the proxy's own certificate (--tls-cert or --tls-p12)".into()),
         };
         config.upstream_tls = match upstream_files {
             (Some(ca), None, None) => Some(UpstreamTls { ca, cert: None }),
@@ -283,6 +300,13 @@ impl Config {
     }
 }
 
+/// A keystore password from a file: its first line (a password on the command line would be
+/// in every process listing).
+fn read_password(file: &std::path::Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(file).map_err(|e| format!("--tls-p12-password-file {}: {e}", file.display()))?;
+    Ok(text.lines().next().unwrap_or_default().to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::Config;
@@ -310,12 +334,26 @@ mod tests {
 
     #[test]
     fn tls_flags_go_together() {
-        use super::{ServerTls, UpstreamTls};
+        use super::{Identity, ServerTls, UpstreamTls};
         let c = Config::from_args(args("--upstream b:1 --tls-cert c.pem --tls-key k.pem --upstream-ca ca.pem --trace-secrets")).unwrap().unwrap();
-        assert_eq!(c.tls, Some(ServerTls { cert: "c.pem".into(), key: "k.pem".into(), client_ca: None }));
+        assert_eq!(c.tls, Some(ServerTls { identity: Identity::Pem { cert: "c.pem".into(), key: "k.pem".into() }, client_ca: None }));
         assert_eq!(c.upstream_tls, Some(UpstreamTls { ca: "ca.pem".into(), cert: None }));
         assert!(c.trace_secrets);
         assert!(Config::from_args(args("--upstream b:1 --tls-cert c.pem")).unwrap_err().contains("--tls-key"));
         assert!(Config::from_args(args("--upstream b:1 --upstream-cert c.pem --upstream-key k.pem")).unwrap_err().contains("--upstream-ca"));
+        assert!(Config::from_args(args("--upstream b:1 --tls-cert c.pem --tls-key k.pem --tls-p12 s.p12")).unwrap_err().contains("not both"));
+        assert!(Config::from_args(args("--upstream b:1 --tls-client-ca ca.pem")).unwrap_err().contains("--tls-p12"));
+    }
+
+    #[test]
+    fn a_keystore_password_comes_from_a_file_and_stays_out_of_debug() {
+        use super::Identity;
+        let file = std::env::temp_dir().join(format!("kwire-proxy-p12-password-{}", std::process::id()));
+        std::fs::write(&file, "s3cr3t-pass\nignored\n").unwrap();
+        let c = Config::from_args(args(&format!("--upstream b:1 --tls-p12 s.p12 --tls-p12-password-file {}", file.display()))).unwrap().unwrap();
+        let identity = c.tls.unwrap().identity;
+        assert_eq!(identity, Identity::Pkcs12 { path: "s.p12".into(), password: "s3cr3t-pass".into() });
+        assert!(!format!("{identity:?}").contains("s3cr3t"), "{identity:?}");
+        let _ = std::fs::remove_file(file);
     }
 }

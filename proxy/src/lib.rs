@@ -79,7 +79,7 @@ pub use config::{Config, EventHook, FrameHook, USAGE};
 pub use conn::MAX_IN_FLIGHT;
 pub use error::ProxyError;
 pub use fault::{FaultConfig, FaultCounts, FaultKind};
-pub use tls::{ServerTls, UpstreamTls};
+pub use tls::{Identity, ServerTls, UpstreamTls};
 pub use trace::{carries_secrets, Frame, FrameDirection, FrameMode};
 
 /// What the proxy reports as it runs, to the hook set with [`Config::on_event`].

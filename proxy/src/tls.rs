@@ -12,16 +12,69 @@ use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 use crate::ProxyError;
 
-/// The proxy's own TLS identity towards clients: a certificate chain (leaf first) and its
-/// private key, PEM files; with `client_ca`, clients must present a certificate it signed.
+/// The proxy's TLS towards clients: its own certificate and key, and with `client_ca`, the CA
+/// whose certificates clients must present.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerTls {
-    /// The certificate chain, leaf first.
-    pub cert: PathBuf,
-    /// Its private key (PKCS#8, RSA or EC).
-    pub key: PathBuf,
+    /// The proxy's certificate chain and private key.
+    pub identity: Identity,
     /// The CA whose client certificates are required (`None`: none asked for).
     pub client_ca: Option<PathBuf>,
+}
+
+/// A certificate chain (leaf first) with its private key, as files.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Identity {
+    /// PEM files: the chain, and the key (PKCS#8, RSA or EC).
+    Pem {
+        /// The certificate chain, leaf first.
+        cert: PathBuf,
+        /// Its private key.
+        key: PathBuf,
+    },
+    /// A PKCS#12 keystore (`.p12`, as keytool and `openssl pkcs12 -export` write them) holding
+    /// the key and its chain.
+    Pkcs12 {
+        /// The keystore.
+        path: PathBuf,
+        /// Its password.
+        password: String,
+    },
+}
+
+/// The password stays out of logs and errors.
+impl std::fmt::Debug for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Identity::Pem { cert, key } => f.debug_struct("Pem").field("cert", cert).field("key", key).finish(),
+            Identity::Pkcs12 { path, .. } => f.debug_struct("Pkcs12").field("path", path).field("password", &"(withheld)").finish(),
+        }
+    }
+}
+
+type Chain = (Vec<pki_types::CertificateDer<'static>>, pki_types::PrivateKeyDer<'static>);
+
+impl Identity {
+    fn load(&self) -> Result<Chain, ProxyError> {
+        match self {
+            Identity::Pem { cert, key } => Ok((certificates("the certificate", cert)?, private_key(key)?)),
+            Identity::Pkcs12 { path, password } => {
+                let data = read("the PKCS#12 keystore", path)?;
+                let what = format!("the PKCS#12 keystore {}", path.display());
+                let store = p12_keystore::KeyStore::from_pkcs12(&data, password, p12_keystore::Pkcs12ImportPolicy::Strict).map_err(|e| {
+                    let why = match e {
+                        p12_keystore::error::Error::MacError(_) => "wrong password (the integrity check failed)".to_owned(),
+                        other => other.to_string(),
+                    };
+                    ProxyError::Config(format!("{what}: {why}"))
+                })?;
+                let (_, entry) = store.private_key_chain().ok_or_else(|| ProxyError::Config(format!("{what}: no private key entry with its certificate")))?;
+                let chain = entry.certs().iter().map(|c| pki_types::CertificateDer::from(c.as_der().to_vec())).collect();
+                let key = pki_types::PrivateKeyDer::Pkcs8(pki_types::PrivatePkcs8KeyDer::from(entry.key().as_der().to_vec()));
+                Ok((chain, key))
+            }
+        }
+    }
 }
 
 /// TLS towards the brokers: the CA their certificates are checked against (PEM), and the
@@ -85,7 +138,8 @@ impl ServerTls {
                 builder.with_client_cert_verifier(verifier)
             }
         };
-        let config = builder.with_single_cert(certificates("the certificate", &self.cert)?, private_key(&self.key)?).map_err(tls_error)?;
+        let (chain, key) = self.identity.load()?;
+        let config = builder.with_single_cert(chain, key).map_err(tls_error)?;
         Ok(TlsAcceptor::from(Arc::new(config)))
     }
 }
