@@ -12,7 +12,7 @@
 # instead (each in target/sweep-<line>); with those set, KWIRE_SWEEP_CROSS=1 also checks
 # the refusals with the other line's build. Unless set to 0: KWIRE_SWEEP_CLUSTER starts a
 # 3-node cluster of the version for tests/broker_real.rs's three_node_cluster;
-# KWIRE_SWEEP_PCAP captures Kafka's Java clients, kcat and kafka-python against the broker and checks
+# KWIRE_SWEEP_PCAP captures Kafka's Java clients (the broker's and 2.8.2's), kcat and kafka-python against the broker and checks
 # `kwire pcap` against tshark (cli/tests/pcap_interop.rs; needs root, tcpdump, tshark).
 # Broker logs stay in target/kafka/<version>/ when something fails.
 #
@@ -110,8 +110,10 @@ sweep() {
     export CARGO_TARGET_DIR
     CARGO_TARGET_DIR=$(target_for "$line")
     if [ "$only" = pcap ]; then
-      KWIRE_BROKER="$PWD/target/kafka/$version/env" KWIRE_REQUIRE_BROKER=1 \
-        run_test pcap_interop against_real_kafka --nocapture >"target/broker-sweep/$version$suffix.log" 2>&1
+      # An old release's Java clients too (2.8.2, from Maven Central; resolved once, cached).
+      scripts/kafka.sh classpath 2.8.2 >/dev/null &&
+        KWIRE_OLD_JAVA_LIB="$PWD/target/kafka/cache/2.8.2/lib" KWIRE_BROKER="$PWD/target/kafka/$version/env" KWIRE_REQUIRE_BROKER=1 \
+          run_test pcap_interop against_real_kafka --nocapture >"target/broker-sweep/$version$suffix.log" 2>&1
     elif [ "$only" = cluster ]; then
       KWIRE_CLUSTER="$PWD/target/kafka/$version-cluster/env" KWIRE_REQUIRE_CLUSTER=1 \
         run_test broker_real three_node_cluster --nocapture >"target/broker-sweep/$version$suffix.log" 2>&1
@@ -150,7 +152,7 @@ for version in "$@"; do
   pcap="skipped (KWIRE_SWEEP_PCAP=0)"
   if [ "${KWIRE_SWEEP_PCAP:-1}" = 1 ]; then
     if sweep "$version" "$version" pcap; then
-      pcap="Java clients, kcat and kafka-python: kwire pcap agrees with tshark and with its Wireshark dissector"
+      pcap="Java clients (and 2.8.2's), kcat and kafka-python: kwire pcap agrees with tshark and with its Wireshark dissector"
     else
       ok=0
       pcap="FAILED: $(grep -A3 -E "panicked|^error" "target/broker-sweep/$version-pcap.log" | head -6)"

@@ -170,7 +170,8 @@ fn compare(name: &str, cap: Option<i16>, compare_topics: bool) {
 /// Captures filter on the broker's port: two at once would see each other's traffic.
 static CAPTURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn compare_capture(mut capture: impl FnMut(u32) -> (PathBuf, u16), compare_topics: bool, session: Session) {
+/// Compares kwire pcap, tshark and the dissector on a capture; returns `--report`'s clients.
+fn compare_capture(mut capture: impl FnMut(u32) -> (PathBuf, u16), compare_topics: bool, session: Session) -> Vec<Value> {
     let _one_at_a_time = CAPTURING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     // A capture can come back empty when tcpdump is stopped before libpcap hands it the packets
     // (seen on one CI kernel); capture again rather than compare nothing.
@@ -258,6 +259,7 @@ fn compare_capture(mut capture: impl FnMut(u32) -> (PathBuf, u16), compare_topic
     if compare_topics {
         assert!(topic_checks >= 6, "only {topic_checks} packets with topic names to compare");
     }
+    clients.clone()
 }
 
 #[test]
@@ -282,29 +284,59 @@ fn java_clients_against_real_kafka_match_tshark() {
         return;
     }
     let Some((bootstrap, lib)) = broker_env() else { return };
+    // ApiVersions, Metadata, Produce, Fetch, ListOffsets, InitProducerId (idempotence),
+    // CreateTopics (admin), a classic group's FindCoordinator, JoinGroup, SyncGroup,
+    // OffsetFetch, OffsetCommit and LeaveGroup.
+    java_clients_capture(&bootstrap, &lib, "java", &[18, 3, 0, 1, 2, 22, 19, 10, 11, 14, 9, 8, 13]);
+}
+
+/// Kafka's Java clients of an older release (`KWIRE_OLD_JAVA_LIB`: the jars' folder of
+/// `scripts/kafka.sh classpath 2.8.2`, from Maven Central) against the real broker of
+/// `KWIRE_BROKER`: an old client's capture, which `--report` names and judges against 4.0.
+#[test]
+fn old_java_clients_against_real_kafka_match_tshark() {
+    if skip() {
+        return;
+    }
+    let Some((bootstrap, _)) = broker_env() else { return };
+    let Some(lib) = std::env::var("KWIRE_OLD_JAVA_LIB").ok().filter(|s| !s.is_empty()) else {
+        assert!(std::env::var("KWIRE_REQUIRE_BROKER").map_or(true, |v| v != "1"), "KWIRE_OLD_JAVA_LIB is unset");
+        eprintln!("skipped: KWIRE_OLD_JAVA_LIB is unset (the lib folder of scripts/kafka.sh classpath 2.8.2)");
+        return;
+    };
+    let release = std::fs::read_dir(&lib)
+        .unwrap_or_else(|e| panic!("{lib}: {e}"))
+        .filter_map(|e| e.ok()?.file_name().to_str()?.strip_prefix("kafka-clients-")?.strip_suffix(".jar").map(str::to_owned))
+        .next()
+        .unwrap_or_else(|| panic!("{lib} holds no kafka-clients jar"));
+    // As the current clients, but InitProducerId: idempotence is on by default from 3.0.
+    let clients = java_clients_capture(&bootstrap, &lib, "old-java", &[18, 3, 0, 1, 2, 19, 10, 11, 14, 9, 8, 13]);
+    let name = format!("apache-kafka-java {release}");
+    assert!(clients.iter().any(|c| c["client"] == name.as_str()), "the report names {name}: {clients:?}");
+}
+
+/// JavaClients.java on `lib`'s jars through a capture, compared as every capture; returns the
+/// report's clients.
+fn java_clients_capture(bootstrap: &str, lib: &str, label: &str, expected: &'static [i64]) -> Vec<Value> {
     let port: u16 = bootstrap.rsplit(':').next().unwrap().parse().unwrap();
-    let dir = std::env::temp_dir().join(format!("kwire-pcap-java-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("kwire-pcap-{label}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pcap");
     let capture = |attempt: u32| {
-        let out = dir.join(format!("java-{attempt}.pcap"));
-        let topic = format!("java-pcap-{}-{attempt}", std::process::id());
+        let out = dir.join(format!("{label}-{attempt}.pcap"));
+        let topic = format!("{label}-pcap-{}-{attempt}", std::process::id());
         let status = Command::new(here.join("make_capture.sh"))
             .arg(&out)
             .arg(port.to_string())
             .args(["java", "-cp", &format!("{lib}/*"), "-Dlog4j.configuration=file:/dev/null"])
             .arg(here.join("JavaClients.java"))
-            .args([bootstrap.as_str(), topic.as_str(), "50"])
+            .args([bootstrap, topic.as_str(), "50"])
             .status()
             .expect("run make_capture.sh");
-        assert!(status.success(), "make_capture.sh with the Java clients failed: {status}");
+        assert!(status.success(), "make_capture.sh with the Java clients ({lib}) failed: {status}");
         (out, port)
     };
-    // ApiVersions, Metadata, Produce, Fetch, ListOffsets, InitProducerId (idempotence),
-    // CreateTopics (admin), a classic group's FindCoordinator, JoinGroup, SyncGroup,
-    // OffsetFetch, OffsetCommit and LeaveGroup.
-    let expected: &'static [i64] = &[18, 3, 0, 1, 2, 22, 19, 10, 11, 14, 9, 8, 13];
-    compare_capture(capture, false, Session::JavaClients(expected));
+    compare_capture(capture, false, Session::JavaClients(expected))
 }
 
 /// The real broker of `KWIRE_BROKER` (the env file of `scripts/kafka.sh start VERSION`): its
