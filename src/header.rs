@@ -60,6 +60,12 @@ pub fn peek_request_start(body: &[u8]) -> Option<(i16, i16, i32)> {
     Some((i16::from_be_bytes([k0, k1]), i16::from_be_bytes([v0, v1]), i32::from_be_bytes([c0, c1, c2, c3])))
 }
 
+/// The correlation id: the first four bytes of every response header (of a frame after its
+/// size prefix); `None` when fewer have arrived.
+pub fn peek_response_correlation_id(body: &[u8]) -> Option<i32> {
+    body.first_chunk::<4>().map(|c| i32::from_be_bytes(*c))
+}
+
 /// Reads the start of a request (the bytes after the size prefix). Works for any api key:
 /// the client id is a classic nullable string in header versions 1 and 2 alike; only
 /// ControlledShutdown v0 uses header v0, which has none.

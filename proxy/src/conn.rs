@@ -223,7 +223,7 @@ impl Conn<'_> {
                 w.write_all(&out).await.map_err(|e| ProxyError::io("writing to the client", e))?;
                 continue;
             }
-            if expects_response(key, version, &request.body) {
+            if request.expects_response() {
                 let mut table = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
                 if table.len() >= MAX_IN_FLIGHT {
                     return Err(ProxyError::TooManyInFlight);
@@ -259,8 +259,7 @@ impl Conn<'_> {
         let shared = self.shared;
         let mut buf = BytesMut::new();
         while let Some(payload) = read_frame(&mut server, &mut buf, &self.frames, "broker").await? {
-            let Some(&[a, b, c, d]) = payload.get(..4) else { return Err(ProxyError::ShortResponse(payload.len())) };
-            let correlation_id = i32::from_be_bytes([a, b, c, d]);
+            let Some(correlation_id) = kwire::header::peek_response_correlation_id(&payload) else { return Err(ProxyError::ShortResponse(payload.len())) };
             let taken = self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).remove(&correlation_id);
             let Some((key, version)) = taken else { return Err(ProxyError::UnexpectedResponse(correlation_id)) };
             if let Some(t) = &self.trace {
@@ -285,65 +284,5 @@ impl Conn<'_> {
             }
         }
         Ok(End::Closed)
-    }
-}
-
-/// Whether a request is answered: all are but Produce with acks=0. The acks are peeked from
-/// the body's start (after the transactional id from v3) without decoding it; a body too short
-/// to tell is taken to be answered.
-fn expects_response(key: i16, version: i16, body: &[u8]) -> bool {
-    key != ApiKey::Produce.key() || produce_acks(version, body) != Some(0)
-}
-
-fn produce_acks(version: i16, body: &[u8]) -> Option<i16> {
-    let rest = if version < 3 {
-        body
-    } else if version < 9 {
-        // A nullable string: int16 length, -1 for null.
-        let len = i16::from_be_bytes([*body.first()?, *body.get(1)?]);
-        body.get(2usize.saturating_add(usize::try_from(len).unwrap_or(0))..)?
-    } else {
-        // A compact nullable string: unsigned varint length + 1, 0 for null.
-        let (n, used) = uvarint(body)?;
-        body.get(used.saturating_add(usize::try_from(n.saturating_sub(1)).ok()?)..)?
-    };
-    Some(i16::from_be_bytes([*rest.first()?, *rest.get(1)?]))
-}
-
-/// An unsigned varint of at most 5 bytes, and the bytes it took.
-fn uvarint(bytes: &[u8]) -> Option<(u64, usize)> {
-    let mut value = 0u64;
-    for (i, b) in bytes.iter().take(5).enumerate() {
-        value |= u64::from(b & 0x7f) << (7 * i);
-        if b & 0x80 == 0 {
-            return Some((value, i + 1));
-        }
-    }
-    None
-}
-
-#[cfg(test)]
-mod tests {
-    use kwire::messages::ProduceRequest;
-    use kwire::Message;
-
-    use super::produce_acks;
-
-    #[test]
-    fn acks_are_peeked_at_every_produce_version() {
-        for version in ProduceRequest::VERSIONS.lo..=ProduceRequest::VERSIONS.hi {
-            for transactional_id in [None, Some("tx-one".into())] {
-                for acks in [0, 1, -1] {
-                    let transactional_id = if version >= 3 { transactional_id.clone() } else { None };
-                    let request = ProduceRequest { acks, transactional_id, timeout_ms: 1500, ..Default::default() };
-                    let body = request.to_bytes(version).unwrap();
-                    assert_eq!(produce_acks(version, &body), Some(acks), "v{version}");
-                }
-            }
-        }
-        // Too short to tell: not taken for acks=0.
-        assert_eq!(produce_acks(9, &[0x05, b'a']), None);
-        assert_eq!(produce_acks(3, &[0x7f, 0xff]), None);
-        assert_eq!(produce_acks(9, &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff]), None);
     }
 }

@@ -50,6 +50,15 @@ impl RequestFrame {
         self.header.client_id.as_deref()
     }
 
+    /// Whether the broker answers this request: all are answered except Produce with
+    /// `acks = 0` (as [`OutboundRequest::expects_response`](super::OutboundRequest::expects_response)
+    /// on the sending side). The acks are read from the body's start, after the transactional id
+    /// of v3 and later, without decoding the rest; a body too short to tell is taken to be
+    /// answered, so that a proxy waits for a response rather than drop one.
+    pub fn expects_response(&self) -> bool {
+        self.header.request_api_key != ApiKey::Produce.key() || produce_acks(self.version(), &self.body) != Some(0)
+    }
+
     /// Decodes the body only when `selection` asks for its api and version; otherwise `None`,
     /// and the frame passes on as the bytes that came (a proxy forwards `body` untouched,
     /// unparsed beyond the header). Errors as [`decode_body`](Self::decode_body).
@@ -166,5 +175,50 @@ impl ServerCodec {
     pub fn encode_response(&mut self, response: OutboundResponse, dst: &mut BytesMut) -> Result<(), CodecError> {
         // Responses are not bounded by what we accept; the int32 prefix is the only limit.
         response.encode(dst, i32::MAX as usize)
+    }
+}
+
+/// The `acks` of a Produce request body at `version`, or `None` when the body is too short.
+fn produce_acks(version: i16, body: &Bytes) -> Option<i16> {
+    let rest: Bytes = if version < 3 {
+        body.clone()
+    } else if version < 9 {
+        // A nullable string: int16 length, -1 for null.
+        let len = i16::from_be_bytes(*body.first_chunk::<2>()?);
+        body.get(2usize.saturating_add(usize::try_from(len).unwrap_or(0))..).map(|r| body.slice_ref(r))?
+    } else {
+        // A compact nullable string: unsigned varint length + 1, 0 for null.
+        let mut rest = body.clone();
+        let n = kwire_runtime::varint::read_unsigned_varint(&mut rest).ok()?;
+        let skip = usize::try_from(n.saturating_sub(1)).ok()?;
+        rest.get(skip..).map(|r| rest.slice_ref(r))?
+    };
+    Some(i16::from_be_bytes(*rest.first_chunk::<2>()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::produce_acks;
+    use crate::messages::ProduceRequest;
+    use crate::Message;
+
+    #[test]
+    fn acks_are_peeked_at_every_produce_version() {
+        for version in ProduceRequest::VERSIONS.lo..=ProduceRequest::VERSIONS.hi {
+            for transactional_id in [None, Some("txn-7".into())] {
+                for acks in [0, 1, -1] {
+                    let transactional_id = if version >= 3 { transactional_id.clone() } else { None };
+                    let request = ProduceRequest { acks, transactional_id: transactional_id.clone(), timeout_ms: 1500, ..Default::default() };
+                    let body = request.to_bytes(version).unwrap();
+                    assert_eq!(produce_acks(version, &body), Some(acks), "v{version} {transactional_id:?}");
+                }
+            }
+        }
+        // Too short to tell: not taken for acks=0.
+        assert_eq!(produce_acks(9, &Bytes::from_static(&[0x05, b'a'])), None);
+        assert_eq!(produce_acks(3, &Bytes::from_static(&[0x7f, 0xff])), None);
+        assert_eq!(produce_acks(9, &Bytes::from_static(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff])), None);
     }
 }

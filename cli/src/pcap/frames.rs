@@ -135,7 +135,7 @@ fn candidate(frames: &FrameDecoder, b: &[u8], request: bool, pending: &InFlight)
             None => Candidate::NeedMore,
         }
     } else {
-        let Some(corr) = head.get(..4).and_then(|c| c.try_into().ok()).map(i32::from_be_bytes) else {
+        let Some(corr) = kwire::header::peek_response_correlation_id(head) else {
             return Candidate::NeedMore;
         };
         let Some((key, version)) = pending.get(corr) else { return Candidate::No };

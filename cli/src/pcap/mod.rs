@@ -16,10 +16,10 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use kwire::codec::InFlight;
+use kwire::codec::{InFlight, RequestFrame};
 use kwire::header::peek_request_start;
 use kwire::runtime::json::serde_json::{json, Map, Value};
-use kwire::ApiKey;
+use kwire::{ApiKey, Bytes};
 
 use self::capture::{Capture, Segment};
 use self::frames::{Framer, Item};
@@ -184,7 +184,7 @@ impl<W: Write> Decoder<'_, W> {
             let frame = if request {
                 start.is_some_and(|(key, version, _)| ApiKey::from_i16(key).is_some_and(|api| api.info().valid.contains(version)))
             } else {
-                payload.get(..4).and_then(|c| c.try_into().ok()).map(i32::from_be_bytes).is_some_and(|corr| conn.pending.get(corr).is_some())
+                kwire::header::peek_response_correlation_id(payload).is_some_and(|corr| conn.pending.get(corr).is_some())
             };
             if conn.raw_sasl && !frame {
                 o.insert("saslToken".into(), secrets.sasl_token(conn.id, request, payload));
@@ -207,8 +207,10 @@ impl<W: Write> Decoder<'_, W> {
                     o.insert("apiVersion".into(), json!(version));
                     o.insert("correlationId".into(), json!(correlation_id));
                     // A retransmitted request id replaces the one before; unknown apis cannot
-                    // be answered in a way this build reads.
-                    if let Some(api) = ApiKey::from_i16(key) {
+                    // be answered in a way this build reads, and Produce with acks=0 is not
+                    // answered (kept, it would stay for as long as the capture lasts).
+                    let answered = key != ApiKey::Produce.key() || RequestFrame::parse(Bytes::copy_from_slice(&payload)).map_or(true, |r| r.expects_response());
+                    if let (Some(api), true) = (ApiKey::from_i16(key), answered) {
                         conn.pending.take(correlation_id);
                         let _ = conn.pending.insert(correlation_id, api, version);
                     }
@@ -230,7 +232,7 @@ impl<W: Write> Decoder<'_, W> {
                 }
             }
             Item::Frame(payload) => {
-                let corr = payload.get(..4).and_then(|c| c.try_into().ok()).map(i32::from_be_bytes);
+                let corr = kwire::header::peek_response_correlation_id(&payload);
                 if let Some(corr) = corr {
                     o.insert("correlationId".into(), json!(corr));
                 }
