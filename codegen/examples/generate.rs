@@ -6,7 +6,8 @@
 //! cargo run -p kwire-build --example generate -- SPECS_DIR_OR_JAR...  # other releases, oldest first
 //! ```
 //!
-//! The files go to `target/kwire-generated/`: one per message, and the index `messages.rs`.
+//! The files go to `target/kwire-generated/`: one per message, the index `messages.rs`, and
+//! the Wireshark dissector `kwire.lua`.
 
 use std::path::{Path, PathBuf};
 
@@ -24,7 +25,8 @@ fn main() -> Result<(), Error> {
     let out = root.join("target/kwire-generated");
     let started = std::time::Instant::now();
     let files = Config::new().generate_dir(&dirs, &out)?;
-    let lines: usize = files.iter().filter_map(|f| std::fs::read_to_string(f).ok()).map(|t| t.lines().count()).sum();
+    let rust: Vec<_> = files.iter().filter(|f| f.extension().is_some_and(|e| e == "rs")).collect();
+    let lines: usize = rust.iter().filter_map(|f| std::fs::read_to_string(f).ok()).map(|t| t.lines().count()).sum();
     let elapsed = started.elapsed();
 
     let model = load_merged_model(&dirs)?;
@@ -46,9 +48,9 @@ fn main() -> Result<(), Error> {
         println!("{:>4}  {:<38} {:<9} {:<9} {}", api.key, api.name, api.valid.to_string(), flexible, from.join(", "));
     }
     println!(
-        "\n{keys} api keys, {versions} request versions (and their responses), {} messages: {} files, {lines} lines of Rust in {} ({:.1} s)",
+        "\n{keys} api keys, {versions} request versions (and their responses), {} messages: {} files, {lines} lines of Rust, and a Wireshark dissector, in {} ({:.1} s)",
         model.messages.len(),
-        files.len(),
+        rust.len(),
         out.display(),
         elapsed.as_secs_f64()
     );
