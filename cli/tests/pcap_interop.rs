@@ -16,6 +16,7 @@ mod broker;
 mod check;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -315,25 +316,33 @@ fn old_java_clients_against_real_kafka_match_tshark() {
     assert!(clients.iter().any(|c| c["client"] == name.as_str()), "the report names {name}: {clients:?}");
 }
 
-/// JavaClients.java on `lib`'s jars through a capture, compared as every capture; returns the
-/// report's clients.
+/// JavaClients.java on `lib`'s jars against the real broker at `bootstrap`, captured and compared
+/// as every capture; returns the report's clients.
 fn java_clients_capture(bootstrap: &str, lib: &str, label: &str, expected: &'static [i64]) -> Vec<Value> {
+    broker_session(bootstrap, label, expected, |topic| {
+        let java = ["java", "-cp", &format!("{lib}/*"), "-Dlog4j.configuration=file:/dev/null"].map(OsString::from);
+        let program = [here().join("JavaClients.java").into_os_string(), bootstrap.into(), topic.into(), "50".into()];
+        java.into_iter().chain(program).collect()
+    })
+}
+
+/// cli/tests/pcap.
+fn here() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pcap")
+}
+
+/// A client session against the real broker at `bootstrap` (`client` is its command, given the
+/// topic to use), captured by make_capture.sh and compared as every capture; returns the
+/// report's clients.
+fn broker_session(bootstrap: &str, label: &str, expected: &'static [i64], client: impl Fn(&str) -> Vec<OsString>) -> Vec<Value> {
     let port: u16 = bootstrap.rsplit(':').next().unwrap().parse().unwrap();
     let dir = std::env::temp_dir().join(format!("kwire-pcap-{label}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pcap");
     let capture = |attempt: u32| {
         let out = dir.join(format!("{label}-{attempt}.pcap"));
         let topic = format!("{label}-pcap-{}-{attempt}", std::process::id());
-        let status = Command::new(here.join("make_capture.sh"))
-            .arg(&out)
-            .arg(port.to_string())
-            .args(["java", "-cp", &format!("{lib}/*"), "-Dlog4j.configuration=file:/dev/null"])
-            .arg(here.join("JavaClients.java"))
-            .args([bootstrap, topic.as_str(), "50"])
-            .status()
-            .expect("run make_capture.sh");
-        assert!(status.success(), "make_capture.sh with the Java clients ({lib}) failed: {status}");
+        let status = Command::new(here().join("make_capture.sh")).arg(&out).arg(port.to_string()).args(client(&topic)).status().expect("run make_capture.sh");
+        assert!(status.success(), "make_capture.sh with the {label} clients failed: {status}");
         (out, port)
     };
     compare_capture(capture, false, Session::JavaClients(expected))
@@ -366,26 +375,10 @@ fn kcat_and_kafka_python_against_real_kafka_match_tshark() {
         return;
     }
     let Some((bootstrap, _)) = broker_env() else { return };
-    let port: u16 = bootstrap.rsplit(':').next().unwrap().parse().unwrap();
-    let dir = std::env::temp_dir().join(format!("kwire-pcap-kcat-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pcap");
-    let capture = |attempt: u32| {
-        let out = dir.join(format!("kcat-python-{attempt}.pcap"));
-        let topic = format!("kcat-python-pcap-{}-{attempt}", std::process::id());
-        let status = Command::new(here.join("make_capture.sh"))
-            .arg(&out)
-            .arg(port.to_string())
-            .arg(here.join("kcat_and_python.sh"))
-            .args([bootstrap.as_str(), topic.as_str()])
-            .status()
-            .expect("run make_capture.sh");
-        assert!(status.success(), "make_capture.sh with kcat and kafka-python failed: {status}");
-        (out, port)
-    };
     // ApiVersions, Metadata, Produce, Fetch, ListOffsets, CreateTopics, and kafka-python's
     // classic group: FindCoordinator, JoinGroup, SyncGroup, OffsetFetch, OffsetCommit, Heartbeat
     // or LeaveGroup.
-    let expected: &'static [i64] = &[18, 3, 0, 1, 2, 19, 10, 11, 14, 9, 8];
-    compare_capture(capture, false, Session::JavaClients(expected));
+    broker_session(&bootstrap, "kcat-python", &[18, 3, 0, 1, 2, 19, 10, 11, 14, 9, 8], |topic| {
+        vec![here().join("kcat_and_python.sh").into_os_string(), bootstrap.as_str().into(), topic.into()]
+    });
 }
