@@ -130,8 +130,15 @@ struct ApiStats {
     errors: u64,
     request_bytes: u64,
     response_bytes: u64,
+    /// The last [`MAX_API_LATENCIES`] latencies (p50 and p99 are of those), and the largest
+    /// of all.
     latencies_ms: Vec<f64>,
+    max_ms: Option<f64>,
+    timed: u64,
 }
+
+/// Latencies kept per api: a tap left running keeps a bounded window, not every one.
+const MAX_API_LATENCIES: usize = 100_000;
 
 /// What the printer keeps between frames.
 #[derive(Default)]
@@ -648,7 +655,13 @@ impl State {
                 if let Some(ms) = ms {
                     line.insert("ms".into(), json!((ms * 1000.0).round() / 1000.0));
                     if let Some(s) = self.apis.get_mut(&seen.api_key) {
-                        s.latencies_ms.push(ms);
+                        s.max_ms = Some(s.max_ms.map_or(ms, |m| m.max(ms)));
+                        let slot = usize::try_from(s.timed).unwrap_or(usize::MAX) % MAX_API_LATENCIES;
+                        match s.latencies_ms.get_mut(slot) {
+                            Some(old) => *old = ms,
+                            None => s.latencies_ms.push(ms),
+                        }
+                        s.timed += 1;
                     }
                 }
                 let (request_summary, mut records) = pending.map(|p| (p.summary, p.records)).unwrap_or_default();
@@ -711,7 +724,7 @@ impl State {
         for (key, s) in &mut self.apis {
             s.latencies_ms.sort_by(f64::total_cmp);
             let pct = |q: f64| crate::format::quantile(&s.latencies_ms, q);
-            let (p50, p99, max) = (pct(0.5), pct(0.99), s.latencies_ms.last().copied());
+            let (p50, p99, max) = (pct(0.5), pct(0.99), s.max_ms);
             let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"));
             table.row(vec![
                 api_name(*key),
