@@ -395,7 +395,7 @@ local function is_server_port(port)
   return false
 end
 
-local function body(tvb, tree, api_key, version, request, off, lim, pinfo)
+local function body(tvb, tree, api_key, version, request, off, lim)
   local api = APIS[api_key]
   local name = api and (request and api.req or api.resp)
   local msg = name and MESSAGES[name]
@@ -500,7 +500,7 @@ local function dissect_frame(tvb, pinfo, tree)
       pinfo.cols.info:append(", " .. text)
     end
     info_frame, info_offset = pinfo.number, tvb:offset()
-    body(tvb, root, api_key, version, request, off, size, pinfo)
+    body(tvb, root, api_key, version, request, off, size)
   end)
   if not ok then
     if getmetatable(err) == Malformed then
