@@ -38,7 +38,7 @@ pub mod messages {
 /// JSON in the shape of Kafka's generated JSON converters (feature `serde`).
 #[cfg(feature = "serde")]
 pub use kwire_runtime::json::{JsonError, VersionedJson};
-pub use messages::{ApiKey, RequestKind, ResponseKind};
+pub use messages::{ApiKey, ApiRequest, RequestKind, ResponseKind};
 
 pub mod header;
 pub mod negotiate;

@@ -16,13 +16,15 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use kwire::messages::{metadata_request::MetadataRequestTopic, MetadataRequest};
-use kwire::{ByteString, ErrorCode, RequestKind, ResponseKind, Uuid};
+use kwire::{ApiRequest, ByteString, ErrorCode, Uuid};
 use tracing::{debug, info, warn, Instrument};
 
 use crate::conn::{ConnectOptions, Connection, Connector, InFlight};
+use crate::coordinator::CoordinatorKind;
 use crate::error::{Error, Result};
 use crate::future::ClientFuture;
 use crate::random::Random;
+use crate::request::{Limits, Route};
 use crate::retry::Backoff;
 use crate::sasl::Sasl;
 #[cfg(feature = "tls")]
@@ -201,6 +203,8 @@ struct Inner {
     random: Random,
     /// Member ids of a seeded client's groups (`None`: from the OS).
     member_ids: Option<Random>,
+    /// The coordinators found so far, by kind and key (group or transactional id): address.
+    coordinators: Mutex<HashMap<(CoordinatorKind, String), String>>,
 }
 
 impl Inner {
@@ -213,6 +217,7 @@ impl Inner {
             refresh: tokio::sync::Mutex::new(None),
             in_use: Mutex::new(BTreeSet::new()),
             update_pending: AtomicBool::new(false),
+            coordinators: Mutex::new(HashMap::new()),
             random: Random::new(config.connection.seed, "cluster"),
             // Per client id too: clients given one seed but different ids (a test's members)
             // must not make the same member ids.
@@ -235,6 +240,11 @@ impl Client {
     /// client has one.
     pub(crate) fn new_member_id(&self) -> Result<String> {
         crate::group::new_member_id(self.inner.member_ids.as_ref())
+    }
+
+    /// The coordinator cache ([`crate::coordinator`]).
+    pub(crate) fn coordinators(&self) -> &Mutex<HashMap<(CoordinatorKind, String), String>> {
+        &self.inner.coordinators
     }
 
     /// Connects to the cluster: reads Metadata from the first bootstrap broker that answers,
@@ -322,8 +332,9 @@ impl Client {
             let mut last = None;
             for addr in addrs {
                 let request = metadata_request(topics.as_deref(), create);
-                match self.call_addr(&addr, request).await {
-                    Ok(ResponseKind::Metadata(r)) => {
+                // To the address itself (not a route, which may need metadata first).
+                match self.send_at(&addr, &addr, Limits::default(), &|_| request.clone()).await {
+                    Ok(r) => {
                         let mut m = parse_metadata(r);
                         if let Some(asked) = &topics {
                             // The other topics stay as they were; those asked for and not
@@ -342,7 +353,6 @@ impl Client {
                         *crate::sync::write(&self.inner.metadata) = m.clone();
                         return Ok(m);
                     }
-                    Ok(other) => last = Some(Error::UnexpectedResponse(format!("{:?} to Metadata", other.api_key()))),
                     // Authentication and version errors will not improve on another broker.
                     Err(e @ (Error::Authentication { .. } | Error::OAuth(_) | Error::Tls { .. } | Error::Config(_))) => return Err(e),
                     Err(e) => {
@@ -433,10 +443,7 @@ impl Client {
     /// Metadata for specific topics straight from a broker (not cached): for topics this
     /// principal may only describe by name.
     pub async fn fetch_topic_metadata(&self, topics: &[&str]) -> Result<ClusterMetadata> {
-        match self.call_any(metadata_request(Some(topics), false)).await? {
-            ResponseKind::Metadata(r) => Ok(parse_metadata(r)),
-            other => Err(Error::UnexpectedResponse(format!("{:?} to Metadata", other.api_key()))),
-        }
+        Ok(parse_metadata(self.send(Route::Any, metadata_request(Some(topics), false)).await?))
     }
 
     /// A client of the same cluster with connections of its own (and a copy of the metadata):
@@ -488,52 +495,20 @@ impl Client {
         }
     }
 
-    /// Sends `body` to the broker at `addr` (a group coordinator, say) and waits for the response.
-    pub async fn call_addr(&self, addr: &str, body: impl Into<RequestKind>) -> Result<ResponseKind> {
-        let body = body.into();
-        let api = body.api_key();
-        self.call_at(addr, body).await?.ok_or_else(|| Error::UnexpectedResponse(format!("no response to {}", api.name())))
-    }
-
-    /// Sends `body` on the connection to `addr`. A pooled connection that turns out to be
-    /// closed (the broker dropped it while idle) is replaced once.
-    async fn call_at(&self, addr: &str, body: RequestKind) -> Result<Option<ResponseKind>> {
-        let conn = self.connection(addr).await?;
-        match conn.call(body.clone()).await {
-            Err(e @ (Error::Disconnected(_) | Error::Io { .. })) if conn.is_closed() => {
-                debug!(addr = %addr, reason = %e, "pooled connection was closed: reconnecting");
-                self.connection(addr).await?.call(body).await
-            }
-            r => r,
-        }
-    }
-
-    /// Puts `body` on the connection to broker `node`, at the negotiated version or `max`, the
-    /// lower, and returns without waiting for the response: requests dispatched one after
+    /// Puts `request` on the connection to broker `node`, at the negotiated version or `max`,
+    /// the lower, and returns without waiting for the response: requests dispatched one after
     /// another reach the broker in that order. A pooled connection found closed is replaced
     /// once.
-    pub(crate) async fn dispatch_node_at_most(&self, node: i32, body: RequestKind, max: i16) -> Result<InFlight> {
+    pub(crate) async fn dispatch<R: ApiRequest + Clone>(&self, node: i32, request: R, max: i16) -> Result<InFlight<R>> {
         let addr = self.node_addr(node).await?;
         let conn = self.connection(&addr).await?;
-        match conn.dispatch_at_most(body.clone(), max).await {
+        match conn.dispatch(request.clone(), max).await {
             Err(e @ (Error::Disconnected(_) | Error::Io { .. })) if conn.is_closed() => {
                 debug!(addr = %addr, reason = %e, "pooled connection was closed: reconnecting");
-                self.connection(&addr).await?.dispatch_at_most(body, max).await
+                self.connection(&addr).await?.dispatch(request, max).await
             }
             r => r,
         }
-    }
-
-    /// Sends `body` to broker `node` and waits for the response.
-    pub async fn call_node(&self, node: i32, body: impl Into<RequestKind>) -> Result<Option<ResponseKind>> {
-        let addr = self.node_addr(node).await?;
-        self.call_at(&addr, body.into()).await
-    }
-
-    /// The version the connection to broker `node` uses for `api` (connecting if needed).
-    pub async fn node_version(&self, node: i32, api: kwire::ApiKey) -> Result<i16> {
-        let addr = self.node_addr(node).await?;
-        self.connection(&addr).await?.version(api)
     }
 
     /// The address of broker `node`, refreshing metadata once if it is unknown.
@@ -545,85 +520,12 @@ impl Client {
         m.brokers.get(&node).map(BrokerInfo::addr).ok_or(Error::UnknownBroker(node))
     }
 
-    /// Sends `body` to some broker (the first known that answers).
-    pub async fn call_any(&self, body: impl Into<RequestKind>) -> Result<ResponseKind> {
-        let body = body.into();
-        self.call_any_versioned(body.api_key(), |_| body.clone()).await
-    }
-
-    /// Like [`call_any`](Client::call_any) for a request whose fields depend on the version
-    /// (`build` gets the version the broker's connection uses for `api`).
-    pub async fn call_any_versioned(&self, api: kwire::ApiKey, build: impl Fn(i16) -> RequestKind) -> Result<ResponseKind> {
-        let m = self.metadata();
-        let mut addrs: Vec<String> = m.brokers.values().map(BrokerInfo::addr).collect();
-        if addrs.is_empty() {
-            addrs = self.inner.config.bootstrap.clone();
+    /// The leader of `topic`/`partition`, refreshing metadata once if none is known.
+    pub(crate) async fn leader_of(&self, topic: &str, partition: i32) -> Result<i32> {
+        match self.metadata().leader(topic, partition) {
+            Some(l) => Ok(l),
+            None => self.refresh_metadata().await?.leader(topic, partition).ok_or_else(|| Error::unknown(topic, Some(partition), "no known leader")),
         }
-        let mut last = None;
-        for addr in addrs {
-            let r = match self.connection(&addr).await.and_then(|c| c.version(api)) {
-                Ok(v) => self.call_addr(&addr, build(v)).await,
-                Err(e) => Err(e),
-            };
-            match r {
-                Ok(r) => return Ok(r),
-                Err(e) if e.is_retriable() => last = Some(e),
-                Err(e) => return Err(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| Error::Config("no broker known".into())))
-    }
-
-    /// Sends `build(version)` to the broker at `addr` on the connection pooled under `key`, at
-    /// the version it uses for `api`, waiting at most `timeout` (the connection's request
-    /// timeout when `None`).
-    pub async fn call_keyed_versioned(
-        &self,
-        key: &str,
-        addr: &str,
-        api: kwire::ApiKey,
-        build: impl Fn(i16) -> RequestKind,
-        timeout: Option<Duration>,
-    ) -> Result<ResponseKind> {
-        self.call_keyed_at_most(key, addr, api, build, timeout, i16::MAX).await
-    }
-
-    /// Like [`call_keyed_versioned`](Client::call_keyed_versioned) at version `max` at most.
-    pub(crate) async fn call_keyed_at_most(
-        &self,
-        key: &str,
-        addr: &str,
-        api: kwire::ApiKey,
-        build: impl Fn(i16) -> RequestKind,
-        timeout: Option<Duration>,
-        max: i16,
-    ) -> Result<ResponseKind> {
-        let conn = self.connection_keyed(key, addr).await?;
-        let version = conn.version(api)?.min(max);
-        conn.request_at_most(build(version), max, timeout).await
-    }
-
-    /// Sends `body` to the controller (as Metadata names it).
-    pub async fn call_controller(&self, body: impl Into<RequestKind>) -> Result<ResponseKind> {
-        let controller = self.metadata().controller_id;
-        if controller < 0 {
-            return self.call_any(body).await;
-        }
-        let api = {
-            let b: RequestKind = body.into();
-            let api = b.api_key();
-            (b, api)
-        };
-        self.call_node(controller, api.0).await?.ok_or_else(|| Error::UnexpectedResponse(format!("no response to {}", api.1.name())))
-    }
-
-    /// Sends `body` to the leader of `topic`/`partition`.
-    pub async fn call_leader(&self, topic: &str, partition: i32, body: impl Into<RequestKind>) -> Result<Option<ResponseKind>> {
-        let leader = match self.metadata().leader(topic, partition) {
-            Some(l) => l,
-            None => self.refresh_metadata().await?.leader(topic, partition).ok_or_else(|| Error::unknown(topic, Some(partition), "no known leader"))?,
-        };
-        self.call_node(leader, body).await
     }
 
     /// Whether an error code calls for fresh metadata (leadership or topic changed): the codes

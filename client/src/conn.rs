@@ -10,6 +10,7 @@
 //! connection to a vanished peer is found too.
 
 use std::collections::{BTreeMap, HashMap};
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -19,14 +20,14 @@ use futures_util::{SinkExt, StreamExt};
 use kwire::codec::{ClientCodec, CodecError, OutboundRequest, ResponseFrame};
 use kwire::messages::{ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest};
 use kwire::negotiate::{negotiate, NegotiateOptions, Negotiated};
-use kwire::{ApiKey, ByteString, Bytes, ErrorCode, RequestKind, ResponseKind, VersionRange};
+use kwire::{ApiKey, ApiRequest, ByteString, Bytes, ErrorCode, RequestKind, ResponseKind, VersionRange};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, RwLock};
 use tokio_util::codec::Framed;
 use tracing::{debug, info, trace, warn, Instrument};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Unexpected};
 use crate::metrics::ConnectionMetrics;
 use crate::sasl::{OAuthBearer, Sasl, ScramClient};
 #[cfg(feature = "tls")]
@@ -222,19 +223,27 @@ struct Shared {
 }
 
 /// A request [`dispatch`](Connection::dispatch)ed on a connection, its response to come.
-pub(crate) struct InFlight {
+pub(crate) struct InFlight<R> {
     conn: Connection,
-    api: ApiKey,
     rx: oneshot::Receiver<Result<Option<ResponseFrame>>>,
     timeout: Duration,
     /// Held until the response, as every ordinary request holds the gate.
     _gate: tokio::sync::OwnedRwLockReadGuard<()>,
+    _request: PhantomData<fn() -> R>,
 }
 
-impl InFlight {
-    /// The response (none for Produce with acks=0), within the request timeout.
-    pub(crate) async fn response(self) -> Result<Option<ResponseKind>> {
-        Ok(self.conn.wait(self.api, self.rx, self.timeout).await?.map(|f| f.body))
+impl<R: ApiRequest> InFlight<R> {
+    /// The response, within the request timeout.
+    pub(crate) async fn response(self) -> Result<R::Response> {
+        crate::request::typed::<R>(self.conn.wait(R::API, self.rx, self.timeout).await?.map(|f| f.body))
+    }
+
+    /// The response if one is due (none for Produce with acks=0), within the request timeout.
+    pub(crate) async fn response_if_any(self) -> Result<Option<R::Response>> {
+        match self.conn.wait(R::API, self.rx, self.timeout).await? {
+            Some(frame) => crate::request::typed::<R>(Some(frame.body)).map(Some),
+            None => Ok(None),
+        }
     }
 }
 
@@ -400,62 +409,38 @@ impl Connection {
         self.versions()?.version(api)
     }
 
-    /// Sends `body` at the negotiated version and waits for the response (none for Produce
-    /// with acks=0).
-    pub async fn call(&self, body: impl Into<RequestKind>) -> Result<Option<ResponseKind>> {
-        let body = body.into();
-        let version = self.version(body.api_key())?;
-        let _guard = self.shared.gate.read().await;
-        Ok(self.send(version, body).await?.map(|f| f.body))
-    }
-
-    /// Like [`request`](Connection::request) with a timeout of its own (a JoinGroup waits for
-    /// the whole group, up to the rebalance timeout).
-    pub async fn request_within(&self, body: impl Into<RequestKind>, timeout: Duration) -> Result<ResponseKind> {
-        let body = body.into();
-        let api = body.api_key();
-        let version = self.version(api)?;
-        let _guard = self.shared.gate.read().await;
-        self.send_within(version, body, timeout).await?.map(|f| f.body).ok_or_else(|| Error::UnexpectedResponse(format!("no response to {}", api.name())))
-    }
-
-    /// Like [`request_within`](Connection::request_within) (`None`: the request timeout) at
-    /// the negotiated version or `max`, the lower (a transactional producer under Transactions
-    /// V1 keeps to the versions before KIP-890's).
-    pub(crate) async fn request_at_most(&self, body: RequestKind, max: i16, timeout: Option<Duration>) -> Result<ResponseKind> {
-        let api = body.api_key();
-        let version = self.version(api)?.min(max);
-        let _guard = self.shared.gate.read().await;
-        self.send_within(version, body, timeout.unwrap_or(self.shared.options.request_timeout))
-            .await?
-            .map(|f| f.body)
-            .ok_or_else(|| Error::UnexpectedResponse(format!("no response to {}", api.name())))
-    }
-
-    /// Like [`call`](Connection::call) for requests that always have a response.
+    /// Sends `body`, a request of any api, at the negotiated version and returns the response
+    /// as it came (a tool's raw access; [`send`](Connection::send) returns it typed).
     pub async fn request(&self, body: impl Into<RequestKind>) -> Result<ResponseKind> {
         let body = body.into();
         let api = body.api_key();
-        self.call(body).await?.ok_or_else(|| Error::UnexpectedResponse(format!("no response to {}", api.name())))
+        let version = self.version(api)?;
+        self.exchange(version, body, None).await?.ok_or(Error::unexpected(api, Unexpected::NoResponse))
     }
 
-    /// Puts `body` on the connection's queue at the negotiated version or `max`, the lower (a
-    /// request whose body cannot be written at the newest version, such as Produce v13+ for a
-    /// topic without an id), and returns at once: requests dispatched one after another are
+    /// Sends `body` at `version` under the gate and waits up to `timeout` (`None`: the
+    /// request timeout) for the response (none for Produce with acks=0).
+    pub(crate) async fn exchange(&self, version: i16, body: RequestKind, timeout: Option<Duration>) -> Result<Option<ResponseKind>> {
+        let _guard = self.shared.gate.read().await;
+        Ok(self.send_within(version, body, timeout.unwrap_or(self.shared.options.request_timeout)).await?.map(|f| f.body))
+    }
+
+    /// Puts `request` on the connection's queue at the negotiated version or `max`, the lower
+    /// (a request whose body cannot be written at the newest version, such as Produce v13+ for
+    /// a topic without an id), and returns at once: requests dispatched one after another are
     /// written in that order (a caller that needs its requests in order, such as the
     /// producer's sender for a broker, awaits each dispatch before the next).
     /// [`InFlight::response`] waits for the answer.
-    pub(crate) async fn dispatch_at_most(&self, body: RequestKind, max: i16) -> Result<InFlight> {
-        let api = body.api_key();
-        let version = self.version(api)?.min(max);
+    pub(crate) async fn dispatch<R: ApiRequest>(&self, request: R, max: i16) -> Result<InFlight<R>> {
+        let version = self.version(R::API)?.min(max);
         let gate = self.shared.gate.clone().read_owned().await;
-        let rx = self.enqueue(version, body).await?;
-        Ok(InFlight { conn: self.clone(), api, rx, timeout: self.shared.options.request_timeout, _gate: gate })
+        let rx = self.enqueue(version, request.into()).await?;
+        Ok(InFlight { conn: self.clone(), rx, timeout: self.shared.options.request_timeout, _gate: gate, _request: PhantomData })
     }
 
     /// Sends at an explicit version, with no gate (used under the gate or before any other
     /// request can be sent).
-    async fn send(&self, version: i16, body: RequestKind) -> Result<Option<ResponseFrame>> {
+    async fn send_ungated(&self, version: i16, body: RequestKind) -> Result<Option<ResponseFrame>> {
         self.send_within(version, body, self.shared.options.request_timeout).await
     }
 
@@ -518,7 +503,7 @@ impl Connection {
         };
         let seen = &self.shared.options.api_versions_seen;
         let mut version = seen.get(&self.shared.addr).filter(|v| ours.contains(*v)).unwrap_or(ours.hi);
-        let mut response = self.expect_api_versions(self.send(version, request()).await?)?;
+        let mut response = crate::request::typed::<ApiVersionsRequest>(self.send_ungated(version, request()).await?.map(|f| f.body))?;
         if response.error_code == ErrorCode::UNSUPPORTED_VERSION.0 {
             let theirs = response.api_keys.iter().find(|k| k.api_key == ApiKey::ApiVersions.key());
             let common = theirs.map(|k| VersionRange::new(k.min_version, k.max_version).intersect(&ours));
@@ -527,7 +512,7 @@ impl Connection {
                 reason: format!("the broker supports {:?}, this build {ours}", theirs.map(|k| (k.min_version, k.max_version))),
             })?;
             debug!(version, "retrying ApiVersions at the broker's version");
-            response = self.expect_api_versions(self.send(version, request()).await?)?;
+            response = crate::request::typed::<ApiVersionsRequest>(self.send_ungated(version, request()).await?.map(|f| f.body))?;
         }
         Error::check(response.error_code, None, || format!("ApiVersions v{version} to {}", self.shared.addr))?;
         seen.set(&self.shared.addr, version);
@@ -537,17 +522,11 @@ impl Connection {
         Ok(())
     }
 
-    fn expect_api_versions(&self, frame: Option<ResponseFrame>) -> Result<kwire::messages::ApiVersionsResponse> {
-        match frame.map(|f| f.body) {
-            Some(ResponseKind::ApiVersions(r)) => Ok(r),
-            other => Err(Error::UnexpectedResponse(format!("{:?} to ApiVersions", other.map(|b| b.api_key())))),
-        }
-    }
-
-    async fn sasl_call(&self, body: RequestKind) -> Result<ResponseKind> {
-        let version = self.version(body.api_key())?;
-        let api = body.api_key();
-        self.send(version, body).await?.map(|f| f.body).ok_or_else(|| Error::UnexpectedResponse(format!("no {} response", api.name())))
+    /// A SASL request, sent with no gate (authentication runs before other requests, and
+    /// re-authentication holds the gate for writing).
+    async fn sasl_call<R: ApiRequest>(&self, request: R) -> Result<R::Response> {
+        let version = self.version(R::API)?;
+        crate::request::typed::<R>(self.send_ungated(version, request.into()).await?.map(|f| f.body))
     }
 
     /// SaslHandshake v1 and the SaslAuthenticate exchange of `sasl`; when the broker sets a
@@ -557,9 +536,7 @@ impl Connection {
         let span = tracing::info_span!("kafka.sasl", mechanism, user = sasl.username(), reauth);
         let lifetime_ms = async {
             let auth_err = |message: String| Error::Authentication { mechanism: mechanism.to_owned(), message };
-            let ResponseKind::SaslHandshake(h) = self.sasl_call(SaslHandshakeRequest { mechanism: ByteString::from_static(mechanism) }.into()).await? else {
-                return Err(Error::UnexpectedResponse("not a SaslHandshake response".into()));
-            };
+            let h = self.sasl_call(SaslHandshakeRequest { mechanism: ByteString::from_static(mechanism) }).await?;
             if !ErrorCode(h.error_code).is_ok() {
                 let offered: Vec<&str> = h.mechanisms.iter().map(|m| &m[..]).collect();
                 return Err(auth_err(format!("{} (the broker offers {})", ErrorCode(h.error_code).name().unwrap_or("handshake refused"), offered.join(", "))));
@@ -620,10 +597,7 @@ impl Connection {
 
     /// One SaslAuthenticate round, its error code unchecked.
     async fn sasl_authenticate(&self, auth_bytes: Bytes) -> Result<kwire::messages::SaslAuthenticateResponse> {
-        match self.sasl_call(SaslAuthenticateRequest { auth_bytes, ..Default::default() }.into()).await? {
-            ResponseKind::SaslAuthenticate(r) => Ok(r),
-            _ => Err(Error::UnexpectedResponse("not a SaslAuthenticate response".into())),
-        }
+        self.sasl_call(SaslAuthenticateRequest { auth_bytes, ..Default::default() }).await
     }
 
     /// The OAUTHBEARER initial response with the current token.

@@ -18,6 +18,52 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// (`std::io::Error`, `rustls::Error` inside an I/O error, `kwire::DecodeError`, ...).
 pub type Cause = Arc<dyn std::error::Error + Send + Sync>;
 
+/// How a broker's answer does not fit its request ([`Error::UnexpectedResponse`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Unexpected {
+    /// The answer is another api's.
+    OtherApi(ApiKey),
+    /// No answer came where one is due (only a Produce with acks=0 goes unanswered).
+    NoResponse,
+    /// The answer has no result for something the request named: a topic, a partition, a
+    /// user, ... (named here).
+    Missing(String),
+    /// The answer has a different number of results than the request had items.
+    Count {
+        /// The request's items.
+        sent: usize,
+        /// The answer's results.
+        received: usize,
+    },
+    /// A paging cursor that did not move forward (the same page would come again).
+    CursorStuck,
+}
+
+impl fmt::Display for Unexpected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unexpected::OtherApi(api) => write!(f, "a {} response came instead", api.name()),
+            Unexpected::NoResponse => f.write_str("none came"),
+            Unexpected::Missing(what) => write!(f, "no result for {what}"),
+            Unexpected::Count { sent, received } => write!(f, "{received} results for {sent} items"),
+            Unexpected::CursorStuck => f.write_str("its cursor did not move forward"),
+        }
+    }
+}
+
+impl Error {
+    /// An answer of `api` that does not fit its request.
+    pub(crate) fn unexpected(api: ApiKey, problem: Unexpected) -> Error {
+        Error::UnexpectedResponse { api, problem }
+    }
+
+    /// An answer of `api` with no result for `what`.
+    pub(crate) fn missing(api: ApiKey, what: impl fmt::Display) -> Error {
+        Error::UnexpectedResponse { api, problem: Unexpected::Missing(what.to_string()) }
+    }
+}
+
 /// Why a client operation failed.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -52,7 +98,12 @@ pub enum Error {
     },
     /// The broker answered with something that does not fit the request (another api, a
     /// missing partition, ...).
-    UnexpectedResponse(String),
+    UnexpectedResponse {
+        /// The api of the request.
+        api: ApiKey,
+        /// What does not fit.
+        problem: Unexpected,
+    },
     /// No response within the request timeout.
     Timeout {
         /// The api of the request.
@@ -682,7 +733,7 @@ impl fmt::Display for Error {
             Error::Io { addr, message, .. } => write!(f, "connection to {addr} failed: {message}"),
             Error::Tls { addr, message, .. } => write!(f, "TLS with {addr} failed: {message}"),
             Error::Protocol { addr, message, .. } => write!(f, "bad data from {addr}: {message}"),
-            Error::UnexpectedResponse(m) => write!(f, "unexpected response: {m}"),
+            Error::UnexpectedResponse { api, problem } => write!(f, "unexpected {} response: {problem}", api.name()),
             Error::Timeout { api, after } => write!(f, "no {} response within {after:?}", api.name()),
             Error::UnsupportedVersion { api, reason } => write!(f, "{} unusable: {reason}", api.name()),
             Error::Authentication { mechanism, message } => write!(f, "SASL/{mechanism} authentication failed: {message}"),

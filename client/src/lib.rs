@@ -32,6 +32,7 @@ pub mod assignor;
 mod cluster;
 mod conn;
 mod consumer;
+mod coordinator;
 mod error;
 mod future;
 mod group;
@@ -44,6 +45,7 @@ mod oidc;
 pub mod partitioner;
 mod producer;
 mod random;
+mod request;
 mod retry;
 mod sasl;
 mod share;
@@ -67,13 +69,14 @@ pub use conn::{ApiVersionsSeen, ConnectOptions, Connection, Connector, Transport
 pub use consumer::{
     Consumer, ConsumerConfig, ConsumerGroupMetadata, ConsumerRecord, FetchStats, IsolationLevel, ListenerFuture, OffsetReset, RebalanceListener,
 };
-pub use error::{ConsumerError, Error, GroupError, OAuthError, ProducerError, Resource, Result, ShareError, TransactionError, TransactionState};
+pub use error::{ConsumerError, Error, GroupError, OAuthError, ProducerError, Resource, Result, ShareError, TransactionError, TransactionState, Unexpected};
 pub use future::ClientFuture;
 pub use group::GroupProtocol;
 pub use offsets::{ListedOffset, OffsetAndMetadata, OffsetSpec};
 #[cfg(feature = "oidc")]
 pub use oidc::{AssertionAlgorithm, JwtAssertion, OidcConfig, OidcProvider};
 pub use producer::{Acks, Delivery, IntoTopic, Producer, ProducerConfig, ProducerRecord, ProducerStats, RecordMetadata};
+pub use request::Route;
 pub use sasl::{OAuthBearer, OAuthBearerToken, RefreshPolicy, Sasl, ScramMechanism, TokenFuture, TokenProvider};
 pub use share::{AcknowledgeType, AcknowledgementCommit, AcknowledgementMode, ShareConsumer, ShareConsumerConfig, ShareRecord};
 #[cfg(feature = "tls")]

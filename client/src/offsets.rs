@@ -10,14 +10,15 @@ use kwire::messages::{
     list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic},
     offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic},
     offset_fetch_request::{OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics},
-    ListOffsetsRequest, OffsetCommitRequest, OffsetFetchRequest,
+    ListOffsetsRequest, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
 };
-use kwire::{ApiKey, ByteString, ErrorCode, RequestKind, ResponseKind, Uuid};
+use kwire::{ApiKey, ByteString, ErrorCode, Uuid};
 use tracing::{debug, warn};
 
 use crate::cluster::{Client, ClusterMetadata};
+use crate::coordinator::Coordinator;
 use crate::error::{Error, GroupError, Resource, Result};
-use crate::group::coordinator::Coordinator;
+use crate::request::{Limits, Route};
 use crate::retry::{Backoff, Retry};
 use crate::topic_partition::TopicPartition;
 
@@ -136,9 +137,8 @@ pub(crate) async fn list_offsets(
                 timeout_ms: client.config().connection.request_timeout.as_millis().min(i32::MAX as u128) as i32,
                 ..Default::default()
             };
-            let response = match client.call_node(leader, request).await {
-                Ok(Some(ResponseKind::ListOffsets(r))) => r,
-                Ok(other) => return Err(Error::UnexpectedResponse(format!("{:?} to ListOffsets", other.map(|o| o.api_key())))),
+            let response = match client.send(Route::Node(leader), request).await {
+                Ok(r) => r,
                 Err(e) if e.is_retriable() => {
                     warn!(leader, error = %e, "ListOffsets failed");
                     again.extend(parts.into_iter().map(|(tp, s, _)| (tp, s)));
@@ -149,7 +149,7 @@ pub(crate) async fn list_offsets(
             for (tp, spec, _) in parts {
                 let p = response.topics.iter().filter(|t| t.name == tp.topic[..]).flat_map(|t| &t.partitions).find(|p| p.partition_index == tp.partition);
                 match p {
-                    None => return Err(Error::UnexpectedResponse(format!("ListOffsets response has no {tp}"))),
+                    None => return Err(Error::missing(ApiKey::ListOffsets, &tp)),
                     Some(p) if ErrorCode(p.error_code).is_ok() => {
                         if p.offset >= 0 {
                             let leader_epoch = (p.leader_epoch >= 0).then_some(p.leader_epoch);
@@ -246,7 +246,7 @@ pub(crate) async fn committed(
                 ..Default::default()
             }];
         }
-        RequestKind::from(r)
+        r
     };
     let mut ids = topic_ids(&metadata);
     let unstable_error = || Error::Group(GroupError::UnstableOffsets { group: group.to_owned() });
@@ -254,9 +254,8 @@ pub(crate) async fn committed(
     // One loop for the coordinator moving and for unstable offsets.
     let mut retry = Retry::new(Backoff::constant(backoff), FETCH_ATTEMPTS);
     while retry.next().await {
-        let response = match coordinator.try_call(ApiKey::OffsetFetch, build, None).await {
-            Ok(ResponseKind::OffsetFetch(r)) => r,
-            Ok(other) => return Err(Error::UnexpectedResponse(format!("{:?} to OffsetFetch", other.api_key()))),
+        let response = match coordinator.try_send(Limits::default(), build).await {
+            Ok(r) => r,
             Err(e) if e.is_retriable() => {
                 last = Some(e);
                 continue;
@@ -365,35 +364,27 @@ pub(crate) async fn commit(coordinator: &Coordinator, group: &str, who: &Committ
         });
     }
     let instance = who.instance_id.clone().map(ByteString::from);
-    let build = |v: i16| {
-        RequestKind::from(OffsetCommitRequest {
-            group_id: ByteString::from(group.to_owned()),
-            generation_id_or_member_epoch: who.generation,
-            member_id: ByteString::from(who.member_id.clone()),
-            group_instance_id: if v >= 7 { instance.clone() } else { None },
-            retention_time_ms: -1,
-            topics: topics
-                .iter()
-                .map(|(t, partitions)| OffsetCommitRequestTopic {
-                    name: ByteString::from(t.to_string()),
-                    topic_id: metadata.topics.get(*t).map_or(Uuid::ZERO, |i| i.id),
-                    partitions: partitions.clone(),
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        })
+    let build = |v: i16| OffsetCommitRequest {
+        group_id: ByteString::from(group.to_owned()),
+        generation_id_or_member_epoch: who.generation,
+        member_id: ByteString::from(who.member_id.clone()),
+        group_instance_id: if v >= 7 { instance.clone() } else { None },
+        retention_time_ms: -1,
+        topics: topics
+            .iter()
+            .map(|(t, partitions)| OffsetCommitRequestTopic {
+                name: ByteString::from(t.to_string()),
+                topic_id: metadata.topics.get(*t).map_or(Uuid::ZERO, |i| i.id),
+                partitions: partitions.clone(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
     };
-    let code_of = |r: &ResponseKind| match r {
-        ResponseKind::OffsetCommit(r) => {
-            r.topics.iter().flat_map(|t| &t.partitions).map(|p| p.error_code).find(|c| crate::group::coordinator::coordinator_moved(ErrorCode(*c))).unwrap_or(0)
-        }
-        _ => 0,
+    let code_of = |r: &OffsetCommitResponse| {
+        r.topics.iter().flat_map(|t| &t.partitions).map(|p| p.error_code).find(|c| crate::coordinator::coordinator_moved(ErrorCode(*c))).unwrap_or(0)
     };
-    let response = match coordinator.call(ApiKey::OffsetCommit, build, code_of, None).await? {
-        ResponseKind::OffsetCommit(r) => r,
-        other => return Err(Error::UnexpectedResponse(format!("{:?} to OffsetCommit", other.api_key()))),
-    };
+    let response = coordinator.send(build, code_of).await?;
     for t in &response.topics {
         for p in &t.partitions {
             let code = ErrorCode(p.error_code);

@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kwire::messages::{GetTelemetrySubscriptionsRequest, PushTelemetryRequest};
 use kwire::runtime::records::{compress, Compression};
-use kwire::{Bytes, ErrorCode, ResponseKind, Uuid};
+use kwire::{Bytes, ErrorCode, Uuid};
 use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
 use opentelemetry_proto::tonic::metrics::v1::{
     metric::Data, number_data_point, AggregationTemporality, Gauge, Metric, MetricsData, NumberDataPoint, ResourceMetrics, ScopeMetrics, Sum,
@@ -27,6 +27,7 @@ use tracing::{debug, info, warn, Instrument};
 use crate::cluster::Client;
 use crate::error::{Error, Result};
 use crate::metrics::{Named, Set, Value};
+use crate::request::Route;
 
 /// How long to wait before asking again when the broker gives no push interval.
 const DEFAULT_INTERVAL: Duration = Duration::from_secs(300);
@@ -197,9 +198,7 @@ impl Pusher {
 
     async fn subscribe(&self, instance_id: &mut Uuid) -> Result<Subscription> {
         let request = GetTelemetrySubscriptionsRequest { client_instance_id: *instance_id, ..Default::default() };
-        let ResponseKind::GetTelemetrySubscriptions(r) = self.client.call_any(request).await? else {
-            return Err(Error::UnexpectedResponse("not a GetTelemetrySubscriptions response".into()));
-        };
+        let r = self.client.send(Route::Any, request).await?;
         let code = ErrorCode(r.error_code);
         if !code.is_ok() {
             return Err(Error::broker(code, None, "GetTelemetrySubscriptions".to_owned()));
@@ -289,8 +288,8 @@ impl Pusher {
             metrics: Bytes::from(bytes),
             ..Default::default()
         };
-        match self.client.call_any(request).await {
-            Ok(ResponseKind::PushTelemetry(r)) => match ErrorCode(r.error_code) {
+        match self.client.send(Route::Any, request).await {
+            Ok(r) => match ErrorCode(r.error_code) {
                 ErrorCode::NONE => Next::Push,
                 ErrorCode::UNKNOWN_SUBSCRIPTION_ID | ErrorCode::UNSUPPORTED_COMPRESSION_TYPE => Next::Resubscribe,
                 code @ (ErrorCode::INVALID_REQUEST | ErrorCode::INVALID_RECORD) => {
@@ -302,10 +301,6 @@ impl Pusher {
                     Next::Push
                 }
             },
-            Ok(other) => {
-                debug!(response = ?other.api_key(), "not a PushTelemetry response");
-                Next::Resubscribe
-            }
             Err(e) => {
                 debug!(error = %e, "telemetry push failed");
                 Next::Resubscribe

@@ -11,8 +11,8 @@ use std::time::Duration;
 use common::{unique, Broker};
 use kwire::ApiKey;
 use kwire_client::{
-    Admin, ConfigOp, ConfigResource, Error, GroupFilter, NewTopic, OffsetAndMetadata, PartitionLag, Producer, ProducerConfig, ProducerRecord, ShareConsumer,
-    ShareConsumerConfig, TopicCursor, TopicPartition,
+    Admin, ConfigOp, ConfigResource, Error, GroupFilter, NewTopic, OffsetAndMetadata, PartitionLag, Producer, ProducerConfig, ProducerRecord, Route,
+    ShareConsumer, ShareConsumerConfig, TopicCursor, TopicPartition,
 };
 
 /// Kafka's own `Admin` (4.x) describing what kwire's describes: a share group and its
@@ -207,7 +207,6 @@ async fn streams_groups_listed_and_described() {
         streams_group_heartbeat_request::{Subtopology, Topology},
         StreamsGroupHeartbeatRequest,
     };
-    use kwire::ResponseKind;
 
     let Some(b) = Broker::from_env("streams_groups_listed_and_described") else { return };
     let admin = Admin::new(b.client().await);
@@ -238,8 +237,7 @@ async fn streams_groups_listed_and_described() {
         ..Default::default()
     };
     // One broker: it coordinates every group.
-    let r = admin.client().call_any(heartbeat(0, true)).await.unwrap();
-    let ResponseKind::StreamsGroupHeartbeat(r) = r else { panic!("{r:?}") };
+    let r = admin.client().send(Route::Any, heartbeat(0, true)).await.unwrap();
     assert_eq!(r.error_code, 0, "{r:?}");
     assert!(r.member_epoch >= 1, "{r:?}");
 
@@ -254,7 +252,7 @@ async fn streams_groups_listed_and_described() {
             .is_ok_and(|d| d.members.first().is_some_and(|m| m.active_tasks.get("0").is_some_and(|p| p.len() == 2)))
             || {
                 // The assignment reaches the member by its heartbeats.
-                let _ = admin.client().call_any(heartbeat(r.member_epoch, false)).await;
+                let _ = admin.client().send(Route::Any, heartbeat(r.member_epoch, false)).await;
                 false
             }
     })
@@ -283,8 +281,7 @@ async fn streams_groups_listed_and_described() {
     // Described as a consumer group it is not one: the classic fallback says so.
     assert!(admin.describe_groups(&[&group]).await.unwrap().remove(0).is_err_and(|e| e.code().is_some()));
 
-    let r = admin.client().call_any(heartbeat(-1, false)).await.unwrap();
-    let ResponseKind::StreamsGroupHeartbeat(r) = r else { panic!("{r:?}") };
+    let r = admin.client().send(Route::Any, heartbeat(-1, false)).await.unwrap();
     assert_eq!(r.error_code, 0, "{r:?}");
     common::eventually("the streams group empty", || async {
         admin.describe_streams_groups(&[&group]).await.unwrap().remove(0).is_ok_and(|d| d.members.is_empty())
@@ -905,7 +902,11 @@ async fn authorizer_decisions(admin: &Admin, alice: &kwire_client::Client, n: &A
             if round == "after" && (label.contains("Txn") || label.starts_with("InitProducerId transactional") || label == "FindCoordinator transaction") {
                 continue;
             }
-            let response = alice.call_any_versioned(build(0).api_key(), &build).await.unwrap_or_else(|e| panic!("{label}: {e}"));
+            // Probes of many apis, built per version: raw requests on one broker's connection.
+            let addr = alice.metadata().brokers.values().next().map(|b| b.addr()).expect("a broker");
+            let conn = alice.connection(&addr).await.unwrap();
+            let version = conn.version(build(0).api_key()).unwrap_or_else(|e| panic!("{label}: {e}"));
+            let response = conn.request(build(version)).await.unwrap_or_else(|e| panic!("{label}: {e}"));
             out.push((format!("{label}, {round}"), response.errors()));
         }
     }
@@ -917,16 +918,16 @@ async fn authorizer_decisions(admin: &Admin, alice: &kwire_client::Client, n: &A
 async fn wait_for_group_coordinator(admin: &Admin, group: &str) {
     use kwire::messages::FindCoordinatorRequest;
     let key = kwire::ByteString::from(group.to_owned());
-    let build = |v: i16| -> kwire::RequestKind {
+    let build = |v: i16| {
         if v < 4 {
-            FindCoordinatorRequest { key: key.clone(), ..Default::default() }.into()
+            FindCoordinatorRequest { key: key.clone(), ..Default::default() }
         } else {
-            FindCoordinatorRequest { coordinator_keys: vec![key.clone()], ..Default::default() }.into()
+            FindCoordinatorRequest { coordinator_keys: vec![key.clone()], ..Default::default() }
         }
     };
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
-        let response = admin.client().call_any_versioned(ApiKey::FindCoordinator, build).await.unwrap();
+        let response = admin.client().send_versioned(Route::Any, build).await.unwrap();
         let errors = kwire::Visit::errors(&response);
         if errors.is_empty() {
             return;

@@ -12,7 +12,7 @@ use kwire::messages::{
     ProduceRequest,
 };
 use kwire::runtime::records::{Record, RecordBatchBuilder};
-use kwire::{Bytes, ResponseKind};
+use kwire::Bytes;
 use kwire_client::partitioner::partition_for_key;
 use kwire_client::{Admin, Client, ClientConfig, NewTopic, Producer, ProducerConfig, ProducerRecord};
 
@@ -68,7 +68,7 @@ async fn three_nodes_routing_and_a_moved_leader() {
         }],
         ..Default::default()
     };
-    let Some(ResponseKind::Produce(r)) = client.call_node(follower, produce).await.unwrap() else { panic!("no Produce response") };
+    let r = client.send(kwire_client::Route::Node(follower), produce).await.unwrap();
     assert_eq!(r.responses[0].partition_responses[0].error_code, 6, "NOT_LEADER_OR_FOLLOWER from broker {follower}");
 
     // Move partition 0's leader; the producer's client still has the old leader cached: a

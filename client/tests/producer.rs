@@ -12,7 +12,7 @@ use kwire::messages::{
     InitProducerIdRequest, ProduceRequest,
 };
 use kwire::runtime::records::{Compression, Record, RecordBatchBuilder};
-use kwire::{ApiKey, Bytes, ResponseKind};
+use kwire::{ApiKey, Bytes};
 use kwire_client::partitioner::partition_for_key;
 use kwire_client::{Acks, Admin, Client, ClientConfig, Error, NewTopic, Producer, ProducerConfig, ProducerError, ProducerRecord};
 
@@ -219,10 +219,8 @@ async fn the_broker_takes_a_locally_bumped_epoch_from_sequence_0() {
         let client = client.clone();
         async move {
             let request = InitProducerIdRequest { transactional_id: None, transaction_timeout_ms: 60_000, producer_id, producer_epoch, ..Default::default() };
-            match client.call_any(request).await.unwrap() {
-                ResponseKind::InitProducerId(r) => (r.error_code, r.producer_id, r.producer_epoch),
-                other => panic!("{:?} to InitProducerId", other.api_key()),
-            }
+            let r = client.send(kwire_client::Route::Any, request).await.unwrap();
+            (r.error_code, r.producer_id, r.producer_epoch)
         }
     };
     let produce = |pid: i64, epoch: i16, sequence: i32| {
@@ -244,10 +242,8 @@ async fn the_broker_takes_a_locally_bumped_epoch_from_sequence_0() {
                 }],
                 ..Default::default()
             };
-            match client.call_leader(&name, 0, request).await.unwrap() {
-                Some(ResponseKind::Produce(r)) => r.responses[0].partition_responses[0].error_code,
-                other => panic!("{other:?} to Produce"),
-            }
+            let r = client.send(kwire_client::Route::Leader(&name, 0), request).await.unwrap();
+            r.responses[0].partition_responses[0].error_code
         }
     };
     let (code, pid, epoch) = init(-1, -1).await;
@@ -296,7 +292,7 @@ async fn a_fenced_epoch_is_bumped_past_and_later_records_are_written() {
         }],
         ..Default::default()
     };
-    let Some(ResponseKind::Produce(r)) = client.call_leader(&name, 0, request).await.unwrap() else { panic!("not a Produce response") };
+    let r = client.send(kwire_client::Route::Leader(&name, 0), request).await.unwrap();
     assert_eq!(r.responses[0].partition_responses[0].error_code, 0, "the other writer, epoch 1");
     let err = producer.send(ProducerRecord::new(&name, "b")).await.unwrap().await.unwrap_err();
     assert_eq!(err.code().and_then(|c| c.name()), Some("INVALID_PRODUCER_EPOCH"), "{err}");
@@ -331,7 +327,7 @@ async fn produce_names_topics_by_id_and_follows_a_recreated_topic() {
         tokio::time::sleep(Duration::from_millis(100)).await;
         let _ = direct.refresh_metadata().await;
     };
-    let broker_max = direct.node_version(node, ApiKey::Produce).await.unwrap();
+    let broker_max = direct.connection(&direct.node_addr(node).await.unwrap()).await.unwrap().version(ApiKey::Produce).unwrap();
     let trace = std::env::temp_dir().join(unique("kw-by-id-trace"));
     let proxy = kwire_proxy::Proxy::start(kwire_proxy::Config::new(b.var("PLAINTEXT")).trace(&trace)).await.unwrap();
     let client = Client::connect(ClientConfig::new(&proxy.bootstrap().to_string())).await.unwrap();

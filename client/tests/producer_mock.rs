@@ -188,7 +188,7 @@ async fn odd_produce_responses_are_errors_or_saturate_not_panics() {
     let addr = broker(script.clone()).await;
     let producer = Producer::new(Client::connect(ClientConfig::new(&addr)).await.unwrap(), config()).unwrap();
     let err = producer.send(ProducerRecord::new("t", "v")).await.unwrap().await.unwrap_err();
-    assert!(matches!(&err, Error::UnexpectedResponse(m) if m.contains("t-0")), "{err:?}");
+    assert!(matches!(&err, Error::UnexpectedResponse { api: kwire::ApiKey::Produce, problem: kwire_client::Unexpected::Missing(m) } if m == "t-0"), "{err:?}");
     producer.close().await.unwrap();
 
     let script = Arc::new(Script { base_offset: Some(i64::MAX), ..Default::default() });

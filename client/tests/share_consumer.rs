@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use common::{unique, Broker};
 use kwire::messages::ShareGroupDescribeRequest;
-use kwire::{ApiKey, ResponseKind};
+use kwire::ApiKey;
 use kwire_client::{
     AcknowledgeType, AcknowledgementCommit, AcknowledgementMode, Admin, Client, ConfigOp, ConfigResource, Error, NewTopic, Producer, ProducerConfig,
     ProducerRecord, ShareConsumer, ShareConsumerConfig, ShareError, ShareRecord,
@@ -173,7 +173,7 @@ async fn poll_n(c: &mut ShareConsumer, n: usize, within: Duration) -> Vec<ShareR
 /// (ShareGroupDescribe; one broker, so the coordinator is any broker).
 async fn members(client: &Client, group: &str) -> (i32, Vec<(i32, BTreeSet<i32>)>) {
     let request = ShareGroupDescribeRequest { group_ids: vec![group.to_owned().into()], ..Default::default() };
-    let Ok(ResponseKind::ShareGroupDescribe(r)) = client.call_any(request).await else { return (-1, Vec::new()) };
+    let Ok(r) = client.send(kwire_client::Route::Any, request).await else { return (-1, Vec::new()) };
     let Some(g) = r.groups.first() else { return (-1, Vec::new()) };
     let members =
         g.members.iter().map(|m| (m.member_epoch, m.assignment.topic_partitions.iter().flat_map(|t| t.partitions.iter().copied()).collect())).collect();

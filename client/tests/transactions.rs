@@ -174,10 +174,8 @@ async fn a_second_producer_with_the_id_fences_the_first() {
 /// The transaction's state as its coordinator describes it (DescribeTransactions).
 async fn coordinator_state(client: &Client, id: &str) -> String {
     let request = kwire::messages::DescribeTransactionsRequest { transactional_ids: vec![id.to_owned().into()], ..Default::default() };
-    match client.call_any(request).await.unwrap() {
-        kwire::ResponseKind::DescribeTransactions(r) => r.transaction_states.first().map(|s| s.transaction_state.to_string()).unwrap_or_default(),
-        other => panic!("{:?} to DescribeTransactions", other.api_key()),
-    }
+    let r = client.send(kwire_client::Route::Any, request).await.unwrap();
+    r.transaction_states.first().map(|s| s.transaction_state.to_string()).unwrap_or_default()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use common::{read_committed, unique, Broker};
 use kwire::messages::FindCoordinatorRequest;
-use kwire::{ByteString, ResponseKind};
+use kwire::ByteString;
 use kwire_client::{Admin, Client, ClientConfig, Consumer, ConsumerConfig, NewTopic, Producer, ProducerConfig, ProducerRecord, TopicPartition};
 use tokio::io::AsyncBufReadExt;
 
@@ -50,11 +50,9 @@ async fn transaction_coordinator(client: &Client, id: &str) -> i32 {
         } else {
             r.key = ByteString::from(id.to_owned());
         }
-        kwire::RequestKind::from(r)
+        r
     };
-    let ResponseKind::FindCoordinator(r) = client.call_any_versioned(kwire::ApiKey::FindCoordinator, build).await.unwrap() else {
-        panic!("not a FindCoordinator response")
-    };
+    let r = client.send_versioned(kwire_client::Route::Any, build).await.unwrap();
     r.coordinators.first().map_or(r.node_id, |c| c.node_id)
 }
 
@@ -196,7 +194,7 @@ async fn finalized_everywhere(b: &Broker, level: i16) {
                 client_software_version: ByteString::from_static("0"),
                 ..Default::default()
             };
-            let ResponseKind::ApiVersions(r) = conn.request(request).await.unwrap() else { panic!("not ApiVersions") };
+            let r = conn.send(request).await.unwrap();
             assert_eq!(r.error_code, 0, "ApiVersions from node {node}");
             let at = r.finalized_features.iter().find(|f| &f.name[..] == "transaction.version").map(|f| f.max_version_level);
             if at == Some(level) {

@@ -1,11 +1,12 @@
 //! ACLs, as `kafka-acls.sh` handles them: create, describe and delete by filter.
 
 use kwire::messages::{create_acls_request::AclCreation, delete_acls_request::DeleteAclsFilter, CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest};
-use kwire::{ApiKey, ResponseKind};
+use kwire::ApiKey;
 
-use super::{bs, unexpected, Admin};
+use super::{bs, Admin};
 use crate::error::{Error, Result};
 use crate::future::ClientFuture;
+use crate::request::Route;
 
 /// Declares a Kafka enum carried as an `i8`: its variants and codes, `code()`, and
 /// `from_code()` (`Unknown` for a code this build does not know).
@@ -242,12 +243,9 @@ impl Admin {
                 .collect(),
             ..Default::default()
         };
-        let response = self.call_controller_retrying(request).await?;
-        let ResponseKind::CreateAcls(r) = &response else { return Err(unexpected(ApiKey::CreateAcls, &response)) };
-        if r.results.len() != acls.len() {
-            return Err(Error::UnexpectedResponse(format!("CreateAcls: {} results for {} ACLs", r.results.len(), acls.len())));
-        }
-        Ok(r.results.iter().zip(acls).map(|(r, a)| Error::check(r.error_code, r.error_message.as_deref(), || format!("create ACL {a:?}"))).collect())
+        let response = self.send_controller_retrying(request).await?;
+        let results = super::one_each(ApiKey::CreateAcls, &response.results, acls.len())?;
+        Ok(results.iter().zip(acls).map(|(r, a)| Error::check(r.error_code, r.error_message.as_deref(), || format!("create ACL {a:?}"))).collect())
     }
 
     /// The ACLs matching `filter` (DescribeAcls), sorted.
@@ -266,8 +264,8 @@ impl Admin {
             permission_type: filter.permission.code(),
             ..Default::default()
         };
-        let response = self.client.call_any(request).await?;
-        let ResponseKind::DescribeAcls(r) = &response else { return Err(unexpected(ApiKey::DescribeAcls, &response)) };
+        let response = self.client.send(Route::Any, request).await?;
+        let r = &response;
         Error::check(r.error_code, r.error_message.as_deref(), || "describe ACLs".into())?;
         let mut out: Vec<AclBinding> = r
             .resources
@@ -304,11 +302,9 @@ impl Admin {
                 .collect(),
             ..Default::default()
         };
-        let response = self.call_controller_retrying(request).await?;
-        let ResponseKind::DeleteAcls(r) = &response else { return Err(unexpected(ApiKey::DeleteAcls, &response)) };
-        if r.filter_results.len() != filters.len() {
-            return Err(Error::UnexpectedResponse(format!("DeleteAcls: {} results for {} filters", r.filter_results.len(), filters.len())));
-        }
+        let response = self.send_controller_retrying(request).await?;
+        let r = &response;
+        super::one_each(ApiKey::DeleteAcls, &r.filter_results, filters.len())?;
         Ok(r.filter_results
             .iter()
             .map(|fr| {

@@ -14,12 +14,13 @@ use kwire::messages::{
     DescribeQuorumRequest, ElectLeadersRequest, ListPartitionReassignmentsRequest, RemoveRaftVoterRequest, UnregisterBrokerRequest,
     UnregisterControllerRequest, UpdateFeaturesRequest,
 };
-use kwire::{ApiKey, ErrorCode, RequestKind, ResponseKind, Uuid};
+use kwire::{ApiKey, ErrorCode, Uuid};
 
-use super::{bs, unexpected, Admin};
+use super::{bs, Admin};
 use crate::cluster::BrokerInfo;
 use crate::error::{Error, Result};
 use crate::future::ClientFuture;
+use crate::request::Route;
 use crate::topic_partition::TopicPartition;
 
 /// The cluster as DescribeCluster (or Metadata) sees it.
@@ -52,8 +53,8 @@ impl Admin {
                 brokers: m.brokers.values().cloned().collect(),
             });
         }
-        let response = conn.request(DescribeClusterRequest { endpoint_type: 1, ..Default::default() }).await?;
-        let ResponseKind::DescribeCluster(r) = response else { return Err(unexpected(ApiKey::DescribeCluster, &response)) };
+        let response = conn.send(DescribeClusterRequest { endpoint_type: 1, ..Default::default() }).await?;
+        let r = response;
         Error::check(r.error_code, r.error_message.as_deref(), || "describe cluster".into())?;
         Ok(ClusterDescription {
             cluster_id: r.cluster_id.to_string(),
@@ -176,8 +177,8 @@ impl Admin {
     async fn describe_features_boxed(&self) -> Result<Features> {
         let request =
             ApiVersionsRequest { client_software_name: bs("kwire-client"), client_software_version: bs(env!("CARGO_PKG_VERSION")), ..Default::default() };
-        let response = self.client.call_any(request).await?;
-        let ResponseKind::ApiVersions(r) = &response else { return Err(unexpected(ApiKey::ApiVersions, &response)) };
+        let response = self.client.send(Route::Any, request).await?;
+        let r = &response;
         Error::check(r.error_code, None, || "ApiVersions".into())?;
         let mut features: BTreeMap<String, FeatureLevel> = BTreeMap::new();
         for f in &r.supported_features {
@@ -201,25 +202,23 @@ impl Admin {
         let timeout_ms = self.timeout_ms();
         // v0 says a downgrade with AllowDowngrade, v1+ with UpgradeType (1 upgrade, 2 safe
         // downgrade) and has no AllowDowngrade; brokers forward it to the active controller.
-        let build = |v: i16| {
-            RequestKind::from(UpdateFeaturesRequest {
-                timeout_ms,
-                feature_updates: updates
-                    .iter()
-                    .map(|(name, level, downgrade)| FeatureUpdateKey {
-                        feature: bs(name),
-                        max_version_level: *level,
-                        allow_downgrade: *downgrade && v == 0,
-                        upgrade_type: if *downgrade && v >= 1 { 2 } else { 1 },
-                        ..Default::default()
-                    })
-                    .collect(),
-                validate_only: false,
-                ..Default::default()
-            })
+        let build = |v: i16| UpdateFeaturesRequest {
+            timeout_ms,
+            feature_updates: updates
+                .iter()
+                .map(|(name, level, downgrade)| FeatureUpdateKey {
+                    feature: bs(name),
+                    max_version_level: *level,
+                    allow_downgrade: *downgrade && v == 0,
+                    upgrade_type: if *downgrade && v >= 1 { 2 } else { 1 },
+                    ..Default::default()
+                })
+                .collect(),
+            validate_only: false,
+            ..Default::default()
         };
-        let response = self.client.call_any_versioned(ApiKey::UpdateFeatures, build).await?;
-        let ResponseKind::UpdateFeatures(r) = &response else { return Err(unexpected(ApiKey::UpdateFeatures, &response)) };
+        let response = self.client.send_versioned(Route::Any, build).await?;
+        let r = &response;
         Error::check(r.error_code, r.error_message.as_deref(), || "update features".into())?;
         Ok(updates
             .iter()
@@ -245,11 +244,10 @@ impl Admin {
             }],
             ..Default::default()
         };
-        let response = self.client.call_any(request).await?;
-        let ResponseKind::DescribeQuorum(r) = &response else { return Err(unexpected(ApiKey::DescribeQuorum, &response)) };
+        let response = self.client.send(Route::Any, request).await?;
+        let r = &response;
         Error::check(r.error_code, r.error_message.as_deref(), || "describe the metadata quorum".into())?;
-        let p =
-            r.topics.iter().flat_map(|t| &t.partitions).next().ok_or_else(|| Error::UnexpectedResponse("DescribeQuorum response has no partition".into()))?;
+        let p = r.topics.iter().flat_map(|t| &t.partitions).next().ok_or_else(|| Error::missing(ApiKey::DescribeQuorum, "__cluster_metadata-0"))?;
         Error::check(p.error_code, p.error_message.as_deref(), || "describe the metadata quorum".into())?;
         let replicas = |rs: &[describe_quorum_response::ReplicaState]| {
             rs.iter()
@@ -280,10 +278,7 @@ impl Admin {
         let brokers: Vec<i32> = if brokers.is_empty() { self.client.refresh_metadata().await?.brokers.keys().copied().collect() } else { brokers.to_vec() };
         let mut out = Vec::new();
         for broker in brokers {
-            let response = self.client.call_node(broker, DescribeLogDirsRequest { topics: None, ..Default::default() }).await?;
-            let Some(ResponseKind::DescribeLogDirs(r)) = &response else {
-                return Err(Error::UnexpectedResponse(format!("{:?} to DescribeLogDirs", response.map(|r| r.api_key()))));
-            };
+            let r = &self.client.send(Route::Node(broker), DescribeLogDirsRequest { topics: None, ..Default::default() }).await?;
             Error::check(r.error_code, None, || format!("describe log dirs of broker {broker}"))?;
             for d in &r.results {
                 Error::check(d.error_code, None, || format!("log dir {} of broker {broker}", d.log_dir))?;
@@ -331,10 +326,8 @@ impl Admin {
             topics: topics.into_iter().map(|(t, partitions)| ReassignableTopic { name: bs(t), partitions, ..Default::default() }).collect(),
             ..Default::default()
         };
-        let response = self.call_controller_retrying(request).await?;
-        let ResponseKind::AlterPartitionReassignments(r) = &response else {
-            return Err(unexpected(ApiKey::AlterPartitionReassignments, &response));
-        };
+        let response = self.send_controller_retrying(request).await?;
+        let r = &response;
         Error::check(r.error_code, r.error_message.as_deref(), || "alter partition reassignments".into())?;
         Ok(moves
             .iter()
@@ -342,7 +335,7 @@ impl Admin {
                 let p = r.responses.iter().filter(|t| t.name == tp.topic[..]).flat_map(|t| &t.partitions).find(|p| p.partition_index == tp.partition);
                 match p {
                     Some(p) => Error::check(p.error_code, p.error_message.as_deref(), || format!("reassign {tp}")),
-                    None => Err(Error::UnexpectedResponse(format!("AlterPartitionReassignments response has no result for {tp}"))),
+                    None => Err(Error::missing(ApiKey::AlterPartitionReassignments, tp)),
                 }
             })
             .collect())
@@ -365,10 +358,8 @@ impl Admin {
                 .collect()
         });
         let request = ListPartitionReassignmentsRequest { timeout_ms: self.timeout_ms(), topics, ..Default::default() };
-        let response = self.call_controller_retrying(request).await?;
-        let ResponseKind::ListPartitionReassignments(r) = &response else {
-            return Err(unexpected(ApiKey::ListPartitionReassignments, &response));
-        };
+        let response = self.send_controller_retrying(request).await?;
+        let r = &response;
         Error::check(r.error_code, r.error_message.as_deref(), || "list partition reassignments".into())?;
         Ok(r.topics
             .iter()
@@ -402,8 +393,8 @@ impl Admin {
                 .collect()
         });
         let request = ElectLeadersRequest { election_type: i8::from(unclean), topic_partitions, timeout_ms: self.timeout_ms(), ..Default::default() };
-        let response = self.call_controller_retrying(request).await?;
-        let ResponseKind::ElectLeaders(r) = &response else { return Err(unexpected(ApiKey::ElectLeaders, &response)) };
+        let response = self.send_controller_retrying(request).await?;
+        let r = &response;
         Error::check(r.error_code, None, || "elect leaders".into())?;
         Ok(r.replica_election_results
             .iter()
@@ -505,19 +496,18 @@ impl Admin {
                     .collect(),
                 ..Default::default()
             };
-            let response = self.client.call_node(broker, request).await;
+            let response = self.client.send(Route::Node(broker), request).await;
             for &i in &indexes {
                 let Some((tp, _, _)) = moves.get(i) else { continue };
                 let result = match &response {
-                    Ok(Some(ResponseKind::AlterReplicaLogDirs(r))) => {
+                    Ok(r) => {
                         match r.results.iter().filter(|t| t.topic_name == tp.topic[..]).flat_map(|t| &t.partitions).find(|p| p.partition_index == tp.partition)
                         {
                             Some(p) => Error::check(p.error_code, None, || format!("move the replica of {tp} on broker {broker}"))
                                 .map_err(|e| e.about(crate::error::Resource::Topic(tp.topic.clone()))),
-                            None => Err(Error::UnexpectedResponse(format!("AlterReplicaLogDirs response has no result for {tp}"))),
+                            None => Err(Error::missing(ApiKey::AlterReplicaLogDirs, tp)),
                         }
                     }
-                    Ok(other) => Err(Error::UnexpectedResponse(format!("{:?} to AlterReplicaLogDirs", other.as_ref().map(|r| r.api_key())))),
                     Err(e) => Err(e.clone()),
                 };
                 if let Some(slot) = results.get_mut(i) {
@@ -525,7 +515,7 @@ impl Admin {
                 }
             }
         }
-        Ok(results.into_iter().map(|r| r.unwrap_or_else(|| Err(Error::UnexpectedResponse("no AlterReplicaLogDirs result".into())))).collect())
+        Ok(results.into_iter().zip(moves).map(|(r, (tp, _, _))| r.unwrap_or_else(|| Err(Error::missing(ApiKey::AlterReplicaLogDirs, tp)))).collect())
     }
 
     /// Removes a broker's registration from the cluster metadata (UnregisterBroker, KRaft
@@ -538,8 +528,8 @@ impl Admin {
 
     async fn unregister_broker_boxed(&self, broker: i32) -> Result<()> {
         // Any broker forwards it to the active controller (Java sends it to the least loaded).
-        let response = self.client.call_any(UnregisterBrokerRequest { broker_id: broker, ..Default::default() }).await?;
-        let ResponseKind::UnregisterBroker(r) = &response else { return Err(unexpected(ApiKey::UnregisterBroker, &response)) };
+        let response = self.client.send(Route::Any, UnregisterBrokerRequest { broker_id: broker, ..Default::default() }).await?;
+        let r = &response;
         Error::check(r.error_code, r.error_message.as_deref(), || format!("unregister broker {broker}"))
     }
 
@@ -551,8 +541,8 @@ impl Admin {
     }
 
     async fn unregister_controller_boxed(&self, controller: i32) -> Result<()> {
-        let response = self.client.call_any(UnregisterControllerRequest { controller_id: controller, ..Default::default() }).await?;
-        let ResponseKind::UnregisterController(r) = &response else { return Err(unexpected(ApiKey::UnregisterController, &response)) };
+        let response = self.client.send(Route::Any, UnregisterControllerRequest { controller_id: controller, ..Default::default() }).await?;
+        let r = &response;
         Error::check(r.error_code, r.error_message.as_deref(), || format!("unregister controller {controller}"))
     }
 
@@ -568,23 +558,21 @@ impl Admin {
 
     async fn add_raft_voter_boxed(&self, voter_id: i32, directory_id: Uuid, endpoints: &[(&str, &str, u16)]) -> Result<()> {
         let timeout_ms = self.timeout_ms();
-        let build = |_| {
-            RequestKind::from(AddRaftVoterRequest {
-                cluster_id: None,
-                timeout_ms,
-                voter_id,
-                voter_directory_id: directory_id,
-                listeners: endpoints
-                    .iter()
-                    .map(|(name, host, port)| add_raft_voter_request::Listener { name: bs(name), host: bs(host), port: *port, ..Default::default() })
-                    .collect(),
-                ack_when_committed: true,
-                ..Default::default()
-            })
+        let build = |_| AddRaftVoterRequest {
+            cluster_id: None,
+            timeout_ms,
+            voter_id,
+            voter_directory_id: directory_id,
+            listeners: endpoints
+                .iter()
+                .map(|(name, host, port)| add_raft_voter_request::Listener { name: bs(name), host: bs(host), port: *port, ..Default::default() })
+                .collect(),
+            ack_when_committed: true,
+            ..Default::default()
         };
         // Any broker forwards it to the active controller (Java: the least loaded node).
-        let response = self.client.call_any_versioned(ApiKey::AddRaftVoter, build).await?;
-        let ResponseKind::AddRaftVoter(r) = &response else { return Err(unexpected(ApiKey::AddRaftVoter, &response)) };
+        let response = self.client.send_versioned(Route::Any, build).await?;
+        let r = &response;
         Error::check(r.error_code, r.error_message.as_deref(), || format!("add controller {voter_id} to the quorum"))
     }
 
@@ -597,8 +585,8 @@ impl Admin {
 
     async fn remove_raft_voter_boxed(&self, voter_id: i32, directory_id: Uuid) -> Result<()> {
         let request = RemoveRaftVoterRequest { cluster_id: None, voter_id, voter_directory_id: directory_id, ..Default::default() };
-        let response = self.client.call_any(request).await?;
-        let ResponseKind::RemoveRaftVoter(r) = &response else { return Err(unexpected(ApiKey::RemoveRaftVoter, &response)) };
+        let response = self.client.send(Route::Any, request).await?;
+        let r = &response;
         Error::check(r.error_code, r.error_message.as_deref(), || format!("remove controller {voter_id} from the quorum"))
     }
 }

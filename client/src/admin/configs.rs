@@ -6,11 +6,12 @@ use kwire::messages::{
     incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig},
     DescribeConfigsRequest, IncrementalAlterConfigsRequest, ListConfigResourcesRequest,
 };
-use kwire::{ApiKey, RequestKind, ResponseKind};
+use kwire::{ApiKey, ApiRequest};
 
-use super::{bs, unexpected, Admin};
+use super::{bs, Admin};
 use crate::error::{Error, Result};
 use crate::future::ClientFuture;
+use crate::request::Route;
 
 /// What a config resource is (Java's `ConfigResource.Type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,9 +157,8 @@ impl Admin {
             include_documentation: documentation,
             ..Default::default()
         };
-        let response = self.config_call(resource, name, request.into()).await?;
-        let ResponseKind::DescribeConfigs(r) = response else { return Err(unexpected(ApiKey::DescribeConfigs, &response)) };
-        let res = r.results.first().ok_or_else(|| Error::UnexpectedResponse("DescribeConfigs response has no result".into()))?;
+        let r = self.config_call(resource, name, request).await?;
+        let res = r.results.first().ok_or_else(|| Error::missing(ApiKey::DescribeConfigs, name))?;
         Error::check(res.error_code, res.error_message.as_deref(), || format!("describe configs of {name}"))?;
         Ok(res
             .configs
@@ -199,17 +199,17 @@ impl Admin {
             }
             // v0 has no types: it lists client-metrics resources.
             let resource_types = if v == 0 { Default::default() } else { types.iter().map(|t| t.code()).collect() };
-            RequestKind::from(ListConfigResourcesRequest { resource_types, ..Default::default() })
+            ListConfigResourcesRequest { resource_types, ..Default::default() }
         };
         // One broker's answer: every broker sees the same metadata.
-        let response = self.client.call_any_versioned(ApiKey::ListConfigResources, build).await?;
+        let response = self.client.send_versioned(Route::Any, build).await?;
         if refused.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(Error::UnsupportedVersion {
                 api: ApiKey::ListConfigResources,
                 reason: "the broker has ListClientMetricsResources (v0) only, which lists client-metrics resources alone".into(),
             });
         }
-        let ResponseKind::ListConfigResources(r) = &response else { return Err(unexpected(ApiKey::ListConfigResources, &response)) };
+        let r = &response;
         Error::check(r.error_code, None, || "list config resources".into())?;
         let mut out: Vec<(ConfigResource, String)> =
             r.config_resources.iter().filter_map(|c| Some((ConfigResource::from_code(c.resource_type)?, c.resource_name.to_string()))).collect();
@@ -266,22 +266,17 @@ impl Admin {
             validate_only,
             ..Default::default()
         };
-        let response = self.config_call(resource, name, request.into()).await?;
-        let ResponseKind::IncrementalAlterConfigs(r) = response else {
-            return Err(unexpected(ApiKey::IncrementalAlterConfigs, &response));
-        };
-        let res = r.responses.first().ok_or_else(|| Error::UnexpectedResponse("IncrementalAlterConfigs response has no result".into()))?;
+        let r = self.config_call(resource, name, request).await?;
+        let res = r.responses.first().ok_or_else(|| Error::missing(ApiKey::IncrementalAlterConfigs, name))?;
         Error::check(res.error_code, res.error_message.as_deref(), || format!("alter configs of {name}"))
     }
 
     /// Broker configs go to that broker; topic configs to any.
-    async fn config_call(&self, resource: ConfigResource, name: &str, body: kwire::RequestKind) -> Result<ResponseKind> {
-        match (resource, name.parse::<i32>()) {
-            (ConfigResource::Broker | ConfigResource::BrokerLogger, Ok(node)) => {
-                let api = body.api_key();
-                self.client.call_node(node, body).await?.ok_or_else(|| Error::UnexpectedResponse(format!("no {} response", api.name())))
-            }
-            _ => self.client.call_any(body).await,
-        }
+    async fn config_call<R: ApiRequest + Clone>(&self, resource: ConfigResource, name: &str, request: R) -> Result<R::Response> {
+        let route = match (resource, name.parse::<i32>()) {
+            (ConfigResource::Broker | ConfigResource::BrokerLogger, Ok(node)) => Route::Node(node),
+            _ => Route::Any,
+        };
+        self.client.send(route, request).await
     }
 }

@@ -10,14 +10,15 @@ use kwire::messages::{
     ConsumerGroupDescribeRequest, ConsumerProtocolAssignment, ConsumerProtocolSubscription, DeleteGroupsRequest, DescribeGroupsRequest, LeaveGroupRequest,
     ListGroupsRequest, OffsetDeleteRequest,
 };
-use kwire::{ApiKey, ErrorCode, Message, RequestKind, ResponseKind};
+use kwire::{ApiKey, ApiRequest, ErrorCode, Message};
 
-use super::{bs, result_for, unexpected, Admin, BACKOFF};
+use super::{bs, result_for, Admin, BACKOFF};
 use crate::cluster::BrokerInfo;
+use crate::coordinator::Coordinator;
 use crate::error::{Error, Resource, Result};
 use crate::future::ClientFuture;
-use crate::group::coordinator::Coordinator;
 use crate::offsets::{self, Committer, OffsetAndMetadata};
+use crate::request::Route;
 use crate::topic_partition::TopicPartition;
 
 /// A group as ListGroups reports it.
@@ -118,18 +119,17 @@ impl Admin {
     /// One request per group at its coordinator (retried while the coordinator moves or
     /// loads; `code_of` reads the group's error in the response), each response `read` into
     /// that group's result. A broker without the api fails the whole call.
-    pub(super) async fn per_group<T>(
+    pub(super) async fn per_group<R: ApiRequest, T>(
         &self,
         groups: &[&str],
-        api: ApiKey,
-        build: impl Fn(&str) -> RequestKind,
-        code_of: impl Fn(&ResponseKind) -> i16,
-        read: impl Fn(&str, &Coordinator, &ResponseKind) -> Result<T>,
+        build: impl Fn(&str) -> R,
+        code_of: impl Fn(&R::Response) -> i16,
+        read: impl Fn(&str, &Coordinator, &R::Response) -> Result<T>,
     ) -> Result<Vec<Result<T>>> {
         let mut out = Vec::with_capacity(groups.len());
         for group in groups {
             let coordinator = self.coordinator(group);
-            let result = match coordinator.call(api, |_| build(group), &code_of, None).await {
+            let result = match coordinator.send(|_| build(group), &code_of).await {
                 Ok(response) => read(group, &coordinator, &response),
                 Err(e @ Error::UnsupportedVersion { .. }) => return Err(e),
                 Err(e) => Err(e),
@@ -176,7 +176,7 @@ impl Admin {
         let brokers: Vec<BrokerInfo> = self.client.refresh_metadata().await?.brokers.values().cloned().collect();
         let mut out = Vec::new();
         for b in brokers {
-            let version = self.client.node_version(b.id, ApiKey::ListGroups).await?;
+            let version = self.client.version_at::<ListGroupsRequest>(Route::Node(b.id)).await?;
             let needs = if !filter.types.is_empty() {
                 5
             } else if !filter.states.is_empty() {
@@ -195,10 +195,7 @@ impl Admin {
                 types_filter: filter.types.iter().map(|s| bs(s)).collect(),
                 ..Default::default()
             };
-            let response = self.client.call_node(b.id, request).await?;
-            let Some(ResponseKind::ListGroups(r)) = response else {
-                return Err(Error::UnexpectedResponse(format!("{:?} to ListGroups", response.map(|r| r.api_key()))));
-            };
+            let r = self.client.send(Route::Node(b.id), request).await?;
             Error::check(r.error_code, None, || format!("ListGroups at broker {}", b.id))?;
             out.extend(r.groups.iter().map(|g| GroupListing {
                 group_id: g.group_id.to_string(),
@@ -231,12 +228,9 @@ impl Admin {
     async fn describe_group(&self, group: &str) -> Result<GroupDescription> {
         let coordinator = self.coordinator(group);
         let new_protocol = {
-            let build = |_| RequestKind::from(ConsumerGroupDescribeRequest { group_ids: vec![bs(group)], ..Default::default() });
-            let code_of = |r: &ResponseKind| match r {
-                ResponseKind::ConsumerGroupDescribe(r) => r.groups.first().map_or(0, |g| g.error_code),
-                _ => 0,
-            };
-            match coordinator.call(ApiKey::ConsumerGroupDescribe, build, code_of, None).await {
+            let build = |_| ConsumerGroupDescribeRequest { group_ids: vec![bs(group)], ..Default::default() };
+            let code_of = |r: &kwire::messages::ConsumerGroupDescribeResponse| r.groups.first().map_or(0, |g| g.error_code);
+            match coordinator.send(build, code_of).await {
                 Ok(r) => Some(r),
                 // A broker before KIP-848 (3.x without the new coordinator).
                 Err(Error::UnsupportedVersion { .. }) => None,
@@ -244,7 +238,7 @@ impl Admin {
             }
         };
         if let Some(response) = new_protocol {
-            let ResponseKind::ConsumerGroupDescribe(r) = &response else { return Err(unexpected(ApiKey::ConsumerGroupDescribe, &response)) };
+            let r = &response;
             let g = result_for(&r.groups, ApiKey::ConsumerGroupDescribe, group, |g| g.group_id == group)?;
             let code = ErrorCode(g.error_code);
             // GROUP_ID_NOT_FOUND: no consumer group of that id, perhaps a classic one.
@@ -279,13 +273,10 @@ impl Admin {
                 });
             }
         }
-        let build = |_| RequestKind::from(DescribeGroupsRequest { groups: vec![bs(group)], ..Default::default() });
-        let code_of = |r: &ResponseKind| match r {
-            ResponseKind::DescribeGroups(r) => r.groups.first().map_or(0, |g| g.error_code),
-            _ => 0,
-        };
-        let response = coordinator.call(ApiKey::DescribeGroups, build, code_of, None).await?;
-        let ResponseKind::DescribeGroups(r) = &response else { return Err(unexpected(ApiKey::DescribeGroups, &response)) };
+        let build = |_| DescribeGroupsRequest { groups: vec![bs(group)], ..Default::default() };
+        let code_of = |r: &kwire::messages::DescribeGroupsResponse| r.groups.first().map_or(0, |g| g.error_code);
+        let response = coordinator.send(build, code_of).await?;
+        let r = &response;
         let g = result_for(&r.groups, ApiKey::DescribeGroups, group, |g| g.group_id == group)?;
         Error::check(g.error_code, g.error_message.as_deref(), || format!("describe group {group}")).map_err(|e| e.about(Resource::Group(group.to_owned())))?;
         let consumer = g.protocol_type == "consumer";
@@ -323,16 +314,12 @@ impl Admin {
         let mut out = Vec::with_capacity(groups.len());
         for group in groups {
             let coordinator = self.coordinator(group);
-            let build = |_| RequestKind::from(DeleteGroupsRequest { groups_names: vec![bs(group)], ..Default::default() });
-            let code_of = |r: &ResponseKind| match r {
-                ResponseKind::DeleteGroups(r) => r.results.first().map_or(0, |g| g.error_code),
-                _ => 0,
-            };
-            let result = match coordinator.call(ApiKey::DeleteGroups, build, code_of, None).await {
-                Ok(ResponseKind::DeleteGroups(r)) => result_for(&r.results, ApiKey::DeleteGroups, group, |g| g.group_id == *group)
+            let build = |_| DeleteGroupsRequest { groups_names: vec![bs(group)], ..Default::default() };
+            let code_of = |r: &kwire::messages::DeleteGroupsResponse| r.results.first().map_or(0, |g| g.error_code);
+            let result = match coordinator.send(build, code_of).await {
+                Ok(r) => result_for(&r.results, ApiKey::DeleteGroups, group, |g| g.group_id == *group)
                     .and_then(|g| Error::check(g.error_code, g.error_message.as_deref(), || format!("delete group {group}")))
                     .map_err(|e| e.about(Resource::Group(group.to_string()))),
-                Ok(other) => Err(unexpected(ApiKey::DeleteGroups, &other)),
                 Err(e) => Err(e),
             };
             out.push(result);
@@ -423,12 +410,9 @@ impl Admin {
                 .collect(),
             ..Default::default()
         };
-        let code_of = |r: &ResponseKind| match r {
-            ResponseKind::OffsetDelete(r) => r.error_code,
-            _ => 0,
-        };
-        let response = self.coordinator(group).call(ApiKey::OffsetDelete, |_| request.clone().into(), code_of, None).await?;
-        let ResponseKind::OffsetDelete(r) = &response else { return Err(unexpected(ApiKey::OffsetDelete, &response)) };
+        let code_of = |r: &kwire::messages::OffsetDeleteResponse| r.error_code;
+        let response = self.coordinator(group).send(|_| request.clone(), code_of).await?;
+        let r = &response;
         Error::check(r.error_code, None, || format!("delete offsets of group {group}")).map_err(|e| e.about(Resource::Group(group.to_owned())))?;
         Ok(partitions
             .iter()
@@ -436,7 +420,7 @@ impl Admin {
                 let p = r.topics.iter().filter(|t| t.name == tp.topic[..]).flat_map(|t| &t.partitions).find(|p| p.partition_index == tp.partition);
                 match p {
                     Some(p) => Error::check(p.error_code, None, || format!("delete offset of {tp} for group {group}")),
-                    None => Err(Error::UnexpectedResponse(format!("OffsetDelete response has no result for {tp}"))),
+                    None => Err(Error::missing(ApiKey::OffsetDelete, tp)),
                 }
             })
             .collect())
@@ -457,12 +441,9 @@ impl Admin {
                 .collect(),
             ..Default::default()
         };
-        let code_of = |r: &ResponseKind| match r {
-            ResponseKind::LeaveGroup(r) => r.error_code,
-            _ => 0,
-        };
-        let response = self.coordinator(group).call(ApiKey::LeaveGroup, |_| request.clone().into(), code_of, None).await?;
-        let ResponseKind::LeaveGroup(r) = &response else { return Err(unexpected(ApiKey::LeaveGroup, &response)) };
+        let code_of = |r: &kwire::messages::LeaveGroupResponse| r.error_code;
+        let response = self.coordinator(group).send(|_| request.clone(), code_of).await?;
+        let r = &response;
         Error::check(r.error_code, None, || format!("remove members of group {group}")).map_err(|e| e.about(Resource::Group(group.to_owned())))?;
         Ok(instance_ids
             .iter()

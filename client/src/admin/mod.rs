@@ -19,12 +19,15 @@ mod topics;
 mod transactions;
 mod users;
 
+use std::fmt;
 use std::time::Duration;
 
-use kwire::{ApiKey, ByteString, ErrorCode, RequestKind, ResponseKind};
+use kwire::messages as m;
+use kwire::{ApiKey, ApiRequest, ByteString, ErrorCode};
 
 use crate::cluster::Client;
-use crate::error::Error;
+use crate::error::{Error, Unexpected};
+use crate::request::Route;
 
 pub use acls::{AclBinding, AclBindingFilter, AclOperation, AclPermission, PatternType, ResourceType};
 pub use cluster::{ClusterDescription, FeatureLevel, Features, LogDir, LogDirReplica, QuorumDescription, QuorumReplica, Reassignment, ReplicaLogDirInfo};
@@ -70,41 +73,55 @@ fn bs(s: &str) -> ByteString {
     ByteString::from(s.to_owned())
 }
 
-fn unexpected(api: ApiKey, got: &ResponseKind) -> Error {
-    Error::UnexpectedResponse(format!("{:?} response to {}", got.api_key(), api.name()))
+/// A controller-bound answer that may say the node was no longer the controller: NOT_CONTROLLER
+/// at the top or for any item. The node answers so for the whole request (it handles or
+/// forwards a request as one), so the whole request goes again.
+trait ControllerAnswer {
+    /// Whether the answer carries NOT_CONTROLLER anywhere.
+    fn not_controller(&self) -> bool;
 }
 
-/// NOT_CONTROLLER's code when a controller-bound response carries it, at the top or for any
-/// item, else 0: the node was no longer the controller. It answers so for the whole request
-/// (it handles or forwards a request as one), so the whole request goes again.
-fn not_controller(r: &ResponseKind) -> i16 {
-    let nc = ErrorCode::NOT_CONTROLLER.0;
-    fn any(mut codes: impl Iterator<Item = i16>) -> bool {
-        codes.any(|c| c == ErrorCode::NOT_CONTROLLER.0)
-    }
-    let found = match r {
-        ResponseKind::CreateTopics(r) => any(r.topics.iter().map(|t| t.error_code)),
-        ResponseKind::DeleteTopics(r) => any(r.responses.iter().map(|t| t.error_code)),
-        ResponseKind::CreatePartitions(r) => any(r.results.iter().map(|t| t.error_code)),
-        ResponseKind::AlterPartitionReassignments(r) => r.error_code == nc,
-        ResponseKind::ListPartitionReassignments(r) => r.error_code == nc,
-        ResponseKind::ElectLeaders(r) => r.error_code == nc,
-        ResponseKind::CreateAcls(r) => any(r.results.iter().map(|x| x.error_code)),
-        ResponseKind::DeleteAcls(r) => any(r.filter_results.iter().map(|x| x.error_code)),
-        ResponseKind::AlterClientQuotas(r) => any(r.entries.iter().map(|x| x.error_code)),
-        ResponseKind::AlterUserScramCredentials(r) => any(r.results.iter().map(|x| x.error_code)),
-        _ => false,
-    };
-    if found {
-        nc
-    } else {
-        0
-    }
+/// NOT_CONTROLLER's code.
+fn is_nc(code: i16) -> bool {
+    code == ErrorCode::NOT_CONTROLLER.0
+}
+
+macro_rules! controller_answer {
+    ($($t:ty => |$r:ident| $e:expr;)*) => {$(
+        impl ControllerAnswer for $t {
+            fn not_controller(&self) -> bool {
+                let $r = self;
+                $e
+            }
+        }
+    )*};
+}
+
+controller_answer! {
+    m::CreateTopicsResponse => |r| r.topics.iter().any(|t| is_nc(t.error_code));
+    m::DeleteTopicsResponse => |r| r.responses.iter().any(|t| is_nc(t.error_code));
+    m::CreatePartitionsResponse => |r| r.results.iter().any(|t| is_nc(t.error_code));
+    m::AlterPartitionReassignmentsResponse => |r| is_nc(r.error_code);
+    m::ListPartitionReassignmentsResponse => |r| is_nc(r.error_code);
+    m::ElectLeadersResponse => |r| is_nc(r.error_code);
+    m::CreateAclsResponse => |r| r.results.iter().any(|x| is_nc(x.error_code));
+    m::DeleteAclsResponse => |r| r.filter_results.iter().any(|x| is_nc(x.error_code));
+    m::AlterClientQuotasResponse => |r| r.entries.iter().any(|x| is_nc(x.error_code));
+    m::AlterUserScramCredentialsResponse => |r| r.results.iter().any(|x| is_nc(x.error_code));
 }
 
 /// The result in `results` that `matches`, or an error naming what is missing.
-fn result_for<'a, T>(results: &'a [T], api: ApiKey, what: &str, matches: impl Fn(&T) -> bool) -> crate::Result<&'a T> {
-    results.iter().find(|r| matches(r)).ok_or_else(|| Error::UnexpectedResponse(format!("{} response has no result for {what}", api.name())))
+fn result_for<T>(results: &[T], api: ApiKey, what: impl fmt::Display, matches: impl Fn(&T) -> bool) -> crate::Result<&T> {
+    results.iter().find(|r| matches(r)).ok_or_else(|| Error::missing(api, what))
+}
+
+/// `results` when there is one per item sent, else the error saying how many came.
+fn one_each<T>(api: ApiKey, results: &[T], sent: usize) -> crate::Result<&[T]> {
+    if results.len() == sent {
+        Ok(results)
+    } else {
+        Err(Error::unexpected(api, Unexpected::Count { sent, received: results.len() }))
+    }
 }
 
 impl Admin {
@@ -119,46 +136,37 @@ impl Admin {
     }
 
     /// `build(version)` to the controller Metadata names, at the version its connection uses
-    /// for `api`. On NOT_CONTROLLER (`code_of` reads it from the response) or a lost
+    /// for the api. On NOT_CONTROLLER (`code_of` reads it from the response) or a lost
     /// connection, fresh metadata and again, as Java's admin client does for
     /// controller-bound requests.
-    async fn call_controller_versioned(
-        &self,
-        api: ApiKey,
-        build: impl Fn(i16) -> RequestKind,
-        code_of: impl Fn(&ResponseKind) -> i16,
-    ) -> crate::Result<ResponseKind> {
+    async fn send_controller<R: ApiRequest>(&self, build: impl Fn(i16) -> R, code_of: impl Fn(&R::Response) -> i16) -> crate::Result<R::Response> {
         let mut last = None;
         let mut retry = crate::retry::Retry::new(crate::retry::Backoff::constant(BACKOFF), CONTROLLER_ATTEMPTS);
         while retry.next().await {
-            let mut controller = self.client.metadata().controller_id;
-            if controller < 0 || last.is_some() {
-                controller = self.client.refresh_metadata().await?.controller_id;
+            if self.client.metadata().controller_id < 0 || last.is_some() {
+                self.client.refresh_metadata().await?;
             }
-            let attempt = async {
-                if controller < 0 {
-                    return self.client.call_any_versioned(api, &build).await;
-                }
-                let version = self.client.node_version(controller, api).await?;
-                self.client.call_node(controller, build(version)).await?.ok_or_else(|| Error::UnexpectedResponse(format!("no response to {}", api.name())))
-            };
-            match attempt.await {
+            let controller = self.client.metadata().controller_id;
+            match self.client.send_versioned(Route::Controller, &build).await {
                 Ok(r) if ErrorCode(code_of(&r)) == ErrorCode::NOT_CONTROLLER => {
-                    last = Some(Error::broker(ErrorCode::NOT_CONTROLLER, None, format!("{} at node {controller}", api.name())))
+                    last = Some(Error::broker(ErrorCode::NOT_CONTROLLER, None, format!("{} at node {controller}", R::API.name())))
                 }
                 Ok(r) => return Ok(r),
                 Err(e) if e.is_retriable() => last = Some(e),
                 Err(e) => return Err(e),
             }
         }
-        Err(last.unwrap_or_else(|| Error::UnexpectedResponse(format!("no attempt at {}", api.name()))))
+        Err(last.unwrap_or_else(|| Error::unexpected(R::API, Unexpected::NoResponse)))
     }
 
-    /// `body` to the controller, again on NOT_CONTROLLER anywhere in the answer (see
-    /// [`not_controller`]).
-    async fn call_controller_retrying(&self, body: impl Into<RequestKind>) -> crate::Result<ResponseKind> {
-        let body = body.into();
-        self.call_controller_versioned(body.api_key(), |_| body.clone(), not_controller).await
+    /// `request` to the controller, again on NOT_CONTROLLER anywhere in the answer (see
+    /// [`ControllerAnswer`]).
+    async fn send_controller_retrying<R>(&self, request: R) -> crate::Result<R::Response>
+    where
+        R: ApiRequest + Clone,
+        R::Response: ControllerAnswer,
+    {
+        self.send_controller(|_| request.clone(), |r| if r.not_controller() { ErrorCode::NOT_CONTROLLER.0 } else { 0 }).await
     }
 
     fn timeout_ms(&self) -> i32 {

@@ -8,11 +8,12 @@ use kwire::messages::{
     describe_client_quotas_request::ComponentData,
     AlterClientQuotasRequest, DescribeClientQuotasRequest,
 };
-use kwire::{ApiKey, ResponseKind};
+use kwire::ApiKey;
 
-use super::{bs, unexpected, Admin};
+use super::{bs, Admin};
 use crate::error::{Error, Result};
 use crate::future::ClientFuture;
+use crate::request::Route;
 
 /// What a quota applies to: entity types (`user`, `client-id`, `ip`) with a name each, or
 /// `None` for the type's default entity; e.g. `[("user", Some("alice")), ("client-id",
@@ -67,8 +68,8 @@ impl Admin {
             strict: filter.strict,
             ..Default::default()
         };
-        let response = self.client.call_any(request).await?;
-        let ResponseKind::DescribeClientQuotas(r) = &response else { return Err(unexpected(ApiKey::DescribeClientQuotas, &response)) };
+        let response = self.client.send(Route::Any, request).await?;
+        let r = &response;
         Error::check(r.error_code, r.error_message.as_deref(), || "describe client quotas".into())?;
         Ok(r.entries
             .iter()
@@ -103,8 +104,8 @@ impl Admin {
             validate_only: false,
             ..Default::default()
         };
-        let response = self.call_controller_retrying(request).await?;
-        let ResponseKind::AlterClientQuotas(r) = &response else { return Err(unexpected(ApiKey::AlterClientQuotas, &response)) };
+        let response = self.send_controller_retrying(request).await?;
+        let r = &response;
         Ok(alterations
             .iter()
             .map(|a| {
@@ -112,11 +113,7 @@ impl Admin {
                     let entity: QuotaEntity = e.entity.iter().map(|d| (d.entity_type.to_string(), d.entity_name.as_deref().map(str::to_owned))).collect();
                     entity == a.entity
                 };
-                let e = r
-                    .entries
-                    .iter()
-                    .find(same)
-                    .ok_or_else(|| Error::UnexpectedResponse(format!("AlterClientQuotas response has no result for {:?}", a.entity)))?;
+                let e = r.entries.iter().find(same).ok_or_else(|| Error::missing(ApiKey::AlterClientQuotas, format_args!("{:?}", a.entity)))?;
                 Error::check(e.error_code, e.error_message.as_deref(), || format!("alter quotas of {:?}", a.entity))
             })
             .collect())

@@ -6,12 +6,13 @@ use kwire::messages::{
     delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic},
     DeleteRecordsRequest,
 };
-use kwire::{ErrorCode, ResponseKind};
+use kwire::{ApiKey, ErrorCode};
 
 use super::{bs, Admin};
 use crate::error::{Error, Resource, Result};
 use crate::future::ClientFuture;
 use crate::offsets::{self, ListedOffset, OffsetSpec};
+use crate::request::Route;
 use crate::topic_partition::TopicPartition;
 
 /// What DeleteRecords left of a partition.
@@ -68,25 +69,20 @@ impl Admin {
                 timeout_ms: self.timeout_ms(),
                 ..Default::default()
             };
-            let response = self.client.call_node(leader, request).await;
+            let response = self.client.send(Route::Node(leader), request).await;
             for &i in &indexes {
                 let tp = &before[i].0;
                 let result = match &response {
-                    Ok(Some(ResponseKind::DeleteRecords(r))) => {
-                        match r.topics.iter().filter(|t| t.name == tp.topic[..]).flat_map(|t| &t.partitions).find(|p| p.partition_index == tp.partition) {
-                            Some(p) if ErrorCode(p.error_code).is_ok() => Ok(DeletedRecords { low_watermark: p.low_watermark }),
-                            Some(p) => {
-                                Err(Error::broker(ErrorCode(p.error_code), None, format!("DeleteRecords {tp}")).about(Resource::Topic(tp.topic.clone())))
-                            }
-                            None => Err(Error::UnexpectedResponse(format!("DeleteRecords response has no {tp}"))),
-                        }
-                    }
-                    Ok(other) => Err(Error::UnexpectedResponse(format!("{:?} to DeleteRecords", other.as_ref().map(|o| o.api_key())))),
+                    Ok(r) => match r.topics.iter().filter(|t| t.name == tp.topic[..]).flat_map(|t| &t.partitions).find(|p| p.partition_index == tp.partition) {
+                        Some(p) if ErrorCode(p.error_code).is_ok() => Ok(DeletedRecords { low_watermark: p.low_watermark }),
+                        Some(p) => Err(Error::broker(ErrorCode(p.error_code), None, format!("DeleteRecords {tp}")).about(Resource::Topic(tp.topic.clone()))),
+                        None => Err(Error::missing(ApiKey::DeleteRecords, tp)),
+                    },
                     Err(e) => Err(e.clone()),
                 };
                 results[i] = Some(result);
             }
         }
-        Ok(results.into_iter().map(|r| r.unwrap_or_else(|| Err(Error::UnexpectedResponse("no result".into())))).collect())
+        Ok(results.into_iter().zip(before).map(|(r, (tp, _))| r.unwrap_or_else(|| Err(Error::missing(ApiKey::DeleteRecords, tp)))).collect())
     }
 }

@@ -11,9 +11,9 @@ use kwire::messages::{
     describe_share_group_offsets_request::{DescribeShareGroupOffsetsRequestGroup, DescribeShareGroupOffsetsRequestTopic},
     AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest, DescribeShareGroupOffsetsRequest, ShareGroupDescribeRequest,
 };
-use kwire::{ApiKey, RequestKind, ResponseKind};
+use kwire::ApiKey;
 
-use super::{bs, result_for, unexpected, Admin, MemberDescription};
+use super::{bs, result_for, Admin, MemberDescription};
 use crate::error::{Error, Resource, Result};
 use crate::future::ClientFuture;
 use crate::topic_partition::TopicPartition;
@@ -68,13 +68,9 @@ impl Admin {
     }
 
     async fn describe_share_groups_boxed(&self, groups: &[&str]) -> Result<Vec<Result<ShareGroupDescription>>> {
-        let build = |group: &str| RequestKind::from(ShareGroupDescribeRequest { group_ids: vec![bs(group)], ..Default::default() });
-        let code_of = |r: &ResponseKind| match r {
-            ResponseKind::ShareGroupDescribe(r) => r.groups.first().map_or(0, |g| g.error_code),
-            _ => 0,
-        };
-        self.per_group(groups, ApiKey::ShareGroupDescribe, build, code_of, |group, coordinator, response| {
-            let ResponseKind::ShareGroupDescribe(r) = response else { return Err(unexpected(ApiKey::ShareGroupDescribe, response)) };
+        let build = |group: &str| ShareGroupDescribeRequest { group_ids: vec![bs(group)], ..Default::default() };
+        let code_of = |r: &kwire::messages::ShareGroupDescribeResponse| r.groups.first().map_or(0, |g| g.error_code);
+        self.per_group(groups, build, code_of, |group, coordinator, r| {
             let g = result_for(&r.groups, ApiKey::ShareGroupDescribe, group, |g| g.group_id == group)?;
             Error::check(g.error_code, g.error_message.as_deref(), || format!("describe share group {group}"))?;
             Ok(ShareGroupDescription {
@@ -133,19 +129,16 @@ impl Admin {
             ..Default::default()
         };
         let coordinator = self.coordinator(group);
-        let code_of = |r: &ResponseKind| match r {
-            ResponseKind::DescribeShareGroupOffsets(r) => r.groups.first().map_or(0, |g| g.error_code),
-            _ => 0,
-        };
+        let code_of = |r: &kwire::messages::DescribeShareGroupOffsetsResponse| r.groups.first().map_or(0, |g| g.error_code);
         // The version used: the lag is there from v1 (a v0 answer holds the default).
         // An atomic, not a Cell: the future is Send.
         let version = std::sync::atomic::AtomicI16::new(0);
         let build = |v| {
             version.store(v, std::sync::atomic::Ordering::Relaxed);
-            RequestKind::from(request.clone())
+            request.clone()
         };
-        let response = coordinator.call(ApiKey::DescribeShareGroupOffsets, build, code_of, None).await?;
-        let ResponseKind::DescribeShareGroupOffsets(r) = &response else { return Err(unexpected(ApiKey::DescribeShareGroupOffsets, &response)) };
+        let response = coordinator.send(build, code_of).await?;
+        let r = &response;
         let g = result_for(&r.groups, ApiKey::DescribeShareGroupOffsets, group, |g| g.group_id == group)?;
         Error::check(g.error_code, g.error_message.as_deref(), || format!("list offsets of share group {group}"))
             .map_err(|e| e.about(Resource::Group(group.to_owned())))?;
@@ -191,12 +184,9 @@ impl Admin {
                 .collect(),
             ..Default::default()
         };
-        let code_of = |r: &ResponseKind| match r {
-            ResponseKind::AlterShareGroupOffsets(r) => r.error_code,
-            _ => 0,
-        };
-        let response = self.coordinator(group).call(ApiKey::AlterShareGroupOffsets, |_| request.clone().into(), code_of, None).await?;
-        let ResponseKind::AlterShareGroupOffsets(r) = &response else { return Err(unexpected(ApiKey::AlterShareGroupOffsets, &response)) };
+        let code_of = |r: &kwire::messages::AlterShareGroupOffsetsResponse| r.error_code;
+        let response = self.coordinator(group).send(|_| request.clone(), code_of).await?;
+        let r = &response;
         Error::check(r.error_code, r.error_message.as_deref(), || format!("alter offsets of share group {group}"))
             .map_err(|e| e.about(Resource::Group(group.to_owned())))?;
         Ok(offsets
@@ -205,7 +195,7 @@ impl Admin {
                 let p = r.responses.iter().filter(|t| t.topic_name == tp.topic[..]).flat_map(|t| &t.partitions).find(|p| p.partition_index == tp.partition);
                 let result = match p {
                     Some(p) => Error::check(p.error_code, p.error_message.as_deref(), || format!("alter share group {group} offset of {tp}")),
-                    None => Err(Error::UnexpectedResponse(format!("AlterShareGroupOffsets response has no result for {tp}"))),
+                    None => Err(Error::missing(ApiKey::AlterShareGroupOffsets, tp)),
                 };
                 (tp.clone(), result)
             })
@@ -224,12 +214,9 @@ impl Admin {
             topics: topics.iter().map(|t| DeleteShareGroupOffsetsRequestTopic { topic_name: bs(t), ..Default::default() }).collect(),
             ..Default::default()
         };
-        let code_of = |r: &ResponseKind| match r {
-            ResponseKind::DeleteShareGroupOffsets(r) => r.error_code,
-            _ => 0,
-        };
-        let response = self.coordinator(group).call(ApiKey::DeleteShareGroupOffsets, |_| request.clone().into(), code_of, None).await?;
-        let ResponseKind::DeleteShareGroupOffsets(r) = &response else { return Err(unexpected(ApiKey::DeleteShareGroupOffsets, &response)) };
+        let code_of = |r: &kwire::messages::DeleteShareGroupOffsetsResponse| r.error_code;
+        let response = self.coordinator(group).send(|_| request.clone(), code_of).await?;
+        let r = &response;
         Error::check(r.error_code, r.error_message.as_deref(), || format!("delete offsets of share group {group}"))
             .map_err(|e| e.about(Resource::Group(group.to_owned())))?;
         Ok(topics

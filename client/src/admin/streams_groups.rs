@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 
 use kwire::messages::{streams_group_describe_response, StreamsGroupDescribeRequest};
-use kwire::{ApiKey, RequestKind, ResponseKind};
+use kwire::ApiKey;
 
-use super::{bs, result_for, unexpected, Admin};
+use super::{bs, result_for, Admin};
 use crate::error::{Error, Result};
 use crate::future::ClientFuture;
 
@@ -86,13 +86,9 @@ impl Admin {
     }
 
     async fn describe_streams_groups_boxed(&self, groups: &[&str]) -> Result<Vec<Result<StreamsGroupDescription>>> {
-        let build = |group: &str| RequestKind::from(StreamsGroupDescribeRequest { group_ids: vec![bs(group)], ..Default::default() });
-        let code_of = |r: &ResponseKind| match r {
-            ResponseKind::StreamsGroupDescribe(r) => r.groups.first().map_or(0, |g| g.error_code),
-            _ => 0,
-        };
-        self.per_group(groups, ApiKey::StreamsGroupDescribe, build, code_of, |group, coordinator, response| {
-            let ResponseKind::StreamsGroupDescribe(r) = response else { return Err(unexpected(ApiKey::StreamsGroupDescribe, response)) };
+        let build = |group: &str| StreamsGroupDescribeRequest { group_ids: vec![bs(group)], ..Default::default() };
+        let code_of = |r: &kwire::messages::StreamsGroupDescribeResponse| r.groups.first().map_or(0, |g| g.error_code);
+        self.per_group(groups, build, code_of, |group, coordinator, r| {
             let g = result_for(&r.groups, ApiKey::StreamsGroupDescribe, group, |g| g.group_id == group)?;
             Error::check(g.error_code, g.error_message.as_deref(), || format!("describe streams group {group}"))?;
             let topology = g.topology.as_ref();

@@ -6,11 +6,12 @@ use kwire::messages::{
     create_delegation_token_request::CreatableRenewers, describe_delegation_token_request::DescribeDelegationTokenOwner, CreateDelegationTokenRequest,
     DescribeDelegationTokenRequest, ExpireDelegationTokenRequest, RenewDelegationTokenRequest,
 };
-use kwire::{ApiKey, Bytes, ResponseKind};
+use kwire::Bytes;
 
-use super::{bs, unexpected, Admin};
+use super::{bs, Admin};
 use crate::error::{Error, Result};
 use crate::future::ClientFuture;
+use crate::request::Route;
 
 /// A delegation token: its id and HMAC (the secret a client authenticates with, as SCRAM
 /// credentials), and its times.
@@ -78,8 +79,8 @@ impl Admin {
             max_lifetime_ms,
             ..Default::default()
         };
-        let response = self.client.call_any(request).await?;
-        let ResponseKind::CreateDelegationToken(r) = &response else { return Err(unexpected(ApiKey::CreateDelegationToken, &response)) };
+        let response = self.client.send(Route::Any, request).await?;
+        let r = &response;
         Error::check(r.error_code, None, || "create a delegation token".into())?;
         Ok(DelegationToken {
             token_id: r.token_id.to_string(),
@@ -101,8 +102,8 @@ impl Admin {
 
     async fn renew_delegation_token_boxed(&self, hmac: &Bytes, period_ms: i64) -> Result<i64> {
         let request = RenewDelegationTokenRequest { hmac: hmac.clone(), renew_period_ms: period_ms, ..Default::default() };
-        let response = self.client.call_any(request).await?;
-        let ResponseKind::RenewDelegationToken(r) = &response else { return Err(unexpected(ApiKey::RenewDelegationToken, &response)) };
+        let response = self.client.send(Route::Any, request).await?;
+        let r = &response;
         Error::check(r.error_code, None, || "renew a delegation token".into())?;
         Ok(r.expiry_timestamp_ms)
     }
@@ -115,8 +116,8 @@ impl Admin {
 
     async fn expire_delegation_token_boxed(&self, hmac: &Bytes, period_ms: i64) -> Result<i64> {
         let request = ExpireDelegationTokenRequest { hmac: hmac.clone(), expiry_time_period_ms: period_ms, ..Default::default() };
-        let response = self.client.call_any(request).await?;
-        let ResponseKind::ExpireDelegationToken(r) = &response else { return Err(unexpected(ApiKey::ExpireDelegationToken, &response)) };
+        let response = self.client.send(Route::Any, request).await?;
+        let r = &response;
         Error::check(r.error_code, None, || "expire a delegation token".into())?;
         Ok(r.expiry_timestamp_ms)
     }
@@ -136,8 +137,8 @@ impl Admin {
             }),
             ..Default::default()
         };
-        let response = self.client.call_any(request).await?;
-        let ResponseKind::DescribeDelegationToken(r) = &response else { return Err(unexpected(ApiKey::DescribeDelegationToken, &response)) };
+        let response = self.client.send(Route::Any, request).await?;
+        let r = &response;
         Error::check(r.error_code, None, || "describe delegation tokens".into())?;
         Ok(r.tokens
             .iter()

@@ -10,13 +10,14 @@ use kwire::messages::{
     describe_topic_partitions_request::{Cursor, TopicRequest},
     CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeTopicPartitionsRequest, MetadataRequest,
 };
-use kwire::{ApiKey, ErrorCode, RequestKind, ResponseKind, Uuid};
+use kwire::{ApiKey, ErrorCode, Uuid};
 use tracing::Instrument;
 
-use super::{bs, unexpected, Admin};
+use super::{bs, Admin};
 use crate::cluster::{PartitionInfo, TopicInfo};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Unexpected};
 use crate::future::ClientFuture;
+use crate::request::Route;
 
 /// A topic to create.
 #[derive(Debug, Clone)]
@@ -143,16 +144,12 @@ impl Admin {
             ..Default::default()
         };
         let span = tracing::info_span!("kafka.admin.create_topics", n = topics.len(), validate_only);
-        let response = self.call_controller_retrying(request).instrument(span).await?;
-        let ResponseKind::CreateTopics(r) = response else { return Err(unexpected(ApiKey::CreateTopics, &response)) };
+        let response = self.send_controller_retrying(request).instrument(span).await?;
+        let r = response;
         let results = topics
             .iter()
             .map(|t| {
-                let r = r
-                    .topics
-                    .iter()
-                    .find(|x| x.name == t.name[..])
-                    .ok_or_else(|| Error::UnexpectedResponse(format!("CreateTopics response has no result for {}", t.name)))?;
+                let r = r.topics.iter().find(|x| x.name == t.name[..]).ok_or_else(|| Error::missing(ApiKey::CreateTopics, &t.name))?;
                 Error::check(r.error_code, r.error_message.as_deref(), || format!("create topic {}", t.name))?;
                 Ok(CreatedTopic { name: t.name.clone(), id: r.topic_id, partitions: r.num_partitions, replication_factor: r.replication_factor })
             })
@@ -167,7 +164,8 @@ impl Admin {
     /// Creates one topic.
     pub fn create_topic(&self, topic: NewTopic) -> ClientFuture<'_, Result<CreatedTopic>> {
         ClientFuture::boxed(async move {
-            self.create_topics(std::slice::from_ref(&topic)).await?.pop().unwrap_or_else(|| Err(Error::UnexpectedResponse("no result".into())))
+            let name = topic.name.clone();
+            self.create_topics(std::slice::from_ref(&topic)).await?.pop().unwrap_or_else(|| Err(Error::missing(ApiKey::CreateTopics, name)))
         })
     }
 
@@ -184,16 +182,12 @@ impl Admin {
             ..Default::default()
         };
         let span = tracing::info_span!("kafka.admin.delete_topics", n = names.len());
-        let response = self.call_controller_retrying(request).instrument(span).await?;
-        let ResponseKind::DeleteTopics(r) = response else { return Err(unexpected(ApiKey::DeleteTopics, &response)) };
+        let response = self.send_controller_retrying(request).instrument(span).await?;
+        let r = response;
         let results = names
             .iter()
             .map(|n| {
-                let r = r
-                    .responses
-                    .iter()
-                    .find(|x| x.name.as_deref() == Some(*n))
-                    .ok_or_else(|| Error::UnexpectedResponse(format!("DeleteTopics response has no result for {n}")))?;
+                let r = r.responses.iter().find(|x| x.name.as_deref() == Some(*n)).ok_or_else(|| Error::missing(ApiKey::DeleteTopics, n))?;
                 Error::check(r.error_code, r.error_message.as_deref(), || format!("delete topic {n}"))
             })
             .collect();
@@ -247,17 +241,13 @@ impl Admin {
             validate_only,
             ..Default::default()
         };
-        let response = self.call_controller_retrying(request).await?;
-        let ResponseKind::CreatePartitions(r) = response else { return Err(unexpected(ApiKey::CreatePartitions, &response)) };
+        let response = self.send_controller_retrying(request).await?;
+        let r = response;
         let results = new
             .iter()
             .map(|p| {
                 let n = &p.topic;
-                let r = r
-                    .results
-                    .iter()
-                    .find(|x| x.name == n[..])
-                    .ok_or_else(|| Error::UnexpectedResponse(format!("CreatePartitions response has no result for {n}")))?;
+                let r = r.results.iter().find(|x| x.name == n[..]).ok_or_else(|| Error::missing(ApiKey::CreatePartitions, n))?;
                 Error::check(r.error_code, r.error_message.as_deref(), || format!("create partitions of {n}"))
             })
             .collect();
@@ -289,16 +279,12 @@ impl Admin {
             allow_auto_topic_creation: false,
             ..Default::default()
         };
-        let response = self.client.call_any(request).await?;
-        let ResponseKind::Metadata(r) = response else { return Err(unexpected(ApiKey::Metadata, &response)) };
+        let response = self.client.send(Route::Any, request).await?;
+        let r = response;
         Ok(names
             .iter()
             .map(|n| {
-                let t = r
-                    .topics
-                    .iter()
-                    .find(|t| t.name.as_deref() == Some(*n))
-                    .ok_or_else(|| Error::UnexpectedResponse(format!("Metadata response has no entry for {n}")))?;
+                let t = r.topics.iter().find(|t| t.name.as_deref() == Some(*n)).ok_or_else(|| Error::missing(ApiKey::Metadata, n))?;
                 Error::check(t.error_code, None, || format!("describe topic {n}"))?;
                 let partitions = crate::cluster::partitions_of(&t.partitions);
                 Ok(TopicInfo { name: n.to_string(), id: t.topic_id, internal: t.is_internal, partitions })
@@ -315,22 +301,19 @@ impl Admin {
 
     async fn delete_topics_by_id_boxed(&self, ids: &[Uuid]) -> Result<Vec<Result<()>>> {
         let timeout_ms = self.timeout_ms();
-        let build = |_| {
-            RequestKind::from(DeleteTopicsRequest {
-                topics: ids.iter().map(|id| DeleteTopicState { name: None, topic_id: *id, ..Default::default() }).collect(),
-                timeout_ms,
-                ..Default::default()
-            })
+        let build = |_| DeleteTopicsRequest {
+            topics: ids.iter().map(|id| DeleteTopicState { name: None, topic_id: *id, ..Default::default() }).collect(),
+            timeout_ms,
+            ..Default::default()
         };
         // Ids need v6: refuse before sending rather than let an older encoder drop them.
-        let controller = self.client.metadata().controller_id;
-        let v = if controller >= 0 { self.client.node_version(controller, ApiKey::DeleteTopics).await? } else { 6 };
+        let v = if self.client.metadata().controller_id >= 0 { self.client.version_at::<DeleteTopicsRequest>(Route::Controller).await? } else { 6 };
         if v < 6 {
             return Err(Error::UnsupportedVersion { api: ApiKey::DeleteTopics, reason: format!("deleting by id needs DeleteTopics v6, the broker has v{v}") });
         }
         let span = tracing::info_span!("kafka.admin.delete_topics_by_id", n = ids.len());
-        let response = self.call_controller_versioned(ApiKey::DeleteTopics, build, |_| 0).instrument(span).await?;
-        let ResponseKind::DeleteTopics(r) = response else { return Err(unexpected(ApiKey::DeleteTopics, &response)) };
+        let response = self.send_controller(build, |_| 0).instrument(span).await?;
+        let r = response;
         let results = ids
             .iter()
             .map(|id| {
@@ -338,7 +321,7 @@ impl Admin {
                     .responses
                     .iter()
                     .find(|x| x.topic_id == *id)
-                    .ok_or_else(|| Error::UnexpectedResponse(format!("DeleteTopics response has no result for topic id {id:?}")))?;
+                    .ok_or_else(|| Error::missing(ApiKey::DeleteTopics, format_args!("topic id {}", kafka_uuid(id))))?;
                 // The broker names the topic only to a principal that may describe it: else
                 // the id, as Kafka writes ids.
                 let name = r.name.as_deref().map_or_else(|| kafka_uuid(id), str::to_owned);
@@ -372,8 +355,8 @@ impl Admin {
             cursor: cursor.map(|c| Cursor { topic_name: bs(&c.topic), partition_index: c.partition, ..Default::default() }),
             ..Default::default()
         };
-        let response = self.client.call_any(request).await?;
-        let ResponseKind::DescribeTopicPartitions(r) = response else { return Err(unexpected(ApiKey::DescribeTopicPartitions, &response)) };
+        let response = self.client.send(Route::Any, request).await?;
+        let r = response;
         let topics = r
             .topics
             .iter()
@@ -438,7 +421,7 @@ impl Admin {
                 // Cursors go forward (topics in name order, then partitions); one that does not
                 // would page forever: a broker bug, said so.
                 Some(next) if cursor.as_ref().is_some_and(|c| (&next.topic, next.partition) <= (&c.topic, c.partition)) => {
-                    return Err(Error::UnexpectedResponse(format!("DescribeTopicPartitions cursor went from {cursor:?} to {next:?}, not forward")));
+                    return Err(Error::unexpected(ApiKey::DescribeTopicPartitions, Unexpected::CursorStuck));
                 }
                 Some(next) => cursor = Some(next),
                 None => return Ok(out),

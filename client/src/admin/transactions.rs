@@ -9,12 +9,13 @@ use kwire::messages::{
     write_txn_markers_request::{WritableTxnMarker, WritableTxnMarkerTopic},
     DescribeProducersRequest, DescribeTransactionsRequest, InitProducerIdRequest, ListTransactionsRequest, WriteTxnMarkersRequest,
 };
-use kwire::{ApiKey, ErrorCode, RequestKind, ResponseKind};
+use kwire::{ApiKey, ErrorCode};
 
-use super::{bs, result_for, unexpected, Admin, BACKOFF};
+use super::{bs, result_for, Admin, BACKOFF};
+use crate::coordinator::{Coordinator, CoordinatorKind};
 use crate::error::{Error, Resource, Result};
 use crate::future::ClientFuture;
-use crate::group::coordinator::{Coordinator, CoordinatorKind};
+use crate::request::Route;
 use crate::topic_partition::TopicPartition;
 
 /// A transaction as ListTransactions reports it.
@@ -91,10 +92,7 @@ impl Admin {
                 duration_filter: filter.min_duration_ms.unwrap_or(-1),
                 ..Default::default()
             };
-            let response = self.client.call_node(broker, request).await?;
-            let Some(ResponseKind::ListTransactions(r)) = &response else {
-                return Err(Error::UnexpectedResponse(format!("{:?} to ListTransactions", response.map(|r| r.api_key()))));
-            };
+            let r = &self.client.send(Route::Node(broker), request).await?;
             Error::check(r.error_code, None, || format!("ListTransactions at broker {broker}"))?;
             out.extend(r.transaction_states.iter().map(|t| TransactionListing {
                 transactional_id: t.transactional_id.to_string(),
@@ -116,26 +114,21 @@ impl Admin {
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
             let coordinator = Coordinator::of(self.client.clone(), CoordinatorKind::Transaction, id, BACKOFF);
-            let build = |_| RequestKind::from(DescribeTransactionsRequest { transactional_ids: vec![bs(id)], ..Default::default() });
-            let code_of = |r: &ResponseKind| match r {
-                ResponseKind::DescribeTransactions(r) => r.transaction_states.first().map_or(0, |t| t.error_code),
-                _ => 0,
-            };
-            let result = match coordinator.call(ApiKey::DescribeTransactions, build, code_of, None).await {
-                Ok(ResponseKind::DescribeTransactions(r)) => result_for(&r.transaction_states, ApiKey::DescribeTransactions, id, |t| t.transactional_id == *id)
-                    .and_then(|t| {
-                        Error::check(t.error_code, None, || format!("describe transaction {id}"))
-                            .map_err(|e| e.about(Resource::TransactionalId(id.to_string())))?;
-                        Ok(TransactionDescription {
-                            state: t.transaction_state.to_string(),
-                            producer_id: t.producer_id,
-                            producer_epoch: t.producer_epoch,
-                            timeout_ms: t.transaction_timeout_ms,
-                            start_time_ms: (t.transaction_start_time_ms >= 0).then_some(t.transaction_start_time_ms),
-                            partitions: t.topics.iter().flat_map(|tp| tp.partitions.iter().map(|p| TopicPartition::new(tp.topic.to_string(), *p))).collect(),
-                        })
-                    }),
-                Ok(other) => Err(unexpected(ApiKey::DescribeTransactions, &other)),
+            let build = |_| DescribeTransactionsRequest { transactional_ids: vec![bs(id)], ..Default::default() };
+            let code_of = |r: &kwire::messages::DescribeTransactionsResponse| r.transaction_states.first().map_or(0, |t| t.error_code);
+            let result = match coordinator.send(build, code_of).await {
+                Ok(r) => result_for(&r.transaction_states, ApiKey::DescribeTransactions, id, |t| t.transactional_id == *id).and_then(|t| {
+                    Error::check(t.error_code, None, || format!("describe transaction {id}"))
+                        .map_err(|e| e.about(Resource::TransactionalId(id.to_string())))?;
+                    Ok(TransactionDescription {
+                        state: t.transaction_state.to_string(),
+                        producer_id: t.producer_id,
+                        producer_epoch: t.producer_epoch,
+                        timeout_ms: t.transaction_timeout_ms,
+                        start_time_ms: (t.transaction_start_time_ms >= 0).then_some(t.transaction_start_time_ms),
+                        partitions: t.topics.iter().flat_map(|tp| tp.partitions.iter().map(|p| TopicPartition::new(tp.topic.to_string(), *p))).collect(),
+                    })
+                }),
                 Err(e) => Err(e),
             };
             out.push(result);
@@ -163,8 +156,9 @@ impl Admin {
                 topics: vec![TopicRequest { name: bs(&tp.topic), partition_indexes: [tp.partition].into_iter().collect(), ..Default::default() }],
                 ..Default::default()
             };
-            let result = match self.client.call_node(leader, request).await? {
-                Some(ResponseKind::DescribeProducers(r)) => {
+            let result = {
+                let r = self.client.send(Route::Node(leader), request).await?;
+                {
                     match r.topics.iter().filter(|t| t.name == tp.topic[..]).flat_map(|t| &t.partitions).find(|p| p.partition_index == tp.partition) {
                         Some(p) => Error::check(p.error_code, p.error_message.as_deref(), || format!("describe producers of {tp}")).map(|()| {
                             p.active_producers
@@ -179,10 +173,9 @@ impl Admin {
                                 })
                                 .collect()
                         }),
-                        None => Err(Error::UnexpectedResponse(format!("DescribeProducers response has no {tp}"))),
+                        None => Err(Error::missing(ApiKey::DescribeProducers, tp)),
                     }
                 }
-                other => Err(Error::UnexpectedResponse(format!("{:?} to DescribeProducers", other.map(|r| r.api_key())))),
             };
             out.insert(tp.clone(), result);
         }
@@ -203,25 +196,21 @@ impl Admin {
         for id in ids {
             let coordinator = Coordinator::of(self.client.clone(), CoordinatorKind::Transaction, id, BACKOFF);
             // As Java: the shortest timeout, since this producer id is never used to write.
-            let build = |_| {
-                RequestKind::from(InitProducerIdRequest {
-                    transactional_id: Some(bs(id)),
-                    transaction_timeout_ms: 1,
-                    producer_id: -1,
-                    producer_epoch: -1,
-                    ..Default::default()
-                })
+            let build = |_| InitProducerIdRequest {
+                transactional_id: Some(bs(id)),
+                transaction_timeout_ms: 1,
+                producer_id: -1,
+                producer_epoch: -1,
+                ..Default::default()
             };
-            let code_of = |r: &ResponseKind| match r {
-                ResponseKind::InitProducerId(r) if ErrorCode(r.error_code) == ErrorCode::CONCURRENT_TRANSACTIONS => ErrorCode::COORDINATOR_LOAD_IN_PROGRESS.0,
-                ResponseKind::InitProducerId(r) => r.error_code,
-                _ => 0,
+            let code_of = |r: &kwire::messages::InitProducerIdResponse| match ErrorCode(r.error_code) {
+                ErrorCode::CONCURRENT_TRANSACTIONS => ErrorCode::COORDINATOR_LOAD_IN_PROGRESS.0,
+                _ => r.error_code,
             };
-            let result = match coordinator.call(ApiKey::InitProducerId, build, code_of, None).await {
-                Ok(ResponseKind::InitProducerId(r)) => Error::check(r.error_code, None, || format!("fence producers of {id}"))
+            let result = match coordinator.send(build, code_of).await {
+                Ok(r) => Error::check(r.error_code, None, || format!("fence producers of {id}"))
                     .map_err(|e| e.about(Resource::TransactionalId(id.to_string())))
                     .map(|()| (r.producer_id, r.producer_epoch)),
-                Ok(other) => Err(unexpected(ApiKey::InitProducerId, &other)),
                 Err(e) => Err(e),
             };
             out.push(result);
@@ -258,10 +247,7 @@ impl Admin {
             }],
             ..Default::default()
         };
-        let response = self.client.call_node(leader, request).await?;
-        let Some(ResponseKind::WriteTxnMarkers(r)) = &response else {
-            return Err(Error::UnexpectedResponse(format!("{:?} to WriteTxnMarkers", response.map(|r| r.api_key()))));
-        };
+        let r = self.client.send(Route::Node(leader), request).await?;
         let code = r.markers.iter().flat_map(|m| &m.topics).flat_map(|t| &t.partitions).map(|p| p.error_code).find(|c| *c != 0).unwrap_or(0);
         Error::check(code, None, || format!("abort the transaction of producer {} at {partition}", producer.producer_id))
     }

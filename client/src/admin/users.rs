@@ -5,11 +5,12 @@ use kwire::messages::{
     describe_user_scram_credentials_request::UserName,
     AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest,
 };
-use kwire::{ApiKey, Bytes, ResponseKind};
+use kwire::{ApiKey, Bytes};
 
-use super::{bs, unexpected, Admin};
+use super::{bs, Admin};
 use crate::error::{Error, Result};
 use crate::future::ClientFuture;
+use crate::request::Route;
 use crate::sasl::{random_bytes, ScramMechanism};
 
 /// A SCRAM credential change.
@@ -59,10 +60,8 @@ impl Admin {
             users: users.map(|us| us.iter().map(|u| UserName { name: bs(u), ..Default::default() }).collect()),
             ..Default::default()
         };
-        let response = self.client.call_any(request).await?;
-        let ResponseKind::DescribeUserScramCredentials(r) = &response else {
-            return Err(unexpected(ApiKey::DescribeUserScramCredentials, &response));
-        };
+        let response = self.client.send(Route::Any, request).await?;
+        let r = &response;
         Error::check(r.error_code, r.error_message.as_deref(), || "describe SCRAM credentials".into())?;
         Ok(r.results
             .iter()
@@ -108,10 +107,8 @@ impl Admin {
                 }
             }
         }
-        let response = self.call_controller_retrying(request).await?;
-        let ResponseKind::AlterUserScramCredentials(r) = response else {
-            return Err(unexpected(ApiKey::AlterUserScramCredentials, &response));
-        };
+        let response = self.send_controller_retrying(request).await?;
+        let r = response;
         // The broker answers one result per user.
         Ok(changes
             .iter()
@@ -119,11 +116,7 @@ impl Admin {
                 let user = match c {
                     ScramChange::Upsert { user, .. } | ScramChange::Delete { user, .. } => user,
                 };
-                let r = r
-                    .results
-                    .iter()
-                    .find(|x| x.user == user[..])
-                    .ok_or_else(|| Error::UnexpectedResponse(format!("AlterUserScramCredentials response has no result for {user}")))?;
+                let r = r.results.iter().find(|x| x.user == user[..]).ok_or_else(|| Error::missing(ApiKey::AlterUserScramCredentials, user))?;
                 Error::check(r.error_code, r.error_message.as_deref(), || format!("alter SCRAM credentials of {user}"))
             })
             .collect())

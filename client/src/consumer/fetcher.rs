@@ -25,7 +25,7 @@ use kwire::messages::{
     FetchRequest, FetchResponse,
 };
 use kwire::records::{Batch, ControlRecord, DecodeOptions, RecordIter, RecordsField};
-use kwire::{ApiKey, ByteString, Bytes, DecodeError, ErrorCode, ResponseKind, Uuid};
+use kwire::{ByteString, Bytes, DecodeError, ErrorCode, Uuid};
 use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
@@ -34,6 +34,7 @@ use super::{ConsumerConfig, ConsumerRecord, FetchStats, IsolationLevel, OffsetRe
 use crate::cluster::{BrokerInfo, Client, ClusterMetadata};
 use crate::error::{ConsumerError, Error, Resource, Result};
 use crate::metrics::{millis, ConsumerMetrics};
+use crate::request::{Limits, Route};
 use crate::topic_partition::TopicPartition;
 
 /// The fetch sessions and what they fetched.
@@ -68,7 +69,7 @@ pub(super) struct InFlight {
 
 /// What a fetch's task answers: the broker, the response, how long it took, and the response's
 /// batches as the task read them.
-type Answer = (i32, Result<Option<ResponseKind>>, Duration, ReadResponse);
+type Answer = (i32, Result<FetchResponse>, Duration, ReadResponse);
 
 /// One batch of a fetched partition as the fetch's task read it: its header (CRC checked), and
 /// for a data batch its records, inflated when compressed.
@@ -258,7 +259,7 @@ impl Fetcher {
             self.want_refresh(config);
         }
         for (node, wanted) in by_leader {
-            let version = match client.node_version(node, ApiKey::Fetch).await {
+            let version = match client.version_at::<FetchRequest>(Route::Node(node)).await {
                 Ok(v) => v,
                 Err(e) if e.is_retriable() => {
                     warn!(node, error = %e, "no connection to the broker");
@@ -282,11 +283,13 @@ impl Fetcher {
             let options = decode_options(config);
             let task = tokio::spawn(async move {
                 let sent = Instant::now();
-                let r = client.call_node(node, request).await;
+                // At the version the request was built for (the connection's, unless it was
+                // replaced by one to a broker that negotiated lower).
+                let r = client.send_limited(Route::Node(node), Limits::at_most(version), |_| request.clone()).await;
                 let took = sent.elapsed();
                 let read = match &r {
-                    Ok(Some(ResponseKind::Fetch(response))) => read_batches(response, &options),
-                    _ => Vec::new(),
+                    Ok(response) => read_batches(response, &options),
+                    Err(_) => Vec::new(),
                 };
                 let _ = answers.send((node, r, took, read));
             });
@@ -320,15 +323,10 @@ impl Fetcher {
                     continue;
                 }
                 let response = match result {
-                    Ok(Some(ResponseKind::Fetch(r))) => {
+                    Ok(r) => {
                         self.metrics.fetch_latency.record(millis(took));
                         self.metrics.throttle_time.record(f64::from(r.throttle_time_ms.max(0)));
                         r
-                    }
-                    Ok(other) => {
-                        self.sessions.remove(&node);
-                        failed = Some(Error::UnexpectedResponse(format!("{:?} to Fetch", other.map(|o| o.api_key()))));
-                        continue;
                     }
                     Err(e) if e.is_retriable() => {
                         warn!(node, error = %e, "fetch failed");

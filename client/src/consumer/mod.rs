@@ -37,9 +37,9 @@ use self::fetcher::Fetcher;
 use self::subscription::Subscription;
 use crate::assignor::Assignor;
 use crate::cluster::Client;
+use crate::coordinator::Coordinator;
 use crate::error::{ConsumerError, Error, Result};
 use crate::future::ClientFuture;
-use crate::group::coordinator::Coordinator;
 use crate::group::{Group, GroupProtocol};
 #[cfg(feature = "telemetry")]
 use crate::telemetry::Telemetry;

@@ -8,9 +8,9 @@ use tokio::time::Instant;
 use tracing::warn;
 
 use super::{Consumer, OffsetAndMetadata, OffsetSpec};
+use crate::coordinator::Coordinator;
 use crate::error::{Error, GroupError, Result};
 use crate::future::ClientFuture;
-use crate::group::coordinator::Coordinator;
 use crate::offsets::Committer;
 use crate::offsets::ListedOffset;
 use crate::topic_partition::TopicPartition;

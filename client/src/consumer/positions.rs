@@ -8,11 +8,12 @@ use kwire::messages::{
     offset_for_leader_epoch_request::{OffsetForLeaderPartition, OffsetForLeaderTopic},
     OffsetForLeaderEpochRequest,
 };
-use kwire::{ByteString, ErrorCode, ResponseKind};
+use kwire::{ByteString, ErrorCode};
 use tracing::{debug, info, warn};
 
 use super::{Consumer, OffsetReset, OffsetSpec};
 use crate::error::{Error, Result};
+use crate::request::Route;
 use crate::topic_partition::TopicPartition;
 
 impl Consumer {
@@ -97,9 +98,8 @@ impl Consumer {
                     .collect(),
                 ..Default::default()
             };
-            let response = match self.client.call_node(leader, request).await {
-                Ok(Some(ResponseKind::OffsetForLeaderEpoch(r))) => r,
-                Ok(other) => return Err(Error::UnexpectedResponse(format!("{:?} to OffsetForLeaderEpoch", other.map(|o| o.api_key())))),
+            let response = match self.client.send(Route::Node(leader), request).await {
+                Ok(r) => r,
                 Err(e) if e.is_retriable() => {
                     warn!(leader, error = %e, "OffsetForLeaderEpoch failed");
                     refresh = true;

@@ -13,13 +13,14 @@ use kwire::messages::{
     sync_group_request::SyncGroupRequestAssignment, ConsumerProtocolAssignment, ConsumerProtocolSubscription, JoinGroupRequest, JoinGroupResponse,
     LeaveGroupRequest, SyncGroupRequest,
 };
-use kwire::{ApiKey, ByteString, Bytes, ErrorCode, Message, RequestKind, ResponseKind};
+use kwire::{ByteString, Bytes, ErrorCode, Message};
 use tracing::{info, warn};
 
-use super::coordinator::{coordinator_moved, Coordinator};
 use super::{millis, to_bytestrings, Group, GroupConfig};
 use crate::assignor::{cooperative_sticky_user_data, sticky_user_data, Assignor, Member, PartitionRacks};
+use crate::coordinator::{coordinator_moved, Coordinator};
 use crate::error::{Error, GroupError, Result};
+use crate::request::Limits;
 use crate::retry::{Backoff, Retry};
 use crate::topic_partition::TopicPartition;
 
@@ -108,22 +109,19 @@ impl Group {
         let group = config.group_id.as_str();
         let protocols = self.protocols(generation, owned)?;
         let instance = config.instance_id.clone().map(ByteString::from);
-        let request = |v: i16| {
-            RequestKind::from(JoinGroupRequest {
-                group_id: ByteString::from(group.to_owned()),
-                session_timeout_ms: millis(config.session_timeout),
-                rebalance_timeout_ms: millis(config.max_poll_interval),
-                member_id: ByteString::from(member_id.to_owned()),
-                group_instance_id: if v >= 5 { instance.clone() } else { None },
-                protocol_type: ByteString::from_static("consumer"),
-                protocols: protocols.clone(),
-                reason: Some(ByteString::from_static("joining")),
-                ..Default::default()
-            })
+        let request = |v: i16| JoinGroupRequest {
+            group_id: ByteString::from(group.to_owned()),
+            session_timeout_ms: millis(config.session_timeout),
+            rebalance_timeout_ms: millis(config.max_poll_interval),
+            member_id: ByteString::from(member_id.to_owned()),
+            group_instance_id: if v >= 5 { instance.clone() } else { None },
+            protocol_type: ByteString::from_static("consumer"),
+            protocols: protocols.clone(),
+            reason: Some(ByteString::from_static("joining")),
+            ..Default::default()
         };
-        let join = match self.coordinator.try_call(ApiKey::JoinGroup, request, Some(self.join_timeout())).await {
-            Ok(ResponseKind::JoinGroup(r)) => r,
-            Ok(other) => return Err(Error::UnexpectedResponse(format!("{:?} to JoinGroup", other.api_key()))),
+        let join = match self.coordinator.try_send(Limits::within(self.join_timeout()), request).await {
+            Ok(r) => r,
             Err(e) if e.is_retriable() => {
                 warn!(group, error = %e, "JoinGroup failed: retrying");
                 return Ok(Joined::Again { backoff: true });
@@ -272,21 +270,18 @@ impl Group {
         let group = config.group_id.as_str();
         let instance = config.instance_id.clone().map(ByteString::from);
         let protocol = join.protocol_name.as_deref().unwrap_or("").to_owned();
-        let request = |v: i16| {
-            RequestKind::from(SyncGroupRequest {
-                group_id: ByteString::from(group.to_owned()),
-                generation_id: join.generation_id,
-                member_id: join.member_id.clone(),
-                group_instance_id: if v >= 3 { instance.clone() } else { None },
-                protocol_type: (v >= 5).then(|| ByteString::from_static("consumer")),
-                protocol_name: (v >= 5).then(|| ByteString::from(protocol.clone())),
-                assignments: assignments.clone(),
-                ..Default::default()
-            })
+        let request = |v: i16| SyncGroupRequest {
+            group_id: ByteString::from(group.to_owned()),
+            generation_id: join.generation_id,
+            member_id: join.member_id.clone(),
+            group_instance_id: if v >= 3 { instance.clone() } else { None },
+            protocol_type: (v >= 5).then(|| ByteString::from_static("consumer")),
+            protocol_name: (v >= 5).then(|| ByteString::from(protocol.clone())),
+            assignments: assignments.clone(),
+            ..Default::default()
         };
-        let sync = match self.coordinator.try_call(ApiKey::SyncGroup, request, Some(self.join_timeout())).await {
-            Ok(ResponseKind::SyncGroup(r)) => r,
-            Ok(other) => return Err(Error::UnexpectedResponse(format!("{:?} to SyncGroup", other.api_key()))),
+        let sync = match self.coordinator.try_send(Limits::within(self.join_timeout()), request).await {
+            Ok(r) => r,
             Err(e) if e.is_retriable() => {
                 warn!(group, error = %e, "SyncGroup failed: joining again");
                 return Ok(None);
@@ -335,11 +330,11 @@ pub(super) async fn leave(coordinator: &Coordinator, config: &GroupConfig, membe
         } else {
             r.member_id = ByteString::from(member_id.to_owned());
         }
-        RequestKind::from(r)
+        r
     };
-    match coordinator.try_call(ApiKey::LeaveGroup, request, Some(config.request_timeout)).await {
-        Ok(ResponseKind::LeaveGroup(r)) if ErrorCode(r.error_code).is_ok() => info!(group, member = %member_id, generation, "left the group"),
-        Ok(other) => warn!(group, response = ?other.api_key(), "LeaveGroup refused"),
+    match coordinator.try_send(Limits::within(config.request_timeout), request).await {
+        Ok(r) if ErrorCode(r.error_code).is_ok() => info!(group, member = %member_id, generation, "left the group"),
+        Ok(r) => warn!(group, error = %ErrorCode(r.error_code), "LeaveGroup refused"),
         Err(e) => warn!(group, error = %e, "LeaveGroup failed"),
     }
 }

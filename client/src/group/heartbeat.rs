@@ -6,13 +6,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kwire::messages::{consumer_group_heartbeat_request::TopicPartitions as HeartbeatTopicPartitions, ConsumerGroupHeartbeatRequest, HeartbeatRequest};
-use kwire::{ApiKey, ByteString, ErrorCode, RequestKind, ResponseKind, Uuid};
+use kwire::{ApiKey, ByteString, ErrorCode, Uuid};
 use tokio::sync::Notify;
 use tracing::{debug, warn};
 
-use super::coordinator::{coordinator_moved, Coordinator};
 use super::{millis, to_bytestrings, GroupConfig, Membership};
+use crate::coordinator::{coordinator_moved, Coordinator};
 use crate::error::{Error, GroupError};
+use crate::request::Limits;
 
 /// The classic protocol's Heartbeat loop: liveness, and the news of a rebalance.
 pub(super) async fn classic(coordinator: Coordinator, config: Arc<GroupConfig>, shared: Arc<Mutex<Membership>>, wake: Arc<Notify>) {
@@ -50,21 +51,15 @@ pub(super) async fn classic(coordinator: Coordinator, config: Arc<GroupConfig>, 
             m.rejoin = Some(ErrorCode::UNKNOWN_MEMBER_ID);
             continue;
         }
-        let request = |v: i16| {
-            RequestKind::from(HeartbeatRequest {
-                group_id: ByteString::from(group.clone()),
-                generation_id: generation,
-                member_id: ByteString::from(member_id.clone()),
-                group_instance_id: if v >= 3 { config.instance_id.clone().map(ByteString::from) } else { None },
-                ..Default::default()
-            })
+        let request = |v: i16| HeartbeatRequest {
+            group_id: ByteString::from(group.clone()),
+            generation_id: generation,
+            member_id: ByteString::from(member_id.clone()),
+            group_instance_id: if v >= 3 { config.instance_id.clone().map(ByteString::from) } else { None },
+            ..Default::default()
         };
-        let code = match coordinator.try_call(ApiKey::Heartbeat, request, None).await {
-            Ok(ResponseKind::Heartbeat(r)) => r.error_code,
-            Ok(other) => {
-                warn!(response = ?other.api_key(), "not a Heartbeat response");
-                continue;
-            }
+        let code = match coordinator.try_send(Limits::default(), request).await {
+            Ok(r) => r.error_code,
             Err(e) => {
                 warn!(error = %e, "heartbeat failed");
                 continue;
@@ -148,7 +143,7 @@ pub(super) async fn consumer(
                 instance_id: config.instance_id.clone().map(ByteString::from),
                 ..Default::default()
             };
-            if let Err(e) = coordinator.try_call(ApiKey::ConsumerGroupHeartbeat, |_| leave.clone().into(), None).await {
+            if let Err(e) = coordinator.try_send(Limits::default(), |_| leave.clone()).await {
                 warn!(error = %e, "leaving heartbeat failed");
             }
             let mut m = crate::sync::lock(&shared);
@@ -209,14 +204,10 @@ pub(super) async fn consumer(
             if v == 0 && epoch == 0 {
                 r.member_id = ByteString::from_static("");
             }
-            RequestKind::from(r)
+            r
         };
-        let response = match coordinator.try_call(ApiKey::ConsumerGroupHeartbeat, build, None).await {
-            Ok(ResponseKind::ConsumerGroupHeartbeat(r)) => r,
-            Ok(other) => {
-                warn!(response = ?other.api_key(), "not a ConsumerGroupHeartbeat response");
-                continue;
-            }
+        let response = match coordinator.try_send(Limits::default(), build).await {
+            Ok(r) => r,
             Err(e @ Error::UnsupportedVersion { .. }) => {
                 crate::sync::lock(&shared).fatal = Some(e);
                 return;

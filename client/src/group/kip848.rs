@@ -3,11 +3,12 @@
 //! drops revoked partitions, then takes new ones) and the next heartbeat reports what it owns.
 
 use kwire::messages::ConsumerGroupHeartbeatRequest;
-use kwire::{ApiKey, ByteString, ErrorCode, ResponseKind, Uuid};
+use kwire::{ByteString, ErrorCode, Uuid};
 use tracing::{info, warn};
 
-use super::coordinator::Coordinator;
 use super::{to_bytestrings, Group, GroupConfig};
+use crate::coordinator::Coordinator;
+use crate::request::Limits;
 
 /// A target assignment: partitions by topic id.
 pub(crate) type Target = Vec<(Uuid, Vec<i32>)>;
@@ -51,9 +52,9 @@ pub(super) async fn leave(coordinator: &Coordinator, config: &GroupConfig, topic
         subscribed_topic_names: Some(to_bytestrings(topics)),
         ..Default::default()
     };
-    match coordinator.try_call(ApiKey::ConsumerGroupHeartbeat, |_| request.clone().into(), Some(config.request_timeout)).await {
-        Ok(ResponseKind::ConsumerGroupHeartbeat(r)) if ErrorCode(r.error_code).is_ok() => info!(group, member = %member_id, "left the group"),
-        Ok(other) => warn!(group, response = ?other.api_key(), "leaving heartbeat refused"),
+    match coordinator.try_send(Limits::within(config.request_timeout), |_| request.clone()).await {
+        Ok(r) if ErrorCode(r.error_code).is_ok() => info!(group, member = %member_id, "left the group"),
+        Ok(r) => warn!(group, error = %ErrorCode(r.error_code), "leaving heartbeat refused"),
         Err(e) => warn!(group, error = %e, "leaving heartbeat failed"),
     }
 }

@@ -1,7 +1,6 @@
 //! Consumer group membership, both protocols, as Java's `AbstractCoordinator` and
 //! `ConsumerCoordinator` (classic) and its `ConsumerMembershipManager` (KIP-848) keep it.
 //!
-//! - `coordinator`: the group coordinator, one lookup and one cache for every request.
 //! - `classic`: JoinGroup + SyncGroup (the leader runs the [`Assignor`]), LeaveGroup.
 //! - `kip848`: ConsumerGroupHeartbeat: the broker assigns; the member reconciles and reports
 //!   what it owns in its next heartbeat.
@@ -13,7 +12,6 @@
 //! rebalance listener what changed.
 
 mod classic;
-pub(crate) mod coordinator;
 mod heartbeat;
 mod kip848;
 
@@ -27,9 +25,9 @@ use kwire::{ByteString, ErrorCode, Uuid};
 use tokio::sync::Notify;
 use tracing::{info, warn, Instrument};
 
-use self::coordinator::Coordinator;
 use crate::assignor::Assignor;
 use crate::cluster::ClusterMetadata;
+use crate::coordinator::Coordinator;
 use crate::error::{Error, GroupError, Result};
 
 /// Which group protocol a subscribing consumer uses (`group.protocol`).

@@ -24,11 +24,12 @@
 use std::sync::Arc;
 
 use kwire::messages::InitProducerIdRequest;
-use kwire::{ErrorCode, ResponseKind};
+use kwire::ErrorCode;
 use tracing::{debug, trace};
 
 use crate::cluster::Client;
 use crate::error::{Error, Result};
+use crate::request::Route;
 
 /// A producer id and epoch.
 pub(crate) type ProducerIdEpoch = (i64, i16);
@@ -359,10 +360,7 @@ impl Idempotence {
 /// InitProducerId for an idempotent producer: its id and first epoch.
 pub(crate) async fn init_producer_id(client: &Client) -> Result<ProducerIdEpoch> {
     let request = InitProducerIdRequest { transactional_id: None, transaction_timeout_ms: 60_000, producer_id: -1, producer_epoch: -1, ..Default::default() };
-    let response = client.call_any(request).await?;
-    let ResponseKind::InitProducerId(r) = response else {
-        return Err(Error::UnexpectedResponse(format!("{:?} to InitProducerId", response.api_key())));
-    };
+    let r = client.send(Route::Any, request).await?;
     Error::check(r.error_code, None, || "InitProducerId".into())?;
     debug!(producer_id = r.producer_id, epoch = r.producer_epoch, "producer id");
     Ok((r.producer_id, r.producer_epoch))

@@ -19,10 +19,10 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use kwire::messages::{
     produce_request::{PartitionProduceData, TopicProduceData},
     produce_response::TopicProduceResponse,
-    ProduceRequest,
+    ProduceRequest, ProduceResponse,
 };
 use kwire::runtime::records::{Compression, RecordBatchBuilder};
-use kwire::{ByteString, ErrorCode, RequestKind, ResponseKind, Uuid};
+use kwire::{ApiKey, ByteString, ErrorCode, Uuid};
 use tokio::sync::mpsc;
 use tracing::{debug, trace, warn, Instrument};
 
@@ -190,7 +190,7 @@ async fn add_partitions(shared: &Arc<Shared>) -> Option<bool> {
 }
 
 /// A request put on its connection (`None`: nothing to send), or why it could not be.
-type Dispatched = (Request, Option<Result<InFlight>>);
+type Dispatched = (Request, Option<Result<InFlight<ProduceRequest>>>);
 
 /// The output of the future in `slot`, or never when there is none.
 async fn until<F: Future + Unpin>(slot: &mut Option<F>) -> F::Output {
@@ -257,7 +257,7 @@ impl BrokerSender {
                     in_flight.push(async move {
                         let result = match sent {
                             None => Ok(None),
-                            Some(Ok(pending)) => pending.response().await,
+                            Some(Ok(pending)) => pending.response_if_any().await,
                             Some(Err(e)) => Err(e),
                         };
                         (request, result)
@@ -296,7 +296,7 @@ impl BrokerSender {
                     // Transactions V1: v12+ would tell the broker to add the partitions itself.
                     max = max.min(LAST_BEFORE_V2.produce);
                 }
-                Some(self.shared.client.dispatch_node_at_most(self.node, body, max).await)
+                Some(self.shared.client.dispatch(self.node, body, max).await)
             }
         };
         (request, sent)
@@ -304,7 +304,7 @@ impl BrokerSender {
 
     /// Encodes the batches into one Produce request (`None` when none could be encoded), with
     /// the compression ratio of each batch sent for the first time, by topic.
-    fn build(&self, batches: Vec<ReadyBatch>) -> (Request, Option<RequestKind>, Ratios) {
+    fn build(&self, batches: Vec<ReadyBatch>) -> (Request, Option<ProduceRequest>, Ratios) {
         let cfg = &self.shared.config;
         let mut by_topic: BTreeMap<&str, Vec<PartitionProduceData>> = BTreeMap::new();
         let mut built = Vec::with_capacity(batches.len());
@@ -355,33 +355,31 @@ impl BrokerSender {
             metrics.record_send.increment(records as u64);
             metrics.records_per_request.record(records as f64);
         }
-        let body = (!by_topic.is_empty()).then(|| {
-            RequestKind::from(ProduceRequest {
-                transactional_id: self.shared.txn.as_ref().map(|t| ByteString::from(t.id.to_string())),
-                acks: cfg.acks.wire(),
-                timeout_ms: cfg.ack_timeout.as_millis().min(i32::MAX as u128) as i32,
-                topic_data: by_topic
-                    .into_iter()
-                    .map(|(t, partition_data)| TopicProduceData {
-                        name: ByteString::from(t.to_owned()),
-                        topic_id: ids.get(t).copied().unwrap_or(Uuid::ZERO),
-                        partition_data,
-                        ..Default::default()
-                    })
-                    .collect(),
-                ..Default::default()
-            })
+        let body = (!by_topic.is_empty()).then(|| ProduceRequest {
+            transactional_id: self.shared.txn.as_ref().map(|t| ByteString::from(t.id.to_string())),
+            acks: cfg.acks.wire(),
+            timeout_ms: cfg.ack_timeout.as_millis().min(i32::MAX as u128) as i32,
+            topic_data: by_topic
+                .into_iter()
+                .map(|(t, partition_data)| TopicProduceData {
+                    name: ByteString::from(t.to_owned()),
+                    topic_id: ids.get(t).copied().unwrap_or(Uuid::ZERO),
+                    partition_data,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
         });
         (Request { batches, built, ids, built_at: now }, body, ratios)
     }
 
     /// Takes a Produce response (or the request's failure) in: each batch is completed,
     /// requeued for a retry, or failed.
-    fn answered(&self, request: Request, result: Result<Option<ResponseKind>>) {
+    fn answered(&self, request: Request, result: Result<Option<ProduceResponse>>) {
         let shared = &self.shared;
         let cfg = &shared.config;
         let metrics = &shared.metrics;
-        if let Ok(Some(ResponseKind::Produce(r))) = &result {
+        if let Ok(Some(r)) = &result {
             metrics.request_latency.record(crate::metrics::millis(request.built_at.elapsed()));
             metrics.throttle_time.record(f64::from(r.throttle_time_ms.max(0)));
         }
@@ -505,8 +503,8 @@ impl BrokerSender {
 /// The leader hints of a Produce response (KIP-951, v10+: a refused partition's
 /// `CurrentLeader`, the leaders' `NodeEndpoints`) taken into the metadata cache; the
 /// partitions whose leader they gave, to be retried there with no Metadata request.
-fn take_leader_hints<'a>(client: &Client, result: &Result<Option<ResponseKind>>, ids: &'a BTreeMap<String, Uuid>) -> Vec<(&'a str, i32)> {
-    let Ok(Some(ResponseKind::Produce(r))) = result else { return Vec::new() };
+fn take_leader_hints<'a>(client: &Client, result: &Result<Option<ProduceResponse>>, ids: &'a BTreeMap<String, Uuid>) -> Vec<(&'a str, i32)> {
+    let Ok(Some(r)) = result else { return Vec::new() };
     let hints: Vec<(&str, i32, i32, i32)> = r
         .responses
         .iter()
@@ -529,13 +527,13 @@ fn take_leader_hints<'a>(client: &Client, result: &Result<Option<ResponseKind>>,
 
 /// One partition's outcome in a Produce response: the base offset and append time, or the
 /// error with the partition's log start offset when the broker sent one.
-fn outcome(result: &Result<Option<ResponseKind>>, topic: &str, id: Uuid, partition: i32) -> Result<Option<(i64, i64)>, (Error, i64)> {
+fn outcome(result: &Result<Option<ProduceResponse>>, topic: &str, id: Uuid, partition: i32) -> Result<Option<(i64, i64)>, (Error, i64)> {
     match result {
         Ok(None) => Ok(None),
-        Ok(Some(ResponseKind::Produce(r))) => {
+        Ok(Some(r)) => {
             let p = r.responses.iter().filter(|t| names(t, topic, id)).flat_map(|t| &t.partition_responses).find(|p| p.index == partition);
             match p {
-                None => Err((Error::UnexpectedResponse(format!("Produce response has no {topic}-{partition}")), -1)),
+                None => Err((Error::missing(ApiKey::Produce, format_args!("{topic}-{partition}")), -1)),
                 // DUPLICATE_SEQUENCE_NUMBER: an earlier attempt was written.
                 Some(p) if matches!(ErrorCode(p.error_code), ErrorCode::NONE | ErrorCode::DUPLICATE_SEQUENCE_NUMBER) => {
                     Ok(Some((p.base_offset, p.log_append_time_ms)))
@@ -543,7 +541,6 @@ fn outcome(result: &Result<Option<ResponseKind>>, topic: &str, id: Uuid, partiti
                 Some(p) => Err((produce_error(topic, partition, ErrorCode(p.error_code), p.error_message.as_deref()), p.log_start_offset)),
             }
         }
-        Ok(Some(other)) => Err((Error::UnexpectedResponse(format!("{:?} to Produce", other.api_key())), -1)),
         Err(e) => Err((e.clone(), -1)),
     }
 }

@@ -25,9 +25,10 @@ use std::time::Duration;
 use kwire::messages::{
     add_partitions_to_txn_request::AddPartitionsToTxnTopic,
     txn_offset_commit_request::{TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic},
-    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest, InitProducerIdRequest, TxnOffsetCommitRequest,
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, EndTxnRequest, InitProducerIdRequest, TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
 };
-use kwire::{ApiKey, ByteString, ErrorCode, RequestKind, ResponseKind, Uuid};
+use kwire::{ApiKey, ApiRequest, ByteString, ErrorCode, Uuid};
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
@@ -35,9 +36,10 @@ use super::idempotence::ProducerIdEpoch;
 use super::Producer;
 use crate::cluster::Client;
 use crate::consumer::{ConsumerGroupMetadata, OffsetAndMetadata};
+use crate::coordinator::{Coordinator, CoordinatorKind};
 use crate::error::{Error, Resource, Result, TransactionError, TransactionState};
 use crate::future::ClientFuture;
-use crate::group::coordinator::{Coordinator, CoordinatorKind};
+use crate::request::Limits;
 use crate::retry::Backoff;
 use crate::topic_partition::TopicPartition;
 
@@ -416,20 +418,6 @@ fn coordinator_error(id: &str, api: ApiKey, code: ErrorCode, message: Option<&st
     Error::broker(code, message.map(str::to_owned), format!("{} for transactional id {id}", api.name())).about(Resource::TransactionalId(id.to_owned()))
 }
 
-/// The error code of a transaction coordinator's answer with one (0 for others).
-fn top_level_code(r: &ResponseKind) -> i16 {
-    match r {
-        ResponseKind::InitProducerId(r) => r.error_code,
-        ResponseKind::AddOffsetsToTxn(r) => r.error_code,
-        ResponseKind::EndTxn(r) => r.error_code,
-        _ => 0,
-    }
-}
-
-fn unexpected(api: ApiKey, r: &ResponseKind) -> Error {
-    Error::UnexpectedResponse(format!("{:?} to {}", r.api_key(), api.name()))
-}
-
 impl TxnCoordinator {
     pub(crate) fn new(client: Client, id: &str, timeout: Duration, retry_backoff: Duration, retry_backoff_max: Duration) -> TxnCoordinator {
         let random = crate::random::Random::new(client.config().connection.seed, "transactions");
@@ -458,19 +446,18 @@ impl TxnCoordinator {
     /// `build(version)` to `coordinator` (at version `max` at most) until it answers with a
     /// code that is not retriable (`code_of` reads it), or `deadline` passes (then the last
     /// retriable error).
-    #[allow(clippy::too_many_arguments)]
-    async fn call_until(
+    async fn call_until<R: ApiRequest>(
         &self,
         coordinator: &Coordinator,
-        api: ApiKey,
-        build: impl Fn(i16) -> RequestKind,
-        code_of: impl Fn(&ResponseKind) -> i16,
+        build: impl Fn(i16) -> R,
+        code_of: impl Fn(&R::Response) -> i16,
         deadline: Instant,
         max: i16,
-    ) -> Result<ResponseKind> {
+    ) -> Result<R::Response> {
+        let api = R::API;
         let mut failures = 0;
         loop {
-            let e = match coordinator.try_call_at_most(api, &build, None, max).await {
+            let e = match coordinator.try_send(Limits::at_most(max), &build).await {
                 Ok(r) => {
                     let code = ErrorCode(code_of(&r));
                     match coordinator.moved(api, code) {
@@ -508,17 +495,14 @@ impl TxnCoordinator {
             if v < 3 {
                 (r.producer_id, r.producer_epoch) = (-1, -1);
             }
-            RequestKind::from(r)
+            r
         };
-        let api = ApiKey::InitProducerId;
-        match self.call_until(&self.coordinator, api, build, top_level_code, deadline, i16::MAX).await? {
-            ResponseKind::InitProducerId(r) if r.error_code == 0 => {
-                info!(transactional_id = %self.id, producer_id = r.producer_id, epoch = r.producer_epoch, "transactional producer id");
-                Ok((r.producer_id, r.producer_epoch))
-            }
-            ResponseKind::InitProducerId(r) => Err(coordinator_error(&self.id, api, ErrorCode(r.error_code), None)),
-            other => Err(unexpected(api, &other)),
+        let r = self.call_until(&self.coordinator, build, |r| r.error_code, deadline, i16::MAX).await?;
+        if r.error_code != 0 {
+            return Err(coordinator_error(&self.id, ApiKey::InitProducerId, ErrorCode(r.error_code), None));
         }
+        info!(transactional_id = %self.id, producer_id = r.producer_id, epoch = r.producer_epoch, "transactional producer id");
+        Ok((r.producer_id, r.producer_epoch))
     }
 
     /// AddPartitionsToTxn (V1): the first error of a partition, if any.
@@ -541,23 +525,16 @@ impl TxnCoordinator {
                 .collect(),
             ..Default::default()
         };
-        let codes = |r: &ResponseKind| -> Vec<(String, i32, i16)> {
-            match r {
-                ResponseKind::AddPartitionsToTxn(r) => r
-                    .results_by_topic_v3_and_below
-                    .iter()
-                    .flat_map(|t| t.results_by_partition.iter().map(move |p| (t.name.to_string(), p.partition_index, p.partition_error_code)))
-                    .collect(),
-                _ => Vec::new(),
-            }
+        let codes = |r: &AddPartitionsToTxnResponse| -> Vec<(String, i32, i16)> {
+            r.results_by_topic_v3_and_below
+                .iter()
+                .flat_map(|t| t.results_by_partition.iter().map(move |p| (t.name.to_string(), p.partition_index, p.partition_error_code)))
+                .collect()
         };
         // A retriable code of any partition retries the request.
-        let code_of = |r: &ResponseKind| codes(r).into_iter().map(|(_, _, c)| c).find(|&c| ErrorCode(c).is_retriable()).unwrap_or(0);
+        let code_of = |r: &AddPartitionsToTxnResponse| codes(r).into_iter().map(|(_, _, c)| c).find(|&c| ErrorCode(c).is_retriable()).unwrap_or(0);
         let api = ApiKey::AddPartitionsToTxn;
-        let response = self.call_until(&self.coordinator, api, |_| RequestKind::from(request.clone()), code_of, deadline, i16::MAX).await?;
-        if !matches!(response, ResponseKind::AddPartitionsToTxn(_)) {
-            return Err(unexpected(api, &response));
-        }
+        let response = self.call_until(&self.coordinator, |_| request.clone(), code_of, deadline, i16::MAX).await?;
         let mut errors: Vec<(String, i32, ErrorCode)> =
             codes(&response).into_iter().filter(|&(_, _, c)| c != 0).map(|(t, p, c)| (t, p, ErrorCode(c))).collect();
         // OPERATION_NOT_ATTEMPTED only says another partition failed: report that one.
@@ -584,20 +561,14 @@ impl TxnCoordinator {
             group_id: ByteString::from(group.to_owned()),
             ..Default::default()
         };
-        let api = ApiKey::AddOffsetsToTxn;
-        match self.call_until(&self.coordinator, api, |_| RequestKind::from(request.clone()), top_level_code, deadline, i16::MAX).await? {
-            ResponseKind::AddOffsetsToTxn(r) if r.error_code == 0 => Ok(()),
-            ResponseKind::AddOffsetsToTxn(r) => {
-                let code = ErrorCode(r.error_code);
-                Err(match code {
-                    ErrorCode::GROUP_AUTHORIZATION_FAILED => {
-                        Error::broker(code, None, format!("AddOffsetsToTxn for group {group}")).about(Resource::Group(group.to_owned()))
-                    }
-                    _ => coordinator_error(&self.id, api, code, None),
-                })
+        let r = self.call_until(&self.coordinator, |_| request.clone(), |r| r.error_code, deadline, i16::MAX).await?;
+        Err(match ErrorCode(r.error_code) {
+            ErrorCode::NONE => return Ok(()),
+            code @ ErrorCode::GROUP_AUTHORIZATION_FAILED => {
+                Error::broker(code, None, format!("AddOffsetsToTxn for group {group}")).about(Resource::Group(group.to_owned()))
             }
-            other => Err(unexpected(api, &other)),
-        }
+            code => coordinator_error(&self.id, ApiKey::AddOffsetsToTxn, code, None),
+        })
     }
 
     /// The group's coordinator (one per group, cached).
@@ -630,7 +601,7 @@ impl TxnCoordinator {
         }
         let build = |v: i16| {
             let member = v >= 3;
-            RequestKind::from(TxnOffsetCommitRequest {
+            TxnOffsetCommitRequest {
                 transactional_id: ByteString::from(self.id.to_string()),
                 group_id: ByteString::from(group.group_id.clone()),
                 producer_id: pid.0,
@@ -649,30 +620,21 @@ impl TxnCoordinator {
                     })
                     .collect(),
                 ..Default::default()
-            })
-        };
-        let codes = |r: &ResponseKind| -> Vec<i16> {
-            match r {
-                ResponseKind::TxnOffsetCommit(r) => r.topics.iter().flat_map(|t| &t.partitions).map(|p| p.error_code).collect(),
-                _ => Vec::new(),
             }
         };
-        let code_of = |r: &ResponseKind| {
+        let codes = |r: &TxnOffsetCommitResponse| -> Vec<i16> { r.topics.iter().flat_map(|t| &t.partitions).map(|p| p.error_code).collect() };
+        let code_of = |r: &TxnOffsetCommitResponse| {
             let codes = codes(r);
             // REQUEST_TIMED_OUT from a group coordinator means look it up again, as Java does.
             codes
                 .iter()
                 .copied()
-                .find(|&c| crate::group::coordinator::coordinator_moved(ErrorCode(c)))
+                .find(|&c| crate::coordinator::coordinator_moved(ErrorCode(c)))
                 .or_else(|| codes.iter().copied().find(|&c| ErrorCode(c).is_retriable()))
                 .unwrap_or(0)
         };
-        let api = ApiKey::TxnOffsetCommit;
         let max = if v2 { i16::MAX } else { LAST_BEFORE_V2.txn_offset_commit };
-        let response = self.call_until(&coordinator, api, build, code_of, deadline, max).await?;
-        if !matches!(response, ResponseKind::TxnOffsetCommit(_)) {
-            return Err(unexpected(api, &response));
-        }
+        let response = self.call_until(&coordinator, build, code_of, deadline, max).await?;
         match codes(&response).into_iter().find(|&c| c != 0) {
             None => Ok(()),
             Some(code) => {
@@ -693,16 +655,13 @@ impl TxnCoordinator {
             committed: commit,
             ..Default::default()
         };
-        let api = ApiKey::EndTxn;
         let max = if v2 { i16::MAX } else { LAST_BEFORE_V2.end_txn };
-        match self.call_until(&self.coordinator, api, |_| RequestKind::from(request.clone()), top_level_code, deadline, max).await? {
-            ResponseKind::EndTxn(r) if r.error_code == 0 => {
-                debug!(commit, producer_id = r.producer_id, epoch = r.producer_epoch, "transaction ended");
-                Ok((r.producer_id >= 0 && r.producer_epoch >= 0).then_some((r.producer_id, r.producer_epoch)))
-            }
-            ResponseKind::EndTxn(r) => Err(coordinator_error(&self.id, api, ErrorCode(r.error_code), None)),
-            other => Err(unexpected(api, &other)),
+        let r = self.call_until(&self.coordinator, |_| request.clone(), |r| r.error_code, deadline, max).await?;
+        if r.error_code != 0 {
+            return Err(coordinator_error(&self.id, ApiKey::EndTxn, ErrorCode(r.error_code), None));
         }
+        debug!(commit, producer_id = r.producer_id, epoch = r.producer_epoch, "transaction ended");
+        Ok((r.producer_id >= 0 && r.producer_epoch >= 0).then_some((r.producer_id, r.producer_epoch)))
     }
 }
 

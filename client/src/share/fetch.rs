@@ -13,10 +13,10 @@ use std::time::Duration;
 use kwire::messages::{
     share_acknowledge_request::{AcknowledgePartition, AcknowledgeTopic, AcknowledgementBatch as AckRequestBatch},
     share_fetch_request::{AcknowledgementBatch as FetchAckBatch, FetchPartition, FetchTopic, ForgottenTopic},
-    ShareAcknowledgeRequest, ShareFetchRequest,
+    ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
 };
 use kwire::records::{Batch, DecodeOptions, RecordsField};
-use kwire::{ApiKey, ByteString, Bytes, ErrorCode, RequestKind, ResponseKind, Uuid};
+use kwire::{ApiKey, ByteString, Bytes, ErrorCode, Uuid};
 use tracing::{debug, warn};
 
 use super::acks::{batches, GAP, RENEW};
@@ -25,6 +25,7 @@ use crate::cluster::{BrokerInfo, Client};
 use crate::conn::InFlight;
 use crate::consumer::ConsumerRecord;
 use crate::error::{ConsumerError, Error, Resource, Result};
+use crate::request::Route;
 use crate::topic_partition::TopicPartition;
 
 /// A partition by topic id.
@@ -57,7 +58,7 @@ struct Buffered {
 struct AsyncAck {
     node: i32,
     acks: Acks,
-    in_flight: InFlight,
+    in_flight: InFlight<ShareAcknowledgeRequest>,
 }
 
 /// The share sessions, the fetched records and the acknowledgement state.
@@ -178,7 +179,7 @@ impl Fetcher {
                             Error::broker(code, message.clone(), format!("{} of {partition}", api.name())).about(Resource::Topic(partition.topic.clone()))
                         })
                     }
-                    None => Some(Error::UnexpectedResponse(format!("{} response without {partition}", api.name()))),
+                    None => Some(Error::missing(api, &partition)),
                 },
             };
             if let Some(e) = &error {
@@ -237,7 +238,7 @@ impl Fetcher {
         group: &str,
         member_id: &str,
         closing: bool,
-    ) -> Option<(Acks, RequestKind, i16)> {
+    ) -> Option<(Acks, ShareAcknowledgeRequest, i16)> {
         let mut acks: Acks = BTreeMap::new();
         if let Some(all) = self.pending.get_mut(&node) {
             let tips: Vec<Tip> = all.keys().filter(|t| filter(t)).copied().collect();
@@ -257,7 +258,7 @@ impl Fetcher {
         if acks.is_empty() && !closing {
             return None;
         }
-        let version = match client.node_version(node, ApiKey::ShareAcknowledge).await {
+        let version = match client.version_at::<ShareAcknowledgeRequest>(Route::Node(node)).await {
             Ok(v) => v,
             Err(e) => {
                 self.report(&acks, Some(&e), &HashMap::new(), ApiKey::ShareAcknowledge);
@@ -287,19 +288,13 @@ impl Fetcher {
         } else if let Some(s) = self.sessions.get_mut(&node) {
             s.epoch = next_epoch(epoch);
         }
-        Some((acks, RequestKind::from(request), version))
+        Some((acks, request, version))
     }
 
     /// Takes a ShareAcknowledge response (or its failure) for `acks` sent to `node`.
-    fn ack_done(&mut self, node: i32, acks: &Acks, result: Result<Option<ResponseKind>>) {
+    fn ack_done(&mut self, node: i32, acks: &Acks, result: Result<ShareAcknowledgeResponse>) {
         let response = match result {
-            Ok(Some(ResponseKind::ShareAcknowledge(r))) => r,
-            Ok(other) => {
-                self.reset_session(node);
-                let e = Error::UnexpectedResponse(format!("{:?} to ShareAcknowledge", other.map(|o| o.api_key())));
-                self.report(acks, Some(&e), &HashMap::new(), ApiKey::ShareAcknowledge);
-                return;
-            }
+            Ok(r) => r,
             Err(e) => {
                 self.reset_session(node);
                 self.report(acks, Some(&e), &HashMap::new(), ApiKey::ShareAcknowledge);
@@ -332,7 +327,7 @@ impl Fetcher {
         let mut calls = Vec::new();
         for node in nodes {
             let Some((acks, request, version)) = self.take_ack(client, node, |_| true, group, member_id, false).await else { continue };
-            match client.dispatch_node_at_most(node, request, version).await {
+            match client.dispatch(node, request, version).await {
                 Ok(in_flight) => calls.push(AsyncAck { node, acks, in_flight }),
                 Err(e) => self.ack_done(node, &acks, Err(e)),
             }
@@ -368,7 +363,7 @@ impl Fetcher {
         let mut calls = Vec::new();
         for node in nodes {
             let Some((acks, request, version)) = self.take_ack(client, node, |_| true, group, member_id, true).await else { continue };
-            match client.dispatch_node_at_most(node, request, version).await {
+            match client.dispatch(node, request, version).await {
                 Ok(in_flight) => calls.push(AsyncAck { node, acks, in_flight }),
                 Err(e) => self.ack_done(node, &acks, Err(e)),
             }
@@ -409,14 +404,14 @@ impl Fetcher {
         let mut calls = Vec::new();
         for node in others {
             if let Some((acks, request, version)) = self.take_ack(client, node, |_| true, group, member_id, false).await {
-                match client.dispatch_node_at_most(node, request, version).await {
+                match client.dispatch(node, request, version).await {
                     Ok(in_flight) => self.async_acks.push(AsyncAck { node, acks, in_flight }),
                     Err(e) => self.ack_done(node, &acks, Err(e)),
                 }
             }
         }
         for (node, wanted) in by_node {
-            let version = match client.node_version(node, ApiKey::ShareFetch).await {
+            let version = match client.version_at::<ShareFetchRequest>(Route::Node(node)).await {
                 Ok(v) => v,
                 Err(e) if e.is_retriable() => {
                     warn!(node, error = %e, "no connection to the leader");
@@ -451,10 +446,10 @@ impl Fetcher {
             let client = client.clone();
             calls.push(async move {
                 let first = match ack_first {
-                    Some((first_acks, request, v)) => Some((first_acks, client.dispatch_node_at_most(node, request, v).await)),
+                    Some((first_acks, request, v)) => Some((first_acks, client.dispatch(node, request, v).await)),
                     None => None,
                 };
-                let fetch = client.dispatch_node_at_most(node, RequestKind::from(request), version).await;
+                let fetch = client.dispatch(node, request, version).await;
                 let first = match first {
                     Some((a, Ok(f))) => Some((a, f.response().await)),
                     Some((a, Err(e))) => Some((a, Err(e))),
@@ -495,18 +490,12 @@ impl Fetcher {
         node: i32,
         group: &str,
         acks: &Acks,
-        result: Result<Option<ResponseKind>>,
+        result: Result<ShareFetchResponse>,
         assigned: &BTreeMap<Tip, Arc<str>>,
         options: &DecodeOptions,
     ) -> Result<bool> {
         let response = match result {
-            Ok(Some(ResponseKind::ShareFetch(r))) => r,
-            Ok(other) => {
-                self.reset_session(node);
-                let e = Error::UnexpectedResponse(format!("{:?} to ShareFetch", other.map(|o| o.api_key())));
-                self.report(acks, Some(&e), &HashMap::new(), ApiKey::ShareFetch);
-                return Err(e);
-            }
+            Ok(r) => r,
             Err(e) if e.is_retriable() => {
                 warn!(node, error = %e, "share fetch failed");
                 self.reset_session(node);

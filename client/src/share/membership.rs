@@ -10,12 +10,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use kwire::messages::ShareGroupHeartbeatRequest;
-use kwire::{ApiKey, ByteString, ErrorCode, RequestKind, ResponseKind, Uuid};
+use kwire::{ApiKey, ByteString, ErrorCode, Uuid};
 use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
+use crate::coordinator::{coordinator_moved, Coordinator};
 use crate::error::Error;
-use crate::group::coordinator::{coordinator_moved, Coordinator};
+use crate::request::Limits;
 
 /// An assignment: partitions by topic id.
 pub(super) type Assignment = Vec<(Uuid, Vec<i32>)>;
@@ -122,14 +123,8 @@ pub(super) async fn heartbeat(coordinator: Coordinator, config: HeartbeatConfig,
             subscribed_topic_names: full.then(|| to_bytestrings(&config.topics)),
             ..Default::default()
         };
-        let response = match coordinator.try_call(ApiKey::ShareGroupHeartbeat, |_| RequestKind::from(request.clone()), None).await {
-            Ok(ResponseKind::ShareGroupHeartbeat(r)) => r,
-            Ok(other) => {
-                warn!(response = ?other.api_key(), "not a ShareGroupHeartbeat response");
-                acknowledged = false;
-                tokio::time::sleep(config.retry_backoff).await;
-                continue;
-            }
+        let response = match coordinator.try_send(Limits::default(), |_| request.clone()).await {
+            Ok(r) => r,
             Err(e) if e.is_retriable() => {
                 warn!(error = %e, "share group heartbeat failed");
                 acknowledged = false;
@@ -221,10 +216,9 @@ pub(super) async fn leave(coordinator: &Coordinator, config: &HeartbeatConfig, m
         member_epoch: -1,
         ..Default::default()
     };
-    match coordinator.try_call(ApiKey::ShareGroupHeartbeat, |_| RequestKind::from(request.clone()), Some(config.request_timeout)).await {
-        Ok(ResponseKind::ShareGroupHeartbeat(r)) if ErrorCode(r.error_code).is_ok() => info!(group, member = %member_id, "left the share group"),
-        Ok(ResponseKind::ShareGroupHeartbeat(r)) => warn!(group, code = ?ErrorCode(r.error_code).name(), "leaving heartbeat refused"),
-        Ok(other) => warn!(group, response = ?other.api_key(), "not a ShareGroupHeartbeat response"),
+    match coordinator.try_send(Limits::within(config.request_timeout), |_| request.clone()).await {
+        Ok(r) if ErrorCode(r.error_code).is_ok() => info!(group, member = %member_id, "left the share group"),
+        Ok(r) => warn!(group, code = ?ErrorCode(r.error_code).name(), "leaving heartbeat refused"),
         Err(e) => warn!(group, error = %e, "leaving heartbeat failed"),
     }
 }

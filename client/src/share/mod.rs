@@ -38,9 +38,9 @@ use self::fetch::{Fetcher, Tip};
 use self::membership::{HeartbeatConfig, Membership};
 use crate::cluster::Client;
 use crate::consumer::ConsumerRecord;
+use crate::coordinator::Coordinator;
 use crate::error::{Error, Result, ShareError};
 use crate::future::ClientFuture;
-use crate::group::coordinator::Coordinator;
 use crate::topic_partition::TopicPartition;
 
 pub use self::acks::AcknowledgeType;

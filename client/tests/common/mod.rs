@@ -162,7 +162,7 @@ pub async fn fetch_all(client: &Client, topic: &str, partition: i32, count: usiz
             }],
             ..Default::default()
         };
-        let Some(kwire::ResponseKind::Fetch(r)) = client.call_node(leader, request).await.expect("fetch") else { panic!("not a Fetch response") };
+        let r = client.send(kwire_client::Route::Node(leader), request).await.expect("fetch");
         let p = &r.responses[0].partitions[0];
         assert_eq!(p.error_code, 0, "fetch {topic}-{partition}");
         for batch in p.records.batches() {
@@ -233,9 +233,7 @@ pub async fn move_leader(admin_client: &Client, topic: &str, partition: i32) -> 
         }],
         ..Default::default()
     };
-    let ResponseKind::AlterPartitionReassignments(r) = admin_client.call_controller(alter).await.unwrap() else {
-        panic!("not an AlterPartitionReassignments response")
-    };
+    let r = admin_client.send(kwire_client::Route::Controller, alter).await.unwrap();
     assert_eq!(r.error_code, 0);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
@@ -249,7 +247,7 @@ pub async fn move_leader(admin_client: &Client, topic: &str, partition: i32) -> 
             timeout_ms: 30_000,
             ..Default::default()
         };
-        admin_client.call_controller(elect).await.unwrap();
+        admin_client.send(kwire_client::Route::Controller, elect).await.unwrap();
         let m = admin_client.fetch_topic_metadata(&[topic]).await.unwrap();
         if m.leader(topic, partition) == Some(new_leader) {
             println!("{topic}-{partition}: leader {} -> {new_leader}", p.leader);

@@ -312,6 +312,50 @@ fn emit_dispatch(model: &Model, request: bool, options: &Options) -> TokenStream
                     Self::#v(m)
                 }
             }
+            /// The body when it is this api's; else the body back, unchanged.
+            impl TryFrom<#enum_ident> for #t {
+                type Error = #enum_ident;
+                fn try_from(kind: #enum_ident) -> Result<Self, #enum_ident> {
+                    match kind {
+                        #enum_ident::#v(m) => Ok(m),
+                        #[allow(unreachable_patterns)]
+                        other => Err(other),
+                    }
+                }
+            }
+        }
+    });
+    // Each request body names its api and its response body, so that a caller can send one
+    // and get the response back typed, with no match on `ResponseKind`.
+    let api_requests = request.then(|| {
+        let impls = pairs.iter().map(|(v, t)| {
+            quote! {
+                impl ApiRequest for #t {
+                    const API: ApiKey = ApiKey::#v;
+                    type Response = <#t as rt::Request>::Response;
+                }
+            }
+        });
+        quote! {
+            /// A request body of one api, tied to that api's response body: what a typed request
+            /// layer sends (`kwire-client`'s `Client::send`) and how it reads the answer.
+            ///
+            /// ```
+            /// use kwire::{ApiKey, ApiRequest, ResponseKind};
+            /// use kwire::messages::{MetadataRequest, MetadataResponse};
+            ///
+            /// assert_eq!(<MetadataRequest as ApiRequest>::API, ApiKey::Metadata);
+            /// let answer = ResponseKind::from(MetadataResponse::default());
+            /// let typed: MetadataResponse = <MetadataRequest as ApiRequest>::Response::try_from(answer).unwrap();
+            /// assert_eq!(typed, MetadataResponse::default());
+            /// ```
+            pub trait ApiRequest: Into<RequestKind> {
+                /// The api.
+                const API: ApiKey;
+                /// The response body of this api.
+                type Response: TryFrom<ResponseKind, Error = ResponseKind> + Into<ResponseKind>;
+            }
+            #(#impls)*
         }
     });
     // Api keys whose versions were all removed have no body type.
@@ -372,6 +416,8 @@ fn emit_dispatch(model: &Model, request: bool, options: &Options) -> TokenStream
         }
 
         #(#froms)*
+
+        #api_requests
 
         impl rt::visit::Visit for #enum_ident {
             #[inline]
