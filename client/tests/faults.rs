@@ -331,7 +331,7 @@ async fn assert_fatal(producer: &Producer, is_it: impl Fn(&Error) -> bool) {
 #[tokio::test]
 async fn a_fenced_producer_fails_every_later_send_with_the_same_error() {
     // (INVALID_PRODUCER_EPOCH is not fatal to an idempotent producer, as in Java: it fails the
-    // batch and bumps the epoch; tests/producer_mock.rs.)
+    // batch and bumps the epoch; tests/doubles/producer.rs.)
     for code in [ErrorCode::PRODUCER_FENCED] {
         let counts = Arc::new(Counts::default());
         let addr = producer_broker(ErrorCode::NONE, code, counts.clone()).await;

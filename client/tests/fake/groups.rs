@@ -3,7 +3,7 @@
 //! leaves and the others take its partitions, and every record is consumed exactly once (by
 //! the committed offsets); share consumers (KIP-932) release, reject and time out records.
 //!
-//!   cargo test -p kwire-client --test fake_groups
+//!   cargo test -p kwire-client --test fake groups::
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;

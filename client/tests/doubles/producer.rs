@@ -1,7 +1,7 @@
 //! Producer retries, metadata refreshes and the delivery timeout, against a broker double on
 //! kwire's ServerCodec whose Produce answers are scripted.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! re-authentication waits for the in-flight responses, and the producer's sender for the
 //! broker keeps taking them in while its next request waits for the re-authentication.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -6,7 +6,7 @@
 //! range to the end of the offset space, an unknown topic id, a corrupt batch), none of which
 //! panics.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

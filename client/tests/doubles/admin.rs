@@ -2,7 +2,7 @@
 //! NOT_CONTROLLER goes again after fresh metadata (Java's rule), up to a bound; an item's
 //! other errors stay in its slot. No broker needed.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

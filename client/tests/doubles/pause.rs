@@ -2,7 +2,7 @@
 //! partition is left out of Fetch requests and none of its records are returned; once resumed
 //! it is read from where it stood.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};

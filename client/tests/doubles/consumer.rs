@@ -16,7 +16,7 @@
 //! slow broker holds back only its own partition, and the next Fetch to a broker goes out
 //! before `poll` returns the last one's records.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
