@@ -72,11 +72,16 @@ fn with_plain<T>(f: impl FnOnce(&mut Vec<u8>) -> Result<T, EncodeError>) -> Resu
         plain.clear();
         let result = f(&mut plain);
         // A buffer grown for a huge batch is not kept.
-        if plain.capacity() > super::pool::KEEP_AT_MOST {
+        if plain.capacity() > super::pool::keep_scratch() {
             *plain = Vec::new();
         }
         result
     })
+}
+
+/// Frees this thread's buffer for records before compression (see `pool::release_thread_memory`).
+pub(super) fn release_thread_memory() {
+    let _ = PLAIN.try_with(|p| p.try_borrow_mut().map(|mut p| *p = Vec::new()));
 }
 
 /// The exact size of the encoded records: plain arithmetic over each record's fields, nothing

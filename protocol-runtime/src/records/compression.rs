@@ -423,6 +423,9 @@ mod lz4_reuse {
     }
 }
 
+#[cfg(feature = "zstd")]
+pub(super) use self::zstd_reuse::release_thread_memory;
+
 /// zstd with one compression context (level 3, as Kafka's default) and one decompression
 /// context kept per thread: a context made per batch allocated and initialised its tables (and,
 /// to decompress, its window) each time; with 16 KiB records, three to a batch, that was half
@@ -451,9 +454,10 @@ mod zstd_reuse {
         static DECOMPRESSOR: RefCell<Option<DCtx<'static>>> = const { RefCell::new(None) };
     }
 
-    /// A context whose window grew past this (a frame written at a high level, or a hostile
-    /// one) is not kept: the memory a thread holds stays small.
-    const KEEP_AT_MOST: usize = pool::KEEP_AT_MOST;
+    /// Frees this thread's decompression context.
+    pub(in super::super) fn release_thread_memory() {
+        let _ = DECOMPRESSOR.try_with(|d| d.try_borrow_mut().map(|mut d| *d = None));
+    }
 
     pub(super) fn decompress(data: &Bytes, limit: usize) -> Result<Bytes, DecodeError> {
         DECOMPRESSOR.with(|cell| {
@@ -471,7 +475,9 @@ mod zstd_reuse {
             let _ = ctx.reset(ResetDirective::SessionOnly);
             let result =
                 pool::write_out(|out| read_into(Compression::Zstd, zstd::stream::read::Decoder::with_context(&data[..], &mut ctx), out, limit, data.len()));
-            if ctx.sizeof() <= KEEP_AT_MOST {
+            // A context whose window grew past the policy's bound (a frame written at a high
+            // level, or a hostile one) is not kept: the memory a thread holds stays small.
+            if ctx.sizeof() <= pool::keep_scratch() {
                 *slot = Some(ctx);
             }
             result
@@ -490,12 +496,14 @@ mod zstd_reuse {
         compressor.compress_to_buffer(data, &mut scratch)?;
         out.put_slice(&scratch);
         // A batch far larger than usual leaves no lasting buffer behind.
-        if scratch.capacity() > KEEP_AT_MOST {
+        if scratch.capacity() > pool::keep_scratch() {
             scratch = Vec::new();
         }
         let mut kept = COMPRESSORS.lock().unwrap_or_else(|p| p.into_inner());
-        // As many as threads compressed at once, at most a few.
-        if kept.len() < 4 {
+        // As many as threads compressed at once, at most the policy's few.
+        let limit = pool::zstd_compressors();
+        kept.truncate(limit);
+        if kept.len() < limit {
             kept.push((compressor, scratch));
         }
         Ok(())

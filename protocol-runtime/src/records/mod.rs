@@ -56,6 +56,7 @@ pub use compression::{compress, decompress};
 pub use control::{ControlRecord, ControlRecordKey, ControlRecordType, EndTxnMarker};
 pub use header::{Header, HeaderIter, Headers};
 pub use legacy::LegacyMessage;
+pub use pool::{memory_policy, release_thread_memory, set_memory_policy, MemoryPolicy};
 pub use record::Record;
 
 /// Bytes before a batch's or message's length field ends: base offset (8) + length (4).

@@ -13,20 +13,109 @@
 //! been dropped is taken back without allocating ([`BytesMut::try_reclaim`]); one still held
 //! is left alone and a new chunk is made, so nothing handed out is ever written again.
 //!
-//! Held per thread when idle: the scratch (at most [`KEEP_AT_MOST`]) and up to [`CHUNKS`]
-//! chunks of [`CHUNK`] bytes. A record kept keeps its whole chunk alive, as a record of an
+//! Held per thread when idle, by default: the scratch (at most 8 MiB) and up to 8 chunks of
+//! [`CHUNK`] (2 MiB); the program sets how much with [`set_memory_policy`] (none at all with
+//! [`MemoryPolicy::MINIMAL`]), and a thread lets go of what it holds with
+//! [`release_thread_memory`]. A record kept keeps its whole chunk alive, as a record of an
 //! uncompressed batch keeps its whole fetch response alive.
 
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::{Bytes, BytesMut};
 
 /// Size of one chunk of the pool; a batch larger than this gets an allocation of its own.
 pub(super) const CHUNK: usize = 2 << 20;
-/// Chunks kept per thread.
-pub(super) const CHUNKS: usize = 8;
-/// A scratch buffer grown past this (a huge batch) is not kept.
-pub(super) const KEEP_AT_MOST: usize = 8 << 20;
+
+/// How much memory the record codec keeps between batches to reuse: what a producer building
+/// batch after batch, or a consumer inflating them, would otherwise allocate and fault in
+/// again each time. Process-wide, set with [`set_memory_policy`]; the default suits a client
+/// (a 100 B-record lz4 consumer takes 8 k page faults with it, 47 k without); a broker, a
+/// proxy or a program with many threads that each touch a batch now and then may want less.
+///
+/// ```
+/// use kwire_runtime::records::{memory_policy, release_thread_memory, set_memory_policy, MemoryPolicy};
+///
+/// // Nothing kept between batches: each gets memory of its own, freed with it.
+/// set_memory_policy(MemoryPolicy::MINIMAL);
+/// assert_eq!(memory_policy(), MemoryPolicy::MINIMAL);
+/// // Or bounded: two chunks per thread, scratch buffers up to 1 MiB.
+/// set_memory_policy(MemoryPolicy { pool_chunks: 2, keep_scratch: 1 << 20, ..MemoryPolicy::DEFAULT });
+/// // A thread done with batches for a while lets go of what it holds.
+/// release_thread_memory();
+/// # set_memory_policy(MemoryPolicy::DEFAULT);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryPolicy {
+    /// Chunks of 2 MiB each thread keeps to build and inflate batches into (0: none;
+    /// every batch is an allocation of its own).
+    pub pool_chunks: usize,
+    /// The largest scratch buffer (records before compression, an inflated batch before it is
+    /// copied out, a zstd decompression context) a thread keeps between batches, in bytes; a
+    /// larger one, grown for a huge batch, is freed after it (0: none kept).
+    pub keep_scratch: usize,
+    /// zstd compression contexts (a few hundred KiB each, at level 3) the process keeps for
+    /// its threads to take in turn (0: one made and freed per batch).
+    pub zstd_compressors: usize,
+}
+
+impl MemoryPolicy {
+    /// Up to 8 chunks (16 MiB) and an 8 MiB scratch per thread that builds or inflates
+    /// batches, 4 zstd contexts per process.
+    pub const DEFAULT: MemoryPolicy = MemoryPolicy { pool_chunks: 8, keep_scratch: 8 << 20, zstd_compressors: 4 };
+    /// Nothing kept: every batch's memory is its own, freed when it is dropped.
+    pub const MINIMAL: MemoryPolicy = MemoryPolicy { pool_chunks: 0, keep_scratch: 0, zstd_compressors: 0 };
+}
+
+impl Default for MemoryPolicy {
+    fn default() -> MemoryPolicy {
+        MemoryPolicy::DEFAULT
+    }
+}
+
+static POOL_CHUNKS: AtomicUsize = AtomicUsize::new(MemoryPolicy::DEFAULT.pool_chunks);
+static KEEP_SCRATCH: AtomicUsize = AtomicUsize::new(MemoryPolicy::DEFAULT.keep_scratch);
+static ZSTD_COMPRESSORS: AtomicUsize = AtomicUsize::new(MemoryPolicy::DEFAULT.zstd_compressors);
+
+/// Sets how much memory the record codec keeps between batches, for every thread from its next
+/// batch on (what a thread holds beyond the new bounds goes as it next builds or inflates one,
+/// or at once with [`release_thread_memory`]).
+pub fn set_memory_policy(policy: MemoryPolicy) {
+    POOL_CHUNKS.store(policy.pool_chunks, Ordering::Relaxed);
+    KEEP_SCRATCH.store(policy.keep_scratch, Ordering::Relaxed);
+    ZSTD_COMPRESSORS.store(policy.zstd_compressors, Ordering::Relaxed);
+}
+
+/// The policy in force.
+pub fn memory_policy() -> MemoryPolicy {
+    MemoryPolicy {
+        pool_chunks: POOL_CHUNKS.load(Ordering::Relaxed),
+        keep_scratch: KEEP_SCRATCH.load(Ordering::Relaxed),
+        zstd_compressors: ZSTD_COMPRESSORS.load(Ordering::Relaxed),
+    }
+}
+
+/// The largest scratch buffer a thread keeps ([`MemoryPolicy::keep_scratch`]).
+pub(super) fn keep_scratch() -> usize {
+    KEEP_SCRATCH.load(Ordering::Relaxed)
+}
+
+/// zstd compression contexts the process keeps ([`MemoryPolicy::zstd_compressors`]).
+#[cfg(feature = "zstd")]
+pub(super) fn zstd_compressors() -> usize {
+    ZSTD_COMPRESSORS.load(Ordering::Relaxed)
+}
+
+/// Frees what this thread keeps for reuse: its chunks (those still held by batches live on in
+/// them), its scratch buffers and its zstd decompression context. The next batch the thread
+/// builds or inflates starts afresh.
+pub fn release_thread_memory() {
+    let _ = POOL.try_with(|p| p.try_borrow_mut().map(|mut p| *p = Pool::default()));
+    let _ = SCRATCH.try_with(|s| s.try_borrow_mut().map(|mut s| *s = Vec::new()));
+    super::builder::release_thread_memory();
+    #[cfg(feature = "zstd")]
+    super::compression::release_thread_memory();
+}
 
 #[derive(Default)]
 struct Pool {
@@ -40,7 +129,13 @@ impl Pool {
     /// been dropped, or a new one (replacing the current one when the pool is full; the
     /// replaced chunk lives on in the slices that hold it).
     fn room(&mut self, len: usize) -> Option<&mut BytesMut> {
-        if len > CHUNK {
+        let limit = POOL_CHUNKS.load(Ordering::Relaxed);
+        if self.chunks.len() > limit {
+            // The policy was lowered: the chunks beyond it go (held ones live on in their slices).
+            self.chunks.truncate(limit);
+            self.current = 0;
+        }
+        if len > CHUNK || limit == 0 {
             return None;
         }
         let fits = |c: &BytesMut| c.capacity().saturating_sub(c.len()) >= len;
@@ -58,7 +153,7 @@ impl Pool {
             });
             self.current = match free {
                 Some(i) => i,
-                None if n < CHUNKS => {
+                None if n < limit => {
                     self.chunks.push(BytesMut::with_capacity(CHUNK));
                     n
                 }
@@ -96,14 +191,14 @@ pub(super) fn copy_out(data: &[u8]) -> Bytes {
 
 /// Runs `f` on the thread's scratch buffer, as the last call left it (its length is memory
 /// already zeroed, which `f` may overwrite instead of growing it again); a fresh buffer if the
-/// scratch is in use. A scratch grown past [`KEEP_AT_MOST`] is not kept.
+/// scratch is in use. A scratch grown past [`MemoryPolicy::keep_scratch`] is not kept.
 pub(super) fn with_scratch<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
     SCRATCH.with(|cell| {
         let Ok(mut scratch) = cell.try_borrow_mut() else {
             return f(&mut Vec::new());
         };
         let result = f(&mut scratch);
-        if scratch.capacity() > KEEP_AT_MOST {
+        if scratch.capacity() > keep_scratch() {
             *scratch = Vec::new();
         }
         result
@@ -151,8 +246,49 @@ mod tests {
         vec![byte; len]
     }
 
+    /// Held by the tests that look at the pool: one of them changes the process's policy.
+    static POLICY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn policy_unchanged() -> std::sync::MutexGuard<'static, ()> {
+        POLICY.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn chunks_held() -> usize {
+        POOL.with(|p| p.borrow().chunks.len())
+    }
+
+    #[test]
+    fn the_policy_bounds_what_a_thread_keeps_and_release_frees_it() {
+        let _policy = policy_unchanged();
+        // A thread of its own: the pool is per thread.
+        std::thread::spawn(|| {
+            let kept = copy_out(&filled(1000, 1));
+            assert_eq!(chunks_held(), 1);
+            set_memory_policy(MemoryPolicy::MINIMAL);
+            // Nothing pooled: the thread's chunk goes, the batch gets memory of its own.
+            let own = copy_out(&filled(1000, 2));
+            assert_eq!(chunks_held(), 0);
+            with_scratch(|s| s.resize(4096, 0));
+            SCRATCH.with(|s| assert_eq!(s.borrow().capacity(), 0, "no scratch kept"));
+            assert!(kept.iter().all(|&b| b == 1) && own.iter().all(|&b| b == 2));
+            set_memory_policy(MemoryPolicy { pool_chunks: 2, ..MemoryPolicy::DEFAULT });
+            let held: Vec<Bytes> = (0..4).map(|i| copy_out(&filled(CHUNK, i))).collect();
+            assert_eq!(chunks_held(), 2);
+            with_scratch(|s| s.resize(4096, 0));
+            release_thread_memory();
+            assert_eq!(chunks_held(), 0);
+            SCRATCH.with(|s| assert_eq!(s.borrow().capacity(), 0, "the scratch freed"));
+            assert!(held.iter().enumerate().all(|(i, b)| b.iter().all(|&x| x == i as u8)), "held batches untouched");
+            set_memory_policy(MemoryPolicy::DEFAULT);
+        })
+        .join()
+        .unwrap();
+        assert_eq!(memory_policy(), MemoryPolicy::DEFAULT);
+    }
+
     #[test]
     fn a_dropped_batch_memory_is_used_again() {
+        let _policy = policy_unchanged();
         let first = copy_out(&filled(CHUNK, 1));
         let at = first.as_ptr();
         drop(first);
@@ -164,9 +300,10 @@ mod tests {
 
     #[test]
     fn a_held_batch_is_never_written_again() {
+        let _policy = policy_unchanged();
         let held = copy_out(&filled(100_000, 7));
         // Enough batches to go round every chunk of the pool more than once.
-        for i in 0..(CHUNKS * CHUNK / 100_000) * 3 {
+        for i in 0..(MemoryPolicy::DEFAULT.pool_chunks * CHUNK / 100_000) * 3 {
             let other = copy_out(&filled(100_000, (i % 5) as u8 + 10));
             assert!(other.iter().all(|&b| b == (i % 5) as u8 + 10));
         }
@@ -176,6 +313,7 @@ mod tests {
 
     #[test]
     fn a_failed_write_leaves_nothing_behind() {
+        let _policy = policy_unchanged();
         let held = write_into(1000, |b| {
             b.put_slice(b"held");
             Ok::<(), ()>(())
@@ -203,6 +341,7 @@ mod tests {
 
     #[test]
     fn batches_larger_than_a_chunk_get_their_own_memory() {
+        let _policy = policy_unchanged();
         let big = copy_out(&filled(CHUNK + 1, 3));
         assert_eq!(big.len(), CHUNK + 1);
         assert!(big.iter().all(|&b| b == 3));
@@ -212,8 +351,10 @@ mod tests {
 
     #[test]
     fn the_pool_holds_at_most_its_chunks() {
-        let held: Vec<Bytes> = (0..CHUNKS * 2).map(|i| copy_out(&filled(CHUNK, i as u8))).collect();
-        POOL.with(|p| assert!(p.borrow().chunks.len() <= CHUNKS));
+        let _policy = policy_unchanged();
+        let chunks = memory_policy().pool_chunks;
+        let held: Vec<Bytes> = (0..chunks * 2).map(|i| copy_out(&filled(CHUNK, i as u8))).collect();
+        POOL.with(|p| assert!(p.borrow().chunks.len() <= chunks));
         for (i, b) in held.iter().enumerate() {
             assert!(b.iter().all(|&x| x == i as u8));
         }
