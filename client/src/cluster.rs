@@ -20,7 +20,6 @@ use kwire::{ApiRequest, ByteString, ErrorCode, Uuid};
 use tracing::{debug, info, warn, Instrument};
 
 use crate::conn::{ConnectOptions, Connection, Connector, InFlight};
-use crate::coordinator::CoordinatorKind;
 use crate::error::{Error, Result};
 use crate::future::ClientFuture;
 use crate::random::Random;
@@ -203,8 +202,9 @@ struct Inner {
     random: Random,
     /// Member ids of a seeded client's groups (`None`: from the OS).
     member_ids: Option<Random>,
-    /// The coordinators found so far, by kind and key (group or transactional id): address.
-    coordinators: Mutex<HashMap<(CoordinatorKind, String), String>>,
+    /// The coordinators found so far ([`crate::coordinator`]), by FindCoordinator's key type
+    /// and key (a group or a transactional id): address.
+    coordinators: Mutex<HashMap<(i8, String), String>>,
 }
 
 impl Inner {
@@ -243,7 +243,7 @@ impl Client {
     }
 
     /// The coordinator cache ([`crate::coordinator`]).
-    pub(crate) fn coordinators(&self) -> &Mutex<HashMap<(CoordinatorKind, String), String>> {
+    pub(crate) fn coordinators(&self) -> &Mutex<HashMap<(i8, String), String>> {
         &self.inner.coordinators
     }
 

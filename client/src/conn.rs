@@ -235,15 +235,23 @@ pub(crate) struct InFlight<R> {
 impl<R: ApiRequest> InFlight<R> {
     /// The response, within the request timeout.
     pub(crate) async fn response(self) -> Result<R::Response> {
-        crate::request::typed::<R>(self.conn.wait(R::API, self.rx, self.timeout).await?.map(|f| f.body))
+        typed::<R>(self.conn.wait(R::API, self.rx, self.timeout).await?.map(|f| f.body))
     }
 
     /// The response if one is due (none for Produce with acks=0), within the request timeout.
     pub(crate) async fn response_if_any(self) -> Result<Option<R::Response>> {
         match self.conn.wait(R::API, self.rx, self.timeout).await? {
-            Some(frame) => crate::request::typed::<R>(Some(frame.body)).map(Some),
+            Some(frame) => typed::<R>(Some(frame.body)).map(Some),
             None => Ok(None),
         }
+    }
+}
+
+/// The response body of `R`, or an error saying what came instead.
+pub(crate) fn typed<R: ApiRequest>(body: Option<ResponseKind>) -> Result<R::Response> {
+    match body {
+        Some(body) => R::Response::try_from(body).map_err(|other| Error::unexpected(R::API, Unexpected::OtherApi(other.api_key()))),
+        None => Err(Error::unexpected(R::API, Unexpected::NoResponse)),
     }
 }
 
@@ -503,7 +511,7 @@ impl Connection {
         };
         let seen = &self.shared.options.api_versions_seen;
         let mut version = seen.get(&self.shared.addr).filter(|v| ours.contains(*v)).unwrap_or(ours.hi);
-        let mut response = crate::request::typed::<ApiVersionsRequest>(self.send_ungated(version, request()).await?.map(|f| f.body))?;
+        let mut response = typed::<ApiVersionsRequest>(self.send_ungated(version, request()).await?.map(|f| f.body))?;
         if response.error_code == ErrorCode::UNSUPPORTED_VERSION.0 {
             let theirs = response.api_keys.iter().find(|k| k.api_key == ApiKey::ApiVersions.key());
             let common = theirs.map(|k| VersionRange::new(k.min_version, k.max_version).intersect(&ours));
@@ -512,7 +520,7 @@ impl Connection {
                 reason: format!("the broker supports {:?}, this build {ours}", theirs.map(|k| (k.min_version, k.max_version))),
             })?;
             debug!(version, "retrying ApiVersions at the broker's version");
-            response = crate::request::typed::<ApiVersionsRequest>(self.send_ungated(version, request()).await?.map(|f| f.body))?;
+            response = typed::<ApiVersionsRequest>(self.send_ungated(version, request()).await?.map(|f| f.body))?;
         }
         Error::check(response.error_code, None, || format!("ApiVersions v{version} to {}", self.shared.addr))?;
         seen.set(&self.shared.addr, version);
@@ -526,7 +534,7 @@ impl Connection {
     /// re-authentication holds the gate for writing).
     async fn sasl_call<R: ApiRequest>(&self, request: R) -> Result<R::Response> {
         let version = self.version(R::API)?;
-        crate::request::typed::<R>(self.send_ungated(version, request.into()).await?.map(|f| f.body))
+        typed::<R>(self.send_ungated(version, request.into()).await?.map(|f| f.body))
     }
 
     /// SaslHandshake v1 and the SaslAuthenticate exchange of `sasl`; when the broker sets a

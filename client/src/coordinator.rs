@@ -19,7 +19,7 @@ use crate::retry::{Backoff, Retry};
 const ATTEMPTS: u32 = 30;
 
 /// What a coordinator coordinates (FindCoordinator's key type).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CoordinatorKind {
     /// A consumer group (key type 0).
     Group,
@@ -78,18 +78,18 @@ impl Client {
             return Ok(a);
         }
         let addr = self.find_coordinator(kind, key).await?;
-        crate::sync::lock(self.coordinators()).insert((kind, key.to_owned()), addr.clone());
+        crate::sync::lock(self.coordinators()).insert((kind.key_type(), key.to_owned()), addr.clone());
         Ok(addr)
     }
 
     /// The cached address of the coordinator of `key`, if it has been looked up.
     pub(crate) fn coordinator_cached(&self, kind: CoordinatorKind, key: &str) -> Option<String> {
-        crate::sync::lock(self.coordinators()).get(&(kind, key.to_owned())).cloned()
+        crate::sync::lock(self.coordinators()).get(&(kind.key_type(), key.to_owned())).cloned()
     }
 
     /// Forgets the coordinator of `key` (it moved, or its connection failed).
     pub(crate) fn forget_coordinator(&self, kind: CoordinatorKind, key: &str) {
-        crate::sync::lock(self.coordinators()).remove(&(kind, key.to_owned()));
+        crate::sync::lock(self.coordinators()).remove(&(kind.key_type(), key.to_owned()));
     }
 
     /// The connection to the coordinator of `key` (looked up and connected if needed).

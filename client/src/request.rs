@@ -16,13 +16,13 @@
 
 use std::time::Duration;
 
-use kwire::{ApiRequest, ResponseKind};
+use kwire::ApiRequest;
 use tracing::debug;
 
 use crate::cluster::Client;
-use crate::conn::Connection;
+use crate::conn::{typed, Connection};
 use crate::coordinator::CoordinatorKind;
-use crate::error::{Error, Result, Unexpected};
+use crate::error::{Error, Result};
 
 /// Which broker a request goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,17 +75,10 @@ impl Limits {
     }
 }
 
-/// The response body of `R`, or an error saying what came instead.
-pub(crate) fn typed<R: ApiRequest>(body: Option<ResponseKind>) -> Result<R::Response> {
-    match body {
-        Some(body) => R::Response::try_from(body).map_err(|other| Error::unexpected(R::API, Unexpected::OtherApi(other.api_key()))),
-        None => Err(Error::unexpected(R::API, Unexpected::NoResponse)),
-    }
-}
-
 impl Client {
     /// Sends `request` to the broker `route` names, at the version its connection negotiated,
-    /// and returns the response.
+    /// and returns the response. A Produce with acks=0 has none: it fails with
+    /// [`Unexpected::NoResponse`] (the [`Producer`](crate::Producer) is the way to send those).
     ///
     /// ```no_run
     /// # async fn demo(client: kwire_client::Client) -> kwire_client::Result<()> {
@@ -235,6 +228,7 @@ mod tests {
     use kwire::ApiKey;
 
     use super::*;
+    use crate::error::Unexpected;
 
     #[test]
     fn a_response_comes_back_as_its_apis_type_or_says_what_came() {
