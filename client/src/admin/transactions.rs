@@ -156,26 +156,22 @@ impl Admin {
                 topics: vec![TopicRequest { name: bs(&tp.topic), partition_indexes: [tp.partition].into_iter().collect(), ..Default::default() }],
                 ..Default::default()
             };
-            let result = {
-                let r = self.client.send(Route::Node(leader), request).await?;
-                {
-                    match r.topics.iter().filter(|t| t.name == tp.topic[..]).flat_map(|t| &t.partitions).find(|p| p.partition_index == tp.partition) {
-                        Some(p) => Error::check(p.error_code, p.error_message.as_deref(), || format!("describe producers of {tp}")).map(|()| {
-                            p.active_producers
-                                .iter()
-                                .map(|s| ActiveProducer {
-                                    producer_id: s.producer_id,
-                                    producer_epoch: s.producer_epoch,
-                                    last_sequence: s.last_sequence,
-                                    last_timestamp: s.last_timestamp,
-                                    coordinator_epoch: s.coordinator_epoch,
-                                    current_transaction_start_offset: (s.current_txn_start_offset >= 0).then_some(s.current_txn_start_offset),
-                                })
-                                .collect()
-                        }),
-                        None => Err(Error::missing(ApiKey::DescribeProducers, tp)),
-                    }
-                }
+            let r = self.client.send(Route::Node(leader), request).await?;
+            let result = match r.topics.iter().filter(|t| t.name == tp.topic[..]).flat_map(|t| &t.partitions).find(|p| p.partition_index == tp.partition) {
+                Some(p) => Error::check(p.error_code, p.error_message.as_deref(), || format!("describe producers of {tp}")).map(|()| {
+                    p.active_producers
+                        .iter()
+                        .map(|s| ActiveProducer {
+                            producer_id: s.producer_id,
+                            producer_epoch: s.producer_epoch,
+                            last_sequence: s.last_sequence,
+                            last_timestamp: s.last_timestamp,
+                            coordinator_epoch: s.coordinator_epoch,
+                            current_transaction_start_offset: (s.current_txn_start_offset >= 0).then_some(s.current_txn_start_offset),
+                        })
+                        .collect()
+                }),
+                None => Err(Error::missing(ApiKey::DescribeProducers, tp)),
             };
             out.insert(tp.clone(), result);
         }
