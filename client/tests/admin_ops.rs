@@ -883,18 +883,14 @@ async fn authorizer_decisions(admin: &Admin, alice: &kwire_client::Client, n: &A
         *id = admin.create_topic(NewTopic::new(t, 1)).await.unwrap().id;
     }
     let allow = |resource: ResourceType, name: &str, operation: AclOperation| AclBinding::new(resource, name, "User:alice", operation, AclPermission::Allow);
-    for created in admin.create_acls(&[allow(ResourceType::Topic, &n.readable, AclOperation::Read)]).await.unwrap() {
-        created.unwrap();
-    }
+    create_acls_applied(admin, &[allow(ResourceType::Topic, &n.readable, AclOperation::Read)]).await;
     let mut out = Decisions::new();
     for round in ["before", "after"] {
         if round == "after" {
             wait_for_group_coordinator(admin, &n.group).await;
             let acls =
                 [allow(ResourceType::Group, &n.group, AclOperation::Read), allow(ResourceType::TransactionalId, &n.transactional_id, AclOperation::Write)];
-            for created in admin.create_acls(&acls).await.unwrap() {
-                created.unwrap();
-            }
+            create_acls_applied(admin, &acls).await;
         }
         for (label, build) in authorizer_probes(n, ids) {
             // The transaction probes past the authorizer meet the transaction coordinator's
@@ -911,6 +907,20 @@ async fn authorizer_decisions(admin: &Admin, alice: &kwire_client::Client, n: &A
         }
     }
     out
+}
+
+/// Creates `acls` and waits until the broker's authorizer holds them. A KRaft broker answers
+/// CreateAcls once the controller has committed them and applies them when it replays the
+/// metadata log, a moment later: a probe sent at once can still be refused. DescribeAcls reads
+/// the same authorizer cache that decides the probes.
+async fn create_acls_applied(admin: &Admin, acls: &[kwire_client::AclBinding]) {
+    use kwire_client::AclBindingFilter;
+    for created in admin.create_acls(acls).await.unwrap() {
+        created.unwrap();
+    }
+    for acl in acls {
+        common::eventually("the ACL applied", || async { !admin.describe_acls(&AclBindingFilter::exactly(acl)).await.unwrap().is_empty() }).await;
+    }
 }
 
 /// Waits (30 s at most) until the group's coordinator is ready: a fresh broker creates its
