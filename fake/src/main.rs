@@ -17,7 +17,7 @@ use kwire_fake::{Cluster, ClusterConfig, OAuthBearerConfig, Release, Security, T
 const USAGE: &str = "usage: kwire-fake --listen HOST:PORT [--sasl-listen HOST:PORT] [--brokers N] [--as-version 2.8|3.9|4.0|4.4]
        [--sasl-plain USER:PASS]... [--sasl-scram USER:PASS]... [--sasl-oauthbearer] [--acl-authorizer] [--super-user PRINCIPAL]...
        [--delegation-token-secret KEY] [--tls-cert PEM --tls-key PEM] [--partitions N] [--no-auto-create] [--seed N] [--verbose]
-       [--tls-client-ca PEM] [--rack RACK]... [--rack-aware-replica-selector]
+       [--tls-client-ca PEM] [--rack RACK]... [--rack-aware-replica-selector] [--group-initial-rebalance-delay-ms MS]
 
 Broker N listens on PORT+N (every broker on a free port with PORT 0). Without --sasl-listen, the
 --listen listeners authenticate when SASL users are given; with it, only its listeners do.
@@ -29,7 +29,9 @@ listener is TLS: SSL, or SASL_SSL where it authenticates; --tls-client-ca requir
 present a certificate a CA of that PEM file signed (ssl.client.auth=required), and its subject
 names an SSL connection's principal (User:CN=alice,OU=eng,O=acme). --rack puts broker N in the (N mod count)th
 rack given (broker.rack); --rack-aware-replica-selector makes leaders name a replica in a
-consumer's rack as its preferred read replica (KIP-392's RackAwareReplicaSelector).";
+consumer's rack as its preferred read replica (KIP-392's RackAwareReplicaSelector).
+--group-initial-rebalance-delay-ms is how long a new classic group's first rebalance waits for
+more members (group.initial.rebalance.delay.ms; 3000 as Kafka's default).";
 
 struct Args {
     listen: SocketAddr,
@@ -94,6 +96,11 @@ fn parse_args() -> Result<Args, String> {
                 config = config.seed(v.parse().map_err(|_| format!("--seed {v}: not a number"))?);
             }
             "--no-auto-create" => config = config.auto_create_topics(false),
+            "--group-initial-rebalance-delay-ms" => {
+                let v = value("--group-initial-rebalance-delay-ms")?;
+                let ms: u64 = v.parse().map_err(|_| format!("--group-initial-rebalance-delay-ms {v}: not a number of milliseconds"))?;
+                config = config.group_initial_rebalance_delay(std::time::Duration::from_millis(ms));
+            }
             "--rack" => racks.push(value("--rack")?),
             "--rack-aware-replica-selector" => config = config.rack_aware_replica_selector(),
             "--verbose" => config = config.log_requests(true),

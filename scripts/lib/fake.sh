@@ -2,7 +2,8 @@
 # --fake, client-on-fake.sh): the fake's binary set up as scripts/kafka.sh sets
 # up a broker (PLAINTEXT and SASL_PLAINTEXT listeners, PLAIN users admin and alice, SCRAM user
 # alice, ACLs with ANONYMOUS and admin as super users, a delegation-token secret, no topic
-# auto-creation), and an env file the tests read as they read a broker's.
+# auto-creation, no initial rebalance delay), and an env file the tests read as they read a
+# broker's.
 #
 #   fake_start RELEASE DIR [JARS]   starts the workspace build's kwire-fake imitating RELEASE
 #                                   (2.8, 3.9, 4.0, 4.4), its output and DIR/env in DIR (emptied
@@ -18,7 +19,7 @@ fake_start() {
   [ -x "$bin" ] || { echo "no $bin: the workspace build makes it" >&2; return 1; }
   rm -rf "$dir"
   mkdir -p "$dir"
-  "$bin" --listen 127.0.0.1:0 --sasl-listen 127.0.0.1:0 --as-version "$release" --no-auto-create \
+  "$bin" --listen 127.0.0.1:0 --sasl-listen 127.0.0.1:0 --as-version "$release" --no-auto-create --group-initial-rebalance-delay-ms 0 \
     --sasl-plain admin:admin-secret --sasl-plain alice:alice-secret --sasl-scram alice:alice-secret \
     --acl-authorizer --super-user User:ANONYMOUS --super-user User:admin \
     --delegation-token-secret kwire-test-token-secret >"$dir/stdout" 2>"$dir/stderr" &
