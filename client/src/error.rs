@@ -709,6 +709,7 @@ impl Error {
     }
 
     /// A failed TLS handshake (or alert) with `addr`.
+    #[cfg(feature = "tls")]
     pub(crate) fn tls(addr: &str, e: std::io::Error) -> Error {
         Error::Tls { addr: addr.to_owned(), message: e.to_string(), cause: Some(Arc::new(e)) }
     }
