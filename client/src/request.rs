@@ -78,7 +78,8 @@ impl Limits {
 impl Client {
     /// Sends `request` to the broker `route` names, at the version its connection negotiated,
     /// and returns the response. A Produce with acks=0 has none: it fails with
-    /// [`Unexpected::NoResponse`](crate::error::Unexpected::NoResponse) (the [`Producer`](crate::Producer) is the way to send those).
+    /// [`Unexpected::NoResponse`](crate::error::Unexpected::NoResponse) (the
+    /// [`Producer`](crate::Producer) is the way to send those).
     ///
     /// ```no_run
     /// # async fn demo(client: kwire_client::Client) -> kwire_client::Result<()> {
