@@ -27,9 +27,9 @@ prefix=client-tests limit=900 logs=target/client-tests
 # Broker tests mostly wait (for sessions, rebalances, faults): four binaries side by side.
 jobs=${KWIRE_TEST_JOBS:-4}
 test_bins_durations=$logs/durations
-# A fresh checkout has no earlier run to order by: the times of a CI run, so that the slowest
+# A fresh checkout has no earlier run to order by: the times of one, so that the slowest
 # binaries start first and the last to finish are short ones.
-[ -s "$test_bins_durations" ] || cp scripts/lib/client-test-seconds "$test_bins_durations"
+[ -s "$test_bins_durations" ] || grep -v '^#' scripts/lib/client-test-seconds >"$test_bins_durations"
 . scripts/lib/counted.sh
 
 # The test binaries that talk to a broker (client/tests/*.rs, and the `kwire` tool's

@@ -75,7 +75,7 @@ test_bins_run() {
   local durations=${test_bins_durations:-}
   local ordered=("${specs[@]}")
   if [ -n "$durations" ] && [ -s "$durations" ]; then
-    mapfile -t ordered < <(printf '%s\n' "${specs[@]}" | awk 'NR == FNR { if ($1 !~ /^#/) t[$2] = $1; next } { print (($0 in t) ? t[$0] : 1e9) "\t" FNR "\t" $0 }' "$durations" - | sort -t$'\t' -k1,1gr -k2,2n | cut -f3)
+    mapfile -t ordered < <(printf '%s\n' "${specs[@]}" | awk 'NR == FNR { t[$2] = $1; next } { print (($0 in t) ? t[$0] : 1e9) "\t" FNR "\t" $0 }' "$durations" - | sort -t$'\t' -k1,1gr -k2,2n | cut -f3)
   fi
   local n=0
   for spec in "${ordered[@]}"; do
@@ -106,7 +106,7 @@ test_bins_run() {
   done
   if [ -n "$durations" ]; then
     # This run's times replace those of the same binaries; the others' stay.
-    { cat "$dir"/*.secs 2>/dev/null; grep -v '^#' "$durations" 2>/dev/null; } | awk '!seen[$2]++' >"$durations.new" && mv "$durations.new" "$durations"
+    { cat "$dir"/*.secs "$durations" 2>/dev/null; } | awk '!seen[$2]++' >"$durations.new" && mv "$durations.new" "$durations"
   fi
   return $rc
 }
