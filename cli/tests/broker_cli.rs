@@ -67,9 +67,21 @@ impl Broker {
             if String::from_utf8_lossy(&out.stderr).contains("Could not find or load main class") {
                 continue;
             }
+            // Some tools (ConsumerGroupCommand among them) report a failure, a timed-out
+            // admin call for one, on stderr and still exit 0.
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(!stderr.lines().any(|l| l.starts_with("Error:")), "{class} {args:?}: {stderr}");
             return ok(out, &format!("{class} {args:?}"));
         }
         panic!("none of {classes:?} in the broker's jars or kafka-tools")
+    }
+
+    /// ConsumerGroupCommand on this broker with `args`. Its admin calls get 60 s: its default
+    /// of 5 s ran out on a loaded 2-core machine, several JVMs starting at once.
+    fn group_command(&self, args: &[&str]) -> String {
+        let mut all = vec!["--bootstrap-server", self.var("PLAINTEXT"), "--timeout", "60000"];
+        all.extend_from_slice(args);
+        self.kafka_tool(GROUP_COMMAND, &all)
     }
 
     fn topic(&self, prefix: &str, partitions: u32) -> String {
@@ -229,8 +241,7 @@ fn groups_describe_and_reset_agree_with_consumer_group_command() {
     assert_eq!(read.lines().count(), 7);
 
     let ours: Value = serde_json::from_str(&b.kwire_ok(&["groups", "describe", &group, "--json"], b"")).unwrap();
-    let boot = b.var("PLAINTEXT").to_owned();
-    let theirs = group_rows(&b.kafka_tool(GROUP_COMMAND, &["--bootstrap-server", &boot, "--describe", "--group", &group]), &group, 3);
+    let theirs = group_rows(&b.group_command(&["--describe", "--group", &group]), &group, 3);
     assert!(!theirs.is_empty(), "ConsumerGroupCommand lists no partition of {group}");
     let mut committed_total = 0;
     for p in ours["partitions"].as_array().unwrap() {
@@ -247,20 +258,19 @@ fn groups_describe_and_reset_agree_with_consumer_group_command() {
     // --shift-by: the same plan as Kafka's dry run (of the committed partitions: both tools
     // refuse to shift one without a commit).
     let ours = b.kwire_ok(&["groups", "reset-offsets", &group, "--all-topics", "--shift-by", "-2", "--dry-run"], b"");
-    let theirs =
-        b.kafka_tool(GROUP_COMMAND, &["--bootstrap-server", &boot, "--reset-offsets", "--group", &group, "--all-topics", "--shift-by", "-2", "--dry-run"]);
+    let theirs = b.group_command(&["--reset-offsets", "--group", &group, "--all-topics", "--shift-by", "-2", "--dry-run"]);
     assert!(!group_rows(&ours, &group, 1).is_empty(), "{ours}");
     assert_eq!(group_rows(&ours, &group, 1), group_rows(&theirs, &group, 1), "ours:\n{ours}\nKafka's:\n{theirs}");
     // --to-earliest --execute, read back by Kafka's tool: every partition at 0, the whole
     // topic lagging.
     b.kwire_ok(&["groups", "reset-offsets", &group, "--topic", &topic, "--to-earliest", "--execute"], b"");
-    let after = group_rows(&b.kafka_tool(GROUP_COMMAND, &["--bootstrap-server", &boot, "--describe", "--group", &group]), &group, 3);
+    let after = group_rows(&b.group_command(&["--describe", "--group", &group]), &group, 3);
     let total: i64 = after.values().map(|c| c[2].parse::<i64>().unwrap()).sum();
     assert!(after.values().all(|c| c[0] == "0"), "{after:?}");
     assert_eq!(after.len(), 2, "{after:?}");
     assert_eq!(total, 20);
     // --to-latest by Kafka's tool, read back by ours: no lag.
-    b.kafka_tool(GROUP_COMMAND, &["--bootstrap-server", &boot, "--reset-offsets", "--group", &group, "--all-topics", "--to-latest", "--execute"]);
+    b.group_command(&["--reset-offsets", "--group", &group, "--all-topics", "--to-latest", "--execute"]);
     let ours: Value = serde_json::from_str(&b.kwire_ok(&["groups", "describe", &group, "--json"], b"")).unwrap();
     assert!(ours["partitions"].as_array().unwrap().iter().all(|p| p["lag"] == 0), "{ours}");
     // Listed, then deleted.
