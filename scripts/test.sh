@@ -81,6 +81,10 @@ single_release() (
 start=$SECONDS
 stage "setup (installs what is missing)" scripts/setup.sh
 stage "workspace, default specs" cargo test --workspace
+# The simulation (left out of `cargo test`): the client and the fake optimised, which only this
+# test needs, so the workspace's other test crates compile unoptimised.
+stage "simulation, client and fake optimised" cargo test --workspace --test simulation \
+  --config 'profile.dev.package.kwire-client.opt-level=1' --config 'profile.dev.package.kwire-fake.opt-level=1'
 # The stages that run a test binary or example of the default build take the workspace's own
 # (scripts/lib/testbins.sh) rather than a narrower `cargo` selection that compiles kwire again.
 export KWIRE_WORKSPACE_BINS=1
@@ -124,7 +128,8 @@ stage "package, built downstream offline" scripts/package.sh
 stage "docs without warnings" env RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps --workspace
 stage "format" cargo fmt --all --check
 # After the docs, whose dependency metadata it reuses: only the workspace's crates are linted.
-stage "clippy, every target" cargo clippy -q --workspace --all-targets -- -D warnings
+# (`--all-targets` selects the tests `cargo test` runs: the simulation is named.)
+stage "clippy, every target" cargo clippy -q --workspace --all-targets --test simulation -- -D warnings
 # Last: each rebuilds kwire in target/ with its own specs, which a later stage using the
 # default build would compile back.
 stage "kafka 3.9.0 alone (+ oracle 3.9.2)" single_release 3.9.0 3.9.2
