@@ -81,7 +81,7 @@ for entry in $versions; do
       env "${spec_env[@]}" KWIRE_JAVA_ORACLE=$out KWIRE_JAVA_CP=$cp nice -n 10 "$oracle_bin" --nocapture >"$out/test.log" 2>&1
   else
     env "${spec_env[@]}" KWIRE_JAVA_ORACLE=$out KWIRE_JAVA_CP=$cp CARGO_TARGET_DIR=$target \
-      nice -n 10 cargo test -q --test java_oracle -- --nocapture >"$out/test.log" 2>&1
+      nice -n 10 cargo test -q --workspace --test java_oracle -- --nocapture >"$out/test.log" 2>&1
   fi
   rc=$?
   set -e

@@ -4,7 +4,7 @@
 # prefixing, a load test and hostile connections (proxy/tests/proxy_real.rs, which runs the
 # kwire-proxy binary cargo builds with it) on one broker, then the
 # Java workload through the proxy to a 3-node cluster. Also the walker and codec tests proxies
-# rely on (tests/endpoints.rs, tests/proxy.rs, codegen/tests/endpoints.rs) and the proxy's own
+# rely on (tests/endpoints.rs, tests/proxy.rs, codegen/tests/endpoint_coverage.rs) and the proxy's own
 # unit tests and fault injector (proxy/src, proxy/tests/fault_injection.rs), which need no broker.
 # The last line sums every run:
 #   proxy: <passed> passed, <failed> failed
@@ -42,7 +42,7 @@ run() {
 }
 
 run "walkers and codec" target/proxy-tests/offline.log -- kwire:endpoints kwire:proxy
-run "walkers over every spec set" target/proxy-tests/codegen.log -- kwire-build:endpoints
+run "walkers over every spec set" target/proxy-tests/codegen.log -- kwire-build:endpoint_coverage
 run "the proxy's unit tests and fault injector" target/proxy-tests/unit.log -- \
   kwire-proxy:kwire_proxy kwire-proxy:kwire-proxy kwire-proxy:fault_injection
 

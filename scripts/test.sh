@@ -71,7 +71,9 @@ single_release() (
   # Not the borrowed views' differential check (a minute here; views are an opt-in feature
   # checked on the default build, every version from v0).
   local walks=(roundtrip json errors endpoints golden tooling version_prefixed java_oracle)
-  nice cargo test -p kwire "${walks[@]/#/--test=}" || rc=1
+  # --workspace: a narrower selection (-p kwire) resolves the dependencies' features anew, and
+  # compiled tokio, clap, serde and the rest a second time.
+  nice cargo test --workspace "${walks[@]/#/--test=}" || rc=1
   if have java && have mvn; then
     KWIRE_JAVA_VERSIONS="$clients=$KWIRE_SPECS" KWIRE_JAVA_TARGET_DIR=target scripts/java-oracle.sh || rc=1
   fi
@@ -90,8 +92,9 @@ stage "simulation, client and fake optimised" cargo test --workspace --test simu
 export KWIRE_WORKSPACE_BINS=1
 # The two test binaries that reach the precompiled dispatch (not the lib's own unit tests, which
 # would compile the whole crate a second time, as a test harness, for four tests of the codec's
-# framing that the workspace stage ran).
-stage "precompiled feature" cargo test -p kwire --features precompiled --test broker_codec --test tooling
+# framing that the workspace stage ran). --workspace keeps the workspace's feature resolution,
+# so that only kwire compiles again.
+stage "precompiled feature" cargo test --workspace --features kwire/precompiled --test broker_codec --test tooling
 
 if have java && have mvn; then
   stage "java oracle, default build" env KWIRE_JAVA_VERSIONS="3.9.2=default 4.4.0=default" KWIRE_JAVA_TARGET_DIR=target \
