@@ -86,7 +86,8 @@ stage "workspace, default specs" cargo test --workspace
 # The simulation (left out of `cargo test`): the client and the fake optimised, which only this
 # test needs, so the workspace's other test crates compile unoptimised.
 stage "simulation, client and fake optimised" cargo test --workspace --test simulation \
-  --config 'profile.dev.package.kwire-client.opt-level=1' --config 'profile.dev.package.kwire-fake.opt-level=1'
+  --config 'profile.dev.package.kwire-client.opt-level=1' \
+  --config 'profile.dev.package.kwire-fake.opt-level=1'
 # The stages that run a test binary or example of the default build take the workspace's own
 # (scripts/lib/testbins.sh) rather than a narrower `cargo` selection that compiles kwire again.
 export KWIRE_WORKSPACE_BINS=1
@@ -94,7 +95,8 @@ export KWIRE_WORKSPACE_BINS=1
 # would compile the whole crate a second time, as a test harness, for four tests of the codec's
 # framing that the workspace stage ran). --workspace keeps the workspace's feature resolution,
 # so that only kwire compiles again.
-stage "precompiled feature" cargo test --workspace --features kwire/precompiled --test broker_codec --test tooling
+stage "precompiled feature" \
+  cargo test --workspace --features kwire/precompiled --test broker_codec --test tooling
 
 if have java && have mvn; then
   stage "java oracle, default build" env KWIRE_JAVA_VERSIONS="3.9.2=default 4.4.0=default" KWIRE_JAVA_TARGET_DIR=target \
