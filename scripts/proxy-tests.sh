@@ -5,7 +5,8 @@
 # kwire-proxy binary cargo builds with it) on one broker, then the
 # Java workload through the proxy to a 3-node cluster. Also the walker and codec tests proxies
 # rely on (tests/endpoints.rs, tests/proxy.rs, codegen/tests/endpoint_coverage.rs) and the
-# proxy's own unit tests and fault injector (proxy/src, proxy/tests/fault_injection.rs), which need no broker.
+# proxy's own unit tests and fault injector (proxy/src, proxy/tests/fault_injection.rs), which
+# need no broker.
 # The last line sums every run:
 #   proxy: <passed> passed, <failed> failed
 #
