@@ -23,8 +23,8 @@ use crate::conn::{ConnectOptions, Connection, Connector, InFlight};
 use crate::error::{Error, Result};
 use crate::future::ClientFuture;
 use crate::random::Random;
-use crate::request::{Limits, Route};
 use crate::retry::Backoff;
+use crate::route::{Limits, Route};
 use crate::sasl::Sasl;
 #[cfg(feature = "tls")]
 use crate::tls::TlsConfig;
@@ -235,11 +235,10 @@ pub struct Client {
 }
 
 impl Client {
-    /// A new member id for a KIP-848 or share group member on this client (see
-    /// [`group::new_member_id`](crate::group::new_member_id)): drawn from the seed when the
-    /// client has one.
-    pub(crate) fn new_member_id(&self) -> Result<String> {
-        crate::group::new_member_id(self.inner.member_ids.as_ref())
+    /// The seeded draws for this client's new member ids (a simulated run's), or `None` for the
+    /// OS's randomness: a group member's id comes from here (`group::new_member_id`).
+    pub(crate) fn member_ids(&self) -> Option<&Random> {
+        self.inner.member_ids.as_ref()
     }
 
     /// The coordinator cache ([`crate::coordinator`]).

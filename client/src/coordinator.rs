@@ -11,49 +11,12 @@ use kwire::{ApiKey, ApiRequest, ByteString, ErrorCode};
 use tracing::debug;
 
 use crate::cluster::Client;
-use crate::error::{Error, GroupError, Resource, Result};
-use crate::request::{Limits, Route};
+use crate::error::{Error, GroupError, Result};
 use crate::retry::{Backoff, Retry};
+use crate::route::{CoordinatorKind, Limits, Route};
 
 /// How many attempts a coordinator request gets while the coordinator moves or loads.
 const ATTEMPTS: u32 = 30;
-
-/// What a coordinator coordinates (FindCoordinator's key type).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum CoordinatorKind {
-    /// A consumer group (key type 0).
-    Group,
-    /// A transactional id (key type 1).
-    Transaction,
-}
-
-impl CoordinatorKind {
-    fn key_type(self) -> i8 {
-        match self {
-            CoordinatorKind::Group => 0,
-            CoordinatorKind::Transaction => 1,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            CoordinatorKind::Group => "group",
-            CoordinatorKind::Transaction => "transactional id",
-        }
-    }
-
-    /// The key of the pooled connection to the coordinator at `addr`.
-    pub(crate) fn connection_key(self, addr: &str) -> String {
-        format!("{} coordinator {addr}", self.name())
-    }
-
-    fn resource(self, key: &str) -> Resource {
-        match self {
-            CoordinatorKind::Group => Resource::Group(key.to_owned()),
-            CoordinatorKind::Transaction => Resource::TransactionalId(key.to_owned()),
-        }
-    }
-}
 
 /// A group's or a transactional id's coordinator: requests to it, tried again while it moves
 /// or loads. Cheap to clone; the address is cached by the client

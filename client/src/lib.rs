@@ -47,6 +47,7 @@ mod producer;
 mod random;
 mod request;
 mod retry;
+mod route;
 mod sasl;
 mod share;
 mod sync;
@@ -76,7 +77,7 @@ pub use offsets::{ListedOffset, OffsetAndMetadata, OffsetSpec};
 #[cfg(feature = "oidc")]
 pub use oidc::{AssertionAlgorithm, JwtAssertion, OidcConfig, OidcProvider};
 pub use producer::{Acks, Delivery, IntoTopic, Producer, ProducerConfig, ProducerRecord, ProducerStats, RecordMetadata};
-pub use request::Route;
+pub use route::Route;
 pub use sasl::{OAuthBearer, OAuthBearerToken, RefreshPolicy, Sasl, ScramMechanism, TokenFuture, TokenProvider};
 pub use share::{AcknowledgeType, AcknowledgementCommit, AcknowledgementMode, ShareConsumer, ShareConsumerConfig, ShareRecord};
 #[cfg(feature = "tls")]

@@ -18,8 +18,8 @@ use tracing::{debug, warn};
 use crate::cluster::{Client, ClusterMetadata};
 use crate::coordinator::Coordinator;
 use crate::error::{Error, GroupError, Resource, Result};
-use crate::request::{Limits, Route};
 use crate::retry::{Backoff, Retry};
+use crate::route::{Limits, Route};
 use crate::topic_partition::TopicPartition;
 
 /// Attempts of a ListOffsets round while leaders move.

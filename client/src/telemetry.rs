@@ -27,7 +27,7 @@ use tracing::{debug, info, warn, Instrument};
 use crate::cluster::Client;
 use crate::error::{Error, Result};
 use crate::metrics::{Named, Set, Value};
-use crate::request::Route;
+use crate::route::Route;
 
 /// How long to wait before asking again when the broker gives no push interval.
 const DEFAULT_INTERVAL: Duration = Duration::from_secs(300);

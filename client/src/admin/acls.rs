@@ -6,7 +6,7 @@ use kwire::ApiKey;
 use super::{bs, Admin};
 use crate::error::{Error, Result};
 use crate::future::ClientFuture;
-use crate::request::Route;
+use crate::route::Route;
 
 /// Declares a Kafka enum carried as an `i8`: its variants and codes, `code()`, and
 /// `from_code()` (`Unknown` for a code this build does not know).

@@ -20,7 +20,7 @@ use super::{bs, Admin};
 use crate::cluster::BrokerInfo;
 use crate::error::{Error, Result};
 use crate::future::ClientFuture;
-use crate::request::Route;
+use crate::route::Route;
 use crate::topic_partition::TopicPartition;
 
 /// The cluster as DescribeCluster (or Metadata) sees it.

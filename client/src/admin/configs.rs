@@ -11,7 +11,7 @@ use kwire::{ApiKey, ApiRequest};
 use super::{bs, Admin};
 use crate::error::{Error, Result};
 use crate::future::ClientFuture;
-use crate::request::Route;
+use crate::route::Route;
 
 /// What a config resource is (Java's `ConfigResource.Type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

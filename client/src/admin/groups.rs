@@ -18,7 +18,7 @@ use crate::coordinator::Coordinator;
 use crate::error::{Error, Resource, Result};
 use crate::future::ClientFuture;
 use crate::offsets::{self, Committer, OffsetAndMetadata};
-use crate::request::Route;
+use crate::route::Route;
 use crate::topic_partition::TopicPartition;
 
 /// A group as ListGroups reports it.

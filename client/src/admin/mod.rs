@@ -27,7 +27,7 @@ use kwire::{ApiKey, ApiRequest, ByteString, ErrorCode};
 
 use crate::cluster::Client;
 use crate::error::{Error, Unexpected};
-use crate::request::Route;
+use crate::route::Route;
 
 pub use acls::{AclBinding, AclBindingFilter, AclOperation, AclPermission, PatternType, ResourceType};
 pub use cluster::{ClusterDescription, FeatureLevel, Features, LogDir, LogDirReplica, QuorumDescription, QuorumReplica, Reassignment, ReplicaLogDirInfo};

@@ -13,7 +13,7 @@ use kwire::ApiKey;
 use super::{bs, Admin};
 use crate::error::{Error, Result};
 use crate::future::ClientFuture;
-use crate::request::Route;
+use crate::route::Route;
 
 /// What a quota applies to: entity types (`user`, `client-id`, `ip`) with a name each, or
 /// `None` for the type's default entity; e.g. `[("user", Some("alice")), ("client-id",

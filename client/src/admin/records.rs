@@ -12,7 +12,7 @@ use super::{bs, Admin};
 use crate::error::{Error, Resource, Result};
 use crate::future::ClientFuture;
 use crate::offsets::{self, ListedOffset, OffsetSpec};
-use crate::request::Route;
+use crate::route::Route;
 use crate::topic_partition::TopicPartition;
 
 /// What DeleteRecords left of a partition.

@@ -11,7 +11,7 @@ use kwire::Bytes;
 use super::{bs, Admin};
 use crate::error::{Error, Result};
 use crate::future::ClientFuture;
-use crate::request::Route;
+use crate::route::Route;
 
 /// A delegation token: its id and HMAC (the secret a client authenticates with, as SCRAM
 /// credentials), and its times.

@@ -17,7 +17,7 @@ use super::{bs, Admin};
 use crate::cluster::{PartitionInfo, TopicInfo};
 use crate::error::{Error, Result, Unexpected};
 use crate::future::ClientFuture;
-use crate::request::Route;
+use crate::route::Route;
 
 /// A topic to create.
 #[derive(Debug, Clone)]

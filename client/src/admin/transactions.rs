@@ -12,10 +12,11 @@ use kwire::messages::{
 use kwire::{ApiKey, ErrorCode};
 
 use super::{bs, result_for, Admin, BACKOFF};
-use crate::coordinator::{Coordinator, CoordinatorKind};
+use crate::coordinator::Coordinator;
 use crate::error::{Error, Resource, Result};
 use crate::future::ClientFuture;
-use crate::request::Route;
+use crate::route::CoordinatorKind;
+use crate::route::Route;
 use crate::topic_partition::TopicPartition;
 
 /// A transaction as ListTransactions reports it.

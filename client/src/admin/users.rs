@@ -10,7 +10,7 @@ use kwire::{ApiKey, Bytes};
 use super::{bs, Admin};
 use crate::error::{Error, Result};
 use crate::future::ClientFuture;
-use crate::request::Route;
+use crate::route::Route;
 use crate::sasl::{random_bytes, ScramMechanism};
 
 /// A SCRAM credential change.

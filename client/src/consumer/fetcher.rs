@@ -34,7 +34,7 @@ use super::{ConsumerConfig, ConsumerRecord, FetchStats, IsolationLevel, OffsetRe
 use crate::cluster::{BrokerInfo, Client, ClusterMetadata};
 use crate::error::{ConsumerError, Error, Resource, Result};
 use crate::metrics::{millis, ConsumerMetrics};
-use crate::request::{Limits, Route};
+use crate::route::{Limits, Route};
 use crate::topic_partition::TopicPartition;
 
 /// The fetch sessions and what they fetched.

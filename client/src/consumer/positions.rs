@@ -13,7 +13,7 @@ use tracing::{debug, info, warn};
 
 use super::{Consumer, OffsetReset, OffsetSpec};
 use crate::error::{Error, Result};
-use crate::request::Route;
+use crate::route::Route;
 use crate::topic_partition::TopicPartition;
 
 impl Consumer {

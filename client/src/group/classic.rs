@@ -20,8 +20,8 @@ use super::{millis, to_bytestrings, Group, GroupConfig};
 use crate::assignor::{cooperative_sticky_user_data, sticky_user_data, Assignor, Member, PartitionRacks};
 use crate::coordinator::{coordinator_moved, Coordinator};
 use crate::error::{Error, GroupError, Result};
-use crate::request::Limits;
 use crate::retry::{Backoff, Retry};
+use crate::route::Limits;
 use crate::topic_partition::TopicPartition;
 
 /// JoinGroup + SyncGroup attempts before giving up.

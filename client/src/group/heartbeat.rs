@@ -13,7 +13,7 @@ use tracing::{debug, warn};
 use super::{millis, to_bytestrings, GroupConfig, Membership};
 use crate::coordinator::{coordinator_moved, Coordinator};
 use crate::error::{Error, GroupError};
-use crate::request::Limits;
+use crate::route::Limits;
 
 /// The classic protocol's Heartbeat loop: liveness, and the news of a rebalance.
 pub(super) async fn classic(coordinator: Coordinator, config: Arc<GroupConfig>, shared: Arc<Mutex<Membership>>, wake: Arc<Notify>) {

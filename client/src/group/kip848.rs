@@ -8,7 +8,7 @@ use tracing::{info, warn};
 
 use super::{to_bytestrings, Group, GroupConfig};
 use crate::coordinator::Coordinator;
-use crate::request::Limits;
+use crate::route::Limits;
 
 /// A target assignment: partitions by topic id.
 pub(crate) type Target = Vec<(Uuid, Vec<i32>)>;

@@ -184,7 +184,7 @@ impl Group {
     pub(crate) fn new(config: GroupConfig, coordinator: Coordinator, topics: &[&str], pattern: Option<TopicPattern>) -> Result<Group> {
         let member_id = match config.protocol {
             // KIP-1082: the member makes its own id.
-            GroupProtocol::Consumer => coordinator.client().new_member_id()?,
+            GroupProtocol::Consumer => new_member_id(coordinator.client().member_ids())?,
             GroupProtocol::Classic => String::new(),
         };
         Ok(Group {

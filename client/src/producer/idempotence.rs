@@ -29,7 +29,7 @@ use tracing::{debug, trace};
 
 use crate::cluster::Client;
 use crate::error::{Error, Result};
-use crate::request::Route;
+use crate::route::Route;
 
 /// A producer id and epoch.
 pub(crate) type ProducerIdEpoch = (i64, i16);

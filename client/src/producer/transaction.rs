@@ -36,11 +36,12 @@ use super::idempotence::ProducerIdEpoch;
 use super::Producer;
 use crate::cluster::Client;
 use crate::consumer::{ConsumerGroupMetadata, OffsetAndMetadata};
-use crate::coordinator::{Coordinator, CoordinatorKind};
+use crate::coordinator::Coordinator;
 use crate::error::{Error, Resource, Result, TransactionError, TransactionState};
 use crate::future::ClientFuture;
-use crate::request::Limits;
 use crate::retry::Backoff;
+use crate::route::CoordinatorKind;
+use crate::route::Limits;
 use crate::topic_partition::TopicPartition;
 
 /// The feature whose finalized level picks the protocol (KIP-890).

@@ -25,7 +25,7 @@ use crate::cluster::{BrokerInfo, Client};
 use crate::conn::InFlight;
 use crate::consumer::ConsumerRecord;
 use crate::error::{ConsumerError, Error, Resource, Result};
-use crate::request::Route;
+use crate::route::Route;
 use crate::topic_partition::TopicPartition;
 
 /// A partition by topic id.

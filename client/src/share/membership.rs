@@ -16,7 +16,7 @@ use tracing::{debug, info, warn};
 
 use crate::coordinator::{coordinator_moved, Coordinator};
 use crate::error::Error;
-use crate::request::Limits;
+use crate::route::Limits;
 
 /// An assignment: partitions by topic id.
 pub(super) type Assignment = Vec<(Uuid, Vec<i32>)>;

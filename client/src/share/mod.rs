@@ -41,6 +41,7 @@ use crate::consumer::ConsumerRecord;
 use crate::coordinator::Coordinator;
 use crate::error::{Error, Result, ShareError};
 use crate::future::ClientFuture;
+use crate::group::new_member_id;
 use crate::topic_partition::TopicPartition;
 
 pub use self::acks::AcknowledgeType;
@@ -197,7 +198,7 @@ impl ShareConsumer {
         let client = client.with_own_connections();
         let coordinator = Coordinator::new(client.clone(), &config.group_id, config.retry_backoff);
         // KIP-932: the member makes its own id, kept for its lifetime.
-        let membership = Membership::new(client.new_member_id()?);
+        let membership = Membership::new(new_member_id(client.member_ids())?);
         Ok(ShareConsumer {
             client,
             config,
