@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# kwire-client's broker tests (client/tests/*.rs) against kwire-fake instead of Apache Kafka:
+# kwire-client's broker tests (client/tests/) against kwire-fake instead of Apache Kafka:
 # the fake's binary imitating a release, set up as scripts/kafka.sh sets up a broker
 # (scripts/lib/fake.sh), each test binary run once against it. Prints a table, a row per test binary: passed, failed, and the
 # failed tests; and writes it to target/client-on-fake/<release>.md. What fails here needs a
@@ -17,7 +17,7 @@ case $release in 3.9) jars=3.9.2 ;; 4.4) jars=4.4.0 ;; *) echo "release 3.9 or 4
 out=target/client-on-fake
 # A test that waits for what the fake never does (a JVM's log line, a second node) hangs until
 # this; the binary's row says so.
-per_binary=${KWIRE_FAKE_PER_BINARY:-120}
+per_binary=${KWIRE_FAKE_PER_BINARY:-300}
 mkdir -p "$out"
 . scripts/lib/testbins.sh
 echo "client-on-fake: building" >&2
@@ -32,8 +32,9 @@ table=$out/$release.md
   echo "| test binary | passed | skipped | failed | failed tests |"
   echo "| --- | ---: | ---: | ---: | --- |"
 } >"$table"
-for f in $(grep -l 'from_env\|KWIRE_REQUIRE_BROKER\|KWIRE_BROKER' client/tests/*.rs); do
-  name=$(basename "$f" .rs)
+for t in client/tests/*/main.rs client/tests/*.rs; do
+  [ "$t" = "${t%/main.rs}" ] && name=$(basename "$t" .rs) || { t=$(dirname "$t"); name=$(basename "$t"); }
+  grep -rlq 'from_env\|KWIRE_REQUIRE_BROKER\|KWIRE_BROKER' "$t" || continue
   bin=$(test_bin "kwire-client:$name") || continue
   log=$dir/$name.log
   results=$PWD/$dir/$name.results

@@ -7,12 +7,11 @@
 #
 #   scripts/client-tests.sh [--no-cluster] [VERSION...]   (default: 4.4.0; e.g. 4.4.0 3.9.2)
 #
-# Then, unless --no-cluster, a 3-node cluster of the first version for tests/cluster.rs and
-# tests/consumer_cluster.rs (leaders on several brokers, a leader moved under the producer and
-# under the consumer; leaders killed and restarted under an idempotent producer) and
-# tests/consumer_rack.rs (fetching from the follower in the consumer's rack, KIP-392) and
-# tests/transactions_cluster.rs (exactly-once with an output leader and the transaction
-# coordinator killed; the protocol by transaction.version), with KWIRE_CLUSTER set.
+# Then, unless --no-cluster, a 3-node cluster of the first version for the `cluster` test
+# binary (client/tests/cluster/: leaders on several brokers, a leader moved under the producer
+# and under the consumer; leaders killed and restarted under an idempotent producer; fetching
+# from the follower in the consumer's rack, KIP-392; exactly-once with an output leader and the
+# transaction coordinator killed; the protocol by transaction.version), with KWIRE_CLUSTER set.
 #
 # Logs: target/client-tests/<version>.log; broker logs stay in target/kafka/<version>/.
 set -euo pipefail
@@ -24,31 +23,37 @@ start=$SECONDS
 mkdir -p target/client-tests
 
 prefix=client-tests limit=900 logs=target/client-tests
-# Broker tests mostly wait (for sessions, rebalances, faults): four binaries side by side.
-jobs=${KWIRE_TEST_JOBS:-4}
+# Broker tests mostly wait (for sessions, rebalances, faults): three binaries side by side, each
+# running three of its tests at a time.
+jobs=${KWIRE_TEST_JOBS:-3}
+threads=${KWIRE_TEST_THREADS:-3}
 test_bins_durations=$logs/durations
 # A fresh checkout has no earlier run to order by: the times of one, so that the slowest
 # binaries start first and the last to finish are short ones.
 [ -s "$test_bins_durations" ] || grep -v '^#' scripts/lib/client-test-seconds >"$test_bins_durations"
 . scripts/lib/counted.sh
 
-# The test binaries that talk to a broker (client/tests/*.rs, and the `kwire` tool's
-# cli/tests/*.rs, naming the variables that point them at one). The others (unit tests, broker
-# doubles, the hostile broker) need none and run with the workspace's tests: `cargo test --workspace`.
+# The test binaries that talk to a broker: kwire-client's areas (client/tests/<area>/) and
+# single files (client/tests/*.rs), and the `kwire` tool's cli/tests/*.rs, that name the
+# variables pointing them at one. The others (unit tests, broker doubles, the hostile broker)
+# need none and run with the workspace's tests: `cargo test --workspace`.
+talks_to_broker='from_env\|KWIRE_CLUSTER\|KWIRE_REQUIRE_BROKER\|KWIRE_BROKER'
 all_tests=()
-for f in $(grep -l 'from_env\|KWIRE_CLUSTER\|KWIRE_REQUIRE_BROKER\|KWIRE_BROKER' client/tests/*.rs); do
-  all_tests+=("kwire-client:$(basename "$f" .rs)")
+for t in client/tests/*/main.rs client/tests/*.rs; do
+  [ "$t" = "${t%/main.rs}" ] && name=$(basename "$t" .rs) || { t=$(dirname "$t"); name=$(basename "$t"); }
+  grep -rlq "$talks_to_broker" "$t" && all_tests+=("kwire-client:$name")
 done
 # (cli/tests/pcap_interop.rs captures traffic as root; scripts/broker-sweep.sh runs it.)
-for f in $(grep -l 'from_env\|KWIRE_CLUSTER\|KWIRE_REQUIRE_BROKER\|KWIRE_BROKER' cli/tests/*.rs); do
+for f in $(grep -l "$talks_to_broker" cli/tests/*.rs); do
   [ "$(basename "$f")" = pcap_interop.rs ] || all_tests+=("kwire-cli:$(basename "$f" .rs)")
 done
 # Run alone, after the others: the faulty-network test's timing (request timeouts, delivery
-# timeouts) is what it exercises, and four binaries side by side change it.
+# timeouts) is what it exercises, and binaries side by side change it. The 3-node cluster's
+# binary has a run of its own below.
 alone=(kwire-client:fault_network)
 side_by_side=()
 for t in "${all_tests[@]}"; do
-  [[ " ${alone[*]} " == *" $t "* ]] || side_by_side+=("$t")
+  [[ " ${alone[*]} kwire-client:cluster " == *" $t "* ]] || side_by_side+=("$t")
 done
 
 echo "client-tests: building" >&2
@@ -74,8 +79,7 @@ run() {
 for version in "$@"; do
   t0=$SECONDS
   broker "$version" || { running=""; continue; }
-  # The cluster tests have a run of their own below.
-  harness="--skip three_nodes_routing_and_a_moved_leader --skip a_leader_change_during_consumption_skips_nothing --skip a_consumer_fetches_from_the_follower_in_its_rack --skip a_classic_group_assigns_each_member_the_partitions_in_its_rack --skip transactions_under_killed_brokers_and_both_protocols" run "Kafka $version" "target/client-tests/$version.log" \
+  harness="--test-threads $threads" run "Kafka $version" "target/client-tests/$version.log" \
     KWIRE_BROKER="$PWD/target/kafka/$version/env" KWIRE_REQUIRE_BROKER=1 -- "${side_by_side[@]}"
   run "Kafka $version, alone" "target/client-tests/$version-alone.log" \
     KWIRE_BROKER="$PWD/target/kafka/$version/env" KWIRE_REQUIRE_BROKER=1 -- "${alone[@]}"
@@ -92,11 +96,11 @@ done
 if [ "$cluster" = 1 ]; then
   t0=$SECONDS
   version=$1
-  # One after another: killed_broker and consumer_rack stop brokers the others are using.
-  jobs=1
+  # One test at a time: killed_broker and rack stop brokers the others are using.
+  jobs=1 harness="--test-threads 1"
   if broker "$version" --nodes 3; then
     run "Kafka $version, 3 nodes" "target/client-tests/$version-cluster.log" \
-      KWIRE_CLUSTER="$PWD/target/kafka/$version-cluster/env" KWIRE_REQUIRE_CLUSTER=1 -- kwire-client:cluster kwire-client:consumer_cluster kwire-client:killed_broker kwire-client:consumer_rack kwire-client:transactions_cluster
+      KWIRE_CLUSTER="$PWD/target/kafka/$version-cluster/env" KWIRE_REQUIRE_CLUSTER=1 -- kwire-client:cluster
     scripts/kafka.sh stop "$version" --nodes 3 >/dev/null 2>&1 || true
   fi
   running=""

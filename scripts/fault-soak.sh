@@ -7,9 +7,10 @@
 #   scripts/fault-soak.sh [--seeds FIRST..END] [--versions "3.9.2 4.4.0"] [--no-java] [--cluster RUNS] [--out FILE]
 #
 # Defaults: seeds 1..21, both versions, Java beside kwire. --cluster RUNS also runs the 3-node
-# test that kills and restarts leaders under an idempotent producer (killed_broker.rs) RUNS
-# times on each version. Rows go to FILE (target/fault-soak/results.tsv): client, version, seed,
-# sent, acked, failed, in_log, duplicated, lost, moved, out_of_order, produced_s, recovered_s,
+# test that kills and restarts leaders under an idempotent producer
+# (client/tests/cluster/killed_broker.rs) RUNS times on each version. Rows go to FILE
+# (target/fault-soak/results.tsv): client, version, seed, sent, acked, failed, in_log,
+# duplicated, lost, moved, out_of_order, produced_s, recovered_s,
 # faults. A run is never retried: a failing seed is a bug report (replay it with
 # KWIRE_FAULT_SEED=N and RUST_LOG=kwire_client::producer=trace).
 #
@@ -38,7 +39,7 @@ mkdir -p "$logs"
 echo "fault-soak: building" >&2
 test_bins_build "$logs/build.log" || { tail -30 "$logs/build.log" >&2; exit 1; }
 bin=$(test_bin kwire-client:fault_network) || { echo "no fault_network test binary" >&2; exit 1; }
-killed=$(test_bin kwire-client:killed_broker) || killed=
+killed=$(test_bin kwire-client:cluster) || killed=
 
 printf 'client\tversion\tseed\tsent\tacked\tfailed\tin_log\tduplicated\tlost\tmoved\tout_of_order\tproduced_s\trecovered_s\tfaults\n' >"$out"
 bad=0 uninformative=0
@@ -84,7 +85,7 @@ for version in $versions; do
     if scripts/kafka.sh start "$version" --nodes 3 >"$logs/kafka-$version-cluster.log" 2>&1; then
       for ((i = 0; i < cluster; i++)); do
         t=$SECONDS
-        if (cd client && KWIRE_CLUSTER="$PWD/../target/kafka/$version-cluster/env" KWIRE_REQUIRE_CLUSTER=1 timeout 900 "$killed" --nocapture --test-threads 1) >"$logs/killed-$version-$i.log" 2>&1; then
+        if (cd client && KWIRE_CLUSTER="$PWD/../target/kafka/$version-cluster/env" KWIRE_REQUIRE_CLUSTER=1 timeout 900 "$killed" killed_broker:: --nocapture --test-threads 1) >"$logs/killed-$version-$i.log" 2>&1; then
           echo "  killed leaders, Kafka $version 3 nodes, run $i: ok ($((SECONDS - t)) s) $(grep -m1 -o '[0-9]* records, each once.*' "$logs/killed-$version-$i.log")"
         else
           bad=$((bad + 1))

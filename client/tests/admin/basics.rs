@@ -1,6 +1,6 @@
 //! Admin operations against the real broker.
 
-mod common;
+use crate::common;
 
 use common::{unique, Broker};
 use kwire_client::ConfigEntry;

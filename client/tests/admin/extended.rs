@@ -3,7 +3,7 @@
 //! documentation, replica log dirs, config resources, unregistering a broker. Each checks
 //! the typed error where the broker (3.9) lacks the api.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

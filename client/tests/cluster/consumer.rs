@@ -1,9 +1,9 @@
-//! The consumer on a 3-node cluster (`KWIRE_CLUSTER`, as tests/cluster.rs): a partition's
+//! The consumer on a 3-node cluster (`KWIRE_CLUSTER`, as tests/cluster/routing.rs): a partition's
 //! leader moves while records are produced and consumed; the consumer follows it (a
 //! NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH fetch, fresh metadata, its position validated
 //! at the new leader with OffsetForLeaderEpoch) and no record is skipped or delivered twice.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,13 +1,14 @@
-//! On the 3-node cluster (`KWIRE_CLUSTER`, as `tests/cluster.rs`): an idempotent producer
+//! On the 3-node cluster (`KWIRE_CLUSTER`, as `tests/cluster/routing.rs`): an idempotent producer
 //! with acks=all keeps sending while the leader of a partition is killed with SIGKILL, is started
 //! again while records are still going out, and then the partition's new leader is killed and
 //! restarted at once, mid-batch. Afterwards every record was acknowledged (nothing failed: each
 //! failure would have had to be a real one, and none is), each is in its partition exactly once,
 //! at the offset its acknowledgement gave, and in the order it was sent.
 //!
-//! Its own test binary: killing brokers would disturb the other cluster tests running beside it.
+//! Killing brokers would disturb the other cluster tests running beside it: the `cluster`
+//! binary runs one test at a time (`--test-threads 1`).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

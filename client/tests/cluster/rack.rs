@@ -1,5 +1,5 @@
 //! Fetching from the closest replica (KIP-392) on the 3-node cluster (`KWIRE_CLUSTER`, as
-//! `tests/consumer_cluster.rs`; `scripts/kafka.sh` puts node N in rack `rack-N` with the
+//! `tests/cluster/consumer.rs`; `scripts/kafka.sh` puts node N in rack `rack-N` with the
 //! rack-aware replica selector): a consumer whose `client_rack` is a follower's rack is sent to
 //! that follower by the leader and reads every record from it; the follower is then killed
 //! (SIGKILL) and the consumer goes back to the leader, with no record skipped or repeated; the
@@ -7,10 +7,10 @@
 //! group: three members, one per rack, each get the partitions led in their rack; the
 //! coordinator describes members with their racks (classic and KIP-848).
 //!
-//! Its own test binary: killing a broker would disturb the other cluster tests beside it (and
-//! its two tests take turns).
+//! Killing a broker would disturb the other cluster tests beside it: the `cluster` binary runs
+//! one test at a time (`--test-threads 1`); this file's two tests also take turns by themselves.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};

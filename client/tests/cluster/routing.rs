@@ -3,7 +3,7 @@
 //! requests routed to each partition's leader, and a leader moved under the producer's cached
 //! metadata (NOT_LEADER_OR_FOLLOWER, refresh, retry at the new leader).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

@@ -1,4 +1,4 @@
-//! Transactions on the 3-node cluster (`KWIRE_CLUSTER`, as `tests/killed_broker.rs`):
+//! Transactions on the 3-node cluster (`KWIRE_CLUSTER`, as `tests/cluster/killed_broker.rs`):
 //!
 //! - `examples/exactly_once.rs` copies 100,000 records, produced while it runs, from an input
 //!   topic to an output topic while the leader of an output partition and then the broker of
@@ -10,11 +10,11 @@
 //!   EndTxn, the requests at their last versions before KIP-890's) and its committed records
 //!   and offsets are read exactly, the example pipeline included; back at 2, V2 (KIP-890).
 //!
-//! Its own test binary, one test running both in turn (the kills at the cluster's default
-//! level, 2; then the levels): killed brokers and a changed feature level would disturb
-//! anything running beside them.
+//! One test running both in turn (the kills at the cluster's default level, 2; then the
+//! levels): killed brokers and a changed feature level would disturb anything running beside
+//! them.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -237,7 +237,7 @@ async fn copy_with_the_example(b: &Broker, client: &Client, level: i16) {
 
 async fn the_transaction_protocol_follows_the_clusters_transaction_version(b: &Broker) {
     if b.var("KAFKA_VERSION").starts_with("3.") {
-        println!("Kafka 3 has no transaction.version feature: V1 only (tests/transactions.rs)");
+        println!("Kafka 3 has no transaction.version feature: V1 only (tests/producer/transactions.rs)");
         return;
     }
     let admin = Admin::new(Client::connect(ClientConfig::new(b.var("BOOTSTRAP"))).await.unwrap());

@@ -14,6 +14,8 @@ use kwire::messages::{
 use kwire::ResponseKind;
 use kwire_client::{Client, ClientConfig};
 
+pub mod java;
+
 pub struct Broker {
     pub vars: BTreeMap<String, String>,
     pub env_file: PathBuf,

@@ -2,7 +2,7 @@
 //! broker, over TLS with the broker's CA and over SASL PLAIN: it exits 0 only when every record
 //! it produced came back.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::time::Duration;

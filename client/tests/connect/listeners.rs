@@ -1,6 +1,6 @@
 //! Connections against the real broker: PLAINTEXT, TLS, SASL PLAIN, SCRAM, SCRAM over TLS.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

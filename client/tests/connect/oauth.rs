@@ -5,7 +5,7 @@
 // The OIDC provider is the `oidc` feature's (on by default).
 #![cfg(feature = "oidc")]
 
-mod common;
+use crate::common;
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

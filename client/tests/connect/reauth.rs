@@ -1,7 +1,7 @@
 //! KIP-368 re-authentication against the real broker: a SASL listener added at run time
 //! (dynamic broker config) with `connections.max.reauth.ms`, since the broker script sets none.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

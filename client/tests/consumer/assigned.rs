@@ -2,7 +2,7 @@
 //! in order, fetch sessions, positions, ListOffsets, seek, offset reset, commits, streams and
 //! their backpressure.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -6,7 +6,7 @@
 //! (kafka-clients from the broker's classpath, a single-file program) and the assignments must
 //! be the same, member by member.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;

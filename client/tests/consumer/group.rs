@@ -4,7 +4,7 @@
 //! timeout; records are produced all along. Afterwards every record was processed at least
 //! once, and none was processed after a commit that covered it.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

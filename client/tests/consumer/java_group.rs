@@ -4,7 +4,7 @@
 //! Java transactional producer's aborted transactions are never delivered under
 //! read_committed, committed ones are delivered whole.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -12,11 +12,19 @@ use std::time::Duration;
 
 use common::{unique, Broker};
 use kwire_client::{Admin, Client, Consumer, ConsumerConfig, IsolationLevel, NewTopic, OffsetReset, Producer, ProducerConfig, ProducerRecord, TopicPartition};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 
+/// A Java member of the group. It runs until a line (or the end) on its standard input, or,
+/// given a count, until it has read that many records; at most 150 s either way, so that a JVM
+/// slow to start under load is never mistaken for a member that left. It prints `A <partitions>`
+/// when its assignment changes and `R <partition> <offset>` for each record, committing after
+/// each poll that returned records.
 const MEMBER: &str = r#"
+import java.io.IOException;
 import java.time.Duration;
 import java.util.*;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -34,12 +42,23 @@ public class Member {
         p.put("max.poll.interval.ms", "20000");
         p.put("key.deserializer", StringDeserializer.class.getName());
         p.put("value.deserializer", StringDeserializer.class.getName());
-        long runMs = Long.parseLong(args[3]);
+        boolean untilStdin = args[3].equals("stdin");
+        long want = untilStdin ? Long.MAX_VALUE : Long.parseLong(args[3]);
+        AtomicBoolean stop = new AtomicBoolean();
+        if (untilStdin) {
+            Thread t = new Thread(() -> {
+                try { System.in.read(); } catch (IOException e) { }
+                stop.set(true);
+            });
+            t.setDaemon(true);
+            t.start();
+        }
         try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
             c.subscribe(List.of(args[1]));
-            long end = System.currentTimeMillis() + runMs;
+            long end = System.currentTimeMillis() + 150_000;
+            long read = 0;
             Set<TopicPartition> last = Set.of();
-            while (System.currentTimeMillis() < end) {
+            while (!stop.get() && read < want && System.currentTimeMillis() < end) {
                 ConsumerRecords<String, String> rs = c.poll(Duration.ofMillis(200));
                 if (!c.assignment().equals(last)) {
                     last = new HashSet<>(c.assignment());
@@ -48,6 +67,8 @@ public class Member {
                     System.out.println(s);
                 }
                 for (ConsumerRecord<String, String> r : rs) System.out.println("R " + r.partition() + " " + r.offset());
+                System.out.flush();
+                read += rs.count();
                 if (!rs.isEmpty()) c.commitSync();
             }
         }
@@ -163,39 +184,66 @@ async fn java_and_this_consumer_share_a_classic_group() {
         ..Default::default()
     };
 
-    // Java and us together: 3 partitions each. Java runs 16 s, then leaves.
+    // Java and us together: 3 partitions each, until Java is told to leave.
     let processed: Processed = Arc::default();
     let (assign_tx, mut assign_rx) = watch::channel(BTreeSet::new());
-    let java_run = {
-        let (bb, dir, topic, group) = (Broker { vars: b.vars.clone(), env_file: b.env_file.clone() }, dir.clone(), topic.clone(), group.clone());
-        tokio::spawn(
-            async move { common::java(&bb, &dir, "Member.java", MEMBER, &[bb.var("PLAINTEXT"), &topic, &group, "16000"], Duration::from_secs(90)).await },
-        )
-    };
+    let mut java = common::java_interactive(&b, &dir, "Member.java", MEMBER, &[b.var("PLAINTEXT"), &topic, &group, "stdin"]);
+    let mut java_stdin = java.stdin.take().expect("stdin");
+    let (java_tx, mut java_lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let java_stdout = java.stdout.take().expect("stdout");
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(java_stdout).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let _ = java_tx.send(line);
+        }
+    });
+    let mut java_out: Vec<String> = Vec::new();
     let (stop, ours) = our_member(client.clone(), config.clone(), topic.clone(), processed.clone(), assign_tx);
-    let mut shared_split = None;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
-    while tokio::time::Instant::now() < deadline {
-        let a = assign_rx.borrow_and_update().clone();
-        if a.len() == 3 && shared_split.is_none() {
-            shared_split = Some(a.clone());
-            // Records once both are in, so each member gets its half.
-            produce(&client, &topic, 100, "first").await;
-        }
-        if shared_split.is_some() && a.len() == 6 {
-            break; // Java left; we have everything
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let ours_while_shared = shared_split.expect("we held 3 partitions while Java was in the group");
-    let java_out = java_run.await.unwrap();
-    assert!(java_out.contains("DONE"), "{java_out}");
-    // Java's assignment while both were in the group: the other 3.
-    let java_assignments: Vec<BTreeSet<i32>> =
-        java_out.lines().filter_map(|l| l.strip_prefix('A')).map(|l| l.split_whitespace().map(|p| p.parse().unwrap()).collect()).collect();
+    // Java's assignment (its last `A` line) and ours as they changed, for the checks and for a
+    // failure's message.
+    let started = tokio::time::Instant::now();
+    let mut seen: Vec<(Duration, BTreeSet<i32>)> = Vec::new();
+    let mut javas: BTreeSet<i32> = BTreeSet::new();
     let all: BTreeSet<i32> = (0..6).collect();
-    let javas: BTreeSet<i32> = all.difference(&ours_while_shared).copied().collect();
-    assert!(java_assignments.contains(&javas), "Java held {javas:?} while we held {ours_while_shared:?}: {java_assignments:?}");
+    // Both in the group with complementary halves. A JVM starting under load takes its time:
+    // this waits for Java's join, however long, up to its own bound.
+    let ours_while_shared = loop {
+        tokio::select! {
+            line = java_lines.recv() => {
+                let Some(line) = line else { panic!("Java ended before sharing the group; ours over time: {seen:?}; Java's output: {java_out:?}") };
+                if let Some(parts) = line.strip_prefix('A') {
+                    javas = parts.split_whitespace().map(|p| p.parse().unwrap()).collect();
+                }
+                java_out.push(line);
+            }
+            _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+        }
+        let a = assign_rx.borrow_and_update().clone();
+        if seen.last().is_none_or(|(_, last)| *last != a) {
+            seen.push((started.elapsed(), a.clone()));
+        }
+        if a.len() == 3 && javas == all.difference(&a).copied().collect() {
+            break a;
+        }
+        assert!(started.elapsed() < Duration::from_secs(180), "no shared split in 180 s; ours over time: {seen:?}; Java's output: {java_out:?}");
+    };
+    // Records once both are in, so each member gets its half; Java leaves once it has read its
+    // half (and committed it).
+    produce(&client, &topic, 100, "first").await;
+    let javas_half = javas.len() * 100;
+    while java_records(&java_out.join("\n")).len() < javas_half {
+        let line = tokio::time::timeout(Duration::from_secs(60), java_lines.recv()).await;
+        let Ok(Some(line)) = line else { panic!("Java read {} of its {javas_half} records: {java_out:?}", java_records(&java_out.join("\n")).len()) };
+        java_out.push(line);
+    }
+    java_stdin.write_all(b"leave\n").await.expect("java's stdin");
+    java_stdin.flush().await.expect("java's stdin");
+    while let Ok(Some(line)) = tokio::time::timeout(Duration::from_secs(60), java_lines.recv()).await {
+        java_out.push(line);
+    }
+    let status = tokio::time::timeout(Duration::from_secs(60), java.wait()).await.expect("Java ends in time").expect("Java ends");
+    let java_out = java_out.join("\n");
+    assert!(status.success() && java_out.contains("DONE"), "{java_out}");
     let javas_records = java_records(&java_out);
     for p in &javas {
         for o in 0..100 {
@@ -204,7 +252,7 @@ async fn java_and_this_consumer_share_a_classic_group() {
     }
     // After Java left we got its partitions and resumed at its commits: none of the records
     // Java processed (and committed) comes to us again.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    tokio::time::timeout(Duration::from_secs(60), assign_rx.wait_for(|a| a.len() == 6)).await.expect("Java's partitions ours in 60 s").unwrap();
     produce(&client, &topic, 10, "second").await;
     let want: BTreeSet<(i32, i64)> = (0..6).flat_map(|p| (0..110).map(move |o| (p, o))).collect();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
@@ -225,7 +273,7 @@ async fn java_and_this_consumer_share_a_classic_group() {
     let java_run = {
         let (bb, dir, topic, group) = (Broker { vars: b.vars.clone(), env_file: b.env_file.clone() }, dir.clone(), topic.clone(), group.clone());
         tokio::spawn(
-            async move { common::java(&bb, &dir, "Member.java", MEMBER, &[bb.var("PLAINTEXT"), &topic, &group, "9000"], Duration::from_secs(90)).await },
+            async move { common::java(&bb, &dir, "Member.java", MEMBER, &[bb.var("PLAINTEXT"), &topic, &group, "30"], Duration::from_secs(180)).await },
         )
     };
     tokio::time::sleep(Duration::from_secs(5)).await;

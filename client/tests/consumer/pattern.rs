@@ -4,7 +4,7 @@
 //! regex, and the consumer says so). Matching topics' records come, others' never (a name
 //! matches whole, not in part); a topic created later joins, a deleted one leaves.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;

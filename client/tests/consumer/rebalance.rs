@@ -14,7 +14,7 @@
 //!   (Java's from ours, or ours from Java's), so when the third member joins, the two that were
 //!   there each keep two of the three partitions they had.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

@@ -7,7 +7,7 @@
 //! without share groups (Kafka 3.x) each test asserts the typed unsupported-version error
 //! instead.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};

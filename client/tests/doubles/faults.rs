@@ -1,7 +1,7 @@
 //! Failure behaviour against broker doubles: brokers that stop answering, partitions without
 //! a leader, leader hints, fatal producer errors.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

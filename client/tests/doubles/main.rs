@@ -10,6 +10,7 @@ mod common;
 mod admin;
 mod connection;
 mod consumer;
+mod faults;
 mod pause;
 mod producer;
 mod reauth;

@@ -3,7 +3,7 @@
 //! scraped over HTTP. Every metric name is Java's (see `kwire_client::metrics`), and the values
 //! add up to what the example did: its records sent, read, and committed once.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -6,7 +6,7 @@
 //! the clients did, the last push on close is terminating, and a client the subscription does
 //! not match pushes nothing.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! The producer against the real broker: Java's partitioning, read-back, codecs, acks,
 //! idempotence, buffer memory, flush and close, topics by id.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! broker's classpath, a single-file program run at test time): every codec, keys, values,
 //! headers, timestamps, offsets.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

@@ -7,9 +7,7 @@ use std::process::{Command, Stdio};
 
 use kwire_client::partitioner::{murmur2, partition_for_key};
 
-#[path = "common/java.rs"]
-mod java;
-use java::{classpath as java_classpath, skip};
+use crate::common::java::{classpath as java_classpath, skip};
 
 const JAVA: &str = r#"
 import org.apache.kafka.common.utils.Utils;

@@ -5,7 +5,7 @@
 //! it only; Kafka 3.9 runs V1 (AddPartitionsToTxn, AddOffsetsToTxn) and 4.x V2 (neither, an
 //! epoch bump per EndTxn).
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
