@@ -441,7 +441,8 @@ pub enum ProducerError {
     Dropped,
     /// The record is larger than `max_request_size` or `buffer_memory`.
     RecordTooLarge {
-        /// The record's approximate size in bytes.
+        /// The most the record takes in a batch of its own, in bytes (Java's
+        /// `estimateSizeInBytesUpperBound`).
         size: usize,
         /// `max_request_size`.
         max_request_size: usize,
@@ -783,7 +784,7 @@ impl fmt::Display for ProducerError {
             ProducerError::Closed => f.write_str("the producer is closed"),
             ProducerError::Dropped => f.write_str("the producer was dropped"),
             ProducerError::RecordTooLarge { size, max_request_size, buffer_memory } => {
-                write!(f, "record of about {size} bytes exceeds max_request_size ({max_request_size}) or buffer_memory ({buffer_memory})")
+                write!(f, "record of up to {size} bytes in a batch exceeds max_request_size ({max_request_size}) or buffer_memory ({buffer_memory})")
             }
             ProducerError::BufferFull { max_block } => write!(f, "buffer memory full for {max_block:?} (max_block)"),
             ProducerError::DeliveryTimeout { topic, partition, records, timeout, last_error } => {

@@ -9,11 +9,12 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use kwire::runtime::records::{Compression, Record, RecordBatchBuilder};
-use kwire::{ByteString, Bytes};
+use kwire::runtime::varint::varint_len;
+use kwire::Bytes;
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::delivery::{Callback, Completer, Delivery, Fired, Outcome};
-use super::idempotence::{Idempotence, ProducerIdEpoch, Sequenced, Sequences};
+use super::idempotence::{Idempotence, ProducerIdAndEpoch, Sequenced, Sequences};
 use super::transaction::Transactions;
 use super::ProducerConfig;
 use crate::cluster::{ClusterMetadata, TopicInfo};
@@ -108,7 +109,7 @@ impl Batch {
         if self.records.len() < 2 {
             return Err(Box::new(self));
         }
-        let sizes: Vec<usize> = self.records.iter().map(record_size).collect();
+        let sizes: Vec<usize> = self.records.iter().map(size_upper_bound).collect();
         let total: usize = sizes.iter().sum();
         // The first half by bytes: at least one record, and at least one left.
         let mut at = 0;
@@ -132,7 +133,7 @@ impl Batch {
             r.offset = i as i64;
         }
         let done = self.done.split_off(at as u32);
-        let sequence = self.sequence.map(|(pid, epoch, base)| (pid, epoch, base.wrapping_add(at as i32) & i32::MAX));
+        let sequence = self.sequence.map(|s| s.skip(at));
         let tail = Batch {
             uncompressed: records_size(&records),
             ratio: self.ratio,
@@ -161,10 +162,20 @@ fn records_size(records: &[Record]) -> usize {
     RecordBatchBuilder::new().uncompressed_size(records).unwrap_or(usize::MAX)
 }
 
-/// A record's size as the producer counts it (`ProducerRecord`'s, for buffer memory).
-fn record_size(r: &Record) -> usize {
-    let headers: usize = r.headers.iter().map(|h| h.key.len() + h.value.as_ref().map_or(0, Bytes::len) + 10).sum();
-    r.key.as_ref().map_or(0, Bytes::len) + r.value.as_ref().map_or(0, Bytes::len) + headers + 24
+/// The most a record takes in a batch, whatever its offset and timestamp deltas (Java's
+/// `DefaultRecord.recordSizeUpperBound`): its key, value and headers with their lengths, and 21
+/// bytes for its own length, attributes and deltas. It is what the record takes of
+/// `buffer_memory` until its batch completes; with a batch's header, what `max_request_size`
+/// limits (Java's `estimateSizeInBytesUpperBound`).
+pub(crate) fn size_upper_bound(r: &Record) -> usize {
+    /// A length and the bytes after it (-1 for null: one byte).
+    fn sized(len: Option<usize>) -> usize {
+        len.map_or(1, |n| i32::try_from(n).map_or(5, varint_len).saturating_add(n))
+    }
+    const MAX_RECORD_OVERHEAD: usize = 21;
+    let count = varint_len(i32::try_from(r.headers.len()).unwrap_or(i32::MAX));
+    let headers = r.headers.iter().fold(count, |sum, h| sum.saturating_add(sized(Some(h.key.len()))).saturating_add(sized(h.value.as_ref().map(Bytes::len))));
+    MAX_RECORD_OVERHEAD.saturating_add(sized(r.key.as_ref().map(Bytes::len))).saturating_add(sized(r.value.as_ref().map(Bytes::len))).saturating_add(headers)
 }
 
 /// One partition's batches, in order, and its sequences.
@@ -185,7 +196,7 @@ impl Queue {
     fn take(
         &mut self,
         cfg: &ProducerConfig,
-        producer_id: Option<ProducerIdEpoch>,
+        producer_id: Option<ProducerIdAndEpoch>,
         limit: usize,
         urgent: bool,
         now: Instant,
@@ -196,7 +207,7 @@ impl Queue {
             batch.sequence = Some(self.sequences.for_batch(batch.sequence, batch.records.len(), current));
         }
         self.in_flight += 1;
-        self.sequences.flight_pid = if cfg.idempotence { batch.sequence.map(|(p, e, _)| (p, e)) } else { producer_id };
+        self.sequences.flight_pid = if cfg.idempotence { batch.sequence.map(|s| s.producer) } else { producer_id };
         // One batch per partition per request; another ready one goes in the next request, at
         // once.
         let more =
@@ -260,7 +271,7 @@ struct Sticky {
 
 /// A magic-2 batch's header: part of a batch's estimated size, so also of the bytes a new batch
 /// gives its partition (the sticky partitioner's count).
-const BATCH_OVERHEAD: usize = 61;
+pub(crate) const BATCH_OVERHEAD: usize = 61;
 
 /// A batch drained for a broker.
 pub(crate) struct ReadyBatch {
@@ -318,38 +329,30 @@ fn pick_sticky(load: Option<&LoadStats>, topic: &TopicInfo, random: &Random) -> 
     next_partition(random, load, &[], topic.partitions.len())
 }
 
-/// A record as `send` hands it to the accumulator.
-pub(crate) struct NewRecord {
-    pub(crate) partition: Option<i32>,
-    pub(crate) key: Option<Bytes>,
-    pub(crate) value: Option<Bytes>,
-    pub(crate) headers: Vec<(String, Option<Bytes>)>,
-    pub(crate) timestamp: i64,
-    /// Its approximate size, as buffer memory counts it.
-    pub(crate) size: usize,
-}
-
 impl Accumulator {
     pub(crate) fn queue(&mut self, topic: &str, partition: i32) -> Option<&mut Queue> {
         self.topics.get_mut(topic)?.partitions.get_mut(usize::try_from(partition).ok()?)
     }
 
-    /// Adds a record to its partition's open batch (or a new one); returns its delivery (none
+    /// Adds a record to its partition's open batch (or a new one), to `partition` or where the
+    /// partitioner puts it; `memory` is its [`size_upper_bound`]. Returns its delivery (none
     /// with a callback), its partition and whether the sender should look now (a batch filled
     /// or opened).
+    #[allow(clippy::too_many_arguments)] // what one record brings: its topic, place, memory, callback
     pub(crate) fn append(
         &mut self,
         cfg: &ProducerConfig,
         name: &Arc<str>,
         topic: &TopicInfo,
-        record: NewRecord,
+        partition: Option<i32>,
+        mut r: Record,
         memory: OwnedSemaphorePermit,
         callback: Option<Callback>,
     ) -> Result<(Option<Delivery>, i32, bool)> {
         let n = topic.partitions.len();
-        let NewRecord { partition, key, value, headers, timestamp, size } = record;
+        let timestamp = r.timestamp;
         let queues = self.topics.entry(name.clone()).or_default();
-        let (partition, sticky) = match (partition, &key) {
+        let (partition, sticky) = match (partition, &r.key) {
             (Some(p), _) if p >= 0 && (p as usize) < n => (p, false),
             (Some(p), _) => return Err(Error::unknown(name, Some(p), format!("the topic has {n} partitions"))),
             (None, Some(key)) if !cfg.partitioner_ignore_keys => (partition_for_key(key, n), false),
@@ -372,10 +375,6 @@ impl Accumulator {
         let Some(queue) = queues.partitions.get_mut(partition as usize) else {
             return Err(Error::unknown(name, Some(partition), format!("the topic has {n} partitions")));
         };
-        let mut r = Record::new(0, timestamp, key, value);
-        for (k, v) in headers {
-            r = r.with_header(ByteString::from(k), v);
-        }
         queue.used = true;
         // The record's encoded size where it would go in the open batch (Java's `hasRoomFor`).
         let joins = queue.batches.back().and_then(|b| {
@@ -400,7 +399,8 @@ impl Accumulator {
                 // Room for a few records of this size, growing by doubling: a handful of
                 // allocations per full batch, and little memory for partitions (many, keyed)
                 // whose batches stay small; buffer_memory does not count this.
-                let mut records = Vec::with_capacity((cfg.batch_size / size.max(1)).clamp(1, 64));
+                let size = memory.num_permits().max(1);
+                let mut records = Vec::with_capacity((cfg.batch_size / size).clamp(1, 64));
                 let uncompressed = r.size_in_batch(0, 0);
                 records.push(r);
                 let mut done = Completer::new(name.clone(), partition);
@@ -829,15 +829,8 @@ public class BatchFill {
         for (key, value, ts) in records {
             let size = value.len() + key.as_ref().map_or(0, Vec::len) + 24;
             let permit = memory.clone().try_acquire_many_owned(size as u32).expect("memory");
-            let record = NewRecord {
-                partition: Some(0),
-                key: key.clone().map(Bytes::from),
-                value: Some(Bytes::from(value.clone())),
-                headers: Vec::new(),
-                timestamp: *ts,
-                size,
-            };
-            acc.append(&cfg, &name, &info, record, permit, None).expect("appended");
+            let record = Record::new(0, *ts, key.clone().map(Bytes::from), Some(Bytes::from(value.clone())));
+            acc.append(&cfg, &name, &info, Some(0), record, permit, None).expect("appended");
             if acc.queue(topic, 0).is_some_and(|q| q.batches.len() > 1) {
                 close(&mut acc, &mut out);
             }
@@ -862,8 +855,8 @@ public class BatchFill {
         let mut acc = Accumulator::default();
         for p in 0..3 {
             let permit = memory.clone().try_acquire_many_owned(40).expect("memory");
-            let record = NewRecord { partition: Some(p), key: None, value: Some(Bytes::from_static(b"v")), headers: Vec::new(), timestamp: 0, size: 40 };
-            acc.append(&cfg, &name, &info, record, permit, None).expect("appended");
+            let record = Record::new(0, 0, None, Some(Bytes::from_static(b"v")));
+            acc.append(&cfg, &name, &info, Some(p), record, permit, None).expect("appended");
         }
         let mut idem = Idempotence::default();
         let start = Instant::now();
@@ -885,38 +878,107 @@ public class BatchFill {
         assert_eq!(partitions(acc.drain(&cfg, &metadata, &mut idem, None, ms(60))), [2], "the third, whose floor was ahead, goes at its own time");
     }
 
+    /// Runs Java's single-file program `class` (its `source`) on kafka-clients' class path with
+    /// `input` on its stdin; its stdout, or `None` (the test skipped) without Java or the jars.
+    fn run_java(test: &str, class: &str, source: &str, input: &str) -> Option<String> {
+        let Some(cp) = java::classpath() else {
+            java::skip(test, "no kafka-clients 4.4.0 / slf4j-api jar in ~/.m2");
+            return None;
+        };
+        let dir = std::env::temp_dir().join(format!("kw-{class}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let src = dir.join(format!("{class}.java"));
+        std::fs::write(&src, source).expect("java source");
+        let child = Command::new("java").arg("-cp").arg(&cp).arg(&src).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
+        let Ok(mut child) = child else {
+            java::skip(test, "no java on PATH");
+            return None;
+        };
+        child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write");
+        let out = child.wait_with_output().expect("java ran");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(out.status.success(), "java failed: {}", String::from_utf8_lossy(&out.stderr));
+        Some(String::from_utf8(out.stdout).expect("utf-8"))
+    }
+
+    /// Java's `AbstractRecords.estimateSizeInBytesUpperBound` of each record on stdin: key,
+    /// value, then header keys and values, in hex (`-` for null).
+    const JAVA_SIZE: &str = r#"
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.record.internal.*;
+import java.io.*;
+import java.nio.charset.StandardCharsets;
+import java.util.HexFormat;
+public class SizeBound {
+    static byte[] bytes(String s) { return s.equals("-") ? null : HexFormat.of().parseHex(s); }
+    public static void main(String[] args) throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+        String line;
+        while ((line = in.readLine()) != null) {
+            String[] f = line.split(",", -1);
+            Header[] headers = new Header[(f.length - 2) / 2];
+            for (int i = 0; i < headers.length; i++)
+                headers[i] = new RecordHeader(new String(bytes(f[2 + 2 * i]), StandardCharsets.UTF_8), bytes(f[3 + 2 * i]));
+            System.out.println(AbstractRecords.estimateSizeInBytesUpperBound((byte) 2, CompressionType.NONE, bytes(f[0]), bytes(f[1]), headers));
+        }
+    }
+}
+"#;
+
+    /// The size a record is refused by and counted in buffer memory with is Java's, at the
+    /// varint lengths' boundaries, with null and empty keys, values and header values, and
+    /// header keys of several UTF-8 bytes a character.
+    #[test]
+    fn a_records_size_upper_bound_is_javas() {
+        let lens = [None, Some(0), Some(1), Some(63), Some(64), Some(8191), Some(8192), Some(100_000)];
+        let bytes = |n: Option<usize>| n.map(|n| Bytes::from(vec![b'k'; n]));
+        let long = "h".repeat(70);
+        let names = ["", "trace", "ключ", long.as_str()];
+        let mut records = Vec::new();
+        for (i, &key) in lens.iter().enumerate() {
+            for &value in &lens {
+                let mut r = Record::new(0, 0, bytes(key), bytes(value));
+                for h in 0..i % 4 {
+                    r = r.with_header(names[h], bytes(lens[(i + h) % lens.len()]));
+                }
+                records.push(r);
+            }
+        }
+        let hex_or_null = |b: Option<&[u8]>| b.map_or("-".to_string(), hex);
+        let mut input = String::new();
+        for r in &records {
+            let mut fields = vec![hex_or_null(r.key.as_deref()), hex_or_null(r.value.as_deref())];
+            for h in r.headers.iter() {
+                fields.push(hex(h.key.as_bytes()));
+                fields.push(hex_or_null(h.value.as_deref()));
+            }
+            input += &fields.join(",");
+            input.push('\n');
+        }
+        let Some(stdout) = run_java("a_records_size_upper_bound_is_javas", "SizeBound", JAVA_SIZE, &input) else { return };
+        let java: Vec<usize> = stdout.lines().map(|l| l.parse().expect("a size")).collect();
+        let ours: Vec<usize> = records.iter().map(|r| size_upper_bound(r) + BATCH_OVERHEAD).collect();
+        assert_eq!(ours, java, "each record's size upper bound, in a batch of its own");
+    }
+
     /// Batches fill where Java's `ProducerBatch` fills them (its `MemoryRecordsBuilder`'s
     /// record sizes, header and compressed-size estimate), and the topic's compression ratio
     /// estimate follows Java's `CompressionRatioEstimator` to the bit.
     #[test]
     fn batches_fill_and_estimate_compression_as_javas_producer_batch() {
-        const TEST: &str = "batches_fill_and_estimate_compression_as_javas_producer_batch";
-        let Some(cp) = java::classpath() else {
-            return java::skip(TEST, "no kafka-clients 4.4.0 / slf4j-api jar in ~/.m2");
-        };
-        let dir = std::env::temp_dir().join(format!("kw-batch-fill-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let src = dir.join("BatchFill.java");
-        std::fs::write(&src, JAVA).expect("java source");
-        let child = Command::new("java").arg("-cp").arg(&cp).arg(&src).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
-        let Ok(mut child) = child else {
-            return java::skip(TEST, "no java on PATH");
-        };
         let records = records();
         // gzip is in the JDK: no codec jar needed, and the codec only sets the ratios observed.
         let cases = [("plain", 16384, "none"), ("small", 5000, "gzip"), ("large", 65536, "gzip")];
-        {
-            let mut stdin = child.stdin.take().expect("stdin");
-            for (topic, batch_size, codec) in cases {
-                writeln!(stdin, "case {topic} {batch_size} {codec}").expect("write");
-                for (key, value, ts) in &records {
-                    writeln!(stdin, "{} {} {ts}", key.as_deref().map_or("-".into(), hex), hex(value)).expect("write");
-                }
+        let mut input = String::new();
+        for (topic, batch_size, codec) in cases {
+            input += &format!("case {topic} {batch_size} {codec}\n");
+            for (key, value, ts) in &records {
+                input += &format!("{} {} {ts}\n", key.as_deref().map_or("-".into(), hex), hex(value));
             }
         }
-        let out = child.wait_with_output().expect("java ran");
-        assert!(out.status.success(), "java failed: {}", String::from_utf8_lossy(&out.stderr));
-        let stdout = String::from_utf8(out.stdout).expect("utf-8");
+        let test = "batches_fill_and_estimate_compression_as_javas_producer_batch";
+        let Some(stdout) = run_java(test, "BatchFill", JAVA, &input) else { return };
         let mut java: Vec<Vec<(usize, u32, u32)>> = Vec::new();
         for line in stdout.lines() {
             if line.starts_with("case ") {
@@ -943,7 +1005,6 @@ public class BatchFill {
                 assert!(falls >= 10 && jumps >= 2, "{topic}: the estimate falls and rises: {estimates:?}");
             }
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// Topic `t`: partitions 0 and 1 led by broker 1, partition 2 by broker 2.
@@ -970,9 +1031,8 @@ public class BatchFill {
         let mut acc = Accumulator::default();
         let name: Arc<str> = "t".into();
         let add = |acc: &mut Accumulator, partition: i32, size: usize| {
-            let record =
-                NewRecord { partition: Some(partition), key: None, value: Some(Bytes::from(vec![b'x'; size])), headers: Vec::new(), timestamp: 0, size };
-            acc.append(&cfg, &name, &topic, record, memory.clone().try_acquire_many_owned(size as u32).unwrap(), None).unwrap();
+            let record = Record::new(0, 0, None, Some(Bytes::from(vec![b'x'; size])));
+            acc.append(&cfg, &name, &topic, Some(partition), record, memory.clone().try_acquire_many_owned(size as u32).unwrap(), None).unwrap();
         };
         // Partitions 1 and 2 linger; nothing is ready, nothing goes.
         add(&mut acc, 1, 10);

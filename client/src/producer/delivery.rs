@@ -5,11 +5,9 @@
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
-use tokio::sync::Notify;
 use tracing::warn;
 
 use crate::error::{Error, ProducerError, Result};
@@ -60,8 +58,9 @@ impl Completion {
 pub(crate) type Callback = Box<dyn FnOnce(Result<RecordMetadata>) + Send>;
 
 /// The batch's handle on its completion (or on its range of it, after a split): completes it
-/// once; dropped without that (the sender gone), it fails the records, as a dropped channel
-/// would.
+/// once; dropped without that (the producer's state dropped with the sender's tasks, as when
+/// the runtime shuts down), it fails the records, as a dropped channel would, and calls their
+/// callbacks then: nothing else is left to.
 pub(crate) struct Completer {
     done: Option<Arc<Completion>>,
     /// The original indexes this completer answers for, `start..end`.
@@ -117,7 +116,7 @@ impl Completer {
 
     /// Resolves the deliveries of this completer's records (those of the whole batch resolve
     /// once every part of it is complete); hands back its records' callbacks with the outcome,
-    /// to be called once the producer's lock is released.
+    /// for the sender to call once the producer's lock is released.
     #[must_use]
     pub(crate) fn complete(mut self, outcome: Outcome) -> Option<Fired> {
         self.finish(outcome)
@@ -170,7 +169,7 @@ impl Fired {
     /// Calls each callback with its record's metadata or the batch's error, in record order.
     /// A callback that panics is logged and the others still called (as Java's producer logs
     /// an exception thrown by a callback).
-    fn call(self) {
+    pub(crate) fn call(self) {
         let Fired { topic, partition, start, outcome, callbacks } = self;
         for (index, timestamp, f) in callbacks {
             let result = metadata(&topic, partition, start, &outcome, index, timestamp);
@@ -178,39 +177,6 @@ impl Fired {
                 warn!(%topic, partition, "a send_with callback panicked");
             }
         }
-    }
-}
-
-/// The callbacks of batches completed while the producer's lock was held, called when this is
-/// dropped: after the lock (a field dropped before it) is released, so that a callback may
-/// call into the producer. Counted in `running` meanwhile, so that `flush` returns only after
-/// the callbacks of what it waited for have been called (as Java's does).
-pub(crate) struct FireOnDrop<'a> {
-    pub(crate) fired: Vec<Fired>,
-    pub(crate) running: &'a AtomicUsize,
-    pub(crate) done: &'a Notify,
-}
-
-impl FireOnDrop<'_> {
-    /// Takes `fired` to call on drop; called with the lock still held.
-    pub(crate) fn take(&mut self, fired: &mut Vec<Fired>) {
-        if !fired.is_empty() {
-            self.running.fetch_add(1, Ordering::AcqRel);
-            self.fired = std::mem::take(fired);
-        }
-    }
-}
-
-impl Drop for FireOnDrop<'_> {
-    fn drop(&mut self) {
-        if self.fired.is_empty() {
-            return;
-        }
-        for f in self.fired.drain(..) {
-            f.call();
-        }
-        self.running.fetch_sub(1, Ordering::AcqRel);
-        self.done.notify_waiters();
     }
 }
 

@@ -31,11 +31,43 @@ use crate::cluster::Client;
 use crate::error::{Error, Result};
 use crate::route::Route;
 
-/// A producer id and epoch.
-pub(crate) type ProducerIdEpoch = (i64, i16);
+/// A producer id and epoch (Java's `ProducerIdAndEpoch`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ProducerIdAndEpoch {
+    pub(crate) id: i64,
+    pub(crate) epoch: i16,
+}
+
+impl ProducerIdAndEpoch {
+    pub(crate) fn new(id: i64, epoch: i16) -> ProducerIdAndEpoch {
+        ProducerIdAndEpoch { id, epoch }
+    }
+
+    /// The id and epoch a response carries, if it carries them (-1 stands for none).
+    pub(crate) fn answered(id: i64, epoch: i16) -> Option<ProducerIdAndEpoch> {
+        (id >= 0 && epoch >= 0).then_some(ProducerIdAndEpoch { id, epoch })
+    }
+
+    /// The same id with the next epoch; none once the epoch is exhausted (a new id is due).
+    fn bumped(self) -> Option<ProducerIdAndEpoch> {
+        Some(ProducerIdAndEpoch { id: self.id, epoch: self.epoch.checked_add(1)? })
+    }
+}
 
 /// The producer id, epoch and base sequence a batch was sent with.
-pub(crate) type Sequenced = (i64, i16, i32);
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Sequenced {
+    pub(crate) producer: ProducerIdAndEpoch,
+    pub(crate) base: i32,
+}
+
+impl Sequenced {
+    /// The sequence `records` records after this one, under the same producer id and epoch
+    /// (the second half of a split batch).
+    pub(crate) fn skip(self, records: usize) -> Sequenced {
+        Sequenced { producer: self.producer, base: after(self.base, records) }
+    }
+}
 
 /// `next` sequence after `records` records from `base` (sequences wrap at `i32::MAX`).
 fn after(base: i32, records: usize) -> i32 {
@@ -95,12 +127,12 @@ pub(crate) struct Sequences {
     pub(crate) topic: Option<Arc<str>>,
     pub(crate) partition: i32,
     /// The producer id the in-flight batches were sent with.
-    pub(crate) flight_pid: Option<ProducerIdEpoch>,
+    pub(crate) flight_pid: Option<ProducerIdAndEpoch>,
     /// The producer id under which the broker has acknowledged a batch of this partition.
-    pub(crate) acked_pid: Option<ProducerIdEpoch>,
+    pub(crate) acked_pid: Option<ProducerIdAndEpoch>,
     /// The producer id and epoch the sequences count under: a batch sent under another one is
     /// given a new sequence when it is next sent.
-    pid: Option<ProducerIdEpoch>,
+    pid: Option<ProducerIdAndEpoch>,
     next_sequence: i32,
     /// The last sequence the broker acknowledged under `pid`.
     last_acked: Option<i32>,
@@ -130,19 +162,19 @@ impl Sequences {
 
     /// Whether a batch's sequence still counts (it was given under this partition's `pid`).
     pub(crate) fn owns(&self, sent: Option<Sequenced>) -> bool {
-        sent.is_some_and(|(p, e, _)| self.pid == Some((p, e)))
+        sent.is_some_and(|s| self.pid == Some(s.producer))
     }
 
     /// Whether a batch of `records` sent with `sent` lies at or before the last sequence
     /// acknowledged under the same producer id and epoch: the broker took later sequences, so
     /// it will never take this one (rule 4).
     fn behind_acknowledged(&self, sent: Option<Sequenced>, records: usize) -> bool {
-        let (Some((_, _, base)), Some(last)) = (sent, self.last_acked) else { return false };
-        self.owns(sent) && at_or_before(after(base, records.saturating_sub(1)), last)
+        let (Some(sent), Some(last)) = (sent, self.last_acked) else { return false };
+        self.owns(Some(sent)) && at_or_before(after(sent.base, records.saturating_sub(1)), last)
     }
 
     /// Starts over from sequence 0 under `pid`.
-    fn restart(&mut self, pid: Option<ProducerIdEpoch>, why: &'static str) {
+    fn restart(&mut self, pid: Option<ProducerIdAndEpoch>, why: &'static str) {
         trace!(topic = self.topic(), partition = self.partition, from = ?self.pid, to = ?pid, next = self.next_sequence, last_acked = ?self.last_acked, why, "sequences restart");
         self.pid = pid;
         self.next_sequence = 0;
@@ -153,7 +185,7 @@ impl Sequences {
     /// The sequence a batch of `records` goes with under `current`: the one it was sent with
     /// (a resend must be recognised as one) unless the partition's sequences were rewritten
     /// since.
-    pub(crate) fn for_batch(&mut self, sent: Option<Sequenced>, records: usize, current: ProducerIdEpoch) -> Sequenced {
+    pub(crate) fn for_batch(&mut self, sent: Option<Sequenced>, records: usize, current: ProducerIdAndEpoch) -> Sequenced {
         match sent {
             Some(s) if self.owns(sent) => s,
             _ => {
@@ -167,7 +199,7 @@ impl Sequences {
                 }
                 let base = self.next_sequence;
                 self.next_sequence = after(base, records);
-                let given = (current.0, current.1, base);
+                let given = Sequenced { producer: current, base };
                 trace!(topic = self.topic(), partition = self.partition, before = ?sent, sequence = ?given, records, next = self.next_sequence, "sequence given");
                 given
             }
@@ -175,20 +207,20 @@ impl Sequences {
     }
 
     /// A batch of `records` sent with `sent` was acknowledged.
-    pub(crate) fn acked(&mut self, (pid, epoch, base): Sequenced, records: usize) {
-        self.acked_pid = Some((pid, epoch));
-        if self.pid == Some((pid, epoch)) {
-            let last = after(base, records.saturating_sub(1));
+    pub(crate) fn acked(&mut self, sent: Sequenced, records: usize) {
+        self.acked_pid = Some(sent.producer);
+        if self.pid == Some(sent.producer) {
+            let last = after(sent.base, records.saturating_sub(1));
             self.last_acked = Some(self.last_acked.map_or(last, |l| l.max(last)));
         }
-        trace!(topic = self.topic(), partition = self.partition, sequence = ?(pid, epoch, base), records, last_acked = ?self.last_acked, "acknowledged");
+        trace!(topic = self.topic(), partition = self.partition, sequence = ?sent, records, last_acked = ?self.last_acked, "acknowledged");
     }
 
     /// A batch sent with `sent` expired before its outcome was known: it may have been
     /// written, so what follows it is unresolved.
     pub(crate) fn expired(&mut self, sent: Option<Sequenced>, records: usize) {
-        if let (true, Some((_, _, base))) = (self.owns(sent), sent) {
-            let next = after(base, records);
+        if let (true, Some(sent)) = (self.owns(sent), sent) {
+            let next = after(sent.base, records);
             self.unresolved = Some(self.unresolved.map_or(next, |u| u.max(next)));
         }
         trace!(topic = self.topic(), partition = self.partition, sequence = ?sent, records, unresolved = ?self.unresolved, "expired");
@@ -198,7 +230,7 @@ impl Sequences {
 /// The producer's id and epoch, and whether an epoch bump is due.
 #[derive(Debug, Default)]
 pub(crate) struct Idempotence {
-    pub(crate) producer_id: Option<ProducerIdEpoch>,
+    pub(crate) producer_id: Option<ProducerIdAndEpoch>,
     /// An epoch bump is due (Java's `epochBumpRequired`), done before the next drain.
     bump: bool,
     /// Bumps so far.
@@ -267,10 +299,7 @@ impl Idempotence {
     fn bump_epoch<'a>(&mut self, partitions: impl Iterator<Item = &'a mut Sequences>) {
         self.bump = false;
         let before = self.producer_id;
-        self.producer_id = match before {
-            Some((pid, epoch)) if epoch < i16::MAX => Some((pid, epoch + 1)),
-            _ => None,
-        };
+        self.producer_id = before.and_then(ProducerIdAndEpoch::bumped);
         self.epoch_bumps += 1;
         debug!(?before, after = ?self.producer_id, "producer epoch bumped");
         for seq in partitions.filter(|s| s.rewrite) {
@@ -285,7 +314,7 @@ impl Idempotence {
     /// broker lost the producer's state or a gap opened before this batch; other errors when
     /// retriable.
     pub(crate) fn can_retry(&mut self, partition: Option<&mut Sequences>, sent: Option<Sequenced>, records: usize, e: &Error, log_start_offset: i64) -> bool {
-        let (Some(seq), Some((_, _, sequence))) = (partition, sent) else {
+        let (Some(seq), Some(Sequenced { base: sequence, .. })) = (partition, sent) else {
             return e.is_retriable();
         };
         if e.code() == Some(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER) && seq.behind_acknowledged(sent, records) {
@@ -358,10 +387,10 @@ impl Idempotence {
 }
 
 /// InitProducerId for an idempotent producer: its id and first epoch.
-pub(crate) async fn init_producer_id(client: &Client) -> Result<ProducerIdEpoch> {
+pub(crate) async fn init_producer_id(client: &Client) -> Result<ProducerIdAndEpoch> {
     let request = InitProducerIdRequest { transactional_id: None, transaction_timeout_ms: 60_000, producer_id: -1, producer_epoch: -1, ..Default::default() };
     let r = client.send(Route::Any, request).await?;
     Error::check(r.error_code, None, || "InitProducerId".into())?;
     debug!(producer_id = r.producer_id, epoch = r.producer_epoch, "producer id");
-    Ok((r.producer_id, r.producer_epoch))
+    Ok(ProducerIdAndEpoch::new(r.producer_id, r.producer_epoch))
 }

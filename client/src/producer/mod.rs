@@ -25,19 +25,18 @@ mod idempotence;
 mod sender;
 mod transaction;
 
-use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use kwire::runtime::records::Compression;
+use kwire::runtime::records::{Compression, Record};
 use kwire::Bytes;
 use tokio::sync::{Notify, Semaphore, TryAcquireError};
 use tracing::Instrument;
 
-use self::accumulator::{Accumulator, NewRecord};
-use self::delivery::{Callback, FireOnDrop};
-use self::idempotence::{Idempotence, ProducerIdEpoch};
+use self::accumulator::{size_upper_bound, Accumulator, BATCH_OVERHEAD};
+use self::delivery::Callback;
+use self::idempotence::{Idempotence, ProducerIdAndEpoch};
 use self::transaction::{Transactions, TxnCoordinator};
 use crate::cluster::Client;
 use crate::error::{Error, ProducerError, Result};
@@ -243,11 +242,6 @@ impl ProducerRecord {
         self.timestamp = Some(ms);
         self
     }
-
-    fn size(&self) -> usize {
-        let h: usize = self.headers.iter().map(|(k, v)| k.len() + v.as_ref().map_or(0, Bytes::len) + 10).sum();
-        self.key.as_ref().map_or(0, Bytes::len) + self.value.as_ref().map_or(0, Bytes::len) + h + 24
-    }
 }
 
 /// What the producer has done so far.
@@ -298,8 +292,11 @@ struct Shared {
     wake: Notify,
     /// Wakes `flush` (records were completed, or their callbacks called).
     done: Notify,
-    /// Lock holders calling completed records' callbacks now (`flush` waits for them).
+    /// Callbacks being called now, taken from the state (`flush` waits for them).
     firing: AtomicUsize,
+    /// Held while callbacks are called: one sender task at a time calls them, so that they
+    /// run in the order their batches completed.
+    fire_order: Mutex<()>,
     memory: Arc<Semaphore>,
     /// The transaction coordinator, with a `transactional_id`.
     txn: Option<TxnCoordinator>,
@@ -353,8 +350,8 @@ impl State {
 
     /// A new producer id or epoch: every partition's sequences start from 0 under it (the
     /// transactional producer changes it only with nothing queued or in flight).
-    fn set_producer_id(&mut self, id: ProducerIdEpoch) {
-        if self.idempotence.producer_id.is_some_and(|(pid, _)| pid == id.0) {
+    fn set_producer_id(&mut self, id: ProducerIdAndEpoch) {
+        if self.idempotence.producer_id.is_some_and(|p| p.id == id.id) {
             self.idempotence.epoch_bumps += 1;
         }
         self.idempotence.producer_id = Some(id);
@@ -362,36 +359,32 @@ impl State {
     }
 }
 
-/// The producer's state, locked. When it is released, the callbacks of the records completed
-/// meanwhile are called, after the lock is (`fire` is dropped after `guard`).
-struct StateGuard<'a> {
-    guard: MutexGuard<'a, State>,
-    fire: FireOnDrop<'a>,
-}
-
-impl Deref for StateGuard<'_> {
-    type Target = State;
-    fn deref(&self) -> &State {
-        &self.guard
-    }
-}
-
-impl DerefMut for StateGuard<'_> {
-    fn deref_mut(&mut self) -> &mut State {
-        &mut self.guard
-    }
-}
-
-impl Drop for StateGuard<'_> {
-    fn drop(&mut self) {
-        self.fire.take(&mut self.guard.accumulator.fired);
-    }
-}
-
 impl Shared {
-    fn lock(&self) -> StateGuard<'_> {
-        let guard = crate::sync::lock(&self.state);
-        StateGuard { guard, fire: FireOnDrop { fired: Vec::new(), running: &self.firing, done: &self.done } }
+    fn lock(&self) -> MutexGuard<'_, State> {
+        crate::sync::lock(&self.state)
+    }
+
+    /// The sender's completion step: calls the callbacks of the records completed since the
+    /// last one, with the producer's lock released (a callback may call into the producer).
+    /// Only the sender's tasks complete batches (a response, an expiry, a failed transaction,
+    /// a fatal error), and each calls this after it has, as Java's sender thread calls them
+    /// after each response.
+    fn fire(&self) {
+        let _order = crate::sync::lock(&self.fire_order);
+        let fired = {
+            let mut state = self.lock();
+            if state.accumulator.fired.is_empty() {
+                return;
+            }
+            // Counted under the lock that held them, so that `flush` never sees neither.
+            self.firing.fetch_add(1, Ordering::AcqRel);
+            std::mem::take(&mut state.accumulator.fired)
+        };
+        for f in fired {
+            f.call();
+        }
+        self.firing.fetch_sub(1, Ordering::AcqRel);
+        self.done.notify_waiters();
     }
 
     /// The accumulator's ready batches, by leader.
@@ -480,13 +473,14 @@ impl Producer {
             wake: Notify::new(),
             done: Notify::new(),
             firing: AtomicUsize::new(0),
+            fire_order: Mutex::new(()),
             memory: Arc::new(Semaphore::new(permits)),
         });
         let sender = tokio::spawn(sender::run(shared.clone()).instrument(tracing::debug_span!("kafka.producer")));
         Ok(Producer { shared: shared.clone(), sender: Arc::new(Mutex::new(Some(sender))), _last: Arc::new(LastHandle(shared)) })
     }
 
-    fn lock(&self) -> StateGuard<'_> {
+    fn lock(&self) -> MutexGuard<'_, State> {
         self.shared.lock()
     }
 
@@ -561,9 +555,21 @@ impl Producer {
     async fn enqueue(&self, record: ProducerRecord, callback: Option<Callback>) -> Result<Option<Delivery>> {
         let cfg = &self.shared.config;
         self.lock().usable()?;
-        let size = record.size();
-        if size > cfg.max_request_size || size > cfg.buffer_memory {
-            return Err(Error::Producer(ProducerError::RecordTooLarge { size, max_request_size: cfg.max_request_size, buffer_memory: cfg.buffer_memory }));
+        // The record as its batch will hold it, from here on.
+        let ProducerRecord { topic: name, partition, key, value, headers, timestamp } = record;
+        let mut record = Record::new(0, 0, key, value);
+        for (k, v) in headers {
+            record = record.with_header(k, v);
+        }
+        let size = size_upper_bound(&record);
+        // Java's ensureValidRecordSize: the record in a batch of its own.
+        let alone = size.saturating_add(BATCH_OVERHEAD);
+        if alone > cfg.max_request_size || alone > cfg.buffer_memory {
+            return Err(Error::Producer(ProducerError::RecordTooLarge {
+                size: alone,
+                max_request_size: cfg.max_request_size,
+                buffer_memory: cfg.buffer_memory,
+            }));
         }
         // The clock is read only if something has to wait.
         let mut deadline = None;
@@ -578,23 +584,22 @@ impl Producer {
         };
         let topic = loop {
             // As Java's producer: a topic that does not exist is created where the broker allows.
-            match self.shared.client.topic_with(&record.topic, true).await {
+            match self.shared.client.topic_with(&name, true).await {
                 Ok(t) if !t.partitions.is_empty() => break t,
                 Ok(_) | Err(Error::UnknownTopicOrPartition { .. }) if tokio::time::Instant::now() < deadline() => {
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
                 Ok(_) | Err(Error::UnknownTopicOrPartition { .. }) => {
-                    return Err(Error::unknown(&record.topic, None, format!("not present in metadata after {:?} (max_block)", cfg.max_block)))
+                    return Err(Error::unknown(&name, None, format!("not present in metadata after {:?} (max_block)", cfg.max_block)))
                 }
                 Err(e) => return Err(e),
             }
         };
-        let ProducerRecord { topic: name, partition, key, value, headers, timestamp } = record;
-        let timestamp = timestamp.unwrap_or_else(now_ms);
-        let record = NewRecord { partition, key, value, headers, timestamp, size };
+        // As Java's, a record without a timestamp is stamped once its topic is known.
+        record.timestamp = timestamp.unwrap_or_else(now_ms);
         let mut state = self.lock();
         state.usable()?;
-        let (delivery, partition, mut opened_or_filled) = state.accumulator.append(cfg, &name, &topic, record, memory, callback)?;
+        let (delivery, partition, mut opened_or_filled) = state.accumulator.append(cfg, &name, &topic, partition, record, memory, callback)?;
         if let Some(t) = state.txn.as_mut() {
             // A partition new to the transaction: the sender adds it (V1) before its batch.
             opened_or_filled |= t.record_for(&name, partition);
@@ -628,7 +633,11 @@ impl Producer {
             let notified = self.shared.done.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if self.lock().accumulator.pending == 0 && self.shared.firing.load(Ordering::Acquire) == 0 {
+            let completed = {
+                let state = self.lock();
+                state.accumulator.pending == 0 && state.accumulator.fired.is_empty()
+            };
+            if completed && self.shared.firing.load(Ordering::Acquire) == 0 {
                 break;
             }
             notified.await;

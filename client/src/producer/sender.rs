@@ -41,6 +41,9 @@ pub(crate) async fn run(shared: Arc<Shared>) {
     let mut pid_attempts = 0u32;
     let mut add_failures = 0u32;
     loop {
+        // The callbacks of what the last round completed (failed transactions, fatal errors,
+        // expired batches).
+        shared.fire();
         if shared.txn.is_some() {
             match add_partitions(&shared).await {
                 Some(true) => add_failures = 0,
@@ -66,6 +69,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
             };
             shared.done.notify_waiters();
             if closed {
+                shared.fire();
                 return;
             }
             shared.wake.notified().await;
@@ -116,9 +120,12 @@ pub(crate) async fn run(shared: Arc<Shared>) {
         {
             let state = shared.lock();
             if state.accumulator.closed && state.accumulator.pending == 0 {
+                drop(state);
+                shared.fire();
                 return;
             }
         }
+        shared.fire();
         // Bounded sleep: linger and retry deadlines, a short poll while leaders are unknown.
         let mut wait = drained.next.map_or(Duration::from_millis(500), |t| t.saturating_duration_since(Instant::now()));
         if drained.missing_leader {
@@ -317,9 +324,9 @@ impl BrokerSender {
                 .compression(cfg.compression)
                 .compress_only_if_smaller(cfg.compress_only_if_smaller)
                 .transactional(self.shared.txn.is_some());
-            if let Some((pid, epoch, seq)) = batch.sequence {
-                builder = builder.producer(pid, epoch, seq);
-                trace!(node = self.node, %topic, partition, sequence = ?(pid, epoch, seq), records = batch.records.len(), attempts = batch.attempts, "batch sent");
+            if let Some(s) = batch.sequence {
+                builder = builder.producer(s.producer.id, s.producer.epoch, s.base);
+                trace!(node = self.node, %topic, partition, sequence = ?s, records = batch.records.len(), attempts = batch.attempts, "batch sent");
             }
             // The records are encoded where they are (their offsets are their indexes), into
             // memory the thread reuses once the batch is acknowledged and dropped.
@@ -486,6 +493,7 @@ impl BrokerSender {
                 }
             }
         }
+        shared.fire();
         shared.done.notify_waiters();
         if refresh {
             // The retries wait for the new metadata: the loop is woken after it.

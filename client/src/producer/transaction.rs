@@ -32,7 +32,7 @@ use kwire::{ApiKey, ApiRequest, ByteString, ErrorCode, Uuid};
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
-use super::idempotence::ProducerIdEpoch;
+use super::idempotence::ProducerIdAndEpoch;
 use super::Producer;
 use crate::cluster::Client;
 use crate::consumer::{ConsumerGroupMetadata, OffsetAndMetadata};
@@ -482,8 +482,8 @@ impl TxnCoordinator {
 
     /// InitProducerId with the transactional id: a first id (`current` none) or the next
     /// epoch of `current` (KIP-360).
-    pub(crate) async fn init_producer_id(&self, current: Option<ProducerIdEpoch>, deadline: Instant) -> Result<ProducerIdEpoch> {
-        let (producer_id, producer_epoch) = current.unwrap_or((-1, -1));
+    pub(crate) async fn init_producer_id(&self, current: Option<ProducerIdAndEpoch>, deadline: Instant) -> Result<ProducerIdAndEpoch> {
+        let (producer_id, producer_epoch) = current.map_or((-1, -1), |p| (p.id, p.epoch));
         let request = InitProducerIdRequest {
             transactional_id: Some(ByteString::from(self.id.to_string())),
             transaction_timeout_ms: self.timeout_ms,
@@ -503,19 +503,19 @@ impl TxnCoordinator {
             return Err(coordinator_error(&self.id, ApiKey::InitProducerId, ErrorCode(r.error_code), None));
         }
         info!(transactional_id = %self.id, producer_id = r.producer_id, epoch = r.producer_epoch, "transactional producer id");
-        Ok((r.producer_id, r.producer_epoch))
+        Ok(ProducerIdAndEpoch::new(r.producer_id, r.producer_epoch))
     }
 
     /// AddPartitionsToTxn (V1): the first error of a partition, if any.
-    pub(crate) async fn add_partitions(&self, pid: ProducerIdEpoch, partitions: &[Partition], deadline: Instant) -> Result<()> {
+    pub(crate) async fn add_partitions(&self, pid: ProducerIdAndEpoch, partitions: &[Partition], deadline: Instant) -> Result<()> {
         let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
         for (t, p) in partitions {
             topics.entry(t).or_default().push(*p);
         }
         let request = AddPartitionsToTxnRequest {
             v3_and_below_transactional_id: ByteString::from(self.id.to_string()),
-            v3_and_below_producer_id: pid.0,
-            v3_and_below_producer_epoch: pid.1,
+            v3_and_below_producer_id: pid.id,
+            v3_and_below_producer_epoch: pid.epoch,
             v3_and_below_topics: topics
                 .iter()
                 .map(|(t, ps)| AddPartitionsToTxnTopic {
@@ -554,11 +554,11 @@ impl TxnCoordinator {
     }
 
     /// AddOffsetsToTxn (V1): the group's offsets partition joins the transaction.
-    pub(crate) async fn add_offsets(&self, pid: ProducerIdEpoch, group: &str, deadline: Instant) -> Result<()> {
+    pub(crate) async fn add_offsets(&self, pid: ProducerIdAndEpoch, group: &str, deadline: Instant) -> Result<()> {
         let request = AddOffsetsToTxnRequest {
             transactional_id: ByteString::from(self.id.to_string()),
-            producer_id: pid.0,
-            producer_epoch: pid.1,
+            producer_id: pid.id,
+            producer_epoch: pid.epoch,
             group_id: ByteString::from(group.to_owned()),
             ..Default::default()
         };
@@ -582,7 +582,7 @@ impl TxnCoordinator {
     /// zombie's generation or member id is refused.
     pub(crate) async fn commit_offsets(
         &self,
-        pid: ProducerIdEpoch,
+        pid: ProducerIdAndEpoch,
         offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
         group: &ConsumerGroupMetadata,
         deadline: Instant,
@@ -605,8 +605,8 @@ impl TxnCoordinator {
             TxnOffsetCommitRequest {
                 transactional_id: ByteString::from(self.id.to_string()),
                 group_id: ByteString::from(group.group_id.clone()),
-                producer_id: pid.0,
-                producer_epoch: pid.1,
+                producer_id: pid.id,
+                producer_epoch: pid.epoch,
                 generation_id_or_member_epoch: if member { group.generation_id } else { -1 },
                 member_id: ByteString::from(if member { group.member_id.clone() } else { String::new() }),
                 group_instance_id: group.group_instance_id.clone().filter(|_| member).map(ByteString::from),
@@ -648,11 +648,11 @@ impl TxnCoordinator {
 
     /// EndTxn: the transaction's outcome. Under V2 (v5+) the answer carries the bumped
     /// producer id and epoch.
-    pub(crate) async fn end_txn(&self, pid: ProducerIdEpoch, commit: bool, deadline: Instant, v2: bool) -> Result<Option<ProducerIdEpoch>> {
+    pub(crate) async fn end_txn(&self, pid: ProducerIdAndEpoch, commit: bool, deadline: Instant, v2: bool) -> Result<Option<ProducerIdAndEpoch>> {
         let request = EndTxnRequest {
             transactional_id: ByteString::from(self.id.to_string()),
-            producer_id: pid.0,
-            producer_epoch: pid.1,
+            producer_id: pid.id,
+            producer_epoch: pid.epoch,
             committed: commit,
             ..Default::default()
         };
@@ -662,7 +662,7 @@ impl TxnCoordinator {
             return Err(coordinator_error(&self.id, ApiKey::EndTxn, ErrorCode(r.error_code), None));
         }
         debug!(commit, producer_id = r.producer_id, epoch = r.producer_epoch, "transaction ended");
-        Ok((r.producer_id >= 0 && r.producer_epoch >= 0).then_some((r.producer_id, r.producer_epoch)))
+        Ok(ProducerIdAndEpoch::answered(r.producer_id, r.producer_epoch))
     }
 }
 
@@ -702,7 +702,7 @@ impl Producer {
     }
 
     /// The producer id and epoch, with the transaction state's check `check`.
-    fn txn_check(&self, check: impl FnOnce(&mut Transactions) -> Result<()>) -> Result<ProducerIdEpoch> {
+    fn txn_check(&self, check: impl FnOnce(&mut Transactions) -> Result<()>) -> Result<ProducerIdAndEpoch> {
         let mut state = self.lock();
         let pid = state.idempotence.producer_id;
         let txn = state.txn.as_mut().ok_or(Error::Transaction(TransactionError::NotTransactional { operation: "transaction" }))?;
